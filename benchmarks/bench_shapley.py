@@ -1,0 +1,102 @@
+"""Benchmark: exact vs naive vs Monte-Carlo Shapley values, n = 4..20.
+
+Writes ``results/bench_shapley.csv`` and ``results/bench_shapley.json`` (machine, versions, targets).
+Run: ``python benchmarks/bench_shapley.py [--quick]``. Timings are wall-clock medians over repeats.
+Targets (issue 2): exact at n = 10 at least 100x faster than naive in the same run; exact at n = 20
+under 10 s on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import shapley
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def _timed(f, repeats: int) -> tuple[float, np.ndarray]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = f()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def _matrix(n: int, seed: int) -> np.ndarray:
+    """A realistic kernel matrix: random entailment probabilities, beta = 0.5, PSD-checked."""
+    rng = np.random.default_rng(seed)
+    P = rng.uniform(0.0, 1.0, size=(n, n))
+    np.fill_diagonal(P, 1.0)
+    R = shapley.kernel_matrix(shapley.correlation_matrix(P), 0.5)
+    if not shapley.is_psd(R):
+        R = shapley.kernel_matrix(shapley.correlation_matrix(P), shapley.gershgorin_beta_bound(n))
+    return R
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer sizes and repeats (smoke test)")
+    ap.add_argument("--naive-max-n", type=int, default=11, help="largest n for the naive reference")
+    ap.add_argument("--mc-permutations", type=int, default=2000)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    sizes = [4, 6, 8, 10] if args.quick else list(range(4, 21))
+    rows = []
+    for n in sizes:
+        R = _matrix(n, seed=n)
+        reps = 3 if n <= 16 else 1
+        t_exact, phi = _timed(lambda R=R: shapley.shapley_values(R), reps)
+        row = {"n": n, "exact_s": t_exact, "naive_s": None, "mc_s": None, "mc_permutations": args.mc_permutations,
+               "max_abs_naive_minus_exact": None, "max_abs_mc_minus_exact": None, "mc_max_stderr": None,
+               "efficiency_error": abs(phi.sum() - shapley.gaussian_entropy(R))}
+        if n <= args.naive_max_n:
+            t_naive, phi_naive = _timed(lambda R=R: shapley.shapley_values(R, method="naive"), 1)
+            row["naive_s"] = t_naive
+            row["max_abs_naive_minus_exact"] = float(np.abs(phi_naive - phi).max())
+        t_mc, (phi_mc, se) = _timed(
+            lambda R=R: shapley.shapley_values_mc(R, n_permutations=args.mc_permutations, seed=0), reps
+        )
+        row["mc_s"] = t_mc
+        row["max_abs_mc_minus_exact"] = float(np.abs(phi_mc - phi).max())
+        row["mc_max_stderr"] = float(se.max())
+        rows.append(row)
+        print(f"n={n:2d} exact {t_exact*1e3:9.2f} ms  naive {row['naive_s'] or float('nan'):9.3f} s  "
+              f"mc {t_mc*1e3:8.1f} ms", flush=True)
+    by_n = {r["n"]: r for r in rows}
+    speedup_10 = by_n[10]["naive_s"] / by_n[10]["exact_s"] if 10 in by_n and by_n[10]["naive_s"] else None
+    meta = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} logical cores)",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "shapley": shapley.__version__,
+        "command": "python benchmarks/bench_shapley.py" + (" --quick" if args.quick else ""),
+        "speedup_exact_vs_naive_n10": speedup_10,
+        "target_speedup_n10": 100,
+        "exact_n20_s": by_n[20]["exact_s"] if 20 in by_n else None,
+        "target_exact_n20_s": 10,
+        "rows": rows,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_shapley.json").write_text(json.dumps(meta, indent=2) + "\n")
+    with open(args.out / "bench_shapley.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"speed-up exact vs naive at n=10: {speedup_10:.0f}x; exact n=20: {meta['exact_n20_s']}")
+
+
+if __name__ == "__main__":
+    main()

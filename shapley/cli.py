@@ -1,0 +1,315 @@
+"""Command line: ``python -m shapley run | score-samples | report | beta-sweep``.
+
+* ``run``: the whole experiment, data -> generate -> entail -> score -> metrics, into a resumable run directory.
+* ``score-samples``: score answers generated elsewhere (JSON lines, optionally .gz).
+* ``report``: AUROC tables across run directories (markdown + CSV).
+* ``beta-sweep``: Table 5's beta ablation recomputed from a run's stored entailment matrices.
+
+Exit status: 0 on success, 2 for bad arguments or input (the message names the problem; for an input file
+the line number and field), 1 for other failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from shapley import score as _score
+from shapley.data import DATASETS
+
+DEFAULT_ENTAILMENT = "hf:microsoft/deberta-large-mnli"
+
+
+def _methods(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    try:
+        return list(_score.resolve_methods(names))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {v}")
+    return v
+
+
+def _beta(text: str) -> float:
+    v = float(text)
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(f"beta must be in (0, 1]; got {v}")
+    return v
+
+
+def _unit(text: str) -> float:
+    v = float(text)
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1]; got {v}")
+    return v
+
+
+def _add_scoring_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scoring")
+    g.add_argument("--beta", type=_beta, default=0.5, help="kernel scale beta in (0, 1] (default 0.5, the paper's)")
+    g.add_argument(
+        "--psd-policy",
+        choices=("nearest", "clip", "shrink", "raise"),
+        default=_score.DEFAULT_PSD_POLICY,
+        help="what Shap does when R is not PSD (default nearest; each repair is recorded as shap_psd_repaired; "
+        "'raise' skips Shap on such questions with the error as reason)",
+    )
+    g.add_argument(
+        "--methods",
+        type=_methods,
+        default=None,
+        help=f"comma-separated methods (default: all but Shap_sum). Known: {','.join(_score.METHODS)}",
+    )
+    g.add_argument(
+        "--cluster-rule",
+        choices=("bidirectional", "non_contradiction"),
+        default=_score.CLUSTER_RULE,
+        help="semantic clustering rule for SE/DSE/NumSet (default bidirectional entailment > 0.5)",
+    )
+    g.add_argument(
+        "--se-aggregation",
+        choices=_score.SE_AGGREGATIONS,
+        default=_score.SE_AGGREGATION,
+        help="SE sample log-likelihood: sum of token log-probs (default) or their mean (length-normalised)",
+    )
+    g.add_argument("--threshold", type=_unit, default=0.3, help="an answer is correct if its score > this (0.3)")
+    g.add_argument("--n-boot", type=_positive_int, default=1000, help="bootstrap resamples for the AUROC CI (1000)")
+    g.add_argument("--seed", type=int, default=0, help="seed of sampling, few-shot choice, ER split, bootstrap (0)")
+    g.add_argument("--with-question", action="store_true", help="entailment compares 'question + answer' texts")
+    g.add_argument("--device", default=None, help="torch device for the models (default: cuda if available)")
+    g.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m shapley``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m shapley",
+        description="Shapley uncertainty for NLG (arXiv 2507.21406): experiments, scoring and reports.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run",
+        help="whole experiment: data -> generate -> entail -> score -> metrics (resumable)",
+        description="Run the whole experiment into a run directory. Rerunning the same command resumes it: "
+        "valid stored records are kept, torn or corrupt ones recomputed; a different result-affecting "
+        "setting is refused.",
+    )
+    run.add_argument("--dataset", required=True, choices=DATASETS, help="dataset name")
+    run.add_argument("--model", default="smollm2", help="LLM: 'smollm2' (packaged), a local path or a hub id")
+    run.add_argument(
+        "--entailment",
+        default=DEFAULT_ENTAILMENT,
+        help="entailment backend spec: hf:<id|path> (NLI), embedding:<name|path> (stand-in), llm:<spec> "
+        f"(default {DEFAULT_ENTAILMENT})",
+    )
+    run.add_argument("--n-samples", type=_positive_int, default=10, help="sampled answers per question (10)")
+    run.add_argument("--limit", type=_positive_int, default=None, help="first K questions only")
+    run.add_argument("--output", required=True, help="run directory (created, or resumed)")
+    run.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1.0; 0 = greedy)")
+    run.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling p (1.0 = off)")
+    run.add_argument("--top-k", type=int, default=0, help="top-k sampling (0 = off)")
+    run.add_argument("--max-new-tokens", type=_positive_int, default=32, help="answer length limit (32)")
+    run.add_argument("--batch-size", type=_positive_int, default=8, help="batch size of the models (8)")
+    run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
+    run.add_argument("--n-shots", type=int, default=5, help="few-shot examples per prompt (5)")
+    run.add_argument("--source", choices=("auto", "local", "online"), default="auto", help="data source (auto)")
+    run.add_argument("--data-path", default=None, help="local dataset file (default: SHAPLEY_DATA_DIR/<file>)")
+    run.add_argument(
+        "--correctness-metric",
+        choices=("rougeL", "bleu"),
+        default=None,
+        help="default: bleu for wmt14, rougeL otherwise",
+    )
+    run.add_argument("--no-p-true", action="store_true", help="skip the p(True) prompt (P(T) is then skipped)")
+    run.add_argument("--no-a4c", action="store_true", help="skip the ask-for-confidence prompt (A4C is then skipped)")
+    _add_scoring_args(run)
+
+    ss = sub.add_parser(
+        "score-samples",
+        help="score answers generated elsewhere (JSON lines, .jsonl or .jsonl.gz)",
+        description='Score sampled answers from a JSON-lines file. Each line: {"id", "question", '
+        '"references": [...], "samples": [...], "answer"? (judged answer; default samples[0]), '
+        '"sample_logprobs"?: [[...], ...], "answer_token_logprobs"?, "answer_token_entropies"?, '
+        '"p_true"?, "a4c_text"?, "embedding"?}. UQ-NLG layout (e.g. triviaqa_llama13b_samples.jsonl.gz): '
+        "'samples_cleaned' is preferred over 'samples', and without 'references' the field 'answer' is the "
+        "reference. The whole input is validated before the output directory is created. Methods whose "
+        "inputs are absent (e.g. log-probabilities) are skipped with a note.",
+    )
+    ss.add_argument("input", metavar="FILE.jsonl", help="input file (.jsonl or .jsonl.gz)")
+    ss.add_argument("--entailment", default=DEFAULT_ENTAILMENT, help=f"entailment backend spec ({DEFAULT_ENTAILMENT})")
+    ss.add_argument("--output", required=True, help="run directory (created, or resumed)")
+    ss.add_argument("--n-samples", type=_positive_int, default=None, help="use the first N samples of each line")
+    ss.add_argument("--limit", type=_positive_int, default=None, help="first K questions only")
+    ss.add_argument("--batch-size", type=_positive_int, default=32, help="entailment batch size (32)")
+    ss.add_argument(
+        "--correctness-metric", choices=("rougeL", "bleu"), default="rougeL", help="rougeL (default) or bleu"
+    )
+    ss.add_argument("--dataset-label", default=None, help="dataset name in metrics.csv (default: file name stem)")
+    ss.add_argument("--model-label", default="external", help="model name in metrics.csv (default 'external')")
+    _add_scoring_args(ss)
+
+    rp = sub.add_parser("report", help="AUROC tables across run directories", description="Tables across runs.")
+    rp.add_argument("run_dirs", nargs="+", metavar="DIR", help="run directories (with metrics.csv)")
+    rp.add_argument("--output", default=None, help="write markdown here (and the tidy CSV next to it, .csv)")
+
+    bs = sub.add_parser(
+        "beta-sweep",
+        help="Table 5: AUROC of Shap for several beta from a run's stored entailment",
+        description="Recompute Shap for each beta from DIR/entailment.jsonl and report AUROC, and how many "
+        "questions have a non-PSD R at each beta.",
+    )
+    bs.add_argument("run_dir", metavar="DIR")
+    bs.add_argument(
+        "--betas", default=None, help="comma-separated betas (default: the paper's two grids, 0.1..1.0 and 0.42..0.58)"
+    )
+    bs.add_argument("--psd-policy", choices=("nearest", "clip", "shrink", "raise"), default=None)
+    bs.add_argument("--n-boot", type=int, default=0, help="bootstrap resamples for CIs (0 = none)")
+    bs.add_argument("--output", default=None, help="CSV for the summary (default: DIR/beta_sweep.csv)")
+    return parser
+
+
+def _cmd_run(a: argparse.Namespace, argv: Sequence[str]) -> int:
+    from shapley import runs
+
+    path = runs.run_experiment(
+        dataset=a.dataset,
+        output=a.output,
+        model=a.model,
+        entailment=a.entailment,
+        n_samples=a.n_samples,
+        limit=a.limit,
+        seed=a.seed,
+        beta=a.beta,
+        temperature=a.temperature,
+        top_p=a.top_p,
+        top_k=a.top_k,
+        max_new_tokens=a.max_new_tokens,
+        batch_size=a.batch_size,
+        device=a.device,
+        dtype=a.dtype,
+        with_question=a.with_question,
+        n_shots=a.n_shots,
+        source=a.source,
+        data_path=a.data_path,
+        methods=a.methods,
+        psd_policy=a.psd_policy,
+        cluster_rule=a.cluster_rule,
+        se_aggregation=a.se_aggregation,
+        correctness_metric=a.correctness_metric,
+        threshold=a.threshold,
+        p_true=not a.no_p_true,
+        a4c=not a.no_a4c,
+        n_boot=a.n_boot,
+        progress=not a.no_progress,
+        argv=argv,
+    )
+    _print_summary(path)
+    return 0
+
+
+def _cmd_score_samples(a: argparse.Namespace, argv: Sequence[str]) -> int:
+    from shapley import runs
+
+    path = runs.score_samples(
+        a.input,
+        output=a.output,
+        entailment=a.entailment,
+        n_samples=a.n_samples,
+        limit=a.limit,
+        beta=a.beta,
+        methods=a.methods,
+        psd_policy=a.psd_policy,
+        cluster_rule=a.cluster_rule,
+        se_aggregation=a.se_aggregation,
+        correctness_metric=a.correctness_metric,
+        threshold=a.threshold,
+        with_question=a.with_question,
+        device=a.device,
+        batch_size=a.batch_size,
+        seed=a.seed,
+        n_boot=a.n_boot,
+        dataset_label=a.dataset_label,
+        model_label=a.model_label,
+        progress=not a.no_progress,
+        argv=argv,
+    )
+    _print_summary(path)
+    return 0
+
+
+def _print_summary(path: object) -> None:
+    from shapley import report
+
+    m = report.load_metrics(path)  # type: ignore[arg-type]
+    sk = report.load_skipped(path)  # type: ignore[arg-type]
+    cols = ["method", "auroc", "auroc_lo", "auroc_hi", "n", "accuracy"]
+    print(f"run directory: {path}")
+    print(report.markdown_table(m[cols]))
+    if len(m) and m["accuracy"].isin([0.0, 1.0]).all():
+        print(
+            "note: all judged answers are "
+            + ("correct" if m["accuracy"].iloc[0] == 1.0 else "incorrect")
+            + ": AUROC and PRR are undefined (NaN)"
+        )
+    for _, r in sk.iterrows():
+        print(f"note: {r['method']} skipped on {r['n_skipped']} of {r['n_questions']} questions: {r['reason']}")
+
+
+def _cmd_report(a: argparse.Namespace) -> int:
+    from shapley import report
+
+    md = report.report(a.run_dirs, a.output)
+    if a.output is None:
+        print(md, end="")
+    else:
+        print(f"wrote {a.output} and its .csv")
+    return 0
+
+
+def _cmd_beta_sweep(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from shapley import report
+    from shapley.runs import atomic_write_text
+
+    betas = report.TABLE5_BETAS if a.betas is None else tuple(_beta(b) for b in a.betas.split(",") if b.strip())
+    summary, per_q = report.beta_table(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot)
+    out = Path(a.output) if a.output else Path(a.run_dir) / "beta_sweep.csv"
+    atomic_write_text(out, summary.to_csv(index=False))
+    atomic_write_text(out.with_name(out.stem + "_per_question.csv"), per_q.to_csv(index=False))
+    print(report.markdown_table(summary, digits=5))
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    a = parser.parse_args(args_list)
+    full_argv = ["python", "-m", "shapley", *args_list]
+    try:
+        if a.command == "run":
+            return _cmd_run(a, full_argv)
+        if a.command == "score-samples":
+            return _cmd_score_samples(a, full_argv)
+        if a.command == "report":
+            return _cmd_report(a)
+        return _cmd_beta_sweep(a)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (RuntimeError, OSError) as exc:  # e.g. a run directory in use, a model that is not available
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

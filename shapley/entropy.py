@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shapley.kernel import correlation_matrix, kernel_matrix
-from shapley.psd import DEFAULT_EPS, ensure_psd
+from shapley.psd import DEFAULT_EPS, ensure_psd, psd_tolerance
 
 HALF_LOG_2PIE = 0.5 * math.log(2.0 * math.pi * math.e)
 """Entropy (nats) of a standard normal variable: 0.5 ln(2 pi e) ~= 1.4189."""
@@ -44,11 +44,15 @@ def gaussian_entropy(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
         eps: eigenvalue floor for the repairing policies.
 
     Returns:
-        The entropy; ``-inf`` for a singular PSD R (a degenerate Gaussian), never NaN.
+        The entropy; ``-inf`` for a singular PSD R (a degenerate Gaussian: smallest eigenvalue at or
+        below the round-off tolerance :func:`shapley.psd.psd_tolerance`), never NaN.
     """
-    A, _ = ensure_psd(R, psd_policy, eps)
-    sign, logdet = np.linalg.slogdet(A)
+    A, report = ensure_psd(R, psd_policy, eps)
     n = A.shape[0]
+    # Singular to working precision: slogdet's sign is round-off there, so decide on the eigenvalue.
+    if not report.repaired and report.min_eigenvalue <= psd_tolerance(A):
+        return -math.inf
+    sign, logdet = np.linalg.slogdet(A)
     if sign <= 0:
         return -math.inf
     return float(n * HALF_LOG_2PIE + 0.5 * logdet)

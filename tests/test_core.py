@@ -93,6 +93,20 @@ def test_gaussian_entropy_matches_scipy(R):
     assert shapley.gaussian_entropy(R) == pytest.approx(multivariate_normal(cov=R).entropy(), rel=1e-9, abs=1e-9)
 
 
+def test_singular_to_round_off_is_minus_inf():
+    """A duplicated variable in a random correlation matrix: slogdet's sign is noise, the answer is -inf."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        A = rng.normal(size=(5, 3))
+        S = A @ A.T
+        d = np.sqrt(np.diag(S))
+        R = S / np.outer(d, d)
+        R[4, :] = R[0, :]
+        R[:, 4] = R[:, 0]
+        R[4, 4] = 1.0
+        assert shapley.gaussian_entropy(R) == -math.inf
+
+
 def test_singular_psd_gives_minus_inf_never_nan():
     R = np.ones((3, 3))
     assert shapley.gaussian_entropy(R) == -math.inf

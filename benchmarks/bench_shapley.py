@@ -15,7 +15,7 @@ import os
 import platform
 import statistics
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +77,7 @@ def main() -> None:
     by_n = {r["n"]: r for r in rows}
     speedup_10 = by_n[10]["naive_s"] / by_n[10]["exact_s"] if 10 in by_n and by_n[10]["naive_s"] else None
     meta = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "device": f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} logical cores)",
         "python": platform.python_version(),
         "numpy": np.__version__,

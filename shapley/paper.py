@@ -79,7 +79,8 @@ DATASETS: MappingProxyType[str, str] = MappingProxyType(
 #: Method column labels of Tables 3-4 -> (what it is, source paper, the method name in ``shapley.score``).
 #: The mapping to our method names is ours: the paper gives only the labels and the citations. Table 3's
 #: "SU" (semantic uncertainty) is the same quantity as Table 4's "SE". For "NE" the paper does not say
-#: whether the sequence likelihoods are length-normalised (our ``NE`` is not, our ``LNE`` is).
+#: whether the sequence likelihoods are length-normalised (our ``NE`` is not, our ``LNE`` is). We map it to
+#: ``LNE``, as Farquhar et al.'s released code averages token log-probabilities for naive entropy too.
 METHODS: MappingProxyType[str, tuple[str, str, str]] = MappingProxyType(
     {
         "MaxL": ("max over answer tokens of -log p (SelfCheckGPT)", "Manakul et al. 2023", "MaxL"),
@@ -90,7 +91,7 @@ METHODS: MappingProxyType[str, tuple[str, str, str]] = MappingProxyType(
         "A4C": ("ask for a verbalised confidence", "Tian et al. 2023", "A4C"),
         "SE": ("semantic entropy", "Farquhar et al. 2024", "SE"),
         "DSE": ("discrete semantic entropy", "Farquhar et al. 2024", "DSE"),
-        "NE": ("naive entropy: predictive entropy without clustering", "Farquhar et al. 2024", "NE"),
+        "NE": ("naive entropy: predictive entropy without clustering", "Farquhar et al. 2024", "LNE"),
         "P(T)": ("p(True)", "Kadavath et al. 2022", "P(T)"),
         "ER": ("embedding regression (supervised)", "Farquhar et al. 2024", "ER"),
         "Shap": ("Shapley uncertainty (the paper's method)", "Zhu et al. 2025", "Shap"),

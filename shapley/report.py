@@ -530,3 +530,146 @@ def beta_table(
         )
         summary.append(row)
     return pd.DataFrame(summary), per_q
+
+
+def load_benchmark(path: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Read a benchmark JSON written by ``benchmarks/*.py``: (metadata without rows, rows as a DataFrame)."""
+    meta = json.loads(Path(path).read_text())
+    rows = meta.pop("rows", [])
+    return meta, _pd().DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reported beside measured: the book's tables
+
+
+#: Why a (dataset, method) cell of the paper's tables has no measurement here, when no run exists.
+NO_RUN_REASONS: dict[str, str] = {
+    "wmt14": "no WMT-14 data offline here (loader tested on a fixture)",
+}
+
+
+def _cell(auroc: float, lo: float, hi: float) -> str:
+    if any(map(math.isnan, (auroc, lo, hi))):
+        return f"{auroc:.3f}"
+    return f"{auroc:.3f} [{lo:.2f}, {hi:.2f}]"
+
+
+def comparison_table(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """The paper's Table 3 or 4 with our measured rows interleaved, one row per (dataset, model, source).
+
+    Reported rows come from :mod:`shapley.paper`. Each measured row carries "AUROC [95% CI]" per method, or the
+    reason the cell is empty (method skipped in the run, or no run for the dataset). Columns: Dataset, Model,
+    Source ("reported" or "measured"), one per method of the table, Entailment, Run.
+    """
+    from shapley import paper
+
+    pd = _pd()
+    if table not in (3, 4):
+        raise ValueError(f"table must be 3 or 4; got {table!r}")
+    methods = list(paper.TABLE3_METHODS if table == 3 else paper.TABLE4_METHODS)
+    reported = paper.table3() if table == 3 else paper.table4()
+    measured = measured_table(run_dirs)
+    rows: list[dict[str, Any]] = []
+    for dataset in dict.fromkeys(reported["dataset"]):
+        name = paper.DATASETS.get(dataset, dataset)
+        rep = reported[reported["dataset"] == dataset]
+        for model, g in rep.groupby("model", sort=False):
+            vals = dict(zip(g["method"], g["auroc"], strict=True))
+            rows.append({"Dataset": name, "Model": paper.MODELS.get(model, model), "Source": "reported",
+                         **{m: f"{vals[m]:.3f}" for m in methods}, "Entailment": "DeBERTa-large-MNLI (paper)",
+                         "Run": f"arXiv {paper.ARXIV_ID}, Table {table}"})
+        mine = measured[measured["dataset"] == dataset]
+        if mine.empty:
+            reason = NO_RUN_REASONS.get(dataset, "no run for this dataset yet")
+            rows.append({"Dataset": name, "Model": "-", "Source": "measured", **dict.fromkeys(methods, reason),
+                         "Entailment": "-", "Run": "-"})
+            continue
+        for run_dir, g in mine.groupby("run_dir", sort=True):
+            skipped = load_skipped(run_dir)
+            why = dict(zip(skipped["method"], skipped["reason"], strict=True)) if len(skipped) else {}
+            got = {r["method"]: _cell(r["auroc"], r["lo"], r["hi"]) for _, r in g.iterrows()}
+            cells = {}
+            for m in methods:
+                ours = PAPER_ALIASES.get(m, m)
+                cells[m] = got.get(m) or (f"skipped: {why[ours]}" if ours in why else "not computed in this run")
+            stand_in = bool(g["entailment_is_stand_in"].iloc[0])
+            ent = str(g["entailment"].iloc[0]) + (" (stand-in, not NLI)" if stand_in else "")
+            rows.append({"Dataset": name, "Model": str(g["model"].iloc[0]), "Source": "measured", **cells,
+                         "Entailment": ent, "Run": _relative(run_dir)})
+    return pd.DataFrame(rows)
+
+
+def _relative(path: str | os.PathLike[str]) -> str:
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(Path(__file__).resolve().parent.parent))
+    except ValueError:
+        return str(p)
+
+
+def style_comparison(df: pd.DataFrame):
+    """A pandas Styler that gives every cell its row's ``Source`` ("reported" / "measured") as CSS class."""
+    pd = _pd()
+    classes = pd.DataFrame([[src] * df.shape[1] for src in df["Source"]], index=df.index, columns=df.columns)
+    return df.style.hide(axis="index").set_td_classes(classes)
+
+
+def beta_ablation(run_dirs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
+    """Measured Table 5: each run's ``beta_sweep.csv`` stacked, labelled by the mapping's key.
+
+    Columns: source, beta, auroc, auroc_lo, auroc_hi, n, n_not_psd, frac_not_psd, min_eig_min, run_dir.
+    """
+    pd = _pd()
+    frames = []
+    for label, d in run_dirs.items():
+        path = Path(d) / "beta_sweep.csv"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run `python -m shapley beta-sweep {d}` first")
+        f = pd.read_csv(path)
+        f.insert(0, "source", label)
+        f["frac_not_psd"] = f["n_not_psd"] / f["n"].where(f["n"] > 0)
+        f["run_dir"] = _relative(d)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)
+
+
+def n_sweep(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """AUROC per method across runs that differ in the number of samples (``settings.n_samples``)."""
+    pd = _pd()
+    frames = []
+    for d in run_dirs:
+        f = load_metrics(d)
+        f.insert(0, "n_samples", int(_read_config(d)["settings"]["n_samples"]))
+        f["run_dir"] = _relative(d)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)
+
+
+def discover_runs(root: str | os.PathLike[str]) -> list[Path]:
+    """Run directories under ``root`` (any depth) that have finished their metrics stage, sorted."""
+    return sorted(p.parent for p in Path(root).rglob("metrics.csv") if (p.parent / "config.json").exists())
+
+
+def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """One row per run: where it is, the command that produced it, and what it covered."""
+    pd = _pd()
+    rows = []
+    for d in run_dirs:
+        cfg = _read_config(d)
+        s, prov = cfg["settings"], cfg.get("provenance", {})
+        m = load_metrics(d)
+        git = prov.get("git") or {}
+        rows.append({
+            "run": _relative(d),
+            "dataset": s.get("dataset"),
+            "model": s.get("model"),
+            "entailment": s.get("entailment"),
+            "questions": int(m["n_questions"].max()) if "n_questions" in m and len(m) else None,
+            "samples": s.get("n_samples"),
+            "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
+            "command": prov.get("command_line", ""),
+            "git commit": (git.get("commit") or "")[:10] + (" (dirty)" if git.get("dirty") else ""),
+            "created": prov.get("created", ""),
+        })
+    return pd.DataFrame(rows)

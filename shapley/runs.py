@@ -1098,7 +1098,8 @@ def run_experiment(
             records,
             gen_compute,
             key=lambda r: r.id,
-            chunk_size=batch_size,
+            # As many questions as fill one decoding batch (Generator.questions_per_batch), stored as they finish.
+            chunk_size=max(1, batch_size // (1 + n_samples)),
             progress=progress,
         )
         entail_stage(

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The SmolLM2-135M-Instruct runs rendered in the book (CPU). Resumable: re-running continues where it stopped,
+# and each step raises the number of questions per dataset (a run's --limit may grow between invocations).
+# Usage: bash scripts/smollm2_runs.sh [LIMIT...]   (default: 25 50 100)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+for limit in ${@:-25 50 100}; do
+  for ds in nq_open triviaqa svamp bioasq squad coqa; do
+    $PY -m shapley run --dataset "$ds" --model smollm2 --entailment embedding:minilm \
+      --n-samples 10 --limit "$limit" --temperature 0.5 --max-new-tokens 16 --batch-size 44 \
+      --output "results/smollm2/$ds" --no-progress
+    $PY -m shapley beta-sweep "results/smollm2/$ds" --n-boot 300
+    echo "=== $ds limit $limit done $(date +%T)"
+  done
+done

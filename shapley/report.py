@@ -581,9 +581,9 @@ def comparison_table(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> 
                          "Run": f"arXiv {paper.ARXIV_ID}, Table {table}"})
         mine = measured[measured["dataset"] == dataset]
         if mine.empty:
-            reason = NO_RUN_REASONS.get(dataset, "no run for this dataset yet")
-            rows.append({"Dataset": name, "Model": "-", "Source": "measured", **dict.fromkeys(methods, reason),
-                         "Entailment": "-", "Run": "-"})
+            reason = NO_RUN_REASONS.get(dataset, "no finished run for this dataset yet")
+            rows.append({"Dataset": name, "Model": "-", "Source": "measured", **dict.fromkeys(methods, "n/a"),
+                         "Entailment": "-", "Run": f"not measured: {reason}"})
             continue
         for run_dir, g in mine.groupby("run_dir", sort=True):
             skipped = load_skipped(run_dir)
@@ -592,7 +592,7 @@ def comparison_table(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> 
             cells = {}
             for m in methods:
                 ours = PAPER_ALIASES.get(m, m)
-                cells[m] = got.get(m) or (f"skipped: {why[ours]}" if ours in why else "not computed in this run")
+                cells[m] = got.get(m) or (f"skipped ({why[ours]})" if ours in why else "not computed in this run")
             stand_in = bool(g["entailment_is_stand_in"].iloc[0])
             ent = str(g["entailment"].iloc[0]) + (" (stand-in, not NLI)" if stand_in else "")
             rows.append({"Dataset": name, "Model": str(g["model"].iloc[0]), "Source": "measured", **cells,
@@ -668,8 +668,8 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
             "questions": int(m["n_questions"].max()) if "n_questions" in m and len(m) else None,
             "samples": s.get("n_samples"),
             "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
-            "command": prov.get("command_line", ""),
             "git commit": (git.get("commit") or "")[:10] + (" (dirty)" if git.get("dirty") else ""),
-            "created": prov.get("created", ""),
+            "created": prov.get("created", "")[:16],
+            "command": prov.get("command_line", ""),
         })
     return pd.DataFrame(rows)

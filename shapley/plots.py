@@ -48,7 +48,14 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
     """
     plt = _plt()
     d = measured.dropna(subset=["auroc"]).sort_values("auroc")
-    fig, ax = plt.subplots(figsize=(6.0, 0.32 * len(d) + 1.2))
+    fig, ax = plt.subplots(figsize=(6.0, 0.32 * max(len(d), 3) + 1.2))
+    if d.empty:
+        ax.text(0.5, 0.5, "AUROC undefined for every method\n(all answers in one correctness class)",
+                ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        if title:
+            ax.set_title(title, fontsize=10)
+        return fig
     colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
     err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
     ax.barh(d["method"], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=2)

@@ -588,7 +588,8 @@ def comparison_table(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> 
         for run_dir, g in mine.groupby("run_dir", sort=True):
             skipped = load_skipped(run_dir)
             why = dict(zip(skipped["method"], skipped["reason"], strict=True)) if len(skipped) else {}
-            got = {r["method"]: _cell(r["auroc"], r["lo"], r["hi"]) for _, r in g.iterrows()}
+            got = {r["method"]: _cell(r["auroc"], r["lo"], r["hi"]) if not math.isnan(r["auroc"])
+                   else "undefined (one correctness class)" for _, r in g.iterrows()}
             cells = {}
             for m in methods:
                 ours = PAPER_ALIASES.get(m, m)

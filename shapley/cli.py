@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--batch-size", type=_positive_int, default=8, help="batch size of the models (8)")
     run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
     run.add_argument("--n-shots", type=int, default=5, help="few-shot examples per prompt (5)")
+    run.add_argument("--chat-template", action="store_true",
+                     help="wrap the prompt in the tokenizer's chat template (default: the raw few-shot string, "
+                          "as in the paper)")
     run.add_argument("--source", choices=("auto", "local", "online"), default="auto", help="data source (auto)")
     run.add_argument("--data-path", default=None, help="local dataset file (default: SHAPLEY_DATA_DIR/<file>)")
     run.add_argument(
@@ -191,6 +194,7 @@ def _cmd_run(a: argparse.Namespace, argv: Sequence[str]) -> int:
         top_p=a.top_p,
         top_k=a.top_k,
         max_new_tokens=a.max_new_tokens,
+        chat_template=a.chat_template,
         batch_size=a.batch_size,
         device=a.device,
         dtype=a.dtype,

@@ -367,7 +367,8 @@ class GenerationConfig:
     ``temperature`` 0 means greedy sampling; ``top_k`` 0 and ``top_p`` 1 switch those filters off.
     ``stop``: answers end at the first of these strings. ``batch_size``: sequences per forward pass.
     ``p_true`` / ``a4c``: also compute p(True) and the ask-for-confidence reply for the greedy answer.
-    ``chat_template``: wrap prompts in the tokenizer's chat template (``None`` = when it has one).
+    ``chat_template``: wrap prompts in the tokenizer's chat template (``None`` = when it has one). The
+    default, ``False``, feeds the raw few-shot template string, as the paper's Appendix B describes.
     ``a4c_max_new_tokens``: length limit of the A4C reply. ``progress``: tqdm bar (``None`` = auto,
     shown on a terminal only). ``device`` / ``dtype``: used when a spec (not a model) is loaded.
     """
@@ -384,7 +385,7 @@ class GenerationConfig:
     a4c: bool = True
     device: str | None = None
     dtype: str | None = None
-    chat_template: bool | None = None
+    chat_template: bool | None = False
     a4c_max_new_tokens: int = 10
     progress: bool | None = None
 

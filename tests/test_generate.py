@@ -62,6 +62,15 @@ def make_model(vocab_size: int, seed: int = 0):
     return LlamaForCausalLM(cfg).eval()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models gain nothing from threads, and on a busy 2-core machine thread contention makes them slow."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def tiny():
     tok = make_tokenizer()
@@ -151,6 +160,9 @@ def test_batched_equals_unbatched(tiny):
     big = gen(tiny, batch_size=8).generate(records())
     one = gen(tiny, batch_size=1).generate(records())
     alone = gen(tiny, batch_size=8).generate(records()[2:])
+    packed = gen(tiny, batch_size=16).generate(records())  # rows of 3 questions share one decoding batch
+    assert [o.answer for o in packed] == [o.answer for o in one]
+    assert [o.samples for o in packed] == [o.samples for o in one]
     assert [o.answer for o in big] == [o.answer for o in one]
     assert big[2].answer == alone[0].answer
     for x, y in zip(big, one, strict=True):
@@ -226,7 +238,8 @@ def test_chat_template_option(tiny):
         Generator(model, GenerationConfig(chat_template=True), tokenizer=tok)
     chat_tok = make_tokenizer()
     chat_tok.chat_template = CHAT_TEMPLATE
-    auto = Generator(model, GenerationConfig(progress=False), tokenizer=chat_tok)
+    assert not Generator(model, GenerationConfig(progress=False), tokenizer=chat_tok).use_chat_template
+    auto = Generator(model, GenerationConfig(chat_template=None, progress=False), tokenizer=chat_tok)
     forced_off = Generator(model, GenerationConfig(chat_template=False), tokenizer=chat_tok)
     assert auto.use_chat_template and not forced_off.use_chat_template
     assert chat_tok.decode(auto._encode("hi", "Answer:")).endswith("<bot>Answer:")

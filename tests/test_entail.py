@@ -72,6 +72,15 @@ def save_nli(path, id2label=NLI_LABELS, arch="bert", seed=0):
     return path
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models gain nothing from threads, and on a busy 2-core machine thread contention makes them slow."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def nli_dir(tmp_path_factory):
     return save_nli(tmp_path_factory.mktemp("nli"))

@@ -824,6 +824,29 @@ def finalize(run: RunDir, ids: Sequence[str], *, embeddings: Mapping[str, Sequen
 # Pipelines
 
 
+def _scoring_settings(
+    entailment: str, with_question: bool, beta: float, psd_policy: str, cluster_rule: str, se_aggregation: str,
+    methods: list[str], correctness_metric: str | None, threshold: float, seed: int, n_boot: int,
+    batch_size: int, device: str | None,
+) -> dict[str, Any]:
+    """The settings shared by ``score-samples`` and ``run``: entailment, scoring, correctness and metrics."""
+    return {
+        "entailment": entailment,
+        "with_question": with_question,
+        "beta": beta,
+        "psd_policy": psd_policy,
+        "cluster_rule": cluster_rule,
+        "se_aggregation": se_aggregation,
+        "methods": methods,
+        "correctness_metric": correctness_metric,
+        "threshold": threshold,
+        "seed": seed,
+        "n_boot": n_boot,
+        "batch_size": batch_size,
+        "device": device,
+    }
+
+
 def score_samples(
     path: str | os.PathLike[str],
     *,
@@ -862,21 +885,10 @@ def score_samples(
         "input_sha256": sha256_file(p),
         "n_samples": n_samples,
         "limit": limit,
-        "entailment": entailment,
-        "with_question": with_question,
-        "beta": beta,
-        "psd_policy": psd_policy,
-        "cluster_rule": cluster_rule,
-        "se_aggregation": se_aggregation,
-        "methods": names,
-        "correctness_metric": correctness_metric,
-        "threshold": threshold,
-        "seed": seed,
-        "n_boot": n_boot,
         "dataset": label,
         "model": model_label,
-        "batch_size": batch_size,
-        "device": device,
+        **_scoring_settings(entailment, with_question, beta, psd_policy, cluster_rule, se_aggregation, names,
+                            correctness_metric, threshold, seed, n_boot, batch_size, device),
     }
     _check_settings(settings)
     if not any(it.sample_logprobs for it in items):
@@ -1039,19 +1051,8 @@ def run_experiment(
         "p_true": p_true,
         "a4c": a4c,
         "dtype": dtype,
-        "entailment": entailment,
-        "with_question": with_question,
-        "beta": beta,
-        "psd_policy": psd_policy,
-        "cluster_rule": cluster_rule,
-        "se_aggregation": se_aggregation,
-        "methods": names,
-        "correctness_metric": correctness_metric,
-        "threshold": threshold,
-        "seed": seed,
-        "n_boot": n_boot,
-        "batch_size": batch_size,
-        "device": device,
+        **_scoring_settings(entailment, with_question, beta, psd_policy, cluster_rule, se_aggregation, names,
+                            correctness_metric, threshold, seed, n_boot, batch_size, device),
     }
     _check_settings(settings)
     generator = _LazyGenerator(

@@ -62,13 +62,7 @@ def make_model(vocab_size: int, seed: int = 0):
     return LlamaForCausalLM(cfg).eval()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models gain nothing from threads, and on a busy 2-core machine thread contention makes them slow."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

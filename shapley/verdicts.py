@@ -123,6 +123,8 @@ def styled_verdicts(from_page: str = "book/claims") -> Any:
 
     t["verdict"] = [f'<span class="{_BADGE[v]}">{html.escape(v)}</span>' for v in t["verdict"]]
     t["evidence"] = [link(p) for p in t["evidence"]]
-    for col in ("where", "claim", "note"):
-        t[col] = [html.escape(s) for s in t[col]]
-    return t[["id", "where", "claim", "verdict", "evidence", "note"]].style.hide(axis="index")
+    t["claim"] = [f"{html.escape(c)}<br><small>{html.escape(w)} &middot; <code>{html.escape(i)}</code></small>"
+                  for c, w, i in zip(t["claim"], t["where"], t["id"], strict=True)]
+    t["note"] = [html.escape(s) for s in t["note"]]
+    return (t[["claim", "verdict", "evidence", "note"]].style.hide(axis="index")
+            .set_table_attributes('class="verdicts"'))

@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
+# One torch thread: on a shared 2-core machine two threads were several times slower (see the experiments chapter).
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 for limit in ${@:-25 50 100}; do
   for ds in nq_open triviaqa svamp bioasq squad coqa; do
     $PY -m shapley run --dataset "$ds" --model smollm2 --entailment embedding:minilm \

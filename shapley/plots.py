@@ -9,9 +9,7 @@ import pandas as pd
 
 
 def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    """pyplot with whatever backend is active (inline in the book's notebooks, Agg in scripts and tests)."""
     import matplotlib.pyplot as plt
 
     return plt

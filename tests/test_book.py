@@ -38,6 +38,15 @@ MIN_TABLES: dict[str, int] = {
     "notebooks/results": 2,
 }
 
+#: page -> minimum number of rendered figures (<img>): a notebook whose plots do not render fails.
+MIN_IMAGES: dict[str, int] = {
+    "notebooks/psd": 2,
+    "notebooks/properties": 1,
+    "notebooks/mozart": 1,
+    "notebooks/results": 4,
+    "notebooks/performance": 1,
+}
+
 #: page -> strings its rendered text must contain (case-sensitive).
 MUST_CONTAIN: dict[str, tuple[str, ...]] = {
     "book/intro": ("Reported", "Measured", "reproduced", "contradicted", "not reproducible here"),
@@ -222,6 +231,12 @@ def test_min_table_counts(built: Path):
         assert page in pages, f"MIN_TABLES names {page}, which is not in _toc.yml"
         found = len(article(page).find_all("table"))
         assert found >= n, f"{page}: {found} <table> elements, expected at least {n}"
+
+
+def test_figures_render(built: Path):
+    for page, n in MIN_IMAGES.items():
+        found = len(article(page).find_all("img"))
+        assert found >= n, f"{page}: {found} figures rendered, expected at least {n}"
 
 
 def test_no_raw_markdown_tables_left(built: Path):

@@ -603,18 +603,13 @@ def step_score(step: StepCheck) -> float:
 def _run_search(
     strategy: Any, body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]], max_examples: int
 ) -> tuple[bool, Any, dict[str, Any] | None, int]:
-    from hypothesis import HealthCheck, Verbosity, given, settings, target
+    from hypothesis import given, target
+
+    from shapley.worstcase import search_settings
 
     state: dict[str, Any] = {"runs": 0, "last": None}
 
-    @settings(
-        max_examples=max_examples,
-        database=None,
-        derandomize=True,
-        deadline=None,
-        verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck),
-    )
+    @search_settings(max_examples)
     @given(strategy)
     def probe(x: Any) -> None:
         state["runs"] += 1

@@ -308,6 +308,21 @@ class HypothesisResult:
     strategy: str
 
 
+def search_settings(max_examples: int) -> Any:
+    """Hypothesis settings for the notebooks' searches: reproducible (derandomised, no example database),
+    quiet, no deadline and no health checks, so that a search gives the same answer on every machine."""
+    from hypothesis import HealthCheck, Verbosity, settings
+
+    return settings(
+        max_examples=max_examples,
+        database=None,
+        derandomize=True,
+        deadline=None,
+        verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 def hypothesis_counterexample(
     n: int, beta: float = 0.5, max_examples: int = HYPOTHESIS_MAX_EXAMPLES, vertices: bool = True
 ) -> HypothesisResult:
@@ -319,7 +334,7 @@ def hypothesis_counterexample(
     Settings: ``derandomize=True`` and no example database, so the result is reproducible. The returned C
     is Hypothesis' shrunk example (fewest 1 entries, earliest rows).
     """
-    from hypothesis import HealthCheck, Verbosity, given, settings, target
+    from hypothesis import given, target
     from hypothesis import strategies as st
 
     n = _check_n(n, 2)
@@ -328,14 +343,7 @@ def hypothesis_counterexample(
     found: list[NDArray[np.float64]] = []
     runs = [0]
 
-    @settings(
-        max_examples=max_examples,
-        database=None,
-        derandomize=True,
-        deadline=None,
-        verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck),
-    )
+    @search_settings(max_examples)
     @given(st.lists(values, min_size=m, max_size=m))
     def probe(v: list[float]) -> None:
         runs[0] += 1

@@ -36,9 +36,16 @@ def nli_throughput(device, dtype, batch: int, seq_len: int, tiny: bool, repeats:
     size = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
     if tiny:
         size = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
-    cfg = DebertaConfig(vocab_size=50265, max_position_embeddings=512, relative_attention=True,
-                        pos_att_type=["c2p", "p2c"], max_relative_positions=-1, position_biased_input=False,
-                        num_labels=3, **size)
+    cfg = DebertaConfig(
+        vocab_size=50265,
+        max_position_embeddings=512,
+        relative_attention=True,
+        pos_att_type=["c2p", "p2c"],
+        max_relative_positions=-1,
+        position_biased_input=False,
+        num_labels=3,
+        **size,
+    )
     model = DebertaForSequenceClassification(cfg).to(device=device, dtype=dtype).eval()
     ids = torch.randint(0, cfg.vocab_size, (batch, seq_len), device=device)
     with torch.inference_mode():
@@ -50,24 +57,40 @@ def nli_throughput(device, dtype, batch: int, seq_len: int, tiny: bool, repeats:
         _sync(device)
     dt = (time.perf_counter() - t0) / repeats
     params = sum(p.numel() for p in model.parameters())
-    return {"stage": "nli", "architecture": "deberta-large" + (" (tiny)" if tiny else ""), "params": params,
-            "batch_pairs": batch, "seq_len": seq_len, "seconds_per_batch": dt, "pairs_per_s": batch / dt}
+    return {
+        "stage": "nli",
+        "architecture": "deberta-large" + (" (tiny)" if tiny else ""),
+        "params": params,
+        "batch_pairs": batch,
+        "seq_len": seq_len,
+        "seconds_per_batch": dt,
+        "pairs_per_s": batch / dt,
+    }
 
 
-def generation_throughput(device, dtype, prompts: int, n: int, prompt_len: int, new_tokens: int,
-                          tiny: bool) -> dict:
+def generation_throughput(device, dtype, prompts: int, n: int, prompt_len: int, new_tokens: int, tiny: bool) -> dict:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    size = dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
-                num_key_value_heads=32)
+    size = dict(
+        hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32
+    )
     if tiny:
-        size = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                    num_key_value_heads=2)
+        size = dict(
+            hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2
+        )
     cfg = LlamaConfig(vocab_size=32000, max_position_embeddings=4096, **size)
     model = LlamaForCausalLM(cfg).to(device=device, dtype=dtype).eval()
     ids = torch.randint(0, cfg.vocab_size, (prompts, prompt_len), device=device)
-    kw = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, num_return_sequences=n,
-              max_new_tokens=new_tokens, min_new_tokens=new_tokens, pad_token_id=0)
+    kw = dict(
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        num_return_sequences=n,
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        pad_token_id=0,
+    )
     with torch.inference_mode():
         model.generate(input_ids=ids[:1], **{**kw, "max_new_tokens": 2, "min_new_tokens": 2})  # warm-up
         _sync(device)
@@ -78,9 +101,18 @@ def generation_throughput(device, dtype, prompts: int, n: int, prompt_len: int, 
     generated = out.shape[0] * (out.shape[1] - prompt_len)
     params = sum(p.numel() for p in model.parameters())
     mem = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
-    return {"stage": "generate", "architecture": "llama-2-7b" + (" (tiny)" if tiny else ""), "params": params,
-            "prompts": prompts, "samples_per_prompt": n, "prompt_len": prompt_len, "new_tokens": new_tokens,
-            "seconds": dt, "new_tokens_per_s": generated / dt, "peak_gpu_mem_gib": mem}
+    return {
+        "stage": "generate",
+        "architecture": "llama-2-7b" + (" (tiny)" if tiny else ""),
+        "params": params,
+        "prompts": prompts,
+        "samples_per_prompt": n,
+        "prompt_len": prompt_len,
+        "new_tokens": new_tokens,
+        "seconds": dt,
+        "new_tokens_per_s": generated / dt,
+        "peak_gpu_mem_gib": mem,
+    }
 
 
 def main() -> None:
@@ -102,9 +134,15 @@ def main() -> None:
         nli_throughput(device, dtype, args.nli_batch, args.nli_seq_len, args.tiny),
         generation_throughput(device, dtype, args.prompts, args.samples, args.prompt_len, args.new_tokens, args.tiny),
     ]
-    meta = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "device": name, "dtype": str(dtype),
-            "torch": torch.__version__, "tiny": args.tiny,
-            "command": "python benchmarks/bench_gpu.py" + (" --tiny" if args.tiny else ""), "rows": rows}
+    meta = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "device": name,
+        "dtype": str(dtype),
+        "torch": torch.__version__,
+        "tiny": args.tiny,
+        "command": "python benchmarks/bench_gpu.py" + (" --tiny" if args.tiny else ""),
+        "rows": rows,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / ("bench_gpu_tiny_cpu.json" if args.tiny or device.type != "cuda" else "bench_gpu.json")
     path.write_text(json.dumps(meta, indent=2) + "\n")

@@ -43,8 +43,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from shapley.entail import HFNLIBackend, load_backend
-from shapley.settings import data_dir
+from shapley.pipeline.entail import HFNLIBackend, load_backend
+from shapley.pipeline.settings import data_dir
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
@@ -82,21 +82,47 @@ def build_model(folder: Path, texts: list[str]) -> str:
         t = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         t.normalizer = normalizers.BertNormalizer(lowercase=True)
         t.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        t.train_from_iterator(texts, trainers.WordPieceTrainer(
-            vocab_size=8000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+        t.train_from_iterator(
+            texts,
+            trainers.WordPieceTrainer(
+                vocab_size=8000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
+            ),
+        )
         cls, sep = t.token_to_id("[CLS]"), t.token_to_id("[SEP]")
-        t.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                                                         special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-        tok = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-                                      sep_token="[SEP]", mask_token="[MASK]")
+        t.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+        )
+        tok = PreTrainedTokenizerFast(
+            tokenizer_object=t,
+            pad_token="[PAD]",
+            unk_token="[UNK]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+        )
         tok.save_pretrained(folder)
         tokenizer_note = "WordPiece trained on the benchmark texts (MiniLM package absent)"
     config = DebertaV2Config(  # microsoft/deberta-v3-base architecture, vocabulary of the tokenizer above
-        vocab_size=len(tok), hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-        hidden_act="gelu", max_position_embeddings=512, relative_attention=True, position_buckets=256,
-        max_relative_positions=-1, norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
-        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-7, pad_token_id=tok.pad_token_id,
-        num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()},
+        vocab_size=len(tok),
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        hidden_act="gelu",
+        max_position_embeddings=512,
+        relative_attention=True,
+        position_buckets=256,
+        max_relative_positions=-1,
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+        type_vocab_size=0,
+        layer_norm_eps=1e-7,
+        pad_token_id=tok.pad_token_id,
+        num_labels=3,
+        id2label=LABELS,
+        label2id={v: k for k, v in LABELS.items()},
     )
     torch.manual_seed(0)
     DebertaV2ForSequenceClassification(config).save_pretrained(folder)
@@ -105,8 +131,9 @@ def build_model(folder: Path, texts: list[str]) -> str:
 
 @torch.inference_mode()
 def probs_of(backend: HFNLIBackend, premises: list[str], hypotheses: list[str]) -> np.ndarray:
-    enc = backend.tokenizer(premises, hypotheses, padding=True, truncation=True, max_length=512,
-                            return_tensors="pt").to(backend.device)
+    enc = backend.tokenizer(
+        premises, hypotheses, padding=True, truncation=True, max_length=512, return_tensors="pt"
+    ).to(backend.device)
     return torch.softmax(backend.model(**enc).logits.float(), dim=-1).cpu().double().numpy()
 
 
@@ -138,7 +165,7 @@ def per_question(backend: HFNLIBackend, items, batch_size: int) -> tuple[list[np
         idx = [(i, j) for i in range(n) for j in range(n) if i != j]
         m = np.eye(n)
         for s in range(0, len(idx), batch_size):
-            chunk = idx[s:s + batch_size]
+            chunk = idx[s : s + batch_size]
             p = probs_of(backend, [answers[i] for i, _ in chunk], [answers[j] for _, j in chunk])
             for (i, j), v in zip(chunk, p[:, backend.entail_index], strict=True):
                 m[i, j] = v
@@ -174,8 +201,12 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=10, help="samples per question")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--device", default=None)
-    ap.add_argument("--threads", type=int, default=None,
-                    help="torch CPU threads (default: torch's choice); 1 is steadier on a busy shared machine")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: torch's choice); 1 is steadier on a busy shared machine",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     if args.threads is not None:
@@ -186,22 +217,26 @@ def main() -> None:
     unique = len({(p, h) for _, a in items for p in set(a) for h in set(a) if p != h})
     with tempfile.TemporaryDirectory(prefix="bench_nli_") as tmp:
         tokenizer_note = build_model(Path(tmp), [q for q, _ in items] + [s for _, a in items for s in a])
-        backend = load_backend(f"hf:{tmp}", device=args.device, batch_size=args.batch_size, cache=False,
-                               progress=False)
+        backend = load_backend(f"hf:{tmp}", device=args.device, batch_size=args.batch_size, cache=False, progress=False)
         assert isinstance(backend, HFNLIBackend)
         n_params = sum(p.numel() for p in backend.model.parameters())
         probs_of(backend, ["warm up"], ["the model"])  # first-call overheads out of the timings
 
-        strategies = [("naive", lambda: naive(backend, items, dedup=False)),
-                      ("per_question_batched", lambda: per_question(backend, items, args.batch_size))]
+        strategies = [
+            ("naive", lambda: naive(backend, items, dedup=False)),
+            ("per_question_batched", lambda: per_question(backend, items, args.batch_size)),
+        ]
         if args.breakdown:
             strategies.append(("dedup_single", lambda: naive(backend, items, dedup=True)))
 
         def run_backend():
             before = dict(backend.stats)
             res = backend.score(items)
-            return ([r.entail for r in res], backend.stats["forward_passes"] - before["forward_passes"],
-                    backend.stats["pairs_scored"] - before["pairs_scored"])
+            return (
+                [r.entail for r in res],
+                backend.stats["forward_passes"] - before["forward_passes"],
+                backend.stats["pairs_scored"] - before["pairs_scored"],
+            )
 
         strategies.append(("backend", run_backend))
         rows, reference = [], None
@@ -213,11 +248,24 @@ def main() -> None:
             if reference is None:
                 reference = mats
             diff = max_diff(mats, reference, items)
-            rows.append({"strategy": name, "questions": n_q, "samples": args.samples, "pairs_requested": requested,
-                         "pairs_forwarded": forwarded, "forward_passes": forwards, "seconds": secs,
-                         "pairs_per_s": requested / secs, "max_abs_diff_vs_naive": diff})
-            print(f"{name:22s} {secs:8.2f} s  {requested / secs:9.1f} pairs/s  forwards={forwards:5d}  "
-                  f"pairs sent={forwarded:5d}  max|diff|={diff:.2e}", flush=True)
+            rows.append(
+                {
+                    "strategy": name,
+                    "questions": n_q,
+                    "samples": args.samples,
+                    "pairs_requested": requested,
+                    "pairs_forwarded": forwarded,
+                    "forward_passes": forwards,
+                    "seconds": secs,
+                    "pairs_per_s": requested / secs,
+                    "max_abs_diff_vs_naive": diff,
+                }
+            )
+            print(
+                f"{name:22s} {secs:8.2f} s  {requested / secs:9.1f} pairs/s  forwards={forwards:5d}  "
+                f"pairs sent={forwarded:5d}  max|diff|={diff:.2e}",
+                flush=True,
+            )
     base = rows[0]["pairs_per_s"]
     for r in rows:
         r["speedup_vs_naive"] = r["pairs_per_s"] / base
@@ -230,7 +278,8 @@ def main() -> None:
         "load_average_1min_at_start": load_start,
         "load_average_1min_at_end": os.getloadavg()[0],
         "python": platform.python_version(),
-        "command": "python benchmarks/bench_nli.py" + (" --quick" if args.quick else "")
+        "command": "python benchmarks/bench_nli.py"
+        + (" --quick" if args.quick else "")
         + (" --breakdown" if args.breakdown else "")
         + (f" --threads {args.threads}" if args.threads is not None else ""),
         "model": f"DeBERTa-v3-base architecture, random weights ({n_params / 1e6:.0f}M parameters), fp32",

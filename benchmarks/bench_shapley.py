@@ -58,9 +58,17 @@ def main() -> None:
         R = _matrix(n, seed=n)
         reps = 3 if n <= 16 else 1
         t_exact, phi = _timed(lambda R=R: shapley.shapley_values(R), reps)
-        row = {"n": n, "exact_s": t_exact, "naive_s": None, "mc_s": None, "mc_permutations": args.mc_permutations,
-               "max_abs_naive_minus_exact": None, "max_abs_mc_minus_exact": None, "mc_max_stderr": None,
-               "efficiency_error": abs(phi.sum() - shapley.gaussian_entropy(R))}
+        row = {
+            "n": n,
+            "exact_s": t_exact,
+            "naive_s": None,
+            "mc_s": None,
+            "mc_permutations": args.mc_permutations,
+            "max_abs_naive_minus_exact": None,
+            "max_abs_mc_minus_exact": None,
+            "mc_max_stderr": None,
+            "efficiency_error": abs(phi.sum() - shapley.gaussian_entropy(R)),
+        }
         if n <= args.naive_max_n:
             t_naive, phi_naive = _timed(lambda R=R: shapley.shapley_values(R, method="naive"), 1)
             row["naive_s"] = t_naive
@@ -72,8 +80,11 @@ def main() -> None:
         row["max_abs_mc_minus_exact"] = float(np.abs(phi_mc - phi).max())
         row["mc_max_stderr"] = float(se.max())
         rows.append(row)
-        print(f"n={n:2d} exact {t_exact*1e3:9.2f} ms  naive {row['naive_s'] or float('nan'):9.3f} s  "
-              f"mc {t_mc*1e3:8.1f} ms", flush=True)
+        print(
+            f"n={n:2d} exact {t_exact * 1e3:9.2f} ms  naive {row['naive_s'] or float('nan'):9.3f} s  "
+            f"mc {t_mc * 1e3:8.1f} ms",
+            flush=True,
+        )
     by_n = {r["n"]: r for r in rows}
     speedup_10 = by_n[10]["naive_s"] / by_n[10]["exact_s"] if 10 in by_n and by_n[10]["naive_s"] else None
     meta = {

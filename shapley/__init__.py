@@ -1,13 +1,21 @@
 """Shapley uncertainty for natural language generation: a tested reference implementation.
 
 Companion to Zhu, Jin, Huang & Zhang, "Shapley Uncertainty in Natural Language Generation"
-(arXiv 2507.21406). The maths core (this namespace) takes and returns numpy arrays; entropies are in
-nats. The experiment pipeline lives in the stage modules ``data``, ``generate``, ``entail``,
-``correctness``, ``score``, ``runs`` and ``report`` (``python -m shapley --help``).
+(arXiv 2507.21406). This namespace re-exports the maths API of :mod:`shapley.core` (numpy arrays in and
+out, entropies in nats). The package has four layers:
+
+* :mod:`shapley.core`: the maths (kernel, PSD, exact Shapley entropy, baselines, metrics);
+* :mod:`shapley.theory`: worst cases and the paper's three properties, with their searches;
+* :mod:`shapley.pipeline`: data -> generate -> entail -> score -> evaluate, storage, one ``RunConfig``;
+* :mod:`shapley.companion`: the paper's reported numbers, Mozart, verdicts, book tables and plots;
+
+and the command line :mod:`shapley.cli` (``python -m shapley --help``). Import rule: core imports nothing
+outside core; theory and pipeline import core; companion may import all three; the CLI imports pipeline
+and companion (``tests/test_architecture.py``).
 """
 
-from shapley import metrics
-from shapley.entropy import (
+from shapley.core import metrics
+from shapley.core.entropy import (
     EXACT_MAX_N,
     HALF_LOG_2PIE,
     gaussian_entropy,
@@ -17,8 +25,8 @@ from shapley.entropy import (
     shapley_values_mc,
     subset_entropies,
 )
-from shapley.kernel import correlation_matrix, kernel_matrix
-from shapley.psd import (
+from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.core.psd import (
     PSD_POLICIES,
     PSDRepairWarning,
     ensure_psd,

@@ -14,11 +14,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from shapley import score as _score
-from shapley.data import DATASETS
-
-DEFAULT_ENTAILMENT = "hf:microsoft/deberta-large-mnli"
+from shapley.pipeline import evaluate, experiment
+from shapley.pipeline import score as _score
+from shapley.pipeline.config import (
+    DEFAULT_ENTAILMENT,
+    DataSettings,
+    EntailmentSettings,
+    GenerationSettings,
+    RunConfig,
+    RuntimeSettings,
+    ScoringSettings,
+)
+from shapley.pipeline.data import DATASETS
+from shapley.pipeline.store import atomic_write_text
 
 
 def _methods(text: str) -> list[str]:
@@ -93,7 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Shapley uncertainty for NLG (arXiv 2507.21406): experiments, scoring and reports.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run_parser(sub)
+    _add_score_samples_parser(sub)
+    _add_report_parsers(sub)
+    return parser
 
+
+def _add_run_parser(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser(
         "run",
         help="whole experiment: data -> generate -> entail -> score -> metrics (resumable)",
@@ -119,9 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--batch-size", type=_positive_int, default=8, help="batch size of the models (8)")
     run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
     run.add_argument("--n-shots", type=int, default=5, help="few-shot examples per prompt (5)")
-    run.add_argument("--chat-template", action="store_true",
-                     help="wrap the prompt in the tokenizer's chat template (default: the raw few-shot string, "
-                          "as in the paper)")
+    run.add_argument(
+        "--chat-template",
+        action="store_true",
+        help="wrap the prompt in the tokenizer's chat template (default: the raw few-shot string, as in the paper)",
+    )
     run.add_argument("--source", choices=("auto", "local", "online"), default="auto", help="data source (auto)")
     run.add_argument("--data-path", default=None, help="local dataset file (default: SHAPLEY_DATA_DIR/<file>)")
     run.add_argument(
@@ -134,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-a4c", action="store_true", help="skip the ask-for-confidence prompt (A4C is then skipped)")
     _add_scoring_args(run)
 
+
+def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
     ss = sub.add_parser(
         "score-samples",
         help="score answers generated elsewhere (JSON lines, .jsonl or .jsonl.gz)",
@@ -158,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--model-label", default="external", help="model name in metrics.csv (default 'external')")
     _add_scoring_args(ss)
 
+
+def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser("report", help="AUROC tables across run directories", description="Tables across runs.")
     rp.add_argument("run_dirs", nargs="+", metavar="DIR", help="run directories (with metrics.csv)")
     rp.add_argument("--output", default=None, help="write markdown here (and the tidy CSV next to it, .csv)")
@@ -175,87 +197,67 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--psd-policy", choices=("nearest", "clip", "shrink", "raise"), default=None)
     bs.add_argument("--n-boot", type=int, default=0, help="bootstrap resamples for CIs (0 = none)")
     bs.add_argument("--output", default=None, help="CSV for the summary (default: DIR/beta_sweep.csv)")
-    return parser
 
 
-def _cmd_run(a: argparse.Namespace, argv: Sequence[str]) -> int:
-    from shapley import runs
-
-    path = runs.run_experiment(
-        dataset=a.dataset,
-        output=a.output,
-        model=a.model,
-        entailment=a.entailment,
-        n_samples=a.n_samples,
-        limit=a.limit,
-        seed=a.seed,
+def _scoring(a: argparse.Namespace) -> ScoringSettings:
+    return ScoringSettings(
+        methods=tuple(a.methods) if a.methods is not None else _score.DEFAULT_METHODS,
         beta=a.beta,
+        psd_policy=a.psd_policy,
+        cluster_rule=a.cluster_rule,
+        se_aggregation=a.se_aggregation,
+        correctness_metric=a.correctness_metric,
+        threshold=a.threshold,
+        n_boot=a.n_boot,
+    )
+
+
+def config_from_args(a: argparse.Namespace) -> RunConfig:
+    """The one :class:`RunConfig` of a ``run`` or ``score-samples`` command line."""
+    runtime = RuntimeSettings(batch_size=a.batch_size, device=a.device, progress=not a.no_progress)
+    entailment = EntailmentSettings(backend=a.entailment, with_question=a.with_question)
+    if a.command == "score-samples":
+        data = DataSettings(
+            dataset=a.dataset_label or Path(a.input).name.split(".")[0],
+            source="file",
+            path=a.input,
+            limit=a.limit,
+            n_samples=a.n_samples,
+            model_label=a.model_label,
+        )
+        return RunConfig("score-samples", data, None, entailment, _scoring(a), runtime, a.seed)
+    data = DataSettings(dataset=a.dataset, source=a.source, path=a.data_path, n_shots=a.n_shots, limit=a.limit)
+    generation = GenerationSettings(
+        model=a.model,
+        n_samples=a.n_samples,
         temperature=a.temperature,
         top_p=a.top_p,
         top_k=a.top_k,
         max_new_tokens=a.max_new_tokens,
         chat_template=a.chat_template,
-        batch_size=a.batch_size,
-        device=a.device,
-        dtype=a.dtype,
-        with_question=a.with_question,
-        n_shots=a.n_shots,
-        source=a.source,
-        data_path=a.data_path,
-        methods=a.methods,
-        psd_policy=a.psd_policy,
-        cluster_rule=a.cluster_rule,
-        se_aggregation=a.se_aggregation,
-        correctness_metric=a.correctness_metric,
-        threshold=a.threshold,
         p_true=not a.no_p_true,
         a4c=not a.no_a4c,
-        n_boot=a.n_boot,
-        progress=not a.no_progress,
-        argv=argv,
+        dtype=a.dtype,
     )
+    return RunConfig("run", data, generation, entailment, _scoring(a), runtime, a.seed)
+
+
+def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
+    config = config_from_args(a)
+    if config.command == "run":
+        path = experiment.run_experiment(config, a.output, argv=argv)
+    else:
+        path = experiment.score_samples(config, a.output, argv=argv)
     _print_summary(path)
     return 0
 
 
-def _cmd_score_samples(a: argparse.Namespace, argv: Sequence[str]) -> int:
-    from shapley import runs
-
-    path = runs.score_samples(
-        a.input,
-        output=a.output,
-        entailment=a.entailment,
-        n_samples=a.n_samples,
-        limit=a.limit,
-        beta=a.beta,
-        methods=a.methods,
-        psd_policy=a.psd_policy,
-        cluster_rule=a.cluster_rule,
-        se_aggregation=a.se_aggregation,
-        correctness_metric=a.correctness_metric,
-        threshold=a.threshold,
-        with_question=a.with_question,
-        device=a.device,
-        batch_size=a.batch_size,
-        seed=a.seed,
-        n_boot=a.n_boot,
-        dataset_label=a.dataset_label,
-        model_label=a.model_label,
-        progress=not a.no_progress,
-        argv=argv,
-    )
-    _print_summary(path)
-    return 0
-
-
-def _print_summary(path: object) -> None:
-    from shapley import report
-
-    m = report.load_metrics(path)  # type: ignore[arg-type]
-    sk = report.load_skipped(path)  # type: ignore[arg-type]
+def _print_summary(path: Path) -> None:
+    m = evaluate.load_metrics(path)
+    sk = evaluate.load_skipped(path)
     cols = ["method", "auroc", "auroc_lo", "auroc_hi", "n", "accuracy"]
     print(f"run directory: {path}")
-    print(report.markdown_table(m[cols]))
+    print(evaluate.markdown_table(m[cols]))
     if len(m) and m["accuracy"].isin([0.0, 1.0]).all():
         print(
             "note: all judged answers are "
@@ -267,9 +269,7 @@ def _print_summary(path: object) -> None:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from shapley import report
-
-    md = report.report(a.run_dirs, a.output)
+    md = evaluate.report(a.run_dirs, a.output)
     if a.output is None:
         print(md, end="")
     else:
@@ -278,17 +278,12 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_beta_sweep(a: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from shapley import report
-    from shapley.runs import atomic_write_text
-
-    betas = report.TABLE5_BETAS if a.betas is None else tuple(_beta(b) for b in a.betas.split(",") if b.strip())
-    summary, per_q = report.beta_table(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot)
+    betas = evaluate.TABLE5_BETAS if a.betas is None else tuple(_beta(b) for b in a.betas.split(",") if b.strip())
+    summary, per_q = evaluate.beta_table(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot)
     out = Path(a.output) if a.output else Path(a.run_dir) / "beta_sweep.csv"
     atomic_write_text(out, summary.to_csv(index=False))
     atomic_write_text(out.with_name(out.stem + "_per_question.csv"), per_q.to_csv(index=False))
-    print(report.markdown_table(summary, digits=5))
+    print(evaluate.markdown_table(summary, digits=5))
     print(f"wrote {out}")
     return 0
 
@@ -300,10 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parser.parse_args(args_list)
     full_argv = ["python", "-m", "shapley", *args_list]
     try:
-        if a.command == "run":
-            return _cmd_run(a, full_argv)
-        if a.command == "score-samples":
-            return _cmd_score_samples(a, full_argv)
+        if a.command in ("run", "score-samples"):
+            return _cmd_pipeline(a, full_argv)
         if a.command == "report":
             return _cmd_report(a)
         return _cmd_beta_sweep(a)

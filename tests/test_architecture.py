@@ -1,4 +1,9 @@
-"""The layering rule: the maths core never imports the pipeline."""
+"""The layering rule, read from the code (AST), relative imports included.
+
+core imports nothing outside core; theory imports core; pipeline imports core; companion may import core,
+theory and pipeline; the CLI imports pipeline and companion. No module imports the package's own modules
+through importlib, and there is no import circle between the package's modules.
+"""
 
 from __future__ import annotations
 
@@ -8,36 +13,152 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "shapley"
-MATHS = ["_validate", "kernel", "psd", "entropy", "metrics", "baselines", "properties", "mozart", "worstcase", "paper"]
-PIPELINE = {"data", "generate", "entail", "correctness", "score", "runs", "report", "cli", "settings", "records"}
+
+ALLOWED: dict[str, set[str]] = {
+    "core": {"core"},
+    "theory": {"core", "theory"},
+    "pipeline": {"core", "pipeline"},
+    "companion": {"core", "theory", "pipeline", "companion"},
+    "cli": {"pipeline", "companion", "cli"},
+    "__main__": {"cli"},
+    "__init__": {"core"},
+}
+LAYERS = ("core", "theory", "pipeline", "companion")
 
 
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            parts = node.module.split(".")
-            if parts[0] == "shapley":
-                names.update(parts[1:2] or [a.name for a in node.names])
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _resolve(path: Path, node: ast.ImportFrom) -> list[str]:
+    """Absolute module names an ``from X import a, b`` statement may refer to (X itself and X.a, X.b)."""
+    if node.level:
+        base = _module_name(path).split(".")
+        is_pkg = path.name == "__init__.py"
+        base = base[: len(base) - node.level + (1 if is_pkg else 0)]
+        mod = ".".join(base + ([node.module] if node.module else []))
+    else:
+        mod = node.module or ""
+    return [mod] + [f"{mod}.{a.name}" for a in node.names]
+
+
+def package_imports(path: Path) -> set[str]:
+    """The package's own modules that ``path`` imports (absolute dotted names)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            names = _resolve(path, node)
         elif isinstance(node, ast.Import):
-            for a in node.names:
-                parts = a.name.split(".")
-                if parts[0] == "shapley" and len(parts) > 1:
-                    names.add(parts[1])
-    return names
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out.update(n for n in names if n == "shapley" or n.startswith("shapley."))
+    return out
 
 
-@pytest.mark.parametrize("module", [m for m in MATHS if (PKG / f"{m}.py").exists()])
-def test_maths_does_not_import_pipeline(module):
-    bad = _imports(PKG / f"{module}.py") & PIPELINE
-    assert not bad, f"shapley/{module}.py imports pipeline module(s) {sorted(bad)}"
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def _existing(module: str) -> str | None:
+    """``module`` if it is a file or package of the package, else its parent (``from pkg import name``)."""
+    p = PKG.parent.joinpath(*module.split("."))
+    if p.with_suffix(".py").is_file() or (p / "__init__.py").is_file():
+        return module
+    return module.rsplit(".", 1)[0] if "." in module else None
+
+
+FILES = sorted(PKG.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(PKG.parent)))
+def test_imports_follow_the_layer_rule(path):
+    me = _layer(_module_name(path))
+    allowed = ALLOWED[me]
+    bad = sorted(m for m in package_imports(path) if m != "shapley" and _layer(m) not in allowed)
+    if me != "__init__" and "shapley" in package_imports(path):
+        bad.append("shapley (the top-level namespace; import from its layer instead)")
+    assert not bad, f"{path.relative_to(PKG.parent)} ({me}) imports {bad}; {me} may import only {sorted(allowed)}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(PKG.parent)))
+def test_no_importlib_for_own_modules(path):
+    text = path.read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+            "import_module",
+            "__import__",
+            "spec_from_file_location",
+        ):
+            arg = node.args[0] if node.args else None
+            literal = arg.value if isinstance(arg, ast.Constant) else ""
+            assert not str(literal).startswith(("shapley", ".")), (
+                f"{path.relative_to(PKG.parent)}:{node.lineno} loads the package's own module {literal!r} "
+                "through importlib; use a plain import"
+            )
+
+
+def test_no_import_circle():
+    graph: dict[str, set[str]] = {}
+    for path in FILES:
+        me = _module_name(path)
+        graph[me] = {m for m in (_existing(x) for x in package_imports(path)) if m and m != me}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            # a package's __init__ that re-exports its own submodules is not a circle
+            if nxt in graph and node.startswith(nxt + "."):
+                continue
+            if state.get(nxt) == 1:
+                raise AssertionError("import circle: " + " -> ".join(stack[stack.index(nxt) :] + [nxt]))
+            if state.get(nxt) is None and nxt in graph:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if state.get(node) is None:
+            visit(node)
+
+
+def test_each_layer_is_a_subpackage():
+    for layer in LAYERS:
+        assert (PKG / layer / "__init__.py").is_file(), f"shapley/{layer}/ is missing"
+    flat = sorted(p.name for p in PKG.glob("*.py"))
+    assert flat == ["__init__.py", "__main__.py", "cli.py"], f"modules outside the four layers: {flat}"
+
+
+def test_the_rule_checker_sees_relative_and_absolute_imports(tmp_path):
+    """The checker itself: a relative import that crosses a layer is caught."""
+    fake = PKG / "core" / "kernel.py"
+    node = ast.parse("from ..pipeline import store\nfrom . import psd\n").body
+    got = [_resolve(fake, n) for n in node]  # type: ignore[arg-type]
+    assert "shapley.pipeline" in got[0] and "shapley.pipeline.store" in got[0]
+    assert _layer("shapley.pipeline.store") == "pipeline" and "pipeline" not in ALLOWED["core"]
+    assert "shapley.core.psd" in got[1]
 
 
 def test_public_api_names():
     import shapley
 
-    for name in ("correlation_matrix", "kernel_matrix", "gaussian_entropy", "shapley_values",
-                 "shapley_uncertainty", "is_psd", "min_eigenvalue"):
+    for name in (
+        "correlation_matrix",
+        "kernel_matrix",
+        "gaussian_entropy",
+        "shapley_values",
+        "shapley_uncertainty",
+        "is_psd",
+        "min_eigenvalue",
+    ):
         assert callable(getattr(shapley, name))
     for name in ("auroc", "auarc", "prr", "bootstrap_ci"):
         assert callable(getattr(shapley.metrics, name))

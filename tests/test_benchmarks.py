@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(args: list[str], tmp_path: Path) -> None:
-    subprocess.run([sys.executable, *args, "--out", str(tmp_path)], cwd=ROOT, check=True, capture_output=True,
-                   timeout=600)
+    subprocess.run(
+        [sys.executable, *args, "--out", str(tmp_path)], cwd=ROOT, check=True, capture_output=True, timeout=600
+    )
 
 
 def test_bench_shapley_quick(tmp_path):
@@ -28,8 +29,25 @@ def test_bench_shapley_quick(tmp_path):
 
 @pytest.mark.slow
 def test_bench_gpu_tiny_on_cpu(tmp_path):
-    _run(["benchmarks/bench_gpu.py", "--tiny", "--device", "cpu", "--nli-batch", "4", "--prompts", "2",
-          "--samples", "2", "--prompt-len", "8", "--new-tokens", "3"], tmp_path)
+    _run(
+        [
+            "benchmarks/bench_gpu.py",
+            "--tiny",
+            "--device",
+            "cpu",
+            "--nli-batch",
+            "4",
+            "--prompts",
+            "2",
+            "--samples",
+            "2",
+            "--prompt-len",
+            "8",
+            "--new-tokens",
+            "3",
+        ],
+        tmp_path,
+    )
     meta = json.loads((tmp_path / "bench_gpu_tiny_cpu.json").read_text())
     assert meta["tiny"] and not (tmp_path / "bench_gpu.json").exists()
     assert {r["stage"] for r in meta["rows"]} == {"nli", "generate"}

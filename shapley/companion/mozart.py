@@ -1,0 +1,286 @@
+"""Recomputing the paper's "Queen of the Night aria" example (Tables 1 and 2).
+
+The inputs are the printed ones, taken from :mod:`shapley.companion.reported`
+(``reported.mozart(1)``, ``reported.mozart(2)``):
+three answers with likelihoods 0.5 / 0.4 / 0.1, the clusters {W. A. Mozart, Mozart} and {third answer}, and a
+printed 3x3 matrix. The paper prints a Shapley uncertainty of 0.40 (Beethoven) and 0.51 (da Vinci) without
+saying how it was computed. This module computes the paper's stated definition and a list of alternative
+readings, each a named function with a one-line rationale, so the notebook can put them side by side.
+
+Nothing here hard-codes a computed number: the printed values are read from :mod:`shapley.companion.reported`.
+Entropies are in nats unless a reading says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from shapley.companion import reported
+from shapley.core.baselines import likelihood_entropy, semantic_entropy
+from shapley.core.entropy import gaussian_entropy, shapley_values
+from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.core.psd import paper_beta_bound
+
+PAPER_BETA = 0.5
+"""The paper's default kernel scale (Sec. 3.2 and Table 5)."""
+
+PRINTED_DECIMALS = 2
+"""Tables 1-2 print uncertainties with two decimals: a reading 'matches' if it rounds to the printed value."""
+
+
+def inputs(table: int) -> dict[str, Any]:
+    """The printed inputs of Table 1 or 2 (:func:`shapley.companion.reported.mozart`), as arrays."""
+    d = reported.mozart(table)
+    return {
+        **d,
+        "matrix": np.asarray(d["matrix"], dtype=np.float64),
+        "likelihoods": np.asarray(d["likelihoods"], dtype=np.float64),
+        "clusters": np.asarray(d["clusters"], dtype=np.int64),
+    }
+
+
+def baseline_uncertainties(table: int) -> dict[str, float]:
+    """Likelihood entropy and semantic entropy (nats) of the table, with the project's baselines."""
+    d = inputs(table)
+    ll = np.log(d["likelihoods"])
+    return {"likelihood": likelihood_entropy(ll), "semantic_likelihood": semantic_entropy(ll, d["clusters"])}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Readings. Each takes (M, p, beta): the printed matrix (3, 3), the likelihoods (3,), the kernel scale.
+# ---------------------------------------------------------------------------------------------------
+
+
+def _R(M: NDArray[np.float64], beta: float) -> NDArray[np.float64]:
+    return kernel_matrix(correlation_matrix(M), beta)
+
+
+def paper_definition(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """As defined in Sec. 3: printed matrix as C, kernel at beta, sum of Shapley values of the Gaussian entropy."""
+    return float(np.sum(shapley_values(_R(M, beta))))
+
+
+def half_logdet(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Drop the constant n/2 ln(2 pi e): only 0.5 ln det R (a common shortcut when comparing Gaussians)."""
+    return float(0.5 * np.linalg.slogdet(_R(M, beta))[1])
+
+
+def total_in_bits(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """The paper's definition in bits instead of nats."""
+    return paper_definition(M, p, beta) / math.log(2)
+
+
+def half_logdet_bits(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """0.5 log2 det R: no constant and base-2 logarithms."""
+    return half_logdet(M, p, beta) / math.log(2)
+
+
+def likelihood_weighted(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """sum_i p_i phi_i: the caption says the method 'takes correlation matrix and likelihood into account'."""
+    return float(np.sum(p * shapley_values(_R(M, beta))))
+
+
+def per_answer_mean(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """The total divided by n (average uncertainty per answer)."""
+    return paper_definition(M, p, beta) / M.shape[0]
+
+
+def phi_odd_answer(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Shapley value of the third answer alone (Beethoven / da Vinci), the one the example is about."""
+    return float(shapley_values(_R(M, beta))[2])
+
+
+def raw_matrix(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Printed matrix used directly as R, no kernel (the two Mozart rows are identical: -inf)."""
+    return gaussian_entropy(np.asarray(M, dtype=np.float64))
+
+
+def beta_one(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Kernel with beta = 1 (the top of the allowed range)."""
+    return float(gaussian_entropy(_R(M, 1.0)))
+
+
+def beta_paper_bound(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Kernel with the paper's guaranteed-PSD beta = 1/(n+1) = 0.25 for n = 3."""
+    return paper_definition(M, p, paper_beta_bound(M.shape[0]))
+
+
+def von_neumann_kernel(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Von Neumann entropy -sum mu ln mu of the eigenvalues mu of R / n (a density-matrix reading of R)."""
+    mu = np.linalg.eigvalsh(_R(M, beta)) / M.shape[0]
+    mu = mu[mu > 1e-15]
+    return float(-np.sum(mu * np.log(mu)))
+
+
+def von_neumann_raw(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Von Neumann entropy of the printed matrix / n, no kernel (semantic-kernel entropies work this way)."""
+    mu = np.linalg.eigvalsh(np.asarray(M, dtype=np.float64)) / M.shape[0]
+    mu = mu[mu > 1e-15]
+    return float(-np.sum(mu * np.log(mu)))
+
+
+def likelihood_scaled_covariance(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Gaussian entropy of the covariance diag(sqrt p) R diag(sqrt p): likelihoods as variances."""
+    D = np.diag(np.sqrt(p))
+    return float(gaussian_entropy(D @ _R(M, beta) @ D))
+
+
+def total_correlation(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Total correlation sum_i h(s_i) - h(s) = -0.5 ln det R (redundancy rather than uncertainty)."""
+    return -half_logdet(M, p, beta)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A named way to turn a table's inputs into one number."""
+
+    key: str
+    label: str
+    fn: Callable[[NDArray[np.float64], NDArray[np.float64], float], float]
+    uses_beta: bool
+    unit: str = "nats"
+
+    @property
+    def rationale(self) -> str:
+        """The reading's one-line rationale (its function's docstring, first line)."""
+        return (self.fn.__doc__ or "").strip().splitlines()[0]
+
+
+READINGS: tuple[Reading, ...] = (
+    Reading("paper", "paper's definition: sum of phi", paper_definition, True),
+    Reading("half_logdet", "without n/2 ln(2 pi e): 0.5 ln det R", half_logdet, True),
+    Reading("bits", "paper's definition in bits", total_in_bits, True, "bits"),
+    Reading("half_logdet_bits", "0.5 log2 det R", half_logdet_bits, True, "bits"),
+    Reading("likelihood_weighted", "sum_i p_i phi_i", likelihood_weighted, True),
+    Reading("per_answer", "total / n", per_answer_mean, True),
+    Reading("phi_odd", "phi of the third answer only", phi_odd_answer, True),
+    Reading("raw", "printed matrix as R (no kernel)", raw_matrix, False),
+    Reading("beta_one", "kernel with beta = 1", beta_one, False),
+    Reading("beta_paper_bound", "kernel with beta = 1/(n+1) = 0.25", beta_paper_bound, False),
+    Reading("von_neumann_kernel", "von Neumann entropy of R/n", von_neumann_kernel, True),
+    Reading("von_neumann_raw", "von Neumann entropy of printed matrix / n", von_neumann_raw, False),
+    Reading("scaled_cov", "Gaussian entropy of diag(sqrt p) R diag(sqrt p)", likelihood_scaled_covariance, True),
+    Reading("total_correlation", "total correlation -0.5 ln det R", total_correlation, True),
+)
+"""Every reading tried, in display order. The matrix-as-P reading is not listed separately: the printed
+matrices are symmetric, so (P + P.T)/2 = P and it coincides with ``paper``."""
+
+
+def reading(key: str) -> Reading:
+    """Look a reading up by key (KeyError naming the known keys)."""
+    for r in READINGS:
+        if r.key == key:
+            return r
+    raise KeyError(f"unknown reading {key!r}; known: {[r.key for r in READINGS]}")
+
+
+def evaluate(key: str, table: int, beta: float = PAPER_BETA) -> float:
+    """Value of reading ``key`` on Table ``table`` (1 or 2) at kernel scale ``beta``."""
+    d = inputs(table)
+    return float(reading(key).fn(d["matrix"], d["likelihoods"], beta))
+
+
+def matches_printed(value: float, printed: float, decimals: int = PRINTED_DECIMALS) -> bool:
+    """True if ``value`` rounds to the printed number at the printed precision."""
+    return bool(math.isfinite(value) and abs(value - printed) <= 0.5 * 10**-decimals + 1e-12)
+
+
+def readings_table(beta: float = PAPER_BETA) -> list[dict[str, Any]]:
+    """One row per reading: table1, table2, printed values, whether each matches, whether Table 2 > Table 1.
+
+    ``rises`` is None when a value is not finite (e.g. -inf for a singular matrix).
+    """
+    printed1 = reported.MOZART_UNCERTAINTY["table1"]["shapley"]
+    printed2 = reported.MOZART_UNCERTAINTY["table2"]["shapley"]
+    rows = []
+    for r in READINGS:
+        t1, t2 = evaluate(r.key, 1, beta), evaluate(r.key, 2, beta)
+        finite = math.isfinite(t1) and math.isfinite(t2)
+        rows.append(
+            {
+                "reading": r.label,
+                "key": r.key,
+                "unit": r.unit,
+                "table1": t1,
+                "table2": t2,
+                "printed1": printed1,
+                "printed2": printed2,
+                "matches1": matches_printed(t1, printed1),
+                "matches2": matches_printed(t2, printed2),
+                "rises": (t2 > t1) if finite else None,
+                "rationale": r.rationale,
+            }
+        )
+    return rows
+
+
+def matching_beta_intervals(
+    key: str, table: int, printed: float, grid: NDArray[np.float64] | None = None
+) -> list[tuple[float, float]]:
+    """Intervals of beta in (0, 1) on which reading ``key`` rounds to ``printed`` on Table ``table``.
+
+    The band ``|value - printed| <= 0.005`` is located on :func:`beta_grid` and each end is refined with
+    Brent's method, so the endpoints are exact to ~1e-10 (a band narrower than one grid cell, entered and
+    left between two grid points, would be missed).
+    """
+    from scipy.optimize import brentq
+
+    if not reading(key).uses_beta:
+        raise ValueError(f"reading {key!r} does not depend on beta")
+    half = 0.5 * 10**-PRINTED_DECIMALS
+
+    def g(b: float) -> float:
+        v = evaluate(key, table, b)
+        return abs(v - printed) - half if math.isfinite(v) else math.inf
+
+    betas = beta_grid() if grid is None else np.asarray(grid, dtype=np.float64)
+    vals = np.array([g(float(b)) for b in betas])
+    inside = vals <= 0
+    intervals: list[tuple[float, float]] = []
+    k = 0
+    while k < betas.size:
+        if not inside[k]:
+            k += 1
+            continue
+        start = k
+        while k + 1 < betas.size and inside[k + 1]:
+            k += 1
+        lo = brentq(g, betas[start - 1], betas[start], xtol=1e-12) if start > 0 else float(betas[0])
+        hi = brentq(g, betas[k], betas[k + 1], xtol=1e-12) if k + 1 < betas.size else float(betas[-1])
+        intervals.append((float(lo), float(hi)))
+        k += 1
+    return intervals
+
+
+def beta_grid(n_points: int = 600) -> NDArray[np.float64]:
+    """Grid of beta in (0.01, 0.9999), half linear, half dense near 1 where the readings change fastest."""
+    return np.unique(np.r_[np.linspace(0.01, 0.9, n_points // 2), 1 - np.logspace(-4, math.log10(0.1), n_points // 2)])
+
+
+def fitted_beta_table() -> list[dict[str, Any]]:
+    """For each beta-dependent reading: the beta intervals that reproduce 0.40 (Table 1) and 0.51 (Table 2)
+    separately, and their overlap (one beta explaining both printed numbers), or empty lists."""
+    printed1 = reported.MOZART_UNCERTAINTY["table1"]["shapley"]
+    printed2 = reported.MOZART_UNCERTAINTY["table2"]["shapley"]
+    grid = beta_grid()
+    rows = []
+    for r in READINGS:
+        if not r.uses_beta:
+            continue
+        i1 = matching_beta_intervals(r.key, 1, printed1, grid)
+        i2 = matching_beta_intervals(r.key, 2, printed2, grid)
+        both = [(max(a[0], b[0]), min(a[1], b[1])) for a in i1 for b in i2 if max(a[0], b[0]) <= min(a[1], b[1])]
+        rows.append({"reading": r.label, "key": r.key, "beta_table1": i1, "beta_table2": i2, "beta_both": both})
+    return rows
+
+
+def per_answer_phi(table: int, beta: float = PAPER_BETA) -> tuple[tuple[str, ...], NDArray[np.float64]]:
+    """(answers, Shapley values in nats) for Table ``table`` under the paper's definition at ``beta``."""
+    d = inputs(table)
+    return tuple(d["answers"]), shapley_values(_R(d["matrix"], beta))

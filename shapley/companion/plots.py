@@ -1,0 +1,123 @@
+"""Figures for the book. Each function takes tidy data and returns a matplotlib Figure (no global state)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def _plt():
+    """pyplot with whatever backend is active (inline in the book's notebooks, Agg in scripts and tests)."""
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def benchmark_figure(rows: pd.DataFrame):
+    """Log-scale run time of exact, naive and Monte-Carlo Shapley values against n.
+
+    Args:
+        rows: the ``rows`` of ``results/bench_shapley.json`` (columns n, exact_s, naive_s, mc_s, mc_permutations).
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.semilogy(rows["n"], rows["exact_s"], "o-", label="exact (all principal minors, once)")
+    naive = rows.dropna(subset=["naive_s"])
+    ax.semilogy(naive["n"], naive["naive_s"], "s-", label="naive (literal formula)")
+    perms = int(rows["mc_permutations"].iloc[0])
+    ax.semilogy(rows["n"], rows["mc_s"], "^-", label=f"Monte-Carlo ({perms} permutations)")
+    ax.axhline(10.0, color="grey", ls=":", lw=1)
+    ax.text(rows["n"].min(), 12.0, "10 s target at n = 20", color="grey", fontsize=8)
+    ax.set_xlabel("number of answers n")
+    ax.set_ylabel("wall-clock time per call (s)")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Shap"):
+    """Horizontal bars of AUROC with bootstrap CIs, one per method (Figure 2 style).
+
+    Args:
+        measured: columns method, auroc, auroc_lo, auroc_hi.
+    """
+    plt = _plt()
+    d = measured.dropna(subset=["auroc"]).sort_values("auroc")
+    fig, ax = plt.subplots(figsize=(6.0, 0.32 * max(len(d), 3) + 1.2))
+    if d.empty:
+        ax.text(
+            0.5,
+            0.5,
+            "AUROC undefined for every method\n(all answers in one correctness class)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
+        ax.set_axis_off()
+        if title:
+            ax.set_title(title, fontsize=10)
+        return fig
+    colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
+    err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
+    ax.barh(d["method"], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=2)
+    ax.axvline(0.5, color="black", lw=0.8)
+    ax.set_xlabel("AUROC (0.5 = chance), 95% bootstrap CI")
+    ax.set_xlim(min(0.3, float(d["auroc_lo"].min()) - 0.02), max(0.9, float(d["auroc_hi"].max()) + 0.02))
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
+    """AUROC against the number of samples n, one line per method, with CI bands.
+
+    Args:
+        sweep: columns n_samples, method, auroc, auroc_lo, auroc_hi.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for method, g in sweep.groupby("method"):
+        if methods is not None and method not in methods:
+            continue
+        g = g.sort_values("n_samples")
+        lw = 2.5 if method == "Shap" else 1.2
+        ax.plot(g["n_samples"], g["auroc"], "o-", lw=lw, label=method)
+        ax.fill_between(g["n_samples"], g["auroc_lo"], g["auroc_hi"], alpha=0.08)
+    ax.set_xlabel("samples per question n")
+    ax.set_ylabel("AUROC")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None):
+    """AUROC of Shap against beta with CIs, the share of questions whose R is not PSD on a second axis.
+
+    Args:
+        ablation: columns source, beta, auroc, auroc_lo, auroc_hi, frac_not_psd.
+        reported: optional columns beta, auroc (the paper's Table 5, drawn dashed).
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.8, 4.2))
+    ax2 = ax.twinx()
+    for source, g in ablation.groupby("source"):
+        g = g.sort_values("beta")
+        line = ax.plot(g["beta"], g["auroc"], "o-", label=f"measured: {source}")[0]
+        ax.fill_between(g["beta"], g["auroc_lo"], g["auroc_hi"], alpha=0.12, color=line.get_color())
+        ax2.plot(g["beta"], g["frac_not_psd"], ":", color=line.get_color(), alpha=0.9)
+    if reported is not None:
+        r = reported.sort_values("beta")
+        ax.plot(r["beta"], r["auroc"], "k--", lw=1, label="reported (paper, LLaMA2-7B TriviaQA)")
+    ax.set_xlabel(r"kernel scale $\beta$")
+    ax.set_ylabel("AUROC of Shap")
+    ax2.set_ylabel("share of questions with R not PSD (dotted)")
+    ax2.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,718 @@
+"""The numbers *reported* in the paper, transcribed once, as data.
+
+Source: Zhu, Jin, Huang, Zhang, "Shapley Uncertainty in Natural Language Generation", arXiv 2507.21406,
+LaTeX source ``shared/paper/shapley_uncertainty_nlg.tex`` (``\\label{tab:1}`` ... ``\\label{tab:5}``).
+
+Everything in this module is labelled ``source="reported"``: it is what the paper prints, not what this
+project measured. Values are kept exactly as printed (AUROC to 3 decimals in Tables 3-4, 4-5 decimals in
+Table 5, uncertainties to 2 decimals in Tables 1-2). Where the paper's own numbers can be checked against
+each other, the outcome of the check is recorded here too (``TABLE3_AVERAGE_CHECK``,
+``TABLE4_TEXT_CLAIMS_CHECK``, ``TABLE1_HEADER_NOTE``) and ``tests/test_paper.py`` recomputes it.
+
+Accessors return tidy :class:`pandas.DataFrame` objects (pandas is imported lazily so that importing this
+module needs nothing beyond the standard library).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+SOURCE = "reported"
+ARXIV_ID = "2507.21406"
+TEX_PATH = "shared/paper/shapley_uncertainty_nlg.tex"
+CITATION = (
+    "Meilin Zhu, Gaojie Jin, Xiaowei Huang, Lijun Zhang. Shapley Uncertainty in Natural Language "
+    "Generation. arXiv:2507.21406, 2025."
+)
+
+# ---------------------------------------------------------------------------------------------------
+# Names
+# ---------------------------------------------------------------------------------------------------
+
+#: Model abbreviations used in Tables 3 and 4 (captions of Tables 3 and 4).
+MODELS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "G-7B": "Gemma-7B",
+        "L-7B": "LLaMA2-7B",
+        "L-8B": "LLaMA3-8B",
+        "L-13B": "LLaMA2-13B",
+        "F-7B": "Falcon-7B",
+        "M-7B": "Mistral-7B-v0.1",
+        "Q-14B": "Qwen2.5-14B",
+        "D-8B": "DeepSeek-R1-Distill-LLaMA-8B",
+    }
+)
+
+#: Hugging Face ids we would use for those models. NOT reported: the paper names the models but not the
+#: checkpoints (base vs. chat, revision); this is the companion's best guess for reproduction.
+HF_MODEL_GUESS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "G-7B": "google/gemma-7b",
+        "L-7B": "meta-llama/Llama-2-7b-hf",
+        "L-8B": "meta-llama/Meta-Llama-3-8B",
+        "L-13B": "meta-llama/Llama-2-13b-hf",
+        "F-7B": "tiiuae/falcon-7b",
+        "M-7B": "mistralai/Mistral-7B-v0.1",
+        "Q-14B": "Qwen/Qwen2.5-14B",
+        "D-8B": "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    }
+)
+
+#: Dataset keys (same spelling as ``shapley.pipeline.data.DATASETS``) -> name as printed in the paper.
+DATASETS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "coqa": "CoQA",
+        "triviaqa": "TriviaQA",
+        "wmt14": "WMT-14",
+        "squad": "SQuAD",
+        "bioasq": "BioASQ",
+        "nq_open": "NQ-Open",
+        "svamp": "SVAMP",
+    }
+)
+
+#: Method column labels of Tables 3-4 -> (what it is, source paper, the method name in ``shapley.pipeline.score``).
+#: The mapping to our method names is ours: the paper gives only the labels and the citations. Table 3's
+#: "SU" (semantic uncertainty) is the same quantity as Table 4's "SE". For "NE" the paper does not say
+#: whether the sequence likelihoods are length-normalised (our ``NE`` is not, our ``LNE`` is). We map it to
+#: ``LNE``, as Farquhar et al.'s released code averages token log-probabilities for naive entropy too.
+METHODS: MappingProxyType[str, tuple[str, str, str]] = MappingProxyType(
+    {
+        "MaxL": ("max over answer tokens of -log p (SelfCheckGPT)", "Manakul et al. 2023", "MaxL"),
+        "AvgL": ("mean over answer tokens of -log p (SelfCheckGPT)", "Manakul et al. 2023", "AvgL"),
+        "MaxE": ("max over answer tokens of the token entropy (SelfCheckGPT)", "Manakul et al. 2023", "MaxE"),
+        "AvgE": ("mean over answer tokens of the token entropy (SelfCheckGPT)", "Manakul et al. 2023", "AvgE"),
+        "SU": ("semantic uncertainty (semantic entropy)", "Kuhn et al. 2023", "SE"),
+        "A4C": ("ask for a verbalised confidence", "Tian et al. 2023", "A4C"),
+        "SE": ("semantic entropy", "Farquhar et al. 2024", "SE"),
+        "DSE": ("discrete semantic entropy", "Farquhar et al. 2024", "DSE"),
+        "NE": ("naive entropy: predictive entropy without clustering", "Farquhar et al. 2024", "LNE"),
+        "P(T)": ("p(True)", "Kadavath et al. 2022", "P(T)"),
+        "ER": ("embedding regression (supervised)", "Farquhar et al. 2024", "ER"),
+        "Shap": ("Shapley uncertainty (the paper's method)", "Zhu et al. 2025", "Shap"),
+    }
+)
+
+# ---------------------------------------------------------------------------------------------------
+# Tables 1 and 2: the "Queen of the Night aria" example
+# ---------------------------------------------------------------------------------------------------
+
+MOZART_ANSWERS_TABLE1 = ("Wolfgang Amadeus Mozart", "Mozart", "Ludwig van Beethoven")
+MOZART_ANSWERS_TABLE2 = ("Wolfgang Amadeus Mozart", "Mozart", "Leonardo da Vinci")
+#: Sequence likelihoods P(s|x), same in both tables.
+MOZART_LIKELIHOODS = (0.5, 0.4, 0.1)
+#: Semantic likelihoods: cluster {W. A. Mozart, Mozart} -> 0.9, the third answer -> 0.1.
+MOZART_SEMANTIC_LIKELIHOODS = (0.9, 0.1)
+MOZART_CLUSTERS = (0, 0, 1)
+#: The 3x3 matrices printed under "Shapley uncertainty" (rows/columns in answer order).
+MOZART_MATRIX_TABLE1 = ((1.0, 1.0, 0.5), (1.0, 1.0, 0.5), (0.5, 0.5, 1.0))
+MOZART_MATRIX_TABLE2 = ((1.0, 1.0, 0.0), (1.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+#: "Uncertainty" row: entropy of the likelihoods, of the semantic likelihoods, and Shapley uncertainty.
+MOZART_UNCERTAINTY = MappingProxyType(
+    {
+        "table1": MappingProxyType({"likelihood": 0.94, "semantic_likelihood": 0.33, "shapley": 0.40}),
+        "table2": MappingProxyType({"likelihood": 0.94, "semantic_likelihood": 0.33, "shapley": 0.51}),
+    }
+)
+#: Transcription finding: Table 1's matrix column headers print "William Shakespeare" as the second
+#: answer, while the rows (and Table 2's headers) say "Mozart". We treat it as a typo; the matrix
+#: entries (1 between the two Mozart answers) only make sense for "Mozart".
+TABLE1_HEADER_NOTE = MappingProxyType(
+    {
+        "printed_column_headers": ("Wolfgang Amadeus Mozart", "William Shakespeare", "Ludwig van Beethoven"),
+        "row_labels": MOZART_ANSWERS_TABLE1,
+        "interpretation": "typo: second column is 'Mozart'",
+    }
+)
+#: The paper does not say how 0.40 and 0.51 are obtained from the printed matrices and likelihoods
+#: (nor which beta, kernel or entropy base); see notebooks/mozart.md for the companion's attempt.
+MOZART_RECIPE_STATED = False
+
+# ---------------------------------------------------------------------------------------------------
+# Table 3: CoQA and WMT-14, AUROC (label tab:3)
+# ---------------------------------------------------------------------------------------------------
+
+TABLE3_METHODS = ("MaxL", "AvgL", "MaxE", "AvgE", "SU", "A4C", "Shap")
+TABLE3_ROWS: MappingProxyType[tuple[str, str], tuple[float, ...]] = MappingProxyType(
+    {
+        ("coqa", "G-7B"): (0.710, 0.708, 0.725, 0.708, 0.674, 0.515, 0.739),
+        ("coqa", "L-7B"): (0.535, 0.600, 0.603, 0.580, 0.541, 0.502, 0.712),
+        ("coqa", "L-8B"): (0.692, 0.697, 0.716, 0.699, 0.684, 0.506, 0.756),
+        ("wmt14", "G-7B"): (0.668, 0.589, 0.637, 0.811, 0.572, 0.596, 0.808),
+        ("wmt14", "L-7B"): (0.606, 0.712, 0.583, 0.711, 0.513, 0.506, 0.784),
+        ("wmt14", "L-8B"): (0.554, 0.685, 0.616, 0.729, 0.510, 0.502, 0.735),
+    }
+)
+#: The printed "Average" row.
+TABLE3_AVERAGE = (0.627, 0.665, 0.646, 0.706, 0.582, 0.521, 0.755)
+#: Which cell of each row is printed in bold.
+TABLE3_BOLD: MappingProxyType[tuple[str, str], str] = MappingProxyType(
+    {
+        ("coqa", "G-7B"): "Shap",
+        ("coqa", "L-7B"): "Shap",
+        ("coqa", "L-8B"): "Shap",
+        ("wmt14", "G-7B"): "AvgE",
+        ("wmt14", "L-7B"): "Shap",
+        ("wmt14", "L-8B"): "Shap",
+        ("average", "-"): "Shap",
+    }
+)
+#: Finding (recomputed in tests/test_paper.py with exact fractions): every printed average equals the
+#: mean of the six printed entries TRUNCATED to 3 decimals. ``mean_x1000`` is that mean in thousandths,
+#: ``rounded`` the mean rounded to nearest at 3 decimals (None for an exact tie). Rounding gives the
+#: printed value in 4 columns, a different one in 2 (MaxE 0.647, Shap 0.756) and a tie in 1 (MaxL: mean
+#: exactly 0.6275).
+#: Not necessarily an error: the unrounded entries are unknown, and their mean may round to the printed
+#: value; but from the printed entries alone the average row is truncated, not rounded.
+TABLE3_AVERAGE_CHECK: MappingProxyType[str, MappingProxyType[str, Any]] = MappingProxyType(
+    {
+        m: MappingProxyType(d)
+        for m, d in {
+            "MaxL": {
+                "printed": 0.627,
+                "mean_x1000": Fraction(3765, 6),
+                "rounded": None,  # exact tie: 627.5 thousandths
+                "truncated": 0.627,
+                "matches_rounding": None,
+                "matches_truncation": True,
+            },
+            "AvgL": {
+                "printed": 0.665,
+                "mean_x1000": Fraction(3991, 6),
+                "rounded": 0.665,
+                "truncated": 0.665,
+                "matches_rounding": True,
+                "matches_truncation": True,
+            },
+            "MaxE": {
+                "printed": 0.646,
+                "mean_x1000": Fraction(3880, 6),
+                "rounded": 0.647,
+                "truncated": 0.646,
+                "matches_rounding": False,
+                "matches_truncation": True,
+            },
+            "AvgE": {
+                "printed": 0.706,
+                "mean_x1000": Fraction(4238, 6),
+                "rounded": 0.706,
+                "truncated": 0.706,
+                "matches_rounding": True,
+                "matches_truncation": True,
+            },
+            "SU": {
+                "printed": 0.582,
+                "mean_x1000": Fraction(3494, 6),
+                "rounded": 0.582,
+                "truncated": 0.582,
+                "matches_rounding": True,
+                "matches_truncation": True,
+            },
+            "A4C": {
+                "printed": 0.521,
+                "mean_x1000": Fraction(3127, 6),
+                "rounded": 0.521,
+                "truncated": 0.521,
+                "matches_rounding": True,
+                "matches_truncation": True,
+            },
+            "Shap": {
+                "printed": 0.755,
+                "mean_x1000": Fraction(4534, 6),
+                "rounded": 0.756,
+                "truncated": 0.755,
+                "matches_rounding": False,
+                "matches_truncation": True,
+            },
+        }.items()
+    }
+)
+
+# ---------------------------------------------------------------------------------------------------
+# Table 4: SQuAD, BioASQ, NQ-Open, SVAMP, AUROC (label tab:4, appendix D). No cell is printed in bold.
+# ---------------------------------------------------------------------------------------------------
+
+TABLE4_METHODS = ("SE", "DSE", "NE", "P(T)", "ER", "Shap")
+TABLE4_MODELS = ("L-7B", "L-13B", "F-7B", "M-7B", "Q-14B", "D-8B")
+TABLE4_ROWS: MappingProxyType[tuple[str, str], tuple[float, ...]] = MappingProxyType(
+    {
+        ("squad", "L-7B"): (0.748, 0.741, 0.705, 0.602, 0.618, 0.733),
+        ("squad", "L-13B"): (0.757, 0.765, 0.739, 0.665, 0.594, 0.764),
+        ("squad", "F-7B"): (0.691, 0.679, 0.692, 0.492, 0.634, 0.670),
+        ("squad", "M-7B"): (0.725, 0.728, 0.729, 0.662, 0.608, 0.728),
+        ("squad", "Q-14B"): (0.752, 0.754, 0.730, 0.685, 0.604, 0.764),
+        ("squad", "D-8B"): (0.792, 0.797, 0.744, 0.667, 0.656, 0.787),
+        ("bioasq", "L-7B"): (0.856, 0.857, 0.655, 0.802, 0.728, 0.861),
+        ("bioasq", "L-13B"): (0.838, 0.828, 0.723, 0.789, 0.752, 0.819),
+        ("bioasq", "F-7B"): (0.869, 0.864, 0.696, 0.575, 0.838, 0.859),
+        ("bioasq", "M-7B"): (0.894, 0.889, 0.764, 0.738, 0.811, 0.892),
+        ("bioasq", "Q-14B"): (0.855, 0.845, 0.803, 0.694, 0.769, 0.867),
+        ("bioasq", "D-8B"): (0.837, 0.833, 0.832, 0.816, 0.820, 0.839),
+        ("nq_open", "L-7B"): (0.721, 0.724, 0.716, 0.649, 0.589, 0.729),
+        ("nq_open", "L-13B"): (0.715, 0.720, 0.686, 0.685, 0.625, 0.714),
+        ("nq_open", "F-7B"): (0.771, 0.787, 0.762, 0.559, 0.660, 0.776),
+        ("nq_open", "M-7B"): (0.765, 0.767, 0.728, 0.714, 0.565, 0.778),
+        ("nq_open", "Q-14B"): (0.815, 0.820, 0.775, 0.714, 0.658, 0.812),
+        ("nq_open", "D-8B"): (0.753, 0.763, 0.759, 0.675, 0.580, 0.764),
+        ("svamp", "L-7B"): (0.825, 0.826, 0.813, 0.594, 0.786, 0.830),
+        ("svamp", "L-13B"): (0.891, 0.890, 0.873, 0.826, 0.830, 0.887),
+        ("svamp", "F-7B"): (0.734, 0.726, 0.693, 0.552, 0.701, 0.731),
+        ("svamp", "M-7B"): (0.891, 0.888, 0.858, 0.731, 0.858, 0.886),
+        ("svamp", "Q-14B"): (0.861, 0.847, 0.849, 0.701, 0.909, 0.848),
+        ("svamp", "D-8B"): (0.779, 0.785, 0.765, 0.664, 0.848, 0.792),
+    }
+)
+#: Finding: in Table 4, Shap has the highest AUROC of its row in 8 of the 24 rows.
+TABLE4_SHAP_BEST_ROWS = (
+    ("squad", "Q-14B"),
+    ("bioasq", "L-7B"),
+    ("bioasq", "Q-14B"),
+    ("bioasq", "D-8B"),
+    ("nq_open", "L-7B"),
+    ("nq_open", "M-7B"),
+    ("nq_open", "D-8B"),
+    ("svamp", "L-7B"),
+)
+#: The text's numeric comparisons (appendix D) against the cells they name. "claimed" is the paper's
+#: percentage; "table_diff" is Shap minus the named baseline from Table 4 (AUROC points, absolute).
+TABLE4_TEXT_CLAIMS_CHECK = (
+    MappingProxyType(
+        {
+            "claim_id": "t4-squad-l13b-dse",
+            "dataset": "squad",
+            "model": "L-13B",
+            "baseline": "DSE",
+            "claimed": 0.026,
+            "table_diff": -0.001,
+        }
+    ),
+    MappingProxyType(
+        {
+            "claim_id": "t4-bioasq-m7b-se",
+            "dataset": "bioasq",
+            "model": "M-7B",
+            "baseline": "SE",
+            "claimed": 0.034,
+            "table_diff": -0.002,
+        }
+    ),
+    MappingProxyType(
+        {
+            "claim_id": "t4-nq-f7b-ne",
+            "dataset": "nq_open",
+            "model": "F-7B",
+            "baseline": "NE",
+            "claimed": 0.079,
+            "table_diff": 0.014,
+        }
+    ),
+)
+
+# ---------------------------------------------------------------------------------------------------
+# Table 5: beta grid (label tab:5), LLaMA2-7B on TriviaQA, AUROC.
+# ---------------------------------------------------------------------------------------------------
+
+TABLE5_DATASET = "triviaqa"
+TABLE5_MODEL = "L-7B"
+TABLE5_ROUND1: tuple[tuple[float, float], ...] = (
+    (0.1, 0.7886),
+    (0.2, 0.7888),
+    (0.3, 0.7888),
+    (0.4, 0.7889),
+    (0.5, 0.7891),
+    (0.6, 0.7887),
+    (0.7, 0.7883),
+    (0.8, 0.7879),
+    (0.9, 0.7874),
+    (1.0, 0.7871),
+)
+TABLE5_ROUND2: tuple[tuple[float, float], ...] = (
+    (0.42, 0.78892),
+    (0.44, 0.78894),
+    (0.46, 0.78899),
+    (0.48, 0.78905),
+    (0.50, 0.78910),
+    (0.52, 0.78902),
+    (0.54, 0.78897),
+    (0.56, 0.78891),
+    (0.58, 0.78880),
+    (0.60, 0.78866),
+)
+#: Bold in both rounds.
+TABLE5_BOLD_BETA = 0.5
+#: Finding: the text says round 2 searches [0.4, 0.6] in steps of 0.02; the printed row starts at 0.42.
+TABLE5_ROUND2_STARTS_AT = 0.42
+
+# ---------------------------------------------------------------------------------------------------
+# Hyper-parameters and set-up as stated in the paper (None: not stated)
+# ---------------------------------------------------------------------------------------------------
+
+HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
+    {
+        "beta": 0.5,  # Sec. 3.2 and appendix D (Table 5)
+        "beta_range": (0.0, 1.0),  # beta in (0, 1]
+        "kernel": "gaussian: R_ij = beta * exp(-(1 - C_ij)^2 / 2), R_ii = 1",
+        "beta_psd_bound": "beta <= 1/(n+1)",  # Proposition 3.1 proof (appendix A), via |lambda_i| <= n
+        "rougeL_threshold": 0.3,  # correct iff Rouge-L(s, s_true) > 0.3 (QA)
+        "bleu_threshold": 0.3,  # correct iff BLEU(s, s_true) > 0.3 (WMT-14)
+        "n_questions": 8000,  # per dataset, "aligning with the size of CoQA's training split"
+        "entailment_model": "DeBERTa (He et al. 2020); exact checkpoint not stated",
+        "n_samples": None,  # number of sampled answers n: not stated
+        "temperature": None,  # not stated
+        "n_shots": None,  # the prompts use r few-shot examples; r not stated
+        "hardware": "3 x NVIDIA A100 and 4 x RTX 4090",  # appendix B
+        "max_model_size": "under 30B parameters",  # Limitation section
+    }
+)
+
+
+def beta_psd_bound_paper(n: int) -> float:
+    """The paper's sufficient condition for a PSD kernel matrix: beta <= 1/(n+1) (reported)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return 1.0 / (n + 1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Claims (statements in our own words)
+# ---------------------------------------------------------------------------------------------------
+
+#: kind: "theory" (a proposition or proof step), "empirical" (a number or ranking from experiments),
+#: "definition", "example" (Tables 1-2), "setup". ``note``: what the paper's own numbers say about it
+#: (internal consistency only; our measurements live in results/ and book/claims.md).
+_CLAIM_ROWS: tuple[tuple[str, str, str, str, str], ...] = (
+    # (id, where, kind, statement in our words, note)
+    (
+        "mozart-entropies",
+        "Tables 1-2",
+        "example",
+        "For likelihoods 0.5/0.4/0.1 the sequence entropy is 0.94 and the entropy over the two meaning "
+        "clusters (0.9/0.1) is 0.33.",
+        "Both agree with natural-log entropies (0.943, 0.325) to 2 decimals.",
+    ),
+    (
+        "mozart-shapley",
+        "Tables 1-2",
+        "example",
+        "Replacing the related wrong answer (Beethoven) by an unrelated one (da Vinci) raises Shapley "
+        "uncertainty from 0.40 to 0.51 while the two entropy baselines stay unchanged.",
+        "The recipe producing 0.40/0.51 from the printed matrices is not given in the paper.",
+    ),
+    (
+        "prop-3.1-existence",
+        "Sec. 3.2, Proposition 3.1",
+        "theory",
+        "For any finite number of answers n, some beta > 0 makes the kernel matrix PSD.",
+        "",
+    ),
+    (
+        "prop-3.1-bound",
+        "Appendix A, proof of Proposition 3.1",
+        "theory",
+        "beta <= 1/(n+1) is sufficient for PSD (from a Gershgorin bound |lambda| <= n on the beta=1 matrix).",
+        "Valid but loose: Gershgorin applied to R directly gives beta <= 1/(n-1).",
+    ),
+    (
+        "beta-0.5-psd",
+        "Appendix A, remark after Proposition 3.1",
+        "empirical",
+        "With beta = 0.5 every kernel matrix met in the experiments was PSD.",
+        "Not a guarantee: adversarial entailment patterns make R indefinite from n = 8.",
+    ),
+    (
+        "diffent-high-dim",
+        "Sec. 3.3",
+        "theory",
+        "The joint differential entropy can be pushed to minus infinity by one nearly duplicated pair of "
+        "answers, hiding the other answers' contribution.",
+        "The Shapley total has the same problem: by efficiency it equals the joint entropy.",
+    ),
+    (
+        "prop-3.5",
+        "Sec. 3.4, Proposition 3.5",
+        "theory",
+        "Joint differential entropy violates the minimal- and maximal-uncertainty properties.",
+        "",
+    ),
+    (
+        "prop-3.6",
+        "Sec. 3.4, Proposition 3.6, Appendix A",
+        "theory",
+        "Shapley uncertainty satisfies minimal uncertainty, maximal uncertainty and consistency.",
+        "By the efficiency of Shapley values the sum of the elementary uncertainties equals the joint "
+        "differential entropy, the quantity Proposition 3.5 says fails properties 1-2.",
+    ),
+    (
+        "auroc-definition",
+        "Sec. 4, AUROC paragraph",
+        "definition",
+        "AUROC is described as the probability that a random correct answer is MORE uncertain than a "
+        "random incorrect one.",
+        "Stated backwards: the usual (and intended) definition is that an incorrect answer is more "
+        "uncertain than a correct one; with the printed wording a perfect measure would score 0.",
+    ),
+    (
+        "auroc-random-worst",
+        "Sec. 4, AUROC paragraph",
+        "definition",
+        "A random (called 'worst') uncertainty measure scores AUROC 0.5 and a perfect one 1.",
+        "0.5 is chance level, not the worst possible value (an inverted measure scores below 0.5).",
+    ),
+    (
+        "t3-majority",
+        "Sec. 4, Table 3",
+        "empirical",
+        "On CoQA and WMT-14 Shapley uncertainty has the best AUROC in most model-dataset rows.",
+        "Consistent with Table 3: best in 5 of 6 rows.",
+    ),
+    (
+        "t3-gemma-wmt-exception",
+        "Sec. 4, Table 3",
+        "empirical",
+        "The one exception is Gemma-7B on WMT-14, where AvgE (0.811) beats Shap (0.808).",
+        "Consistent with Table 3.",
+    ),
+    (
+        "t3-average",
+        "Sec. 4, Table 3 Average row",
+        "empirical",
+        "Averaged over the six rows, Shapley uncertainty has the highest AUROC (0.755).",
+        "Consistent; the Average row equals the truncated (not rounded) mean of the printed entries, "
+        "see TABLE3_AVERAGE_CHECK.",
+    ),
+    (
+        "t4-competitive",
+        "Appendix D, Table 4",
+        "empirical",
+        "Across the 24 rows of Table 4 the Shapley method is competitive with or better than every baseline.",
+        "Shap is best in 8 of 24 rows; it trails the best baseline by up to 0.061 (SVAMP, Q-14B).",
+    ),
+    (
+        "t4-squad-all",
+        "Appendix D, Table 4",
+        "empirical",
+        "On SQuAD the Shapley method beats all baselines.",
+        "Not supported by Table 4: Shap is best in 1 of 6 SQuAD rows (Q-14B).",
+    ),
+    (
+        "t4-squad-l13b-dse",
+        "Appendix D, Table 4",
+        "empirical",
+        "For LLaMA2-13B on SQuAD, Shap improves on discrete semantic entropy by 2.6%.",
+        "Table 4 prints DSE 0.765 and Shap 0.764 for this cell (Shap lower by 0.001).",
+    ),
+    (
+        "t4-bioasq-all",
+        "Appendix D, Table 4",
+        "empirical",
+        "On BioASQ the Shapley method beats all baselines.",
+        "Not supported by Table 4: Shap is best in 3 of 6 BioASQ rows.",
+    ),
+    (
+        "t4-bioasq-m7b-se",
+        "Appendix D, Table 4",
+        "empirical",
+        "For Mistral-7B on BioASQ, Shap improves on semantic entropy by 3.4%.",
+        "Table 4 prints SE 0.894 and Shap 0.892 for this cell (Shap lower by 0.002).",
+    ),
+    (
+        "t4-deepseek-squad",
+        "Appendix D, Table 4",
+        "empirical",
+        "With the distilled DeepSeek-R1 model the Shapley method reaches the best AUROC on SQuAD.",
+        "Shap's highest SQuAD value is for D-8B (0.787), but DSE in that row is higher (0.797).",
+    ),
+    (
+        "t4-er-svamp-q14b",
+        "Appendix D, Table 4",
+        "empirical",
+        "Embedding regression is very strong on SVAMP with Qwen2.5-14B.",
+        "Consistent: ER 0.909 is the best value of that row.",
+    ),
+    (
+        "t4-nq-f7b-ne",
+        "Appendix D, Table 4",
+        "empirical",
+        "For Falcon-7B on NQ-Open, Shap beats naive entropy by 7.9%, a gap said to widen for smaller models.",
+        "Table 4 prints NE 0.762 and Shap 0.776 (+0.014 absolute, +1.8% relative); DSE (0.787) is "
+        "higher than Shap in that row.",
+    ),
+    (
+        "t5-beta-argmax",
+        "Appendix D, Table 5",
+        "empirical",
+        "A two-round grid search over beta (LLaMA2-7B, TriviaQA) puts the best AUROC at beta = 0.5.",
+        "Consistent with Table 5; the whole grid spans only 0.0020 AUROC (0.7871-0.7891).",
+    ),
+    (
+        "setup-8000",
+        "Sec. 4 and Appendix B",
+        "setup",
+        "8000 questions per dataset are used.",
+        "The number of sampled answers n per question is not stated.",
+    ),
+    (
+        "setup-correctness",
+        "Sec. 4 and Appendix B",
+        "setup",
+        "QA answers count as correct when Rouge-L with the reference exceeds 0.3, translations when BLEU exceeds 0.3.",
+        "",
+    ),
+    (
+        "setup-opt-range",
+        "Sec. 4 text vs. Figure 2 caption",
+        "setup",
+        "OPT models are used for the CoQA figure.",
+        "The text says 2.7B to 13B, the Figure 2 caption 1.3B to 13B; the figure is missing from the source.",
+    ),
+    (
+        "fig-claims",
+        "Figures 2 and 3 (captions)",
+        "empirical",
+        "Shapley uncertainty beats the baselines on CoQA across OPT sizes and on TriviaQA with LLaMA2-7B.",
+        "The figures are empty in the LaTeX source, so these claims carry no numbers to check.",
+    ),
+)
+CLAIM_KINDS = ("theory", "empirical", "definition", "example", "setup")
+CLAIMS: tuple[MappingProxyType[str, str], ...] = tuple(
+    MappingProxyType({"id": i, "where": w, "kind": k, "statement": s, "note": n}) for i, w, k, s, n in _CLAIM_ROWS
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Accessors
+# ---------------------------------------------------------------------------------------------------
+
+
+def _pd():
+    import pandas as pd
+
+    return pd
+
+
+def _tidy(table: str, rows: MappingProxyType, methods: tuple[str, ...]) -> pd.DataFrame:
+    records = [
+        {
+            "table": table,
+            "dataset": dataset,
+            "model": model,
+            "model_name": MODELS[model],
+            "method": method,
+            "auroc": value,
+            "source": SOURCE,
+        }
+        for (dataset, model), values in rows.items()
+        for method, value in zip(methods, values, strict=True)
+    ]
+    return _pd().DataFrame.from_records(records)
+
+
+def table3(*, include_average: bool = False) -> pd.DataFrame:
+    """Table 3 (CoQA, WMT-14) in tidy form: table, dataset, model, model_name, method, auroc, source.
+
+    With ``include_average`` the printed Average row is appended as dataset ``"average"``, model ``"-"``.
+    """
+    df = _tidy("3", TABLE3_ROWS, TABLE3_METHODS)
+    if include_average:
+        avg = _pd().DataFrame(
+            {
+                "table": "3",
+                "dataset": "average",
+                "model": "-",
+                "model_name": "-",
+                "method": list(TABLE3_METHODS),
+                "auroc": list(TABLE3_AVERAGE),
+                "source": SOURCE,
+            }
+        )
+        df = _pd().concat([df, avg], ignore_index=True)
+    return df
+
+
+def table4() -> pd.DataFrame:
+    """Table 4 (SQuAD, BioASQ, NQ-Open, SVAMP) in tidy form (same columns as :func:`table3`)."""
+    return _tidy("4", TABLE4_ROWS, TABLE4_METHODS)
+
+
+def reported_auroc() -> pd.DataFrame:
+    """Tables 3 and 4 stacked (without the Average row): every reported (dataset, model, method) AUROC."""
+    return _pd().concat([table3(), table4()], ignore_index=True)
+
+
+def table5() -> pd.DataFrame:
+    """Table 5 in tidy form: table, round, dataset, model, model_name, method, beta, auroc, source."""
+    records = [
+        {
+            "table": "5",
+            "round": rnd,
+            "dataset": TABLE5_DATASET,
+            "model": TABLE5_MODEL,
+            "model_name": MODELS[TABLE5_MODEL],
+            "method": "Shap",
+            "beta": beta,
+            "auroc": auroc,
+            "source": SOURCE,
+        }
+        for rnd, grid in ((1, TABLE5_ROUND1), (2, TABLE5_ROUND2))
+        for beta, auroc in grid
+    ]
+    return _pd().DataFrame.from_records(records)
+
+
+def as_printed(table: int) -> pd.DataFrame:
+    """Table 3 or 4 in the paper's wide layout (one row per dataset and model, one column per method).
+
+    Table 3 includes the Average row. Index: (dataset as printed, model abbreviation).
+    """
+    methods: tuple[str, ...]
+    if table == 3:
+        rows, methods = dict(TABLE3_ROWS), TABLE3_METHODS
+        rows[("average", "-")] = TABLE3_AVERAGE
+    elif table == 4:
+        rows, methods = dict(TABLE4_ROWS), TABLE4_METHODS
+    else:
+        raise ValueError(f"as_printed covers Tables 3 and 4 only, got table={table!r}")
+    pd = _pd()
+    index = pd.MultiIndex.from_tuples([(DATASETS.get(d, "Average"), m) for d, m in rows], names=["dataset", "model"])
+    return pd.DataFrame(list(rows.values()), index=index, columns=list(methods))
+
+
+def mozart(table: int) -> dict[str, Any]:
+    """Tables 1 or 2 as a dict: answers, likelihoods, clusters, semantic likelihoods, matrix, uncertainty."""
+    if table not in (1, 2):
+        raise ValueError(f"the Mozart example is Table 1 or 2, got table={table!r}")
+    return {
+        "table": str(table),
+        "answers": MOZART_ANSWERS_TABLE1 if table == 1 else MOZART_ANSWERS_TABLE2,
+        "likelihoods": MOZART_LIKELIHOODS,
+        "clusters": MOZART_CLUSTERS,
+        "semantic_likelihoods": MOZART_SEMANTIC_LIKELIHOODS,
+        "matrix": MOZART_MATRIX_TABLE1 if table == 1 else MOZART_MATRIX_TABLE2,
+        "uncertainty": dict(MOZART_UNCERTAINTY[f"table{table}"]),
+        "source": SOURCE,
+    }
+
+
+def claims() -> pd.DataFrame:
+    """The paper's claims as a DataFrame: id, where, kind, statement, note, source."""
+    return _pd().DataFrame.from_records([{**dict(c), "source": SOURCE} for c in CLAIMS])
+
+
+def claim(claim_id: str) -> dict[str, str]:
+    """One claim by id (KeyError naming the known ids if absent)."""
+    for c in CLAIMS:
+        if c["id"] == claim_id:
+            return dict(c)
+    raise KeyError(f"unknown claim id {claim_id!r}; known: {[c['id'] for c in CLAIMS]}")
+
+
+def models() -> pd.DataFrame:
+    """Model abbreviations: abbreviation, name (reported), hf_id_guess (ours, not reported)."""
+    return _pd().DataFrame(
+        [{"abbreviation": k, "name": v, "hf_id_guess": HF_MODEL_GUESS[k]} for k, v in MODELS.items()]
+    )

@@ -1,0 +1,7 @@
+"""The maths core: numpy arrays in, numpy arrays out, no hidden state, entropies in nats.
+
+:mod:`.validate` (the one validation layer), :mod:`.kernel` (P -> C -> R), :mod:`.psd` (PSD checks, bounds,
+repairs), :mod:`.entropy` (Gaussian entropy and its exact / naive / Monte-Carlo Shapley decomposition),
+:mod:`.metrics` (AUROC, AUARC, PRR, bootstrap intervals) and :mod:`.baselines` (the other uncertainty
+measures). The core imports nothing outside itself.
+"""

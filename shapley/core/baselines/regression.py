@@ -1,0 +1,113 @@
+"""Supervised embedding regression (Liu et al. 2024): correctness predicted from answer embeddings."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from shapley.core import validate
+
+
+def train_test_split_indices(n: int, test_fraction: float = 0.5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random disjoint (train_idx, test_idx) index arrays covering range(n), each sorted.
+
+    ``test_fraction`` in (0, 1); the test size is round(n * test_fraction), clamped so that both parts
+    hold at least one index (n >= 2). Deterministic given ``seed`` (numpy default_rng).
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise ValueError(f"n must be an integer >= 2 (both parts need an index); got {n!r}")
+    f = validate.real_number(test_fraction, "test_fraction")
+    if not 0.0 < f < 1.0:
+        raise ValueError(f"test_fraction must lie strictly between 0 and 1; got {f}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ValueError(f"seed must be an integer; got {seed!r}")
+    n = int(n)
+    n_test = min(n - 1, max(1, int(round(n * f))))
+    perm = np.random.default_rng(int(seed)).permutation(n)
+    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+class EmbeddingRegression:
+    """Supervised uncertainty: logistic regression from answer embeddings to correctness.
+
+    Liu et al. (2024) "Uncertainty estimation and quantification for LLMs: a simple supervised
+    approach" (the paper's ER column). Features are standardised (scikit-learn ``StandardScaler``)
+    and fed to ``LogisticRegression`` (L2, ``C``, lbfgs, fixed ``random_state``).
+
+    ``fit(X_train, correct_train)``: X (m, d) finite features (e.g. hidden states or sentence
+    embeddings), correct (m,) booleans / 0-1 labels with both classes present; returns self.
+    ``uncertainty(X)``: (m',) array of 1 - P(correct | x). Direction: higher = more uncertain.
+    """
+
+    def __init__(self, C: float = 1.0, random_state: int = 0, max_iter: int = 1000) -> None:
+        c = validate.real_number(C, "C")
+        if not math.isfinite(c) or c <= 0:
+            raise ValueError(f"C (inverse regularisation strength) must be > 0; got {C!r}")
+        if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
+        self.C = c
+        self.random_state = random_state
+        self.max_iter = max_iter
+        self.model_: Any = None
+        self.n_features_: int | None = None
+
+    @staticmethod
+    def _features(X: Any, name: str) -> np.ndarray:
+        try:
+            A = np.asarray(X, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be a numeric (m, d) array; got {type(X).__name__}") from exc
+        if A.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (m samples, d features); got shape {A.shape}")
+        if A.shape[0] == 0 or A.shape[1] == 0:
+            raise ValueError(f"{name} must have at least one row and one column; got shape {A.shape}")
+        if not np.all(np.isfinite(A)):
+            raise ValueError(f"{name} contains NaN or inf")
+        return A
+
+    def fit(self, X_train: np.ndarray, correct_train: Sequence[bool] | np.ndarray) -> EmbeddingRegression:
+        """Fit on (m, d) features and (m,) correctness labels; returns self."""
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        X = self._features(X_train, "X_train")
+        y_raw = np.asarray(correct_train)
+        if y_raw.ndim != 1 or y_raw.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"correct_train must be 1-D with one label per row of X_train ({X.shape[0]}); got shape {y_raw.shape}"
+            )
+        try:
+            y_f = y_raw.astype(float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError("correct_train must hold booleans or 0/1 labels") from exc
+        if not np.all(np.isin(y_f, (0.0, 1.0))):
+            raise ValueError(f"correct_train must hold booleans or 0/1 labels; got values {np.unique(y_f).tolist()}")
+        y = y_f.astype(int)
+        if np.unique(y).size < 2:
+            raise ValueError(
+                f"correct_train holds a single class ({'all correct' if y[0] == 1 else 'all incorrect'}); "
+                "logistic regression needs both correct and incorrect examples"
+            )
+        model = make_pipeline(
+            StandardScaler(),
+            LogisticRegression(C=self.C, random_state=self.random_state, max_iter=self.max_iter),
+        )
+        model.fit(X, y)
+        self.model_ = model
+        self.n_features_ = X.shape[1]
+        return self
+
+    def uncertainty(self, X: np.ndarray) -> np.ndarray:
+        """(m,) array of 1 - P(correct | x) for the rows of X (m, d)."""
+        if self.model_ is None:
+            raise ValueError("EmbeddingRegression is not fitted yet: call fit(X_train, correct_train) first")
+        A = self._features(X, "X")
+        if A.shape[1] != self.n_features_:
+            raise ValueError(f"X has {A.shape[1]} features but the model was fitted on {self.n_features_}")
+        classes = list(self.model_.classes_)
+        p_correct = self.model_.predict_proba(A)[:, classes.index(1)]
+        return 1.0 - p_correct

@@ -1,0 +1,129 @@
+"""Graph-spectral uncertainty (Lin et al. 2024: EigV, Deg, Ecc) and kernel language entropy (Nikitin et al. 2024)
+on a symmetric similarity matrix W with entries in [0, 1]."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import scipy.linalg
+
+from shapley.core import validate
+from shapley.core.baselines.entropies import shannon_entropy
+
+
+def _normalised_laplacian(W: np.ndarray) -> np.ndarray:
+    """Symmetric normalised Laplacian I - D^-1/2 W D^-1/2 of a symmetric non-negative W."""
+    d = W.sum(axis=1)
+    if np.any(d <= 0):
+        raise ValueError(
+            f"W has a row with zero total similarity (rows {np.flatnonzero(d <= 0).tolist()}); "
+            "the normalised Laplacian needs positive degrees (set the diagonal to 1)"
+        )
+    s = 1.0 / np.sqrt(d)
+    L = np.eye(W.shape[0]) - s[:, None] * W * s[None, :]
+    return (L + L.T) / 2.0
+
+
+def eigv(W: np.ndarray) -> float:
+    """Sum of eigenvalue gaps U_EigV = sum_k max(0, 1 - lambda_k) (unitless, a soft cluster count).
+
+    Lin, Trivedi & Sun (2024, TMLR) "Generating with confidence". ``W``: (n, n) symmetric similarity
+    matrix with entries in [0, 1] (e.g. averaged entailment probabilities, diagonal usually 1);
+    lambda_k are the eigenvalues of the symmetric normalised Laplacian L = I - D^-1/2 W D^-1/2,
+    D = diag(row sums). Equals the number of connected components for a 0/1 block matrix: 1 when all
+    answers agree, n for the identity.
+
+    Direction: higher = more uncertain.
+    """
+    M = validate.similarity_matrix(W, "W")
+    lam = np.linalg.eigvalsh(_normalised_laplacian(M))
+    return float(np.sum(np.maximum(0.0, 1.0 - lam)))
+
+
+def degree(W: np.ndarray) -> float:
+    """Degree-based uncertainty U_Deg = trace(n I - D) / n^2 = 1 - mean_j(d_j) / n (unitless).
+
+    Lin, Trivedi & Sun (2024, TMLR) "Generating with confidence". ``W``: (n, n) symmetric similarity
+    matrix in [0, 1]; d_j = sum_i W[j, i]. 0 when every pair is fully similar, 1 - 1/n for the
+    identity (each answer similar only to itself).
+
+    Direction: higher = more uncertain.
+    """
+    M = validate.similarity_matrix(W, "W")
+    n = M.shape[0]
+    return float(np.trace(n * np.eye(n) - np.diag(M.sum(axis=1))) / n**2)
+
+
+def eccentricity(W: np.ndarray, k: int | None = None, *, eigv_threshold: float = 0.9) -> float:
+    """Eccentricity U_Ecc: spread of the answers' spectral embeddings around their centroid (unitless).
+
+    Lin, Trivedi & Sun (2024, TMLR) "Generating with confidence". ``W``: (n, n) symmetric similarity
+    matrix in [0, 1]. Take the eigenvectors u_1..u_k of the k smallest eigenvalues of the symmetric
+    normalised Laplacian L = I - D^-1/2 W D^-1/2; answer j is embedded as v_j = (u_1[j], ..., u_k[j]).
+    With v_bar the mean embedding, U_Ecc = ||[v_1 - v_bar, ..., v_n - v_bar]||_2, i.e. the Frobenius
+    norm (square root of the summed squared distances to the centroid); it is invariant to the choice
+    of basis inside the selected eigenspace.
+
+    ``k=None`` keeps every eigenvector whose eigenvalue is below ``eigv_threshold`` (0.9, the choice of
+    Lin et al.'s code; at least one is always kept), otherwise the k smallest (1 <= k <= n).
+    The centring is across answers, as in the paper's definition. 0 when all answers agree; sqrt(n-1)
+    for the identity W.
+
+    Direction: higher = more uncertain.
+    """
+    M = validate.similarity_matrix(W, "W")
+    n = M.shape[0]
+    if not isinstance(eigv_threshold, int | float) or not math.isfinite(eigv_threshold):
+        raise ValueError(f"eigv_threshold must be a finite number; got {eigv_threshold!r}")
+    lam, U = np.linalg.eigh(_normalised_laplacian(M))
+    if k is None:
+        kk = max(1, int(np.sum(lam < eigv_threshold)))
+    else:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= n:
+            raise ValueError(f"k must be an integer in [1, n={n}]; got {k!r}")
+        kk = int(k)
+    V = U[:, :kk]  # row j = embedding v_j of answer j
+    centred = V - V.mean(axis=0, keepdims=True)
+    return float(np.linalg.norm(centred, "fro"))
+
+
+def kernel_language_entropy(
+    W: np.ndarray,
+    t: float = 0.3,
+    *,
+    normalisation: Literal["trace", "diagonal"] = "trace",
+) -> float:
+    """Kernel language entropy (nats): von Neumann entropy of a heat kernel on the answer graph.
+
+    Nikitin et al. (2024, NeurIPS) "Kernel language entropy: fine-grained uncertainty quantification
+    for LLMs from semantic similarities". ``W``: (n, n) symmetric similarity matrix in [0, 1];
+    L = D - W is its (unnormalised) graph Laplacian and K = expm(-t L) the heat kernel (t > 0, the
+    diffusion time). K is turned into a density matrix rho (PSD, unit trace):
+
+    * ``"trace"`` (default): rho = K / tr K.
+    * ``"diagonal"``: rho = D_K^-1/2 K D_K^-1/2 / n (unit diagonal, then divided by n), the scaling of
+      the KLE reference code.
+
+    KLE = -tr(rho ln rho) = -sum_i mu_i ln mu_i over the eigenvalues mu_i of rho (tiny negative
+    eigenvalues from rounding clipped to 0, 0 ln 0 = 0), so 0 <= KLE <= ln n; ln n for the identity W.
+
+    Direction: higher = more uncertain.
+    """
+    M = validate.similarity_matrix(W, "W")
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
+        raise ValueError(f"t (heat-kernel diffusion time) must be a finite number > 0; got {t!r}")
+    if normalisation not in ("trace", "diagonal"):
+        raise ValueError(f"normalisation must be 'trace' or 'diagonal'; got {normalisation!r}")
+    L = np.diag(M.sum(axis=1)) - M
+    K = scipy.linalg.expm(-float(t) * L)
+    K = (K + K.T) / 2.0
+    if normalisation == "trace":
+        rho = K / np.trace(K)
+    else:
+        s = 1.0 / np.sqrt(np.diag(K))
+        rho = s[:, None] * K * s[None, :] / K.shape[0]
+    mu = np.clip(np.linalg.eigvalsh(rho), 0.0, None)
+    mu = mu / mu.sum()
+    return float(min(shannon_entropy(mu), math.log(M.shape[0])))

@@ -1,0 +1,190 @@
+"""Positive semi-definiteness of the kernel matrix R, guaranteed bounds on beta, and repair policies.
+
+The paper treats R as the covariance of a Gaussian, which needs R to be PSD. It is not always:
+with beta = 0.5 an adversarial entailment pattern makes R indefinite from n = 8 on. Functions that
+need a log-det therefore take a ``psd_policy``:
+
+``"raise"`` (default everywhere in the core)
+    ``ValueError`` that reports the minimum eigenvalue and names the fixes.
+``"shrink"``
+    Shrink the off-diagonal part, ``R(t) = I + t (R - I)``. Since R and R(t) share eigenvectors,
+    ``lambda_min(R(t)) = 1 + t (lambda_min - 1)``; we take the largest t that leaves
+    ``lambda_min = eps``. For a kernel matrix this is exactly lowering beta to ``t * beta``.
+``"clip"``
+    Clip eigenvalues below ``eps`` up to ``eps``, then rescale to unit diagonal (which leaves the
+    smallest eigenvalue at least ``eps / max diagonal``, a little below ``eps``).
+``"nearest"``
+    Higham's (2002) alternating projections to the nearest correlation matrix whose eigenvalues are
+    at least ``eps`` (Frobenius norm).
+
+Every repair emits a :class:`PSDRepairWarning`. ``eps`` defaults to ``1e-6``: a repaired matrix is
+positive definite, so its log-det is finite, but it sits close to singular and its entropy is
+dominated by ``ln(eps)``-sized terms. The repair is an explicit modelling choice, not a fix of the
+data.
+
+Guaranteed bounds (Gershgorin): with every off-diagonal entry of the beta = 1 kernel in
+``[exp(-1/2), 1]``, the paper bounds ``|lambda| <= n`` and concludes that beta <= 1/(n+1) is safe.
+Applying Gershgorin to R itself gives ``lambda >= 1 - beta (n - 1)``, hence beta <= 1/(n-1), which is
+larger (less conservative) for every n >= 2.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from shapley.core import validate
+
+PSDPolicy = Literal["raise", "shrink", "clip", "nearest"]
+PSD_POLICIES: tuple[str, ...] = ("raise", "shrink", "clip", "nearest")
+DEFAULT_EPS = 1e-6
+
+
+class PSDRepairWarning(RuntimeWarning):
+    """A non-PSD matrix was repaired by an explicit policy."""
+
+
+@dataclass(frozen=True)
+class PSDReport:
+    """What a PSD check found and did. ``min_eigenvalue`` is of the input; ``repaired`` says if R changed."""
+
+    min_eigenvalue: float
+    was_psd: bool
+    policy: str
+    repaired: bool
+    shrink_factor: float | None = None
+
+
+def min_eigenvalue(R: ArrayLike) -> float:
+    """Smallest eigenvalue of a symmetric (n, n) matrix."""
+    A = validate.symmetric_matrix(R, "R")
+    return float(np.linalg.eigvalsh(A)[0])
+
+
+def psd_tolerance(R: NDArray[np.float64]) -> float:
+    """Round-off tolerance for an eigenvalue test on R: ``n * machine eps * max|R|`` (at least 1e-12)."""
+    n = R.shape[0]
+    return max(1e-12, 10.0 * n * np.finfo(np.float64).eps * float(np.max(np.abs(R))))
+
+
+def is_psd(R: ArrayLike, tol: float | None = None) -> bool:
+    """True if the symmetric matrix R has no eigenvalue below ``-tol`` (default: :func:`psd_tolerance`)."""
+    A = validate.symmetric_matrix(R, "R")
+    t = psd_tolerance(A) if tol is None else float(tol)
+    return bool(np.linalg.eigvalsh(A)[0] >= -t)
+
+
+def paper_beta_bound(n: int) -> float:
+    """The paper's guaranteed bound, beta <= 1/(n+1) (Appendix A, Gershgorin on the beta = 1 matrix)."""
+    _check_n(n)
+    return 1.0 / (n + 1)
+
+
+def gershgorin_beta_bound(n: int) -> float:
+    """Gershgorin on R itself: beta <= 1/(n-1) keeps R PSD for every C (1.0 for n <= 2, capped at 1)."""
+    _check_n(n)
+    return 1.0 if n <= 2 else 1.0 / (n - 1)
+
+
+def _check_n(n: int) -> None:
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer; got {n!r}")
+
+
+def _not_psd_message(lam: float, n: int) -> str:
+    return (
+        f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
+        "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
+        f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
+        "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
+    )
+
+
+def shrink_to_psd(R: NDArray[np.float64], eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], float]:
+    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps``; returns (repaired R, t)."""
+    lam = float(np.linalg.eigvalsh(R)[0])
+    if lam >= eps:
+        return R.copy(), 1.0
+    t = (1.0 - eps) / (1.0 - lam)
+    n = R.shape[0]
+    out = np.eye(n) + t * (R - np.eye(n))
+    return out, float(t)
+
+
+def clip_to_psd(R: NDArray[np.float64], eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
+    """Clip eigenvalues below ``eps`` up to ``eps`` and rescale to unit diagonal."""
+    w, V = np.linalg.eigh(R)
+    A = (V * np.maximum(w, eps)) @ V.T
+    d = np.sqrt(np.diag(A))
+    A = A / np.outer(d, d)
+    return (A + A.T) / 2.0
+
+
+def nearest_correlation(
+    R: NDArray[np.float64], eps: float = DEFAULT_EPS, max_iter: int = 500, tol: float = 1e-10
+) -> NDArray[np.float64]:
+    """Nearest correlation matrix with eigenvalues >= ``eps`` (Higham 2002, Dykstra-corrected projections)."""
+    n = R.shape[0]
+    Y = R.copy()
+    dS = np.zeros_like(R)
+    X = R.copy()
+    for _ in range(max_iter):
+        Rk = Y - dS
+        w, V = np.linalg.eigh((Rk + Rk.T) / 2.0)
+        X = (V * np.maximum(w, eps)) @ V.T
+        dS = X - Rk
+        Y_new = X.copy()
+        np.fill_diagonal(Y_new, 1.0)
+        if np.linalg.norm(Y_new - Y, "fro") <= tol * max(1.0, float(np.linalg.norm(Y, "fro"))):
+            Y = Y_new
+            break
+        Y = Y_new
+    # The unit-diagonal iterate may sit a hair below eps; finish with a clip, which moves it by O(tol).
+    Y = (Y + Y.T) / 2.0
+    if np.linalg.eigvalsh(Y)[0] < eps * (1 - 1e-9):
+        Y = clip_to_psd(Y, eps)
+    assert Y.shape == (n, n)
+    return Y
+
+
+def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], PSDReport]:
+    """Validate R and apply ``policy`` if it is not PSD.
+
+    Args:
+        R: (n, n) symmetric matrix.
+        policy: one of ``PSD_POLICIES`` (module docstring).
+        eps: eigenvalue floor used by the repairing policies.
+
+    Returns:
+        (R to use, report). A PSD input is returned unchanged (singular PSD included).
+
+    Raises:
+        ValueError: bad input, unknown policy, or a non-PSD R under ``"raise"``.
+    """
+    if policy not in PSD_POLICIES:
+        raise ValueError(f"psd_policy must be one of {PSD_POLICIES}; got {policy!r}")
+    A = validate.symmetric_matrix(R, "R")
+    lam = float(np.linalg.eigvalsh(A)[0])
+    if lam >= -psd_tolerance(A):
+        return A, PSDReport(lam, True, policy, False)
+    n = A.shape[0]
+    if policy == "raise":
+        raise ValueError(_not_psd_message(lam, n))
+    t = None
+    if policy == "shrink":
+        out, t = shrink_to_psd(A, eps)
+    elif policy == "clip":
+        out = clip_to_psd(A, eps)
+    else:
+        out = nearest_correlation(A, eps)
+    warnings.warn(
+        f"R was not PSD (min eigenvalue {lam:.4g}, n = {n}); repaired with psd_policy={policy!r}"
+        + (f" (off-diagonals scaled by {t:.4g})" if t is not None else ""),
+        PSDRepairWarning,
+        stacklevel=3,
+    )
+    return out, PSDReport(lam, False, policy, True, t)

@@ -1,0 +1,458 @@
+"""Metrics over a run's scores (``scores.csv``, ``metrics.csv``, ``skipped.csv``) and tables across runs.
+
+Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment`):
+
+* ``scores.csv``: one row per question: ``id, correct, correctness_value, correctness_metric, answer``, one
+  column per method (empty where the method was skipped for that question, and on ER's training half),
+  then the diagnostics (``shap_psd_repaired``, ``shap_min_eig``, ``n_clusters``, ...).
+* ``metrics.csv``: one row per *computed* method, columns exactly :data:`METRICS_COLUMNS` followed by
+  :data:`EXTRA_COLUMNS`. ``n`` is the number of questions the method was evaluated on (a method skipped on
+  some questions is evaluated on the others; ER on its held-out half) and ``accuracy`` the share of correct
+  answers among those n. AUROC is :func:`shapley.core.metrics.auroc` (P(an incorrect answer is more uncertain
+  than a correct one)); ``auroc_lo``/``auroc_hi`` its percentile bootstrap interval (``n_boot`` resamples,
+  95 %, seeded with the run's seed). ``+-inf`` scores (e.g. ``Shap`` of a singular R) are ranked at the
+  extremes (replaced by min - 1 / max + 1 of the finite scores, which leaves every rank-based metric
+  unchanged). ``note`` explains anything unusual.
+* ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
+  n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
+  as a row of NaNs in ``metrics.csv``.
+
+Across runs: :func:`runs_table` and :func:`report` (``python -m shapley report DIR...``); :func:`beta_table`
+recomputes Table 5's beta ablation from a run's stored entailment matrices.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from shapley.core import metrics
+from shapley.pipeline import score as _score
+from shapley.pipeline.config import RunConfig
+from shapley.pipeline.store import STAGE_FILES, JsonlStore, RunDir, atomic_write_text, read_config, read_record
+
+METRICS_COLUMNS: tuple[str, ...] = (
+    "method",
+    "auroc",
+    "auroc_lo",
+    "auroc_hi",
+    "auarc",
+    "prr",
+    "n",
+    "accuracy",
+    "model",
+    "entailment",
+    "dataset",
+)
+
+
+EXTRA_COLUMNS: tuple[str, ...] = ("note", "entailment_is_stand_in", "n_questions", "n_skipped")
+
+
+SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
+
+
+TABLE5_BETAS: tuple[float, ...] = (
+    0.1,
+    0.2,
+    0.3,
+    0.4,
+    0.42,
+    0.44,
+    0.46,
+    0.48,
+    0.5,
+    0.52,
+    0.54,
+    0.56,
+    0.58,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+)
+
+
+def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """Flat DataFrame of stored score records (one row per question, see the module docstring)."""
+    names = list(_score.METHODS) if methods is None else list(methods)
+    diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
+    rows = []
+    for r in records:
+        row: dict[str, Any] = {
+            "id": str(r["id"]),
+            "correct": bool(r["correct"]),
+            "correctness_value": r.get("correctness_value"),
+            "correctness_metric": r.get("correctness_metric"),
+            "answer": r.get("answer"),
+        }
+        for m in names:
+            v = r["scores"].get(m)
+            row[m] = math.nan if v is None else float(v)
+        for k in diag_keys:
+            row[k] = r.get("diagnostics", {}).get(k)
+        rows.append(row)
+    cols = ["id", "correct", "correctness_value", "correctness_metric", "answer", *names, *diag_keys]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _rankable(u: np.ndarray) -> tuple[np.ndarray, int]:
+    """Replace +-inf by max+1 / min-1 of the finite values (rank-preserving); returns (array, n_inf)."""
+    u = np.asarray(u, dtype=np.float64).copy()
+    inf = np.isinf(u)
+    if inf.any():
+        fin = u[~inf]
+        lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 0.0)
+        u[np.isneginf(u)] = lo - 1.0
+        u[np.isposinf(u)] = hi + 1.0
+    return u, int(inf.sum())
+
+
+def method_metrics(
+    uncertainty: Sequence[float] | np.ndarray,
+    correct: Sequence[bool] | np.ndarray,
+    *,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """AUROC with bootstrap CI, AUARC, PRR, n and accuracy of one method (NaN scores must be removed)."""
+    u, n_inf = _rankable(np.asarray(uncertainty, dtype=np.float64))
+    c = np.asarray(correct, dtype=bool)
+    notes = []
+    if n_inf:
+        notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
+    if c.all() or not c.any():
+        notes.append("one correctness class only: AUROC and PRR undefined")
+    out: dict[str, Any]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        auroc = metrics.auroc(u, c)
+        lo, hi = metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=n_boot, alpha=alpha, seed=seed)
+        out = {
+            "auroc": auroc,
+            "auroc_lo": lo,
+            "auroc_hi": hi,
+            "auarc": metrics.auarc(u, c),
+            "prr": metrics.prr(u, c),
+            "n": int(u.size),
+            "accuracy": float(c.mean()),
+        }
+    out["note"] = "; ".join(notes)
+    return out
+
+
+def compute_metrics(
+    scores: pd.DataFrame,
+    *,
+    methods: Sequence[str],
+    skipped: Mapping[str, Counter[str]] | None = None,
+    labels: Mapping[str, Any] | None = None,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    notes: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`).
+
+    ``skipped``: method -> Counter of reasons over questions; ``labels``: model, entailment, dataset,
+    entailment_is_stand_in; ``notes``: extra per-method notes.
+    """
+    labels = dict(labels or {})
+    skipped = skipped or {}
+    n_q = len(scores)
+    rows, srows = [], []
+    correct = scores["correct"].to_numpy(dtype=bool)
+    for m in methods:
+        reasons = skipped.get(m, Counter())
+        n_sk = int(sum(reasons.values()))
+        if n_sk:
+            srows.append(
+                {
+                    "method": m,
+                    "n_skipped": n_sk,
+                    "n_questions": n_q,
+                    "reason": "; ".join(f"{why} ({k})" for why, k in reasons.most_common()),
+                }
+            )
+        u = scores[m].to_numpy(dtype=np.float64) if m in scores else np.full(n_q, np.nan)
+        ok = ~np.isnan(u)
+        if not ok.any():
+            if not n_sk:
+                srows.append({"method": m, "n_skipped": n_q, "n_questions": n_q, "reason": "no scores"})
+            continue
+        r = method_metrics(u[ok], correct[ok], n_boot=n_boot, alpha=alpha, seed=seed)
+        note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
+        if n_sk:
+            note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
+        rows.append(
+            {
+                "method": m,
+                **r,
+                "model": labels.get("model"),
+                "entailment": labels.get("entailment"),
+                "dataset": labels.get("dataset"),
+                "note": "; ".join(note),
+                "entailment_is_stand_in": labels.get("entailment_is_stand_in"),
+                "n_questions": n_q,
+                "n_skipped": n_sk,
+            }
+        )
+    metrics = pd.DataFrame(rows, columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS])
+    return metrics, pd.DataFrame(srows, columns=list(SKIPPED_COLUMNS))
+
+
+def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
+    ent = record.get("provenance", {}).get("entailment") or {}
+    is_nli = ent.get("is_nli")
+    return {
+        "model": config.model,
+        "entailment": config.entailment.backend,
+        "dataset": config.data.dataset,
+        "entailment_is_stand_in": None if is_nli is None else (not is_nli),
+    }
+
+
+def write_run_outputs(
+    run: RunDir | str | os.PathLike[str],
+    ids: Sequence[str] | None = None,
+    *,
+    embeddings: Mapping[str, Sequence[float]] | None = None,
+) -> Path:
+    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv`` of a run (for ``ids``; default: all stored).
+
+    ``embeddings`` (id -> vector) enables ``ER`` (fit on a seeded half, see
+    :func:`shapley.pipeline.score.embedding_regression_scores`). Returns the run directory.
+    """
+    if isinstance(run, RunDir):
+        path, config, record = run.path, run.config, run.record
+        recs = run.store("scores").records
+    else:
+        path = Path(run)
+        record = _read_record(path)
+        config = RunConfig.from_stored(record)
+        st = JsonlStore(path / STAGE_FILES["scores"])
+        recs = st.load(repair=False)
+    ids = list(recs) if ids is None else [str(i) for i in ids]
+    missing = [i for i in ids if i not in recs]
+    if missing:
+        raise ValueError(f"{path}: no stored scores for {len(missing)} question(s), e.g. {missing[:3]}")
+    records = [recs[i] for i in ids]
+    methods = list(config.scoring.methods)
+    df = scores_frame(records, methods)
+    skipped: dict[str, Counter[str]] = {m: Counter() for m in methods}
+    for r in records:
+        for m, why in r["skipped"].items():
+            if m in skipped:
+                skipped[m][why] += 1
+    notes: dict[str, str] = {}
+    if "Shap" in methods and "shap_psd_repaired" in df:
+        k = int(df["shap_psd_repaired"].fillna(False).astype(bool).sum())
+        if k:
+            notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
+    if "ER" in methods:
+        have = [i for i in ids if embeddings is not None and i in embeddings]
+        for i in ids:
+            if embeddings is None or i not in embeddings:
+                skipped["ER"]["missing input: embeddings"] += 1
+        if have:
+            rows = [ids.index(i) for i in have]
+            try:
+                er = _score.embedding_regression_scores(
+                    np.asarray([embeddings[i] for i in have], dtype=np.float64),  # type: ignore[index]
+                    df["correct"].to_numpy(dtype=bool)[rows],
+                    seed=config.seed,
+                )
+                df.loc[rows, "ER"] = er
+                n_test = int((~np.isnan(er)).sum())
+                notes["ER"] = f"fitted on {len(er) - n_test} questions, evaluated on the other {n_test}"
+            except ValueError as exc:
+                skipped["ER"][f"error: {exc}"] += len(have)
+    metrics, skipped_df = compute_metrics(
+        df,
+        methods=methods,
+        skipped=skipped,
+        labels=_run_labels(config, record),
+        n_boot=config.scoring.n_boot,
+        seed=config.seed,
+        notes=notes,
+    )
+    atomic_write_text(path / "scores.csv", df.to_csv(index=False))
+    atomic_write_text(path / "metrics.csv", metrics.to_csv(index=False))
+    atomic_write_text(path / "skipped.csv", skipped_df.to_csv(index=False))
+    return path
+
+
+def _read_record(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    rec = read_record(run_dir)
+    if rec is None:
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
+    return rec
+
+
+def load_metrics(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """A run's ``metrics.csv`` as a DataFrame."""
+    f = Path(run_dir) / "metrics.csv"
+    if not f.is_file():
+        raise FileNotFoundError(f"{run_dir}: no metrics.csv (the run has not finished its metrics stage)")
+    return pd.read_csv(f, keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
+
+
+def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """A run's per-question scores: ``scores.csv`` if written, else built from ``scores.jsonl``."""
+    f = Path(run_dir) / "scores.csv"
+    if f.is_file():
+        return pd.read_csv(f, dtype={"id": str})
+    recs = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
+    return scores_frame(list(recs.values()), read_config(run_dir).scoring.methods)
+
+
+def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """A run's ``skipped.csv`` (empty frame with :data:`SKIPPED_COLUMNS` if absent)."""
+    f = Path(run_dir) / "skipped.csv"
+    if not f.is_file():
+        return pd.DataFrame(columns=list(SKIPPED_COLUMNS))
+    return pd.read_csv(f)
+
+
+def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """All runs' metrics stacked, with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns appended."""
+    frames = []
+    for d in run_dirs:
+        df = load_metrics(d)
+        cfg = read_config(d)
+        df["run_dir"] = str(d)
+        df["beta"] = cfg.scoring.beta
+        df["n_samples"] = cfg.n_samples
+        df["seed"] = cfg.seed
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS, "run_dir", "beta", "n_samples", "seed"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, (float, np.floating)):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
+    """A GitHub-flavoured markdown table (no extra dependency); floats to ``digits`` decimals."""
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(_fmt(v, digits).replace("|", "\\|") for v in row) + " |")
+    return "\n".join(lines)
+
+
+def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str] | None = None) -> str:
+    """Markdown report across runs: a wide AUROC table (rows: dataset / model / entailment / run, columns:
+    methods) and the tidy table with CIs. With ``output`` (``.md``) the markdown is written there and the
+    tidy table to the same name with ``.csv``. Returns the markdown."""
+    t = runs_table(run_dirs)
+    if t.empty:
+        raise ValueError("no metrics found in the given run directories")
+    t = t.copy()
+    t["run"] = [Path(d).name for d in t["run_dir"]]
+    order = [m for m in _score.METHODS if m in set(t["method"])]
+    wide = t.pivot_table(
+        index=["dataset", "model", "entailment", "run"], columns="method", values="auroc", aggfunc="first"
+    )
+    wide = wide[[m for m in order if m in wide.columns]].reset_index()
+    t["auroc [95% CI]"] = [
+        f"{_fmt(a)} [{_fmt(lo)}, {_fmt(hi)}]"
+        for a, lo, hi in zip(t["auroc"], t["auroc_lo"], t["auroc_hi"], strict=True)
+    ]
+    tidy_cols = [
+        "run",
+        "dataset",
+        "model",
+        "entailment",
+        "method",
+        "auroc [95% CI]",
+        "auarc",
+        "prr",
+        "n",
+        "accuracy",
+        "note",
+    ]
+    md = "\n\n".join(
+        [
+            "# AUROC across runs",
+            "Higher is better: P(an incorrect answer is more uncertain than a correct one).",
+            markdown_table(wide),
+            "## All metrics",
+            markdown_table(t[tidy_cols]),
+        ]
+    )
+    md += "\n"
+    if output is not None:
+        out = Path(output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out, md)
+        atomic_write_text(out.with_suffix(".csv"), t.drop(columns=["auroc [95% CI]", "run"]).to_csv(index=False))
+    return md
+
+
+def beta_table(
+    run_dir: str | os.PathLike[str],
+    betas: Sequence[float] = TABLE5_BETAS,
+    *,
+    psd_policy: str | None = None,
+    n_boot: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Recompute ``Shap`` for each beta from a run's ``entailment.jsonl`` and its correctness labels.
+
+    Returns ``(summary, per_question)``: summary has one row per beta with ``beta, auroc, auroc_lo,
+    auroc_hi, n, n_not_psd, n_repaired, min_eig_min`` (CI only when ``n_boot > 0``); per_question has
+    ``id, beta, Shap, psd, min_eig, repaired``. ``psd_policy`` defaults to the run's.
+    """
+    cfg = read_config(run_dir)
+    policy = psd_policy or cfg.scoring.psd_policy
+    ent = JsonlStore(Path(run_dir) / STAGE_FILES["entailment"]).load(repair=False)
+    sc = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
+    ids = [i for i in sc if i in ent]
+    if not ids:
+        raise ValueError(f"{run_dir}: no questions with both entailment and scores")
+    rows = []
+    for i in ids:
+        for d in _score.beta_sweep(np.asarray(ent[i]["entail"], dtype=np.float64), betas, psd_policy=policy):
+            rows.append({"id": i, **d})
+    per_q = pd.DataFrame(rows, columns=["id", "beta", "Shap", "psd", "min_eig", "repaired"])
+    correct = {i: bool(sc[i]["correct"]) for i in ids}
+    summary = []
+    seed = cfg.seed
+    for b, g in per_q.groupby("beta", sort=True):
+        g = g[~g["Shap"].isna()]
+        c = np.array([correct[i] for i in g["id"]], dtype=bool)
+        row: dict[str, Any] = {"beta": float(b)}  # type: ignore[arg-type]
+        if len(g):
+            r = method_metrics(g["Shap"].to_numpy(), c, n_boot=max(1, n_boot), seed=seed)
+            row.update(
+                auroc=r["auroc"],
+                auroc_lo=r["auroc_lo"] if n_boot else math.nan,
+                auroc_hi=r["auroc_hi"] if n_boot else math.nan,
+            )
+        else:
+            row.update(auroc=math.nan, auroc_lo=math.nan, auroc_hi=math.nan)
+        all_b = per_q[per_q["beta"] == b]
+        row.update(
+            n=int(len(g)),
+            n_not_psd=int((~all_b["psd"].astype(bool)).sum()),
+            n_repaired=int(all_b["repaired"].astype(bool).sum()),
+            min_eig_min=float(all_b["min_eig"].min()),
+        )
+        summary.append(row)
+    return pd.DataFrame(summary), per_q

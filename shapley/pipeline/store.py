@@ -1,0 +1,506 @@
+"""Run directories: append-only checksummed JSON lines, atomic writes, provenance, and the run's config.
+
+A run is a directory::
+
+    config.json        {"schema": 2, "config": RunConfig, "provenance": {...}, "invocations": [...]}
+    questions.jsonl    run only: one record per question (id and its prompt's fingerprint)
+    generations.jsonl  run only: one Generation per question (samples, token log-probs, p(True), A4C reply)
+    entailment.jsonl   one record per question: n, entail (n x n nested lists), contradict (or null)
+    scores.jsonl       one record per question: correctness, scores {method: float}, skipped {method: reason},
+                       diagnostics (shap_psd_repaired, shap_min_eig, n_clusters, ...)
+    scores.csv, metrics.csv, skipped.csv   written by :mod:`shapley.pipeline.evaluate`
+    .lock              advisory lock (flock) so that two processes never write one run
+
+Storage guarantees (:class:`JsonlStore`):
+
+* Every record is one line of canonical JSON (sorted keys, Python's float repr, which round-trips
+  exactly) with a ``_sha256`` field: the SHA-256 of the canonical JSON of the record without it.
+* A line is appended with a single ``os.write`` on a descriptor opened with ``O_APPEND``, then
+  ``fsync``: a crash leaves at most one torn line, at the end.
+* On resume every line is verified (JSON, checksum, required fields, one record per id). A torn or
+  corrupt line anywhere (not only the last) is reported with a warning and its question is recomputed;
+  the file is first rewritten atomically (temp file + ``os.replace``) with only the valid records, so
+  later appends never follow garbage. Duplicate ids keep the first valid record.
+* Nothing already valid is recomputed; settings that change results must match the stored config
+  (``ValueError`` naming the key, see :meth:`shapley.pipeline.config.RunConfig.result_settings`).
+* No pickle anywhere: JSON lines and CSV only. Matrices are nested lists of floats (exact).
+
+Test hooks (read from the environment, for the resumption tests only; unset in normal use):
+
+* ``SHAPLEY_TEST_SLEEP_PER_QUESTION``: seconds to sleep before storing each computed record of any stage.
+* ``SHAPLEY_TEST_CALL_LOG``: path of a file to which ``"<stage>\\t<id>\\n"`` is appended after each record
+  a stage computes and stores (counts recomputations).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig, flag_of
+from shapley.pipeline.settings import REPO_ROOT
+
+CHECKSUM_KEY = "_sha256"
+CONFIG_FILE = "config.json"
+LOCK_FILE = ".lock"
+
+TEST_SLEEP_ENV = "SHAPLEY_TEST_SLEEP_PER_QUESTION"
+TEST_CALL_LOG_ENV = "SHAPLEY_TEST_CALL_LOG"
+
+VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "transformers", "sentence-transformers", "shapley")
+
+STAGE_FILES = {
+    "questions": "questions.jsonl",
+    "generations": "generations.jsonl",
+    "entailment": "entailment.jsonl",
+    "scores": "scores.jsonl",
+}
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "questions": ("id", "question", "references"),
+    "generations": ("id", "samples", "answer"),
+    "entailment": ("id", "n", "entail", "contradict"),
+    "scores": ("id", "correct", "correctness_value", "scores", "skipped", "diagnostics"),
+}
+
+
+class CorruptRecordWarning(UserWarning):
+    """A stored line was torn, corrupt or duplicated; it was dropped and its question will be redone."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Canonical JSON lines with checksums
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, (tuple, set, frozenset)):
+        return list(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"cannot store {type(o).__name__} in JSON")
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON text: sorted keys, no spaces, UTF-8 kept, exact float repr (NaN/Infinity allowed)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+
+
+def record_checksum(record: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``record`` without its checksum field."""
+    body = {k: v for k, v in record.items() if k != CHECKSUM_KEY}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def encode_record(record: Mapping[str, Any]) -> bytes:
+    """One stored line (with trailing newline): the record, normalised through JSON, plus its checksum."""
+    body = json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
+    body[CHECKSUM_KEY] = record_checksum(body)
+    return (canonical_json(body) + "\n").encode("utf-8")
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """SHA-256 (hex) of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            k = os.write(fd, view)
+            view = view[k:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, p)
+    _fsync_dir(p.parent)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """:func:`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+class JsonlStore:
+    """Append-only JSON-lines file of records keyed by ``id`` (see the module docstring for guarantees).
+
+    Call :meth:`load` before :meth:`append` on an existing file: it verifies every line and repairs the
+    file, so that an append never follows a torn line.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], required: Sequence[str] = ("id",)) -> None:
+        self.path = Path(path)
+        self.required = tuple(dict.fromkeys(("id", *required)))
+        self.records: dict[str, dict[str, Any]] = {}
+        self._loaded = False
+        self.problems: list[tuple[int, str]] = []
+
+    def _check_line(self, line: bytes) -> tuple[dict[str, Any] | None, str]:
+        try:
+            rec = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return None, f"not valid JSON ({exc.__class__.__name__})"
+        if not isinstance(rec, dict):
+            return None, "not a JSON object"
+        stored = rec.pop(CHECKSUM_KEY, None)
+        if stored is None:
+            return None, f"no {CHECKSUM_KEY} field"
+        if stored != record_checksum(rec):
+            return None, "checksum mismatch"
+        miss = [k for k in self.required if k not in rec]
+        if miss:
+            return None, f"missing field(s) {miss}"
+        return rec, ""
+
+    def load(self, *, repair: bool = True) -> dict[str, dict[str, Any]]:
+        """Read and verify every line; drop (with a :class:`CorruptRecordWarning`) torn, corrupt and duplicate
+        lines and, with ``repair``, rewrite the file atomically without them (readers that do not own the run,
+        like the report, pass ``repair=False``). Returns ``{id: record}`` in file order."""
+        self.records = {}
+        self.problems = []
+        self._loaded = repair
+        if not self.path.exists():
+            return self.records
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        tail_torn = lines[-1] != b""
+        if not tail_torn:
+            lines = lines[:-1]
+        rewrite = False
+        for lineno, line in enumerate(lines, start=1):
+            last_unterminated = tail_torn and lineno == len(lines)
+            if not line.strip():
+                self.problems.append((lineno, "blank line"))
+                rewrite = True
+                continue
+            rec, why = self._check_line(line)
+            if rec is None:
+                if last_unterminated:
+                    why += " (unterminated last line: torn write)"
+                self.problems.append((lineno, why))
+                rewrite = True
+                continue
+            if last_unterminated:
+                rewrite = True  # a valid record that lost only its newline: keep it, fix the file
+            key = str(rec["id"])
+            if key in self.records:
+                self.problems.append((lineno, f"duplicate id {key!r} (the first valid record is kept)"))
+                rewrite = True
+                continue
+            self.records[key] = rec
+        for lineno, why in self.problems:
+            warnings.warn(
+                f"{self.path}: line {lineno} dropped: {why}; its question will be recomputed if needed",
+                CorruptRecordWarning,
+                stacklevel=2,
+            )
+        if rewrite and repair:
+            atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
+        return self.records
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append one record atomically (single ``os.write`` with ``O_APPEND``, then ``fsync``)."""
+        if not self._loaded and self.path.exists():
+            raise RuntimeError(f"{self.path}: call load() before append() so that the file is verified first")
+        self._loaded = True
+        miss = [k for k in self.required if k not in record]
+        if miss:
+            raise ValueError(f"record for {self.path.name} lacks required field(s) {miss}")
+        key = str(record["id"])
+        if key in self.records:
+            raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
+        data = encode_record(record)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(f"short write to {self.path} ({written} of {len(data)} bytes)")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.records[key] = json.loads(data)
+        del self.records[key][CHECKSUM_KEY]
+
+    def __contains__(self, key: object) -> bool:
+        return str(key) in self.records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+# --------------------------------------------------------------------------------------------------
+# Provenance
+
+
+def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str | None]:
+    """Installed version of each distribution (None if not installed)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_info(repo: str | os.PathLike[str] = REPO_ROOT) -> dict[str, Any]:
+    """``{"commit": sha | None, "dirty": bool | None}`` of the source checkout (None where git is unavailable)."""
+    out: dict[str, Any] = {"commit": None, "dirty": None}
+    if not (Path(repo) / ".git").exists():
+        return out
+    try:
+        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if r.returncode == 0:
+            out["commit"] = r.stdout.strip()
+        s = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        if s.returncode == 0:
+            out["dirty"] = bool(s.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+def device_info() -> dict[str, Any]:
+    """CPU model and count; CUDA device names when torch is already imported (it is never imported here)."""
+    cpu = platform.processor() or None
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform()}
+    torch = sys.modules.get("torch")
+    if torch is None:
+        info["cuda"] = "not queried (torch not imported)"
+    else:
+        try:
+            if torch.cuda.is_available():
+                info["cuda"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            else:
+                info["cuda"] = []
+        except Exception as exc:  # noqa: BLE001 - provenance must never break a run
+            info["cuda"] = f"error: {exc}"
+    return info
+
+
+def provenance(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """What produced a run: time, command line, versions, git commit, device."""
+    args = list(sys.argv if argv is None else argv)
+    return {
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "argv": args,
+        "command_line": shlex.join(args),
+        "cwd": os.getcwd(),
+        "python": sys.version.split()[0],
+        "versions": package_versions(),
+        "git": git_info(),
+        "device": device_info(),
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# Run directories
+
+
+def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The parsed ``config.json`` of run directory ``path`` (None if it has none).
+
+    Raises ``ValueError`` naming the file when it is not valid JSON or holds no readable configuration.
+    """
+    f = Path(path) / CONFIG_FILE
+    if not f.is_file():
+        return None
+    try:
+        rec = json.loads(f.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{f} is not valid JSON ({exc}); refusing to use this run directory") from exc
+    try:
+        RunConfig.from_stored(rec)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"{f}: not a readable shapley run configuration ({exc})") from exc
+    return rec
+
+
+def read_config(path: str | os.PathLike[str]) -> RunConfig:
+    """The :class:`RunConfig` of an existing run directory (``FileNotFoundError`` if it has no config.json)."""
+    rec = read_record(path)
+    if rec is None:
+        raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
+    return RunConfig.from_stored(rec)
+
+
+def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str, Any] | None:
+    """Read-only check that ``path`` is new, or a run made with the same result-affecting settings.
+
+    Returns the stored ``config.json`` (None for a new run). Raises ``ValueError`` naming the first differing
+    setting, or when ``path`` exists, is not empty and is not a run directory.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"output {p} exists and is not a directory")
+    rec = read_record(p) if p.is_dir() else None
+    if rec is None:
+        if p.is_dir() and any(x.name != LOCK_FILE for x in p.iterdir()):
+            raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
+        return None
+    diff = RunConfig.from_stored(rec).differences(config)
+    if diff:
+        key, (old, new) = next(iter(diff.items()))
+        raise ValueError(
+            f"cannot resume {p}: setting {key!r} ({flag_of(key)}) differs (stored {old!r}, now {new!r}); "
+            "use a new --output directory, or the stored setting"
+        )
+    return rec
+
+
+class RunDir:
+    """An open run directory holding an exclusive lock; use as a context manager.
+
+    :meth:`open` creates it (writing ``config.json``) or resumes it (after :func:`check_resumable`),
+    appending a record of this invocation to ``record["invocations"]``. ``config`` is this call's
+    :class:`RunConfig`; ``record`` the whole ``config.json`` (provenance and invocations included).
+    """
+
+    def __init__(self, path: Path, config: RunConfig, record: dict[str, Any], lock_fd: int) -> None:
+        self.path = path
+        self.config = config
+        self.record = record
+        self._lock_fd: int | None = lock_fd
+        self.resumed = False
+        self.stores: dict[str, JsonlStore] = {}
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], config: RunConfig, *, argv: Sequence[str] | None = None) -> RunDir:
+        p = Path(path)
+        check_resumable(p, config)  # before creating anything
+        p.mkdir(parents=True, exist_ok=True)
+        fd = _lock(p)
+        try:
+            stored = check_resumable(p, config)  # again, under the lock
+        except Exception:
+            os.close(fd)
+            raise
+        prov = provenance(argv)
+        invocation: dict[str, Any] = {"time": prov["created"], "command_line": prov["command_line"]}
+        record: dict[str, Any]
+        if stored is None:
+            record = {
+                "schema": CONFIG_SCHEMA,
+                "config": config.to_dict(),
+                "provenance": prov,
+                "invocations": [{**invocation, "resumed": False, "git": prov["git"]}],
+            }
+        else:
+            record = dict(stored)
+            old = RunConfig.from_stored(stored).flat()
+            changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
+            if record.get("schema", 1) != CONFIG_SCHEMA:
+                invocation["migrated_from_schema"] = record.get("schema", 1)
+                record.pop("settings", None)
+            record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
+            record.setdefault("invocations", [])
+            record["invocations"].append(
+                {
+                    **invocation,
+                    "resumed": True,
+                    "git": prov["git"],
+                    "versions": prov["versions"],
+                    "changed_settings": changed,
+                }
+            )
+        run = cls(p, config, record, fd)
+        run.resumed = stored is not None
+        run.save_config()
+        return run
+
+    def save_config(self) -> None:
+        atomic_write_text(self.path / CONFIG_FILE, json.dumps(self.record, indent=2, ensure_ascii=False) + "\n")
+
+    def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
+        """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli"}).
+
+        Raises ``ValueError`` if a fingerprint for ``kind`` was stored before and differs: the resumed run would
+        mix outputs of two different models.
+        """
+        prov = self.record["provenance"]
+        old = prov.get(kind)
+        if old is not None and old.get("fingerprint") != info.get("fingerprint"):
+            raise ValueError(
+                f"cannot resume {self.path}: the {kind} model's fingerprint changed "
+                f"(stored {old.get('fingerprint')!r}, now {info.get('fingerprint')!r})"
+            )
+        prov[kind] = json.loads(canonical_json(dict(info)))
+        prov["device"] = device_info()
+        self.save_config()
+
+    def store(self, stage: str) -> JsonlStore:
+        """The verified (loaded and repaired) store of ``stage`` (a key of :data:`STAGE_FILES`)."""
+        if stage not in self.stores:
+            s = JsonlStore(self.path / STAGE_FILES[stage], REQUIRED_FIELDS[stage])
+            s.load()
+            self.stores[stage] = s
+        return self.stores[stage]
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _lock(path: Path) -> int:
+    """An exclusive, non-blocking flock on ``path/.lock``; ``RuntimeError`` when another process holds it."""
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise RuntimeError(f"run directory {path} is in use by another process") from exc
+    return fd

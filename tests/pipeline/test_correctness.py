@@ -1,0 +1,107 @@
+"""Correctness criteria (shapley.correctness): Rouge-L and BLEU on hand-made examples."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from shapley.pipeline import correctness as C
+from shapley.pipeline.data import DATASETS
+
+
+def test_rouge_exact_match_and_unrelated():
+    assert C.rouge_l("Paris", ["Paris"]) == pytest.approx(1.0)
+    assert C.rouge_l("paris.", ["Paris"]) == pytest.approx(1.0)  # tokeniser lower-cases, drops punctuation
+    assert C.rouge_l("London", ["Paris"]) == 0.0
+
+
+def test_rouge_value_by_hand():
+    # LCS("the capital is paris", "paris") = 1 token: P = 1/4, R = 1/1, F = 2PR/(P+R) = 0.4
+    assert C.rouge_l("The capital is Paris", ["Paris"]) == pytest.approx(0.4)
+    # LCS = "a b c" of 3 tokens vs 6: P = 1, R = 1/2, F = 2/3
+    assert C.rouge_l("a b c", ["a b c d e f"]) == pytest.approx(2 / 3)
+
+
+def test_rouge_takes_the_best_reference():
+    refs = ["Bloody Sunday", "the 1972 Derry shooting"]
+    assert C.rouge_l("Bloody Sunday", refs) == pytest.approx(1.0)
+    assert C.rouge_l("Bloody Sunday", refs) == max(C.rouge_l("Bloody Sunday", [r]) for r in refs)
+
+
+def test_bleu_scale_is_zero_to_one():
+    ref = ["The cat is sitting on the red mat today."]
+    assert C.bleu("The cat is sitting on the red mat today.", ref) == pytest.approx(1.0)
+    assert C.bleu("Completely different words here entirely.", ref) < 0.05
+    partial = C.bleu("The cat is sitting on a mat.", ref)
+    assert 0.0 < partial < 1.0
+    import sacrebleu
+
+    assert partial == pytest.approx(sacrebleu.sentence_bleu("The cat is sitting on a mat.", ref).score / 100)
+
+
+def test_empty_prediction_scores_zero():
+    for metric in C.METRICS:
+        assert C.similarity("", ["Paris"], metric) == 0.0
+        assert C.similarity("   ", ["Paris"], metric) == 0.0
+        assert not C.is_correct("", ["Paris"], metric=metric, threshold=0.0)
+
+
+@pytest.mark.parametrize("refs", [[], ["", "  "]])
+def test_empty_references_raise(refs):
+    with pytest.raises(ValueError, match="reference"):
+        C.rouge_l("Paris", refs)
+    with pytest.raises(ValueError, match="reference"):
+        C.bleu("Paris", refs)
+
+
+def test_bad_types_raise():
+    with pytest.raises(ValueError, match="prediction must be a string"):
+        C.rouge_l(None, ["a"])
+    with pytest.raises(ValueError, match="every reference must be a string"):
+        C.rouge_l("a", ["a", 3])
+
+
+def test_single_string_reference_is_one_reference():
+    assert C.rouge_l("Paris", "Paris") == pytest.approx(1.0)
+
+
+def test_threshold_is_strict():
+    # F = 0.4 exactly (see test_rouge_value_by_hand)
+    assert C.is_correct("The capital is Paris", ["Paris"], threshold=0.39)
+    assert not C.is_correct("The capital is Paris", ["Paris"], threshold=0.4)
+    assert C.is_correct("The capital is Paris", ["Paris"])  # default 0.3
+    # F = 2/7 ~ 0.2857 < 0.3: incorrect under the paper's threshold
+    assert C.rouge_l("answer is that it was Paris", ["Paris"]) == pytest.approx(2 / 7)
+    assert not C.is_correct("answer is that it was Paris", ["Paris"])
+    assert C.is_correct("Paris", ["Paris"], threshold=0.999)
+    assert not C.is_correct("Paris", ["Paris"], threshold=1.0)
+
+
+def test_is_correct_with_bleu():
+    ref = ["The cat is sitting on the red mat today."]
+    assert C.is_correct("The cat is sitting on the red mat today.", ref, metric="bleu")
+    assert not C.is_correct("Dogs run.", ref, metric="bleu")
+    score = C.bleu("The cat is sitting on a mat.", ref)
+    assert C.is_correct("The cat is sitting on a mat.", ref, metric="bleu", threshold=score - 1e-9)
+    assert not C.is_correct("The cat is sitting on a mat.", ref, metric="bleu", threshold=score)
+
+
+@pytest.mark.parametrize("threshold", [-0.1, 1.5, math.nan, "0.3", True])
+def test_bad_threshold(threshold):
+    with pytest.raises(ValueError, match="threshold"):
+        C.is_correct("a", ["a"], threshold=threshold)
+
+
+def test_unknown_metric():
+    with pytest.raises(ValueError, match="valid: rougeL, bleu"):
+        C.is_correct("a", ["a"], metric="meteor")
+
+
+def test_correctness_for_every_dataset():
+    assert set(C.CORRECTNESS_FOR) == set(DATASETS)
+    assert C.CORRECTNESS_FOR["wmt14"] == "bleu"
+    assert all(m == "rougeL" for name, m in C.CORRECTNESS_FOR.items() if name != "wmt14")
+    assert C.metric_for("coqa") == "rougeL"
+    with pytest.raises(ValueError, match="unknown dataset"):
+        C.metric_for("mmlu")

@@ -1,0 +1,366 @@
+"""Entailment backends on tiny random-initialised models saved to tmp_path (no downloads)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+from shapley.pipeline.entail import (  # noqa: E402
+    EmbeddingBackend,
+    EntailmentCache,
+    EntailmentResult,
+    HFNLIBackend,
+    LLMJudgeBackend,
+    load_backend,
+    nli_label_indices,
+)
+from shapley.pipeline.models import ModelNotAvailableError  # noqa: E402
+
+CORPUS = [
+    "paris is the capital of france",
+    "the answer is paris",
+    "london berlin madrid rome",
+    "who wrote hamlet shakespeare did",
+    "first answer second answer does the first answer imply the second yes no maybe",
+]
+NLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+
+
+def make_wordpiece_tokenizer():
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(
+        CORPUS * 2, trainers.WordPieceTrainer(vocab_size=200, special_tokens=special, show_progress=False)
+    )
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+
+
+def save_nli(path, id2label=NLI_LABELS, arch="bert", seed=0):
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        DebertaV2Config,
+        DebertaV2ForSequenceClassification,
+    )
+
+    tok = make_wordpiece_tokenizer()
+    torch.manual_seed(seed)
+    common = dict(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=len(id2label),
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+        initializer_range=0.5,
+    )
+    if arch == "deberta":
+        model = DebertaV2ForSequenceClassification(DebertaV2Config(**common, type_vocab_size=0))
+    else:
+        model = BertForSequenceClassification(BertConfig(**common))
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def nli_dir(tmp_path_factory):
+    return save_nli(tmp_path_factory.mktemp("nli"))
+
+
+def count_forwards(backend):
+    calls = {"n": 0, "rows": 0}
+    inner = backend.model.forward
+
+    def wrapped(*args, **kwargs):
+        calls["n"] += 1
+        calls["rows"] += int(kwargs["input_ids"].shape[0])
+        return inner(*args, **kwargs)
+
+    backend.model.forward = wrapped
+    return calls
+
+
+def items3():
+    return [
+        ("capital of france?", ["paris", "the answer is paris", "london"]),
+        ("who wrote hamlet?", ["shakespeare", "shakespeare did", "rome"]),
+        ("a city?", ["berlin", "madrid", "rome berlin"]),
+    ]
+
+
+def test_hf_shapes_ranges_diagonal(nli_dir):
+    be = load_backend(f"hf:{nli_dir}", cache=False, device="cpu")
+    assert be.is_nli and be.name == f"hf:{nli_dir}" and len(be.fingerprint) == 64
+    res = be.score(items3())
+    assert len(res) == 3
+    for r in res:
+        assert isinstance(r, EntailmentResult)
+        assert r.entail.shape == r.contradict.shape == (3, 3)
+        assert np.all((r.entail >= 0) & (r.entail <= 1)) and np.all((r.contradict >= 0) & (r.contradict <= 1))
+        np.testing.assert_array_equal(np.diag(r.entail), 1.0)
+        np.testing.assert_array_equal(np.diag(r.contradict), 0.0)
+        off = ~np.eye(3, dtype=bool)
+        assert np.all(r.entail[off] + r.contradict[off] <= 1 + 1e-12)
+    assert not np.allclose(res[0].entail, res[0].entail.T)  # premise/hypothesis order matters for NLI
+
+
+def test_hf_values_are_softmax_of_the_right_label(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    r = be.score([("q", ["paris", "london"])])[0]
+    enc = be.tokenizer(["paris"], ["london"], return_tensors="pt")
+    with torch.no_grad():
+        p = torch.softmax(be.model(**enc).logits, -1)[0]
+    assert r.entail[0, 1] == pytest.approx(float(p[2]), abs=1e-6)
+    assert r.contradict[0, 1] == pytest.approx(float(p[0]), abs=1e-6)
+
+
+def test_label_order_is_read_from_config(tmp_path):
+    """Same weights, id2label relabelled: entailment and contradiction must swap."""
+    import json
+    import shutil
+
+    a_dir = save_nli(tmp_path / "a", NLI_LABELS)
+    b_dir = tmp_path / "b"
+    shutil.copytree(a_dir, b_dir)
+    cfg = json.loads((b_dir / "config.json").read_text())
+    cfg["id2label"] = {"0": "entailment", "1": "neutral", "2": "contradiction"}
+    cfg["label2id"] = {v: int(k) for k, v in cfg["id2label"].items()}
+    (b_dir / "config.json").write_text(json.dumps(cfg))
+    a = HFNLIBackend(str(a_dir), cache=False, device="cpu")
+    b = HFNLIBackend(str(b_dir), cache=False, device="cpu")
+    assert a.fingerprint != b.fingerprint
+    ra, rb = a.score(items3()), b.score(items3())
+    for x, y in zip(ra, rb, strict=True):
+        off = ~np.eye(3, dtype=bool)
+        np.testing.assert_allclose(x.entail[off], y.contradict[off], atol=1e-6)
+        np.testing.assert_allclose(x.contradict[off], y.entail[off], atol=1e-6)
+
+
+def test_label_indices_and_errors(tmp_path):
+    assert nli_label_indices({0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}) == (2, 0)
+    assert nli_label_indices({"0": "entailment", "1": "not_entailment"}) == (0, None)
+    with pytest.raises(ValueError, match="entailment label"):
+        nli_label_indices({0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
+    with pytest.raises(ValueError, match="entailment label"):
+        HFNLIBackend(str(save_nli(tmp_path / "g", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})), cache=False)
+
+
+def test_two_label_model_has_no_contradiction(tmp_path):
+    be = HFNLIBackend(str(save_nli(tmp_path / "two", {0: "entailment", 1: "not_entailment"})), cache=False)
+    r = be.score([("q", ["paris", "london"])])[0]
+    assert r.contradict is None and r.entail.shape == (2, 2)
+
+
+def test_deberta_architecture(tmp_path):
+    be = load_backend(f"hf:{save_nli(tmp_path / 'deb', arch='deberta')}", cache=False, device="cpu")
+    r = be.score([("q", ["paris", "the answer is paris", "london"])])[0]
+    assert r.entail.shape == (3, 3) and np.all(np.isfinite(r.entail))
+
+
+def test_dedup_within_question(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=64)
+    calls = count_forwards(be)
+    answers = ["paris", "london", "paris", "rome", "london"]
+    r = be.score([("q", answers)])[0]
+    assert be.stats["pairs_requested"] == 20 and be.stats["pairs_scored"] == 6  # 3 unique answers
+    assert calls["rows"] == 6 and calls["n"] == 1
+    np.testing.assert_array_equal(r.entail[0], r.entail[2])
+    np.testing.assert_array_equal(r.entail[:, 1], r.entail[:, 4])
+    assert r.entail[0, 2] == 1.0 and r.contradict[0, 2] == 0.0  # identical answers entail each other
+    reference = be.score([("q", ["paris", "london", "rome"])])[0]
+    np.testing.assert_allclose(r.entail[np.ix_([0, 1, 3], [0, 1, 3])], reference.entail)
+
+
+def test_cross_question_batching_counts_forward_passes(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=32)
+    calls = count_forwards(be)
+    res = be.score(items3())  # 3 questions x 6 ordered pairs = 18 pairs -> one batch
+    assert calls["n"] == 1 and calls["rows"] == 18 and be.stats["forward_passes"] == 1
+    small = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=4)
+    calls_small = count_forwards(small)
+    res_small = small.score(items3())
+    assert calls_small["n"] == math.ceil(18 / 4)
+    for x, y in zip(res, res_small, strict=True):  # batching (and padding) does not change the numbers
+        np.testing.assert_allclose(x.entail, y.entail, atol=1e-5)
+    # the same answer pair in two questions is scored once (question not prepended)
+    be2 = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    calls2 = count_forwards(be2)
+    be2.score([("q1", ["paris", "rome"]), ("q2", ["rome", "paris"])])
+    assert calls2["rows"] == 2
+
+
+def test_cache_hits_skip_the_model(nli_dir, tmp_path):
+    db = tmp_path / "cache.sqlite"
+    be = HFNLIBackend(str(nli_dir), cache=db, device="cpu")
+    first = be.score(items3())
+    calls = count_forwards(be)
+    second = be.score(items3())
+    assert calls["n"] == 0 and be.stats["cache_hits"] == 18
+    for x, y in zip(first, second, strict=True):
+        np.testing.assert_array_equal(x.entail, y.entail)
+        np.testing.assert_array_equal(x.contradict, y.contradict)
+    fresh = HFNLIBackend(str(nli_dir), cache=db, device="cpu")  # persistent across instances
+    calls_fresh = count_forwards(fresh)
+    fresh.score(items3()[:1])
+    assert calls_fresh["n"] == 0
+    fresh.score(items3()[:1], with_question=True)  # different key -> scored
+    assert calls_fresh["n"] == 1
+    assert len(EntailmentCache(db)) == 18 + 6
+
+
+def test_default_cache_location(nli_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path))
+    be = load_backend(f"hf:{nli_dir}", device="cpu")
+    be.score([("q", ["paris", "rome"])])
+    assert (tmp_path / "entail" / "entail.sqlite").is_file()
+
+
+def test_with_question_prepends_question(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    seen = []
+    inner = be._score_pairs
+
+    def spy(premises, hypotheses):
+        seen.append((list(premises), list(hypotheses)))
+        return inner(premises, hypotheses)
+
+    be._score_pairs = spy
+    plain = be.score([("capital of france?", ["paris", "london"])])[0]
+    withq = be.score([("capital of france?", ["paris", "london"])], with_question=True)[0]
+    assert sorted(seen[0][0]) == ["london", "paris"]
+    assert sorted(seen[1][0]) == ["capital of france? london", "capital of france? paris"]
+    assert not np.allclose(plain.entail, withq.entail)
+
+
+def test_unicode_empty_and_small_inputs(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    r = be.score([("¿qué?", ["", "café ☕", "日本 東京", ""]), ("q", []), ("q", ["solo"])])
+    assert r[0].entail.shape == (4, 4) and np.all(np.isfinite(r[0].entail))
+    assert np.all((r[0].entail >= 0) & (r[0].entail <= 1))
+    np.testing.assert_array_equal(r[0].entail[0], r[0].entail[3])  # the two empty answers are one text
+    assert r[1].entail.shape == (0, 0)
+    np.testing.assert_array_equal(r[2].entail, [[1.0]])
+
+
+@pytest.mark.parametrize(
+    "items",
+    [["paris"], [("q", "paris")], [("q", ["a", 3])], [(1, ["a"])], "q", [("q", ["a"], "extra")]],
+)
+def test_input_validation(nli_dir, items):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    with pytest.raises(ValueError):
+        be.score(items)
+
+
+def test_bad_specs_and_missing_models(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="hf:"):
+        load_backend("deberta")
+    with pytest.raises(ValueError, match="unknown"):
+        load_backend("foo:bar")
+    with pytest.raises(ValueError):
+        load_backend("hf:x", batch_size=0)
+    with pytest.raises(ModelNotAvailableError, match="embedding:minilm") as err:
+        load_backend("hf:shapley-tests/no-such-nli-model", cache=False)
+    assert "llm:smollm2" in str(err.value) and "substituted" in str(err.value)
+    with pytest.raises(ModelNotAvailableError, match="embedding:minilm"):
+        load_backend("embedding:shapley-tests/no-such-embedder", cache=False)
+    with pytest.raises(ModelNotAvailableError):
+        load_backend(f"hf:{tmp_path / 'nowhere' / 'x'}", cache=False)
+
+
+def test_embedding_backend_on_tiny_encoder(nli_dir, tmp_path):
+    from transformers import BertConfig, BertModel
+
+    tok = make_wordpiece_tokenizer()
+    torch.manual_seed(1)
+    BertModel(
+        BertConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+        )
+    ).save_pretrained(tmp_path / "enc")
+    tok.save_pretrained(tmp_path / "enc")
+    be = load_backend(f"embedding:{tmp_path / 'enc'}", cache=False, device="cpu", batch_size=2)
+    assert isinstance(be, EmbeddingBackend) and not be.is_nli
+    res = be.score(items3())
+    for r in res:
+        assert r.contradict is None and r.entail.shape == (3, 3)
+        np.testing.assert_allclose(r.entail, r.entail.T, atol=1e-9)  # cosine is symmetric
+        assert np.all((r.entail >= 0) & (r.entail <= 1))
+        np.testing.assert_array_equal(np.diag(r.entail), 1.0)
+    emb = be.embed(["paris", "london"])
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-6)
+    expect = float(np.clip(emb[0] @ emb[1], 0, 1))
+    assert be.score([("q", ["paris", "london"])])[0].entail[0, 1] == pytest.approx(expect, abs=1e-6)
+    # 9 unique texts over the 3 questions, embedded 2 per forward pass
+    fresh = load_backend(f"embedding:{tmp_path / 'enc'}", cache=False, device="cpu", batch_size=2)
+    fresh.score(items3())
+    assert fresh.stats["forward_passes"] == math.ceil(9 / 2)
+
+
+def test_llm_judge_on_tiny_causal_lm(tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = make_wordpiece_tokenizer()
+    torch.manual_seed(0)
+    LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            pad_token_id=0,
+            eos_token_id=3,
+            bos_token_id=None,
+        )
+    ).save_pretrained(tmp_path / "lm")
+    tok.save_pretrained(tmp_path / "lm")
+    be = load_backend(f"llm:{tmp_path / 'lm'}", cache=tmp_path / "c.sqlite", device="cpu", batch_size=4)
+    assert isinstance(be, LLMJudgeBackend) and not be.is_nli
+    res = be.score(items3())
+    assert be.stats["forward_passes"] == math.ceil(18 / 4)
+    for r in res:
+        assert r.entail.shape == r.contradict.shape == (3, 3)
+        off = ~np.eye(3, dtype=bool)
+        assert np.all(r.entail[off] + r.contradict[off] < 1)  # "maybe" keeps the rest
+        assert np.all(r.entail[off] > 0) and np.all(r.contradict[off] > 0)
+    again = be.score(items3())
+    assert be.stats["forward_passes"] == math.ceil(18 / 4)  # all cached
+    np.testing.assert_array_equal(again[0].entail, res[0].entail)

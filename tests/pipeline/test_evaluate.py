@@ -1,0 +1,140 @@
+"""Metrics tables of a run and reports across runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley.core import metrics as M
+from shapley.pipeline import evaluate
+from tests import fakes
+
+
+def _frame(rng, m=60):
+    correct = rng.random(m) < 0.5
+    good = np.where(correct, 0.0, 1.0) + rng.normal(0, 0.7, m)
+    return pd.DataFrame(
+        {
+            "id": [f"q{i}" for i in range(m)],
+            "correct": correct,
+            "Good": good,
+            "Noise": rng.normal(size=m),
+            "Never": np.nan,
+        }
+    )
+
+
+def test_compute_metrics_columns_and_values():
+    rng = np.random.default_rng(0)
+    df = _frame(rng)
+    df.loc[:9, "Noise"] = np.nan
+    skipped = {"Noise": Counter({"missing input: x": 10}), "Never": Counter({"missing input: y": 60})}
+    m, sk = evaluate.compute_metrics(
+        df,
+        methods=["Good", "Noise", "Never"],
+        skipped=skipped,
+        labels={"model": "m", "entailment": "e", "dataset": "d"},
+        n_boot=200,
+        seed=1,
+    )
+    assert list(m.columns) == [*evaluate.METRICS_COLUMNS, *evaluate.EXTRA_COLUMNS]
+    assert list(m.columns[:11]) == [
+        "method",
+        "auroc",
+        "auroc_lo",
+        "auroc_hi",
+        "auarc",
+        "prr",
+        "n",
+        "accuracy",
+        "model",
+        "entailment",
+        "dataset",
+    ]
+    assert list(m["method"]) == ["Good", "Noise"]  # a method skipped everywhere is not a row of NaNs
+    g = m.set_index("method").loc["Good"]
+    u, c = df["Good"].to_numpy(), df["correct"].to_numpy()
+    assert g["auroc"] == pytest.approx(M.auroc(u, c))
+    assert (g["auroc_lo"], g["auroc_hi"]) == pytest.approx(M.bootstrap_ci(M.auroc, u, c, n_boot=200, seed=1))
+    assert g["auarc"] == pytest.approx(M.auarc(u, c)) and g["prr"] == pytest.approx(M.prr(u, c))
+    assert g["n"] == 60 and g["accuracy"] == pytest.approx(c.mean()) and g["auroc"] > 0.7
+    assert g["auroc_lo"] < g["auroc"] < g["auroc_hi"]
+    n = m.set_index("method").loc["Noise"]
+    assert n["n"] == 50 and "skipped on 10 of 60" in n["note"]
+    assert n["accuracy"] == pytest.approx(c[10:].mean())
+    assert list(sk.columns) == list(evaluate.SKIPPED_COLUMNS)
+    assert dict(zip(sk["method"], sk["n_skipped"], strict=True)) == {"Noise": 10, "Never": 60}
+
+
+def test_infinite_scores_keep_their_rank_and_one_class_is_noted():
+    u = np.array([-np.inf, 0.1, 0.5, np.inf, 2.0])
+    c = np.array([True, True, False, False, True])
+    r = evaluate.method_metrics(u, c, n_boot=50)
+    assert r["auroc"] == pytest.approx(M.auroc(np.array([-9.0, 0.1, 0.5, 9.0, 2.0]), c))
+    assert "2 infinite" in r["note"]
+    r = evaluate.method_metrics([0.1, 0.2], [True, True], n_boot=10)
+    assert math.isnan(r["auroc"]) and "one correctness class" in r["note"]
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        yield fakes.make_two_runs(tmp_path_factory.mktemp("runs"), mp)
+
+
+def test_run_outputs_and_loaders(two_runs):
+    a, b = two_runs
+    m = evaluate.load_metrics(a)
+    assert list(m.columns[:11]) == list(evaluate.METRICS_COLUMNS)
+    by = m.set_index("method")
+    assert {"Shap", "DSE", "LexSim", "P(T)", "ER"} <= set(by.index)
+    assert not {"SE", "NE", "LNE", "MaxL", "A4C"} & set(by.index)  # no log-probs / A4C text in the input
+    assert by.loc["Shap", "n"] == 40 and by.loc["ER", "n"] == 20 and "fitted on 20" in by.loc["ER", "note"]
+    assert (by["dataset"] == "toy").all() and (by["model"] == "toy-llm").all() and (by["entailment"] == "fake:").all()
+    assert by["entailment_is_stand_in"].all()
+    sk = evaluate.load_skipped(a).set_index("method")
+    assert sk.loc["SE", "n_skipped"] == 40 and "sample_logprobs" in sk.loc["SE", "reason"]
+    s = evaluate.load_scores(a)
+    assert len(s) == 40 and s["id"].tolist() == sorted(s["id"]) and s["ER"].isna().sum() == 20
+    assert {"shap_psd_repaired", "shap_min_eig", "n_clusters"} <= set(s.columns)
+    t = evaluate.runs_table([a, b])
+    assert set(t["run_dir"]) == {str(a), str(b)} and set(t["beta"]) == {0.5, 0.3}
+    # metrics.csv is reproducible from scores.jsonl alone
+    before = (a / "metrics.csv").read_bytes()
+    (a / "metrics.csv").unlink()
+    evaluate.write_run_outputs(a, embeddings={r["id"]: r["embedding"] for r in _rows(a)})
+    assert (a / "metrics.csv").read_bytes() == before
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    cfg = json.loads((run_dir / "config.json").read_text())
+    return [json.loads(line) for line in Path(cfg["config"]["data"]["path"]).read_text().splitlines()]
+
+
+def test_report_writes_markdown_and_csv(two_runs, tmp_path):
+    a, b = two_runs
+    md = evaluate.report([a, b], tmp_path / "out" / "table.md")
+    assert md.startswith("# AUROC across runs")
+    assert "| dataset | model | entailment | run |" in md and "Shap" in md
+    assert (tmp_path / "out" / "table.md").read_text() == md
+    csv = pd.read_csv(tmp_path / "out" / "table.csv")
+    assert len(csv) == len(evaluate.runs_table([a, b]))
+    with pytest.raises(FileNotFoundError):
+        evaluate.report([tmp_path])
+
+
+def test_beta_table_from_stored_entailment(two_runs):
+    a, _ = two_runs
+    summary, per_q = evaluate.beta_table(a, [0.1, 0.5, 1.0])
+    assert list(summary["beta"]) == [0.1, 0.5, 1.0]
+    assert (summary["n"] == 40).all() and len(per_q) == 120
+    s5 = summary.set_index("beta").loc[0.5]
+    assert s5["auroc"] == pytest.approx(evaluate.load_metrics(a).set_index("method").loc["Shap", "auroc"])
+    assert summary.set_index("beta").loc[0.1, "n_not_psd"] == 0  # beta <= 1/(n-1) = 0.2 is always PSD
+    assert (summary["n_repaired"] <= summary["n_not_psd"]).all()

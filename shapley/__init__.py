@@ -18,6 +18,7 @@ from shapley.core import metrics
 from shapley.core.entropy import (
     EXACT_MAX_N,
     HALF_LOG_2PIE,
+    game_shapley_values,
     gaussian_entropy,
     log_principal_minors,
     shapley_uncertainty,
@@ -45,6 +46,7 @@ __all__ = [
     "PSDRepairWarning",
     "correlation_matrix",
     "ensure_psd",
+    "game_shapley_values",
     "gaussian_entropy",
     "gershgorin_beta_bound",
     "is_psd",

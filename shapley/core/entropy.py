@@ -114,6 +114,33 @@ def _shapley_weights(n: int) -> NDArray[np.float64]:
     return np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])
 
 
+def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
+    """Exact Shapley values of any cooperative game given by its worth on every coalition.
+
+    Args:
+        v: (2**n,) worth of each coalition, indexed by bitmask (bit j set iff player j is in it); ``v[0]``
+            is the empty coalition's worth. Entries may be ``-inf`` (a singular Gaussian sub-game).
+
+    Returns:
+        (n,) Shapley values ``phi_i = sum_S |S|! (n-|S|-1)! / n! (v(S + i) - v(S))``; their sum is
+        ``v[-1] - v[0]`` (efficiency).
+
+    Raises:
+        ValueError: ``v`` is not of length ``2**n`` for some n >= 1, or a marginal is ``(-inf) - (-inf)``.
+
+    Examples:
+        >>> game_shapley_values([0.0, 1.0, 1.0, 3.0])  # a symmetric two-player game shares v(N) equally
+        array([1.5, 1.5])
+        >>> game_shapley_values([0.0, 1.0, 0.0, 1.0])  # player 1 adds nothing
+        array([1., 0.])
+    """
+    vals = np.asarray(v, dtype=np.float64)
+    n = int(vals.size).bit_length() - 1
+    if vals.ndim != 1 or n < 1 or vals.size != 2**n:
+        raise ValueError(f"v must be a 1-D array of 2**n coalition worths (n >= 1); got shape {vals.shape}")
+    return _shapley_from_values(vals, n)
+
+
 def _shapley_from_values(v: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     masks = np.arange(2**n, dtype=np.int64)
     w = _shapley_weights(n)[_popcount(masks, n).clip(max=n - 1)]

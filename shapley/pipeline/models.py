@@ -9,6 +9,7 @@ entailment judge and the NLI backends all load through here.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib.util
 import json
@@ -222,6 +223,49 @@ def default_dtype(device: torch.device, dtype: str | torch.dtype | None = None) 
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
+
+
+# --------------------------------------------------------------------------------------------------
+# device memory
+# --------------------------------------------------------------------------------------------------
+
+
+def free_device_memory(device: torch.device) -> int | None:
+    """Free bytes on a CUDA device (``torch.cuda.mem_get_info``); None for other devices."""
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    free, _total = torch.cuda.mem_get_info(device)
+    return int(free)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for a device (or host) out-of-memory error raised by torch."""
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def release_device_memory(device: torch.device) -> None:
+    """Collect garbage and give cached CUDA blocks back (after an out-of-memory error)."""
+    gc.collect()
+    if device.type == "cuda" and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def kv_cache_bytes_per_token(model: Any) -> int:
+    """Bytes of key-value cache one token of one sequence takes (all layers, keys and values)."""
+    cfg = getattr(model, "config", None)
+    if cfg is not None and hasattr(cfg, "get_text_config"):
+        cfg = cfg.get_text_config()
+    hidden = int(getattr(cfg, "hidden_size", 0) or 4096)
+    heads = int(getattr(cfg, "num_attention_heads", 0) or 32)
+    kv_heads = int(getattr(cfg, "num_key_value_heads", 0) or heads)
+    head_dim = int(getattr(cfg, "head_dim", 0) or hidden // heads)
+    layers = int(getattr(cfg, "num_hidden_layers", 0) or 32)
+    elem = next(model.parameters()).element_size()
+    return 2 * layers * kv_heads * head_dim * elem
 
 
 def _missing_model_error(spec: str, cause: BaseException | None = None) -> ModelNotAvailableError:

@@ -1,12 +1,29 @@
 """Record types passed between the pipeline stages (data -> generate -> entail -> score -> report).
 
 Plain dataclasses that round-trip through JSON (``to_dict`` / ``from_dict``): no pickle anywhere.
+
+Hidden states (for the embedding-regression method ER) are the one array-valued output: they are kept out of
+the JSON records and stored in ``.npz`` files beside them (:func:`save_hidden_states`), one file per stored
+chunk, each vector referenced from its JSON record by file name, row and the SHA-256 of its bytes
+(:func:`hidden_reference`), and read back only after that checksum matched (:func:`load_hidden_state`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+#: key of the hidden-state reference in a stored generation record
+HIDDEN_KEY = "hidden_state"
+#: folder of a run directory that holds the hidden-state ``.npz`` files
+HIDDEN_DIR = "hidden"
 
 
 @dataclass(frozen=True)
@@ -50,7 +67,10 @@ class Generation:
     (nats) of each generated token of sample k, ``sample_token_entropies[k]`` the entropy (nats) of the
     next-token distribution at each step. ``answer`` is the most-likely (greedy) answer whose
     correctness is judged. ``p_true`` is the model's probability of "True" for ``answer`` under the
-    p(True) prompt; ``a4c_text`` is its raw reply to the ask-for-confidence prompt.
+    p(True) prompt; ``a4c_text`` is its raw reply to the ask-for-confidence prompt. ``hidden``: the
+    model's final-layer hidden state at the answer's last kept token (shape (d,), float16; the prompt's
+    last token for an empty answer), or ``None``; it is not part of :meth:`to_dict` (stored in ``.npz``
+    files, see :func:`save_hidden_states`).
     """
 
     id: str
@@ -62,10 +82,95 @@ class Generation:
     answer_token_entropies: list[float] = field(default_factory=list)
     p_true: float | None = None
     a4c_text: str | None = None
+    hidden: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-ready fields (``hidden`` left out: it goes to an ``.npz`` file)."""
+        return asdict(self.without_hidden())
+
+    def without_hidden(self) -> Generation:
+        return Generation(**{k: getattr(self, k) for k in self.__dataclass_fields__ if k != "hidden"})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Generation:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+# --------------------------------------------------------------------------------------------------
+# hidden states in .npz files beside the JSON lines
+
+
+def vector_sha256(vector: np.ndarray) -> str:
+    """SHA-256 (hex) of a vector's float16 little-endian bytes."""
+    return hashlib.sha256(np.ascontiguousarray(vector, dtype="<f2").tobytes()).hexdigest()
+
+
+def hidden_reference(file: str, row: int, vector: np.ndarray) -> dict[str, Any]:
+    """The reference stored in a generation record: ``{"file", "row", "sha256", "dim"}``."""
+    return {"file": file, "row": int(row), "sha256": vector_sha256(vector), "dim": int(np.asarray(vector).size)}
+
+
+def save_hidden_states(
+    run_dir: str | os.PathLike[str], ids: Sequence[str], vectors: Sequence[np.ndarray]
+) -> list[dict[str, Any]]:
+    """Write the vectors of one chunk to ``run_dir/hidden/<digest>.npz`` atomically; return one reference each.
+
+    The file holds ``ids`` (strings) and ``hidden`` (m, d) float16; its name is derived from the ids and the
+    vector bytes, so a redone chunk never overwrites the file of another chunk. Written (temp file, fsync,
+    rename) before the JSON records that point to it are appended."""
+    if len(ids) != len(vectors) or not ids:
+        raise ValueError(f"need one vector per id, got {len(vectors)} vectors for {len(ids)} ids")
+    matrix = np.stack([np.asarray(v, dtype=np.float16).ravel() for v in vectors])
+    digest = hashlib.sha256("\x1f".join(ids).encode("utf-8") + matrix.astype("<f2").tobytes()).hexdigest()[:24]
+    name = f"{HIDDEN_DIR}/{digest}.npz"
+    path = Path(run_dir) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(buf.getvalue())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return [hidden_reference(name, i, matrix[i]) for i in range(len(ids))]
+
+
+class HiddenStateReader:
+    """Reads referenced vectors, opening each ``.npz`` file once; ``None`` for a missing or mismatched one."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.run_dir = Path(run_dir)
+        self._files: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def _open(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        if name not in self._files:
+            path = self.run_dir / name
+            try:
+                if Path(name).is_absolute() or ".." in Path(name).parts:
+                    raise ValueError("reference outside the run directory")
+                with np.load(path, allow_pickle=False) as z:
+                    self._files[name] = (np.asarray(z["ids"]), np.asarray(z["hidden"]))
+            except (OSError, ValueError, KeyError, EOFError):
+                self._files[name] = None
+        return self._files[name]
+
+    def get(self, record_id: str, ref: Any) -> np.ndarray | None:
+        """The vector (float16, shape (d,)) referenced by ``ref`` for ``record_id``, if present and intact."""
+        if not isinstance(ref, Mapping) or not isinstance(ref.get("file"), str) or not isinstance(ref.get("row"), int):
+            return None
+        content = self._open(ref["file"])
+        if content is None:
+            return None
+        ids, matrix = content
+        row = ref["row"]
+        if not 0 <= row < len(ids) or str(ids[row]) != str(record_id) or matrix.dtype != np.float16:
+            return None
+        vector = matrix[row]
+        return vector if vector_sha256(vector) == ref.get("sha256") else None
+
+
+def load_hidden_state(run_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> np.ndarray | None:
+    """The hidden state a stored generation record points to (``None``: no reference, file missing or bad)."""
+    ref = record.get(HIDDEN_KEY)
+    return None if ref is None else HiddenStateReader(run_dir).get(str(record.get("id")), ref)

@@ -14,7 +14,7 @@ import hashlib
 import io
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +86,9 @@ class Generation:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (``hidden`` left out: it goes to an ``.npz`` file)."""
-        return asdict(self.without_hidden())
-
-    def without_hidden(self) -> Generation:
-        return Generation(**{k: getattr(self, k) for k in self.__dataclass_fields__ if k != "hidden"})
+        d = asdict(replace(self, hidden=None))
+        del d["hidden"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Generation:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import string
+import warnings
 
 import numpy as np
 import pytest
@@ -15,7 +16,13 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from shapley.pipeline.generate import GenerationConfig, Generator, truncate_at_stop  # noqa: E402
+from shapley.pipeline.generate import (  # noqa: E402
+    GenerationConfig,
+    Generator,
+    StopChecker,
+    inverse_cdf_sample,
+    truncate_at_stop,
+)
 from shapley.pipeline.models import (  # noqa: E402
     ModelNotAvailableError,
     load_model,
@@ -212,6 +219,211 @@ def test_truncate_at_stop_rule():
     assert truncate_at_stop([0, 1, 3, 4], decode, ("Q:",)) == (2, "Paris")  # multi-token stop string
     assert truncate_at_stop([0, 1], decode, ("\n",)) == (2, "Paris")
     assert truncate_at_stop([2, 0], decode, ("\n",)) == (0, "")
+
+
+def _first_stop_reference(ids, decode, stop):
+    """The rule checked at every step: first step whose decoded text holds a stop string (None: never)."""
+    for t in range(len(ids)):
+        if any(s in decode(ids[: t + 1]) for s in stop):
+            return t
+    return None
+
+
+def _first_stop_fast(ids, checker):
+    """The incremental check: the rule is applied only at steps whose token the table marks."""
+    for t, v in enumerate(ids):
+        if checker.table[v] and checker.hit(ids[: t + 1]):
+            return t
+    return None
+
+
+def make_byte_tokenizer():
+    """Byte-level BPE over all 256 bytes: multi-byte characters (é, 東) are split over several tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<pad>", "<eos>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator([*SENTENCES, "café é 東京 Zürich"] * 3, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+
+
+@pytest.mark.parametrize("stop", [("\n",), ("Q:",), ("is",), ("A", "\n"), ("an", "Pa"), ("é",), ("京",), (" A",)])
+def test_incremental_stop_check_agrees_with_the_rule(stop):
+    """On random token sequences (and on texts that really hold the stop strings), the step at which the
+    table-filtered check first fires is the step at which the rule checked at every step first fires; the
+    tokenizer splits multi-byte characters over byte tokens, whose own text is a replacement character."""
+    tok = make_byte_tokenizer()
+
+    def decode(ids):
+        return tok.decode(list(ids), skip_special_tokens=True)
+
+    checker = StopChecker(stop, decode, len(tok) + 5, known_tokens=len(tok))  # 5 ids beyond the tokenizer
+    assert checker.table[len(tok) :].all()
+    rng = np.random.default_rng(0)
+    seqs = [list(rng.integers(2, len(tok), size=24)) for _ in range(150)]
+    seqs += [tok.encode(t) for t in SENTENCES + ["Q: x\nA: Paris is é", "café\nQ: A 東京"]]
+    seqs += [list(rng.choice(tok.encode("é 東京 Zürich Q: A\n"), size=12)) for _ in range(100)]
+    fired = 0
+    for ids in seqs:
+        ref = _first_stop_reference(ids, decode, stop)
+        assert _first_stop_fast(ids, checker) == ref, (stop, ids)
+        fired += ref is not None
+    assert fired > 0  # the comparison covered sequences that do stop
+    if " " not in {s[-1] for s in stop}:
+        assert checker.table[: len(tok)].mean() < 0.5  # the filter really filters
+
+
+def test_stop_table_marks_every_token_holding_a_last_character(tiny):
+    _, tok = tiny
+    checker = StopChecker(("Q:", "\n"), lambda ids: tok.decode(list(ids)), len(tok))
+    for v in range(len(tok)):
+        text = tok.decode([v])
+        assert checker.table[v] == (":" in text or "\n" in text or "\ufffd" in text)
+    assert not StopChecker((), lambda ids: "", 10).table.any()
+
+
+def test_generation_with_the_filter_equals_checking_every_row(tiny):
+    """Same outputs when every row is checked against the stop strings at every step (the old behaviour)."""
+    stop = ("\n", "a")
+    fast = gen(tiny, stop=stop, max_new_tokens=12)
+    slow = gen(tiny, stop=stop, max_new_tokens=12)
+    checker, eos, table = slow._lookup_tables()
+    slow._tables = (checker, eos, torch.ones_like(table))
+    a, b = fast.generate(records()), slow.generate(records())
+    assert [o.to_dict() for o in a] == [o.to_dict() for o in b]
+    assert fast.stats["stop_checks"] < slow.stats["stop_checks"]
+
+
+def test_inverse_cdf_sampling():
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3]] * 4 + [[0.0, 0.0, 0.0, 1.0]], dtype=torch.float32)
+    u = torch.tensor([0.0, 0.0999, 0.1, 0.9999999, 0.5], dtype=torch.float64)
+    assert inverse_cdf_sample(probs, u).tolist() == [0, 0, 2, 3, 3]
+    assert inverse_cdf_sample(probs[:1], torch.tensor([1.0], dtype=torch.float64)).tolist() == [2]  # x at total: mode
+    g = torch.Generator().manual_seed(0)
+    draws = inverse_cdf_sample(probs[:1].expand(20000, 4), torch.rand(20000, generator=g, dtype=torch.float64))
+    freq = np.bincount(draws.numpy(), minlength=4) / 20000
+    np.testing.assert_allclose(freq, [0.1, 0.0, 0.6, 0.3], atol=0.015)
+    assert freq[1] == 0.0  # a token of probability 0 is never drawn
+
+
+def test_sample_depends_only_on_seed_id_and_k(tiny):
+    """The k-th sample of a question is the same alone, in another batch composition, or in another order."""
+    recs = records()
+    full = gen(tiny, batch_size=15).generate(recs)
+    alone = gen(tiny, batch_size=5).generate([recs[1]])[0]
+    reordered = gen(tiny, batch_size=7).generate([recs[2], recs[1], recs[0]])
+    assert alone.samples == full[1].samples
+    assert [o.samples for o in reordered[::-1]] == [o.samples for o in full]
+    np.testing.assert_allclose(
+        np.concatenate(alone.sample_token_logprobs), np.concatenate(full[1].sample_token_logprobs), atol=1e-5
+    )
+
+
+def test_out_of_memory_batch_is_split_and_retried(tiny):
+    """A fake out-of-memory error above 3 rows: the batch is halved (never fatal), later batches stay small,
+    the outputs are those of an unconstrained run, and the sizes used are counted."""
+    reference = gen(tiny, batch_size=16).generate(records())
+    g = gen(tiny, batch_size=16)
+    inner = g._decode
+
+    def limited(prompts, *args, **kw):
+        if len(prompts) > 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (fake)")
+        return inner(prompts, *args, **kw)
+
+    g._decode = limited
+    with pytest.warns(RuntimeWarning, match="out of device memory"):
+        out = g.generate(records())
+    for x, y in zip(out, reference, strict=True):  # same texts; statistics up to batch-composition noise
+        assert (x.samples, x.answer, x.a4c_text) == (y.samples, y.answer, y.a4c_text)
+        np.testing.assert_allclose(
+            np.concatenate(x.sample_token_logprobs), np.concatenate(y.sample_token_logprobs), atol=1e-4
+        )
+        assert x.p_true == pytest.approx(y.p_true, abs=1e-5)
+    assert g.stats["oom_splits"] >= 2 and max(g.stats["batch_rows_used"]) <= 3
+    assert g.batch_rows() <= 4  # later batches start at the size that worked
+
+    def always(prompts, *args, **kw):
+        raise torch.OutOfMemoryError("fake")
+
+    g._decode = always
+    with pytest.raises(torch.OutOfMemoryError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g.generate(records(1))  # a single row that does not fit is an error, not an endless loop
+    other = gen(tiny)
+    other._decode = lambda *a, **k: (_ for _ in ()).throw(ValueError("not memory"))
+    with pytest.raises(ValueError, match="not memory"):
+        other.generate(records(1))
+
+
+def test_default_batch_rows_on_cpu(tiny):
+    assert GenerationConfig().batch_size is None
+    g = gen(tiny, batch_size=None)
+    assert g.batch_rows() == 8 and g.questions_per_batch() == 1  # today's CPU default: 8 rows
+    assert gen(tiny, batch_size=33, n_samples=10).questions_per_batch() == 3
+
+
+def test_hidden_state_is_the_last_kept_tokens_final_hidden_state(tiny):
+    """The stored vector equals the final-layer hidden state (the output head's input) of a plain forward pass
+    over prompt + kept answer tokens, at the last kept token, for answers cut by a stop string, by the length
+    limit and for an empty answer."""
+    model, tok = tiny
+    for kw in [dict(stop=(), max_new_tokens=5), dict(stop=("a", "e", "\n"), max_new_tokens=12)]:
+        g = gen(tiny, n_samples=1, **kw)
+        prompts = [g._encode(r.prompt) for r in records()]
+        decoded = g._decode(prompts, [None, 3, None], kw["max_new_tokens"], keep_hidden=True)
+        assert decoded[1].hidden is None  # sampled rows keep none
+        for prompt, d in [(prompts[0], decoded[0]), (prompts[2], decoded[2])]:
+            ids = torch.tensor([prompt + d.tokens])
+            with torch.no_grad():
+                h = model.model(input_ids=ids).last_hidden_state[0, -1]
+            assert d.hidden.dtype == np.float16 and d.hidden.shape == (h.shape[-1],)
+            np.testing.assert_allclose(d.hidden.astype(np.float32), h.numpy(), rtol=2e-3, atol=2e-3)
+    out = gen(tiny).generate(records(2))
+    assert all(o.hidden is not None and o.hidden.dtype == np.float16 for o in out)
+    assert "hidden" not in out[0].to_dict() and Generation.from_dict(out[0].to_dict()).hidden is None
+    assert gen(tiny, hidden_state=False).generate(records(1))[0].hidden is None
+
+
+def test_static_cache_gives_the_same_outputs(tiny):
+    dynamic = gen(tiny, static_cache=False, max_new_tokens=8)
+    static = gen(tiny, static_cache=True, max_new_tokens=8)
+    a, b = dynamic.generate(records()), static.generate(records())
+    assert static.stats["cache"] == "static" and dynamic.stats["cache"] == "dynamic"
+    assert [o.samples for o in a] == [o.samples for o in b] and [o.answer for o in a] == [o.answer for o in b]
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x.answer_token_logprobs, y.answer_token_logprobs, atol=1e-4)
+        np.testing.assert_allclose(x.hidden.astype(float), y.hidden.astype(float), atol=1e-2)
+        assert x.p_true == pytest.approx(y.p_true, abs=1e-5)
+
+
+def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
+    """The decoding loop moves data to the host once per step (plus a constant number of times per batch)."""
+    g = gen(tiny, stop=("\n",), max_new_tokens=12)
+    g._lookup_tables()
+    prompts = [g._encode(r.prompt) for r in records()]
+    counts = {"n": 0}
+    for name in ("cpu", "tolist", "item", "numpy"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *a, _original=original, **k):
+            counts["n"] += 1
+            return _original(self, *a, **k)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    steps_before = g.stats["decode_steps"]
+    g._decode(prompts, [None, 1, 2], 12, keep_hidden=True)
+    steps = g.stats["decode_steps"] - steps_before
+    assert steps >= 5
+    assert counts["n"] <= 2 * steps + 8  # one .cpu() and its .numpy() per step, and a few per batch
 
 
 def test_eos_stops_and_is_not_kept(tiny):

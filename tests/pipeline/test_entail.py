@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -14,9 +15,11 @@ tokenizers = pytest.importorskip("tokenizers")
 from shapley.pipeline.entail import (  # noqa: E402
     EmbeddingBackend,
     EntailmentCache,
+    EntailmentCacheWarning,
     EntailmentResult,
     HFNLIBackend,
     LLMJudgeBackend,
+    TruncatedInputWarning,
     load_backend,
     nli_label_indices,
 )
@@ -298,7 +301,7 @@ def test_bad_specs_and_missing_models(monkeypatch, tmp_path):
         load_backend(f"hf:{tmp_path / 'nowhere' / 'x'}", cache=False)
 
 
-def test_embedding_backend_on_tiny_encoder(nli_dir, tmp_path):
+def _tiny_embedding_backend(tmp_path, batch_size=2):
     from transformers import BertConfig, BertModel
 
     tok = make_wordpiece_tokenizer()
@@ -314,7 +317,11 @@ def test_embedding_backend_on_tiny_encoder(nli_dir, tmp_path):
         )
     ).save_pretrained(tmp_path / "enc")
     tok.save_pretrained(tmp_path / "enc")
-    be = load_backend(f"embedding:{tmp_path / 'enc'}", cache=False, device="cpu", batch_size=2)
+    return load_backend(f"embedding:{tmp_path / 'enc'}", cache=False, device="cpu", batch_size=batch_size)
+
+
+def test_embedding_backend_on_tiny_encoder(nli_dir, tmp_path):
+    be = _tiny_embedding_backend(tmp_path)
     assert isinstance(be, EmbeddingBackend) and not be.is_nli
     res = be.score(items3())
     for r in res:
@@ -364,3 +371,228 @@ def test_llm_judge_on_tiny_causal_lm(tmp_path):
     again = be.score(items3())
     assert be.stats["forward_passes"] == math.ceil(18 / 4)  # all cached
     np.testing.assert_array_equal(again[0].entail, res[0].entail)
+
+
+# --------------------------------------------------------------------------------------------------
+# cache integrity (reliability issue, items 2 and 11)
+
+
+def _sql(path, statement, *args):
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    with con:
+        con.execute(statement, args)
+    con.close()
+
+
+def test_edited_cache_rows_are_recomputed_with_a_warning(nli_dir, tmp_path):
+    """Rewriting cached values to 0.123 must not change results: the row checksum catches it."""
+    db = tmp_path / "c.sqlite"
+    first = HFNLIBackend(str(nli_dir), cache=db, device="cpu").score(items3())
+    _sql(db, "UPDATE pairs SET entail = 0.123")
+    be = HFNLIBackend(str(nli_dir), cache=db, device="cpu")
+    with pytest.warns(EntailmentCacheWarning, match="18 row"):
+        again = be.score(items3())
+    assert be.stats["cache_rows_redone"] == 18 and be.stats["cache_hits"] == 0 and be.stats["pairs_scored"] == 18
+    for x, y in zip(first, again, strict=True):
+        np.testing.assert_allclose(x.entail, y.entail, atol=1e-6)
+    fresh = HFNLIBackend(str(nli_dir), cache=db, device="cpu")  # the recomputed rows were stored with checksums
+    fresh.score(items3())
+    assert fresh.stats["cache_hits"] == 18 and fresh.stats["cache_rows_redone"] == 0
+
+
+def test_text_values_in_cache_rows_do_not_crash(nli_dir, tmp_path):
+    db = tmp_path / "c.sqlite"
+    first = HFNLIBackend(str(nli_dir), cache=db, device="cpu").score(items3()[:1])
+    _sql(db, "UPDATE pairs SET entail = 'not a number', contradict = 'x'")
+    be = HFNLIBackend(str(nli_dir), cache=db, device="cpu")
+    with pytest.warns(EntailmentCacheWarning, match="no probability"):
+        again = be.score(items3()[:1])
+    np.testing.assert_allclose(first[0].entail, again[0].entail, atol=1e-6)
+
+
+def test_cache_rows_of_an_older_version_are_redone(nli_dir, tmp_path):
+    """A cache written before rows carried checksums is migrated; its unverifiable rows are scored again."""
+    db = tmp_path / "old.sqlite"
+    _sql(
+        db,
+        "CREATE TABLE pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, with_question INTEGER, "
+        "entail REAL NOT NULL, contradict REAL)",
+    )
+    be = HFNLIBackend(str(nli_dir), cache=db, device="cpu")
+    key = EntailmentCache.key(be.name, be.fingerprint, False, "paris", "london")
+    _sql(
+        db,
+        "INSERT INTO pairs (key, backend, fingerprint, with_question, entail, contradict) "
+        "VALUES (?, ?, ?, 0, 0.5, 0.5)",
+        key,
+        be.name,
+        be.fingerprint,
+    )
+    with pytest.warns(EntailmentCacheWarning):
+        r = be.score([("q", ["paris", "london"])])[0]
+    assert r.entail[0, 1] != 0.5 and be.stats["cache_rows_redone"] == 1
+
+
+@pytest.mark.parametrize("when", ["at open", "during a run"])
+def test_corrupt_cache_file_is_rebuilt_with_a_warning_naming_it(nli_dir, tmp_path, when):
+    db = tmp_path / "entail.sqlite"
+    if when == "at open":
+        db.write_bytes(b"this is not an sqlite database" * 100)
+        with pytest.warns(EntailmentCacheWarning, match=str(db)):
+            be = HFNLIBackend(str(nli_dir), cache=db, device="cpu")
+    else:
+        be = HFNLIBackend(str(nli_dir), cache=db, device="cpu")
+        be.score(items3()[:1])
+        db.write_bytes(b"garbage" * 1000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = be.score(items3())
+    assert len(res) == 3 and np.all(np.isfinite(res[0].entail))
+    if when == "during a run":
+        assert any(str(db) in str(w.message) and "corrupt" in str(w.message) for w in caught)
+    assert sorted(p.name.split(".corrupt-")[0] for p in tmp_path.glob("*.corrupt-*")) == ["entail.sqlite"]
+    assert len(EntailmentCache(db)) == 18  # the rebuilt cache works
+
+
+def test_locked_cache_is_not_mistaken_for_corruption(tmp_path):
+    import sqlite3
+
+    from shapley.pipeline.entail import _corrupt
+
+    assert not _corrupt(sqlite3.OperationalError("database is locked"))
+    assert _corrupt(sqlite3.DatabaseError("file is not a database"))
+
+
+# --------------------------------------------------------------------------------------------------
+# truncation (reliability issue, item 6)
+
+
+def test_long_pairs_are_truncated_with_a_warning_and_counted(nli_dir):
+    """Two long answers that differ only at the end: the model reads both cut to its limit (they look the
+    same); that must be said and counted, not silent."""
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    assert be.max_length == 128  # the tiny model's position limit caps the requested 512
+    long_a = "paris is the capital of france " * 60 + "yes"
+    long_b = "paris is the capital of france " * 60 + "no"
+    with pytest.warns(TruncatedInputWarning, match="6 premise-hypothesis pair"):
+        r = be.score([("q", [long_a, long_b, "rome"])])[0]
+    assert be.stats["truncated_texts"] == 6  # every ordered pair holding a long answer
+    assert r.entail.shape == (3, 3)
+
+
+def test_short_pairs_are_not_counted(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncatedInputWarning)
+        be.score(items3())
+    assert be.stats["truncated_texts"] == 0
+
+
+def test_embedding_backend_counts_truncated_texts(tmp_path):
+    be = _tiny_embedding_backend(tmp_path)
+    limit = be.model.max_seq_length
+    long_a = "paris " * (2 * limit) + "yes"
+    long_b = "paris " * (2 * limit) + "no"
+    with pytest.warns(TruncatedInputWarning, match="2 text"):
+        r = be.score([("q", [long_a, long_b])])[0]
+    assert be.stats["truncated_texts"] == 2
+    assert r.entail[0, 1] == pytest.approx(1.0, abs=1e-6)  # what the warning is about: cut texts look identical
+
+
+# --------------------------------------------------------------------------------------------------
+# batching: token budget, one tokenisation, dtype, out-of-memory, and what batching changes
+
+
+class _CountingTokenizer:
+    def __init__(self, inner):
+        self.inner, self.calls = inner, 0
+
+    def __call__(self, *args, **kw):
+        self.calls += 1
+        return self.inner(*args, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_pairs_are_tokenised_once_and_batched_by_a_token_budget(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=1000, max_batch_tokens=40)
+    be.tokenizer = _CountingTokenizer(be.tokenizer)
+    shapes = []
+    inner = be.model.forward
+
+    def spy(*args, **kw):
+        shapes.append(tuple(kw["input_ids"].shape))
+        return inner(*args, **kw)
+
+    be.model.forward = spy
+    be.score(items3())
+    assert be.tokenizer.calls == 1
+    assert sum(n for n, _ in shapes) == 18 and all(n * length <= 40 for n, length in shapes)
+    lengths = [length for _, length in shapes]
+    assert lengths == sorted(lengths, reverse=True)  # longest first, so each batch pads little
+    assert be.stats["batch_max"] == max(n for n, _ in shapes)
+
+
+def test_plan_token_batches():
+    from shapley.pipeline.entail import plan_token_batches
+
+    lengths = np.array([3, 10, 7, 7, 2, 50])
+    batches = plan_token_batches(lengths, max_pairs=3, max_tokens=21)
+    assert [list(b) for b in batches] == [[5], [1, 2], [3, 0, 4]]  # 50 > budget goes alone
+    assert [list(b) for b in plan_token_batches(lengths, 4, None)] == [[5, 1, 2, 3], [0, 4]]
+
+
+def test_batch_composition_and_cache_contents_move_probabilities_less_than_1e6(nli_dir, tmp_path):
+    """The documented bound: the same pairs scored in different batch sizes, token budgets, alongside other
+    questions, or read back from a cache that another call filled, agree to 1e-6."""
+    items = [*items3(), ("extra", ["madrid rome", "the capital is berlin", "who wrote it", "paris"])]
+    runs = []
+    for bs, tokens in [(1, None), (4, None), (64, None), (64, 30)]:
+        be = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=bs, max_batch_tokens=tokens)
+        runs.append(be.score(items)[:3])
+    alone = [HFNLIBackend(str(nli_dir), cache=False, device="cpu").score([it])[0] for it in items3()]
+    db = tmp_path / "c.sqlite"
+    HFNLIBackend(str(nli_dir), cache=db, device="cpu", batch_size=2).score(items[2:])  # fills part of the cache
+    mixed = HFNLIBackend(str(nli_dir), cache=db, device="cpu", batch_size=64)
+    runs += [alone, mixed.score(items3())]
+    assert mixed.stats["cache_hits"] > 0 and mixed.stats["pairs_scored"] > 0
+    for other in runs[1:]:
+        for x, y in zip(runs[0], other, strict=True):
+            assert np.max(np.abs(x.entail - y.entail)) < 1e-6
+            assert np.max(np.abs(x.contradict - y.contradict)) < 1e-6
+
+
+def test_out_of_memory_nli_batch_is_split(nli_dir):
+    reference = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=64).score(items3())
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=64)
+    inner = be.model.forward
+
+    def limited(*args, **kw):
+        if kw["input_ids"].shape[0] > 5:
+            raise torch.OutOfMemoryError("CUDA out of memory (fake)")
+        return inner(*args, **kw)
+
+    be.model.forward = limited
+    res = be.score(items3())
+    assert be.stats["oom_splits"] >= 3 and be.stats["batch_max"] <= 5
+    for x, y in zip(reference, res, strict=True):
+        np.testing.assert_allclose(x.entail, y.entail, atol=1e-6)
+
+
+def test_dtype_defaults_and_is_part_of_the_cache_key(nli_dir, tmp_path):
+    fp32 = HFNLIBackend(str(nli_dir), cache=tmp_path / "c.sqlite", device="cpu")
+    assert fp32.model.dtype == torch.float32 and fp32.cache_variant == ""
+    a = fp32.score(items3()[:1])[0]
+    bf16 = HFNLIBackend(str(nli_dir), cache=tmp_path / "c.sqlite", device="cpu", dtype="bf16")
+    assert bf16.model.dtype == torch.bfloat16 and bf16.cache_variant == "|bfloat16"
+    b = bf16.score(items3()[:1])[0]
+    assert bf16.stats["cache_hits"] == 0  # fp32 values are not served to a bf16 run
+    np.testing.assert_allclose(a.entail, b.entail, atol=0.05)
+
+
+def test_default_batch_sizes_on_cpu(nli_dir):
+    be = load_backend(f"hf:{nli_dir}", cache=False, device="cpu")
+    assert be.batch_size is None and be.max_batch_pairs == 32 and be.max_batch_tokens is None

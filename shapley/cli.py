@@ -132,7 +132,12 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling p (1.0 = off)")
     run.add_argument("--top-k", type=int, default=0, help="top-k sampling (0 = off)")
     run.add_argument("--max-new-tokens", type=_positive_int, default=32, help="answer length limit (32)")
-    run.add_argument("--batch-size", type=_positive_int, default=8, help="batch size of the models (8)")
+    run.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        default=None,
+        help="rows (generation) and pairs (entailment) per forward pass (default: 8 and 32 on a CPU; GPU: auto)",
+    )
     run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
     run.add_argument("--n-shots", type=int, default=5, help="few-shot examples per prompt (5)")
     run.add_argument(
@@ -170,7 +175,12 @@ def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
     ss.add_argument("--output", required=True, help="run directory (created, or resumed)")
     ss.add_argument("--n-samples", type=_positive_int, default=None, help="use the first N samples of each line")
     ss.add_argument("--limit", type=_positive_int, default=None, help="first K questions only")
-    ss.add_argument("--batch-size", type=_positive_int, default=32, help="entailment batch size (32)")
+    ss.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        default=None,
+        help="entailment pairs per forward pass (32 on a CPU; GPU: auto)",
+    )
     ss.add_argument(
         "--correctness-metric", choices=("rougeL", "bleu"), default="rougeL", help="rougeL (default) or bleu"
     )

@@ -92,14 +92,27 @@ def install_fake_entail(monkeypatch: pytest.MonkeyPatch | None = None) -> FakeEn
 
 class FakeGenerator:
     """Stands in for :class:`shapley.pipeline.generate.Generator`: deterministic samples drawn from the
-    reference, Rome and Vienna; counts its constructions (model loads) in ``FakeGenerator.constructed``."""
+    reference, Rome and Vienna; counts its constructions (model loads) in ``FakeGenerator.constructed``.
+    With ``hidden_dim`` > 0 the greedy answer also gets a float16 hidden state that separates correct from
+    wrong answers (so that ER has something to find)."""
 
     fingerprint = "fake-llm-v1"
     constructed = 0
+    hidden_dim = 0
 
     def __init__(self, spec: str, config: generate.GenerationConfig) -> None:
         type(self).constructed += 1
         self.config = config
+
+    def questions_per_batch(self, records: Any = None) -> int:
+        return max(1, (self.config.batch_size or 8) // (1 + self.config.n_samples))
+
+    def _hidden(self, r: QARecord, answer: str, rng: np.random.Generator) -> np.ndarray | None:
+        if not self.hidden_dim:
+            return None
+        v = rng.normal(size=self.hidden_dim)
+        v[0] += 3.0 if answer == r.references[0] else -3.0
+        return v.astype(np.float16)
 
     def generate(self, records: list[QARecord]) -> list[Generation]:
         out = []
@@ -119,14 +132,16 @@ class FakeGenerator:
                     answer_token_entropies=[0.5, 0.1],
                     p_true=float(rng.random()),
                     a4c_text=f"{int(rng.integers(0, 100))}%",
+                    hidden=self._hidden(r, s[0], rng),
                 )
             )
         return out
 
 
-def install_fake_generator(monkeypatch: pytest.MonkeyPatch) -> type[FakeGenerator]:
-    """Replace the Generator class by a fresh :class:`FakeGenerator` subclass (its own load counter)."""
-    cls = type("CountingFakeGenerator", (FakeGenerator,), {"constructed": 0})
+def install_fake_generator(monkeypatch: pytest.MonkeyPatch, hidden_dim: int = 0) -> type[FakeGenerator]:
+    """Replace the Generator class by a fresh :class:`FakeGenerator` subclass (its own load counter); with
+    ``hidden_dim`` > 0 its generations carry hidden states."""
+    cls = type("CountingFakeGenerator", (FakeGenerator,), {"constructed": 0, "hidden_dim": hidden_dim})
     monkeypatch.setattr(generate, "Generator", cls)
     return cls
 

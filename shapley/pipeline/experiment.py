@@ -15,6 +15,7 @@ import hashlib
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,15 +26,18 @@ from tqdm.auto import tqdm
 from shapley.pipeline import correctness, data, entail, evaluate, generate
 from shapley.pipeline import score as _score
 from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
-from shapley.pipeline.records import Generation, QARecord
+from shapley.pipeline.records import HIDDEN_KEY, Generation, HiddenStateReader, QARecord, save_hidden_states
 from shapley.pipeline.samples import SampleItem, read_samples_file
 from shapley.pipeline.store import (
     TEST_CALL_LOG_ENV,
     TEST_SLEEP_ENV,
+    CorruptRecordWarning,
     JsonlStore,
     RunDir,
+    atomic_write_bytes,
     canonical_json,
     check_resumable,
+    encode_record,
     sha256_file,
 )
 
@@ -91,7 +95,7 @@ def run_stage(
 class LazyBackend:
     """Loads the entailment backend on first use (a fully resumed run never loads it)."""
 
-    def __init__(self, settings: EntailmentSettings, runtime: RuntimeSettings, batch_size: int) -> None:
+    def __init__(self, settings: EntailmentSettings, runtime: RuntimeSettings, batch_size: int | None) -> None:
         self.settings, self.runtime, self.batch_size = settings, runtime, batch_size
         self._backend: Any = None
         self.recorded = False
@@ -298,11 +302,12 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
         if backend.loaded:
             run.record_fingerprint("entailment", backend.info())
             backend.recorded = True
+        bs = config.runtime.batch_size
         entail_stage(
             run,
             [(it.id, it.question, it.samples) for it in items],
             backend,
-            chunk_size=max(1, config.runtime.batch_size // 2),
+            chunk_size=16 if bs is None else max(1, bs // 2),
         )
         ent = run.store("entailment").records
         by_id = {it.id: it for it in items}
@@ -362,22 +367,65 @@ def _store_questions(run: RunDir, records: Sequence[QARecord]) -> None:
     run_stage(qstore, "data", records, lambda chunk: [r.to_dict() for r in chunk], key=lambda r: r.id, progress=False)
 
 
+def _discard_records(run: RunDir, ids: Sequence[str]) -> None:
+    """Drop the records of ``ids`` from every stage that derives from generation (rewritten atomically)."""
+    for stage in ("generations", "entailment", "scores"):
+        st = run.store(stage)
+        if any(i in st.records for i in ids):
+            for i in ids:
+                st.records.pop(i, None)
+            atomic_write_bytes(st.path, b"".join(encode_record(r) for r in st.records.values()))
+
+
+def _check_hidden_states(run: RunDir) -> None:
+    """Stored generations whose hidden-state file is missing or does not match its checksum are redone
+    (with their entailment and scores), with a warning."""
+    reader = HiddenStateReader(run.path)
+    recs = run.store("generations").records
+    bad = [i for i, r in recs.items() if HIDDEN_KEY in r and reader.get(i, r[HIDDEN_KEY]) is None]
+    if bad:
+        warnings.warn(
+            f"{run.path}: the hidden-state file of {len(bad)} generation(s) is missing or damaged "
+            f"(e.g. {bad[0]!r}); they are generated again",
+            CorruptRecordWarning,
+            stacklevel=2,
+        )
+        _discard_records(run, bad)
+
+
+def hidden_states(run: RunDir, ids: Sequence[str]) -> dict[str, list[float]]:
+    """id -> stored hidden state of the judged answer (float16 values), for the questions that have an intact one."""
+    reader = HiddenStateReader(run.path)
+    recs = run.store("generations").records
+    out = {i: reader.get(i, recs[i].get(HIDDEN_KEY)) for i in ids if i in recs}
+    return {i: v.astype(np.float64).tolist() for i, v in out.items() if v is not None}
+
+
 def _generation_stage(run: RunDir, records: Sequence[QARecord], generator: LazyGenerator) -> dict[str, dict[str, Any]]:
     def compute(chunk: list[QARecord]) -> list[dict[str, Any]]:
         if not generator.recorded:
             run.record_fingerprint("model", generator.info())
             generator.recorded = True
-        return [g.to_dict() for g in generator.get().generate(chunk)]
+        gens = generator.get().generate(chunk)
+        with_hidden = [g for g in gens if getattr(g, "hidden", None) is not None]
+        refs = {}
+        if with_hidden:  # the vectors' file is complete on disk before any record points to it
+            saved = save_hidden_states(run.path, [g.id for g in with_hidden], [g.hidden for g in with_hidden])
+            refs = {g.id: ref for g, ref in zip(with_hidden, saved, strict=True)}
+        return [{**g.to_dict(), **({HIDDEN_KEY: refs[g.id]} if g.id in refs else {})} for g in gens]
 
-    n_samples = generator.config.n_samples
+    _check_hidden_states(run)
+    store = run.store("generations")
+    pending = [r for r in records if r.id not in store]
+    # As many questions as fill one decoding batch (Generator.questions_per_batch), stored as they finish.
+    chunk = generator.get().questions_per_batch(pending) if pending else 1
     return run_stage(
-        run.store("generations"),
+        store,
         "generate",
         records,
         compute,
         key=lambda r: r.id,
-        # As many questions as fill one decoding batch (Generator.questions_per_batch), stored as they finish.
-        chunk_size=max(1, run.config.runtime.batch_size // (1 + n_samples)),
+        chunk_size=chunk,
         progress=run.config.runtime.progress,
     )
 
@@ -392,7 +440,8 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
         raise ValueError("run_experiment needs a 'run' RunConfig (with generation settings)")
     config, records = _resolve_run(config)
     generator = LazyGenerator(config)
-    backend = LazyBackend(config.entailment, config.runtime, max(config.runtime.batch_size, 8))
+    bs = config.runtime.batch_size
+    backend = LazyBackend(config.entailment, config.runtime, None if bs is None else max(bs, 8))
     with RunDir.open(output, config, argv=argv) as run:
         _store_questions(run, records)
         gens = _generation_stage(run, records, generator)
@@ -400,7 +449,7 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             run,
             [(r.id, r.question, list(gens[r.id]["samples"])) for r in records],
             backend,
-            chunk_size=max(1, config.runtime.batch_size),
+            chunk_size=64 if bs is None else max(1, bs),
         )
         ent = run.store("entailment").records
         by_id = {r.id: r for r in records}
@@ -415,6 +464,6 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             return x, g["answer"], by_id[qid].references
 
         _score_stage(run, list(by_id), inputs)
-        emb = {r.id: gens[r.id]["embedding"] for r in records if gens[r.id].get("embedding") is not None}
+        emb = hidden_states(run, list(by_id))  # the judged answers' hidden states (ER)
         evaluate.write_run_outputs(run, list(by_id), embeddings=emb or None)
         return run.path

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from shapley.pipeline.store import atomic_write_bytes
+
 #: key of the hidden-state reference in a stored generation record
 HIDDEN_KEY = "hidden_state"
 #: folder of a run directory that holds the hidden-state ``.npz`` files
@@ -126,12 +128,7 @@ def save_hidden_states(
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(buf.getvalue())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write_bytes(path, buf.getvalue())
     return [hidden_reference(name, i, matrix[i]) for i in range(len(ids))]
 
 

@@ -543,3 +543,105 @@ def test_missing_hub_model_offline_names_alternatives(monkeypatch):
     with pytest.raises(ModelNotAvailableError, match="smollm2") as err:
         load_model("shapley-tests/no-such-model-anywhere", device="cpu")
     assert "Nothing was substituted" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------------
+# hidden states stored beside the generations, and ER in a run
+
+
+def test_hidden_state_files_round_trip_and_detect_damage(tiny, tmp_path):
+    from shapley.pipeline.records import HiddenStateReader, save_hidden_states
+
+    out = gen(tiny, n_samples=1).generate(records(3))
+    refs = save_hidden_states(tmp_path, [o.id for o in out], [o.hidden for o in out])
+    assert len({r["file"] for r in refs}) == 1 and (tmp_path / refs[0]["file"]).is_file()
+    reader = HiddenStateReader(tmp_path)
+    for o, ref in zip(out, refs, strict=True):
+        np.testing.assert_array_equal(reader.get(o.id, ref), o.hidden)
+    assert reader.get("q1", refs[0]) is None  # a reference used for another id
+    assert reader.get("q0", {**refs[0], "sha256": "0" * 64}) is None  # a mismatched checksum
+    assert reader.get("q0", {**refs[0], "file": "../elsewhere.npz"}) is None
+    assert HiddenStateReader(tmp_path / "nowhere").get("q0", refs[0]) is None  # a missing file
+
+
+def _er_run(tmp_path, monkeypatch, limit=24):
+    from shapley.pipeline import experiment
+    from tests import fakes
+
+    fakes.install_fake_entail(monkeypatch)
+    g = fakes.install_fake_generator(monkeypatch, hidden_dim=6)
+    fakes.install_fake_dataset(monkeypatch, n=limit)
+    config = fakes.run_config(n_samples=3, limit=limit)
+    return experiment, config, g
+
+
+def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
+    import json
+
+    import pandas as pd
+
+    from shapley.pipeline import store
+
+    experiment, config, _ = _er_run(tmp_path, monkeypatch)
+    appended_after_file = []
+    inner_append = store.JsonlStore.append
+
+    def checking_append(self, record):
+        if "hidden_state" in record:  # the vector file is on disk before the record that points to it
+            appended_after_file.append((tmp_path / "run" / record["hidden_state"]["file"]).is_file())
+        return inner_append(self, record)
+
+    monkeypatch.setattr(store.JsonlStore, "append", checking_append)
+    out = experiment.run_experiment(config, tmp_path / "run")
+    assert appended_after_file and all(appended_after_file)
+    lines = [json.loads(x) for x in (out / "generations.jsonl").read_text().splitlines()]
+    assert all(set(r["hidden_state"]) == {"file", "row", "sha256", "dim"} for r in lines)
+    assert list((out / "hidden").glob("*.npz"))
+    m = pd.read_csv(out / "metrics.csv").set_index("method")
+    assert "ER" in m.index and m.loc["ER", "n"] == 12 and np.isfinite(m.loc["ER", "auroc"])
+    assert m.loc["ER", "auroc"] > 0.9  # the fake vectors separate correct from wrong answers
+    skipped = pd.read_csv(out / "skipped.csv")
+    assert not ((skipped["method"] == "ER") & skipped["reason"].astype(str).str.contains("embeddings")).any()
+
+
+@pytest.mark.parametrize("damage", ["delete", "edit"])
+def test_generations_whose_hidden_file_is_missing_or_damaged_are_redone(tmp_path, monkeypatch, damage):
+    import pandas as pd
+
+    from shapley.pipeline.store import CorruptRecordWarning
+
+    experiment, config, g = _er_run(tmp_path, monkeypatch)
+    out = experiment.run_experiment(config, tmp_path / "run")
+    before = (out / "metrics.csv").read_text()
+    files = sorted((out / "hidden").glob("*.npz"))
+    assert len(files) > 1 and g.constructed == 1
+    victim = files[0]
+    if damage == "delete":
+        victim.unlink()
+    else:  # same shape, other values: the per-vector checksum must catch it
+        with np.load(victim) as z:
+            ids, hidden = z["ids"], z["hidden"]
+        np.savez(victim, ids=ids, hidden=(hidden + np.float16(1)).astype(np.float16))
+    with pytest.warns(CorruptRecordWarning, match="hidden-state file"):
+        experiment.run_experiment(config, out)
+    assert g.constructed == 2  # the model was loaded again, to redo those generations
+    assert (out / "metrics.csv").read_text() == before  # the fake is deterministic: same numbers again
+    m = pd.read_csv(out / "metrics.csv").set_index("method")
+    assert m.loc["ER", "n"] == 12
+    experiment.run_experiment(config, out)
+    assert g.constructed == 2  # intact now: nothing is redone
+
+
+def test_runs_without_hidden_states_skip_er_as_before(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from shapley.pipeline import experiment
+    from tests import fakes
+
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_generator(monkeypatch)  # hidden_dim 0: generations carry no hidden state
+    fakes.install_fake_dataset(monkeypatch, n=8)
+    out = experiment.run_experiment(fakes.run_config(n_samples=3, limit=8), tmp_path / "run")
+    assert not (out / "hidden").exists()
+    m = pd.read_csv(out / "metrics.csv").set_index("method")
+    assert "ER" not in m.index or not np.isfinite(m.loc["ER", "auroc"])

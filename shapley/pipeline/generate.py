@@ -374,8 +374,9 @@ class Generator:
     loaded with :func:`load_model` on ``config.device`` / ``config.dtype``; a model object needs its
     ``tokenizer``. ``.generate(records)`` returns one :class:`~shapley.pipeline.records.Generation` per record.
     ``fingerprint`` identifies the weights (for provenance and caches). ``stats`` counts the work: decoding
-    batches and their sizes in rows (``batch_rows_used``), decoding steps, rows checked against the stop
-    strings, batches split after running out of memory (``oom_splits``) and which cache was used.
+    batches and their sizes in rows (``batch_rows_used``), decoding steps, tokens generated (end-of-sequence
+    tokens not counted, tokens cut by a stop string counted), rows checked against the stop strings,
+    batches split after running out of memory (``oom_splits``) and which cache was used.
     """
 
     def __init__(self, spec_or_model: Any, config: GenerationConfig | None = None, tokenizer: Any = None):
@@ -416,6 +417,7 @@ class Generator:
             "decode_batches": 0,
             "batch_rows_used": [],
             "decode_steps": 0,
+            "tokens_generated": 0,
             "stop_checks": 0,
             "oom_splits": 0,
             "cache": "static" if self._static else "dynamic",
@@ -744,6 +746,7 @@ class Generator:
     def _finish(self, track: _Track, checker: StopChecker) -> list[_Decoded]:
         """Apply the truncation rule to every row; one device-to-host copy of the statistics."""
         lps, ents = track.logprobs.cpu().numpy(), track.entropies.cpu().numpy()
+        self.stats["tokens_generated"] += int(track.length.sum())
         out = []
         for r in range(len(track.alive)):
             tokens = track.tokens[r, : track.length[r]].tolist()

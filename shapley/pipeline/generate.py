@@ -734,7 +734,7 @@ class Generator:
                 hid.record(step + 1, head.take())
             result = self._finish(track, tables[0])
             kept = {r: len(result[r].tokens) for r in wanted}
-            if wanted and max(kept.values()) > hid.filled:  # a greedy row kept its last step's token: feed it
+            if hid.buf is not None and max(kept.values()) > hid.filled:  # a greedy row kept its last token: feed it
                 self._step(nxt, cache, mask, pos)
                 hid.record(hid.filled + 1, head.take())
             for r, vec in hid.vectors(kept).items():

@@ -118,3 +118,48 @@ def test_smollm2_judge(tmp_path):
     off = ~np.eye(3, dtype=bool)
     assert np.all(res.entail[off] + res.contradict[off] <= 1 + 1e-9)
     assert judge.stats["forward_passes"] == math.ceil(2 / 8)
+
+
+@needs_smollm2
+def test_smollm2_stop_filter_agrees_with_the_rule(smollm2):
+    """On SmolLM2's real tokenizer (49,152 tokens), the stop-string table marks few tokens, and the incremental
+    check fires at the same step as the rule checked at every step, on random and on real token sequences."""
+    from shapley.pipeline.generate import StopChecker
+
+    _, tok, _ = smollm2
+
+    def decode(ids):
+        return tok.decode(list(ids), skip_special_tokens=True)
+
+    checker = StopChecker(
+        ("\n", "Q:"), decode, len(tok), batch_decode=lambda ids: tok.batch_decode(ids, skip_special_tokens=True)
+    )
+    assert 0 < checker.table.mean() < 0.05
+    rng = np.random.default_rng(0)
+    texts = ["Paris is the capital.\nQ: next", "Zürich, 東京 and café\nA:", "Q: what?\n\nA: 42"]
+    seqs = [list(tok.encode(t)) for t in texts]
+    marked = np.flatnonzero(checker.table)
+    seqs += [list(rng.integers(0, len(tok), size=20)) for _ in range(100)]
+    seqs += [list(rng.choice(np.r_[marked, rng.integers(0, len(tok), size=50)], size=12)) for _ in range(100)]
+    fired = 0
+    for ids in seqs:
+        ref = next((t for t in range(len(ids)) if any(s in decode(ids[: t + 1]) for s in checker.stop)), None)
+        fast = next((t for t, v in enumerate(ids) if checker.table[v] and checker.hit(ids[: t + 1])), None)
+        assert fast == ref, ids
+        fired += ref is not None
+    assert fired > 10
+
+
+@needs_smollm2
+def test_smollm2_hidden_state_and_static_cache(smollm2):
+    """The greedy answer's hidden state has the model's width; the static cache gives the same answers."""
+    from shapley.pipeline.generate import GenerationConfig, Generator
+
+    model, tok, _ = smollm2
+    base = dict(n_samples=2, max_new_tokens=8, seed=3, progress=False, p_true=False, a4c=False)
+    dynamic = Generator(model, GenerationConfig(**base, static_cache=False), tokenizer=tok).generate(_records())
+    static = Generator(model, GenerationConfig(**base, static_cache=True), tokenizer=tok).generate(_records())
+    for a, b in zip(dynamic, static, strict=True):
+        assert a.hidden.shape == (model.config.hidden_size,) and a.hidden.dtype == np.float16
+        assert (a.answer, a.samples) == (b.answer, b.samples)
+        np.testing.assert_allclose(a.answer_token_logprobs, b.answer_token_logprobs, atol=1e-3)

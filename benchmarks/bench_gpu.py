@@ -276,7 +276,7 @@ def transformers_generate(model: Any, tok: Any, prompts: list[str], args: argpar
         return int(alive.sum())
 
     torch.manual_seed(0)
-    run(prompts[:1])  # warm-up (and compilation, for the static cache)
+    run(prompts if static else prompts[:1])  # warm-up; with the static cache at the timed shapes (compilation)
     tokens, seconds = timed(device, lambda: run(prompts))
     return {"tokens": tokens, "seconds": seconds}
 
@@ -539,6 +539,20 @@ def write(path: Path, meta: dict) -> None:
             w.writerow({k: r.get(k) for k in w.fieldnames})
 
 
+def run_stage(meta: dict, out: Path, stage: str, fn: Callable[[], list[dict]]) -> None:
+    """Run one stage; its rows (or its error) go into ``meta`` and the file is rewritten at once, so that a
+    run cut short still leaves what it measured."""
+    try:
+        meta["rows"] += fn()
+    except Exception as exc:  # noqa: BLE001 - recorded; the other stages still run
+        meta["errors"][stage] = f"{type(exc).__name__}: {exc}"[:1000]
+        print(f"stage {stage} failed: {meta['errors'][stage]}", file=sys.stderr)
+    meta["targets_met"] = targets(meta["rows"], meta["tiny"])
+    if meta["device_kind"] == "cuda":
+        meta["peak_gpu_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    write(out, meta)
+
+
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     device = torch.device(args.device)
@@ -546,30 +560,10 @@ def main(argv: list[str] | None = None) -> Path:
     name = device_name(device)
     slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     out = args.output or RESULTS / f"bench_gpu_{'tiny_' if args.tiny else ''}{slug}.json"
-    rng = np.random.default_rng(0)
-    t_setup = time.perf_counter()
-    lines = corpus(rng, 3000 if args.tiny else 60000)
-    tok = lm_tokenizer(lines, 600 if args.tiny else 32000)
-    model = build_llama(tok, args.tiny, device, dtype)
-    from shapley.pipeline import data
-
-    with tempfile.TemporaryDirectory(prefix="bench_gpu_") as d:
-        tmp = Path(d)
-        qfile = write_questions(tmp / "questions.jsonl", rng, max(args.questions, args.e2e_questions) + 20)
-        records = data.load_dataset("jsonl", path=qfile, source="local", n_shots=5, limit=args.questions, seed=0)
-        folder = save_deberta(tmp / "nli", nli_tokenizer(lines, 800 if args.tiny else 8000), args.tiny, device, dtype)
-        items, source = nli_items(args, rng)
-        setup = time.perf_counter() - t_setup
-        rows = generate_stage(model, tok, records, args)
-        rows += nli_stage(folder, items, source, device, tmp)
-        if not args.skip_e2e:
-            e2e = end_to_end(model, tok, folder, qfile, args, tmp)
-            tf = derived_transformers_e2e(rows, e2e)
-            e2e["ratio_vs_transformers"] = e2e["questions_per_min"] / tf["questions_per_min"]
-            rows += [e2e, tf]
-    meta = {
+    meta: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "device": name,
+        "device_kind": device.type,
         "dtype": str(dtype),
         "torch": torch.__version__,
         "transformers": __import__("transformers").__version__,
@@ -585,13 +579,35 @@ def main(argv: list[str] | None = None) -> Path:
             "nli": "tiny deberta" if args.tiny else "deberta-large",
         },
         "command": "python benchmarks/bench_gpu.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "setup_seconds": setup,
-        "peak_gpu_mem_gib": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
-        "targets_met": targets(rows, args.tiny),
-        "rows": rows,
+        "errors": {},
+        "rows": [],
     }
-    write(out, meta)
-    for r in rows:
+    rng = np.random.default_rng(0)
+    t_setup = time.perf_counter()
+    lines = corpus(rng, 3000 if args.tiny else 60000)
+    tok = lm_tokenizer(lines, 600 if args.tiny else 32000)
+    model = build_llama(tok, args.tiny, device, dtype)
+    from shapley.pipeline import data
+
+    with tempfile.TemporaryDirectory(prefix="bench_gpu_") as d:
+        tmp = Path(d)
+        qfile = write_questions(tmp / "questions.jsonl", rng, max(args.questions, args.e2e_questions) + 20)
+        records = data.load_dataset("jsonl", path=qfile, source="local", n_shots=5, limit=args.questions, seed=0)
+        folder = save_deberta(tmp / "nli", nli_tokenizer(lines, 800 if args.tiny else 8000), args.tiny, device, dtype)
+        items, source = nli_items(args, rng)
+        meta["setup_seconds"] = time.perf_counter() - t_setup
+        run_stage(meta, out, "generate", lambda: generate_stage(model, tok, records, args))
+        run_stage(meta, out, "nli", lambda: nli_stage(folder, items, source, device, tmp))
+        if not args.skip_e2e:
+
+            def e2e_rows() -> list[dict]:
+                e2e = end_to_end(model, tok, folder, qfile, args, tmp)
+                tf = derived_transformers_e2e(meta["rows"], e2e)
+                e2e["ratio_vs_transformers"] = e2e["questions_per_min"] / tf["questions_per_min"]
+                return [e2e, tf]
+
+            run_stage(meta, out, "end_to_end", e2e_rows)
+    for r in meta["rows"]:
         keep = ("stage", "engine", "tokens_per_s", "pairs_per_s", "questions_per_min", "ratio_vs_transformers", "error")
         print({k: r[k] for k in keep if k in r})
     print(f"wrote {out}")

@@ -45,6 +45,7 @@ def test_bench_gpu_tiny_on_cpu_without_the_packages_the_gpu_machine_lacks(tmp_pa
     meta = json.loads(out.read_text())
     assert meta["tiny"] and meta["numbers_meaningless"] and "meaningless" in meta["note"]
     assert out.with_suffix(".csv").is_file() and "wrote" in proc.stdout
+    assert meta["errors"] == {}, meta["errors"]
     rows = meta["rows"]
     for stage in ("generate", "nli", "end_to_end"):
         engines = {r["engine"] for r in rows if r["stage"] == stage}

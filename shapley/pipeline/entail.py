@@ -34,11 +34,12 @@ Every backend
   largest batch run, batches split after running out of memory).
 
 The NLI backend on CUDA runs the classifier in bf16 (fp16 where bf16 is missing; fp32 on a CPU),
-tokenises every pair once, sorts the pairs by token length and fills each forward pass up to a token
-budget (``max_batch_tokens``; by default from the free device memory on CUDA, none on a CPU) and at most
-``batch_size`` pairs (default 32 on a CPU). Inputs move to the device once per call and the probabilities
-come back once, so the host never waits on the device between batches. A batch that runs out of memory
-is split in half and retried.
+tokenises every pair once (straight from a fast tokenizer's Rust backend), sorts the pairs by token length
+and fills each forward pass up to a token budget (``max_batch_tokens``; by default from the free device
+memory on CUDA, none on a CPU) and at most ``batch_size`` pairs (default 32 on a CPU). The pairs go in
+chunks of growing size: while the device runs one chunk's forward passes the host tokenises the next
+(inputs move through pinned memory, without waiting), and the probabilities come back once per call. A
+batch that runs out of memory is split in half and retried.
 
 What batching and the cache may change: a pair's probabilities depend on the other pairs of its batch
 only through floating-point rounding (padding is masked), about 1e-7 in float32; a cached value was
@@ -63,6 +64,7 @@ import json
 import math
 import os
 import sqlite3
+import struct
 import time
 import warnings
 from abc import ABC, abstractmethod
@@ -116,6 +118,8 @@ CPU_BATCH_PAIRS = 32
 MIN_AUTO_TOKENS, MAX_AUTO_TOKENS = 1024, 32768
 #: pairs per forward pass on CUDA when ``batch_size`` is None (the token budget usually binds first)
 CUDA_BATCH_PAIRS = 4096
+#: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
+FIRST_CHUNK_PAIRS = 1024
 
 _ALTERNATIVES = (
     '"embedding:minilm" (packaged all-MiniLM-L6-v2), "llm:smollm2" (packaged SmolLM2 judge), '
@@ -158,7 +162,7 @@ def _corrupt(exc: BaseException) -> bool:
 class EntailmentCache:
     """Persistent pair cache in one sqlite file (plain rows, no pickle).
 
-    A row holds the sha256 key of (backend name, fingerprint, with_question, premise, hypothesis), the
+    A row holds the sha256 key of (backend name, fingerprint, with_question, premise, hypothesis) (:meth:`key`), the
     backend name and fingerprint (for inspection / pruning), the two probabilities and a checksum of key
     and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum matches and whose
     values are probabilities; others are counted in ``rejected`` and recomputed by the caller. A file that
@@ -221,13 +225,27 @@ class EntailmentCache:
 
     @staticmethod
     def key(backend: str, fingerprint: str, with_question: bool, premise: str, hypothesis: str) -> str:
-        blob = json.dumps([backend, fingerprint, bool(with_question), premise, hypothesis], ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        """SHA-256 (hex) naming one scored pair: of the backend, fingerprint and with_question (as JSON) and the
+        SHA-256 of each text."""
+        return EntailmentCache.keys(backend, fingerprint, with_question, [(premise, hypothesis)])[0]
+
+    @staticmethod
+    def keys(backend: str, fingerprint: str, with_question: bool, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        """:meth:`key` of many (premise, hypothesis) pairs, each distinct text hashed once."""
+        head = json.dumps([backend, fingerprint, bool(with_question)], ensure_ascii=False) + "\x1f"
+        text_hash: dict[str, str] = {}
+        sha = hashlib.sha256
+        for p, h in pairs:
+            for t in (p, h):
+                if t not in text_hash:
+                    text_hash[t] = sha(t.encode("utf-8")).hexdigest()
+        return [sha((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
 
     @staticmethod
     def row_checksum(key: str, entail: float, contradict: float | None) -> str:
-        """SHA-256 (hex) of a row's key and its values' exact float representations."""
-        return hashlib.sha256(f"{key}\x1f{entail!r}\x1f{contradict!r}".encode()).hexdigest()
+        """SHA-256 (hex) of a row's key and the exact bytes of its values (float64; a flag for no contradiction)."""
+        values = struct.pack("<d?d", entail, contradict is None, 0.0 if contradict is None else contradict)
+        return hashlib.sha256(key.encode() + values).hexdigest()
 
     @staticmethod
     def _valid(key: str, e: Any, c: Any, checksum: Any) -> bool:
@@ -386,8 +404,7 @@ class EntailmentBackend(ABC):
         """Valid cached scores of ``unique_pairs`` and every pair's cache key (empty without a cache)."""
         if self.cache is None or not unique_pairs:
             return {}, []
-        tag = self.fingerprint + self.cache_variant
-        keys = [EntailmentCache.key(self.name, tag, with_question, p, h) for p, h in unique_pairs]
+        keys = EntailmentCache.keys(self.name, self.fingerprint + self.cache_variant, with_question, unique_pairs)
         before = self.cache.rejected
         hit = self.cache.get_many(keys)
         bad = self.cache.rejected - before
@@ -414,16 +431,14 @@ class EntailmentBackend(ABC):
         if todo:
             ent, con = self._score_pairs([unique_pairs[i][0] for i in todo], [unique_pairs[i][1] for i in todo])
             self.stats["pairs_scored"] += len(todo)
-            rows = []
-            tag = self.fingerprint + self.cache_variant
-            for j, i in enumerate(todo):
-                e = float(np.clip(ent[j], 0.0, 1.0))
-                c = None if con is None else float(np.clip(con[j], 0.0, 1.0))
+            e_list = np.clip(np.asarray(ent, dtype=np.float64), 0.0, 1.0).tolist()
+            c_list = [None] * len(todo) if con is None else np.clip(np.asarray(con, np.float64), 0.0, 1.0).tolist()
+            for i, e, c in zip(todo, e_list, c_list, strict=True):
                 scores[unique_pairs[i]] = (e, c)
-                if self.cache is not None:
-                    rows.append((keys[i], self.name, tag, bool(with_question), e, c))
-            if rows and self.cache is not None:
-                self.cache.put_many(rows)
+            if self.cache is not None:
+                tag, wq = self.fingerprint + self.cache_variant, bool(with_question)
+                rows = zip(todo, e_list, c_list, strict=True)
+                self.cache.put_many([(keys[i], self.name, tag, wq, e, c) for i, e, c in rows])
         return [self._expand(uniq, inv, scores) for uniq, inv in per_item]
 
     def _expand(
@@ -584,12 +599,26 @@ class HFNLIBackend(EntailmentBackend):
         per_token = (12 * hidden + 2 * ffn) * self.model.dtype.itemsize + 3 * heads * self.max_length * 4
         return int(min(MAX_AUTO_TOKENS, max(MIN_AUTO_TOKENS, free // 4 // per_token)))
 
-    def tokenize(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
-        """Token ids (and token type ids) of every pair, in one call; pairs over ``max_length`` are cut
-        (longest first, as the tokenizer does) and counted in ``stats["truncated_texts"]``."""
+    def _encode_all(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
+        """Untruncated token ids (and token type ids when the model takes them) of every pair, in one call; with
+        a fast tokenizer straight from its Rust backend (the same ids, without per-pair Python conversion)."""
+        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
+        raw = getattr(self.tokenizer, "backend_tokenizer", None) if getattr(self.tokenizer, "is_fast", False) else None
+        if raw is not None:
+            raw.no_truncation()
+            raw.no_padding()
+            encode = getattr(raw, "encode_batch_fast", raw.encode_batch)
+            encs = encode(list(zip(premises, hypotheses, strict=True)), add_special_tokens=True)
+            return [e.ids for e in encs], ([e.type_ids for e in encs] if want_types else None)
         enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
-        ids, types = list(enc["input_ids"]), enc.get("token_type_ids")
-        types = None if types is None else list(types)
+        types = enc.get("token_type_ids") if want_types else None
+        return list(enc["input_ids"]), (None if types is None else list(types))
+
+    def _tokenize(
+        self, premises: list[str], hypotheses: list[str]
+    ) -> tuple[list[list[int]], list[list[int]] | None, int]:
+        """(token ids, token type ids or None, number of pairs cut to ``max_length``)."""
+        ids, types = self._encode_all(premises, hypotheses)
         long = [i for i, x in enumerate(ids) if len(x) > self.max_length]
         if long:
             cut = self.tokenizer(
@@ -603,7 +632,13 @@ class HFNLIBackend(EntailmentBackend):
                 ids[i] = cut["input_ids"][j]
                 if types is not None:
                     types[i] = cut["token_type_ids"][j]
-            self._note_truncated(len(long), self.max_length, "premise-hypothesis pair(s)")
+        return ids, types, len(long)
+
+    def tokenize(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
+        """Token ids (and token type ids) of every pair; pairs over ``max_length`` are cut (longest first, as
+        the tokenizer does), warned about and counted in ``stats["truncated_texts"]``."""
+        ids, types, cut = self._tokenize(premises, hypotheses)
+        self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
         return ids, types
 
     def _pack(self, ids: list[list[int]], types: list[list[int]] | None) -> _Packed:
@@ -665,29 +700,50 @@ class HFNLIBackend(EntailmentBackend):
             [self._forward_batch(ids[p], None if types is None else types[p], lengths[p], left) for p in parts]
         )
 
+    def _to_device(self, t: torch.Tensor) -> torch.Tensor:
+        """Host-to-device copy that does not wait for the device (pinned memory) on CUDA."""
+        if self.device.type == "cuda":
+            return t.pin_memory().to(self.device, non_blocking=True)
+        return t.to(self.device)
+
+    def _launch(self, packed: _Packed, left: bool, bar: Any) -> list[torch.Tensor]:
+        """Queue the forward passes of one packed chunk (no synchronisation); their probabilities stay on the
+        device, in the chunk's batch order."""
+        ids, lengths = self._to_device(packed.ids), self._to_device(packed.lengths)
+        types = None if packed.types is None else self._to_device(packed.types)
+        out = []
+        for offset, first, pairs, longest in packed.spans:
+            flat = slice(offset, offset + pairs * longest)
+            part_types = None if types is None else types[flat].view(pairs, longest)
+            out.append(
+                self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs], left)
+            )
+            bar.update(1)
+        return out
+
     @torch.inference_mode()
     def _score_pairs(self, premises: list[str], hypotheses: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
-        packed = self._pack(*self.tokenize(premises, hypotheses))
-        ids = packed.ids.to(self.device)  # the only host-to-device copy of the call
-        types = None if packed.types is None else packed.types.to(self.device)
-        lengths = packed.lengths.to(self.device)
+        """Pairs in chunks of growing size (by decreasing character length): each chunk is tokenised and its
+        forward passes queued while the device still runs the previous chunk's; one copy back at the end."""
+        rough = np.argsort([-(len(p) + len(h)) for p, h in zip(premises, hypotheses, strict=True)], kind="stable")
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        out = []
-        with self._bar(len(packed.spans), f"entail {self.name}") as bar:
-            for offset, first, pairs, longest in packed.spans:
-                flat = slice(offset, offset + pairs * longest)
-                out.append(
-                    self._forward_batch(
-                        ids[flat].view(pairs, longest),
-                        None if types is None else types[flat].view(pairs, longest),
-                        lengths[first : first + pairs],
-                        left,
-                    )
-                )
-                bar.update(1)
+        out: list[torch.Tensor] = []
+        orders: list[np.ndarray] = []
+        truncated, start, size = 0, 0, FIRST_CHUNK_PAIRS
+        with self._bar(len(premises), f"entail {self.name}") as bar:
+            while start < len(rough):
+                chunk = rough[start : start + size]
+                ids, types, cut = self._tokenize([premises[i] for i in chunk], [hypotheses[i] for i in chunk])
+                packed = self._pack(ids, types)
+                out += self._launch(packed, left, bar)
+                orders.append(chunk[packed.order])
+                truncated += cut
+                start, size = start + len(chunk), size * 2
+        self._note_truncated(truncated, self.max_length, "premise-hypothesis pair(s)")
         probs = torch.cat(out).cpu().double().numpy() if out else np.zeros((0, 2))  # the only copy back
+        order = np.concatenate(orders) if orders else np.zeros(0, dtype=np.int64)
         ent, con = np.zeros(len(premises)), np.zeros(len(premises))
-        ent[packed.order], con[packed.order] = probs[:, 0], probs[:, 1]
+        ent[order], con[order] = probs[:, 0], probs[:, 1]
         return ent, (con if self.has_contradiction else None)
 
 

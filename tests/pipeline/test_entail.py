@@ -505,21 +505,16 @@ def test_embedding_backend_counts_truncated_texts(tmp_path):
 # batching: token budget, one tokenisation, dtype, out-of-memory, and what batching changes
 
 
-class _CountingTokenizer:
-    def __init__(self, inner):
-        self.inner, self.calls = inner, 0
-
-    def __call__(self, *args, **kw):
-        self.calls += 1
-        return self.inner(*args, **kw)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
 def test_pairs_are_tokenised_once_and_batched_by_a_token_budget(nli_dir):
     be = HFNLIBackend(str(nli_dir), cache=False, device="cpu", batch_size=1000, max_batch_tokens=40)
-    be.tokenizer = _CountingTokenizer(be.tokenizer)
+    encoded = []
+    inner_encode = be._encode_all
+
+    def spy_encode(premises, hypotheses):
+        encoded.append(len(premises))
+        return inner_encode(premises, hypotheses)
+
+    be._encode_all = spy_encode
     shapes = []
     inner = be.model.forward
 
@@ -529,11 +524,48 @@ def test_pairs_are_tokenised_once_and_batched_by_a_token_budget(nli_dir):
 
     be.model.forward = spy
     be.score(items3())
-    assert be.tokenizer.calls == 1
+    assert encoded == [18]  # one tokenisation call for all pairs
     assert sum(n for n, _ in shapes) == 18 and all(n * length <= 40 for n, length in shapes)
     lengths = [length for _, length in shapes]
     assert lengths == sorted(lengths, reverse=True)  # longest first, so each batch pads little
     assert be.stats["batch_max"] == max(n for n, _ in shapes)
+
+
+def test_fast_tokenizer_path_gives_the_tokenizers_ids(nli_dir):
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    premises, hypotheses = ["paris", "", "café ☕ the answer"], ["london berlin", "x", ""]
+    ids, types = be._encode_all(premises, hypotheses)
+    ref = be.tokenizer(premises, hypotheses)
+    assert ids == ref["input_ids"] and types == ref.get("token_type_ids") is None
+    from transformers import BertTokenizerFast
+
+    be.tokenizer = BertTokenizerFast(tokenizer_object=make_wordpiece_tokenizer().backend_tokenizer)
+    ids, types = be._encode_all(premises, hypotheses)  # a tokenizer whose model takes token type ids
+    ref = be.tokenizer(premises, hypotheses)
+    assert ids == ref["input_ids"] and types == ref["token_type_ids"] and any(1 in t for t in types)
+
+
+def test_chunked_tokenisation_scores_every_pair_once(nli_dir, monkeypatch):
+    """Pairs are tokenised in chunks of growing size (so that the device works while the host tokenises);
+    each pair once, with the same numbers as in one chunk."""
+    from shapley.pipeline import entail
+
+    whole = HFNLIBackend(str(nli_dir), cache=False, device="cpu").score(items3())
+    monkeypatch.setattr(entail, "FIRST_CHUNK_PAIRS", 4)
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    encoded = []
+    inner_encode = be._encode_all
+    be._encode_all = lambda p, h: (encoded.append(len(p)), inner_encode(p, h))[1]
+    chunked = be.score(items3())
+    assert encoded == [4, 8, 6]
+    for x, y in zip(whole, chunked, strict=True):
+        assert np.max(np.abs(x.entail - y.entail)) < 1e-6
+
+
+def test_cache_keys_of_many_pairs_equal_the_single_key():
+    pairs = [("paris", "london"), ('quo"te', "ünï ☕"), ("", "x")]
+    many = EntailmentCache.keys("hf:m", "fp|bf16", True, pairs)
+    assert many == [EntailmentCache.key("hf:m", "fp|bf16", True, p, h) for p, h in pairs]
 
 
 def test_plan_token_batches():

@@ -60,7 +60,7 @@ def make_wordpiece_tokenizer():
     )
 
 
-def save_nli(path, id2label=NLI_LABELS, arch="bert", seed=0):
+def save_nli(path, id2label=NLI_LABELS, arch="bert", seed=0, init=0.5):
     from transformers import (
         BertConfig,
         BertForSequenceClassification,
@@ -80,7 +80,7 @@ def save_nli(path, id2label=NLI_LABELS, arch="bert", seed=0):
         num_labels=len(id2label),
         id2label=id2label,
         label2id={v: k for k, v in id2label.items()},
-        initializer_range=0.5,
+        initializer_range=init,
     )
     if arch == "deberta":
         model = DebertaV2ForSequenceClassification(DebertaV2Config(**common, type_vocab_size=0))
@@ -558,8 +558,8 @@ def test_chunked_tokenisation_scores_every_pair_once(nli_dir, monkeypatch):
     be._encode_all = lambda p, h: (encoded.append(len(p)), inner_encode(p, h))[1]
     chunked = be.score(items3())
     assert encoded == [4, 8, 6]
-    for x, y in zip(whole, chunked, strict=True):
-        assert np.max(np.abs(x.entail - y.entail)) < 1e-6
+    for x, y in zip(whole, chunked, strict=True):  # other batches: float32 rounding only (this model's is large)
+        np.testing.assert_allclose(x.entail, y.entail, atol=1e-5)
 
 
 def test_cache_keys_of_many_pairs_equal_the_single_key():
@@ -577,9 +577,12 @@ def test_plan_token_batches():
     assert [list(b) for b in plan_token_batches(lengths, 4, None)] == [[5, 1, 2, 3], [0, 4]]
 
 
-def test_batch_composition_and_cache_contents_move_probabilities_less_than_1e6(nli_dir, tmp_path):
+def test_batch_composition_and_cache_contents_move_probabilities_less_than_1e6(tmp_path):
     """The documented bound: the same pairs scored in different batch sizes, token budgets, alongside other
-    questions, or read back from a cache that another call filled, agree to 1e-6."""
+    questions, or read back from a cache that another call filled, agree to 1e-6. (The model has weights of
+    a trained classifier's scale, initializer range 0.1; the other tests' range 0.5 blows activations up so
+    far that float32 rounding alone moves its probabilities by 1e-6.)"""
+    nli_dir = save_nli(tmp_path / "nli", init=0.1)
     items = [*items3(), ("extra", ["madrid rome", "the capital is berlin", "who wrote it", "paris"])]
     runs = []
     for bs, tokens in [(1, None), (4, None), (64, None), (64, 30)]:
@@ -591,6 +594,8 @@ def test_batch_composition_and_cache_contents_move_probabilities_less_than_1e6(n
     mixed = HFNLIBackend(str(nli_dir), cache=db, device="cpu", batch_size=64)
     runs += [alone, mixed.score(items3())]
     assert mixed.stats["cache_hits"] > 0 and mixed.stats["pairs_scored"] > 0
+    spread = [r.entail[0, 1] for r in runs[0]]
+    assert np.ptp(spread) > 1e-3  # the probabilities themselves vary: the bound is not met by constant outputs
     for other in runs[1:]:
         for x, y in zip(runs[0], other, strict=True):
             assert np.max(np.abs(x.entail - y.entail)) < 1e-6
@@ -614,7 +619,8 @@ def test_out_of_memory_nli_batch_is_split(nli_dir):
         np.testing.assert_allclose(x.entail, y.entail, atol=1e-6)
 
 
-def test_dtype_defaults_and_is_part_of_the_cache_key(nli_dir, tmp_path):
+def test_dtype_defaults_and_is_part_of_the_cache_key(tmp_path):
+    nli_dir = save_nli(tmp_path / "nli", init=0.1)  # weights of a trained model's scale: bf16 stays close
     fp32 = HFNLIBackend(str(nli_dir), cache=tmp_path / "c.sqlite", device="cpu")
     assert fp32.model.dtype == torch.float32 and fp32.cache_variant == ""
     a = fp32.score(items3()[:1])[0]

@@ -447,11 +447,12 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
 def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
     """:func:`provenance_table` for readers; a flagged run is marked in its row."""
     t = provenance_table(run_dirs)
+    t["run_html"] = [html.escape(r).replace("/", "/<wbr>") for r in t["run"]]
     t["flag_text"] = [
         " ".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
     ]
     cols = [
-        Col("run", "Run directory"),
+        Col("run_html", "Run directory", raw=True),
         Col("model", "Model"),
         Col("questions", "Questions", decimals=0),
         Col("samples", "Samples", decimals=0),
@@ -484,6 +485,88 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
             )
         items.append(f"<li><code>{html.escape(_relative(d))}</code><ul>{''.join(lines)}</ul></li>")
     return Html(f'<ul class="commands">{"".join(items)}</ul>')
+
+
+# ---------------------------------------------------------------------------------------------------
+# Measured metrics of single runs, and the settings the runs share
+# ---------------------------------------------------------------------------------------------------
+
+
+def metrics_html(run_dir: str | os.PathLike[str], caption: str) -> Html:
+    """One run's ``metrics.csv`` for readers: method, AUROC with its interval, AUARC and PRR, best AUROC first."""
+    m = load_metrics(run_dir).sort_values("auroc", ascending=False)
+    cols = [
+        Col("method", "Method"),
+        Col("auroc", "AUROC", decimals=3),
+        Col("auroc_lo", "95% low", decimals=3),
+        Col("auroc_hi", "95% high", decimals=3),
+        Col("auarc", "AUARC", decimals=3),
+        Col("prr", "PRR", decimals=3),
+    ]
+    where = f" From <code>{html.escape(_relative(run_dir))}/metrics.csv</code>."
+    return html_table(m, cols, caption=caption + where, css="measured-table")
+
+
+def pivot_html(frame: pd.DataFrame, *, index: str, columns: str, values: str, caption: str, decimals: int = 3) -> Html:
+    """A pivot (``index`` rows x ``columns`` columns of ``values``) for readers; NaN shown as "undefined"."""
+    wide = frame.pivot_table(index=index, columns=columns, values=values, dropna=False).reset_index()
+    heads = [c for c in wide.columns if c != index]
+    cols = [Col(index, index.replace("_", " ").capitalize())]
+    cols += [Col(str(c), str(c), decimals=decimals, na="undefined") for c in heads]
+    wide.columns = [str(c) for c in wide.columns]
+    return html_table(wide, cols, caption=caption, css="measured-table")
+
+
+def mozart_html(beta: float = 0.5) -> Html:
+    """Every reading of the Mozart example tried in ``shapley.companion.mozart``, at ``beta``, for readers."""
+    from shapley.companion import mozart
+
+    rows = mozart.readings_table(beta=beta)
+    yes_no = {True: "yes", False: "no", None: "undefined"}
+    for r in rows:
+        r["both"] = yes_no[bool(r["matches1"] and r["matches2"])]
+        r["higher"] = yes_no[r["rises"]]
+    cols = [
+        Col("reading", "Reading"),
+        Col("unit", "Unit"),
+        Col("table1", "Table 1", decimals=3, na="undefined"),
+        Col("table2", "Table 2", decimals=3, na="undefined"),
+        Col("both", "Both printed values?"),
+        Col("higher", "Table 2 higher?"),
+    ]
+    printed = reported.MOZART_UNCERTAINTY
+    caption = (
+        f"Measured: each reading of <code>shapley.companion.mozart.READINGS</code> on the printed inputs at "
+        f"β = {beta:g} (minus infinity: a singular matrix). <em>Both printed values?</em>: whether it rounds to "
+        f"the paper's {printed['table1']['shapley']:.2f} and {printed['table2']['shapley']:.2f} "
+        "(reported, Tables 1-2)."
+    )
+    return html_table(rows, cols, caption=caption, css="measured-table")
+
+
+def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+    """The generation and scoring settings of ``run_dirs`` as recorded in their ``config.json``: each setting's
+    distinct values, joined ("0.5" or "5, 10"). Settings of ``score-samples`` runs (no generation) are skipped."""
+    seen: dict[str, list[Any]] = {}
+    for d in run_dirs:
+        cfg = read_config(d)
+        values: dict[str, Any] = {"beta": cfg.scoring.beta, "psd_policy": cfg.scoring.psd_policy}
+        values["n_samples"] = cfg.n_samples
+        if cfg.generation is not None:
+            g = cfg.generation
+            values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, top_p=g.top_p)
+            values.update(chat_template=g.chat_template, n_shots=cfg.data.n_shots)
+        for k, v in values.items():
+            if v not in seen.setdefault(k, []):
+                seen[k].append(v)
+
+    def ordered(vs: list[Any]) -> list[Any]:
+        try:
+            return sorted(vs)
+        except TypeError:
+            return vs
+
+    return {k: ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in ordered(vs)) for k, vs in seen.items()}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -46,8 +46,8 @@ class Html(str):
 class Col:
     """One column of :func:`html_table`: the frame's key, its header, and how cells are written.
 
-    ``decimals``: a number column (right-aligned, fixed decimals; NaN is written ``na``);
-    ``raw``: the cells are already HTML (otherwise they are escaped).
+    ``decimals``: a number column (right-aligned, fixed decimals; NaN is written ``na``); ``fmt``: a format
+    spec instead (e.g. ``".1e"``); ``raw``: the cells are already HTML (otherwise they are escaped).
     """
 
     key: str
@@ -55,17 +55,22 @@ class Col:
     decimals: int | None = None
     na: str = "–"
     raw: bool = False
+    fmt: str | None = None
+
+    @property
+    def numeric(self) -> bool:
+        return self.decimals is not None or self.fmt is not None
 
 
 def _cell(value: Any, col: Col) -> tuple[str, str]:
     """(text, css class) of one cell."""
-    if col.decimals is not None:
+    if col.numeric:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return html.escape(col.na), "num"
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return f"{value:.{col.decimals}f}", "num"
+            return format(value, col.fmt or f".{col.decimals}f"), "num"
     text = "" if value is None else str(value)
-    return (text if col.raw else html.escape(text)), ("num" if col.decimals is not None else "")
+    return (text if col.raw else html.escape(text)), ("num" if col.numeric else "")
 
 
 def html_table(
@@ -82,7 +87,7 @@ def html_table(
         if isinstance(rows, pd.DataFrame)
         else list(rows)
     )
-    head = "".join(f'<th class="{"num" if c.decimals is not None else ""}">{html.escape(c.header)}</th>' for c in cols)
+    head = "".join(f'<th class="{"num" if c.numeric else ""}">{html.escape(c.header)}</th>' for c in cols)
     body = []
     for k, r in enumerate(records):
         cells = []

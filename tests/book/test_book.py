@@ -35,7 +35,8 @@ MIN_TABLES: dict[str, int] = {
     "book/experiments": 1,
     "book/reproduce": 1,
     "book/claims": 1,
-    "notebooks/results": 2,
+    "notebooks/results": 8,
+    "notebooks/performance": 2,
 }
 
 #: page -> minimum number of rendered figures (<img>): a notebook whose plots do not render fails.
@@ -51,7 +52,9 @@ MIN_IMAGES: dict[str, int] = {
 MUST_CONTAIN: dict[str, tuple[str, ...]] = {
     "book/intro": ("Reported", "Measured", "reproduced", "contradicted", "not reproducible here"),
     "book/method": ("shapley.kernel_matrix", "shapley.shapley_values", "shapley.gaussian_entropy"),
-    "book/claims": ("reproduced", "contradicted", "not reproducible here"),
+    "book/claims": ("reproduced", "consistent", "contradicted", "depends on reading", "not reproducible here"),
+    "notebooks/results": ("What this page found", "Run directory", "python -m shapley run"),
+    "notebooks/performance": ("What this page found",),
     "book/reproduce": ("python -m shapley run", "estimate"),
 }
 

@@ -81,7 +81,8 @@ def html_table(
     row_classes: Sequence[str] | None = None,
     css: str = "",
 ) -> Html:
-    """A table for readers: ``cols`` in order, ``caption`` above (HTML allowed), optional class per row."""
+    """A table for readers: ``cols`` in order, ``caption`` above (HTML allowed), optional class per row
+    (class ``group``: a heading row, its first column's cell across the table)."""
     records: list[Mapping[str, Any]] = (
         [{str(k): v for k, v in r.items()} for r in rows.to_dict("records")]
         if isinstance(rows, pd.DataFrame)
@@ -90,6 +91,10 @@ def html_table(
     head = "".join(f'<th class="{"num" if c.numeric else ""}">{html.escape(c.header)}</th>' for c in cols)
     body = []
     for k, r in enumerate(records):
+        if row_classes is not None and row_classes[k] == "group":  # a heading row across the whole table
+            text, _ = _cell(r.get(cols[0].key), cols[0])
+            body.append(f'<tr class="group"><td colspan="{len(cols)}">{text}</td></tr>')
+            continue
         cells = []
         for c in cols:
             text, cls = _cell(r.get(c.key), c)
@@ -161,9 +166,9 @@ NO_RUN_REASONS: dict[str, str] = {
 
 #: Marks for a measured cell without a number, explained under each comparison table.
 MARKS: Mapping[str, str] = {
-    "skipped": "skipped: an input the method needs is missing (reason in the run's skipped.csv)",
-    "not computed": "not computed in this run (the run's method list leaves it out)",
-    "undefined": "AUROC undefined: every judged answer in one correctness class",
+    "skipped": "an input the method needs is missing (the reason is in the run's skipped.csv)",
+    "not computed": "the run's method list leaves it out",
+    "undefined": "AUROC is undefined, every judged answer being in one correctness class",
     "no run": "no run for this dataset",
 }
 
@@ -285,7 +290,7 @@ def beta_pivot(ablation: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
     def cell(r: pd.Series) -> str:
         text = "undefined" if math.isnan(r["auroc"]) else f"{r['auroc']:.3f}"
-        return text + (f' <span class="not-psd">({int(r["n_not_psd"])})</span>' if r["n_not_psd"] > 0 else "")
+        return text + (f'<br><span class="not-psd">({int(r["n_not_psd"])})</span>' if r["n_not_psd"] > 0 else "")
 
     a = a.assign(cell=a.apply(cell, axis=1))
     wide = a.pivot(index="beta", columns="source", values="cell").reindex(columns=keep).reset_index()
@@ -452,22 +457,23 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
 def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
     """:func:`provenance_table` for readers; a flagged run is marked in its row."""
     t = provenance_table(run_dirs)
-    t["run_html"] = [html.escape(r).replace("/", "/<wbr>") for r in t["run"]]
+    t["run_html"] = [html.escape(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
     t["flag_text"] = [
-        " ".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
+        "<br>".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
     ]
+    t["commits"] = [c.replace(", ", "<br>") for c in t["commits"]]
     cols = [
-        Col("run_html", "Run directory", raw=True),
+        Col("run_html", "Run (under results/)", raw=True),
         Col("model", "Model"),
         Col("questions", "Questions", decimals=0),
         Col("samples", "Samples", decimals=0),
         Col("accuracy", "Accuracy", decimals=2),
-        Col("invocations", "Invocations", decimals=0),
-        Col("commits", "Commit(s)"),
+        Col("commits", "Commit(s)", raw=True),
         Col("flag_text", "Flags", raw=True),
     ]
     caption = (
-        "The runs this page reads, from each run's <code>config.json</code> and <code>metrics.csv</code>. "
+        "The runs this page reads, from each run's <code>config.json</code> and <code>metrics.csv</code>; "
+        "every invocation is listed below the table. "
         "Accuracy: share of judged answers counted correct. <em>dirty</em>: an invocation ran from a source "
         "tree that differed from its commit; <em>multi-commit</em>: the run was resumed at another commit."
     )
@@ -476,7 +482,7 @@ def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
 
 
 def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
-    """Every recorded invocation of every run, as recorded: a list per run, resumes marked."""
+    """Every recorded invocation of every run, as recorded: a folding list per run, resumes marked."""
     items = []
     for d in run_dirs:
         lines = []
@@ -488,8 +494,12 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
                 f'<li><span class="when">{html.escape(inv["time"])}, {state}{commit}{dirty}</span><br>'
                 f'<code class="cmd">{html.escape(inv["command"])}</code></li>'
             )
-        items.append(f"<li><code>{html.escape(_relative(d))}</code><ul>{''.join(lines)}</ul></li>")
-    return Html(f'<ul class="commands">{"".join(items)}</ul>')
+        n = len(lines)
+        items.append(
+            f"<details><summary><code>{html.escape(_relative(d))}</code>: {n} invocation{'s' * (n != 1)}"
+            f"</summary><ul>{''.join(lines)}</ul></details>"
+        )
+    return Html(f'<div class="commands">{"".join(items)}</div>')
 
 
 # ---------------------------------------------------------------------------------------------------

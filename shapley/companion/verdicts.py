@@ -628,4 +628,5 @@ def verdicts_html(from_page: str = "book/claims", results: str | Path | None = N
         )
         body.append(f"<tr><td>{claim}</td><td>{_badge(r['verdict'])}</td><td>{_why_cell(r, base)}</td></tr>")
     head = "<thead><tr><th>Claim: where, the paper's words, ours</th><th>Verdict</th><th>Why</th></tr></thead>"
-    return f'<table class="verdicts">{head}<tbody>{"".join(body)}</tbody></table>'
+    widths = '<colgroup><col style="width:44%"><col style="width:14%"><col style="width:42%"></colgroup>'
+    return f'<table class="verdicts">{widths}{head}<tbody>{"".join(body)}</tbody></table>'

@@ -82,7 +82,7 @@ def test_beta_pivot_is_beta_by_run_with_not_psd_marked_and_undefined_runs_left_o
     wide, dropped = tables.beta_pivot(_ablation())
     assert list(wide.columns) == ["beta", "A", "B"] and dropped == ["C"]
     assert list(wide["beta"]) == [0.5, 1.0]
-    assert wide.loc[1, "A"].startswith("0.600") and "(3)" in wide.loc[1, "A"]
+    assert wide.loc[1, "A"].startswith("0.600<br>") and "(3)" in wide.loc[1, "A"]
     assert wide.loc[0, "B"] == "0.800"
     h = tables.beta_pivot_html(_ablation(), {"A": "run A"})
     assert "run A" in h and "Left out" in h and "C" in h

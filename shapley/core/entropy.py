@@ -216,10 +216,10 @@ def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
         ValueError: ``v`` is not of length ``2**n`` for some n >= 1, or a marginal is ``(-inf) - (-inf)``.
 
     Examples:
-        >>> game_shapley_values([0.0, 1.0, 1.0, 3.0])  # a symmetric two-player game shares v(N) equally
-        array([1.5, 1.5])
-        >>> game_shapley_values([0.0, 1.0, 0.0, 1.0])  # player 1 adds nothing
-        array([1., 0.])
+        >>> game_shapley_values([0.0, 1.0, 1.0, 3.0]).tolist()  # a symmetric two-player game shares v(N) equally
+        [1.5, 1.5]
+        >>> game_shapley_values([0.0, 1.0, 0.0, 1.0]).tolist()  # player 1 adds nothing
+        [1.0, 0.0]
     """
     vals = np.asarray(v, dtype=np.float64)
     n = int(vals.size).bit_length() - 1

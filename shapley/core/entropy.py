@@ -60,7 +60,8 @@ NAIVE_MAX_N = 12
 2 s at n = 12 on one core and more than doubles with every further answer (n = 25: many hours)."""
 
 MC_MEMORY_BYTES = 256 * 2**20
-"""Working-memory budget (bytes) of :func:`shapley_values_mc`; its permutations are processed in chunks that fit."""
+"""Working-memory budget (bytes) of :func:`shapley_values_mc`'s permutation chunks (besides a few (n, n) copies
+of R); the sampled orders are processed in chunks that fit."""
 
 _MC_BYTES_PER_ENTRY = 32
 """Bytes budgeted per entry of one permuted (n, n) matrix in a Monte-Carlo chunk: the matrix and its Cholesky
@@ -398,8 +399,9 @@ def shapley_values(
 
     Returns:
         (n,) array ``phi`` with ``phi.sum() == gaussian_entropy(R)`` (efficiency) up to round-off whenever
-        the entropy is finite. For a singular R (the module's rule) entries are ``-inf``, or a ``ValueError``
-        says they are undefined (``"monte_carlo"`` always refuses a singular R).
+        the entropy is finite (for ``"monte_carlo"``, round-off that grows with R's condition number). For a
+        singular R (the module's rule) entries are ``-inf``, or a ``ValueError`` says they are undefined
+        (``"monte_carlo"`` always refuses a singular R).
 
     Raises:
         ValueError: bad input, unknown method, n above the method's limit, undefined values.

@@ -607,7 +607,8 @@ def _why_cell(r: Any, base: str) -> str:
     )
     parts.append(f"<br><small>Evidence: {links}")
     if r["functions"]:
-        parts.append("; " + ", ".join(f"<code>{html.escape(fn)}</code>" for fn in r["functions"]))
+        names = (html.escape(fn).replace(".", ".<wbr>") for fn in r["functions"])
+        parts.append("; " + ", ".join(f"<code>{n}</code>" for n in names))
     parts.append("</small>")
     return "".join(parts)
 
@@ -628,5 +629,5 @@ def verdicts_html(from_page: str = "book/claims", results: str | Path | None = N
         )
         body.append(f"<tr><td>{claim}</td><td>{_badge(r['verdict'])}</td><td>{_why_cell(r, base)}</td></tr>")
     head = "<thead><tr><th>Claim: where, the paper's words, ours</th><th>Verdict</th><th>Why</th></tr></thead>"
-    widths = '<colgroup><col style="width:44%"><col style="width:14%"><col style="width:42%"></colgroup>'
+    widths = '<colgroup><col style="width:42%"><col style="width:15%"><col style="width:43%"></colgroup>'
     return f'<table class="verdicts">{widths}{head}<tbody>{"".join(body)}</tbody></table>'

@@ -1,7 +1,8 @@
-"""Command line: ``python -m shapley run | score-samples | report | beta-sweep``.
+"""Command line: ``python -m shapley run | score-samples | merge | report | beta-sweep``.
 
 * ``run``: the whole experiment, data -> generate -> entail -> score -> metrics, into a resumable run directory.
 * ``score-samples``: score answers generated elsewhere (JSON lines, optionally .gz).
+* ``merge``: join the K shard directories of a run split with ``--shard I/K`` into one run directory.
 * ``report``: AUROC tables across run directories (markdown + CSV).
 * ``beta-sweep``: Table 5's beta ablation recomputed from a run's stored entailment matrices.
 
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from shapley.pipeline import evaluate, experiment
+from shapley.pipeline import evaluate, experiment, merge
 from shapley.pipeline import score as _score
 from shapley.pipeline.config import (
     DEFAULT_ENTAILMENT,
@@ -26,6 +27,7 @@ from shapley.pipeline.config import (
     RunConfig,
     RuntimeSettings,
     ScoringSettings,
+    parse_shard,
 )
 from shapley.pipeline.data import DATASETS
 from shapley.pipeline.store import atomic_write_text
@@ -94,6 +96,35 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--with-question", action="store_true", help="entailment compares 'question + answer' texts")
     g.add_argument("--device", default=None, help="torch device for the models (default: cuda if available)")
     g.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    _add_fanout_args(p)
+
+
+def _shard(text: str) -> str:
+    try:
+        i, k = parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return f"{i}/{k}"
+
+
+def _add_fanout_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("many processes (see 'merge')")
+    g.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/K",
+        help="only the questions (after --limit) of shard I of K (I = 0..K-1, split by a hash of the id); "
+        "run each shard into its own --output, then 'python -m shapley merge' them",
+    )
+    g.add_argument(
+        "--entail-cache",
+        default=None,
+        metavar="PATH",
+        help="sqlite file of the entailment pair cache (default: the shared one under SHAPLEY_CACHE_DIR; "
+        "'none': no cache). Give each concurrent process its own file: sqlite on a network file system is "
+        "not safe for concurrent writers",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run_parser(sub)
     _add_score_samples_parser(sub)
+    _add_merge_parser(sub)
     _add_report_parsers(sub)
     return parser
 
@@ -179,6 +211,20 @@ def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
     _add_scoring_args(ss)
 
 
+def _add_merge_parser(sub: argparse._SubParsersAction) -> None:
+    mg = sub.add_parser(
+        "merge",
+        help="join the K shard directories of a run made with --shard I/K",
+        description="Merge the run directories of shards 0/K .. K-1/K into one run directory that equals the "
+        "unsharded run: stage files in the unsharded order, then scores.csv, metrics.csv, skipped.csv, "
+        "selection.csv recomputed on the union (bootstrap intervals, the ER fit). Refused, before anything is "
+        "written, for shards of different settings, a missing, repeated or unfinished shard, or overlapping "
+        "questions. DIR may be new, empty, or an earlier merge output (rewritten).",
+    )
+    mg.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR", help="the run directories of all K shards")
+    mg.add_argument("--output", required=True, metavar="DIR", help="the merged run directory")
+
+
 def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser("report", help="AUROC tables across run directories", description="Tables across runs.")
     rp.add_argument("run_dirs", nargs="+", metavar="DIR", help="run directories (with metrics.csv)")
@@ -214,7 +260,9 @@ def _scoring(a: argparse.Namespace) -> ScoringSettings:
 
 def config_from_args(a: argparse.Namespace) -> RunConfig:
     """The one :class:`RunConfig` of a ``run`` or ``score-samples`` command line."""
-    runtime = RuntimeSettings(batch_size=a.batch_size, device=a.device, progress=not a.no_progress)
+    runtime = RuntimeSettings(
+        batch_size=a.batch_size, device=a.device, progress=not a.no_progress, entail_cache=a.entail_cache
+    )
     entailment = EntailmentSettings(backend=a.entailment, with_question=a.with_question)
     if a.command == "score-samples":
         data = DataSettings(
@@ -224,9 +272,12 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
             limit=a.limit,
             n_samples=a.n_samples,
             model_label=a.model_label,
+            shard=a.shard,
         )
         return RunConfig("score-samples", data, None, entailment, _scoring(a), runtime, a.seed)
-    data = DataSettings(dataset=a.dataset, source=a.source, path=a.data_path, n_shots=a.n_shots, limit=a.limit)
+    data = DataSettings(
+        dataset=a.dataset, source=a.source, path=a.data_path, n_shots=a.n_shots, limit=a.limit, shard=a.shard
+    )
     generation = GenerationSettings(
         model=a.model,
         n_samples=a.n_samples,
@@ -297,6 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if a.command in ("run", "score-samples"):
             return _cmd_pipeline(a, full_argv)
+        if a.command == "merge":
+            _print_summary(merge.merge_runs(a.shard_dirs, a.output, argv=full_argv))
+            return 0
         if a.command == "report":
             return _cmd_report(a)
         return _cmd_beta_sweep(a)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -54,6 +55,24 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/K"`` -> ``(I, K)``: shard I (counted from 0) of K; ``ValueError`` naming ``--shard`` otherwise.
+
+    Examples:
+        >>> parse_shard("2/4")
+        (2, 4)
+    """
+    m = _SHARD.match(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"--shard must look like I/K (e.g. 0/4: shard 0 of 4); got {text!r}")
+    i, k = int(m.group(1)), int(m.group(2))
+    _check(k >= 1 and 0 <= i < k, f"--shard I/K needs K >= 1 and 0 <= I < K (shards count from 0); got {text!r}")
+    return i, k
+
+
 @dataclass(frozen=True)
 class DataSettings:
     """Which questions a run covers.
@@ -62,7 +81,9 @@ class DataSettings:
     ``auto`` / ``local`` / ``online`` for ``run``, ``file`` for ``score-samples``. ``path``: the local
     dataset file or the input file; ``sha256`` its fingerprint (filled in by the pipeline). ``limit``:
     the first K questions. ``n_samples`` (``score-samples``): keep the first N samples of each line.
-    ``model_label`` (``score-samples``): the model that generated the input, for the tables.
+    ``model_label`` (``score-samples``): the model that generated the input, for the tables. ``shard``:
+    ``"I/K"`` keeps only the questions (after ``limit``) whose id falls in shard I of K
+    (:func:`shapley.pipeline.merge.shard_of`); ``python -m shapley merge`` joins the K run directories.
     """
 
     dataset: str
@@ -73,8 +94,12 @@ class DataSettings:
     limit: int | None = None
     n_samples: int | None = None
     model_label: str | None = None
+    shard: str | None = None
 
     def __post_init__(self) -> None:
+        if self.shard is not None:
+            i, k = parse_shard(self.shard)
+            object.__setattr__(self, "shard", f"{i}/{k}")
         _check(isinstance(self.dataset, str) and bool(self.dataset.strip()), "--dataset must be a non-empty name")
         _check(self.source in SOURCES, f"--source must be one of {', '.join(SOURCES)}; got {self.source!r}")
         _check(_is_int(self.n_shots) and self.n_shots >= 0, f"--n-shots must be an integer >= 0; got {self.n_shots!r}")
@@ -186,14 +211,28 @@ class ScoringSettings:
 @dataclass(frozen=True)
 class RuntimeSettings:
     """How a call runs, never what it computes: ``batch_size`` (rows or pairs per forward pass), ``device``
-    (``None``: CUDA when available) and ``progress`` (progress bars)."""
+    (``None``: CUDA when available), ``progress`` (progress bars) and ``entail_cache`` (the entailment pair
+    cache: ``None`` for the shared default file, ``"none"`` for no cache, else the path of a sqlite file;
+    give each concurrent shard its own, since sqlite on a network file system is unsafe with several
+    writers)."""
 
     batch_size: int = 8
     device: str | None = None
     progress: bool = True
+    entail_cache: str | None = None
 
     def __post_init__(self) -> None:
         _check(_is_int(self.batch_size) and self.batch_size >= 1, f"--batch-size must be >= 1; got {self.batch_size!r}")
+        _check(
+            self.entail_cache is None or (isinstance(self.entail_cache, str) and bool(self.entail_cache.strip())),
+            f"--entail-cache must be a file path or 'none'; got {self.entail_cache!r}",
+        )
+
+    def entail_cache_arg(self) -> bool | str:
+        """The ``cache`` argument of :func:`shapley.pipeline.entail.load_backend` for this setting."""
+        if self.entail_cache is None:
+            return True
+        return False if self.entail_cache.strip().lower() == "none" else self.entail_cache
 
 
 _GROUPS: dict[str, type] = {

@@ -36,6 +36,7 @@ import pandas as pd
 
 from shapley.core import metrics
 from shapley.pipeline import score as _score
+from shapley.pipeline import selection
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.store import STAGE_FILES, JsonlStore, RunDir, atomic_write_text, read_config, read_record
 
@@ -222,26 +223,59 @@ def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _open_outputs(
+    run: RunDir | str | os.PathLike[str],
+) -> tuple[Path, RunConfig, dict[str, Any], dict[str, dict[str, Any]]]:
+    """(path, config, config.json record, stored score records) of a run directory, open or not."""
+    if isinstance(run, RunDir):
+        return run.path, run.config, run.record, run.store("scores").records
+    path = Path(run)
+    record = _read_record(path)
+    return path, RunConfig.from_stored(record), record, JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
+
+
+def _embedding_regression(
+    df: pd.DataFrame,
+    ids: Sequence[str],
+    embeddings: Mapping[str, Sequence[float]] | None,
+    seed: int,
+    skipped: dict[str, Counter[str]],
+) -> str:
+    """Fill ``df["ER"]`` (fit on a seeded half of the questions with embeddings); returns the metrics note."""
+    have = [i for i in ids if embeddings is not None and i in embeddings]
+    if len(have) < len(ids):
+        skipped["ER"]["missing input: embeddings"] += len(ids) - len(have)
+    if not have or embeddings is None:
+        return ""
+    rows = [ids.index(i) for i in have]
+    try:
+        er = _score.embedding_regression_scores(
+            np.asarray([embeddings[i] for i in have], dtype=np.float64),
+            df["correct"].to_numpy(dtype=bool)[rows],
+            seed=seed,
+        )
+    except ValueError as exc:
+        skipped["ER"][f"error: {exc}"] += len(have)
+        return ""
+    df.loc[rows, "ER"] = er
+    n_test = int((~np.isnan(er)).sum())
+    return f"fitted on {len(er) - n_test} questions, evaluated on the other {n_test}"
+
+
 def write_run_outputs(
     run: RunDir | str | os.PathLike[str],
     ids: Sequence[str] | None = None,
     *,
     embeddings: Mapping[str, Sequence[float]] | None = None,
 ) -> Path:
-    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv`` of a run (for ``ids``; default: all stored).
+    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv`` and ``selection.csv`` of a run (for ``ids``;
+    default: all stored), in the order of ``ids``.
 
     ``embeddings`` (id -> vector) enables ``ER`` (fit on a seeded half, see
-    :func:`shapley.pipeline.score.embedding_regression_scores`). Returns the run directory.
+    :func:`shapley.pipeline.score.embedding_regression_scores`). ``selection.csv`` is
+    :func:`shapley.pipeline.selection.selection_table` of the stored records. Returns the run directory.
     """
-    if isinstance(run, RunDir):
-        path, config, record = run.path, run.config, run.record
-        recs = run.store("scores").records
-    else:
-        path = Path(run)
-        record = _read_record(path)
-        config = RunConfig.from_stored(record)
-        st = JsonlStore(path / STAGE_FILES["scores"])
-        recs = st.load(repair=False)
+    path, config, record, recs = _open_outputs(run)
     ids = list(recs) if ids is None else [str(i) for i in ids]
     missing = [i for i in ids if i not in recs]
     if missing:
@@ -260,23 +294,7 @@ def write_run_outputs(
         if k:
             notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
     if "ER" in methods:
-        have = [i for i in ids if embeddings is not None and i in embeddings]
-        for i in ids:
-            if embeddings is None or i not in embeddings:
-                skipped["ER"]["missing input: embeddings"] += 1
-        if have:
-            rows = [ids.index(i) for i in have]
-            try:
-                er = _score.embedding_regression_scores(
-                    np.asarray([embeddings[i] for i in have], dtype=np.float64),  # type: ignore[index]
-                    df["correct"].to_numpy(dtype=bool)[rows],
-                    seed=config.seed,
-                )
-                df.loc[rows, "ER"] = er
-                n_test = int((~np.isnan(er)).sum())
-                notes["ER"] = f"fitted on {len(er) - n_test} questions, evaluated on the other {n_test}"
-            except ValueError as exc:
-                skipped["ER"][f"error: {exc}"] += len(have)
+        notes["ER"] = _embedding_regression(df, ids, embeddings, config.seed, skipped)
     metrics, skipped_df = compute_metrics(
         df,
         methods=methods,
@@ -286,9 +304,13 @@ def write_run_outputs(
         seed=config.seed,
         notes=notes,
     )
+    chosen = selection.selection_table(
+        records, threshold=config.scoring.threshold, n_boot=config.scoring.n_boot, seed=config.seed
+    )
     atomic_write_text(path / "scores.csv", df.to_csv(index=False))
     atomic_write_text(path / "metrics.csv", metrics.to_csv(index=False))
     atomic_write_text(path / "skipped.csv", skipped_df.to_csv(index=False))
+    atomic_write_text(path / "selection.csv", chosen.to_csv(index=False))
     return path
 
 

@@ -22,9 +22,10 @@ from typing import Any, TypeVar
 import numpy as np
 from tqdm.auto import tqdm
 
-from shapley.pipeline import correctness, data, entail, evaluate, generate
+from shapley.pipeline import correctness, data, entail, evaluate, generate, selection
 from shapley.pipeline import score as _score
 from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
+from shapley.pipeline.merge import take_shard
 from shapley.pipeline.records import Generation, QARecord
 from shapley.pipeline.samples import SampleItem, read_samples_file
 from shapley.pipeline.store import (
@@ -99,7 +100,10 @@ class LazyBackend:
     def get(self) -> Any:
         if self._backend is None:
             self._backend = entail.load_backend(
-                self.settings.backend, device=self.runtime.device, batch_size=self.batch_size
+                self.settings.backend,
+                device=self.runtime.device,
+                batch_size=self.batch_size,
+                cache=self.runtime.entail_cache_arg(),
             )
         return self._backend
 
@@ -205,12 +209,26 @@ def entail_stage(
 
 
 def score_record(
-    x: _score.ScoreInputs, answer: str, references: Sequence[str], scoring: ScoringSettings
+    x: _score.ScoreInputs,
+    answer: str,
+    references: Sequence[str],
+    scoring: ScoringSettings,
+    *,
+    position: int | None = None,
+    answer_source: str = "greedy",
 ) -> dict[str, Any]:
-    """The stored score record of one question (correctness of ``answer`` + every per-question method)."""
+    """The stored score record of one question (correctness of ``answer`` + every per-question method).
+
+    Also stored: ``position`` (the question's place in the unsharded input, for ``merge``), each sample's
+    correctness value ``sample_correctness``, the answers chosen by the selection strategies ``selected`` with
+    the exact Shapley values ``phi`` (:mod:`shapley.pipeline.selection`) and ``answer_source`` (what ``answer``
+    is: one of :data:`shapley.pipeline.selection.ANSWER_SOURCES`).
+    """
     metric = scoring.correctness_metric
     assert metric is not None, "the correctness metric is resolved before a run starts"
     value = float(correctness.similarity(answer, list(references), metric))
+    chosen, phi = selection.choose(x, scoring)
+    per_sample = [float(correctness.similarity(s, list(references), metric)) for s in x.samples or []]
     qs = _score.score_question_detailed(
         x,
         methods=scoring.methods,
@@ -228,17 +246,26 @@ def score_record(
         "scores": qs.scores,
         "skipped": qs.skipped,
         "diagnostics": qs.diagnostics,
+        "position": position,
+        "answer_source": answer_source,
+        "sample_correctness": per_sample,
+        "selected": chosen,
+        "phi": phi,
     }
 
 
 def _score_stage(
-    run: RunDir, ids: Sequence[str], inputs: Callable[[str], tuple[_score.ScoreInputs, str, Sequence[str]]]
+    run: RunDir,
+    ids: Sequence[str],
+    inputs: Callable[[str], tuple[_score.ScoreInputs, str, Sequence[str]]],
+    extra: Callable[[str], Mapping[str, Any]] = lambda qid: {},
 ) -> None:
-    """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references)."""
+    """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references),
+    ``extra(id)`` the keyword arguments ``position`` and ``answer_source`` of :func:`score_record`."""
     scoring = run.config.scoring
 
     def compute(chunk: list[str]) -> list[dict[str, Any]]:
-        return [score_record(*inputs(qid), scoring) for qid in chunk]
+        return [score_record(*inputs(qid), scoring, **extra(qid)) for qid in chunk]
 
     run_stage(run.store("scores"), "score", ids, compute, key=lambda qid: qid, progress=run.config.runtime.progress)
 
@@ -285,7 +312,13 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     if config.command != "score-samples" or config.data.path is None:
         raise ValueError("score_samples needs a 'score-samples' RunConfig whose data.path is the input file")
     path = Path(config.data.path)
-    items = read_samples_file(path, n_samples=config.data.n_samples, limit=config.data.limit)
+    placed = take_shard(
+        read_samples_file(path, n_samples=config.data.n_samples, limit=config.data.limit),
+        config.data.shard,
+        key=lambda it: it.id,
+    )
+    items = [it for _, it in placed]
+    position = {it.id: pos for pos, it in placed}
     config = config.replace(
         data=dataclasses.replace(config.data, path=str(path.resolve()), sha256=sha256_file(path), source="file"),
         scoring=dataclasses.replace(config.scoring, correctness_metric=config.scoring.correctness_metric or "rougeL"),
@@ -310,6 +343,10 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
             run,
             list(by_id),
             lambda qid: (_sample_inputs(by_id[qid], ent[qid]), by_id[qid].answer, by_id[qid].references),
+            lambda qid: {
+                "position": position[qid],
+                "answer_source": "input" if by_id[qid].answer_given else "first_sample",
+            },
         )
         emb = {it.id: it.embedding for it in items if it.embedding is not None}
         evaluate.write_run_outputs(run, list(by_id), embeddings=emb or None)
@@ -390,7 +427,10 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
     """
     if config.command != "run":
         raise ValueError("run_experiment needs a 'run' RunConfig (with generation settings)")
-    config, records = _resolve_run(config)
+    config, all_records = _resolve_run(config)
+    placed = take_shard(all_records, config.data.shard, key=lambda r: r.id)
+    records = [r for _, r in placed]
+    position = {r.id: pos for pos, r in placed}
     generator = LazyGenerator(config)
     backend = LazyBackend(config.entailment, config.runtime, max(config.runtime.batch_size, 8))
     with RunDir.open(output, config, argv=argv) as run:
@@ -414,7 +454,7 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             )
             return x, g["answer"], by_id[qid].references
 
-        _score_stage(run, list(by_id), inputs)
+        _score_stage(run, list(by_id), inputs, lambda qid: {"position": position[qid]})
         emb = {r.id: gens[r.id]["embedding"] for r in records if gens[r.id].get("embedding") is not None}
         evaluate.write_run_outputs(run, list(by_id), embeddings=emb or None)
         return run.path

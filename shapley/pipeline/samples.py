@@ -31,6 +31,8 @@ class SampleItem:
     p_true: float | None = None
     a4c_text: str | None = None
     embedding: list[float] | None = None
+    answer_given: bool = False
+    """Whether the line gave the judged answer (``answer`` beside ``references``); else it is ``samples[0]``."""
 
 
 def _open_text(path: Path) -> IO[str]:
@@ -107,6 +109,7 @@ def parse_sample_line(row: Any, where: str, lineno: int, n_samples: int | None =
         answer=answer,
         lineno=lineno,
         sample_logprobs=slp,
+        answer_given="references" in row and "answer" in row,
     )
     for name in ("answer_token_logprobs", "answer_token_entropies", "embedding"):
         if row.get(name) is not None:

@@ -16,6 +16,9 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
 * ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
   n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
   as a row of NaNs in ``metrics.csv``.
+* ``selection.csv``: which answer to return: per strategy (``first``, ``greedy``, ``largest_cluster``,
+  ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
+  (:func:`shapley.pipeline.selection.selection_table`, from the stored score records).
 
 Across runs: :func:`runs_table` and :func:`report` (``python -m shapley report DIR...``); :func:`beta_table`
 recomputes Table 5's beta ablation from a run's stored entailment matrices.

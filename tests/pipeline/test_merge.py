@@ -86,6 +86,18 @@ def test_bad_shard_is_refused_naming_the_flag(bad):
         parse_shard(bad)
 
 
+def test_cli_shard_flag(capsys):
+    p = cli.build_parser()
+    a = p.parse_args(["run", "--dataset", "triviaqa", "--output", "o", "--shard", "1/2"])
+    assert cli.config_from_args(a).data.shard == "1/2"
+    assert cli.config_from_args(p.parse_args(["run", "--dataset", "triviaqa", "--output", "o"])).data.shard is None
+    for bad in ("2/2", "x"):
+        with pytest.raises(SystemExit) as e:
+            p.parse_args(["score-samples", "f.jsonl", "--output", "o", "--shard", bad])
+        assert e.value.code == 2
+        assert "--shard" in capsys.readouterr().err
+
+
 def test_shard_lives_in_the_config_and_blocks_resuming_another_shard(tmp_path, monkeypatch):
     fakes.install_fake_entail(monkeypatch)
     inp = tmp_path / "in.jsonl"

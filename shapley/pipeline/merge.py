@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ from shapley.pipeline.store import (
     JsonlStore,
     RunDir,
     atomic_write_bytes,
+    canonical_json,
     encode_record,
     read_record,
     sha256_file,
@@ -134,7 +136,10 @@ def _check_finished(s: Shard) -> None:
 
 
 def _merged_config(config: RunConfig) -> RunConfig:
-    return config.replace(data=dataclasses.replace(config.data, shard=None))
+    return config.replace(
+        data=dataclasses.replace(config.data, shard=None),
+        runtime=dataclasses.replace(config.runtime, entail_cache=None),
+    )
 
 
 def _comparable(config: RunConfig) -> dict[str, Any]:
@@ -215,14 +220,16 @@ def _check_output(output: Path, shards: Sequence[Shard]) -> None:
 
 def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]]) -> dict[str, Any] | None:
     """Per-question embeddings for ER: the generations' (``run``) or the input file's (``score-samples``, when
-    the file is still where it was and unchanged); ``None`` when there are none."""
+    the file is still where it was and unchanged, else a note on stderr); ``None`` when there are none."""
     if config.command == "run":
         emb = {q: s.stores["generations"][q].get("embedding") for q, s in order}
         return {q: e for q, e in emb.items() if e is not None} or None
     path = config.data.path
-    if "ER" not in config.scoring.methods or path is None or not Path(path).is_file():
+    if "ER" not in config.scoring.methods or path is None:
         return None
-    if sha256_file(path) != config.data.sha256:
+    if not Path(path).is_file() or sha256_file(path) != config.data.sha256:
+        why = "is missing" if not Path(path).is_file() else "has changed"
+        print(f"note: the input file {path} {why}: ER cannot be refitted on the union and is skipped", file=sys.stderr)
         return None
     items = read_samples_file(path, n_samples=config.data.n_samples, limit=config.data.limit)
     ids = {q for q, _ in order}
@@ -269,6 +276,9 @@ def merge_runs(
             if first_prov.get(kind) is not None:
                 prov[kind] = first_prov[kind]
         prov[MERGED_FROM] = _provenance(shards)
+        if config.command == "run":  # the fingerprint the unsharded run records (experiment._store_questions)
+            questions = [s.stores["questions"][q] for q, s in order]
+            prov["questions_sha256"] = hashlib.sha256(canonical_json(questions).encode("utf-8")).hexdigest()
         run.save_config()
         evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order))
         return run.path

@@ -138,7 +138,7 @@ def test_entail_cache_setting_reaches_the_backend_and_is_a_runtime_setting(tmp_p
         RuntimeSettings(entail_cache=" ")
 
 
-def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, monkeypatch):
+def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, monkeypatch, capsys):
     fakes.install_fake_entail(monkeypatch)
     inp = tmp_path / "in.jsonl"
     _samples_input(inp)
@@ -165,6 +165,12 @@ def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, mon
     assert merge.merge_runs(list(reversed(shards)), merged) == merged
     for f in OUTPUTS:
         assert_same_table(full / f, merged / f)
+    # without the input file (it holds the embeddings) ER cannot be refitted: said, and skipped
+    inp.rename(tmp_path / "moved.jsonl")
+    capsys.readouterr()
+    merge.merge_runs(shards, tmp_path / "merged2")
+    assert "ER cannot be refitted" in capsys.readouterr().err
+    assert "ER" not in set(pd.read_csv(tmp_path / "merged2" / "metrics.csv")["method"])
 
 
 def test_run_in_three_shards_merges_to_the_unsharded_run(tmp_path, monkeypatch):
@@ -183,6 +189,8 @@ def test_run_in_three_shards_merges_to_the_unsharded_run(tmp_path, monkeypatch):
         assert list(a) == list(b) and a == b, stage
     sel = pd.read_csv(merged / "selection.csv").set_index("strategy")
     assert sel.loc["greedy", "n"] == 12
+    prov = [json.loads((d / "config.json").read_text())["provenance"] for d in (full, merged)]
+    assert prov[0]["questions_sha256"] == prov[1]["questions_sha256"]
 
 
 def test_a_shard_may_be_empty(tmp_path, monkeypatch):

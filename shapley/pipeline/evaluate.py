@@ -16,6 +16,9 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
 * ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
   n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
   as a row of NaNs in ``metrics.csv``.
+* ``comparisons.csv``: is the difference significant: each method against ``Shap`` on the questions both
+  scored, paired bootstrap of the AUROC difference, Holm-adjusted across the run's methods, ``outcome``
+  win / tie / loss (:func:`compare_methods`).
 * ``selection.csv``: which answer to return: per strategy (``first``, ``greedy``, ``largest_cluster``,
   ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
   (:func:`shapley.pipeline.selection.selection_table`, from the stored score records).
@@ -62,6 +65,26 @@ EXTRA_COLUMNS: tuple[str, ...] = ("note", "entailment_is_stand_in", "n_questions
 
 
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
+
+
+COMPARISON_COLUMNS: tuple[str, ...] = (
+    "method",
+    "reference",
+    "delta_auroc",
+    "lo",
+    "hi",
+    "p_value",
+    "p_holm",
+    "outcome",
+    "delong_p",
+    "n",
+    "note",
+)
+"""Columns of ``comparisons.csv`` (see :func:`compare_methods`)."""
+
+REFERENCE_METHOD = "Shap"
+SIGNIFICANCE = 0.05
+"""A method wins or loses against the reference when its Holm-adjusted p-value is below this; else a tie."""
 
 
 TABLE5_BETAS: tuple[float, ...] = (
@@ -215,6 +238,66 @@ def compute_metrics(
     return metrics, pd.DataFrame(srows, columns=list(SKIPPED_COLUMNS))
 
 
+def _comparison(
+    u: np.ndarray, u_ref: np.ndarray, correct: np.ndarray, *, n_boot: int, seed: int
+) -> tuple[dict[str, Any], str]:
+    """Paired bootstrap (and DeLong) of one method against the reference on the questions both scored."""
+    ok = ~np.isnan(u) & ~np.isnan(u_ref)
+    row: dict[str, Any] = {"delta_auroc": math.nan, "lo": math.nan, "hi": math.nan, "p_value": math.nan}
+    row.update(delong_p=math.nan, n=int(ok.sum()))
+    c = correct[ok]
+    if not ok.any():
+        return row, "no question scored by both"
+    if c.all() or not c.any():
+        return row, "one correctness class only on the shared questions: AUROC undefined"
+    a, b = _rankable(u[ok])[0], _rankable(u_ref[ok])[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r = metrics.paired_bootstrap(metrics.auroc, a, b, c, n_boot=n_boot, seed=seed)
+        row.update(delta_auroc=r.delta, lo=r.lo, hi=r.hi, p_value=r.p_value)
+        row["delong_p"] = metrics.delong_test(a, b, c).p_value
+    return row, ""
+
+
+def compare_methods(
+    scores: pd.DataFrame,
+    *,
+    methods: Sequence[str],
+    reference: str = REFERENCE_METHOD,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """``comparisons.csv``: each method of ``methods`` against ``reference`` on the same questions.
+
+    For each method, on the questions where both it and the reference have a score: ``delta_auroc`` =
+    AUROC(method) - AUROC(reference), its paired percentile bootstrap interval ``lo``/``hi`` and two-sided
+    ``p_value`` (:func:`shapley.core.metrics.paired_bootstrap`: one resample of the questions for both
+    methods, ``n_boot`` resamples seeded with ``seed``), ``p_holm`` (Holm's adjustment across the methods of the
+    run, :func:`shapley.core.metrics.holm`), ``outcome`` from the method's side (``win`` / ``loss`` when
+    ``p_holm`` < :data:`SIGNIFICANCE` and delta is positive / negative, else ``tie``), DeLong's p-value
+    ``delong_p`` beside it, ``n`` shared questions and a ``note``. Without reference scores the table is empty.
+    """
+    rows: list[dict[str, Any]] = []
+    if reference in scores and not scores[reference].isna().all():
+        u_ref = scores[reference].to_numpy(dtype=np.float64)
+        correct = scores["correct"].to_numpy(dtype=bool)
+        for m in methods:
+            if m == reference or m not in scores or scores[m].isna().all():
+                continue
+            row, note = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
+            rows.append({"method": m, "reference": reference, **row, "note": note})
+    out = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    if rows:
+        out["p_holm"] = metrics.holm(out["p_value"].to_numpy(dtype=np.float64))
+        significant = out["p_holm"] < SIGNIFICANCE
+        out["outcome"] = np.where(
+            significant & (out["delta_auroc"] > 0),
+            "win",
+            np.where(significant & (out["delta_auroc"] < 0), "loss", "tie"),
+        )
+    return out
+
+
 def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
     ent = record.get("provenance", {}).get("entailment") or {}
     is_nli = ent.get("is_nli")
@@ -271,8 +354,8 @@ def write_run_outputs(
     *,
     embeddings: Mapping[str, Sequence[float]] | None = None,
 ) -> Path:
-    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv`` and ``selection.csv`` of a run (for ``ids``;
-    default: all stored), in the order of ``ids``.
+    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv``, ``comparisons.csv`` and ``selection.csv`` of a run
+    (for ``ids``; default: all stored), in the order of ``ids``.
 
     ``embeddings`` (id -> vector) enables ``ER`` (fit on a seeded half, see
     :func:`shapley.pipeline.score.embedding_regression_scores`). ``selection.csv`` is
@@ -310,10 +393,12 @@ def write_run_outputs(
     chosen = selection.selection_table(
         records, threshold=config.scoring.threshold, n_boot=config.scoring.n_boot, seed=config.seed
     )
+    compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
     atomic_write_text(path / "scores.csv", df.to_csv(index=False))
     atomic_write_text(path / "metrics.csv", metrics.to_csv(index=False))
     atomic_write_text(path / "skipped.csv", skipped_df.to_csv(index=False))
     atomic_write_text(path / "selection.csv", chosen.to_csv(index=False))
+    atomic_write_text(path / "comparisons.csv", compared.to_csv(index=False))
     return path
 
 

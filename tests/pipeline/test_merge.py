@@ -21,7 +21,7 @@ from shapley.pipeline import experiment, merge, store
 from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings, parse_shard
 from tests import fakes
 
-OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "selection.csv")
+OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "selection.csv", "comparisons.csv")
 SCRIPTS = fakes.REPO / "scripts"
 
 

@@ -221,13 +221,13 @@ def score_record(
 
     Also stored: ``position`` (the question's place in the unsharded input, for ``merge``), each sample's
     correctness value ``sample_correctness``, the answers chosen by the selection strategies ``selected`` with
-    the exact Shapley values ``phi`` (:mod:`shapley.pipeline.selection`) and ``answer_source`` (what ``answer``
-    is: one of :data:`shapley.pipeline.selection.ANSWER_SOURCES`).
+    the exact Shapley values ``phi`` (or ``phi_note``: why not; :mod:`shapley.pipeline.selection`) and
+    ``answer_source`` (what ``answer`` is: one of :data:`shapley.pipeline.selection.ANSWER_SOURCES`).
     """
     metric = scoring.correctness_metric
     assert metric is not None, "the correctness metric is resolved before a run starts"
     value = float(correctness.similarity(answer, list(references), metric))
-    chosen, phi = selection.choose(x, scoring)
+    chosen, phi, phi_note = selection.choose(x, scoring)
     per_sample = [float(correctness.similarity(s, list(references), metric)) for s in x.samples or []]
     qs = _score.score_question_detailed(
         x,
@@ -251,6 +251,7 @@ def score_record(
         "sample_correctness": per_sample,
         "selected": chosen,
         "phi": phi,
+        "phi_note": phi_note,
     }
 
 

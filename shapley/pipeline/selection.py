@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
@@ -44,8 +45,9 @@ SAMPLE_STRATEGIES: tuple[str, ...] = ("first", "largest_cluster", "medoid", "min
 
 SELECTION_COLUMNS: tuple[str, ...] = ("strategy", "accuracy", "n", "lo", "hi", "note")
 
-PHI_MAX_N = 16
-"""Largest n for which ``min_phi`` computes the exact Shapley values (2**n log-determinants per question)."""
+PHI_MAX_N = 20
+"""Largest n for which ``min_phi`` computes the exact Shapley values (2**n log-determinants per question: the
+paper's n = 10 costs about a thousand, n = 20 about a million)."""
 
 ANSWER_SOURCES = ("greedy", "input", "first_sample")
 """What the judged answer of a score record is: the generator's greedy answer (``run``), the input's ``answer``
@@ -92,27 +94,28 @@ def _medoid(P: np.ndarray) -> int:
     return int(np.argmax(mean_to_others))
 
 
-def choose(x: ScoreInputs, scoring: ScoringSettings) -> tuple[dict[str, int | None], list[float] | None]:
+def choose(x: ScoreInputs, scoring: ScoringSettings) -> tuple[dict[str, int | None], list[float] | None, str]:
     """The sample each strategy of :data:`SAMPLE_STRATEGIES` picks for one question, and the exact Shapley values.
 
-    Returns ``(selected, phi)``: ``selected`` maps strategy -> sample index (``None`` where it cannot choose,
-    e.g. without an entailment matrix); ``phi`` is the (n,) list of per-answer Shapley values (nats) of the
-    run's R, or ``None`` where they are not computed (see the module docstring).
+    Returns ``(selected, phi, phi_note)``: ``selected`` maps strategy -> sample index (``None`` where it cannot
+    choose, e.g. without an entailment matrix); ``phi`` is the (n,) list of per-answer Shapley values (nats) of
+    the run's R, or ``None`` where they are not computed, ``phi_note`` then saying why (see the module
+    docstring); ``phi_note`` is empty when ``phi`` is computed.
     """
     n = 0 if x.samples is None else len(x.samples)
     selected: dict[str, int | None] = dict.fromkeys(SAMPLE_STRATEGIES)
     if n == 0:
-        return selected, None
+        return selected, None, "no samples"
     selected["first"] = 0
     if x.entail is None:
-        return selected, None
+        return selected, None, "no entailment matrix"
     P = np.asarray(x.entail, dtype=np.float64)
     selected["largest_cluster"] = _largest_cluster(x, scoring)
     selected["medoid"] = _medoid(P)
-    phi, _ = _phi(x, scoring)
+    phi, why = _phi(x, scoring)
     if phi is not None:
         selected["min_phi"] = int(np.argmin(np.asarray(phi)))
-    return selected, phi
+    return selected, phi, why
 
 
 def _greedy_correct(r: Mapping[str, Any]) -> bool | None:
@@ -152,6 +155,9 @@ def _picks(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float
         note = f"{old} record(s) lack sample_correctness/selected (made by an older version): not counted"
     elif len(out) < len(records):
         note = f"no choice on {len(records) - len(out)} of {len(records)} questions"
+        if strategy == "min_phi":
+            why = Counter(str(r.get("phi_note") or "") for r in records if r.get("phi") is None)
+            note += "".join(f"; {k} ({v})" for k, v in why.most_common() if k)
     return out, note
 
 

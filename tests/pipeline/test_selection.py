@@ -42,8 +42,8 @@ def _brute_force_phi(R: np.ndarray) -> np.ndarray:
 
 def test_min_phi_picks_the_answer_that_agrees_with_all_others():
     x = ScoreInputs(id="q", samples=["Vienna", "Vienna, Austria", "Austria"], entail=MIDDLE)
-    chosen, phi = selection.choose(x, ScoringSettings())
-    assert phi is not None
+    chosen, phi, note = selection.choose(x, ScoringSettings())
+    assert phi is not None and note == ""
     np.testing.assert_allclose(phi, _brute_force_phi(kernel_matrix(correlation_matrix(MIDDLE), 0.5)), atol=1e-12)
     assert int(np.argmin(phi)) == 1 and phi[1] < phi[0] - 0.01
     assert chosen == {"first": 0, "largest_cluster": 0, "medoid": 1, "min_phi": 1}
@@ -58,7 +58,7 @@ def test_largest_cluster_takes_its_most_likely_member_and_ties_go_first():
     assert selection.choose(x, ScoringSettings())[0]["largest_cluster"] == 1
     # three answers that are all alike: every phi equal, every mean similarity equal -> the first answer
     same = np.full((3, 3), 0.2) + 0.8 * np.eye(3)
-    chosen, phi = selection.choose(ScoreInputs(id="q", samples=["a", "b", "c"], entail=same), ScoringSettings())
+    chosen, phi, _ = selection.choose(ScoreInputs(id="q", samples=["a", "b", "c"], entail=same), ScoringSettings())
     assert phi is not None and np.ptp(phi) < 1e-12
     assert chosen == {"first": 0, "largest_cluster": 0, "medoid": 0, "min_phi": 0}
 
@@ -66,10 +66,17 @@ def test_largest_cluster_takes_its_most_likely_member_and_ties_go_first():
 def test_min_phi_is_skipped_beyond_the_exact_limit_and_without_entailment():
     n = selection.PHI_MAX_N + 1
     P = np.full((n, n), 0.3) + 0.7 * np.eye(n)
-    chosen, phi = selection.choose(ScoreInputs(id="q", samples=["s"] * n, entail=P), ScoringSettings())
+    chosen, phi, note = selection.choose(ScoreInputs(id="q", samples=["s"] * n, entail=P), ScoringSettings())
     assert phi is None and chosen["min_phi"] is None and chosen["medoid"] == 0
-    chosen, phi = selection.choose(ScoreInputs(id="q", samples=["a", "b"]), ScoringSettings())
+    assert note == f"n = {n} > {selection.PHI_MAX_N} samples: exact Shapley values not computed"
+    chosen, phi, note = selection.choose(ScoreInputs(id="q", samples=["a", "b"]), ScoringSettings())
     assert phi is None and chosen == {"first": 0, "largest_cluster": None, "medoid": None, "min_phi": None}
+    assert note == "no entailment matrix"
+    # the reason reaches selection.csv
+    rec = {"id": "q", "correct": True, "answer_source": "greedy", "sample_correctness": [1.0] * n, "phi": None}
+    rec.update(selected={**chosen, "first": 0}, phi_note=f"n = {n} > {selection.PHI_MAX_N} samples")
+    t = selection.selection_table([rec], threshold=0.3, n_boot=10).set_index("strategy")
+    assert t.loc["min_phi", "n"] == 0 and f"n = {n} > {selection.PHI_MAX_N} samples (1)" in t.loc["min_phi", "note"]
 
 
 def _rec(correct: bool, values: list[float], picks: dict, source: str | None = "greedy") -> dict:

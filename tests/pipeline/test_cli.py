@@ -154,7 +154,7 @@ def test_uqnlg_layout_single_sample_empty_answers_and_unicode(tmp_path, fake_ent
         {"id": "c", "question": "Q?", "answer": "Mozart", "samples": ["Mozart"], "samples_cleaned": ["Haydn"]},
     ]
     inp = _write(tmp_path / "uq.jsonl", rows)
-    out = experiment.score_samples(fakes.samples_config(inp, n_boot=10), tmp_path / "run")
+    out = experiment.score_samples(fakes.samples_config(inp, n_boot=10, reference_field="answer"), tmp_path / "run")
     s = pd.read_csv(out / "scores.csv", dtype={"id": str}).set_index("id")
     assert s.loc["a", "Shap"] == pytest.approx(shapley.HALF_LOG_2PIE)  # n = 1: h of a standard normal
     assert s["Shap"].map(math.isfinite).all()
@@ -226,7 +226,7 @@ def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
         pytest.skip("no local data folder")
     if not f.is_file():
         pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
-    items = read_samples_file(f, n_samples=5, limit=15)
+    items = read_samples_file(f, n_samples=5, limit=15, reference_field="answer")
     ref = load_triviaqa_llama13b_samples(f, n_samples=5, limit=15)
     assert [i.id for i in items] == [r["id"] for r in ref]
     assert [i.samples for i in items] == [r["samples"] for r in ref]  # same mapping as the data module
@@ -252,6 +252,8 @@ def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
                 "triviaqa",
                 "--model-label",
                 "llama-13b",
+                "--reference-field",
+                "answer",
             ]
         )
         == 0
@@ -323,6 +325,8 @@ def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
             "--n-boot",
             "50",
             "--no-progress",
+            "--reference-field",
+            "answer",
         ]
     )
     assert rc == 0

@@ -55,11 +55,11 @@ def test_read_samples_file_layouts_gz_and_truncation(tmp_path):
     }
     with gzip.open(p, "wt", encoding="utf-8") as f:
         f.write(json.dumps(uq) + "\n")
-    (it,) = read_samples_file(p)
+    (it,) = read_samples_file(p, reference_field="answer")
     assert it.references == ["Botswana"] and it.samples == ["Botswana", "", "Namibia"] and it.answer == "Botswana"
-    (it,) = read_samples_file(p, n_samples=2)
+    (it,) = read_samples_file(p, n_samples=2, reference_field="answer")
     assert it.samples == ["Botswana", ""]
     with pytest.raises(ValueError, match="fewer than --n-samples 5"):
-        read_samples_file(p, n_samples=5)
+        read_samples_file(p, n_samples=5, reference_field="answer")
     rows = make_samples_file(tmp_path / "many.jsonl", 10)
     assert [i.id for i in read_samples_file(tmp_path / "many.jsonl", limit=3)] == [r["id"] for r in rows[:3]]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from shapley.pipeline import store as runs
-from shapley.pipeline.config import RunConfig
+from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig
 from shapley.pipeline.experiment import run_stage
 from tests import fakes
 
@@ -125,7 +125,7 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
     with runs.RunDir.open(d, config, argv=["prog", "--beta", "0.5"]) as run:
         assert not run.resumed
         cfg = json.loads((d / "config.json").read_text())
-        assert cfg["schema"] == 2 and RunConfig.from_stored(cfg) == config
+        assert cfg["schema"] == CONFIG_SCHEMA == 3 and RunConfig.from_stored(cfg) == config
         prov = cfg["provenance"]
         assert set(prov["versions"]) == set(runs.VERSIONED_PACKAGES)
         assert prov["versions"]["numpy"] == np.__version__
@@ -183,7 +183,7 @@ def test_schema1_config_is_read_and_migrated_on_resume(tmp_path):
     with runs.RunDir.open(d, fakes.with_limit(old, 7)) as run:
         assert run.resumed
     cfg = json.loads((d / "config.json").read_text())
-    assert cfg["schema"] == 2 and "settings" not in cfg
+    assert cfg["schema"] == CONFIG_SCHEMA and "settings" not in cfg
     assert cfg["invocations"][-1]["migrated_from_schema"] == 1
     assert runs.read_config(d) == fakes.with_limit(old, 7)
 

@@ -326,7 +326,7 @@ def _cmd_beta_sweep(a: argparse.Namespace) -> int:
     summary, per_q = evaluate.beta_table(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot)
     out = Path(a.output) if a.output else Path(a.run_dir) / "beta_sweep.csv"
     atomic_write_text(out, summary.to_csv(index=False))
-    atomic_write_text(out.with_name(out.stem + "_per_question.csv"), per_q.to_csv(index=False))
+    atomic_write_text(out.with_name(out.stem + "_per_question.csv"), evaluate.csv_text(per_q))
     print(evaluate.markdown_table(summary, digits=5))
     print(f"wrote {out}")
     return 0

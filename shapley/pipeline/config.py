@@ -71,7 +71,8 @@ class DataSettings:
 
     ``dataset``: the dataset name (``run``) or its label in the tables (``score-samples``). ``source``:
     ``auto`` / ``local`` / ``online`` for ``run``, ``file`` for ``score-samples``. ``path``: the local
-    dataset file or the input file; ``sha256`` its fingerprint (filled in by the pipeline). ``limit``:
+    dataset file or the input file (the pipeline stores it relative to the repository, so that no
+    machine-specific path is recorded); ``sha256`` its fingerprint (filled in by the pipeline). ``limit``:
     the first K questions. ``n_samples`` (``score-samples``): keep the first N samples of each line.
     ``model_label`` (``score-samples``): the model that generated the input, for the tables.
     ``reference_field`` (``score-samples``): the input field holding the reference answers, ``references``

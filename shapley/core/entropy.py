@@ -60,7 +60,8 @@ NAIVE_MAX_N = 12
 2 s at n = 12 on one core and more than doubles with every further answer (n = 25: many hours)."""
 
 MC_MEMORY_BYTES = 256 * 2**20
-"""Working-memory budget (bytes) of :func:`shapley_values_mc`; its permutations are processed in chunks that fit."""
+"""Working-memory budget (bytes) of :func:`shapley_values_mc`'s permutation chunks (besides a few (n, n) copies
+of R); the sampled orders are processed in chunks that fit."""
 
 _MC_BYTES_PER_ENTRY = 32
 """Bytes budgeted per entry of one permuted (n, n) matrix in a Monte-Carlo chunk: the matrix and its Cholesky
@@ -216,10 +217,10 @@ def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
         ValueError: ``v`` is not of length ``2**n`` for some n >= 1, or a marginal is ``(-inf) - (-inf)``.
 
     Examples:
-        >>> game_shapley_values([0.0, 1.0, 1.0, 3.0])  # a symmetric two-player game shares v(N) equally
-        array([1.5, 1.5])
-        >>> game_shapley_values([0.0, 1.0, 0.0, 1.0])  # player 1 adds nothing
-        array([1., 0.])
+        >>> game_shapley_values([0.0, 1.0, 1.0, 3.0]).tolist()  # a symmetric two-player game shares v(N) equally
+        [1.5, 1.5]
+        >>> game_shapley_values([0.0, 1.0, 0.0, 1.0]).tolist()  # player 1 adds nothing
+        [1.0, 0.0]
     """
     vals = np.asarray(v, dtype=np.float64)
     n = int(vals.size).bit_length() - 1
@@ -398,8 +399,9 @@ def shapley_values(
 
     Returns:
         (n,) array ``phi`` with ``phi.sum() == gaussian_entropy(R)`` (efficiency) up to round-off whenever
-        the entropy is finite. For a singular R (the module's rule) entries are ``-inf``, or a ``ValueError``
-        says they are undefined (``"monte_carlo"`` always refuses a singular R).
+        the entropy is finite (for ``"monte_carlo"``, round-off that grows with R's condition number). For a
+        singular R (the module's rule) entries are ``-inf``, or a ``ValueError`` says they are undefined
+        (``"monte_carlo"`` always refuses a singular R).
 
     Raises:
         ValueError: bad input, unknown method, n above the method's limit, undefined values.

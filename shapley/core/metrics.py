@@ -56,6 +56,12 @@ def auroc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
 
     Args:
         uncertainty: (m,) finite scores. correct: (m,) booleans.
+
+    Examples:
+        >>> auroc([0.1, 0.2, 0.8, 0.9], [True, True, False, False])  # a perfect ranking
+        1.0
+        >>> auroc([0.5, 0.5, 0.5, 0.5], [True, False, True, False])  # no information: chance
+        0.5
     """
     u, c = _inputs(uncertainty, correct)
     if _one_class(c, "AUROC"):
@@ -72,6 +78,10 @@ def accuracy_rejection_curve(uncertainty: ArrayLike, correct: ArrayLike) -> NDAr
 
     Returns:
         (m,) array; entry k-1 is the accuracy when the ``m - k`` most uncertain answers are rejected.
+
+    Examples:
+        >>> np.round(accuracy_rejection_curve([0.1, 0.2, 0.8, 0.9], [True, True, False, False]), 4).tolist()
+        [1.0, 1.0, 0.6667, 0.5]
     """
     u, c = _inputs(uncertainty, correct)
     order = np.argsort(u, kind="stable")
@@ -84,7 +94,12 @@ def accuracy_rejection_curve(uncertainty: ArrayLike, correct: ArrayLike) -> NDAr
 
 
 def auarc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
-    """Area under the accuracy-rejection curve: mean accuracy over all rejection levels (higher is better)."""
+    """Area under the accuracy-rejection curve: mean accuracy over all rejection levels (higher is better).
+
+    Examples:
+        >>> round(auarc([0.1, 0.2, 0.8, 0.9], [True, True, False, False]), 4)  # mean of 1, 1, 2/3, 1/2
+        0.7917
+    """
     return float(np.mean(accuracy_rejection_curve(uncertainty, correct)))
 
 
@@ -93,6 +108,12 @@ def prr(uncertainty: ArrayLike, correct: ArrayLike) -> float:
 
     ``(AUARC(u) - acc) / (AUARC(oracle) - acc)`` where the oracle rejects incorrect answers first and
     random rejection has AUARC equal to the accuracy. 1 is oracle, 0 random, negative worse than random.
+
+    Examples:
+        >>> round(prr([0.1, 0.2, 0.8, 0.9], [True, True, False, False]), 12)  # rejects wrong answers first: oracle
+        1.0
+        >>> round(prr([0.9, 0.8, 0.2, 0.1], [True, True, False, False]), 12)  # the worst order
+        -1.0
     """
     u, c = _inputs(uncertainty, correct)
     if _one_class(c, "PRR"):
@@ -115,6 +136,14 @@ def bootstrap_ci(
 
     Questions are resampled with replacement; resamples where the metric is NaN (one class only) are
     dropped. Returns (lo, hi) at level ``1 - alpha``; (NaN, NaN) if no resample is defined.
+
+    Examples:
+        >>> rng = np.random.default_rng(0)
+        >>> correct = rng.random(200) < 0.5
+        >>> u = rng.normal(size=200) - correct  # wrong answers a little more uncertain
+        >>> lo, hi = bootstrap_ci(auroc, u, correct, n_boot=200)
+        >>> bool(lo < auroc(u, correct) < hi), bool(0.5 < lo)
+        (True, True)
     """
     if int(n_boot) != n_boot or n_boot < 1:
         raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")

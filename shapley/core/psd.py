@@ -22,10 +22,9 @@ The PSD test is relative to R's scale: R is PSD when no eigenvalue lies below ``
 (:func:`is_singular`; the rule and its consequences are in :mod:`shapley.core.entropy`).
 
 Every repair emits a :class:`PSDRepairWarning`. ``eps`` (a number with ``0 < eps < 1``, checked by every
-function that takes it) defaults to ``1e-6``: a repaired matrix is
-positive definite, so its log-det is finite, but it sits close to singular and its entropy is
-dominated by ``ln(eps)``-sized terms. The repair is an explicit modelling choice, not a fix of the
-data.
+function that takes it) defaults to ``1e-6``: a repaired matrix is positive definite, so its log-det is
+finite, but it sits close to singular and its entropy is dominated by ``ln(eps)``-sized terms. The repair is
+an explicit modelling choice, not a fix of the data.
 
 Guaranteed bounds (Gershgorin): with every off-diagonal entry of the beta = 1 kernel in
 ``[exp(-1/2), 1]``, the paper bounds ``|lambda| <= n`` and concludes that beta <= 1/(n+1) is safe.

@@ -23,6 +23,12 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
   ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
   (:func:`shapley.pipeline.selection.selection_table`, from the stored score records).
 
+Ids in CSV files: every CSV output with an ``id`` column writes it through :func:`csv_text`, which escapes
+an id that a spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a
+carriage return) by prefixing a single quote, as spreadsheet tools expect; an id starting with a quote gets
+one more, so that :func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and
+``"null"`` included, never a missing value).
+
 Across runs: :func:`runs_table` and :func:`report` (``python -m shapley report DIR...``); :func:`beta_table`
 recomputes Table 5's beta ablation from a run's stored entailment matrices.
 """
@@ -107,6 +113,37 @@ TABLE5_BETAS: tuple[float, ...] = (
     0.9,
     1.0,
 )
+
+
+CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+"""Leading characters that make a spreadsheet read a cell as a formula (escaped in CSV outputs)."""
+
+
+def escape_csv_id(text: str) -> str:
+    """``text`` as written to a CSV cell: a quote prefixed where it starts like a formula (or with a quote)."""
+    return "'" + text if text.startswith((*CSV_FORMULA_PREFIXES, "'")) else text
+
+
+def unescape_csv_id(text: str) -> str:
+    """Inverse of :func:`escape_csv_id`."""
+    return text[1:] if text.startswith("'") else text
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV text (no index), its ``id`` column escaped with :func:`escape_csv_id`."""
+    if "id" in df:
+        df = df.assign(id=[escape_csv_id(str(i)) for i in df["id"]])
+    return df.to_csv(index=False)
+
+
+def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
+    """A CSV written by :func:`csv_text`, its ``id`` column read back exactly, as strings (no value is taken
+    for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
+    df = pd.read_csv(path, **kw)
+    if "id" in df:
+        ids = pd.read_csv(path, usecols=["id"], dtype=str, keep_default_na=False)["id"]
+        df["id"] = [unescape_csv_id(i) for i in ids]
+    return df
 
 
 def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | None = None) -> pd.DataFrame:
@@ -394,7 +431,7 @@ def write_run_outputs(
         records, threshold=config.scoring.threshold, n_boot=config.scoring.n_boot, seed=config.seed
     )
     compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
-    atomic_write_text(path / "scores.csv", df.to_csv(index=False))
+    atomic_write_text(path / "scores.csv", csv_text(df))
     atomic_write_text(path / "metrics.csv", metrics.to_csv(index=False))
     atomic_write_text(path / "skipped.csv", skipped_df.to_csv(index=False))
     atomic_write_text(path / "selection.csv", chosen.to_csv(index=False))
@@ -421,7 +458,7 @@ def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """A run's per-question scores: ``scores.csv`` if written, else built from ``scores.jsonl``."""
     f = Path(run_dir) / "scores.csv"
     if f.is_file():
-        return pd.read_csv(f, dtype={"id": str})
+        return read_csv_ids(f)
     recs = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
     return scores_frame(list(recs.values()), read_config(run_dir).scoring.methods)
 

@@ -31,13 +31,13 @@ from typing import Any, TypeVar
 from shapley.pipeline import evaluate
 from shapley.pipeline.config import RunConfig, flag_of, parse_shard
 from shapley.pipeline.samples import read_samples_file
+from shapley.pipeline.settings import REPO_ROOT
 from shapley.pipeline.store import (
     CONFIG_FILE,
     STAGE_FILES,
     JsonlStore,
     RunDir,
     atomic_write_bytes,
-    canonical_json,
     encode_record,
     read_record,
     sha256_file,
@@ -133,6 +133,12 @@ def _check_finished(s: Shard) -> None:
             )
         if not isinstance(r.get("position"), int):
             raise ValueError(f"{s.name}: the score record of {qid!r} has no 'position' (made by an older version)")
+        limit = s.config.data.limit
+        if limit is not None and r["position"] >= limit:
+            raise ValueError(
+                f"{s.name} stores questions beyond its --limit {limit} (an earlier call had a larger one); "
+                "rerun it with the --limit of its stored questions"
+            )
 
 
 def _merged_config(config: RunConfig) -> RunConfig:
@@ -224,14 +230,20 @@ def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]]) -> dict[s
     if config.command == "run":
         emb = {q: s.stores["generations"][q].get("embedding") for q, s in order}
         return {q: e for q, e in emb.items() if e is not None} or None
-    path = config.data.path
-    if "ER" not in config.scoring.methods or path is None:
+    if "ER" not in config.scoring.methods or config.data.path is None:
         return None
-    if not Path(path).is_file() or sha256_file(path) != config.data.sha256:
-        why = "is missing" if not Path(path).is_file() else "has changed"
+    path = Path(config.data.path)
+    path = path if path.is_absolute() else REPO_ROOT / path  # stored relative to the repository
+    if not path.is_file() or sha256_file(path) != config.data.sha256:
+        why = "is missing" if not path.is_file() else "has changed"
         print(f"note: the input file {path} {why}: ER cannot be refitted on the union and is skipped", file=sys.stderr)
         return None
-    items = read_samples_file(path, n_samples=config.data.n_samples, limit=config.data.limit)
+    items = read_samples_file(
+        path,
+        n_samples=config.data.n_samples,
+        limit=config.data.limit,
+        reference_field=config.data.reference_field or "references",
+    )
     ids = {q for q, _ in order}
     return {it.id: it.embedding for it in items if it.id in ids and it.embedding is not None} or None
 
@@ -246,6 +258,7 @@ def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:
                 "shard": s.config.data.shard,
                 "n_questions": len(s.stores["scores"]),
                 "created": prov.get("created"),
+                "questions_sha256": prov.get("questions_sha256"),
                 "git": prov.get("git"),
                 "device": prov.get("device"),
             }
@@ -276,9 +289,7 @@ def merge_runs(
             if first_prov.get(kind) is not None:
                 prov[kind] = first_prov[kind]
         prov[MERGED_FROM] = _provenance(shards)
-        if config.command == "run":  # the fingerprint the unsharded run records (experiment._store_questions)
-            questions = [s.stores["questions"][q] for q, s in order]
-            prov["questions_sha256"] = hashlib.sha256(canonical_json(questions).encode("utf-8")).hexdigest()
         run.save_config()
+        run.record_outputs(len(order))
         evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order))
         return run.path

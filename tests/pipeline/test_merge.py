@@ -40,6 +40,13 @@ def assert_same_table(a: Path, b: Path, atol: float = 1e-6) -> None:
             assert u.fillna("").astype(str).tolist() == v.fillna("").astype(str).tolist(), f"{a.name}:{col}"
 
 
+def _content(path: Path) -> dict[str, dict]:
+    """A stage file's records without what records how they were computed: the batch (``chunk``) they were
+    computed in, and the fingerprint of their inputs (which covers the upstream record's ``chunk``)."""
+    recs = store.JsonlStore(path).load(repair=False)
+    return {k: {f: v for f, v in r.items() if f not in (store.CHUNK_KEY, store.UPSTREAM_KEY)} for k, r in recs.items()}
+
+
 def _samples_input(path: Path, n: int = 36) -> None:
     """A score-samples input with every optional field that a cross-question step reads (embeddings for ER,
     log-probs for SE / NE / largest_cluster, a judged answer on every other line for 'greedy')."""
@@ -156,8 +163,7 @@ def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, mon
     # the merged directory is a run directory of the unsharded settings, stage records in the unsharded order
     assert store.read_config(merged) == store.read_config(full).replace(runtime=config.runtime)
     for stage in ("entailment", "scores"):
-        a = store.JsonlStore(full / store.STAGE_FILES[stage]).load(repair=False)
-        b = store.JsonlStore(merged / store.STAGE_FILES[stage]).load(repair=False)
+        a, b = _content(full / store.STAGE_FILES[stage]), _content(merged / store.STAGE_FILES[stage])
         assert list(a) == list(b) and a == b
     prov = json.loads((merged / "config.json").read_text())["provenance"]
     assert [d["shard"] for d in prov["merged_from"]] == ["0/3", "1/3", "2/3"]
@@ -184,13 +190,13 @@ def test_run_in_three_shards_merges_to_the_unsharded_run(tmp_path, monkeypatch):
     for f in OUTPUTS:
         assert_same_table(full / f, merged / f)
     for stage in ("questions", "generations", "entailment", "scores"):
-        a = store.JsonlStore(full / store.STAGE_FILES[stage]).load(repair=False)
-        b = store.JsonlStore(merged / store.STAGE_FILES[stage]).load(repair=False)
+        a, b = _content(full / store.STAGE_FILES[stage]), _content(merged / store.STAGE_FILES[stage])
         assert list(a) == list(b) and a == b, stage
     sel = pd.read_csv(merged / "selection.csv").set_index("strategy")
     assert sel.loc["greedy", "n"] == 12
-    prov = [json.loads((d / "config.json").read_text())["provenance"] for d in (full, merged)]
-    assert prov[0]["questions_sha256"] == prov[1]["questions_sha256"]
+    merged_from = json.loads((merged / "config.json").read_text())["provenance"]["merged_from"]
+    shard_prov = [json.loads((d / "config.json").read_text())["provenance"] for d in shards]
+    assert [m["questions_sha256"] for m in merged_from] == [p["questions_sha256"] for p in shard_prov]
 
 
 def test_a_shard_may_be_empty(tmp_path, monkeypatch):
@@ -259,6 +265,15 @@ def test_merge_refuses_shards_of_different_settings(three_shards, tmp_path, caps
     assert not (tmp_path / "m").exists()
 
 
+def test_merge_refuses_shards_that_store_more_than_their_limit(three_shards, tmp_path, capsys):
+    config, s = three_shards  # 15 questions each side of the split
+    limited = config.replace(data=replace(config.data, limit=12))
+    for i, d in enumerate(s):  # a later call with a lower --limit: the earlier questions stay stored
+        experiment.score_samples(_with_shard(limited, f"{i}/3"), d)
+    rc, err = _merge_cli(s, tmp_path / "m", capsys)
+    assert rc == 2 and "beyond its --limit 12" in err
+
+
 def test_merge_refuses_overlapping_questions(three_shards, tmp_path, capsys):
     _, s = three_shards
     # a record of shard 1 smuggled into shard 0 (with a valid checksum): the question is in two shards
@@ -266,7 +281,7 @@ def test_merge_refuses_overlapping_questions(three_shards, tmp_path, capsys):
     ent = store.JsonlStore(s[1] / "entailment.jsonl").load(repair=False)[rec["id"]]
     for stage, r in (("scores", rec), ("entailment", ent)):
         with open(s[0] / store.STAGE_FILES[stage], "ab") as f:
-            f.write(store.encode_record(r))
+            f.write(store.encode_record({**r, store.CHUNK_KEY: [r["id"]]}))  # a whole chunk of its own
     rc, err = _merge_cli(s, tmp_path / "m", capsys)
     assert rc == 2 and f"question {rec['id']!r} belongs to shard 1/3" in err and "overlapping" in err
     # the same shard id under two different shard labels cannot pass either: union_order names both directories

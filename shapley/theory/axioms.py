@@ -63,7 +63,7 @@ CLUSTER_THRESHOLD = 0.5
 N_RANGES: dict[str, tuple[int, int]] = {"1": (3, 6), "2": (3, 6), "3": (3, 5)}
 """Number of answers drawn per property (Property 3 adds g: joint matrices up to 6 x 6)."""
 
-FULL_MAX_EXAMPLES = 1000
+FULL_MAX_EXAMPLES = 2000
 """Examples per cell of the stored full-size table (``make axioms``)."""
 
 SHRINK_BUDGET = 400
@@ -537,6 +537,73 @@ def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str
     import pandas as pd
 
     return pd.DataFrame(axiom_rows(max_examples, seed, estimators))
+
+
+def short_verdict(verdict: str) -> str:
+    """A grid label: ``"fails"``, ``"none in N"`` or ``"n/a"``.
+
+    Examples:
+        >>> short_verdict(no_counterexample(2000)), short_verdict(NOT_APPLICABLE)
+        ('none in 2000', 'n/a')
+    """
+    if verdict == NOT_APPLICABLE:
+        return "n/a"
+    return verdict.replace("no counterexample in ", "none in ").replace(" examples", "")
+
+
+def cell_id(est: str, prop: str, reading: str) -> str:
+    """An HTML anchor for a cell's counterexample, e.g. ``cex-shap-3-rv``."""
+    return f"cex-{est.lower()}-{prop}-{reading}"
+
+
+def verdict_grid(table: pd.DataFrame, reading: str) -> pd.DataFrame:
+    """Estimator x property grid of :func:`short_verdict` labels for one reading (estimators in table order)."""
+    sub = table[table.reading == reading]
+    grid = sub.pivot(index="estimator", columns="property", values="verdict").map(short_verdict)
+    grid = grid.reindex(list(dict.fromkeys(sub.estimator)))
+    grid.columns = [f"Property {c}" for c in grid.columns]
+    grid.columns.name, grid.index.name = None, None
+    return grid
+
+
+def counterexample_lines(counterexample: str) -> list[str]:
+    """A stored counterexample (the JSON of :func:`describe`) as plain-text lines for the book."""
+    ce = json.loads(counterexample)
+    name = "C" if "C" in ce else "R"
+    M = np.asarray(ce[name], dtype=np.float64)
+    lines = [f"{name} ({M.shape[0]} x {M.shape[0]}) ="]
+    lines += ["  " + " ".join(f"{x:7.4g}" for x in row) for row in M]
+    if "p" in ce:
+        lines.append("likelihoods p = " + ", ".join(f"{q:g}" for q in ce["p"]))
+    if "argmin" in ce:
+        lines.append(f"answer with the smallest Shapley value: m = {ce['argmin']}")
+    if "g" in ce:
+        lines.append(f"g is answer {ce['g']}; premise holds (smallest margin {ce['premise_margin']:g})")
+    lines.append(f"replaced answer {ce['replaced']}: required {ce['required']}")
+    lines.append(f"old = {ce['old']}, new = {ce['new']}, change = {ce['change']}")
+    return lines
+
+
+def prefix_mismatches(short: pd.DataFrame, full: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """Cells where a short run (N examples) disagrees with a longer one of the same seed. Each cell's search
+    replays the same draws, so a failure found in N examples must be the longer run's failure, with the same
+    counterexample and example count, and a cell with none in N must have none in the longer run or a first
+    counterexample after example N. Returns the (estimator, property, reading) keys that break this."""
+    keys = ["estimator", "property", "reading"]
+    merged = short.merge(full, on=keys, suffixes=("", "_full"))
+    bad = []
+    for _, r in merged.iterrows():
+        if r.verdict == FAILS:
+            same = (r.verdict_full, r.counterexample_full, r.examples_full) == (FAILS, r.counterexample, r.examples)
+        elif r.verdict == NOT_APPLICABLE:
+            same = r.verdict_full == NOT_APPLICABLE
+        else:
+            same = r.verdict_full != FAILS or r.examples_full > r.examples
+        if not same:
+            bad.append((r.estimator, r.property, r.reading))
+    if len(merged) != len(short):
+        raise ValueError("the short table has cells that the full table lacks")
+    return bad
 
 
 def settings(max_examples: int, seed: int) -> dict[str, Any]:

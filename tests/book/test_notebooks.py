@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-THEORY = ("psd", "properties", "mozart")
+THEORY = ("psd", "properties", "mozart", "axioms")
 CELL_TIMEOUT_S = 300
 
 

@@ -62,4 +62,4 @@ clean:
 # The three properties for every estimator (results/axioms): a seeded search, full size, one core, a few minutes.
 .PHONY: axioms
 axioms: setup
-	OMP_NUM_THREADS=1 $(BIN)/python -m shapley.theory.axioms --out results/axioms
+	OMP_NUM_THREADS=1 $(BIN)/python -m shapley.theory --out results/axioms

@@ -28,7 +28,7 @@ table needs neither hypothesis nor a GPU: each (estimator, property, reading) ce
 a longer one. Verdicts: ``"fails"`` (with the shrunk counterexample), ``"no counterexample in N examples"``
 (never "holds": nothing here is a proof), ``"not applicable"``.
 
-Run ``python -m shapley.theory.axioms --out results/axioms`` (``make axioms``) for the full-size table.
+Run ``python -m shapley.theory --out results/axioms`` (``make axioms``) for the full-size table.
 """
 
 from __future__ import annotations
@@ -634,8 +634,10 @@ def write_axiom_table(out_dir: str | Path, max_examples: int = FULL_MAX_EXAMPLES
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m shapley.theory.axioms [--max-examples N] [--seed S] [--out DIR]``."""
-    parser = argparse.ArgumentParser(description="The paper's three properties for every estimator.")
+    """``python -m shapley.theory [--max-examples N] [--seed S] [--out DIR]`` (see ``shapley/theory/__main__.py``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m shapley.theory", description="The paper's three properties for every estimator."
+    )
     parser.add_argument("--max-examples", type=int, default=FULL_MAX_EXAMPLES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results/axioms")
@@ -644,7 +646,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--max-examples must be at least 1")
     print(write_axiom_table(args.out, args.max_examples, args.seed))
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -88,3 +88,8 @@ lint: setup
 clean:
 	rm -rf _build .jupyter_cache
 	rm -f $(patsubst %.md,%.ipynb,$(NOTEBOOKS))
+
+# The three properties for every estimator (results/axioms): a seeded search, full size, one core, a few minutes.
+.PHONY: axioms
+axioms: setup
+	OMP_NUM_THREADS=1 $(BIN)/python -m shapley.theory --out results/axioms

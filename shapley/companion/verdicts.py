@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -94,7 +94,8 @@ class Rule:
 
     ``evidence``: book pages (toc paths, no suffix); ``functions``: dotted names of the package functions
     that compute the evidence; ``note``: a template filled by :func:`facts`; ``command``: for
-    ``not reproducible here``, a command (or a shell pipeline of commands) that would settle it.
+    ``not reproducible here``, a command (or a shell pipeline of commands) that would settle it;
+    ``readings_from``: computes the readings (each with its verdict) instead of ``readings``.
     """
 
     claim_id: str
@@ -104,6 +105,14 @@ class Rule:
     functions: tuple[str, ...] = ()
     readings: tuple[Reading, ...] = ()
     command: str = ""
+    readings_from: Callable[[], tuple[Reading, ...]] | None = None
+
+
+def _prop35_readings() -> tuple[Reading, ...]:
+    """Proposition 3.5 reading by reading, as ``shapley.theory.properties.prop35_readings`` decides it."""
+    from shapley.theory.properties import prop35_readings
+
+    return tuple(Reading(r.reading, r.verdict, r.reason + ".") for r in prop35_readings())
 
 
 _T3 = "notebooks/results"
@@ -130,8 +139,8 @@ _RULES: tuple[Rule, ...] = (
         "fit to two numbers, which is not evidence. The direction (the unrelated answer raises the "
         "uncertainty) does hold under the definition.",
         (
-            "shapley.companion.mozart.paper_definition",
-            "shapley.companion.mozart.readings_table",
+            "shapley.companion.mozart.verdict_facts",
+            "shapley.companion.mozart.readings_tried",
             "shapley.companion.mozart.fitted_beta_table",
         ),
     ),
@@ -158,9 +167,9 @@ _RULES: tuple[Rule, ...] = (
         ("notebooks/results", "notebooks/psd"),
         "On our data: {psd05_not} of {psd05_total} kernel matrices (all questions of {psd05_runs} runs) are "
         "not PSD at beta = 0.5. Caveat, proved: the worst case (two groups of answers) gives "
-        "beta*(n) < 0.5 from n = {psd05_first_n} on (beta*(8) = {beta_star8}), so no beta = 0.5 guarantee "
-        "holds for every input.",
-        ("shapley.companion.tables.psd_at_beta", f"{_W}.beta_star", f"{_W}.smallest_failing_n"),
+        "beta*(n) < 0.5 from n = {psd05_first_n} on (beta*({psd05_first_n}) = {beta_star8}), so no "
+        "beta = 0.5 guarantee holds for every input.",
+        ("shapley.companion.tables.psd_at_beta", f"{_W}.beta_caveat", f"{_W}.two_group_C"),
     ),
     Rule(
         "diffent-high-dim",
@@ -174,32 +183,28 @@ _RULES: tuple[Rule, ...] = (
         "prop-3.5",
         DEPENDS,
         (_PROPS,),
-        "Two readings of the inputs the proposition speaks of.",
-        (f"{_P}.check_property1", f"{_P}.check_property2", f"{_P}.is_singular"),
-        readings=(
-            Reading(
-                "nonsingular R",
-                CONTRADICTED,
-                "h satisfies Property 2 (conditioning reduces entropy), so the proposition is false there.",
-            ),
-            Reading(
-                "the paper's witness: a pair with rho = 1 (singular R)",
-                REPRODUCED,
-                "The strict parts fail for h (minus infinity is not greater than minus infinity), but the "
-                "Shapley values are undefined too, so Proposition 3.6 fails on the same input.",
-            ),
-        ),
+        "On non-singular R it is false. It holds only on the paper's own degenerate witness, where the "
+        "Shapley total is undefined too, so that input cannot separate h from the Shapley total.",
+        (f"{_P}.prop35_readings", f"{_P}.chain_rule_check", f"{_P}.degenerate_witness"),
+        readings_from=_prop35_readings,
     ),
     Rule(
         "prop-3.6",
         CONTRADICTED,
         (_PROPS,),
-        "Property 3 fails in both readings (shrunk counterexamples). In the sentence reading Properties 1-2 "
+        "Property 3 fails in both readings (shrunk counterexamples), and on the paper's degenerate witness "
+        "the Shapley values are undefined. In the sentence reading Properties 1-2 "
         "fail too, but there the kernel never lets a duplicate reach correlation 1 nor an unrelated answer "
         "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
         "joint entropy.",
-        (f"{_P}.check_property3", f"{_P}.property3_witness_rv", f"{_P}.property3_witness_sentence"),
+        (
+            f"{_P}.prop36_readings",
+            f"{_P}.property3_witness_rv",
+            f"{_P}.property3_witness_sentence",
+            f"{_P}.degenerate_witness",
+            f"{_P}.sentence_premise_bounds",
+        ),
     ),
     Rule(
         "auroc-definition",
@@ -412,8 +417,7 @@ def _mozart_facts() -> dict[str, str]:
     from shapley.companion import mozart, reported
 
     base = mozart.baseline_uncertainties(1)
-    rows = mozart.readings_table()
-    fits = mozart.fitted_beta_table()
+    v = mozart.verdict_facts()
     printed = reported.MOZART_UNCERTAINTY
     return {
         "moz_like": _f(base["likelihood"]),
@@ -422,11 +426,11 @@ def _mozart_facts() -> dict[str, str]:
         "rep_moz_sem": f"{printed['table1']['semantic_likelihood']:.2f}",
         "rep_moz_shap1": f"{printed['table1']['shapley']:.2f}",
         "rep_moz_shap2": f"{printed['table2']['shapley']:.2f}",
-        "moz_paper1": _f(mozart.evaluate("paper", 1), 2),
-        "moz_paper2": _f(mozart.evaluate("paper", 2), 2),
-        "moz_n_readings": str(len(rows)),
-        "moz_n_match": str(sum(bool(r["matches1"] and r["matches2"]) for r in rows)),
-        "moz_n_fit": str(sum(bool(r["beta_both"]) for r in fits)),
+        "moz_paper1": _f(v["paper_definition"][0], 2),
+        "moz_paper2": _f(v["paper_definition"][1], 2),
+        "moz_n_readings": str(v["readings_tried"]),
+        "moz_n_match": str(len(v["fit_both_at_beta"])),
+        "moz_n_fit": str(len(v["fit_both_beta_free"])),
     }
 
 
@@ -436,12 +440,13 @@ def _psd_facts() -> dict[str, str]:
     from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
     from shapley.theory import worstcase
 
+    caveat = worstcase.beta_caveat(0.5)
     return {
         "bound_paper10": _f(paper_beta_bound(10)),
         "bound_gersh10": _f(gershgorin_beta_bound(10)),
         "beta_star10": _f(worstcase.beta_star(10)),
-        "beta_star8": _f(worstcase.beta_star(8)),
-        "psd05_first_n": str(worstcase.smallest_failing_n(0.5)),
+        "beta_star8": _f(caveat["beta_star_at"]),
+        "psd05_first_n": str(caveat["n_fail"]),
         "auroc_reversed": _f(auroc([2.0, 1.0], [True, False]), 0),
     }
 
@@ -541,6 +546,10 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
     return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}
 
 
+def _readings(rule: Rule) -> tuple[Reading, ...]:
+    return rule.readings_from() if rule.readings_from is not None else rule.readings
+
+
 def _measured_verdict(rule: Rule, f: Mapping[str, str]) -> str:
     """``beta-0.5-psd`` is decided by the runs: none indefinite -> reproduced, some -> contradicted."""
     if rule.claim_id != "beta-0.5-psd":
@@ -577,7 +586,7 @@ def verdict_table(results: str | Path | None = None) -> Any:
                 "evidence": rule.evidence,
                 "functions": rule.functions,
                 "note": rule.note.format_map(f),
-                "readings": tuple((r.name, r.verdict, r.note.format_map(f)) for r in rule.readings),
+                "readings": tuple((r.name, r.verdict, r.note.format_map(f)) for r in _readings(rule)),
                 "command": rule.command,
             }
         )

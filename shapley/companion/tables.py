@@ -28,7 +28,7 @@ import pandas as pd
 from shapley.companion import reported
 from shapley.pipeline.evaluate import load_metrics, load_skipped, runs_table
 from shapley.pipeline.settings import REPO_ROOT
-from shapley.pipeline.store import read_config, read_record
+from shapley.pipeline.store import RunHistory, read_config, read_record, run_history
 
 # ---------------------------------------------------------------------------------------------------
 # HTML tables for readers
@@ -388,21 +388,22 @@ def question_count(run_dir: str | os.PathLike[str]) -> int | None:
 def recorded_invocations(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every invocation recorded in a run's ``config.json``, first to last, resumes included.
 
-    Each: ``time``, ``command`` (the recorded command line, never rebuilt), ``resumed``, ``commit`` and
-    ``dirty`` (the source tree's state for that invocation; the run's creation provenance when the invocation
-    does not record it, as in schema-1 files).
+    Each: ``time``, ``command`` (the recorded command line, never rebuilt: ``run_history(d).commands``),
+    ``resumed``, ``commit`` and ``dirty`` (the source tree's state for that invocation; the run's creation
+    provenance when the invocation does not record it, as in schema-1 files).
     """
     rec = read_record(run_dir) or {}
     prov = rec.get("provenance", {})
     git0 = prov.get("git") or {}
     invs = rec.get("invocations") or [{"time": prov.get("created"), "command_line": prov.get("command_line")}]
+    commands = run_history(rec).commands
     out = []
-    for k, inv in enumerate(invs):
+    for k, (inv, command) in enumerate(zip(invs, commands, strict=True)):
         git = inv.get("git") or (git0 if k == 0 else {})
         out.append(
             {
                 "time": (inv.get("time") or "")[:16].replace("T", " "),
-                "command": inv.get("command_line") or "",
+                "command": command,
                 "resumed": bool(inv.get("resumed", k > 0)),
                 "commit": git.get("commit"),
                 "dirty": git.get("dirty"),
@@ -411,16 +412,16 @@ def recorded_invocations(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]
     return out
 
 
-def provenance_flags(invocations: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What a reader must know about how a run was made: ``dirty`` (some invocation ran from a source tree
-    that differed from its commit), ``multi-commit`` (invocations at different commits), ``commit unknown``."""
+def provenance_flags(history: RunHistory) -> list[str]:
+    """What a reader must know about how a run was made (from ``shapley.pipeline.store.run_history``):
+    ``dirty`` (some invocation ran from a source tree that differed from its commit), ``multi-commit``
+    (invocations at different commits), ``commit unknown`` (no invocation recorded its commit)."""
     flags = []
-    if any(inv.get("dirty") for inv in invocations):
+    if history.dirty:
         flags.append("dirty")
-    commits = {inv.get("commit") for inv in invocations if inv.get("commit")}
-    if len(commits) > 1:
+    if history.multi_commit:
         flags.append("multi-commit")
-    if any(not inv.get("commit") for inv in invocations):
+    if not history.commits:
         flags.append("commit unknown")
     return flags
 
@@ -435,8 +436,8 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
     for d in run_dirs:
         cfg = read_config(d)
         m = load_metrics(d)
-        invs = recorded_invocations(d)
-        commits = list(dict.fromkeys(str(inv["commit"])[:7] for inv in invs if inv.get("commit")))
+        history = run_history(d)
+        commits = [c[:7] for c in history.commits]
         rows.append(
             {
                 "run": _relative(d),
@@ -447,8 +448,8 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
                 "samples": cfg.n_samples,
                 "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
                 "commits": ", ".join(commits),
-                "invocations": len(invs),
-                "flags": provenance_flags(invs),
+                "invocations": len(history.commands),
+                "flags": provenance_flags(history),
             }
         )
     return pd.DataFrame(rows)

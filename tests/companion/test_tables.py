@@ -11,7 +11,7 @@ import pytest
 
 from shapley.companion import reported as paper
 from shapley.companion import tables
-from shapley.pipeline import evaluate
+from shapley.pipeline import evaluate, store
 from tests import fakes
 
 
@@ -126,8 +126,11 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
     assert [i["command"] for i in invs] == ["python -m shapley run --limit 25", "python -m shapley run --limit 100"]
     assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False  # schema-1 style: creation provenance
     assert invs[1]["resumed"] and invs[1]["dirty"]
-    assert tables.provenance_flags(invs) == ["dirty", "multi-commit"]
-    assert tables.provenance_flags(invs[:1]) == []
+    history = store.run_history(json.loads((d / "config.json").read_text()))
+    assert [i["command"] for i in invs] == list(history.commands)
+    assert tables.provenance_flags(history) == ["dirty", "multi-commit"]
+    assert tables.provenance_flags(store.RunHistory(("x",), ("a" * 40,), False)) == []
+    assert tables.provenance_flags(store.RunHistory(("x",), (), None)) == ["commit unknown"]
     assert "--limit 100" in tables.commands_html([d]) and "resumed" in tables.commands_html([d])
 
 

@@ -39,17 +39,13 @@ from numpy.typing import ArrayLike, NDArray
 from shapley.core import validate
 from shapley.core.entropy import HALF_LOG_2PIE, gaussian_entropy, shapley_values
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import gershgorin_beta_bound, min_eigenvalue
+from shapley.core.psd import gershgorin_beta_bound, is_singular
 
 Reading = Literal["rv", "sentence"]
 READINGS: tuple[str, ...] = ("rv", "sentence")
 
 TOL = 1e-9
 """Absolute tolerance (nats) for "<=", "<", ">=", ">" between uncertainties and for ties in argmin."""
-
-SINGULAR_TOL = 1e-12
-"""A correlation matrix whose smallest eigenvalue is at most ``n * SINGULAR_TOL`` is treated as singular:
-its Gaussian entropy is -inf (an exact duplicate has eigenvalue 0, which round-off can make +-1e-17)."""
 
 NEAR_ONE = 1.0 - 1e-6
 """rho used where an exact copy would make Shapley values (-inf) - (-inf): the limit rho -> 1 is read off here."""
@@ -68,12 +64,6 @@ def efficiency_gap(R: ArrayLike) -> float:
 # ---------------------------------------------------------------------------------------------------
 # Totals, argmin, and the replacements
 # ---------------------------------------------------------------------------------------------------
-
-
-def is_singular(R: ArrayLike) -> bool:
-    """True if R's smallest eigenvalue is at most ``n * SINGULAR_TOL`` (a degenerate Gaussian)."""
-    A = validate.symmetric_matrix(R, "R")
-    return min_eigenvalue(A) <= A.shape[0] * SINGULAR_TOL
 
 
 def total_uncertainty(R: ArrayLike) -> float:

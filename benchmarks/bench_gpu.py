@@ -391,9 +391,10 @@ def nli_stage(folder: Path, items: list, source: str, device: torch.device, tmp:
         "pairs_per_s": len(pairs) / seconds,
         "ratio_vs_transformers": (len(pairs) / seconds) / plain_row["pairs_per_s"],
         "max_abs_diff_vs_plain": diff,
-        "backend_stats": {k: backend.stats[k] - before.get(k, 0) for k in backend.stats if k != "batch_max"},
+        "backend_stats": {
+            k: v - before.get(k, 0) if isinstance(v, int) and k != "batch_max" else v for k, v in backend.stats.items()
+        },
     }
-    ours["backend_stats"]["batch_max"] = backend.stats["batch_max"]
     return [ours, plain_row]
 
 

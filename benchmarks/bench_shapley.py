@@ -48,7 +48,9 @@ def _matrix(n: int, seed: int) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer sizes and repeats (smoke test)")
-    ap.add_argument("--naive-max-n", type=int, default=11, help="largest n for the naive reference")
+    ap.add_argument(
+        "--naive-max-n", type=int, default=11, help=f"largest n for the naive reference (at most {shapley.NAIVE_MAX_N})"
+    )
     ap.add_argument("--mc-permutations", type=int, default=2000)
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()

@@ -4,7 +4,8 @@
 #   bash scripts/build_book.sh            # incremental (notebook outputs cached in _build/.jupyter_cache)
 #   BOOK_CLEAN=1 bash scripts/build_book.sh   # wipe _build first (full rebuild, re-executes notebooks)
 #
-# Works offline: MathJax is vendored by scripts/fetch_mathjax.sh (npm, once), nothing else is fetched.
+# Works offline: MathJax is vendored by scripts/fetch_mathjax.sh during `make setup` (npm, once; the call
+# below is then a no-op), nothing else is fetched.
 # Uses jupyter-book from PATH, else from .venv/bin. Extra arguments are passed to `jupyter-book build`.
 set -euo pipefail
 

@@ -10,7 +10,9 @@
 # html_js_files, i.e. it would load all ~70 MathJax components on every page. html_extra_path is
 # copied but not scanned.
 #
-# Idempotent: exits at once when the pinned version is already in place. Needs npm (Debian: npm).
+# Run by `make setup` (so that `make book` needs no network afterwards) and again, as a no-op, by
+# scripts/build_book.sh. Idempotent: exits at once when the pinned version is already in place.
+# Needs npm and its registry the first time (Debian: apt-get install npm), or MATHJAX_TARBALL.
 set -euo pipefail
 
 VERSION="3.2.2"
@@ -39,7 +41,8 @@ else
   fi
   (cd "$TMP" && npm pack "mathjax@$VERSION" --silent --no-fund --no-audit >/dev/null 2>"$TMP/npm.log") || {
     cat "$TMP/npm.log" >&2
-    echo "fetch_mathjax: 'npm pack mathjax@$VERSION' failed (registry unreachable?)" >&2
+    echo "fetch_mathjax: 'npm pack mathjax@$VERSION' failed (registry unreachable?); run it where npm's" \
+      "registry is reachable (make setup), or set MATHJAX_TARBALL to a local mathjax-$VERSION.tgz" >&2
     exit 1
   }
   mv "$TMP/mathjax-$VERSION.tgz" "$TMP/mathjax.tgz"

@@ -18,6 +18,8 @@ from shapley.core import metrics
 from shapley.core.entropy import (
     EXACT_MAX_N,
     HALF_LOG_2PIE,
+    MC_MEMORY_BYTES,
+    NAIVE_MAX_N,
     game_shapley_values,
     gaussian_entropy,
     log_principal_minors,
@@ -33,6 +35,7 @@ from shapley.core.psd import (
     ensure_psd,
     gershgorin_beta_bound,
     is_psd,
+    is_singular,
     min_eigenvalue,
     paper_beta_bound,
 )
@@ -42,6 +45,8 @@ __version__ = "0.1.0"
 __all__ = [
     "EXACT_MAX_N",
     "HALF_LOG_2PIE",
+    "MC_MEMORY_BYTES",
+    "NAIVE_MAX_N",
     "PSD_POLICIES",
     "PSDRepairWarning",
     "correlation_matrix",
@@ -50,6 +55,7 @@ __all__ = [
     "gaussian_entropy",
     "gershgorin_beta_bound",
     "is_psd",
+    "is_singular",
     "kernel_matrix",
     "log_principal_minors",
     "metrics",

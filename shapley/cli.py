@@ -1,7 +1,8 @@
-"""Command line: ``python -m shapley run | score-samples | report | beta-sweep``.
+"""Command line: ``python -m shapley run | score-samples | merge | report | beta-sweep``.
 
 * ``run``: the whole experiment, data -> generate -> entail -> score -> metrics, into a resumable run directory.
 * ``score-samples``: score answers generated elsewhere (JSON lines, optionally .gz).
+* ``merge``: join the K shard directories of a run split with ``--shard I/K`` into one run directory.
 * ``report``: AUROC tables across run directories (markdown + CSV).
 * ``beta-sweep``: Table 5's beta ablation recomputed from a run's stored entailment matrices.
 
@@ -12,11 +13,14 @@ the line number and field), 1 for other failures.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
-from shapley.pipeline import evaluate, experiment
+from shapley.pipeline import evaluate, experiment, merge
 from shapley.pipeline import score as _score
 from shapley.pipeline.config import (
     DEFAULT_ENTAILMENT,
@@ -26,8 +30,10 @@ from shapley.pipeline.config import (
     RunConfig,
     RuntimeSettings,
     ScoringSettings,
+    parse_shard,
 )
 from shapley.pipeline.data import DATASETS
+from shapley.pipeline.samples import REFERENCE_FIELDS
 from shapley.pipeline.store import atomic_write_text
 
 
@@ -53,11 +59,38 @@ def _beta(text: str) -> float:
     return v
 
 
+def _betas(text: str) -> tuple[float, ...]:
+    values = []
+    for part in (b.strip() for b in text.split(",")):
+        if not part:
+            continue
+        try:
+            v = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a number") from None
+        if not (math.isfinite(v) and 0.0 < v <= 1.0):
+            raise argparse.ArgumentTypeError(f"every beta must be in (0, 1]; got {part}")
+        values.append(v)
+    if not values:
+        raise argparse.ArgumentTypeError("no beta given")
+    return tuple(values)
+
+
 def _unit(text: str) -> float:
     v = float(text)
     if not 0.0 <= v <= 1.0:
         raise argparse.ArgumentTypeError(f"must be in [0, 1]; got {v}")
     return v
+
+
+_LIMIT_HELP = (
+    "first K questions only. On an existing run the outputs (scores.csv, metrics.csv) then describe these K "
+    "questions; a K below what the run already holds is noted and recorded in config.json (outputs)"
+)
+_BATCH_HELP = (
+    "Batching may move entailment probabilities by about 1e-7 and generation log-probabilities by about 1e-5; "
+    "the sizes used are recorded per call, and a resume with other sizes is noted"
+)
 
 
 def _add_scoring_args(p: argparse.ArgumentParser) -> None:
@@ -94,6 +127,35 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--with-question", action="store_true", help="entailment compares 'question + answer' texts")
     g.add_argument("--device", default=None, help="torch device for the models (default: cuda if available)")
     g.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    _add_fanout_args(p)
+
+
+def _shard(text: str) -> str:
+    try:
+        i, k = parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return f"{i}/{k}"
+
+
+def _add_fanout_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("many processes (see 'merge')")
+    g.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/K",
+        help="only the questions (after --limit) of shard I of K (I = 0..K-1, split by a hash of the id); "
+        "run each shard into its own --output, then 'python -m shapley merge' them",
+    )
+    g.add_argument(
+        "--entail-cache",
+        default=None,
+        metavar="PATH",
+        help="sqlite file of the entailment pair cache (default: the shared one under SHAPLEY_CACHE_DIR; "
+        "'none': no cache). Give each concurrent process its own file: sqlite on a network file system is "
+        "not safe for concurrent writers",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run_parser(sub)
     _add_score_samples_parser(sub)
+    _add_merge_parser(sub)
     _add_report_parsers(sub)
     return parser
 
@@ -126,7 +189,7 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
         f"(default {DEFAULT_ENTAILMENT})",
     )
     run.add_argument("--n-samples", type=_positive_int, default=10, help="sampled answers per question (10)")
-    run.add_argument("--limit", type=_positive_int, default=None, help="first K questions only")
+    run.add_argument("--limit", type=_positive_int, default=None, help=_LIMIT_HELP)
     run.add_argument("--output", required=True, help="run directory (created, or resumed)")
     run.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1.0; 0 = greedy)")
     run.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling p (1.0 = off)")
@@ -136,7 +199,8 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
         "--batch-size",
         type=_positive_int,
         default=None,
-        help="rows (generation) and pairs (entailment) per forward pass (default: 8 and 32 on a CPU; GPU: auto)",
+        help="rows (generation) and pairs (entailment) per forward pass (default: 8 and 32 on a CPU, from free "
+        "memory on a GPU). " + _BATCH_HELP,
     )
     run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
     run.add_argument("--n-shots", type=int, default=5, help="few-shot examples per prompt (5)")
@@ -166,20 +230,29 @@ def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
         '"references": [...], "samples": [...], "answer"? (judged answer; default samples[0]), '
         '"sample_logprobs"?: [[...], ...], "answer_token_logprobs"?, "answer_token_entropies"?, '
         '"p_true"?, "a4c_text"?, "embedding"?}. UQ-NLG layout (e.g. triviaqa_llama13b_samples.jsonl.gz): '
-        "'samples_cleaned' is preferred over 'samples', and without 'references' the field 'answer' is the "
-        "reference. The whole input is validated before the output directory is created. Methods whose "
-        "inputs are absent (e.g. log-probabilities) are skipped with a note.",
+        "'samples_cleaned' is preferred over 'samples', and --reference-field answer reads the references "
+        "from 'answer'. A field that looks like a misspelt known one is refused; other unknown fields are "
+        "ignored with a note. The whole input is validated before the output directory is created. Methods "
+        "whose inputs are absent (e.g. log-probabilities) are skipped with a note.",
     )
     ss.add_argument("input", metavar="FILE.jsonl", help="input file (.jsonl or .jsonl.gz)")
     ss.add_argument("--entailment", default=DEFAULT_ENTAILMENT, help=f"entailment backend spec ({DEFAULT_ENTAILMENT})")
     ss.add_argument("--output", required=True, help="run directory (created, or resumed)")
     ss.add_argument("--n-samples", type=_positive_int, default=None, help="use the first N samples of each line")
-    ss.add_argument("--limit", type=_positive_int, default=None, help="first K questions only")
+    ss.add_argument("--limit", type=_positive_int, default=None, help=_LIMIT_HELP)
     ss.add_argument(
         "--batch-size",
         type=_positive_int,
         default=None,
-        help="entailment pairs per forward pass (32 on a CPU; GPU: auto)",
+        help="entailment pairs per forward pass (default: 32 on a CPU, from free memory on a GPU). " + _BATCH_HELP,
+    )
+    ss.add_argument(
+        "--reference-field",
+        choices=REFERENCE_FIELDS,
+        default="references",
+        help="the field holding the reference answers: 'references' (default; 'answer' is then the judged "
+        "answer) or 'answer' (the UQ-NLG layout, e.g. triviaqa_llama13b_samples.jsonl.gz; the judged answer "
+        "is then the first sample)",
     )
     ss.add_argument(
         "--correctness-metric", choices=("rougeL", "bleu"), default="rougeL", help="rougeL (default) or bleu"
@@ -187,6 +260,20 @@ def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
     ss.add_argument("--dataset-label", default=None, help="dataset name in metrics.csv (default: file name stem)")
     ss.add_argument("--model-label", default="external", help="model name in metrics.csv (default 'external')")
     _add_scoring_args(ss)
+
+
+def _add_merge_parser(sub: argparse._SubParsersAction) -> None:
+    mg = sub.add_parser(
+        "merge",
+        help="join the K shard directories of a run made with --shard I/K",
+        description="Merge the run directories of shards 0/K .. K-1/K into one run directory that equals the "
+        "unsharded run: stage files in the unsharded order, then scores.csv, metrics.csv, skipped.csv, "
+        "selection.csv recomputed on the union (bootstrap intervals, the ER fit). Refused, before anything is "
+        "written, for shards of different settings, a missing, repeated or unfinished shard, or overlapping "
+        "questions. DIR may be new, empty, or an earlier merge output (rewritten).",
+    )
+    mg.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR", help="the run directories of all K shards")
+    mg.add_argument("--output", required=True, metavar="DIR", help="the merged run directory")
 
 
 def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
@@ -202,7 +289,10 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
     )
     bs.add_argument("run_dir", metavar="DIR")
     bs.add_argument(
-        "--betas", default=None, help="comma-separated betas (default: the paper's two grids, 0.1..1.0 and 0.42..0.58)"
+        "--betas",
+        type=_betas,
+        default=None,
+        help="comma-separated betas in (0, 1] (default: the paper's two grids, 0.1..1.0 and 0.42..0.58)",
     )
     bs.add_argument("--psd-policy", choices=("nearest", "clip", "shrink", "raise"), default=None)
     bs.add_argument("--n-boot", type=int, default=0, help="bootstrap resamples for CIs (0 = none)")
@@ -224,7 +314,9 @@ def _scoring(a: argparse.Namespace) -> ScoringSettings:
 
 def config_from_args(a: argparse.Namespace) -> RunConfig:
     """The one :class:`RunConfig` of a ``run`` or ``score-samples`` command line."""
-    runtime = RuntimeSettings(batch_size=a.batch_size, device=a.device, progress=not a.no_progress)
+    runtime = RuntimeSettings(
+        batch_size=a.batch_size, device=a.device, progress=not a.no_progress, entail_cache=a.entail_cache
+    )
     entailment = EntailmentSettings(backend=a.entailment, with_question=a.with_question)
     if a.command == "score-samples":
         data = DataSettings(
@@ -234,9 +326,13 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
             limit=a.limit,
             n_samples=a.n_samples,
             model_label=a.model_label,
+            reference_field=a.reference_field,
+            shard=a.shard,
         )
         return RunConfig("score-samples", data, None, entailment, _scoring(a), runtime, a.seed)
-    data = DataSettings(dataset=a.dataset, source=a.source, path=a.data_path, n_shots=a.n_shots, limit=a.limit)
+    data = DataSettings(
+        dataset=a.dataset, source=a.source, path=a.data_path, n_shots=a.n_shots, limit=a.limit, shard=a.shard
+    )
     generation = GenerationSettings(
         model=a.model,
         n_samples=a.n_samples,
@@ -288,25 +384,46 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_beta_sweep(a: argparse.Namespace) -> int:
-    betas = evaluate.TABLE5_BETAS if a.betas is None else tuple(_beta(b) for b in a.betas.split(",") if b.strip())
+    betas = evaluate.TABLE5_BETAS if a.betas is None else a.betas
     summary, per_q = evaluate.beta_table(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot)
     out = Path(a.output) if a.output else Path(a.run_dir) / "beta_sweep.csv"
     atomic_write_text(out, summary.to_csv(index=False))
-    atomic_write_text(out.with_name(out.stem + "_per_question.csv"), per_q.to_csv(index=False))
+    atomic_write_text(out.with_name(out.stem + "_per_question.csv"), evaluate.csv_text(per_q))
     print(evaluate.markdown_table(summary, digits=5))
     print(f"wrote {out}")
     return 0
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line, ``warning: <message>``, without the source path and code line."""
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point; returns the exit status. Warnings print as one line each (``warning: ...``)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     a = parser.parse_args(args_list)
     full_argv = ["python", "-m", "shapley", *args_list]
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _dispatch(a, full_argv)
+
+
+def _dispatch(a: argparse.Namespace, full_argv: list[str]) -> int:
     try:
         if a.command in ("run", "score-samples"):
             return _cmd_pipeline(a, full_argv)
+        if a.command == "merge":
+            _print_summary(merge.merge_runs(a.shard_dirs, a.output, argv=full_argv))
+            return 0
         if a.command == "report":
             return _cmd_report(a)
         return _cmd_beta_sweep(a)

@@ -284,3 +284,31 @@ def per_answer_phi(table: int, beta: float = PAPER_BETA) -> tuple[tuple[str, ...
     """(answers, Shapley values in nats) for Table ``table`` under the paper's definition at ``beta``."""
     d = inputs(table)
     return tuple(d["answers"]), shapley_values(_R(d["matrix"], beta))
+
+
+def readings_tried() -> int:
+    """How many readings this module tries (the paper's definition included): ``len(READINGS)``."""
+    return len(READINGS)
+
+
+def verdict_facts(beta: float = PAPER_BETA) -> dict[str, Any]:
+    """The facts a verdict on the Mozart example can cite, all computed here.
+
+    Returns a dict: ``printed`` (Tables 1-2's Shapley values, from :mod:`shapley.companion.reported`),
+    ``paper_definition`` (the paper's definition on both tables at ``beta``, nats), ``readings_tried``,
+    ``fit_both_at_beta`` (keys of the readings that reproduce both printed values at ``beta``; empty means the
+    printed values are not reproduced at the stated beta by any reading tried), ``fit_both_beta_free`` (keys of
+    the beta-dependent readings for which one beta reproduces both: a one-parameter fit to two numbers, among
+    the readings tried only), and ``rises_under_paper_definition`` (Table 2 > Table 1).
+    """
+    rows = readings_table(beta)
+    paper = (evaluate("paper", 1, beta), evaluate("paper", 2, beta))
+    return {
+        "beta": beta,
+        "printed": (reported.MOZART_UNCERTAINTY["table1"]["shapley"], reported.MOZART_UNCERTAINTY["table2"]["shapley"]),
+        "paper_definition": paper,
+        "readings_tried": readings_tried(),
+        "fit_both_at_beta": [r["key"] for r in rows if r["matches1"] and r["matches2"]],
+        "fit_both_beta_free": [f["key"] for f in fitted_beta_table() if f["beta_both"]],
+        "rises_under_paper_definition": bool(paper[1] > paper[0]),
+    }

@@ -95,29 +95,82 @@ def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
     return fig
 
 
-def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None):
-    """AUROC of Shap against beta with CIs, the share of questions whose R is not PSD on a second axis.
+def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *, at: float = 0.5):
+    """Two panels against beta: AUROC of Shap minus its value at ``at`` (left), share of questions whose R is
+    not PSD (right).
+
+    A source whose AUROC is undefined at every beta is left out of the left panel, and one that is PSD at every
+    beta out of the right, so the legends list only what is drawn; an undefined point breaks its line.
 
     Args:
-        ablation: columns source, beta, auroc, auroc_lo, auroc_hi, frac_not_psd.
-        reported: optional columns beta, auroc (the paper's Table 5, drawn dashed).
+        ablation: columns source, beta, auroc, frac_not_psd.
+        reported: optional columns beta, auroc (the paper's Table 5, drawn dashed in black).
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.8, 4.2))
-    ax2 = ax.twinx()
-    for source, g in ablation.groupby("source"):
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8), sharex=True)
+    for k, (source, g) in enumerate(ablation.groupby("source", sort=False)):
         g = g.sort_values("beta")
-        line = ax.plot(g["beta"], g["auroc"], "o-", label=f"measured: {source}")[0]
-        ax.fill_between(g["beta"], g["auroc_lo"], g["auroc_hi"], alpha=0.12, color=line.get_color())
-        ax2.plot(g["beta"], g["frac_not_psd"], ":", color=line.get_color(), alpha=0.9)
+        colour = f"C{k % 10}"
+        ref = g.loc[(g["beta"] - at).abs() < 1e-9, "auroc"]
+        if g["auroc"].notna().any() and len(ref) and not np.isnan(ref.iloc[0]):
+            ax.plot(g["beta"], g["auroc"] - ref.iloc[0], "o-", ms=3, color=colour, label=str(source))
+        if (g["frac_not_psd"] > 0).any():
+            ax2.plot(g["beta"], g["frac_not_psd"], "o-", ms=3, color=colour, label=str(source))
     if reported is not None:
-        r = reported.sort_values("beta")
-        ax.plot(r["beta"], r["auroc"], "k--", lw=1, label="reported (paper, LLaMA2-7B TriviaQA)")
+        r = reported.sort_values("beta").drop_duplicates("beta")
+        ref = r.loc[(r["beta"] - at).abs() < 1e-9, "auroc"]
+        if len(ref):
+            ax.plot(r["beta"], r["auroc"] - ref.iloc[0], "k--", lw=1.2, label="reported (paper)")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.axvline(at, color="grey", lw=0.8, ls=":")
     ax.set_xlabel(r"kernel scale $\beta$")
-    ax.set_ylabel("AUROC of Shap")
-    ax2.set_ylabel("share of questions with R not PSD (dotted)")
-    ax2.set_ylim(-0.02, 1.02)
+    ax.set_ylabel(rf"AUROC minus AUROC at $\beta$ = {at:g}")
     ax.legend(fontsize=7, loc="lower left")
     ax.grid(True, alpha=0.3)
+    ax2.set_xlabel(r"kernel scale $\beta$")
+    ax2.set_ylabel("share of questions with R not PSD")
+    ax2.set_ylim(-0.02, 1.02)
+    if ax2.get_legend_handles_labels()[0]:
+        ax2.legend(fontsize=7, loc="upper left")
+    ax2.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", ncols: int = 3):
+    """Small multiples of :func:`auroc_bars`, one panel per run (title: the mapping's key); a run whose AUROC
+    is undefined for every method says so in its panel.
+
+    Args:
+        metrics: run label -> columns method, auroc, auroc_lo, auroc_hi.
+    """
+    plt = _plt()
+    nrows = -(-len(metrics) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.4 * nrows), sharex=True, squeeze=False)
+    for ax in axes.flat[len(metrics) :]:
+        ax.set_axis_off()
+    for ax, (label, m) in zip(axes.flat, metrics.items(), strict=False):
+        d = m.dropna(subset=["auroc"]).sort_values("auroc")
+        ax.set_title(label, fontsize=9)
+        if d.empty:
+            ax.text(
+                0.5,
+                0.5,
+                "AUROC undefined\n(one correctness class)",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+            )
+            ax.set_yticks([])
+            continue
+        colours = ["tab:red" if x == highlight else "tab:blue" for x in d["method"]]
+        err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
+        ax.barh(d["method"], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=1.5)
+        ax.axvline(0.5, color="black", lw=0.8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_xlim(0.2, 1.0)
+    for ax in axes[-1]:
+        ax.set_xlabel("AUROC, 95% CI", fontsize=8)
     fig.tight_layout()
     return fig

@@ -10,6 +10,30 @@ subset's entropy; :func:`subset_entropies` computes all ``2**n`` of them with th
 complement ("all principal minors") algorithm: pivoting on answer 0 splits the subsets into those
 without it (minors of ``R[1:, 1:]``) and those with it (``R[0, 0]`` times minors of the Schur
 complement). Level by level this is vectorised in numpy and costs O(2**n) arithmetic in total.
+
+Singularity, one rule for every function here. A PSD matrix R is singular when its smallest eigenvalue is at
+most ``psd_tolerance(R) = 10 n eps_machine max|R|`` (:func:`shapley.core.psd.is_singular`): relative to R's
+scale, so ``c * R`` is singular exactly when R is (``1e-300 * I`` is not; ``[[1, 1 - 1e-12], [1 - 1e-12, 1]]``,
+eigenvalue ratio 5e-13, is not either). Then:
+
+* :func:`gaussian_entropy` is ``-inf`` when R is singular; otherwise it is the log-det of the elimination below,
+  the arithmetic that gives ``v(N)`` in :func:`log_principal_minors`, so ``sum(phi) == h(R)`` up to the round-off
+  of the Shapley weights (about 1e-12) whenever both are finite.
+* :func:`log_principal_minors` / :func:`subset_entropies`: ``v(N) = -inf`` when R is singular. The other
+  subsets are decided by their elimination pivots (Schur complements, answers in index order): a pivot at or
+  below the threshold makes every subset containing that prefix singular (``-inf``). The threshold is 0 when R
+  is nonsingular (every principal submatrix is then positive definite, its eigenvalues at least
+  ``lambda_min(R)``, so no subset is set to ``-inf``) and ``psd_tolerance(R)`` when R is singular.
+* :func:`shapley_values`: ``"exact"`` combines those subset entropies; ``"naive"`` eliminates each subset
+  separately with the same arithmetic and threshold; ``"monte_carlo"`` refuses a singular R. So the values are
+  finite exactly when ``h(R)`` is; for a singular R they are ``-inf`` or undefined (``ValueError``: some
+  marginal is ``(-inf) - (-inf)``), never a finite sum next to ``h(R) = -inf``. Monte-Carlo factors each
+  sampled order anew, so its sum matches ``h(R)`` only up to round-off that grows with R's condition number
+  (about ``n eps_machine cond(R)`` nats at worst).
+
+Size limits: ``"exact"`` needs ``n <= EXACT_MAX_N`` (memory 2**n), ``"naive"`` ``n <= NAIVE_MAX_N`` (time), and
+``"monte_carlo"`` processes its permutations in chunks that fit ``MC_MEMORY_BYTES`` (refusing only an n where one
+permutation does not fit).
 """
 
 from __future__ import annotations
@@ -21,6 +45,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from shapley.core import validate
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS, ensure_psd, psd_tolerance
 
@@ -30,9 +55,51 @@ HALF_LOG_2PIE = 0.5 * math.log(2.0 * math.pi * math.e)
 EXACT_MAX_N = 22
 """Largest n for ``method="exact"`` (memory grows as 2**n); use ``"monte_carlo"`` beyond."""
 
-_PIVOT_FLOOR = 1e-13
+NAIVE_MAX_N = 12
+"""Largest n for ``method="naive"``: the literal formula eliminates about ``n * 2**n`` subsets, which takes about
+2 s at n = 12 on one core and more than doubles with every further answer (n = 25: many hours)."""
+
+MC_MEMORY_BYTES = 256 * 2**20
+"""Working-memory budget (bytes) of :func:`shapley_values_mc`'s permutation chunks (besides a few (n, n) copies
+of R); the sampled orders are processed in chunks that fit."""
+
+_MC_BYTES_PER_ENTRY = 32
+"""Bytes budgeted per entry of one permuted (n, n) matrix in a Monte-Carlo chunk: the matrix and its Cholesky
+factor (8 bytes each; tracemalloc measures 16 to 26 bytes in all, n = 10 to 200), with a margin."""
 
 Method = Literal["exact", "naive", "monte_carlo"]
+
+
+def _singularity(A: NDArray[np.float64], lam: float | None = None) -> tuple[bool, float]:
+    """(R is singular, pivot threshold) under the module's rule; ``lam`` is lambda_min(A) if already known."""
+    tol = psd_tolerance(A)
+    lam_min = float(np.linalg.eigvalsh(A)[0]) if lam is None else lam
+    singular = lam_min <= tol
+    return singular, (tol if singular else 0.0)
+
+
+def _scaled(A: NDArray[np.float64], floor: float = 0.0) -> tuple[NDArray[np.float64], float, float]:
+    """``(A / 2**k, floor / 2**k, k ln 2)`` with ``2**k`` just above ``max|A|``.
+
+    Dividing by a power of two is exact, and it keeps the elimination clear of overflow and underflow.
+    """
+    k = math.frexp(float(np.max(np.abs(A))))[1]
+    return np.ldexp(A, -k), math.ldexp(floor, -k), k * math.log(2.0)
+
+
+def _chain_logdet(A: NDArray[np.float64], floor: float) -> float:
+    """``ln det A`` by Schur complements in index order (one branch of :func:`log_principal_minors`)."""
+    M, floor, log_scale = _scaled(A, floor)
+    logdet = 0.0
+    for _ in range(A.shape[0]):
+        piv = M[0, 0]
+        rest = M[1:, 1:]
+        if not piv > floor:
+            return -math.inf
+        col = M[1:, 0]
+        M = rest - col[:, None] * (col[None, :] / piv)
+        logdet = logdet + (float(np.log(piv)) + log_scale)
+    return logdet
 
 
 def gaussian_entropy(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DEFAULT_EPS) -> float:
@@ -41,47 +108,64 @@ def gaussian_entropy(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
     Args:
         R: (n, n) symmetric covariance (for the paper, the kernel matrix), n >= 1.
         psd_policy: what to do if R is not PSD (see :mod:`shapley.core.psd`); default raises.
-        eps: eigenvalue floor for the repairing policies.
+        eps: eigenvalue floor for the repairing policies, ``0 < eps < 1``.
 
     Returns:
-        The entropy; ``-inf`` for a singular PSD R (a degenerate Gaussian: smallest eigenvalue at or
-        below the round-off tolerance :func:`shapley.core.psd.psd_tolerance`), never NaN.
+        The entropy; ``-inf`` for a singular PSD R (smallest eigenvalue at most
+        :func:`shapley.core.psd.psd_tolerance`, relative to R's scale: the module's rule), never NaN.
+
+    Examples:
+        >>> round(gaussian_entropy(np.eye(2)), 6)  # two independent standard normals: 2 * 0.5 ln(2 pi e)
+        2.837877
+        >>> round(gaussian_entropy([[1.0, 0.5], [0.5, 1.0]]), 6)  # correlation lowers it by -0.5 ln(1 - 0.25)
+        2.694036
+        >>> gaussian_entropy([[1.0, 1.0], [1.0, 1.0]])  # an answer duplicated: singular
+        -inf
     """
     A, report = ensure_psd(R, psd_policy, eps)
-    n = A.shape[0]
-    # Singular to working precision: slogdet's sign is round-off there, so decide on the eigenvalue.
-    if not report.repaired and report.min_eigenvalue <= psd_tolerance(A):
+    singular, floor = _singularity(A, None if report.repaired else report.min_eigenvalue)
+    if singular:
         return -math.inf
-    sign, logdet = np.linalg.slogdet(A)
-    if sign <= 0:
-        return -math.inf
-    return float(n * HALF_LOG_2PIE + 0.5 * logdet)
+    logdet = _chain_logdet(A, floor)
+    return float(A.shape[0] * HALF_LOG_2PIE + 0.5 * logdet)
 
 
 def log_principal_minors(R: ArrayLike) -> NDArray[np.float64]:
     """``ln det R_S`` for every subset S, indexed by bitmask (bit j set iff answer j is in S).
 
-    R must be PSD (validated by the callers); ``ln det R_empty = 0``, and singular minors give -inf.
+    R must be PSD (the callers validate it); ``ln det R_empty = 0``; singular minors give ``-inf`` by the
+    module's rule (``R_N`` exactly when :func:`shapley.core.psd.is_singular`, the others by their pivots).
 
     Returns:
         (2**n,) array.
+
+    Examples:
+        >>> np.round(log_principal_minors([[1.0, 0.5], [0.5, 1.0]]), 6).tolist()  # {}, {0}, {1}, {0, 1}
+        [0.0, 0.0, 0.0, -0.287682]
+        >>> log_principal_minors([[1.0, 1.0], [1.0, 1.0]]).tolist()
+        [0.0, 0.0, 0.0, -inf]
     """
-    A = np.asarray(R, dtype=np.float64)
-    stack = A[None, :, :].copy()
+    A = validate.symmetric_matrix(R, "R")
+    singular, floor = _singularity(A)
+    scaled, floor, log_scale = _scaled(A, floor)
+    stack = scaled[None, :, :].copy()
     logdet = np.zeros(1)
     for _ in range(A.shape[0]):
         piv = stack[:, 0, 0]
         rest = stack[:, 1:, 1:]
         col = stack[:, 1:, 0]
-        ok = piv > _PIVOT_FLOOR
+        ok = piv > floor
         safe = np.where(ok, piv, 1.0)
-        schur = rest - col[:, :, None] * col[:, None, :] / safe[:, None, None]
+        schur = rest - col[:, :, None] * (col[:, None, :] / safe[:, None, None])
         if not ok.all():
-            # Zero pivot of a PSD matrix: its row is zero, every minor containing it is 0 (-inf log).
+            # A pivot at the threshold: every minor containing this prefix is singular (-inf); its branch is
+            # not eliminated further (dividing by a round-off-sized pivot would only blow up the rest).
             schur[~ok] = rest[~ok]
-        logpiv = np.where(ok, np.log(safe), -np.inf)
+        logpiv = np.where(ok, np.log(safe) + log_scale, -np.inf)
         stack = np.concatenate([rest, schur], axis=0)
         logdet = np.concatenate([logdet, logdet + logpiv])
+    if singular:
+        logdet[-1] = -np.inf
     return logdet
 
 
@@ -96,13 +180,17 @@ def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
     """``h(N(0, R_S))`` in nats for all ``2**n`` subsets S, indexed by bitmask; entry 0 (empty set) is 0.
 
     Raises:
-        ValueError: bad R, non-PSD R under ``psd_policy="raise"``, or n > ``EXACT_MAX_N``.
+        ValueError: bad R or ``eps``, non-PSD R under ``psd_policy="raise"``, or n > ``EXACT_MAX_N``.
+
+    Examples:
+        >>> np.round(subset_entropies(np.eye(2)), 4).tolist()  # {}, {0}, {1}, {0, 1}
+        [0.0, 1.4189, 1.4189, 2.8379]
     """
     A, _ = ensure_psd(R, psd_policy, eps)
     n = A.shape[0]
     if n > EXACT_MAX_N:
         raise ValueError(
-            f"exact subset entropies need 2**n values; n = {n} > {EXACT_MAX_N} is too large. "
+            f"exact subset entropies need 2**n values; n = {n} > EXACT_MAX_N = {EXACT_MAX_N} is too large. "
             "Use shapley_values(R, method='monte_carlo') instead."
         )
     masks = np.arange(2**n, dtype=np.int64)
@@ -129,16 +217,23 @@ def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
         ValueError: ``v`` is not of length ``2**n`` for some n >= 1, or a marginal is ``(-inf) - (-inf)``.
 
     Examples:
-        >>> game_shapley_values([0.0, 1.0, 1.0, 3.0])  # a symmetric two-player game shares v(N) equally
-        array([1.5, 1.5])
-        >>> game_shapley_values([0.0, 1.0, 0.0, 1.0])  # player 1 adds nothing
-        array([1., 0.])
+        >>> game_shapley_values([0.0, 1.0, 1.0, 3.0]).tolist()  # a symmetric two-player game shares v(N) equally
+        [1.5, 1.5]
+        >>> game_shapley_values([0.0, 1.0, 0.0, 1.0]).tolist()  # player 1 adds nothing
+        [1.0, 0.0]
     """
     vals = np.asarray(v, dtype=np.float64)
     n = int(vals.size).bit_length() - 1
     if vals.ndim != 1 or n < 1 or vals.size != 2**n:
         raise ValueError(f"v must be a 1-D array of 2**n coalition worths (n >= 1); got shape {vals.shape}")
     return _shapley_from_values(vals, n)
+
+
+_UNDEFINED = (
+    "R is singular in a way that makes some marginal entropies (-inf) - (-inf): the Shapley "
+    "values are undefined. Handle the rho -> 1 limit explicitly, or repair R with a "
+    "positive eigenvalue floor (psd_policy='clip', eps > 0)."
+)
 
 
 def _shapley_from_values(v: NDArray[np.float64], n: int) -> NDArray[np.float64]:
@@ -150,33 +245,67 @@ def _shapley_from_values(v: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         with np.errstate(invalid="ignore"):
             diff = v[without | (1 << i)] - v[without]
         if np.isnan(diff).any():
-            raise ValueError(
-                "R is singular in a way that makes some marginal entropies (-inf) - (-inf): the Shapley "
-                "values are undefined. Handle the rho -> 1 limit explicitly, or repair R with a "
-                "positive eigenvalue floor (psd_policy='clip', eps > 0)."
-            )
+            raise ValueError(_UNDEFINED)
         phi[i] = float(np.sum(w[without] * diff))
     return phi
 
 
-def _entropy_of_subset(A: NDArray[np.float64], idx: tuple[int, ...]) -> float:
-    if not idx:
-        return 0.0
-    sign, logdet = np.linalg.slogdet(A[np.ix_(idx, idx)])
-    return -math.inf if sign <= 0 else len(idx) * HALF_LOG_2PIE + 0.5 * float(logdet)
-
-
 def _shapley_naive(A: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The literal formula (eq. 7): two log-dets per (player, coalition). Reference only; O(n 2**n n**3)."""
+    """The literal formula (eq. 7): two log-dets per (player, coalition). Reference only; O(n 2**n n**3).
+
+    Each subset is eliminated on its own, with the module's singularity rule (same threshold, ``v(N) = -inf``
+    for a singular R).
+    """
     n = A.shape[0]
+    singular, floor = _singularity(A)
+
+    def v(idx: tuple[int, ...]) -> float:
+        if not idx:
+            return 0.0
+        if len(idx) == n and singular:
+            return -math.inf
+        return len(idx) * HALF_LOG_2PIE + 0.5 * _chain_logdet(A[np.ix_(idx, idx)], floor)
+
     phi = np.zeros(n)
     for i in range(n):
         others = [j for j in range(n) if j != i]
         for size in range(n):
             weight = math.factorial(size) * math.factorial(n - size - 1) / math.factorial(n)
             for X in combinations(others, size):
-                phi[i] += weight * (_entropy_of_subset(A, tuple(sorted(X + (i,)))) - _entropy_of_subset(A, X))
+                with np.errstate(invalid="ignore"):
+                    phi[i] += weight * (v(tuple(sorted(X + (i,)))) - v(X))
+    if np.isnan(phi).any():
+        raise ValueError(_UNDEFINED)
     return phi
+
+
+def _mc_chunk(n: int, chunk: int, memory_bytes: int) -> int:
+    """Permutations per Monte-Carlo chunk: at most ``chunk``, and within ``memory_bytes``."""
+    per_perm = _MC_BYTES_PER_ENTRY * n * n
+    if per_perm > memory_bytes:
+        raise ValueError(
+            f"monte_carlo Shapley values at n = {n} need about {per_perm / 2**20:.1f} MiB for a single "
+            f"permutation, more than the memory budget memory_bytes = {memory_bytes} bytes "
+            f"(default MC_MEMORY_BYTES = {MC_MEMORY_BYTES}); raise memory_bytes or reduce n"
+        )
+    return min(chunk, memory_bytes // per_perm)
+
+
+def _mc_contributions(A: NDArray[np.float64], perms: NDArray[np.int64]) -> NDArray[np.float64]:
+    """(m, n) marginal contributions of each answer along each of the m orders ``perms``."""
+    scaled, _, log_scale = _scaled(A)
+    stack = scaled[perms[:, :, None], perms[:, None, :]]
+    try:
+        L = np.linalg.cholesky(stack)
+    except np.linalg.LinAlgError as exc:  # pragma: no cover - a nonsingular R factors in every order
+        raise ValueError(
+            "monte_carlo: the Cholesky factor of a permuted R failed although R passed the singularity test "
+            "(extreme ill-conditioning); use method='exact'"
+        ) from exc
+    marg = HALF_LOG_2PIE + (np.log(np.diagonal(L, axis1=1, axis2=2)) + 0.5 * log_scale)
+    contrib = np.empty_like(marg)
+    np.put_along_axis(contrib, perms, marg, axis=1)
+    return contrib
 
 
 def shapley_values_mc(
@@ -187,47 +316,66 @@ def shapley_values_mc(
     psd_policy: str = "raise",
     eps: float = DEFAULT_EPS,
     chunk: int = 1024,
+    memory_bytes: int = MC_MEMORY_BYTES,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Monte-Carlo Shapley values by permutation sampling, with standard errors.
 
     For each random order, one Cholesky factor of the permuted R gives every prefix's log-det at once:
     the marginal contribution of the k-th answer is ``0.5 ln(2 pi e) + ln L[k, k]``. Each sampled order's
-    contributions sum exactly to ``h(N(0, R))``, so efficiency holds for the estimate too.
+    contributions sum to ``h(N(0, R))`` (up to round-off), so efficiency holds for the estimate too.
+
+    Args:
+        R: (n, n) symmetric PSD, nonsingular matrix (the module's rule).
+        n_permutations: sampled orders (>= 2). seed: for ``numpy.random.default_rng``.
+        psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`).
+        chunk: at most this many orders are factored at once.
+        memory_bytes: working-memory budget; chunks are made small enough to fit (about
+            ``32 n**2`` bytes per order). The result does not depend on ``chunk`` or ``memory_bytes``
+            beyond round-off.
 
     Returns:
         (phi, stderr), both (n,) in nats. ``stderr`` is the standard error of the mean over orders.
 
     Raises:
-        ValueError: bad input, ``n_permutations < 2``, or a singular R (Cholesky needs R > 0).
+        ValueError: bad input, ``n_permutations < 2``, a singular R (``h(R) = -inf``: the values are
+            ``-inf`` or undefined), or one permutation alone larger than ``memory_bytes``.
+
+    Examples:
+        >>> phi, se = shapley_values_mc(np.eye(3), n_permutations=10)  # independent: every order agrees
+        >>> np.round(phi, 4).tolist(), np.round(se, 12).tolist()
+        ([1.4189, 1.4189, 1.4189], [0.0, 0.0, 0.0])
     """
-    if int(n_permutations) != n_permutations or n_permutations < 2:
+    if isinstance(n_permutations, bool) or int(n_permutations) != n_permutations or n_permutations < 2:
         raise ValueError(f"n_permutations must be an integer >= 2; got {n_permutations!r}")
+    size = _mc_chunk(
+        validate.symmetric_matrix(R, "R").shape[0],
+        validate.positive_int(chunk, "chunk"),
+        validate.positive_int(memory_bytes, "memory_bytes"),
+    )
     A, _ = ensure_psd(R, psd_policy, eps)
     n = A.shape[0]
+    if _singularity(A)[0]:
+        raise ValueError(
+            "monte_carlo Shapley values need a nonsingular R; this one is singular (smallest eigenvalue at most "
+            "psd_tolerance(R)), so gaussian_entropy(R) = -inf and the values are -inf or undefined. "
+            "Use method='exact' or repair R with an eigenvalue floor"
+        )
     rng = np.random.default_rng(seed)
+    shift: NDArray[np.float64] | None = None  # sums of (x - shift) keep the variance free of cancellation
     total = np.zeros(n)
     total_sq = np.zeros(n)
     done = 0
     while done < n_permutations:
-        m = min(chunk, n_permutations - done)
-        perms = np.argsort(rng.random((m, n)), axis=1)
-        stack = A[perms[:, :, None], perms[:, None, :]]
-        try:
-            L = np.linalg.cholesky(stack)
-        except np.linalg.LinAlgError as exc:
-            raise ValueError(
-                "monte_carlo Shapley values need a positive definite R (this one is singular); "
-                "use method='exact' or repair R with an eigenvalue floor"
-            ) from exc
-        marg = HALF_LOG_2PIE + np.log(np.diagonal(L, axis1=1, axis2=2))
-        contrib = np.empty_like(marg)
-        np.put_along_axis(contrib, perms, marg, axis=1)
-        total += contrib.sum(axis=0)
-        total_sq += (contrib**2).sum(axis=0)
+        m = min(size, n_permutations - done)
+        contrib = _mc_contributions(A, np.argsort(rng.random((m, n)), axis=1))
+        if shift is None:
+            shift = contrib.mean(axis=0)
+        total += (contrib - shift).sum(axis=0)
+        total_sq += ((contrib - shift) ** 2).sum(axis=0)
         done += m
-    mean = total / done
-    var = np.maximum(total_sq / done - mean**2, 0.0) * done / (done - 1)
-    return mean, np.sqrt(var / done)
+    assert shift is not None
+    var = np.maximum(total_sq - total**2 / done, 0.0) / (done - 1)
+    return shift + total / done, np.sqrt(var / done)
 
 
 def shapley_values(
@@ -244,20 +392,38 @@ def shapley_values(
     Args:
         R: (n, n) symmetric PSD matrix (the kernel matrix).
         method: ``"exact"`` (all subset entropies once, then combine; n <= ``EXACT_MAX_N``),
-            ``"naive"`` (the literal formula; test reference, small n only) or ``"monte_carlo"``
+            ``"naive"`` (the literal formula; test reference, n <= ``NAIVE_MAX_N``) or ``"monte_carlo"``
             (permutation sampling; for the standard error call :func:`shapley_values_mc`).
         n_permutations, seed: Monte-Carlo settings.
-        psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`).
+        psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`), ``0 < eps < 1``.
 
     Returns:
-        (n,) array ``phi`` with ``phi.sum() == gaussian_entropy(R)`` (efficiency) up to round-off.
-        Entries can be ``-inf`` when R is singular (an answer duplicated exactly).
+        (n,) array ``phi`` with ``phi.sum() == gaussian_entropy(R)`` (efficiency) up to round-off whenever
+        the entropy is finite (for ``"monte_carlo"``, round-off that grows with R's condition number). For a
+        singular R (the module's rule) entries are ``-inf``, or a ``ValueError`` says they are undefined
+        (``"monte_carlo"`` always refuses a singular R).
+
+    Raises:
+        ValueError: bad input, unknown method, n above the method's limit, undefined values.
+
+    Examples:
+        >>> R = [[1.0, 0.5], [0.5, 1.0]]
+        >>> phi = shapley_values(R)  # two exchangeable answers share h(R) equally
+        >>> np.round(phi, 6).tolist(), round(float(phi.sum()) - gaussian_entropy(R), 12)
+        ([1.347018, 1.347018], 0.0)
+        >>> np.round(shapley_values(R, "naive"), 6).tolist()
+        [1.347018, 1.347018]
     """
     if method == "exact":
         A, _ = ensure_psd(R, psd_policy, eps)
         return _shapley_from_values(subset_entropies(A), A.shape[0])
     if method == "naive":
         A, _ = ensure_psd(R, psd_policy, eps)
+        if A.shape[0] > NAIVE_MAX_N:
+            raise ValueError(
+                f"method='naive' evaluates about n * 2**n log-dets; n = {A.shape[0]} > NAIVE_MAX_N = {NAIVE_MAX_N} "
+                "would take too long. Use method='exact' (n <= EXACT_MAX_N) or 'monte_carlo'."
+            )
         return _shapley_naive(A)
     if method == "monte_carlo":
         return shapley_values_mc(R, n_permutations=n_permutations, seed=seed, psd_policy=psd_policy, eps=eps)[0]
@@ -275,6 +441,11 @@ def shapley_uncertainty(
     Args:
         P: (n, n) array, ``P[i, j] = P(s_i => s_j | x)`` in [0, 1].
         beta: kernel scale in (0, 1].
+
+    Examples:
+        >>> P = [[1.0, 1.0, 0.5], [1.0, 1.0, 0.5], [0.5, 0.5, 1.0]]  # the paper's Mozart matrix (Table 1)
+        >>> round(shapley_uncertainty(P, 0.5), 4)
+        3.9627
     """
     R = kernel_matrix(correlation_matrix(P), beta)
     return gaussian_entropy(R, psd_policy=psd_policy, eps=eps)

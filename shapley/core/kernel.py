@@ -25,6 +25,10 @@ def correlation_matrix(P: ArrayLike) -> NDArray[np.float64]:
 
     Returns:
         (n, n) symmetric array with entries in [0, 1].
+
+    Examples:
+        >>> correlation_matrix([[1.0, 0.2], [0.6, 1.0]]).tolist()
+        [[1.0, 0.4], [0.4, 1.0]]
     """
     A = validate.probability_matrix(P, "P")
     return (A + A.T) / 2.0
@@ -40,6 +44,13 @@ def kernel_matrix(C: ArrayLike, beta: float = 0.5) -> NDArray[np.float64]:
     Returns:
         (n, n) symmetric array with unit diagonal and off-diagonal entries in
         ``[beta * exp(-1/2), beta]``. It is *not* guaranteed to be PSD: see :mod:`shapley.core.psd`.
+
+    Examples:
+        >>> R = kernel_matrix([[1.0, 0.4], [0.4, 1.0]], beta=0.5)  # 0.5 * exp(-0.6**2 / 2)
+        >>> np.round(R, 4).tolist()
+        [[1.0, 0.4176], [0.4176, 1.0]]
+        >>> kernel_matrix([[1.0, 1.0], [1.0, 1.0]], beta=0.5).tolist()  # full entailment: beta
+        [[1.0, 0.5], [0.5, 1.0]]
     """
     A = validate.probability_matrix(C, "C")
     A = validate.symmetric_matrix(A, "C")

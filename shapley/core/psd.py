@@ -17,10 +17,14 @@ need a log-det therefore take a ``psd_policy``:
     Higham's (2002) alternating projections to the nearest correlation matrix whose eigenvalues are
     at least ``eps`` (Frobenius norm).
 
-Every repair emits a :class:`PSDRepairWarning`. ``eps`` defaults to ``1e-6``: a repaired matrix is
-positive definite, so its log-det is finite, but it sits close to singular and its entropy is
-dominated by ``ln(eps)``-sized terms. The repair is an explicit modelling choice, not a fix of the
-data.
+The PSD test is relative to R's scale: R is PSD when no eigenvalue lies below ``-psd_tolerance(R)``
+(``10 n eps_machine max|R|``), and a PSD R is singular when its smallest eigenvalue is at most that tolerance
+(:func:`is_singular`; the rule and its consequences are in :mod:`shapley.core.entropy`).
+
+Every repair emits a :class:`PSDRepairWarning`. ``eps`` (a number with ``0 < eps < 1``, checked by every
+function that takes it) defaults to ``1e-6``: a repaired matrix is positive definite, so its log-det is
+finite, but it sits close to singular and its entropy is dominated by ``ln(eps)``-sized terms. The repair is
+an explicit modelling choice, not a fix of the data.
 
 Guaranteed bounds (Gershgorin): with every off-diagonal entry of the beta = 1 kernel in
 ``[exp(-1/2), 1]``, the paper bounds ``|lambda| <= n`` and concludes that beta <= 1/(n+1) is safe.
@@ -60,32 +64,78 @@ class PSDReport:
 
 
 def min_eigenvalue(R: ArrayLike) -> float:
-    """Smallest eigenvalue of a symmetric (n, n) matrix."""
+    """Smallest eigenvalue of a symmetric (n, n) matrix.
+
+    Examples:
+        >>> round(min_eigenvalue([[1.0, 0.5], [0.5, 1.0]]), 12)
+        0.5
+    """
     A = validate.symmetric_matrix(R, "R")
     return float(np.linalg.eigvalsh(A)[0])
 
 
-def psd_tolerance(R: NDArray[np.float64]) -> float:
-    """Round-off tolerance for an eigenvalue test on R: ``n * machine eps * max|R|`` (at least 1e-12)."""
-    n = R.shape[0]
-    return max(1e-12, 10.0 * n * np.finfo(np.float64).eps * float(np.max(np.abs(R))))
+def psd_tolerance(R: ArrayLike) -> float:
+    """Round-off tolerance for the eigenvalues of R: ``10 * n * machine eps * max|R|`` (relative to R's scale).
+
+    An eigenvalue within this distance of zero is zero to working precision. The tolerance scales with R
+    (there is no absolute floor), so ``c * R`` is PSD, singular or positive definite exactly when R is.
+
+    Examples:
+        >>> print(f"{psd_tolerance(np.eye(2)):.3e}")
+        4.441e-15
+        >>> psd_tolerance(1e-300 * np.eye(2)) < 1e-310  # scale-aware: no absolute floor
+        True
+    """
+    A = np.asarray(R, dtype=np.float64)
+    return 10.0 * A.shape[0] * float(np.finfo(np.float64).eps) * float(np.max(np.abs(A)))
 
 
 def is_psd(R: ArrayLike, tol: float | None = None) -> bool:
-    """True if the symmetric matrix R has no eigenvalue below ``-tol`` (default: :func:`psd_tolerance`)."""
+    """True if the symmetric R has no eigenvalue below ``-tol`` (default: :func:`psd_tolerance`).
+
+    Examples:
+        >>> is_psd([[1.0, 0.9], [0.9, 1.0]]), is_psd([[1.0, 2.0], [2.0, 1.0]])
+        (True, False)
+    """
     A = validate.symmetric_matrix(R, "R")
     t = psd_tolerance(A) if tol is None else float(tol)
     return bool(np.linalg.eigvalsh(A)[0] >= -t)
 
 
+def is_singular(R: ArrayLike) -> bool:
+    """True if the PSD matrix R is singular to working precision: ``lambda_min(R) <= psd_tolerance(R)``.
+
+    This is the one singularity rule of the core (module docstring of :mod:`shapley.core.entropy`):
+    :func:`~shapley.core.entropy.gaussian_entropy` is ``-inf`` exactly when it holds.
+
+    Examples:
+        >>> is_singular([[1.0, 1.0], [1.0, 1.0]]), is_singular([[1.0, 1 - 1e-12], [1 - 1e-12, 1.0]])
+        (True, False)
+        >>> is_singular(1e-300 * np.eye(3))  # tiny but well conditioned
+        False
+    """
+    A = validate.symmetric_matrix(R, "R")
+    return bool(np.linalg.eigvalsh(A)[0] <= psd_tolerance(A))
+
+
 def paper_beta_bound(n: int) -> float:
-    """The paper's guaranteed bound, beta <= 1/(n+1) (Appendix A, Gershgorin on the beta = 1 matrix)."""
+    """The paper's guaranteed bound, beta <= 1/(n+1) (Appendix A, Gershgorin on the beta = 1 matrix).
+
+    Examples:
+        >>> paper_beta_bound(7)
+        0.125
+    """
     _check_n(n)
     return 1.0 / (n + 1)
 
 
 def gershgorin_beta_bound(n: int) -> float:
-    """Gershgorin on R itself: beta <= 1/(n-1) keeps R PSD for every C (1.0 for n <= 2, capped at 1)."""
+    """Gershgorin on R itself: beta <= 1/(n-1) keeps R PSD for every C (1.0 for n <= 2, capped at 1).
+
+    Examples:
+        >>> gershgorin_beta_bound(2), round(gershgorin_beta_bound(7), 4)
+        (1.0, 0.1667)
+    """
     _check_n(n)
     return 1.0 if n <= 2 else 1.0 / (n - 1)
 
@@ -104,49 +154,82 @@ def _not_psd_message(lam: float, n: int) -> str:
     )
 
 
-def shrink_to_psd(R: NDArray[np.float64], eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], float]:
-    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps``; returns (repaired R, t)."""
-    lam = float(np.linalg.eigvalsh(R)[0])
-    if lam >= eps:
-        return R.copy(), 1.0
-    t = (1.0 - eps) / (1.0 - lam)
-    n = R.shape[0]
-    out = np.eye(n) + t * (R - np.eye(n))
+def shrink_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], float]:
+    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps``; returns (repaired R, t).
+
+    Args:
+        R: (n, n) symmetric matrix with unit diagonal (a kernel matrix).
+        eps: the eigenvalue floor, ``0 < eps < 1``.
+
+    Examples:
+        >>> A, t = shrink_to_psd([[1.0, 2.0], [2.0, 1.0]], eps=0.5)  # eigenvalues -1 and 3
+        >>> t, round(min_eigenvalue(A), 12)
+        (0.25, 0.5)
+    """
+    e = validate.open_fraction(eps, "eps")
+    A = validate.symmetric_matrix(R, "R")
+    lam = float(np.linalg.eigvalsh(A)[0])
+    if lam >= e:
+        return A.copy(), 1.0
+    t = (1.0 - e) / (1.0 - lam)
+    n = A.shape[0]
+    out = np.eye(n) + t * (A - np.eye(n))
     return out, float(t)
 
 
-def clip_to_psd(R: NDArray[np.float64], eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
-    """Clip eigenvalues below ``eps`` up to ``eps`` and rescale to unit diagonal."""
-    w, V = np.linalg.eigh(R)
-    A = (V * np.maximum(w, eps)) @ V.T
+def clip_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
+    """Clip eigenvalues below ``eps`` (``0 < eps < 1``) up to ``eps`` and rescale to unit diagonal.
+
+    Examples:
+        >>> A = clip_to_psd([[1.0, 2.0], [2.0, 1.0]], eps=0.5)
+        >>> np.round(A, 6).tolist()
+        [[1.0, 0.714286], [0.714286, 1.0]]
+    """
+    e = validate.open_fraction(eps, "eps")
+    w, V = np.linalg.eigh(validate.symmetric_matrix(R, "R"))
+    A = (V * np.maximum(w, e)) @ V.T
     d = np.sqrt(np.diag(A))
     A = A / np.outer(d, d)
     return (A + A.T) / 2.0
 
 
 def nearest_correlation(
-    R: NDArray[np.float64], eps: float = DEFAULT_EPS, max_iter: int = 500, tol: float = 1e-10
+    R: ArrayLike, eps: float = DEFAULT_EPS, max_iter: int = 500, tol: float = 1e-10
 ) -> NDArray[np.float64]:
-    """Nearest correlation matrix with eigenvalues >= ``eps`` (Higham 2002, Dykstra-corrected projections)."""
+    """Nearest correlation matrix with eigenvalues >= ``eps`` (Higham 2002, Dykstra-corrected projections).
+
+    Args:
+        R: (n, n) symmetric matrix. eps: eigenvalue floor, ``0 < eps < 1``. max_iter: iterations (>= 1).
+        tol: relative Frobenius change that stops the iteration (> 0).
+
+    Examples:
+        >>> A = nearest_correlation([[1.0, 0.9, 0.0], [0.9, 1.0, 0.9], [0.0, 0.9, 1.0]])
+        >>> np.round(np.diag(A), 9).tolist(), min_eigenvalue(A) >= 1e-6 * (1 - 1e-9)
+        ([1.0, 1.0, 1.0], True)
+    """
+    e = validate.open_fraction(eps, "eps")
+    iters = validate.positive_int(max_iter, "max_iter")
+    stop = validate.positive_number(tol, "tol")
+    R = validate.symmetric_matrix(R, "R")
     n = R.shape[0]
     Y = R.copy()
     dS = np.zeros_like(R)
     X = R.copy()
-    for _ in range(max_iter):
+    for _ in range(iters):
         Rk = Y - dS
         w, V = np.linalg.eigh((Rk + Rk.T) / 2.0)
-        X = (V * np.maximum(w, eps)) @ V.T
+        X = (V * np.maximum(w, e)) @ V.T
         dS = X - Rk
         Y_new = X.copy()
         np.fill_diagonal(Y_new, 1.0)
-        if np.linalg.norm(Y_new - Y, "fro") <= tol * max(1.0, float(np.linalg.norm(Y, "fro"))):
+        if np.linalg.norm(Y_new - Y, "fro") <= stop * max(1.0, float(np.linalg.norm(Y, "fro"))):
             Y = Y_new
             break
         Y = Y_new
     # The unit-diagonal iterate may sit a hair below eps; finish with a clip, which moves it by O(tol).
     Y = (Y + Y.T) / 2.0
-    if np.linalg.eigvalsh(Y)[0] < eps * (1 - 1e-9):
-        Y = clip_to_psd(Y, eps)
+    if np.linalg.eigvalsh(Y)[0] < e * (1 - 1e-9):
+        Y = clip_to_psd(Y, e)
     assert Y.shape == (n, n)
     return Y
 
@@ -157,16 +240,30 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
     Args:
         R: (n, n) symmetric matrix.
         policy: one of ``PSD_POLICIES`` (module docstring).
-        eps: eigenvalue floor used by the repairing policies.
+        eps: eigenvalue floor used by the repairing policies, a finite number with ``0 < eps < 1`` (checked
+            under every policy).
 
     Returns:
-        (R to use, report). A PSD input is returned unchanged (singular PSD included).
+        (R to use, report). A PSD input (no eigenvalue below ``-psd_tolerance(R)``) is returned unchanged,
+        singular PSD included.
 
     Raises:
-        ValueError: bad input, unknown policy, or a non-PSD R under ``"raise"``.
+        ValueError: bad input, unknown policy, ``eps`` out of range, or a non-PSD R under ``"raise"``.
+
+    Examples:
+        >>> A, report = ensure_psd([[1.0, 0.5], [0.5, 1.0]])
+        >>> report.was_psd, report.repaired
+        (True, False)
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", PSDRepairWarning)
+        ...     A, report = ensure_psd([[1.0, 2.0], [2.0, 1.0]], "shrink", eps=0.5)
+        >>> report.repaired, report.shrink_factor
+        (True, 0.25)
     """
     if policy not in PSD_POLICIES:
         raise ValueError(f"psd_policy must be one of {PSD_POLICIES}; got {policy!r}")
+    eps = validate.open_fraction(eps, "eps")
     A = validate.symmetric_matrix(R, "R")
     lam = float(np.linalg.eigvalsh(A)[0])
     if lam >= -psd_tolerance(A):

@@ -183,6 +183,21 @@ def texts(x: Any, name: str = "texts") -> list[str]:
     return out
 
 
+def open_fraction(x: Any, name: str) -> float:
+    """A finite real number strictly between 0 and 1 (e.g. an eigenvalue floor ``eps``)."""
+    v = real_number(x, name)
+    if not math.isfinite(v) or not 0.0 < v < 1.0:
+        raise ValueError(f"{name} must be a finite number with 0 < {name} < 1; got {x!r}")
+    return v
+
+
+def positive_int(x: Any, name: str) -> int:
+    """An integer >= 1 (bools refused)."""
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {x!r}")
+    return int(x)
+
+
 def positive_number(x: Any, name: str) -> float:
     """A finite real number > 0."""
     v = real_number(x, name)

@@ -9,8 +9,10 @@ A run is described by groups of settings, each a frozen dataclass:
 * :class:`RuntimeSettings`: batch size, device and progress bars, which never change a stored number.
 
 ``config.json`` of a run directory stores ``RunConfig.to_dict()`` under ``"config"`` with
-``"schema": 2``. Schema 1 (a flat ``"settings"`` mapping, written before this module existed) is still
-read, so that older run directories resume: :func:`RunConfig.from_stored`.
+``"schema": 3``. Older layouts are still read, so that older run directories resume
+(:func:`RunConfig.from_stored`): schema 1 (a flat ``"settings"`` mapping, written before this module existed)
+and schema 2 (the groups, before ``data.reference_field`` existed; such configs read it as ``None``, see
+:class:`DataSettings`).
 
 Every value is validated here, once, when the configuration is built: a bad value raises ``ValueError``
 naming the command-line flag.
@@ -20,15 +22,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shapley.core.psd import PSD_POLICIES
 from shapley.pipeline import score
+from shapley.pipeline.samples import REFERENCE_FIELDS
 
-CONFIG_SCHEMA = 2
-"""Version of the layout of ``config.json``; 1 is the flat ``settings`` mapping, still read."""
+CONFIG_SCHEMA = 3
+"""Version of the layout of ``config.json``; 1 (the flat ``settings`` mapping) and 2 (groups without
+``data.reference_field``, invocations without batch sizes) are still read."""
+
+READ_SCHEMAS = (1, 2, CONFIG_SCHEMA)
 
 COMMANDS = ("run", "score-samples")
 SOURCES = ("auto", "local", "online", "file")
@@ -39,6 +46,11 @@ DEFAULT_ENTAILMENT = "hf:microsoft/deberta-large-mnli"
 NON_RESULT_KEYS: frozenset[str] = frozenset({"data.limit", "data.path"})
 """Dotted keys (besides the whole ``runtime`` group) that may differ when a run is resumed: they change
 which questions a call covers or where the file lies, never a stored number."""
+
+
+OPEN_WHEN_UNSET: frozenset[str] = frozenset({"data.reference_field"})
+"""Result settings that a stored configuration written before they existed holds as ``None``; such a run
+resumes with any explicit value (see :class:`DataSettings`)."""
 
 
 def _check(ok: bool, message: str) -> None:
@@ -54,15 +66,41 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/K"`` -> ``(I, K)``: shard I (counted from 0) of K; ``ValueError`` naming ``--shard`` otherwise.
+
+    Examples:
+        >>> parse_shard("2/4")
+        (2, 4)
+    """
+    m = _SHARD.match(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"--shard must look like I/K (e.g. 0/4: shard 0 of 4); got {text!r}")
+    i, k = int(m.group(1)), int(m.group(2))
+    _check(k >= 1 and 0 <= i < k, f"--shard I/K needs K >= 1 and 0 <= I < K (shards count from 0); got {text!r}")
+    return i, k
+
+
 @dataclass(frozen=True)
 class DataSettings:
     """Which questions a run covers.
 
     ``dataset``: the dataset name (``run``) or its label in the tables (``score-samples``). ``source``:
     ``auto`` / ``local`` / ``online`` for ``run``, ``file`` for ``score-samples``. ``path``: the local
-    dataset file or the input file; ``sha256`` its fingerprint (filled in by the pipeline). ``limit``:
+    dataset file or the input file (the pipeline stores it relative to the repository, so that no
+    machine-specific path is recorded); ``sha256`` its fingerprint (filled in by the pipeline). ``limit``:
     the first K questions. ``n_samples`` (``score-samples``): keep the first N samples of each line.
     ``model_label`` (``score-samples``): the model that generated the input, for the tables.
+    ``reference_field`` (``score-samples``): the input field holding the reference answers, ``references``
+    or ``answer`` (see :data:`shapley.pipeline.samples.REFERENCE_FIELDS`). ``None`` only in configurations
+    read from a run directory written before the setting existed (the old implicit fallback: ``references``
+    when a line has it, else ``answer``); such a run resumes with either explicit value, since the input's
+    fingerprint pins the file and only the value that reproduces the fallback reads it without error.
+    ``shard``: ``"I/K"`` keeps only the questions (after ``limit``) whose id falls in shard I of K
+    (:func:`shapley.pipeline.merge.shard_of`); ``python -m shapley merge`` joins the K run directories.
     """
 
     dataset: str
@@ -73,8 +111,17 @@ class DataSettings:
     limit: int | None = None
     n_samples: int | None = None
     model_label: str | None = None
+    reference_field: str | None = "references"
+    shard: str | None = None
 
     def __post_init__(self) -> None:
+        if self.shard is not None:
+            i, k = parse_shard(self.shard)
+            object.__setattr__(self, "shard", f"{i}/{k}")
+        _check(
+            self.reference_field is None or self.reference_field in REFERENCE_FIELDS,
+            f"--reference-field must be one of {', '.join(REFERENCE_FIELDS)}; got {self.reference_field!r}",
+        )
         _check(isinstance(self.dataset, str) and bool(self.dataset.strip()), "--dataset must be a non-empty name")
         _check(self.source in SOURCES, f"--source must be one of {', '.join(SOURCES)}; got {self.source!r}")
         _check(_is_int(self.n_shots) and self.n_shots >= 0, f"--n-shots must be an integer >= 0; got {self.n_shots!r}")
@@ -185,20 +232,41 @@ class ScoringSettings:
 
 @dataclass(frozen=True)
 class RuntimeSettings:
-    """How a call runs, never what it computes beyond floating-point noise: ``batch_size`` (rows or pairs per
-    forward pass; ``None``: automatic, 8 generation rows and 32 entailment pairs on a CPU, from the free
-    memory on CUDA; batch composition moves entailment probabilities by about 1e-7, below 1e-6), ``device``
-    (``None``: CUDA when available) and ``progress`` (progress bars)."""
+    """How a call runs, not which quantity it computes: ``batch_size`` (rows or pairs per forward pass; ``None``:
+    automatic, 8 generation rows and 32 entailment pairs on a CPU, from the free memory on CUDA), ``device``
+    (``None``: CUDA when available), ``progress`` (progress bars; off also silences the model libraries'
+    loading bars and info logs) and ``entail_cache`` (the entailment pair cache: ``None`` for the shared
+    default file, ``"none"`` for no cache, else the path of a sqlite file; give each concurrent shard its own,
+    since sqlite on a network file system is unsafe with several writers).
+
+    Batching is not bit-exact: the batch a text is computed in (its size, its neighbours, their padding) moves
+    entailment probabilities by about 1e-7 (below 1e-6) and generation token log-probabilities by about 1e-5
+    (float round-off in padded matrix products; a sampled token can then differ in rare near-ties). A run
+    therefore records, per invocation, the batch sizes its models actually used (``batch_sizes`` in
+    ``config.json``), and a resume with other sizes is noted there (see
+    :meth:`shapley.pipeline.store.RunDir.record_batch_sizes`).
+    """
 
     batch_size: int | None = None
     device: str | None = None
     progress: bool = True
+    entail_cache: str | None = None
 
     def __post_init__(self) -> None:
         _check(
             self.batch_size is None or (_is_int(self.batch_size) and self.batch_size >= 1),
             f"--batch-size must be >= 1; got {self.batch_size!r}",
         )
+        _check(
+            self.entail_cache is None or (isinstance(self.entail_cache, str) and bool(self.entail_cache.strip())),
+            f"--entail-cache must be a file path or 'none'; got {self.entail_cache!r}",
+        )
+
+    def entail_cache_arg(self) -> bool | str:
+        """The ``cache`` argument of :func:`shapley.pipeline.entail.load_backend` for this setting."""
+        if self.entail_cache is None:
+            return True
+        return False if self.entail_cache.strip().lower() == "none" else self.entail_cache
 
 
 _GROUPS: dict[str, type] = {
@@ -239,6 +307,10 @@ class RunConfig:
         _check(_is_int(self.seed), f"--seed must be an integer; got {self.seed!r}")
         if self.command == "run":
             _check(self.generation is not None, "a 'run' configuration needs generation settings")
+            _check(
+                self.data.reference_field in (None, "references"),
+                "--reference-field is a score-samples setting (run reads the references of its dataset)",
+            )
         else:
             _check(self.generation is None, "a 'score-samples' configuration has no generation settings")
 
@@ -284,6 +356,8 @@ class RunConfig:
             bad = sorted(set(group) - fields)
             _check(not bad, f"unknown key(s) {bad} in run configuration group {name!r}")
             values = dict(group)
+            if name == "data":
+                values.setdefault("reference_field", None)  # written before the setting existed (schema <= 2)
             if name == "scoring" and "methods" in values:
                 values["methods"] = tuple(values["methods"])
             kw[name] = kind(**values)
@@ -291,20 +365,22 @@ class RunConfig:
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> RunConfig:
-        """The configuration of a parsed ``config.json`` (schema 2, or the flat schema 1)."""
+        """The configuration of a parsed ``config.json`` (schema 3 or 2, or the flat schema 1)."""
         if not isinstance(stored, Mapping):
             raise ValueError(f"config.json must hold a JSON object; got {type(stored).__name__}")
         schema = stored.get("schema", 1)
-        if schema == CONFIG_SCHEMA:
+        if schema in (2, CONFIG_SCHEMA):
             if "config" not in stored:
-                raise ValueError("config.json (schema 2) has no 'config' object")
+                raise ValueError(f"config.json (schema {schema}) has no 'config' object")
             return cls.from_dict(stored["config"])
         if schema == 1:
             settings = stored.get("settings")
             if not isinstance(settings, Mapping):
                 raise ValueError("config.json (schema 1) has no 'settings' object")
             return cls.from_v1_settings(settings)
-        raise ValueError(f"config.json has schema {schema!r}; this version reads schemas 1 and {CONFIG_SCHEMA}")
+        raise ValueError(
+            f"config.json has schema {schema!r}; this version reads schemas {', '.join(map(str, READ_SCHEMAS))}"
+        )
 
     @classmethod
     def from_v1_settings(cls, s: Mapping[str, Any]) -> RunConfig:
@@ -322,6 +398,7 @@ class RunConfig:
             limit=s.get("limit"),
             n_samples=None if run else s.get("n_samples"),
             model_label=None if run else s.get("model"),
+            reference_field=None,
         )
         gen = None
         if run:
@@ -380,9 +457,16 @@ class RunConfig:
         return {k: v for k, v in self.flat().items() if not k.startswith("runtime.") and k not in NON_RESULT_KEYS}
 
     def differences(self, other: RunConfig) -> dict[str, tuple[Any, Any]]:
-        """Result settings that differ: dotted key -> (this value, other value)."""
+        """Result settings that differ: dotted key -> (this value, other value).
+
+        ``self`` is the stored configuration: a key of :data:`OPEN_WHEN_UNSET` that it leaves ``None`` (written
+        before the setting existed) matches any value of ``other``."""
         a, b = self.result_settings(), other.result_settings()
-        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+        return {
+            k: (a.get(k), b.get(k))
+            for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k) and not (k in OPEN_WHEN_UNSET and a.get(k) is None)
+        }
 
 
 _FLAG_NAMES = {

@@ -71,7 +71,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,32 +171,88 @@ def _make_item(
     return _Item(id=str(id_), question=q, references=refs, context=ctx, group=group, turn=turn)
 
 
-def _open_text(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def check_input_file(path: str | os.PathLike[str], what: str = "input file") -> Path:
+    """``path`` as a :class:`~pathlib.Path` if it is a readable regular file.
+
+    Raises ``ValueError`` for a directory, ``FileNotFoundError`` when nothing is there (both name the path).
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{what} {p} is a directory, not a file")
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} {p} does not exist")
+    return p
+
+
+def _open_binary(path: Path) -> Any:
+    """The file's bytes, decompressed when its name ends in ``.gz``; a name that contradicts the content
+    (gzip data without ``.gz``, or ``.gz`` on plain text) is refused naming the file."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+    gz = path.suffix == ".gz"
+    if gz and head and head != GZIP_MAGIC:
+        raise ValueError(f"{path}, line 1: the name ends in .gz but the file is not gzip-compressed; rename it")
+    if not gz and head == GZIP_MAGIC:
+        raise ValueError(f"{path}, line 1: the file is gzip-compressed but its name does not end in .gz; rename it")
+    return gzip.open(path, "rb") if gz else open(path, "rb")
+
+
+def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) of every line of a UTF-8 text file, gunzipped when named ``.gz``.
+
+    Raises ``ValueError`` naming the file and the line for a truncated or corrupt gzip stream, invalid
+    UTF-8, and a name that contradicts the compression (see :func:`_open_binary`).
+    """
+    p = Path(path)
+    gz = p.suffix == ".gz"
+    lineno = 0
+    with _open_binary(p) as f:
+        lines = iter(f)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                return
+            except (EOFError, OSError, zlib.error) as exc:
+                if not gz:
+                    raise
+                raise ValueError(
+                    f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
+                ) from exc
+            lineno += 1
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{p}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1})"
+                ) from exc
+            yield lineno, text
 
 
 def _read_json(path: Path) -> Any:
-    with _open_text(path) as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from e
+    text = "".join(line for _, line in iter_text_lines(path))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from e
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(1-based line number, object) for every non-blank line."""
     rows: list[tuple[int, dict[str, Any]]] = []
-    with _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}, line {lineno}: not valid JSON ({e})") from e
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
-            rows.append((lineno, obj))
+    for lineno, line in iter_text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}, line {lineno}: not valid JSON ({e})") from e
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
+        rows.append((lineno, obj))
     return rows
 
 
@@ -693,7 +750,7 @@ def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> 
     if file is not None and file.is_file():
         return _LOCAL_PARSERS[name](file)
     if path is not None:
-        raise FileNotFoundError(f"{name}: local file {file} does not exist")
+        check_input_file(path, f"{name}: local file")
     if source == "local" or name == "jsonl":
         if name == "jsonl":
             raise ValueError("the generic 'jsonl' dataset needs path=... to a JSON-lines file")

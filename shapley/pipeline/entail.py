@@ -322,8 +322,9 @@ class EntailmentBackend(ABC):
     Attributes: ``name`` (the spec, e.g. ``"embedding:minilm"``), ``fingerprint`` (of the weights),
     ``is_nli`` (True only for real NLI classifiers), ``batch_size`` (``None``: the backend's automatic
     size), ``cache`` (an :class:`EntailmentCache` or ``None``), ``stats`` (work counters, cumulative:
-    pairs requested / unique / scored, cache hits, cache rows redone, forward passes, truncated texts,
-    the largest batch run in pairs or texts, out-of-memory splits)."""
+    the batch size chosen (``batch_size``: pairs, texts, or for the NLI backend pairs and tokens), pairs
+    requested / unique / scored, cache hits, cache rows redone, forward passes, truncated texts, the largest
+    batch run in pairs or texts, out-of-memory splits)."""
 
     name: str
     fingerprint: str
@@ -351,7 +352,8 @@ class EntailmentBackend(ABC):
         else:
             self.cache = EntailmentCache(cache)
         self.progress = progress
-        self.stats: dict[str, int] = {
+        self.stats: dict[str, Any] = {
+            "batch_size": batch_size,
             "pairs_requested": 0,
             "pairs_unique": 0,
             "cache_hits": 0,
@@ -586,6 +588,7 @@ class HFNLIBackend(EntailmentBackend):
             raise ValueError(f"max_batch_tokens must be None or an integer >= 1, got {max_batch_tokens!r}")
         self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else self._auto_tokens()
         self.max_batch_pairs = batch_size or (CUDA_BATCH_PAIRS if self.device.type == "cuda" else CPU_BATCH_PAIRS)
+        self.stats["batch_size"] = {"pairs": self.max_batch_pairs, "tokens": self.max_batch_tokens}
 
     def _auto_tokens(self) -> int | None:
         """Token budget from the free CUDA memory (activations of one layer at a time, a quarter of it)."""
@@ -789,6 +792,7 @@ class EmbeddingBackend(EntailmentBackend):
         self.model = SentenceTransformer(str(folder), device=str(self.device))
         self.fingerprint = path_fingerprint(folder)
         self.texts_per_batch = batch_size or (256 if self.device.type == "cuda" else CPU_BATCH_PAIRS)
+        self.stats["batch_size"] = self.texts_per_batch
 
     def _count_truncated(self, texts: list[str]) -> None:
         """Warn about and count the texts longer than the model's ``max_seq_length`` (it cuts them)."""
@@ -885,6 +889,7 @@ class LLMJudgeBackend(EntailmentBackend):
         )
         self.generator = Generator(model, config, tokenizer=tokenizer)
         self.generator.fingerprint = fp
+        self.stats["batch_size"] = self.generator.batch_rows()
 
     def _score_pairs(self, premises: list[str], hypotheses: list[str]) -> tuple[np.ndarray, np.ndarray]:
         order = _length_order(premises, hypotheses)

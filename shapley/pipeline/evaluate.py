@@ -16,6 +16,18 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
 * ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
   n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
   as a row of NaNs in ``metrics.csv``.
+* ``comparisons.csv``: is the difference significant: each method against ``Shap`` on the questions both
+  scored, paired bootstrap of the AUROC difference, Holm-adjusted across the run's methods, ``outcome``
+  win / tie / loss (:func:`compare_methods`).
+* ``selection.csv``: which answer to return: per strategy (``first``, ``greedy``, ``largest_cluster``,
+  ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
+  (:func:`shapley.pipeline.selection.selection_table`, from the stored score records).
+
+Ids in CSV files: every CSV output with an ``id`` column writes it through :func:`csv_text`, which escapes
+an id that a spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a
+carriage return) by prefixing a single quote, as spreadsheet tools expect; an id starting with a quote gets
+one more, so that :func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and
+``"null"`` included, never a missing value).
 
 Across runs: :func:`runs_table` and :func:`report` (``python -m shapley report DIR...``); :func:`beta_table`
 recomputes Table 5's beta ablation from a run's stored entailment matrices.
@@ -36,6 +48,7 @@ import pandas as pd
 
 from shapley.core import metrics
 from shapley.pipeline import score as _score
+from shapley.pipeline import selection
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.store import STAGE_FILES, JsonlStore, RunDir, atomic_write_text, read_config, read_record
 
@@ -60,6 +73,26 @@ EXTRA_COLUMNS: tuple[str, ...] = ("note", "entailment_is_stand_in", "n_questions
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
 
 
+COMPARISON_COLUMNS: tuple[str, ...] = (
+    "method",
+    "reference",
+    "delta_auroc",
+    "lo",
+    "hi",
+    "p_value",
+    "p_holm",
+    "outcome",
+    "delong_p",
+    "n",
+    "note",
+)
+"""Columns of ``comparisons.csv`` (see :func:`compare_methods`)."""
+
+REFERENCE_METHOD = "Shap"
+SIGNIFICANCE = 0.05
+"""A method wins or loses against the reference when its Holm-adjusted p-value is below this; else a tie."""
+
+
 TABLE5_BETAS: tuple[float, ...] = (
     0.1,
     0.2,
@@ -80,6 +113,37 @@ TABLE5_BETAS: tuple[float, ...] = (
     0.9,
     1.0,
 )
+
+
+CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+"""Leading characters that make a spreadsheet read a cell as a formula (escaped in CSV outputs)."""
+
+
+def escape_csv_id(text: str) -> str:
+    """``text`` as written to a CSV cell: a quote prefixed where it starts like a formula (or with a quote)."""
+    return "'" + text if text.startswith((*CSV_FORMULA_PREFIXES, "'")) else text
+
+
+def unescape_csv_id(text: str) -> str:
+    """Inverse of :func:`escape_csv_id`."""
+    return text[1:] if text.startswith("'") else text
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV text (no index), its ``id`` column escaped with :func:`escape_csv_id`."""
+    if "id" in df:
+        df = df.assign(id=[escape_csv_id(str(i)) for i in df["id"]])
+    return df.to_csv(index=False)
+
+
+def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
+    """A CSV written by :func:`csv_text`, its ``id`` column read back exactly, as strings (no value is taken
+    for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
+    df = pd.read_csv(path, **kw)
+    if "id" in df:
+        ids = pd.read_csv(path, usecols=["id"], dtype=str, keep_default_na=False)["id"]
+        df["id"] = [unescape_csv_id(i) for i in ids]
+    return df
 
 
 def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | None = None) -> pd.DataFrame:
@@ -211,6 +275,66 @@ def compute_metrics(
     return metrics, pd.DataFrame(srows, columns=list(SKIPPED_COLUMNS))
 
 
+def _comparison(
+    u: np.ndarray, u_ref: np.ndarray, correct: np.ndarray, *, n_boot: int, seed: int
+) -> tuple[dict[str, Any], str]:
+    """Paired bootstrap (and DeLong) of one method against the reference on the questions both scored."""
+    ok = ~np.isnan(u) & ~np.isnan(u_ref)
+    row: dict[str, Any] = {"delta_auroc": math.nan, "lo": math.nan, "hi": math.nan, "p_value": math.nan}
+    row.update(delong_p=math.nan, n=int(ok.sum()))
+    c = correct[ok]
+    if not ok.any():
+        return row, "no question scored by both"
+    if c.all() or not c.any():
+        return row, "one correctness class only on the shared questions: AUROC undefined"
+    a, b = _rankable(u[ok])[0], _rankable(u_ref[ok])[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r = metrics.paired_bootstrap(metrics.auroc, a, b, c, n_boot=n_boot, seed=seed)
+        row.update(delta_auroc=r.delta, lo=r.lo, hi=r.hi, p_value=r.p_value)
+        row["delong_p"] = metrics.delong_test(a, b, c).p_value
+    return row, ""
+
+
+def compare_methods(
+    scores: pd.DataFrame,
+    *,
+    methods: Sequence[str],
+    reference: str = REFERENCE_METHOD,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """``comparisons.csv``: each method of ``methods`` against ``reference`` on the same questions.
+
+    For each method, on the questions where both it and the reference have a score: ``delta_auroc`` =
+    AUROC(method) - AUROC(reference), its paired percentile bootstrap interval ``lo``/``hi`` and two-sided
+    ``p_value`` (:func:`shapley.core.metrics.paired_bootstrap`: one resample of the questions for both
+    methods, ``n_boot`` resamples seeded with ``seed``), ``p_holm`` (Holm's adjustment across the methods of the
+    run, :func:`shapley.core.metrics.holm`), ``outcome`` from the method's side (``win`` / ``loss`` when
+    ``p_holm`` < :data:`SIGNIFICANCE` and delta is positive / negative, else ``tie``), DeLong's p-value
+    ``delong_p`` beside it, ``n`` shared questions and a ``note``. Without reference scores the table is empty.
+    """
+    rows: list[dict[str, Any]] = []
+    if reference in scores and not scores[reference].isna().all():
+        u_ref = scores[reference].to_numpy(dtype=np.float64)
+        correct = scores["correct"].to_numpy(dtype=bool)
+        for m in methods:
+            if m == reference or m not in scores or scores[m].isna().all():
+                continue
+            row, note = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
+            rows.append({"method": m, "reference": reference, **row, "note": note})
+    out = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    if rows:
+        out["p_holm"] = metrics.holm(out["p_value"].to_numpy(dtype=np.float64))
+        significant = out["p_holm"] < SIGNIFICANCE
+        out["outcome"] = np.where(
+            significant & (out["delta_auroc"] > 0),
+            "win",
+            np.where(significant & (out["delta_auroc"] < 0), "loss", "tie"),
+        )
+    return out
+
+
 def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
     ent = record.get("provenance", {}).get("entailment") or {}
     is_nli = ent.get("is_nli")
@@ -222,26 +346,59 @@ def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _open_outputs(
+    run: RunDir | str | os.PathLike[str],
+) -> tuple[Path, RunConfig, dict[str, Any], dict[str, dict[str, Any]]]:
+    """(path, config, config.json record, stored score records) of a run directory, open or not."""
+    if isinstance(run, RunDir):
+        return run.path, run.config, run.record, run.store("scores").records
+    path = Path(run)
+    record = _read_record(path)
+    return path, RunConfig.from_stored(record), record, JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
+
+
+def _embedding_regression(
+    df: pd.DataFrame,
+    ids: Sequence[str],
+    embeddings: Mapping[str, Sequence[float]] | None,
+    seed: int,
+    skipped: dict[str, Counter[str]],
+) -> str:
+    """Fill ``df["ER"]`` (fit on a seeded half of the questions with embeddings); returns the metrics note."""
+    have = [i for i in ids if embeddings is not None and i in embeddings]
+    if len(have) < len(ids):
+        skipped["ER"]["missing input: embeddings"] += len(ids) - len(have)
+    if not have or embeddings is None:
+        return ""
+    rows = [ids.index(i) for i in have]
+    try:
+        er = _score.embedding_regression_scores(
+            np.asarray([embeddings[i] for i in have], dtype=np.float64),
+            df["correct"].to_numpy(dtype=bool)[rows],
+            seed=seed,
+        )
+    except ValueError as exc:
+        skipped["ER"][f"error: {exc}"] += len(have)
+        return ""
+    df.loc[rows, "ER"] = er
+    n_test = int((~np.isnan(er)).sum())
+    return f"fitted on {len(er) - n_test} questions, evaluated on the other {n_test}"
+
+
 def write_run_outputs(
     run: RunDir | str | os.PathLike[str],
     ids: Sequence[str] | None = None,
     *,
     embeddings: Mapping[str, Sequence[float]] | None = None,
 ) -> Path:
-    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv`` of a run (for ``ids``; default: all stored).
+    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv``, ``comparisons.csv`` and ``selection.csv`` of a run
+    (for ``ids``; default: all stored), in the order of ``ids``.
 
     ``embeddings`` (id -> vector) enables ``ER`` (fit on a seeded half, see
-    :func:`shapley.pipeline.score.embedding_regression_scores`). Returns the run directory.
+    :func:`shapley.pipeline.score.embedding_regression_scores`). ``selection.csv`` is
+    :func:`shapley.pipeline.selection.selection_table` of the stored records. Returns the run directory.
     """
-    if isinstance(run, RunDir):
-        path, config, record = run.path, run.config, run.record
-        recs = run.store("scores").records
-    else:
-        path = Path(run)
-        record = _read_record(path)
-        config = RunConfig.from_stored(record)
-        st = JsonlStore(path / STAGE_FILES["scores"])
-        recs = st.load(repair=False)
+    path, config, record, recs = _open_outputs(run)
     ids = list(recs) if ids is None else [str(i) for i in ids]
     missing = [i for i in ids if i not in recs]
     if missing:
@@ -260,23 +417,7 @@ def write_run_outputs(
         if k:
             notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
     if "ER" in methods:
-        have = [i for i in ids if embeddings is not None and i in embeddings]
-        for i in ids:
-            if embeddings is None or i not in embeddings:
-                skipped["ER"]["missing input: embeddings"] += 1
-        if have:
-            rows = [ids.index(i) for i in have]
-            try:
-                er = _score.embedding_regression_scores(
-                    np.asarray([embeddings[i] for i in have], dtype=np.float64),  # type: ignore[index]
-                    df["correct"].to_numpy(dtype=bool)[rows],
-                    seed=config.seed,
-                )
-                df.loc[rows, "ER"] = er
-                n_test = int((~np.isnan(er)).sum())
-                notes["ER"] = f"fitted on {len(er) - n_test} questions, evaluated on the other {n_test}"
-            except ValueError as exc:
-                skipped["ER"][f"error: {exc}"] += len(have)
+        notes["ER"] = _embedding_regression(df, ids, embeddings, config.seed, skipped)
     metrics, skipped_df = compute_metrics(
         df,
         methods=methods,
@@ -286,9 +427,15 @@ def write_run_outputs(
         seed=config.seed,
         notes=notes,
     )
-    atomic_write_text(path / "scores.csv", df.to_csv(index=False))
+    chosen = selection.selection_table(
+        records, threshold=config.scoring.threshold, n_boot=config.scoring.n_boot, seed=config.seed
+    )
+    compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
+    atomic_write_text(path / "scores.csv", csv_text(df))
     atomic_write_text(path / "metrics.csv", metrics.to_csv(index=False))
     atomic_write_text(path / "skipped.csv", skipped_df.to_csv(index=False))
+    atomic_write_text(path / "selection.csv", chosen.to_csv(index=False))
+    atomic_write_text(path / "comparisons.csv", compared.to_csv(index=False))
     return path
 
 
@@ -311,7 +458,7 @@ def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """A run's per-question scores: ``scores.csv`` if written, else built from ``scores.jsonl``."""
     f = Path(run_dir) / "scores.csv"
     if f.is_file():
-        return pd.read_csv(f, dtype={"id": str})
+        return read_csv_ids(f)
     recs = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
     return scores_frame(list(recs.values()), read_config(run_dir).scoring.methods)
 

@@ -5,17 +5,25 @@
   evaluate.
 
 Every stage is resumable (its records live in the run directory, :mod:`shapley.pipeline.store`); models are
-loaded only when a stage has pending questions, so a fully resumed run never loads one.
+loaded only when a stage has pending questions, so a fully resumed run never loads one. A stage's chunk (the
+questions computed together) is stored with one write, and a record whose inputs changed (an upstream record
+was redone) is recomputed (see :func:`run_stage`).
+
+Nothing is half-made: the input is validated, the settings checked against a stored run and, for a new
+run, the models loaded before the output directory is created. With ``runtime.progress`` off, model loading
+shows no progress bar and the model libraries log errors only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
+import logging
 import os
 import sys
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,21 +31,25 @@ from typing import Any, TypeVar
 import numpy as np
 from tqdm.auto import tqdm
 
-from shapley.pipeline import correctness, data, entail, evaluate, generate
+from shapley.pipeline import correctness, data, entail, evaluate, generate, selection
 from shapley.pipeline import score as _score
 from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
+from shapley.pipeline.merge import take_shard
 from shapley.pipeline.records import HIDDEN_KEY, Generation, HiddenStateReader, QARecord, save_hidden_states
 from shapley.pipeline.samples import SampleItem, read_samples_file
 from shapley.pipeline.store import (
+    CHUNK_KEY,
     TEST_CALL_LOG_ENV,
     TEST_SLEEP_ENV,
+    UPSTREAM_KEY,
     CorruptRecordWarning,
     JsonlStore,
     RunDir,
-    atomic_write_bytes,
-    canonical_json,
+    StaleRecordWarning,
     check_resumable,
-    encode_record,
+    fingerprint,
+    record_checksum,
+    repo_relative,
     sha256_file,
 )
 
@@ -52,6 +64,16 @@ def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
         yield list(items[i : i + max(1, size)])
 
 
+def _stale(store: JsonlStore, keys: Mapping[str, str]) -> list[str]:
+    """Ids whose stored record was computed from other inputs than ``keys[id]`` (records without the field,
+    written before it existed, are trusted)."""
+    return [
+        k
+        for k, up in keys.items()
+        if k in store and store.records[k].get(UPSTREAM_KEY, up) != up  # absent: an older record, trusted
+    ]
+
+
 def run_stage(
     store: JsonlStore,
     stage: str,
@@ -61,12 +83,27 @@ def run_stage(
     key: Callable[[T], str],
     chunk_size: int = 1,
     progress: bool = True,
+    upstream: Callable[[T], str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Compute and store the records of ``items`` that ``store`` does not hold yet.
 
-    ``compute(chunk)`` returns one record (with ``"id"``) per item of the chunk, in order; each record is
-    appended as soon as its chunk is done. Returns the store's ``{id: record}``.
+    ``compute(chunk)`` returns one record (with ``"id"``) per item of the chunk, in order. A chunk's records
+    are appended together, with one write, and each carries the ids of its chunk (``chunk``, when the chunk
+    holds several items), so that a chunk torn by a crash is recomputed whole (see
+    :mod:`shapley.pipeline.store`). ``upstream(item)``: the fingerprint of the item's inputs, stored as
+    ``upstream_sha256``; a stored record with another fingerprint is discarded (with a
+    :class:`~shapley.pipeline.store.StaleRecordWarning`) and recomputed. Returns the store's ``{id: record}``.
     """
+    ups = {key(it): upstream(it) for it in items} if upstream is not None else {}
+    stale = _stale(store, ups)
+    if stale:
+        warnings.warn(
+            f"{store.path}: {len(stale)} record(s) were computed from inputs that changed since (e.g. "
+            f"{stale[:3]}); recomputing them",
+            StaleRecordWarning,
+            stacklevel=2,
+        )
+        store.discard(stale)
     pending = [it for it in items if key(it) not in store]
     sleep = float(os.environ.get(TEST_SLEEP_ENV) or 0.0)
     log_path = os.environ.get(TEST_CALL_LOG_ENV)
@@ -75,21 +112,71 @@ def run_stage(
             records = compute(chunk)
             if len(records) != len(chunk):
                 raise RuntimeError(f"stage {stage}: {len(records)} records for {len(chunk)} items")
-            for it, rec in zip(chunk, records, strict=True):
-                if str(rec["id"]) != key(it):
-                    raise RuntimeError(f"stage {stage}: record id {rec['id']!r} for item {key(it)!r}")
-                if sleep:
-                    time.sleep(sleep)
-                store.append(rec)
-                if log_path:
-                    with open(log_path, "a", encoding="utf-8") as f:
-                        f.write(f"{stage}\t{key(it)}\n")
-                bar.update(1)
+            ids = [key(it) for it in chunk]
+            for k, rec in zip(ids, records, strict=True):
+                if str(rec["id"]) != k:
+                    raise RuntimeError(f"stage {stage}: record id {rec['id']!r} for item {k!r}")
+                if len(chunk) > 1:
+                    rec[CHUNK_KEY] = ids
+                if upstream is not None:
+                    rec[UPSTREAM_KEY] = ups[k]
+            if sleep:
+                time.sleep(sleep * len(chunk))
+            store.append_many(records)
+            if log_path:
+                with open(log_path, "a", encoding="utf-8") as f:
+                    f.write("".join(f"{stage}\t{k}\n" for k in ids))
+            bar.update(len(chunk))
     return store.records
 
 
 # --------------------------------------------------------------------------------------------------
 # Lazily loaded models
+
+
+@contextlib.contextmanager
+def quiet_model_loading(quiet: bool) -> Iterator[None]:
+    """With ``quiet``: no progress bar (e.g. transformers' "Loading weights") and only errors logged by the
+    model libraries while the block runs; their previous settings are restored afterwards."""
+    if not quiet:
+        yield
+        return
+    hf_logging: Any
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        hf_logging = None
+    loggers = [logging.getLogger(name) for name in ("sentence_transformers", "huggingface_hub")]
+    levels = [lg.level for lg in loggers]
+    bars = hf_logging.is_progress_bar_enabled() if hf_logging else False
+    verbosity = hf_logging.get_verbosity() if hf_logging else None
+    try:
+        if hf_logging:
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+        if hf_logging:
+            if bars:
+                hf_logging.enable_progress_bar()
+            if verbosity is not None:
+                hf_logging.set_verbosity(verbosity)
+
+
+def used_batch_size(model: Any, configured: int | None) -> Any:
+    """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
+    be chosen from free memory), else its ``batch_size`` (or its config's), else ``configured``."""
+    stats = getattr(model, "stats", None)
+    if isinstance(stats, Mapping) and stats.get("batch_size") is not None:
+        return stats["batch_size"]
+    for obj in (model, getattr(model, "config", None)):
+        if isinstance(getattr(obj, "batch_size", None), int):
+            return obj.batch_size  # type: ignore[union-attr]
+    return configured
 
 
 class LazyBackend:
@@ -102,9 +189,14 @@ class LazyBackend:
 
     def get(self) -> Any:
         if self._backend is None:
-            self._backend = entail.load_backend(
-                self.settings.backend, device=self.runtime.device, batch_size=self.batch_size
-            )
+            with quiet_model_loading(not self.runtime.progress):
+                self._backend = entail.load_backend(
+                    self.settings.backend,
+                    device=self.runtime.device,
+                    batch_size=self.batch_size,
+                    cache=self.runtime.entail_cache_arg(),
+                    progress=None if self.runtime.progress else False,
+                )
         return self._backend
 
     @property
@@ -129,6 +221,7 @@ class LazyGenerator:
         assert config.generation is not None
         g = config.generation
         self.model = g.model
+        self.progress = config.runtime.progress
         self.config = generate.GenerationConfig(
             n_samples=g.n_samples,
             temperature=g.temperature,
@@ -149,11 +242,23 @@ class LazyGenerator:
 
     def get(self) -> Any:
         if self._gen is None:
-            self._gen = generate.Generator(self.model, self.config)
+            with quiet_model_loading(not self.progress):
+                self._gen = generate.Generator(self.model, self.config)
         return self._gen
+
+    @property
+    def loaded(self) -> bool:
+        return self._gen is not None
 
     def info(self) -> dict[str, Any]:
         return {"spec": self.model, "fingerprint": getattr(self.get(), "fingerprint", None)}
+
+
+def _record_batch_sizes(run: RunDir, stage: str, model: Any, configured: int | None, chunk: int) -> None:
+    """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted)."""
+    message = run.record_batch_sizes(stage, {"batch_size": used_batch_size(model, configured), "chunk": chunk})
+    if message:
+        _note(message)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -175,9 +280,14 @@ def entail_stage(
     backend: LazyBackend,
     *,
     chunk_size: int = 16,
+    upstream: Callable[[str], str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Entailment matrices for ``items`` = (id, question, samples); stored in ``entailment.jsonl``."""
+    """Entailment matrices for ``items`` = (id, question, samples); stored in ``entailment.jsonl``.
+
+    ``upstream(id)``: the fingerprint of the inputs (default: of the question and its samples); a stored
+    matrix computed from other inputs is recomputed. The batch sizes used are kept in the run's record."""
     with_question = run.config.entailment.with_question
+    up = upstream or {qid: fingerprint([q, s]) for qid, q, s in items}.__getitem__
 
     def compute(chunk: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
         if not backend.recorded:
@@ -197,7 +307,7 @@ def entail_stage(
             )
         return out
 
-    return run_stage(
+    records = run_stage(
         run.store("entailment"),
         "entail",
         items,
@@ -205,24 +315,46 @@ def entail_stage(
         key=lambda it: it[0],
         chunk_size=chunk_size,
         progress=run.config.runtime.progress,
+        upstream=lambda it: up(it[0]),
     )
+    if backend.loaded:
+        _record_batch_sizes(run, "entailment", backend.get(), backend.batch_size, chunk_size)
+    return records
 
 
 def score_record(
-    x: _score.ScoreInputs, answer: str, references: Sequence[str], scoring: ScoringSettings
+    x: _score.ScoreInputs,
+    answer: str,
+    references: Sequence[str],
+    scoring: ScoringSettings,
+    *,
+    position: int | None = None,
+    answer_source: str = "greedy",
 ) -> dict[str, Any]:
-    """The stored score record of one question (correctness of ``answer`` + every per-question method)."""
+    """The stored score record of one question (correctness of ``answer`` + every per-question method).
+
+    Also stored: ``position`` (the question's place in the unsharded input, for ``merge``), each sample's
+    correctness value ``sample_correctness``, the answers chosen by the selection strategies ``selected`` with
+    the exact Shapley values ``phi`` (or ``phi_note``: why not; :mod:`shapley.pipeline.selection`) and
+    ``answer_source`` (what ``answer`` is: one of :data:`shapley.pipeline.selection.ANSWER_SOURCES`).
+
+    Floating-point overflow (e.g. summing token log-probabilities of -1e308) gives +-inf without a numpy
+    warning: a method that cannot use an infinite value skips the question and records why, and the metrics
+    rank infinite scores at the extremes."""
     metric = scoring.correctness_metric
     assert metric is not None, "the correctness metric is resolved before a run starts"
     value = float(correctness.similarity(answer, list(references), metric))
-    qs = _score.score_question_detailed(
-        x,
-        methods=scoring.methods,
-        beta=scoring.beta,
-        psd_policy=scoring.psd_policy,
-        cluster_rule=scoring.cluster_rule,
-        se_aggregation=scoring.se_aggregation,
-    )
+    per_sample = [float(correctness.similarity(s, list(references), metric)) for s in x.samples or []]
+    with np.errstate(over="ignore"):
+        chosen, phi, phi_note = selection.choose(x, scoring)
+        qs = _score.score_question_detailed(
+            x,
+            methods=scoring.methods,
+            beta=scoring.beta,
+            psd_policy=scoring.psd_policy,
+            cluster_rule=scoring.cluster_rule,
+            se_aggregation=scoring.se_aggregation,
+        )
     return {
         "id": x.id,
         "answer": answer,
@@ -232,19 +364,47 @@ def score_record(
         "scores": qs.scores,
         "skipped": qs.skipped,
         "diagnostics": qs.diagnostics,
+        "position": position,
+        "answer_source": answer_source,
+        "sample_correctness": per_sample,
+        "selected": chosen,
+        "phi": phi,
+        "phi_note": phi_note,
     }
 
 
 def _score_stage(
-    run: RunDir, ids: Sequence[str], inputs: Callable[[str], tuple[_score.ScoreInputs, str, Sequence[str]]]
+    run: RunDir,
+    ids: Sequence[str],
+    inputs: Callable[[str], tuple[_score.ScoreInputs, str, Sequence[str]]],
+    upstream: Callable[[str], str],
+    extra: Callable[[str], Mapping[str, Any]] = lambda qid: {},
 ) -> None:
-    """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references)."""
+    """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references),
+    ``upstream(id)`` the fingerprint of those inputs (a stored score computed from others is recomputed),
+    ``extra(id)`` the keyword arguments ``position`` and ``answer_source`` of :func:`score_record`."""
     scoring = run.config.scoring
 
     def compute(chunk: list[str]) -> list[dict[str, Any]]:
-        return [score_record(*inputs(qid), scoring) for qid in chunk]
+        return [score_record(*inputs(qid), scoring, **extra(qid)) for qid in chunk]
 
-    run_stage(run.store("scores"), "score", ids, compute, key=lambda qid: qid, progress=run.config.runtime.progress)
+    run_stage(
+        run.store("scores"),
+        "score",
+        ids,
+        compute,
+        key=lambda qid: qid,
+        progress=run.config.runtime.progress,
+        upstream=upstream,
+    )
+
+
+def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any] | None) -> None:
+    """The CSV outputs for ``ids``, and the record of what they cover (a note when it is less than stored)."""
+    message = run.record_outputs(len(ids))
+    if message:
+        _note(message)
+    evaluate.write_run_outputs(run, list(ids), embeddings=embeddings or None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -256,6 +416,10 @@ def _note(message: str) -> None:
 
 
 def _sample_notes(items: Sequence[SampleItem], methods: Sequence[str]) -> None:
+    extra = Counter(name for it in items for name in it.extra_fields)
+    if extra:
+        listed = ", ".join(f"{name!r} ({k} of {len(items)} lines)" for name, k in sorted(extra.items()))
+        _note(f"the input has field(s) that score-samples does not use, ignored: {listed}")
     if not any(it.sample_logprobs for it in items):
         needs_lp = [m for m in methods if "sample_logprobs" in _score.METHODS[m].needs]
         if needs_lp:
@@ -280,18 +444,38 @@ def _sample_inputs(item: SampleItem, ent: Mapping[str, Any]) -> _score.ScoreInpu
     )
 
 
+def _item_fingerprint(item: SampleItem) -> str:
+    """What a score of ``item`` is computed from (everything but its line number and unused fields)."""
+    d = dataclasses.asdict(item)
+    for name in ("lineno", "extra_fields"):
+        d.pop(name)
+    return fingerprint(d)
+
+
 def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Sequence[str] | None = None) -> Path:
     """Score answers generated elsewhere (``python -m shapley score-samples``); returns the run directory.
 
-    ``config.data.path`` is the input file (JSON lines, see :func:`shapley.pipeline.samples.read_samples_file`).
-    The whole input is validated before anything is written. Stages: entailment -> scores -> metrics.
+    ``config.data.path`` is the input file (JSON lines, see :func:`shapley.pipeline.samples.read_samples_file`),
+    whose reference answers are read from ``config.data.reference_field``. The whole input is validated, and
+    for a new run the entailment backend loaded, before anything is written. The run's configuration stores
+    the input's path relative to the repository and its fingerprint. Stages: entailment -> scores -> metrics.
     """
     if config.command != "score-samples" or config.data.path is None:
         raise ValueError("score_samples needs a 'score-samples' RunConfig whose data.path is the input file")
+    if config.data.reference_field is None:
+        raise ValueError("--reference-field must be given (references or answer)")
     path = Path(config.data.path)
-    items = read_samples_file(path, n_samples=config.data.n_samples, limit=config.data.limit)
+    placed = take_shard(
+        read_samples_file(
+            path, n_samples=config.data.n_samples, limit=config.data.limit, reference_field=config.data.reference_field
+        ),
+        config.data.shard,
+        key=lambda it: it.id,
+    )
+    items = [it for _, it in placed]
+    position = {it.id: pos for pos, it in placed}
     config = config.replace(
-        data=dataclasses.replace(config.data, path=str(path.resolve()), sha256=sha256_file(path), source="file"),
+        data=dataclasses.replace(config.data, path=repo_relative(path), sha256=sha256_file(path), source="file"),
         scoring=dataclasses.replace(config.scoring, correctness_metric=config.scoring.correctness_metric or "rougeL"),
     )
     _sample_notes(items, config.scoring.methods)
@@ -315,9 +499,14 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
             run,
             list(by_id),
             lambda qid: (_sample_inputs(by_id[qid], ent[qid]), by_id[qid].answer, by_id[qid].references),
+            lambda qid: fingerprint([record_checksum(ent[qid]), _item_fingerprint(by_id[qid])]),
+            lambda qid: {
+                "position": position[qid],
+                "answer_source": "input" if by_id[qid].answer_given else "first_sample",
+            },
         )
         emb = {it.id: it.embedding for it in items if it.embedding is not None}
-        evaluate.write_run_outputs(run, list(by_id), embeddings=emb or None)
+        _write_outputs(run, list(by_id), emb)
         return run.path
 
 
@@ -325,9 +514,21 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
 # run
 
 
+def _check_encodable(records: Sequence[QARecord], dataset: str) -> None:
+    """Every question's text can be stored as UTF-8 (no lone surrogates); ValueError naming the question."""
+    for r in records:
+        try:
+            fingerprint(r.to_dict())
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{dataset}: question {r.id!r} holds text that cannot be encoded as UTF-8 "
+                f"({exc.reason}: {exc.object[exc.start : exc.end]!r}); fix the data file"
+            ) from exc
+
+
 def _resolve_run(config: RunConfig) -> tuple[RunConfig, list[QARecord]]:
-    """Load the questions, and fill in what the configuration leaves to the data: the per-dataset correctness
-    metric, the local file and its fingerprint."""
+    """Load and check the questions, and fill in what the configuration leaves to the data: the per-dataset
+    correctness metric, the local file (relative to the repository) and its fingerprint."""
     d = config.data
     source = "auto" if d.source == "file" else d.source
     records = data.load_dataset(
@@ -335,6 +536,7 @@ def _resolve_run(config: RunConfig) -> tuple[RunConfig, list[QARecord]]:
     )
     if not records:
         raise ValueError(f"dataset {d.dataset!r} gave no questions")
+    _check_encodable(records, d.dataset)
     name = records[0].dataset or d.dataset
     local = None if source == "online" else data.local_path(d.dataset, d.path)
     sha = sha256_file(local) if local is not None and Path(local).is_file() else None
@@ -344,7 +546,7 @@ def _resolve_run(config: RunConfig) -> tuple[RunConfig, list[QARecord]]:
             d,
             dataset=name,
             source=source if sha is None else "local",
-            path=None if local is None else str(local),
+            path=None if local is None else repo_relative(local),
             sha256=sha,
         ),
         scoring=dataclasses.replace(config.scoring, correctness_metric=metric),
@@ -352,37 +554,36 @@ def _resolve_run(config: RunConfig) -> tuple[RunConfig, list[QARecord]]:
     return config, records
 
 
-def _store_questions(run: RunDir, records: Sequence[QARecord]) -> None:
-    run.record["provenance"]["questions_sha256"] = hashlib.sha256(
-        canonical_json([r.to_dict() for r in records]).encode("utf-8")
-    ).hexdigest()
+def _store_questions(run: RunDir, records: Sequence[QARecord]) -> dict[str, str]:
+    """Check the questions against the stored fingerprints and store the new ones; returns id -> fingerprint.
+
+    ``questions.jsonl`` keeps ids and fingerprints only (no dataset text); a run stored in the older layout
+    (whole questions) is checked against it and rewritten to the new one."""
+    fps = {r.id: fingerprint(r.to_dict()) for r in records}
+    run.record["provenance"]["questions_sha256"] = fingerprint([r.to_dict() for r in records])
     run.save_config()
     qstore = run.store("questions")
-    for r in records:
-        if r.id in qstore and canonical_json(qstore.records[r.id]) != canonical_json(r.to_dict()):
+    for qid, fp in fps.items():
+        stored = qstore.records.get(qid)
+        if stored is not None and stored.get("sha256", fingerprint(stored)) != fp:
             raise ValueError(
-                f"cannot resume {run.path}: question {r.id!r} differs from the stored one "
+                f"cannot resume {run.path}: question {qid!r} differs from the stored one "
                 "(the dataset or its prompt template changed)"
             )
-    run_stage(qstore, "data", records, lambda chunk: [r.to_dict() for r in chunk], key=lambda r: r.id, progress=False)
-
-
-def _discard_records(run: RunDir, ids: Sequence[str]) -> None:
-    """Drop the records of ``ids`` from every stage that derives from generation (rewritten atomically)."""
-    for stage in ("generations", "entailment", "scores"):
-        st = run.store(stage)
-        if any(i in st.records for i in ids):
-            for i in ids:
-                st.records.pop(i, None)
-            atomic_write_bytes(st.path, b"".join(encode_record(r) for r in st.records.values()))
+    if any("sha256" not in rec for rec in qstore.records.values()):  # the older layout, with dataset text
+        qstore.rewrite([{"id": k, "sha256": rec.get("sha256", fingerprint(rec))} for k, rec in qstore.records.items()])
+    run_stage(
+        qstore, "data", records, lambda chunk: [{"id": r.id, "sha256": fps[r.id]} for r in chunk], key=lambda r: r.id
+    )
+    return fps
 
 
 def _check_hidden_states(run: RunDir) -> None:
-    """Stored generations whose hidden-state file is missing or does not match its checksum are redone
-    (with their entailment and scores), with a warning."""
+    """Stored generations whose hidden-state file is missing or does not match its checksum are redone, with a
+    warning (their entailment and scores follow through the upstream fingerprints)."""
     reader = HiddenStateReader(run.path)
-    recs = run.store("generations").records
-    bad = [i for i, r in recs.items() if HIDDEN_KEY in r and reader.get(i, r[HIDDEN_KEY]) is None]
+    store = run.store("generations")
+    bad = [i for i, r in store.records.items() if HIDDEN_KEY in r and reader.get(i, r[HIDDEN_KEY]) is None]
     if bad:
         warnings.warn(
             f"{run.path}: the hidden-state file of {len(bad)} generation(s) is missing or damaged "
@@ -390,7 +591,7 @@ def _check_hidden_states(run: RunDir) -> None:
             CorruptRecordWarning,
             stacklevel=2,
         )
-        _discard_records(run, bad)
+        store.discard(bad)
 
 
 def hidden_states(run: RunDir, ids: Sequence[str]) -> dict[str, list[float]]:
@@ -401,7 +602,9 @@ def hidden_states(run: RunDir, ids: Sequence[str]) -> dict[str, list[float]]:
     return {i: v.astype(np.float64).tolist() for i, v in out.items() if v is not None}
 
 
-def _generation_stage(run: RunDir, records: Sequence[QARecord], generator: LazyGenerator) -> dict[str, dict[str, Any]]:
+def _generation_stage(
+    run: RunDir, records: Sequence[QARecord], generator: LazyGenerator, fps: Mapping[str, str]
+) -> dict[str, dict[str, Any]]:
     def compute(chunk: list[QARecord]) -> list[dict[str, Any]]:
         if not generator.recorded:
             run.record_fingerprint("model", generator.info())
@@ -417,39 +620,52 @@ def _generation_stage(run: RunDir, records: Sequence[QARecord], generator: LazyG
     _check_hidden_states(run)
     store = run.store("generations")
     pending = [r for r in records if r.id not in store]
-    # As many questions as fill one decoding batch (Generator.questions_per_batch), stored as they finish.
-    chunk = generator.get().questions_per_batch(pending) if pending else 1
-    return run_stage(
+    # As many questions as fill one decoding batch (Generator.questions_per_batch), stored together.
+    chunk_size = generator.get().questions_per_batch(pending) if pending else 1
+    gens = run_stage(
         store,
         "generate",
         records,
         compute,
         key=lambda r: r.id,
-        chunk_size=chunk,
+        chunk_size=chunk_size,
         progress=run.config.runtime.progress,
+        upstream=lambda r: fps[r.id],
     )
+    if generator.loaded:
+        _record_batch_sizes(run, "generation", generator.get(), generator.config.batch_size, chunk_size)
+    return gens
 
 
 def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: Sequence[str] | None = None) -> Path:
     """The whole experiment (``python -m shapley run``): data -> generate -> entail -> score -> metrics.
 
     Every stage is resumable (stage files in the run directory); models are loaded only when a stage has
-    pending questions. Returns the run directory.
+    pending questions, except for a new run, whose models are loaded before its directory is created. A
+    record is recomputed when the record it was computed from was redone (entailment from its generation,
+    scores from both). Returns the run directory.
     """
     if config.command != "run":
         raise ValueError("run_experiment needs a 'run' RunConfig (with generation settings)")
-    config, records = _resolve_run(config)
+    config, all_records = _resolve_run(config)
+    placed = take_shard(all_records, config.data.shard, key=lambda r: r.id)
+    records = [r for _, r in placed]
+    position = {r.id: pos for pos, r in placed}
     generator = LazyGenerator(config)
     bs = config.runtime.batch_size
     backend = LazyBackend(config.entailment, config.runtime, None if bs is None else max(bs, 8))
+    if check_resumable(output, config) is None:
+        generator.get()  # models that cannot load fail before the output directory exists
+        backend.get()
     with RunDir.open(output, config, argv=argv) as run:
-        _store_questions(run, records)
-        gens = _generation_stage(run, records, generator)
+        fps = _store_questions(run, records)
+        gens = _generation_stage(run, records, generator, fps)
         entail_stage(
             run,
             [(r.id, r.question, list(gens[r.id]["samples"])) for r in records],
             backend,
             chunk_size=64 if bs is None else max(1, bs),
+            upstream=lambda qid: record_checksum(gens[qid]),
         )
         ent = run.store("entailment").records
         by_id = {r.id: r for r in records}
@@ -463,7 +679,13 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             )
             return x, g["answer"], by_id[qid].references
 
-        _score_stage(run, list(by_id), inputs)
+        _score_stage(
+            run,
+            list(by_id),
+            inputs,
+            lambda qid: fingerprint([record_checksum(gens[qid]), record_checksum(ent[qid]), fps[qid]]),
+            lambda qid: {"position": position[qid]},
+        )
         emb = hidden_states(run, list(by_id))  # the judged answers' hidden states (ER)
-        evaluate.write_run_outputs(run, list(by_id), embeddings=emb or None)
+        _write_outputs(run, list(by_id), emb)
         return run.path

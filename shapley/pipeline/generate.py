@@ -373,7 +373,8 @@ class Generator:
     ``Generator(spec_or_model, config, tokenizer=None)``: a model spec (see :func:`resolve_model`) is
     loaded with :func:`load_model` on ``config.device`` / ``config.dtype``; a model object needs its
     ``tokenizer``. ``.generate(records)`` returns one :class:`~shapley.pipeline.records.Generation` per record.
-    ``fingerprint`` identifies the weights (for provenance and caches). ``stats`` counts the work: decoding
+    ``fingerprint`` identifies the weights (for provenance and caches). ``stats`` counts the work: the rows
+    planned per decoding batch of samples (``batch_size``, chosen from free memory when automatic), decoding
     batches and their sizes in rows (``batch_rows_used``), decoding steps, tokens generated (end-of-sequence
     tokens not counted, tokens cut by a stop string counted), rows checked against the stop strings,
     batches split after running out of memory (``oom_splits``) and which cache was used.
@@ -414,6 +415,7 @@ class Generator:
         self._row_cap: int | None = None
         self._static = self.device.type == "cuda" if self.config.static_cache is None else self.config.static_cache
         self.stats: dict[str, Any] = {
+            "batch_size": None,
             "decode_batches": 0,
             "batch_rows_used": [],
             "decode_steps": 0,
@@ -838,6 +840,7 @@ class Generator:
         for record, prompt in zip(group, prompts, strict=True):
             seeds = [None] + [_derive_seed(cfg.seed, record.id, k) for k in range(cfg.n_samples)]
             rows.extend((prompt, seed) for seed in seeds)
+        self.stats["batch_size"] = self.batch_rows(self._context_tokens(prompts, cfg.max_new_tokens))
         decoded = self._decode_rows(rows, cfg.max_new_tokens, keep_hidden=cfg.hidden_state)
         per_q = 1 + cfg.n_samples
         out = []

@@ -20,8 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from shapley.pipeline.store import atomic_write_bytes
-
 #: key of the hidden-state reference in a stored generation record
 HIDDEN_KEY = "hidden_state"
 #: folder of a run directory that holds the hidden-state ``.npz`` files
@@ -128,8 +126,18 @@ def save_hidden_states(
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
-    atomic_write_bytes(path, buf.getvalue())
+    _atomic_write(path, buf.getvalue())
     return [hidden_reference(name, i, matrix[i]) for i in range(len(ids))]
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, rename (records.py sits below store.py, so it has its own)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 class HiddenStateReader:

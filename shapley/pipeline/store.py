@@ -2,8 +2,13 @@
 
 A run is a directory::
 
-    config.json        {"schema": 2, "config": RunConfig, "provenance": {...}, "invocations": [...]}
-    questions.jsonl    run only: one record per question (id and its prompt's fingerprint)
+    config.json        {"schema": 3, "config": RunConfig, "provenance": {...}, "invocations": [...],
+                        "outputs"?: {...}} (see :meth:`RunDir.open`)
+    questions.jsonl    run only: one record per question: its id and ``sha256``, the fingerprint of the question
+                       as the data module builds it (question, references, prompt, context). No dataset text:
+                       the questions are rebuilt from the data file (whose fingerprint is ``config.data.sha256``)
+                       on every call. Older runs stored the whole question here; they are still read, and
+                       rewritten to ids and fingerprints when resumed.
     generations.jsonl  run only: one Generation per question (samples, token log-probs, p(True), A4C reply)
     entailment.jsonl   one record per question: n, entail (n x n nested lists), contradict (or null)
     scores.jsonl       one record per question: correctness, scores {method: float}, skipped {method: reason},
@@ -24,6 +29,15 @@ Storage guarantees (:class:`JsonlStore`):
 * Nothing already valid is recomputed; settings that change results must match the stored config
   (``ValueError`` naming the key, see :meth:`shapley.pipeline.config.RunConfig.result_settings`).
 * No pickle anywhere: JSON lines and CSV only. Matrices are nested lists of floats (exact).
+* Chunks are atomic: the records that a stage computes together (one batch of questions, whose numbers may
+  depend on the batch's composition) are appended with one write (:meth:`JsonlStore.append_many`), each
+  carrying the ids of its chunk (``chunk``). A write torn by a crash leaves the file's last chunk incomplete;
+  :meth:`JsonlStore.load` then drops what is left of that chunk, so that the chunk is recomputed whole, with
+  the same composition, and a resumed run equals an uninterrupted one.
+* Records that depend on another stage carry the fingerprint of their inputs (``upstream_sha256``, e.g. the
+  checksum of the generation record an entailment record was computed from). A stored record whose inputs
+  changed (an upstream record was redone) is recomputed. Records written before this field existed are
+  trusted.
 
 Test hooks (read from the environment, for the resumption tests only; unset in normal use):
 
@@ -47,6 +61,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +79,22 @@ TEST_CALL_LOG_ENV = "SHAPLEY_TEST_CALL_LOG"
 
 VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "transformers", "sentence-transformers", "shapley")
 
+SOURCE_PATHS: tuple[str, ...] = (
+    "shapley",
+    "pyproject.toml",
+    "constraints.txt",
+    "environment.yml",
+    "Makefile",
+    "scripts",
+    "benchmarks",
+)
+"""What "the package's source" means for provenance (paths relative to the repository): a run is *dirty*
+when ``git status`` reports a change to one of these, tracked or untracked (but not git-ignored). Everything
+else (``results/``, where runs write, the book, notebooks, tests) never makes a run dirty."""
+
+CHUNK_KEY = "chunk"
+UPSTREAM_KEY = "upstream_sha256"
+
 STAGE_FILES = {
     "questions": "questions.jsonl",
     "generations": "generations.jsonl",
@@ -71,7 +102,7 @@ STAGE_FILES = {
     "scores": "scores.jsonl",
 }
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
-    "questions": ("id", "question", "references"),
+    "questions": ("id",),
     "generations": ("id", "samples", "answer"),
     "entailment": ("id", "n", "entail", "contradict"),
     "scores": ("id", "correct", "correctness_value", "scores", "skipped", "diagnostics"),
@@ -80,6 +111,10 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
 
 class CorruptRecordWarning(UserWarning):
     """A stored line was torn, corrupt or duplicated; it was dropped and its question will be redone."""
+
+
+class StaleRecordWarning(UserWarning):
+    """A stored record was computed from inputs that have changed since; it is recomputed."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -107,6 +142,11 @@ def record_checksum(record: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of ``record`` without its checksum field."""
     body = {k: v for k, v in record.items() if k != CHECKSUM_KEY}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def fingerprint(obj: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``obj`` (e.g. the inputs a stored record was computed from)."""
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
 
 
 def encode_record(record: Mapping[str, Any]) -> bytes:
@@ -202,6 +242,7 @@ class JsonlStore:
         if not tail_torn:
             lines = lines[:-1]
         rewrite = False
+        linenos: dict[str, int] = {}
         for lineno, line in enumerate(lines, start=1):
             last_unterminated = tail_torn and lineno == len(lines)
             if not line.strip():
@@ -223,6 +264,8 @@ class JsonlStore:
                 rewrite = True
                 continue
             self.records[key] = rec
+            linenos[key] = lineno
+        rewrite |= self._drop_incomplete_tail_chunk(linenos)
         for lineno, why in self.problems:
             warnings.warn(
                 f"{self.path}: line {lineno} dropped: {why}; its question will be recomputed if needed",
@@ -233,28 +276,79 @@ class JsonlStore:
             atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
         return self.records
 
-    def append(self, record: Mapping[str, Any]) -> None:
-        """Append one record atomically (single ``os.write`` with ``O_APPEND``, then ``fsync``)."""
+    def _drop_incomplete_tail_chunk(self, linenos: Mapping[str, int]) -> bool:
+        """Drop the records of the file's last chunk if some of its records are missing (a torn write)."""
+        if not self.records:
+            return False
+        last = next(reversed(self.records.values()))
+        chunk = last.get(CHUNK_KEY)
+        if not isinstance(chunk, list) or all(str(i) in self.records for i in chunk):
+            return False
+        present = [str(i) for i in chunk if str(i) in self.records]
+        for key in present:
+            self.problems.append(
+                (linenos[key], f"its chunk {chunk} was not stored whole (torn write); the chunk is recomputed whole")
+            )
+            del self.records[key]
+        return True
+
+    def _check_new(self, records: Sequence[Mapping[str, Any]]) -> None:
         if not self._loaded and self.path.exists():
             raise RuntimeError(f"{self.path}: call load() before append() so that the file is verified first")
+        keys = [str(r.get("id")) for r in records]
+        for record, key in zip(records, keys, strict=True):
+            miss = [k for k in self.required if k not in record]
+            if miss:
+                raise ValueError(f"record for {self.path.name} lacks required field(s) {miss}")
+            if key in self.records or keys.count(key) > 1:
+                raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append one record atomically (single ``os.write`` with ``O_APPEND``, then ``fsync``)."""
+        self.append_many([record])
+
+    def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
+        a torn tail that :meth:`load` detects (see the module docstring on chunks)."""
+        self._check_new(records)
         self._loaded = True
-        miss = [k for k in self.required if k not in record]
-        if miss:
-            raise ValueError(f"record for {self.path.name} lacks required field(s) {miss}")
-        key = str(record["id"])
-        if key in self.records:
-            raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
-        data = encode_record(record)
+        if not records:
+            return
+        lines = [encode_record(r) for r in records]
+        data = b"".join(lines)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            written = os.write(fd, data)
-            if written != len(data):
-                raise OSError(f"short write to {self.path} ({written} of {len(data)} bytes)")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.records[key] = json.loads(data)
-        del self.records[key][CHECKSUM_KEY]
+        for line in lines:
+            rec = json.loads(line)
+            del rec[CHECKSUM_KEY]
+            self.records[str(rec["id"])] = rec
+
+    def discard(self, keys: Iterable[str]) -> None:
+        """Remove the records of ``keys`` (to be recomputed): the file is rewritten atomically without them."""
+        gone = {str(k) for k in keys} & set(self.records)
+        if not gone:
+            return
+        if not self._loaded and self.path.exists():
+            raise RuntimeError(f"{self.path}: call load() before discard()")
+        self.records = {k: r for k, r in self.records.items() if k not in gone}
+        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
+
+    def rewrite(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the whole file atomically by ``records`` (e.g. a layout migration)."""
+        self.records = {}
+        self._check_new(records)
+        self._loaded = True
+        body = [json.loads(encode_record(r)) for r in records]
+        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in body))
+        for rec in body:
+            del rec[CHECKSUM_KEY]
+            self.records[str(rec["id"])] = rec
 
     def __contains__(self, key: object) -> bool:
         return str(key) in self.records
@@ -279,8 +373,13 @@ def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str
 
 
 def git_info(repo: str | os.PathLike[str] = REPO_ROOT) -> dict[str, Any]:
-    """``{"commit": sha | None, "dirty": bool | None}`` of the source checkout (None where git is unavailable)."""
-    out: dict[str, Any] = {"commit": None, "dirty": None}
+    """``{"commit", "dirty", "dirty_paths"}`` of the source checkout (None where git is unavailable).
+
+    ``dirty`` is True when the package's source (:data:`SOURCE_PATHS`) differs from the commit: a tracked
+    file changed, or a file git does not ignore was added there. Files elsewhere (the run's own outputs under
+    ``results/`` included) never count. ``dirty_paths``: the first changed paths, for diagnosis.
+    """
+    out: dict[str, Any] = {"commit": None, "dirty": None, "dirty_paths": []}
     if not (Path(repo) / ".git").exists():
         return out
     try:
@@ -288,16 +387,26 @@ def git_info(repo: str | os.PathLike[str] = REPO_ROOT) -> dict[str, Any]:
         if r.returncode == 0:
             out["commit"] = r.stdout.strip()
         s = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain"],
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS],
             capture_output=True,
             text=True,
             timeout=10,
         )
         if s.returncode == 0:
-            out["dirty"] = bool(s.stdout.strip())
+            changed = [line[3:] for line in s.stdout.splitlines() if line.strip()]
+            out["dirty"] = bool(changed)
+            out["dirty_paths"] = changed[:20]
     except (OSError, subprocess.SubprocessError):
         pass
     return out
+
+
+def repo_relative(path: str | os.PathLike[str], repo: str | os.PathLike[str] = REPO_ROOT) -> str:
+    """``path`` relative to the source checkout ``repo`` (``..`` where it lies outside it), so that provenance
+    names no machine-specific absolute path; unchanged when ``repo`` is not a source checkout."""
+    if not (Path(repo) / "pyproject.toml").exists():
+        return str(path)
+    return os.path.relpath(Path(path).resolve(), Path(repo).resolve())
 
 
 def device_info() -> dict[str, Any]:
@@ -324,13 +433,14 @@ def device_info() -> dict[str, Any]:
 
 
 def provenance(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """What produced a run: time, command line, versions, git commit, device."""
+    """What produced a run: time, command line, versions, git commit, device; ``cwd`` relative to the
+    repository (:func:`repo_relative`)."""
     args = list(sys.argv if argv is None else argv)
     return {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "argv": args,
         "command_line": shlex.join(args),
-        "cwd": os.getcwd(),
+        "cwd": repo_relative(os.getcwd()),
         "python": sys.version.split()[0],
         "versions": package_versions(),
         "git": git_info(),
@@ -356,9 +466,65 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         raise ValueError(f"{f} is not valid JSON ({exc}); refusing to use this run directory") from exc
     try:
         RunConfig.from_stored(rec)
+        _check_record_shape(rec)
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"{f}: not a readable shapley run configuration ({exc})") from exc
     return rec
+
+
+def _check_record_shape(rec: Mapping[str, Any]) -> None:
+    """The parts of ``config.json`` besides the configuration: provenance an object, invocations a list of
+    objects, outputs an object."""
+    for key in ("provenance", "outputs"):
+        if key in rec and not isinstance(rec[key], Mapping):
+            raise ValueError(f"{key!r} must be a JSON object; got {type(rec[key]).__name__}")
+    inv = rec.get("invocations", [])
+    if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
+        raise ValueError("'invocations' must be a list of JSON objects")
+
+
+@dataclass(frozen=True)
+class RunHistory:
+    """How a run directory was made (:func:`run_history`): every invocation's command line, in order; the
+    git commits they ran at (distinct, in order of first use); whether any ran from a dirty tree (None:
+    unknown for every invocation)."""
+
+    commands: tuple[str, ...]
+    commits: tuple[str, ...]
+    dirty: bool | None
+
+    @property
+    def multi_commit(self) -> bool:
+        """The invocations ran at more than one commit."""
+        return len(self.commits) > 1
+
+    @property
+    def clean(self) -> bool:
+        """One commit, never dirty: the run reproduces from that commit."""
+        return len(self.commits) == 1 and self.dirty is False
+
+
+def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
+    """The recorded command lines and commits of a run directory (or of its parsed ``config.json``).
+
+    Reads every schema (schema 1 recorded the first invocation's git state in ``provenance`` only).
+    """
+    rec = run if isinstance(run, Mapping) else read_record(run)
+    if rec is None:
+        raise FileNotFoundError(f"{run} is not a run directory (no {CONFIG_FILE})")
+    prov = rec.get("provenance") or {}
+    invocations = list(rec.get("invocations") or [])
+    if not invocations:
+        invocations = [{"command_line": prov.get("command_line", ""), "git": prov.get("git")}]
+    commands, commits, dirty = [], [], []
+    for k, inv in enumerate(invocations):
+        commands.append(str(inv.get("command_line", "")))
+        git = inv.get("git") or (prov.get("git") if k == 0 else None) or {}
+        if git.get("commit") and git["commit"] not in commits:
+            commits.append(git["commit"])
+        dirty.append(git.get("dirty"))
+    known = [d for d in dirty if d is not None]
+    return RunHistory(tuple(commands), tuple(commits), None if not known else any(known))
 
 
 def read_config(path: str | os.PathLike[str]) -> RunConfig:
@@ -399,6 +565,10 @@ class RunDir:
     :meth:`open` creates it (writing ``config.json``) or resumes it (after :func:`check_resumable`),
     appending a record of this invocation to ``record["invocations"]``. ``config`` is this call's
     :class:`RunConfig`; ``record`` the whole ``config.json`` (provenance and invocations included).
+
+    Each invocation records its time, command line, git state and, as the stages run, the batch sizes its
+    models actually used (``batch_sizes``, :meth:`record_batch_sizes`) and any ``notes`` (:meth:`note`).
+    ``record["outputs"]`` says which questions the CSV outputs describe (:meth:`record_outputs`).
     """
 
     def __init__(self, path: Path, config: RunConfig, record: dict[str, Any], lock_fd: int) -> None:
@@ -421,14 +591,19 @@ class RunDir:
             os.close(fd)
             raise
         prov = provenance(argv)
-        invocation: dict[str, Any] = {"time": prov["created"], "command_line": prov["command_line"]}
+        invocation: dict[str, Any] = {
+            "time": prov["created"],
+            "command_line": prov["command_line"],
+            "cwd": prov["cwd"],
+            "git": prov["git"],
+        }
         record: dict[str, Any]
         if stored is None:
             record = {
                 "schema": CONFIG_SCHEMA,
                 "config": config.to_dict(),
                 "provenance": prov,
-                "invocations": [{**invocation, "resumed": False, "git": prov["git"]}],
+                "invocations": [{**invocation, "resumed": False}],
             }
         else:
             record = dict(stored)
@@ -440,13 +615,7 @@ class RunDir:
             record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
             record.setdefault("invocations", [])
             record["invocations"].append(
-                {
-                    **invocation,
-                    "resumed": True,
-                    "git": prov["git"],
-                    "versions": prov["versions"],
-                    "changed_settings": changed,
-                }
+                {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
             )
         run = cls(p, config, record, fd)
         run.resumed = stored is not None
@@ -455,6 +624,67 @@ class RunDir:
 
     def save_config(self) -> None:
         atomic_write_text(self.path / CONFIG_FILE, json.dumps(self.record, indent=2, ensure_ascii=False) + "\n")
+
+    @property
+    def invocation(self) -> dict[str, Any]:
+        """This call's entry of ``record["invocations"]``."""
+        inv: dict[str, Any] = self.record["invocations"][-1]
+        return inv
+
+    def note(self, message: str) -> None:
+        """Keep ``message`` in this invocation's ``notes`` (the caller prints it)."""
+        self.invocation.setdefault("notes", []).append(message)
+        self.save_config()
+
+    def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> str | None:
+        """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``).
+
+        Returns a note (also kept with :meth:`note`) when an earlier call of this run stored records of
+        ``stage`` with other sizes: the stage's records then mix both (see
+        :class:`shapley.pipeline.config.RuntimeSettings` for what batching may change).
+        """
+        sizes = json.loads(canonical_json(dict(sizes)))
+        earlier = [
+            inv["batch_sizes"][stage]
+            for inv in self.record["invocations"][:-1]
+            if isinstance(inv.get("batch_sizes"), Mapping) and stage in inv["batch_sizes"]
+        ]
+        self.invocation.setdefault("batch_sizes", {})[stage] = sizes
+        self.save_config()
+        others = [e for e in earlier if e != sizes]
+        if not others:
+            return None
+        message = (
+            f"the {stage} stage ran with batch sizes {sizes} in this call but {others[-1]} in an earlier one: "
+            f"{STAGE_FILES.get(stage, stage)} mixes records computed with both (batching may move entailment "
+            "probabilities by about 1e-7 and generation log-probabilities by about 1e-5)"
+        )
+        self.note(message)
+        return message
+
+    def record_outputs(self, n_questions: int) -> str | None:
+        """Record that the CSV outputs describe this call's ``n_questions`` questions (``record["outputs"]``).
+
+        Returns a note (kept with :meth:`note`) when the run stores scores of more questions than that (a
+        ``--limit`` below what an earlier call covered).
+        """
+        stored = len(self.store("scores"))
+        self.record["outputs"] = {
+            "n_questions": n_questions,
+            "stored_questions": stored,
+            "limit": self.config.data.limit,
+            "invocation": len(self.record["invocations"]) - 1,
+        }
+        self.save_config()
+        if n_questions >= stored:
+            return None
+        message = (
+            f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
+            f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
+            "rerun with a larger --limit, or none, to cover them all"
+        )
+        self.note(message)
+        return message
 
     def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
         """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli"}).

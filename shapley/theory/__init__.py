@@ -1,4 +1,12 @@
-"""The theory layer: the paper's PSD proposition and its worst cases (:mod:`.worstcase`) and the three uncertainty
-properties in two readings (:mod:`.properties`). Imports only :mod:`shapley.core`; the searches need the
-``theory`` extra (hypothesis, sympy).
+"""The theory layer: the paper's PSD proposition and its worst cases (:mod:`.worstcase`), the three uncertainty
+properties in two readings with the verdict on Propositions 3.5 and 3.6 per reading (:mod:`.properties`), and
+the three properties for every estimator (:mod:`.axioms`, :func:`axiom_table`).
+
+These modules import only numpy, scipy and :mod:`shapley.core` (:func:`axiom_table` also needs pandas). The
+Hypothesis searches (:mod:`.search`) and the sympy derivations (:mod:`.symbolic`) need the ``theory`` extra and
+are imported only where they are used.
 """
+
+from shapley.theory.axioms import axiom_table
+
+__all__ = ["axiom_table"]

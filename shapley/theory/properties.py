@@ -1,8 +1,9 @@
 """The paper's three uncertainty properties (Sec. 3.4) as executable predicates, in two readings.
 
 The paper's total uncertainty is the sum of Shapley values, ``phi(s) = sum_i phi_i``. Efficiency makes it
-equal to the joint differential entropy ``h(N(0, R))`` (:func:`efficiency_symbolic`, :func:`efficiency_gap`),
-so every property is really a statement about a Gaussian log-determinant.
+equal to the joint differential entropy ``h(N(0, R))`` (:func:`efficiency_gap`; the identity itself is
+derived symbolically by :func:`shapley.theory.symbolic.efficiency_symbolic`), so every property is really
+a statement about a Gaussian log-determinant.
 
 Two readings of "replace answer s_i by a new answer g":
 
@@ -20,16 +21,15 @@ Shapley values inside every sub-game: for each non-empty X not containing j, the
 on X + {g} must exceed the value of s_j in the game on X + {s_j}.
 
 Every check returns a :class:`PropertyCheck` (``holds`` plus the numbers behind it). The Hypothesis
-searches (:func:`search_counterexample`, :func:`search_step_counterexample`) are shared by the tests and the
-notebook ``notebooks/properties.md``. Comparisons use the absolute tolerance :data:`TOL` (nats).
+searches over these predicates live in :mod:`shapley.theory.search`; this module imports only numpy and
+:mod:`shapley.core`. The verdict on each reading of Propositions 3.5 and 3.6, with its witness, is computed
+by :func:`prop35_readings` and :func:`prop36_readings`. Comparisons use the absolute tolerance :data:`TOL` (nats).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import combinations
 from typing import Any, Literal, cast
 
@@ -39,20 +39,13 @@ from numpy.typing import ArrayLike, NDArray
 from shapley.core import validate
 from shapley.core.entropy import HALF_LOG_2PIE, gaussian_entropy, shapley_values
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import gershgorin_beta_bound, min_eigenvalue
+from shapley.core.psd import gershgorin_beta_bound, is_singular
 
 Reading = Literal["rv", "sentence"]
 READINGS: tuple[str, ...] = ("rv", "sentence")
 
 TOL = 1e-9
 """Absolute tolerance (nats) for "<=", "<", ">=", ">" between uncertainties and for ties in argmin."""
-
-SINGULAR_TOL = 1e-12
-"""A correlation matrix whose smallest eigenvalue is at most ``n * SINGULAR_TOL`` is treated as singular:
-its Gaussian entropy is -inf (an exact duplicate has eigenvalue 0, which round-off can make +-1e-17)."""
-
-SEARCH_MAX_EXAMPLES = 400
-"""Hypothesis examples per search (the notebook and the tests use the same value)."""
 
 NEAR_ONE = 1.0 - 1e-6
 """rho used where an exact copy would make Shapley values (-inf) - (-inf): the limit rho -> 1 is read off here."""
@@ -63,37 +56,6 @@ NEAR_ONE = 1.0 - 1e-6
 # ---------------------------------------------------------------------------------------------------
 
 
-def efficiency_symbolic(n: int = 3) -> dict[str, Any]:
-    """Expand the Shapley formula with a symbol v_S for every coalition S and sum over the players.
-
-    Returns a dict of sympy objects: ``phi`` (list of the n Shapley values), ``total`` (their sum,
-    expanded), ``target`` (``v_N - v_empty``) and ``difference`` (``total - target``, simplified; 0 means
-    efficiency holds identically, for *any* set function v, not only entropies).
-    """
-    import sympy as sp
-
-    if int(n) != n or not 1 <= n <= 6:
-        raise ValueError(f"n must be an integer in 1..6 for the symbolic expansion; got {n!r}")
-    players = tuple(range(1, n + 1))
-
-    def name(S: tuple[int, ...]) -> str:
-        return "v_{" + ("".join(map(str, S)) if S else "\\emptyset") + "}"
-
-    v = {S: sp.Symbol(name(S)) for k in range(n + 1) for S in combinations(players, k)}
-    phi = []
-    for i in players:
-        others = [p for p in players if p != i]
-        term = sp.Integer(0)
-        for k in range(n):
-            w = sp.Rational(math.factorial(k) * math.factorial(n - k - 1), math.factorial(n))
-            for X in combinations(others, k):
-                term += w * (v[tuple(sorted(X + (i,)))] - v[X])
-        phi.append(sp.expand(term))
-    total = sp.expand(sum(phi))
-    target = v[players] - v[()]
-    return {"phi": phi, "total": total, "target": target, "difference": sp.simplify(total - target)}
-
-
 def efficiency_gap(R: ArrayLike) -> float:
     """``sum_i phi_i - h(N(0, R))`` in nats (exact Shapley values; zero up to round-off)."""
     return float(np.sum(shapley_values(R, "exact")) - gaussian_entropy(R))
@@ -102,12 +64,6 @@ def efficiency_gap(R: ArrayLike) -> float:
 # ---------------------------------------------------------------------------------------------------
 # Totals, argmin, and the replacements
 # ---------------------------------------------------------------------------------------------------
-
-
-def is_singular(R: ArrayLike) -> bool:
-    """True if R's smallest eigenvalue is at most ``n * SINGULAR_TOL`` (a degenerate Gaussian)."""
-    A = validate.symmetric_matrix(R, "R")
-    return min_eigenvalue(A) <= A.shape[0] * SINGULAR_TOL
 
 
 def total_uncertainty(R: ArrayLike) -> float:
@@ -276,6 +232,11 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
     else:
         C = _unit(M)
         R = _beta_R(C, beta)
+    if is_singular(R):
+        raise ValueError(
+            "R is singular: some Shapley values are (-inf) - (-inf), so the argmin answer of Property 1 is "
+            "undefined (see degenerate_witness and prop36_readings)"
+        )
     phi = shapley_values(R, "exact")
     m = argmin_player(R)
     old = float(np.sum(phi))
@@ -451,16 +412,24 @@ def corr_from_partials(P: ArrayLike) -> NDArray[np.float64]:
     """Correlation matrix from C-vine partial correlations (Lewandowski, Kurowicka & Joe 2009).
 
     ``P[k, i]`` (k < i) is the partial correlation of variables k and i given 0..k-1; any values in
-    (-1, 1) give a positive definite correlation matrix, and P = 0 gives the identity. Only the strict
-    upper triangle of the (n, n) array P is read.
+    (-1, 1) give a positive definite correlation matrix, and P = 0 gives the identity. Values of exactly
+    +-1 are allowed and give a singular (still PSD) matrix, the limit of positive definite ones: e.g.
+    ``P[0, 1] = 1`` makes variable 1 an exact copy of variable 0. Only the strict upper triangle of the
+    (n, n) array P is read.
+
+    Examples:
+        >>> corr_from_partials(np.array([[0, 1.0, 0.5], [0, 0, 0.3], [0, 0, 0]]))
+        array([[1. , 1. , 0.5],
+               [1. , 1. , 0.5],
+               [0.5, 0.5, 1. ]])
     """
     Pm = np.asarray(P, dtype=np.float64)
     if Pm.ndim != 2 or Pm.shape[0] != Pm.shape[1]:
         raise ValueError(f"P must be square; got shape {Pm.shape}")
     n = Pm.shape[0]
     iu = np.triu_indices(n, 1)
-    if np.any(np.abs(Pm[iu]) >= 1):
-        raise ValueError("partial correlations must lie strictly inside (-1, 1)")
+    if np.any(np.abs(Pm[iu]) > 1):
+        raise ValueError("partial correlations must lie in [-1, 1]")
     R = np.eye(n)
     for k in range(n - 1):
         for i in range(k + 1, n):
@@ -522,6 +491,21 @@ def hub_weight(n: int, beta: BetaSpec = 0.5) -> float:
     return float(np.linalg.solve(S, np.ones(n - 1))[0])
 
 
+def property1_witness_sentence() -> NDArray[np.float64]:
+    """C on which Property 1 fails in its strict part in the sentence reading at beta = 0.5.
+
+    This is the example that ``shapley.theory.search.search_counterexample("1", "sentence",
+    n_range=(3, 6), strict_only=True)`` finds and shrinks (the tests check that it still does): answer 1
+    is related to answers 0, 2 and 4; replacing it by a duplicate of the least-uncertain answer raises
+    the total, although answer 1 is not itself a minimiser.
+    """
+    C = np.zeros((5, 5))
+    for (a, b), c in {(0, 1): 0.3, (1, 2): 0.1, (1, 4): 0.8, (3, 4): 0.4}.items():
+        C[a, b] = C[b, a] = c
+    np.fill_diagonal(C, 1.0)
+    return C
+
+
 def property2_witness_sentence(n: int = 6, eps_hub: float = 0.05) -> NDArray[np.float64]:
     """C on which Property 2 fails in the sentence reading at beta = 0.5 (replace the last answer)."""
     return hub_C(n, eps_hub)
@@ -536,46 +520,196 @@ def property3_witness_sentence(
 
 
 # ---------------------------------------------------------------------------------------------------
-# Hypothesis searches
+# Propositions 3.5 and 3.6, reading by reading: verdict and witness
 # ---------------------------------------------------------------------------------------------------
 
 
-class _Found(Exception):
-    pass
-
-
 @dataclass(frozen=True)
-class SearchResult:
-    """Outcome of a Hypothesis search: ``found`` False means no counterexample in ``examples_run`` tries."""
+class ReadingVerdict:
+    """One reading of a claim: its verdict, the reason in one sentence, and the input that decides it."""
 
-    prop: str
+    claim: str
     reading: str
-    found: bool
-    example: dict[str, Any] | None
-    check: PropertyCheck | StepCheck | None
-    examples_run: int
-    strategy: str
-    settings: dict[str, Any]
+    verdict: str
+    reason: str
+    witness: dict[str, Any]
 
 
-def _grid_symmetric(n: int, vals: list[float]) -> NDArray[np.float64]:
-    C = np.eye(n)
-    iu = np.triu_indices(n, 1)
-    C[iu] = vals
-    C[iu[1], iu[0]] = vals
-    return C
+def degenerate_witness(rho_other: float = 0.5) -> NDArray[np.float64]:
+    """The paper's own example for Proposition 3.5: answers 0 and 1 with correlation 1 (an exact duplicate),
+    answer 2 correlated ``rho_other`` with both. R is singular (PSD, one zero eigenvalue).
+
+    Examples:
+        >>> degenerate_witness()
+        array([[1. , 1. , 0.5],
+               [1. , 1. , 0.5],
+               [0.5, 0.5, 1. ]])
+    """
+    if not -1.0 < rho_other < 1.0:
+        raise ValueError(f"rho_other must lie in (-1, 1); got {rho_other!r}")
+    return corr_from_partials(np.array([[0.0, 1.0, rho_other], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
 
 
-def _build_sized(
-    build: Callable[[int, list[float]], NDArray[np.float64]], n: int, vals: list[float]
-) -> NDArray[np.float64]:
-    return build(n, vals)
+def degenerate_property1_rows(R: ArrayLike) -> tuple[Replacement, ...]:
+    """Property 1's strict part on a singular R, for EVERY choice of the answer m that g copies (the argmin
+    is undefined there): rows (i != m) with old and new totals; ``holds`` is False when -inf < -inf fails."""
+    A = _corr(R)
+    old = total_uncertainty(A)
+    rows = []
+    for m in range(A.shape[0]):
+        for i in range(A.shape[0]):
+            if i != m:
+                new = total_uncertainty(rv_duplicate(A, i, m, 1.0))
+                rows.append(Replacement(i, old, new, "<", _relation(old, new, "<")))
+    return tuple(rows)
 
 
-def _vine(n: int, vals: list[float]) -> NDArray[np.float64]:
-    P = np.zeros((n, n))
-    P[np.triu_indices(n, 1)] = vals
-    return corr_from_partials(P)
+def undefined_shapley_message(R: ArrayLike) -> str | None:
+    """The core's error message if the Shapley values of R are undefined ((-inf) - (-inf)), else None."""
+    try:
+        shapley_values(_corr(R), "exact")
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def chain_rule_check(n_matrices: int = 200, seed: int = 0, n_range: tuple[int, int] = (3, 6)) -> dict[str, Any]:
+    """Properties 1 (exact copy) and 2 for h on seeded random positive definite correlation matrices, with
+    Property 2's change compared with the chain rule ``h(new) - h(old) = -1/2 ln(1 - R2_i)``.
+
+    Returns a dict: ``matrices`` checked, ``property1_failures``, ``property2_failures``, ``max_chain_rule_error``
+    (nats) and ``smallest_strict_gain`` (nats, the smallest rise when the replaced answer was correlated).
+    """
+    rng = np.random.default_rng(seed)
+    p1 = p2 = 0
+    err, gain = 0.0, math.inf
+    for k in range(n_matrices):
+        n = int(rng.integers(n_range[0], n_range[1] + 1))
+        R = random_correlation(n, seed=int(rng.integers(2**31)) + k, max_partial=0.9)
+        p1 += not check_property1(R, "rv").holds
+        chk = check_property2(R, "rv")
+        p2 += not chk.holds
+        r2 = rv_r_squared(R)
+        for row in chk.rows:
+            err = max(err, abs((row.new - row.old) + 0.5 * math.log(1.0 - r2[row.i])))
+            if row.required == ">":
+                gain = min(gain, row.new - row.old)
+    return {
+        "matrices": n_matrices,
+        "property1_failures": p1,
+        "property2_failures": p2,
+        "max_chain_rule_error": err,
+        "smallest_strict_gain": gain,
+    }
+
+
+def prop35_readings(n_matrices: int = 200, seed: int = 0) -> tuple[ReadingVerdict, ReadingVerdict]:
+    """Proposition 3.5 ("h violates Properties 1 and 2"), reading by reading.
+
+    * non-singular R: contradicted. Chain rule: replacing s_i by an independent g changes h by
+      ``-1/2 ln(1 - R2_i) >= 0``, strictly positive when s_i is correlated with the rest (conditioning
+      reduces entropy); an exact copy makes h = -inf. Witness: :func:`chain_rule_check`.
+    * the paper's degenerate witness (:func:`degenerate_witness`, a pair with rho = 1): the strict parts
+      fail for h (-inf is not greater, or smaller, than -inf), as the paper says; but the Shapley values
+      are undefined on the same input (see :func:`prop36_readings`), so it cannot separate h from phi.
+    """
+    check = chain_rule_check(n_matrices, seed)
+    R = degenerate_witness()
+    p2 = check_property2(R, "rv")
+    p1_rows = degenerate_property1_rows(R)
+    nonsingular = ReadingVerdict(
+        "prop-3.5",
+        "random variables, non-singular R",
+        "contradicted",
+        "h satisfies Property 2 (conditioning reduces entropy: the total rises by -1/2 ln(1 - R2_i) >= 0) "
+        "and Property 1 (an exact copy sends h to -inf)",
+        check,
+    )
+    degenerate = ReadingVerdict(
+        "prop-3.5",
+        "the paper's degenerate example (a pair with rho = 1)",
+        "reproduced",
+        "h is -inf before and after the replacement, so the strict parts of Properties 1 and 2 fail; the "
+        "Shapley values are undefined on the same input, so Proposition 3.6 fails there too",
+        {
+            "R": R,
+            "property2": p2,
+            "property2_failures": p2.failures(),
+            "property1_strict_failures": tuple(r for r in p1_rows if not r.holds),
+            "property1_rows": p1_rows,
+            "shapley_error": undefined_shapley_message(R),
+        },
+    )
+    return nonsingular, degenerate
+
+
+def sentence_premise_bounds(beta: float = 0.5) -> dict[str, float]:
+    """What the formal premises of Properties 1-2 become through the kernel at ``beta``.
+
+    A semantic duplicate (C = 1) gets ``R = beta`` (Property 1 asks for correlation 1), and an unrelated
+    answer (C = 0) keeps ``R = beta exp(-1/2) > 0`` (Property 2 asks for correlation 0). Unless beta = 1
+    neither premise can occur, so sentence-reading counterexamples to Properties 1-2 test the pipeline's
+    notion of duplicate / unrelated, not the formal properties.
+
+    Examples:
+        >>> b = sentence_premise_bounds(0.5)
+        >>> b["duplicate_R"], round(b["unrelated_R"], 4)
+        (0.5, 0.3033)
+    """
+    R = kernel_matrix(np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), float(beta))
+    return {"beta": float(beta), "duplicate_R": float(R[0, 1]), "unrelated_R": float(R[0, 2])}
+
+
+def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
+    """Proposition 3.6 ("phi satisfies Properties 1, 2 and 3"), reading by reading, with witnesses:
+    Property 3 fails in both readings (:func:`property3_witness_rv`, :func:`property3_witness_sentence`),
+    the Shapley values are undefined on the degenerate example (:func:`degenerate_witness`), and the
+    sentence-reading counterexamples to Properties 1-2 (:func:`property1_witness_sentence`,
+    :func:`property2_witness_sentence`) break the properties' intent, not their formal statement
+    (:func:`sentence_premise_bounds`)."""
+    R_old, R_new, j = property3_witness_rv()
+    C_old, C_new, js = property3_witness_sentence()
+    R = degenerate_witness()
+    p1 = check_property1(property1_witness_sentence(), "sentence", beta=beta)
+    p2 = check_property2(property2_witness_sentence(), "sentence", beta=beta)
+    return (
+        ReadingVerdict(
+            "prop-3.6",
+            "random variables, non-singular R",
+            "contradicted",
+            "Property 3 fails (a suppressor effect: g beats s_j in every sub-game, yet the total falls); "
+            "Properties 1-2 hold there, but only because the Shapley total equals h",
+            {"property3": check_property3(R_old, R_new, j, "rv"), "R_old": R_old, "R_new": R_new, "j": j},
+        ),
+        ReadingVerdict(
+            "prop-3.6",
+            "random variables, the paper's degenerate example (a pair with rho = 1)",
+            "contradicted",
+            "the Shapley values are (-inf) - (-inf), undefined, so phi satisfies no property on this input",
+            {"R": R, "shapley_error": undefined_shapley_message(R)},
+        ),
+        ReadingVerdict(
+            "prop-3.6",
+            f"sentences through the kernel (beta = {beta:g}), Property 3",
+            "contradicted",
+            "g is less similar than s_j to every answer and wins every sub-game, yet the total falls",
+            {"property3": check_property3(C_old, C_new, js, "sentence", beta=beta), "C_old": C_old, "j": js},
+        ),
+        ReadingVerdict(
+            "prop-3.6",
+            f"sentences through the kernel (beta = {beta:g}), Properties 1-2",
+            "intent broken, formal premises unreachable",
+            "a duplicate gets R = beta (never 1) and an unrelated answer R = beta e^(-1/2) (never 0), so the "
+            "formal premises cannot occur; with the pipeline's duplicate and unrelated answers the total "
+            "moves the wrong way",
+            {"property1": p1, "property2": p2, "premises": sentence_premise_bounds(beta)},
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Search targets (how close an input is to a violation; used by shapley.theory.search)
+# ---------------------------------------------------------------------------------------------------
 
 
 def violation_score(check: PropertyCheck) -> float:
@@ -605,165 +739,6 @@ def step_score(step: StepCheck) -> float:
     vals = sign * d[mask]
     vals = vals[np.isfinite(vals)]
     return float(vals.max()) if vals.size else math.nan
-
-
-def _run_search(
-    strategy: Any, body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]], max_examples: int
-) -> tuple[bool, Any, dict[str, Any] | None, int]:
-    from hypothesis import given, target
-
-    from shapley.theory.worstcase import search_settings
-
-    state: dict[str, Any] = {"runs": 0, "last": None}
-
-    @search_settings(max_examples)
-    @given(strategy)
-    def probe(x: Any) -> None:
-        state["runs"] += 1
-        ok, check, example, score = body(x)
-        if math.isfinite(score):
-            target(score)
-        if not ok:
-            state["last"] = (check, example)
-            raise _Found
-
-    try:
-        probe()
-    except _Found:
-        check, example = state["last"]
-        return True, check, example, state["runs"]
-    return False, None, None, state["runs"]
-
-
-def search_counterexample(
-    prop: str,
-    reading: Reading,
-    *,
-    n_range: tuple[int, int] = (3, 5),
-    beta: BetaSpec = 0.5,
-    rho: float = 1.0,
-    max_examples: int = SEARCH_MAX_EXAMPLES,
-    strict_only: bool = False,
-) -> SearchResult:
-    """Let Hypothesis look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
-
-    Strategies (derandomized, no database, so results are reproducible):
-      * rv: correlation matrices from C-vine partial correlations drawn from {-0.9, -0.8, ..., 0.9}
-        (every draw is a valid PD matrix; shrinking pushes towards the identity);
-      * sentence: symmetric C with upper-triangle entries from {0, 0.1, ..., 1}, kernel at ``beta``
-        (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md);
-      * Property 3: one matrix of size n + 1 (the answers plus g); the old configuration drops g, the
-        new one puts g in place of answer j (j drawn too).
-
-    ``strict_only`` (Property 1): count only failures where the replaced answer is not a minimiser (the
-    strict "<" part), so that ties cannot be blamed.
-    """
-    from hypothesis import strategies as st
-
-    _reading(reading)
-    if prop not in ("1", "2", "3"):
-        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
-    lo, hi = n_range
-    if reading == "rv":
-        values = st.integers(-9, 9).map(lambda k: k / 10)
-        build = _vine
-        desc = "C-vine partial correlations in {-0.9, ..., 0.9}"
-    else:
-        values = st.integers(0, 10).map(lambda k: k / 10)
-        build = _grid_symmetric
-        desc = "C entries in {0, 0.1, ..., 1}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
-    extra = 1 if prop == "3" else 0
-
-    def matrices(n: int) -> Any:
-        m = (n + extra) * (n + extra - 1) // 2
-        return st.lists(values, min_size=m, max_size=m).map(partial(_build_sized, build, n + extra))
-
-    strategy = st.integers(lo, hi).flatmap(lambda n: st.tuples(matrices(n), st.integers(0, n - 1)))
-
-    def body(x: tuple[NDArray[np.float64], int]) -> tuple[bool, Any, dict[str, Any], float]:
-        M, j = x
-        if prop == "1":
-            chk = check_property1(M, reading, rho=rho, beta=beta)
-            ok = all(r.holds for r in chk.rows if r.required == "<") if strict_only else chk.holds
-            return ok, chk, {"M": M}, violation_score(chk)
-        if prop == "2":
-            chk = check_property2(M, reading, beta=beta)
-            return chk.holds, chk, {"M": M}, violation_score(chk)
-        n = M.shape[0] - 1
-        old = M[:n, :n]
-        # One joint matrix over (answers, g): the new configuration puts g (index n) in place of answer j,
-        # which keeps R_new PSD in the rv reading and gives g's C row in the sentence reading.
-        order = [k if k != j else n for k in range(n)]
-        new = M[np.ix_(order, order)]
-        chk = check_property3(old, new, j, reading, beta=beta)
-        return chk.holds, chk, {"M_old": old, "M_new": new, "j": j}, violation_score(chk)
-
-    found, check, example, runs = _run_search(strategy, body, max_examples)
-    return SearchResult(
-        prop,
-        reading,
-        found,
-        example,
-        check,
-        runs,
-        f"n in {lo}..{hi}; {desc}; Property {prop}"
-        + (f"; rho = {rho:g}" if prop == "1" and reading == "rv" else "")
-        + ("; strict part only" if strict_only and prop == "1" else ""),
-        {"max_examples": max_examples, "derandomize": True, "database": None},
-    )
-
-
-def search_step_counterexample(
-    prop: str, *, n_range: tuple[int, int] = (3, 4), max_examples: int = SEARCH_MAX_EXAMPLES
-) -> SearchResult:
-    """Hypothesis search (rv reading) for a counterexample to the Appendix A step of Property ``prop``:
-    some answer other than the replaced one whose Shapley value moves the way the proof says it cannot.
-    For Property 1 the copy has rho = ``NEAR_ONE``; for Property 3 only inputs where the premise holds count.
-    """
-    from hypothesis import strategies as st
-
-    if prop not in ("1", "2", "3"):
-        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
-    lo, hi = n_range
-    values = st.integers(-9, 9).map(lambda k: k / 10)
-    extra = 1 if prop == "3" else 0
-
-    def matrices(n: int) -> Any:
-        m = (n + extra) * (n + extra - 1) // 2
-        return st.lists(values, min_size=m, max_size=m).map(partial(_build_sized, _vine, n + extra))
-
-    strategy = st.integers(lo, hi).flatmap(lambda n: st.tuples(matrices(n), st.integers(0, n - 1)))
-
-    def body(x: tuple[NDArray[np.float64], int]) -> tuple[bool, Any, dict[str, Any], float]:
-        M, i = x
-        if prop == "1":
-            if i == argmin_player(M):
-                return True, None, {}, math.nan
-            chk = appendix_step_property1(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
-        if prop == "2":
-            chk = appendix_step_property2(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
-        n = M.shape[0] - 1
-        old = M[:n, :n]
-        order = [k if k != i else n for k in range(n)]
-        new = M[np.ix_(order, order)]
-        if not consistency_premise(old, new, i)[0]:
-            return True, None, {}, math.nan
-        chk = appendix_step_property3(old, new, i)
-        return not chk.wrong_way, chk, {"R_old": old, "R_new": new, "j": i}, step_score(chk)
-
-    found, check, example, runs = _run_search(strategy, body, max_examples)
-    return SearchResult(
-        prop,
-        "rv",
-        found,
-        example,
-        check,
-        runs,
-        f"n in {lo}..{hi}; C-vine partial correlations in {{-0.9, ..., 0.9}}; Appendix A step of Property {prop}",
-        {"max_examples": max_examples, "derandomize": True, "database": None},
-    )
 
 
 def summarize(check: PropertyCheck) -> list[dict[str, Any]]:

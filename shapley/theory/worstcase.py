@@ -15,9 +15,10 @@ equal as possible, which gives the closed form :func:`min_kernel_eigenvalue`::
     m(n) = 1 - A + A n / 2 - sqrt(n**2 - (1 - A**2) (n mod 2)) / 2.
 
 The module offers the closed form, three independent numerical checks of it (all vertices, all two-group
-partitions, random-restart local search), a Hypothesis search for counterexamples to a given beta, the
-two Gershgorin bounds derived with sympy, and quadratic-form grids for plots. numpy in, numpy out;
-sympy and hypothesis are imported lazily by the functions that need them.
+partitions, random-restart local search), the worst-case witness for a given beta
+(:func:`beta_caveat`), and quadratic-form grids for plots. numpy in, numpy out; it imports only numpy,
+scipy and :mod:`shapley.core`. The Hypothesis search for counterexamples lives in
+:mod:`shapley.theory.search` and the sympy derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
 """
 
 from __future__ import annotations
@@ -38,9 +39,6 @@ A_FLOOR = math.exp(-0.5)
 
 EXHAUSTIVE_MAX_N = 7
 """Largest n for :func:`exhaustive_vertex_search` (7 needs 7 * 2**15 eigenvalue problems, about a second)."""
-
-HYPOTHESIS_MAX_EXAMPLES = 1000
-"""Examples per size n in :func:`hypothesis_counterexample` (the notebook and the tests use this value)."""
 
 
 def _check_n(n: int, low: int = 1) -> int:
@@ -290,106 +288,52 @@ def counterexample_exists(n: int, beta: float) -> bool:
     return exists
 
 
-# ---------------------------------------------------------------------------------------------------
-# Hypothesis: find and shrink a counterexample to a given beta
-# ---------------------------------------------------------------------------------------------------
+def symmetric_from_upper(n: int, values: ArrayLike) -> NDArray[np.float64]:
+    """Symmetric (n, n) matrix with unit diagonal whose strict upper triangle, row by row, is ``values``.
 
-
-class _Found(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class HypothesisResult:
-    """What :func:`hypothesis_counterexample` did: the shrunk C (None if no counterexample), examples run."""
-
-    n: int
-    beta: float
-    C: NDArray[np.float64] | None
-    min_eig_R: float | None
-    examples_run: int
-    strategy: str
-
-
-def search_settings(max_examples: int) -> Any:
-    """Hypothesis settings for the notebooks' searches: reproducible (derandomised, no example database),
-    quiet, no deadline and no health checks, so that a search gives the same answer on every machine."""
-    from hypothesis import HealthCheck, Verbosity, settings
-
-    return settings(
-        max_examples=max_examples,
-        database=None,
-        derandomize=True,
-        deadline=None,
-        verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck),
-    )
-
-
-def hypothesis_counterexample(
-    n: int, beta: float = 0.5, max_examples: int = HYPOTHESIS_MAX_EXAMPLES, vertices: bool = True
-) -> HypothesisResult:
-    """Let Hypothesis look for a C of size n with R_beta not PSD, then shrink it.
-
-    Strategy: the n(n-1)/2 upper-triangle entries are drawn from {0, 1} (vertices, where the worst case
-    lives; ``vertices=False`` draws from the grid {0, 0.1, ..., 1}); the search is *targeted*
-    (``hypothesis.target`` on -lambda_min(R), which makes Hypothesis hill-climb towards bad matrices).
-    Settings: ``derandomize=True`` and no example database, so the result is reproducible. The returned C
-    is Hypothesis' shrunk example (fewest 1 entries, earliest rows).
+    Examples:
+        >>> symmetric_from_upper(3, [0.1, 0.2, 0.3])
+        array([[1. , 0.1, 0.2],
+               [0.1, 1. , 0.3],
+               [0.2, 0.3, 1. ]])
     """
-    from hypothesis import given, target
-    from hypothesis import strategies as st
-
-    n = _check_n(n, 2)
-    m = n * (n - 1) // 2
-    values = st.sampled_from([0.0, 1.0]) if vertices else st.integers(0, 10).map(lambda k: k / 10)
-    found: list[NDArray[np.float64]] = []
-    runs = [0]
-
-    @search_settings(max_examples)
-    @given(st.lists(values, min_size=m, max_size=m))
-    def probe(v: list[float]) -> None:
-        runs[0] += 1
-        C = vertex_C(n, v) if vertices else _grid_C(n, v)
-        R = kernel_matrix(C, beta)
-        target(-min_eigenvalue(R))
-        if not is_psd(R):
-            found.append(C)
-            raise _Found
-
-    try:
-        probe()
-    except _Found:
-        C = found[-1]  # Hypothesis replays the shrunk example last
-        return HypothesisResult(n, beta, C, min_eigenvalue(kernel_matrix(C, beta)), runs[0], _strategy(vertices))
-    return HypothesisResult(n, beta, None, None, runs[0], _strategy(vertices))
-
-
-def _strategy(vertices: bool) -> str:
-    grid = "{0, 1}" if vertices else "{0, 0.1, ..., 1}"
-    return f"upper-triangle entries of C from {grid}, targeted on -lambda_min(R), derandomized"
-
-
-def _grid_C(n: int, v: list[float]) -> NDArray[np.float64]:
-    C = np.eye(n)
+    n = _check_n(n)
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size != n * (n - 1) // 2:
+        raise ValueError(f"values must hold n(n-1)/2 = {n * (n - 1) // 2} entries for n = {n}; got {v.size}")
+    M = np.eye(n)
     iu = np.triu_indices(n, 1)
-    C[iu] = v
-    C[iu[1], iu[0]] = v
-    return C
+    M[iu] = v
+    M[iu[1], iu[0]] = v
+    return M
 
 
-def hypothesis_smallest_failing_n(
-    beta: float = 0.5, n_range: tuple[int, int] = (2, 12), max_examples: int = HYPOTHESIS_MAX_EXAMPLES
-) -> tuple[HypothesisResult | None, list[HypothesisResult]]:
-    """Run :func:`hypothesis_counterexample` for n = n_range[0], ... and stop at the first n where it
-    finds a counterexample. Returns (that result or None, every result in order)."""
-    results = []
-    for n in range(n_range[0], n_range[1] + 1):
-        r = hypothesis_counterexample(n, beta, max_examples)
-        results.append(r)
-        if r.C is not None:
-            return r, results
-    return None, results
+def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
+    """The worst-case caveat to a fixed beta: the smallest n at which some entailment matrix makes R_beta
+    indefinite, the exact thresholds around it, and the witness (the balanced two-group pattern).
+
+    Returns:
+        dict with ``beta``, ``n_fail`` (None if beta <= beta*(n) for every n tried), ``beta_star_below``
+        (beta*(n_fail - 1)), ``beta_star_at`` (beta*(n_fail)), ``C`` (the (n_fail, n_fail) witness) and
+        ``min_eig_R`` (its lambda_min(R_beta), negative).
+
+    Examples:
+        >>> c = beta_caveat(0.5)
+        >>> c["n_fail"], c["min_eig_R"] < 0
+        (8, True)
+    """
+    n_fail = smallest_failing_n(beta)
+    if n_fail is None:
+        return {"beta": beta, "n_fail": None, "beta_star_below": None, "beta_star_at": None, "C": None}
+    C = two_group_C(n_fail // 2, n_fail - n_fail // 2)
+    return {
+        "beta": beta,
+        "n_fail": n_fail,
+        "beta_star_below": beta_star(n_fail - 1),
+        "beta_star_at": beta_star(n_fail),
+        "C": C,
+        "min_eig_R": min_eigenvalue(kernel_matrix(C, beta)),
+    }
 
 
 def split_of(C: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
@@ -413,54 +357,6 @@ def split_of(C: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None
                 elif side[v] == side[u]:
                     return None
     return np.flatnonzero(side == 0), np.flatnonzero(side == 1)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Symbolic derivations (sympy)
-# ---------------------------------------------------------------------------------------------------
-
-
-def symbolic_bounds() -> dict[str, Any]:
-    """The eigenvalue map and the two Gershgorin bounds, derived with sympy.
-
-    Returns a dict of sympy objects:
-        ``eig_map_check``: ``(R' - lambda' I) - beta (K - lambda I)`` for a symbolic 3x3 K, which
-            simplifies to the zero matrix when lambda' = 1 + beta (lambda - 1);
-        ``lambda_prime``: the map ``1 + beta (lambda - 1)``;
-        ``paper``: solution in beta of ``1 + beta (-n - 1) >= 0`` (the paper's |lambda| <= n);
-        ``gershgorin``: solution in beta of ``1 + beta (lambda_low - 1) >= 0`` with the Gershgorin
-            lower bound ``lambda_low = 2 - n`` (off-diagonals of K at most 1), i.e. ``1 - beta (n - 1) >= 0``;
-        ``ratio``: gershgorin / paper = (n + 1)/(n - 1);
-        ``two_group``: closed-form lambda_min of the two-group kernel (symbols p, q, a);
-        ``two_group_even``: the same at p = q = n/2, simplified.
-    """
-    import sympy as sp
-
-    beta, lam, n, m, a, p, q = sp.symbols("beta lambda n m a p q", positive=True)
-    k = sp.symbols("k01 k02 k12")
-    K = sp.Matrix([[1, k[0], k[1]], [k[0], 1, k[2]], [k[1], k[2], 1]])
-    eye = sp.eye(3)
-    lam_prime = 1 + beta * (lam - 1)
-    Rp = eye + beta * (K - eye)
-    check = sp.simplify((Rp - lam_prime * eye) - beta * (K - lam * eye))
-    paper = sp.solve_univariate_inequality(lam_prime.subs(lam, -n) >= 0, beta)
-    # Gershgorin on K: lambda >= 1 - (n - 1) = 2 - n; write n = m + 1 with m > 0 so sympy knows n - 1 > 0.
-    gersh_m = sp.solve_univariate_inequality(sp.expand(lam_prime.subs(lam, 2 - (m + 1))) >= 0, beta)
-    gersh = gersh_m.subs(m, n - 1)
-    ratio = sp.simplify((1 / (n - 1)) / (1 / (n + 1)))
-    M2 = sp.Matrix([[1 - a + a * p, sp.sqrt(p * q)], [sp.sqrt(p * q), 1 - a + a * q]])
-    eigs = list(M2.eigenvals().keys())
-    lam_two = sp.simplify(min(eigs, key=lambda e: e.subs({a: sp.Rational(1, 2), p: 2, q: 3})))
-    even = sp.factor(sp.simplify(lam_two.subs({p: n / 2, q: n / 2})))
-    return {
-        "eig_map_check": check,
-        "lambda_prime": lam_prime,
-        "paper": paper,
-        "gershgorin": gersh,
-        "ratio": ratio,
-        "two_group": lam_two,
-        "two_group_even": even,
-    }
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -34,11 +34,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from tests.book.test_book import HTML, ROOT, build_book
+from tests.book.test_book import HTML, MIN_IMAGES, MIN_TABLES, ROOT, build_book, toc_pages
 
 pytestmark = [pytest.mark.book, pytest.mark.slow]
 
@@ -46,13 +46,55 @@ CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-
 SHOTS = ROOT / "_build" / "screenshots"
 WIDTH, HEIGHT = 1280, 2000
 
-#: page -> what must be true once it has loaded. ``min_math``: rendered MathJax elements;
-#: ``min_tables``: <table> elements; ``lands_on``: path the page must end up on (redirects).
-BROWSER_PAGES: dict[str, dict[str, Any]] = {
-    "index.html": {"lands_on": "/book/intro.html", "min_tables": 1},
-    "book/method.html": {"min_math": 10, "min_tables": 1},
-    "notebooks/results.html": {"min_tables": 2},
+#: Blocks that must fit the text column: tables, preformatted text, images, notebook outputs, display math.
+#: A block may be wider only inside a deliberate scroll container (class ``scroll-pinned``, whose first
+#: column stays in view; see ``shapley.companion.tables.pinned_scroll``).
+WIDE_BLOCKS = (
+    'table, pre:not(div.cell_input pre), img, div.cell_output > div, div.output, mjx-container[display="true"]'
+)
+
+#: JavaScript evaluated once a page has loaded; each value lands in ``PageReport.facts``.
+FACTS: dict[str, str] = {
+    "math": "document.querySelectorAll('mjx-container').length",
+    "tables": "document.querySelectorAll('article table').length",
+    "h1": "(document.querySelector('article h1') || {}).textContent || ''",
+    # Every block wider than the article's content box (its padding excluded), outside a scroll-pinned box.
+    "too_wide": """(() => {
+        const col = document.querySelector('article.bd-article') || document.querySelector('article');
+        if (!col) return [];
+        const cs = getComputedStyle(col);
+        const width = col.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+        const out = [];
+        for (const el of col.querySelectorAll('BLOCKS')) {
+            if (el.closest('.scroll-pinned')) continue;
+            const w = Math.max(el.scrollWidth, el.getBoundingClientRect().width);
+            if (w <= width + 1) continue;
+            const what = `${el.tagName.toLowerCase()}.${el.className}`;
+            out.push(`${what}: ${Math.round(w)} px > ${Math.round(width)} px: `
+                     + el.textContent.trim().replace(/\\s+/g, ' ').slice(0, 60));
+        }
+        return out;
+    })()""".replace("BLOCKS", WIDE_BLOCKS),
+    "page_width": "document.documentElement.scrollWidth",
+    "window_width": "window.innerWidth",
+    "broken_images": "[...document.querySelectorAll('article img')]"
+    ".filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'))",
+    "images": "document.querySelectorAll('article img').length",
+    "mathjax_src": "[...document.scripts].map(s => s.getAttribute('src') || '').filter(s => /mathjax/i.test(s))",
 }
+
+
+def _pages() -> dict[str, dict[str, Any]]:
+    """Every page of _toc.yml, plus the redirecting index. ``min_math``: rendered MathJax elements;
+    ``min_tables``/``min_images``: as in tests/book/test_book.py; ``lands_on``: where a redirect ends."""
+    pages: dict[str, dict[str, Any]] = {"index.html": {"lands_on": "/book/intro.html", "min_tables": 1}}
+    for page in toc_pages():
+        pages[f"{page}.html"] = {"min_tables": MIN_TABLES.get(page, 0), "min_images": MIN_IMAGES.get(page, 0)}
+    pages["book/method.html"]["min_math"] = 10
+    return pages
+
+
+BROWSER_PAGES: dict[str, dict[str, Any]] = _pages()
 
 
 def _chromium() -> str | None:
@@ -247,11 +289,7 @@ class Browser:
             time.sleep(0.2)
         self._collect([e for e in self.events() if e.get("sessionId") == session], report)
         report.final_url = evaluate("location.href") or ""
-        report.facts = {
-            "math": evaluate("document.querySelectorAll('mjx-container').length"),
-            "tables": evaluate("document.querySelectorAll('article table').length"),
-            "h1": evaluate("(document.querySelector('article h1') || {}).textContent || ''"),
-        }
+        report.facts = {name: evaluate(expr) for name, expr in FACTS.items()}
         shot = self.send("Page.captureScreenshot", {"format": "png"}, session=session)
         report.screenshot = base64.b64decode(shot["data"])
         self.send("Target.closeTarget", {"targetId": target})
@@ -347,6 +385,12 @@ def test_page_renders_cleanly(page: str, site: str, browser: Browser):
     assert report.facts["h1"].strip(), f"{page}: no <h1> in the rendered article"
     assert report.facts["math"] >= expect.get("min_math", 0), f"{page}: MathJax rendered {report.facts}"
     assert report.facts["tables"] >= expect.get("min_tables", 0), f"{page}: {report.facts}"
+    assert report.facts["images"] >= expect.get("min_images", 0), f"{page}: {report.facts['images']} figures"
+    assert report.facts["broken_images"] == [], f"{page}: figures that did not load {report.facts['broken_images']}"
+    assert report.facts["too_wide"] == [], f"{page}: blocks wider than the text column at {WIDTH} px"
+    assert report.facts["page_width"] <= report.facts["window_width"], f"{page}: the page scrolls sideways"
+    for src in report.facts["mathjax_src"]:  # MathJax, where a page loads it, is the vendored copy
+        assert _local(urljoin(report.final_url, src), site) and "_static/mathjax/" in src, f"{page}: MathJax {src}"
 
 
 def test_error_detection_works(site: str, browser: Browser):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-THEORY = ("psd", "properties", "mozart")
+THEORY = ("psd", "properties", "mozart", "axioms")
 CELL_TIMEOUT_S = 300
 
 
@@ -46,4 +47,7 @@ def test_theory_notebook_runs_cleanly(name: str) -> None:
     assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in _outputs(nb))
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "## Verdict" in source and "\n1. " in source.split("## Verdict", 1)[1]
+    glued = {o["metadata"]["scrapbook"]["name"] for o in _outputs(nb) if "scrapbook" in o.get("metadata", {})}
+    used = {key.split(":")[0] for key in re.findall(r"\{glue:[a-z]+\}`([^`]*)`", source)}
+    assert used <= glued, f"glued in the text but never computed: {sorted(used - glued)}"
     assert seconds < 240, f"{name} took {seconds:.0f} s"

@@ -73,3 +73,13 @@ def test_rationales_are_one_liners() -> None:
         mz.reading("nope")
     with pytest.raises(ValueError):
         mz.matching_beta_intervals("raw", 1, 0.4)
+
+
+def test_verdict_facts() -> None:
+    """What the verdict may cite: the printed values are not reproduced at beta = 0.5 by any of the readings
+    tried, and the one beta-free fit is one among that many readings."""
+    facts = mz.verdict_facts()
+    assert facts["readings_tried"] == mz.readings_tried() == len(mz.READINGS)
+    assert facts["printed"] == (0.40, 0.51) and facts["fit_both_at_beta"] == []
+    assert facts["fit_both_beta_free"] == ["likelihood_weighted"]
+    assert [round(v, 2) for v in facts["paper_definition"]] == [3.96, 4.05] and facts["rises_under_paper_definition"]

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
+from shapley.companion import reported as paper
 from shapley.companion import tables
-from shapley.pipeline import evaluate
+from shapley.pipeline import evaluate, store
 from tests import fakes
 
 
@@ -27,3 +33,154 @@ def test_measured_table_aligns_to_paper_labels(two_runs):
     assert "LexSim" in set(full["method"])
     shap = evaluate.load_metrics(a).set_index("method").loc["Shap"]
     assert ta.loc["Shap", "auroc"] == shap["auroc"] and ta.loc["Shap", "lo"] == shap["auroc_lo"]
+
+
+# ---------------------------------------------------------------------------------------------- for readers
+
+
+def test_html_table_headers_caption_alignment_and_fixed_decimals():
+    df = pd.DataFrame({"m": ["a<b", "c"], "x": [0.5, math.nan], "k": [3, 12]})
+    h = tables.html_table(
+        df,
+        [tables.Col("m", "Method"), tables.Col("x", "AUROC", decimals=3), tables.Col("k", "Questions", decimals=0)],
+        caption="What it shows; from where.",
+        row_classes=["measured", ""],
+    )
+    assert h._repr_html_() == str(h)
+    assert "<caption>What it shows; from where.</caption>" in h
+    assert '<th class="num">AUROC</th>' in h and '<th class="">Method</th>' in h
+    assert '<td class="num">0.500</td>' in h and '<td class="num">–</td>' in h and '<td class="num">12</td>' in h
+    assert "a&lt;b" in h and '<tr class="measured">' in h
+    assert "100.0005" not in h  # cells are separate elements, never fused text
+
+
+def test_comparison_html_interleaves_reported_and_measured_rows(two_runs):
+    a, b = two_runs
+    h = tables.comparison_html(4, [a, b])
+    assert h.count('<tr class="reported">') == len(paper.TABLE4_ROWS)
+    assert h.count('<tr class="group">') == 4  # one heading row per dataset
+    assert h.count('<tr class="measured">') == 4  # no runs on Table 4's datasets: one "no run" row each
+    assert "no run" in h and "<caption>" in h
+    t3 = tables.comparison_rows(3, [a, b])
+    assert {r["source"] for r in t3} == {"reported", "measured"}
+
+
+def _ablation() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "source": ["A", "A", "B", "B", "C", "C"],
+            "beta": [0.5, 1.0, 0.5, 1.0, 0.5, 1.0],
+            "auroc": [0.7, 0.6, 0.8, 0.81, math.nan, math.nan],
+            "n": [10, 10, 20, 20, 5, 5],
+            "n_not_psd": [0, 3, 0, 0, 0, 2],
+            "frac_not_psd": [0, 0.3, 0, 0, 0, 0.4],
+        }
+    )
+
+
+def test_beta_pivot_is_beta_by_run_with_not_psd_marked_and_undefined_runs_left_out():
+    wide, dropped = tables.beta_pivot(_ablation())
+    assert list(wide.columns) == ["beta", "A", "B"] and dropped == ["C"]
+    assert list(wide["beta"]) == [0.5, 1.0]
+    assert wide.loc[1, "A"].startswith("0.600<br>") and "(3)" in wide.loc[1, "A"]
+    assert wide.loc[0, "B"] == "0.800"
+    h = tables.beta_pivot_html(_ablation(), {"A": "run A"})
+    assert "run A" in h and "Left out" in h and "C" in h
+
+
+def test_psd_at_beta_counts_over_runs(tmp_path):
+    for name, bad in (("r1", 0), ("r2", 4)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "beta_sweep.csv").write_text(f"beta,auroc,n,n_not_psd\n0.5,0.7,10,{bad}\n1.0,0.6,10,9\n")
+    (tmp_path / "r3").mkdir()  # no sweep: not counted
+    got = tables.psd_at_beta([tmp_path / n for n in ("r1", "r2", "r3")], 0.5)
+    assert got == {"n": 20, "n_not_psd": 4, "runs": 2}
+
+
+def _config(d, invocations, git0):
+    d.mkdir(parents=True, exist_ok=True)
+    rec = {"schema": 2, "config": {}, "provenance": {"created": "t0", "command_line": "x", "git": git0}}
+    rec["invocations"] = invocations
+    (d / "config.json").write_text(json.dumps(rec))
+    return d
+
+
+def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "read_record", lambda d: json.loads((Path(d) / "config.json").read_text()))
+    clean = {"commit": "a" * 40, "dirty": False}
+    d = _config(
+        tmp_path / "run",
+        [
+            {"time": "2026-01-01T10:00:00", "command_line": "python -m shapley run --limit 25", "resumed": False},
+            {
+                "time": "2026-01-02T10:00:00",
+                "command_line": "python -m shapley run --limit 100",
+                "resumed": True,
+                "git": {"commit": "b" * 40, "dirty": True},
+            },
+        ],
+        clean,
+    )
+    invs = tables.recorded_invocations(d)
+    assert [i["command"] for i in invs] == ["python -m shapley run --limit 25", "python -m shapley run --limit 100"]
+    assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False  # schema-1 style: creation provenance
+    assert invs[1]["resumed"] and invs[1]["dirty"]
+    history = store.run_history(json.loads((d / "config.json").read_text()))
+    assert [i["command"] for i in invs] == list(history.commands)
+    assert tables.provenance_flags(history) == ["dirty", "multi-commit"]
+    assert tables.provenance_flags(store.RunHistory(("x",), ("a" * 40,), False)) == []
+    assert tables.provenance_flags(store.RunHistory(("x",), (), None)) == ["commit unknown"]
+    assert "--limit 100" in tables.commands_html([d]) and "resumed" in tables.commands_html([d])
+
+
+def test_comparison_summary_counts_outcomes_per_method():
+    comp = pd.DataFrame(
+        {
+            "method": ["SE", "SE", "DSE", "SE"],
+            "reference": ["Shap"] * 4,
+            "delta_auroc": [0.1, -0.01, -0.2, 0.0],
+            "lo": [0.05, -0.05, -0.3, -0.02],
+            "hi": [0.15, 0.03, -0.1, 0.02],
+            "p_value": [0.001, 0.5, 0.001, 0.9],
+            "p_holm": [0.002, 0.5, 0.002, 0.9],
+            "outcome": ["win", "tie", "loss", "tie"],
+            "run": ["r1", "r2", "r1", "r3"],
+        }
+    )
+    s = tables.comparison_summary(comp).set_index("method")
+    assert s.loc["SE", ["runs", "win", "tie", "loss"]].tolist() == [3, 1, 2, 0]
+    assert s.loc["DSE", ["runs", "win", "tie", "loss"]].tolist() == [1, 0, 0, 1]
+    assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
+    assert "Holm" in tables.comparison_summary_html(comp)
+    assert "loss" in tables.comparisons_html(comp, "r1")
+    with pytest.raises(ValueError, match="unknown outcome"):
+        tables.comparison_summary(comp.assign(outcome="better"))
+    assert tables.comparison_summary(comp.iloc[:0]).empty
+
+
+def test_selection_pivot_and_csv_loading(tmp_path):
+    for name, acc in (("r1", 0.4), ("r2", 0.6)):
+        d = tmp_path / name
+        d.mkdir()
+        pd.DataFrame(
+            {"strategy": ["first", "min_phi"], "accuracy": [acc, acc + 0.1], "n": [10, 10], "lo": [0, 0], "hi": [1, 1]}
+        ).to_csv(d / "selection.csv", index=False)
+    sel = tables.load_selection([tmp_path / "r1", tmp_path / "r2", tmp_path / "missing"])
+    wide = tables.selection_pivot(sel).set_index("strategy")
+    assert wide.shape == (2, 2) and math.isclose(wide.iloc[1, 1], 0.7)
+    assert tables.load_comparisons([tmp_path / "r1"]).empty
+    (tmp_path / "r1" / "comparisons.csv").write_text("method,reference\nSE,Shap\n")
+    with pytest.raises(ValueError, match="missing columns"):
+        tables.load_comparisons([tmp_path / "r1"])
+    assert "0.50" in tables.selection_html(sel)
+
+
+def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
+    small = tables.seconds_per_question(7.0, 200, tables.A100)
+    assert tables.seconds_per_question(14.0, 200, tables.A100) > small
+    assert tables.seconds_per_question(7.0, 700, tables.A100) > small
+    assert tables.seconds_per_question(7.0, 200, tables.H100) < small
+    est = tables.cost_estimate([["L-7B"], ["L-13B", "Q-14B"]], 8000)
+    assert list(est["gpu_gb"]) == [24.0, 40.0]
+    assert "Estimate, not measured" in tables.cost_estimate_html([["L-7B"]], 8000)

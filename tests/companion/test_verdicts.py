@@ -1,10 +1,15 @@
-"""Every claim has a verdict, every verdict links to a page of the book, and the internal checks hold."""
+"""Every claim has a verdict in the one vocabulary, with evidence that exists, quotes that are the paper's,
+commands that the CLI accepts, and the internal checks behind each verdict hold."""
 
 from __future__ import annotations
 
+import importlib
+import re
+import shlex
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -13,6 +18,7 @@ from shapley.companion import verdicts
 from shapley.core import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
+TEX = ROOT.parent / "shared" / "paper" / "shapley_uncertainty_nlg.tex"
 
 
 def _toc_pages() -> set[str]:
@@ -30,14 +36,128 @@ def _toc_pages() -> set[str]:
     return pages
 
 
-def test_every_claim_has_a_verdict_linked_to_a_book_page():
-    table = verdicts.verdict_table()
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return verdicts.verdict_table()
+
+
+def test_every_claim_has_one_verdict_of_the_vocabulary(table):
     assert set(table["id"]) == {c["id"] for c in paper.CLAIMS} == set(verdicts.VERDICTS)
+    assert verdicts.VERDICT_KINDS == (
+        "reproduced",
+        "consistent",
+        "contradicted",
+        "depends on reading",
+        "not reproducible here",
+    )
     assert set(table["verdict"]) <= set(verdicts.VERDICT_KINDS)
+    assert set(verdicts.MEANINGS) == set(verdicts.BADGES) == set(verdicts.VERDICT_KINDS)
+    for _, row in table.iterrows():
+        assert row["note"].strip() and row["where"].strip(), row["id"]
+
+
+def test_evidence_pages_exist_and_cited_functions_resolve(table):
     pages = _toc_pages()
     for _, row in table.iterrows():
-        assert row["evidence"] in pages, f"{row['id']}: evidence {row['evidence']} is not a book page"
-        assert row["note"].strip()
+        assert row["evidence"], row["id"]
+        for page in row["evidence"]:
+            assert page in pages, f"{row['id']}: evidence {page} is not a book page"
+        for name in row["functions"]:
+            module, _, attr = name.rpartition(".")
+            assert callable(getattr(importlib.import_module(module), attr)), f"{row['id']}: {name}"
+
+
+def test_readings_only_where_the_verdict_depends_on_them(table):
+    for _, row in table.iterrows():
+        if row["verdict"] == verdicts.DEPENDS:
+            assert len(row["readings"]) >= 2, row["id"]
+            for name, verdict, note in row["readings"]:
+                assert verdict in verdicts.VERDICT_KINDS and verdict != verdicts.DEPENDS, (row["id"], name)
+                assert name.strip() and note.strip()
+        else:
+            assert row["readings"] == (), row["id"]
+
+
+def test_not_reproducible_here_names_a_command_the_cli_accepts(table):
+    from shapley.cli import build_parser
+
+    parser = build_parser()
+    for _, row in table.iterrows():
+        if row["verdict"] == verdicts.NOT_HERE:
+            assert row["command"], f"{row['id']}: 'not reproducible here' needs the command that would settle it"
+        for command in filter(None, row["command"].split(" && ")):
+            argv = shlex.split(command)
+            assert argv[:3] == ["python", "-m", "shapley"], command
+            parser.parse_args(argv[3:])  # exits (SystemExit) on a flag the CLI does not know
+
+
+def test_the_verdicts_the_issue_settled(table):
+    v = table.set_index("id")
+    assert v.loc["beta-0.5-psd", "verdict"] == verdicts.REPRODUCED  # 0 non-PSD at beta = 0.5 in results/
+    assert "0 of" in v.loc["beta-0.5-psd", "note"] and "n = 8" in v.loc["beta-0.5-psd", "note"]
+    assert v.loc["prop-3.5", "verdict"] == verdicts.DEPENDS
+    assert {r[1] for r in v.loc["prop-3.5", "readings"]} == {verdicts.CONTRADICTED, verdicts.REPRODUCED}
+    for cid in ("t3-average", "t3-gemma-wmt-exception", "t4-er-svamp-q14b", "t3-majority", "setup-correctness"):
+        assert v.loc[cid, "verdict"] == verdicts.CONSISTENT, cid
+
+
+def _sweep(path: Path, n_not_psd: int) -> None:
+    path.mkdir(parents=True)
+    (path / "beta_sweep.csv").write_text(
+        "beta,auroc,auroc_lo,auroc_hi,n,n_not_psd,n_repaired,min_eig_min\n"
+        f"0.5,0.7,0.6,0.8,10,{n_not_psd},{n_not_psd},0.1\n"
+    )
+    (path / "metrics.csv").write_text("method,auroc,n_questions\nShap,0.7,10\n")
+    (path / "config.json").write_text("{}")
+
+
+def test_the_beta_05_verdict_follows_the_measurements(tmp_path, monkeypatch):
+    from shapley.companion import tables
+
+    monkeypatch.setattr(tables, "question_count", lambda d: 10)
+    assert verdicts.verdict_table(tmp_path / "none").set_index("id").loc["beta-0.5-psd", "verdict"] == (
+        verdicts.NOT_HERE
+    )
+    _sweep(tmp_path / "clean" / "run", 0)
+    assert verdicts.facts(tmp_path / "clean")["psd05_not"] == "0"
+    _sweep(tmp_path / "bad" / "run", 3)
+    t = verdicts.verdict_table(tmp_path / "bad").set_index("id")
+    assert t.loc["beta-0.5-psd", "verdict"] == verdicts.CONTRADICTED
+    assert "3 of 10" in t.loc["beta-0.5-psd", "note"]
+
+
+def test_notes_are_filled_from_computations(table):
+    """The notes quote computed numbers: change a computation and the note changes with it."""
+    from shapley.companion import mozart
+
+    v = table.set_index("id")
+    assert f"{mozart.evaluate('paper', 1):.2f}" in v.loc["mozart-shapley", "note"]
+    assert f"Of the {len(mozart.readings_table())} readings tried" in v.loc["mozart-shapley", "note"]
+    computed = verdicts.facts()
+    for rule in verdicts.VERDICTS.values():
+        for text in (rule.note, *(r.note for r in rule.readings)):
+            for field in re.findall(r"{(\w+)}", text):
+                assert field in computed, f"{rule.claim_id}: {{{field}}} is not computed by facts()"
+
+
+def _normalise_tex(tex: str) -> str:
+    tex = re.sub(r"~?\\cite[pt]?\{[^}]*\}", "", tex)
+    tex = tex.replace("\\%", "%").replace("``", '"').replace("''", '"')
+    return re.sub(r"\s+", " ", tex)
+
+
+@pytest.mark.skipif(not TEX.exists(), reason=f"paper source not found at {TEX}")
+def test_quotes_are_one_verbatim_sentence_of_the_paper():
+    text = _normalise_tex(TEX.read_text(encoding="utf-8"))
+    assert set(verdicts.QUOTES) <= set(verdicts.VERDICTS)
+    for cid, quote in verdicts.QUOTES.items():
+        assert len(quote.split()) <= 35, f"{cid}: quote longer than one short sentence"
+        assert not re.search(r"[.;:!?] [A-Z]", quote), f"{cid}: more than one sentence quoted"
+        for part in quote.split(" … "):
+            assert part in text, f"{cid}: not verbatim in the paper: {part!r}"
+
+
+# ------------------------------------------------------------------ the internal checks behind verdicts
 
 
 def _row(dataset: str, model: str) -> dict[str, float]:
@@ -64,17 +184,18 @@ def _shap_is_best(dataset: str, model: str) -> bool:
     ],
 )
 def test_internal_contradictions_are_real(claim, holds):
-    assert verdicts.VERDICTS[claim]["verdict"] == verdicts.CONTRADICTED
+    assert verdicts.VERDICTS[claim].verdict == verdicts.CONTRADICTED
     assert not holds()
 
 
-def test_internal_reproductions_are_real():
-    assert verdicts.VERDICTS["t4-er-svamp-q14b"]["verdict"] == verdicts.REPRODUCED
+def test_internal_consistencies_are_real():
     r = _row("svamp", "Q-14B")
     assert max(r, key=r.get) == "ER"
     g = dict(zip(paper.TABLE3_METHODS, paper.TABLE3_ROWS[("wmt14", "G-7B")], strict=True))
     assert g["AvgE"] > g["Shap"] and max(g, key=g.get) == "AvgE"
     assert sum(_shap_is_best(d, m) for d in ("squad", "bioasq", "nq_open", "svamp") for m in paper.TABLE4_MODELS) == 8
+    avg = dict(zip(paper.TABLE3_METHODS, paper.TABLE3_AVERAGE, strict=True))
+    assert max(avg, key=avg.get) == "Shap"
 
 
 def test_auroc_direction_verdicts():
@@ -83,3 +204,10 @@ def test_auroc_direction_verdicts():
     correct = np.array([True, True, False, False])
     assert metrics.auroc(u, correct) == 1.0
     assert metrics.auroc(-u, correct) == 0.0  # reversed: the worst score is 0, not the 0.5 of chance
+
+
+def test_html_shows_quote_badge_readings_command_and_links():
+    h = verdicts.verdicts_html("book/claims")
+    assert h.count("<tr>") == len(paper.CLAIMS) + 1
+    assert '<q class="paper-quote">' in h and 'class="verdict-depends"' in h and "Command: <code>" in h
+    assert 'href="../notebooks/properties.html"' in h and 'href="method.html"' in h

@@ -1,11 +1,15 @@
-"""AUROC, AUARC, PRR and bootstrap intervals."""
+"""AUROC, AUARC, PRR, bootstrap intervals, and paired comparisons (paired bootstrap, Holm, DeLong)."""
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 from shapley.core import metrics
@@ -70,3 +74,247 @@ def test_bootstrap_ci():
     assert all(np.isnan(metrics.bootstrap_ci(metrics.auroc, [0.1, 0.2], [True, True], n_boot=10)))
     with pytest.raises(ValueError, match="alpha"):
         metrics.bootstrap_ci(metrics.auroc, u, c, alpha=1.5)
+
+
+# --- paired comparisons (issue 11, part 2) ----------------------------------------------------------
+
+
+def _auroc_by_pairs(u, c) -> float:
+    """AUROC from its definition: the share of (incorrect, correct) pairs ordered right, ties 1/2."""
+    wrong = [x for x, ok in zip(u, c, strict=True) if not ok]
+    right = [x for x, ok in zip(u, c, strict=True) if ok]
+    if not wrong or not right:
+        return math.nan
+    wins = sum(1.0 if w > r else 0.5 if w == r else 0.0 for w in wrong for r in right)
+    return wins / (len(wrong) * len(right))
+
+
+def _brute_force(u_a, u_b, c):
+    """Every one of the m**m resamples, the deltas of the defined ones, and the two-sided p-value."""
+    m = len(c)
+    rows = list(itertools.product(range(m), repeat=m))
+    deltas = []
+    for row in rows:
+        ci = [c[i] for i in row]
+        a, b = _auroc_by_pairs([u_a[i] for i in row], ci), _auroc_by_pairs([u_b[i] for i in row], ci)
+        if not (math.isnan(a) or math.isnan(b)):
+            deltas.append(a - b)
+    delta = _auroc_by_pairs(u_a, c) - _auroc_by_pairs(u_b, c)
+    if delta == 0:
+        p = 1.0
+    else:
+        far = sum(1 for d in deltas if (d <= 0 if delta > 0 else d >= 0))
+        p = min(1.0, 2 * far / len(deltas))
+    return rows, np.array(deltas), delta, p
+
+
+BRUTE_CASES = [
+    # a ranks perfectly, b does not: 224 defined resamples, 14 ties at zero (hand count), p = 0.125
+    ([0.1, 0.2, 0.8, 0.9], [0.3, 0.9, 0.2, 0.8], [True, True, False, False]),
+    # b better than a (negative delta), tied scores inside a method
+    ([0.5, 0.5, 0.4, 0.9], [0.1, 0.2, 0.8, 0.9], [True, True, False, False]),
+    # three correct, one incorrect; five questions (3125 resamples)
+    ([0.3, 0.1, 0.7, 0.2], [0.6, 0.1, 0.5, 0.2], [True, True, False, True]),
+    ([0.3, 0.1, 0.7, 0.2, 0.4], [0.6, 0.1, 0.5, 0.2, 0.3], [True, True, False, True, False]),
+]
+
+
+@pytest.mark.parametrize(("u_a", "u_b", "c"), BRUTE_CASES)
+def test_paired_bootstrap_equals_brute_force_over_every_resample(u_a, u_b, c):
+    rows, deltas, delta, p = _brute_force(u_a, u_b, c)
+    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=rows)
+    assert r.delta == delta
+    assert r.p_value == p
+    lo, hi = np.quantile(deltas, [0.025, 0.975])
+    assert (r.lo, r.hi) == (lo, hi)
+    assert isinstance(r, metrics.PairedComparison) and isinstance(r.p_value, float)
+
+
+def test_paired_bootstrap_hand_count():
+    u_a, u_b, c = BRUTE_CASES[0]
+    rows = list(itertools.product(range(4), repeat=4))
+    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=rows)
+    assert (r.delta, r.p_value) == (0.75, 2 * 14 / 224)
+    flipped = metrics.paired_bootstrap(metrics.auroc, u_b, u_a, c, indices=rows)
+    assert (flipped.delta, flipped.lo, flipped.hi, flipped.p_value) == (-0.75, -r.hi, -r.lo, r.p_value)
+
+
+def test_paired_bootstrap_uses_one_resample_for_both_methods():
+    rng = np.random.default_rng(0)
+    c = rng.random(60) < 0.5
+    u = rng.normal(size=60) - c
+    r = metrics.paired_bootstrap(metrics.auroc, u, 3.0 * u + 1.0, c, n_boot=200)  # same ranking, same AUROC
+    assert (r.delta, r.lo, r.hi, r.p_value) == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_paired_bootstrap_draws_the_resamples_of_bootstrap_ci():
+    """With the same seed: against a constant score (AUROC 1/2 in every defined resample) the interval is
+    bootstrap_ci's shifted by 1/2."""
+    rng = np.random.default_rng(1)
+    c = rng.random(80) < 0.6
+    u = rng.normal(size=80) - c
+    r = metrics.paired_bootstrap(metrics.auroc, u, np.zeros(80), c, n_boot=300, seed=7)
+    lo, hi = metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=300, seed=7)
+    assert r.lo + 0.5 == pytest.approx(lo, abs=1e-15) and r.hi + 0.5 == pytest.approx(hi, abs=1e-15)
+    assert r == metrics.paired_bootstrap(metrics.auroc, u, np.zeros(80), c, n_boot=300, seed=7)
+
+
+def test_paired_bootstrap_p_value_is_capped_at_one():
+    u_a, u_b, c = BRUTE_CASES[0]
+    rows = [(0, 1, 2, 3)] + [row for row in itertools.product((0, 3), repeat=4) if 0 in row and 3 in row]
+    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=rows)  # 14 of 15 deltas are exactly 0
+    assert r.delta == 0.75 and r.p_value == 1.0
+
+
+def test_paired_bootstrap_other_metrics_and_undefined_cases():
+    u_a, u_b, c = BRUTE_CASES[3]
+    r = metrics.paired_bootstrap(metrics.prr, u_a, u_b, c, n_boot=50)
+    assert r.delta == pytest.approx(metrics.prr(u_a, c) - metrics.prr(u_b, c))
+    with pytest.warns(RuntimeWarning, match="undefined"):
+        r = metrics.paired_bootstrap(metrics.auroc, [0.1, 0.2], [0.2, 0.1], [True, True])
+    assert all(math.isnan(x) for x in r)
+    # every resample one-class: no interval, no p-value, but the point difference stands
+    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=[[0, 0, 0, 0, 0], [2, 2, 2, 2, 2]])
+    assert r.delta == metrics.auroc(u_a, c) - metrics.auroc(u_b, c)
+    assert math.isnan(r.lo) and math.isnan(r.hi) and math.isnan(r.p_value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"indices": [[0, 1, 2]]}, r"indices must be a \(B, m\)"),
+        ({"indices": [0, 1, 2, 3]}, r"indices must be a \(B, m\)"),
+        ({"indices": np.zeros((0, 4), dtype=int)}, r"B >= 1"),
+        ({"indices": [[0.0, 1.0, 2.0, 3.0]]}, "integers"),
+        ({"indices": [[0, 1, 2, 4]]}, r"\[0, 3\]"),
+        ({"indices": [[-1, 1, 2, 3]]}, r"\[0, 3\]"),
+        ({"n_boot": 0}, "n_boot"),
+        ({"n_boot": 2.5}, "n_boot"),
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": 1.0}, "alpha"),
+    ],
+)
+def test_paired_bootstrap_validation(kwargs, match):
+    u_a, u_b, c = BRUTE_CASES[0]
+    with pytest.raises(ValueError, match=match):
+        metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, **kwargs)
+
+
+def test_paired_bootstrap_names_the_bad_score():
+    with pytest.raises(ValueError, match="u_b and correct must have the same length"):
+        metrics.paired_bootstrap(metrics.auroc, [0.1, 0.2], [0.1], [True, False])
+    with pytest.raises(ValueError, match="u_a contains NaN"):
+        metrics.paired_bootstrap(metrics.auroc, [np.nan, 0.2], [0.1, 0.2], [True, False])
+
+
+def test_holm_hand_example():
+    # sorted: 0.005 * 4 = 0.02, 0.01 * 3 = 0.03, 0.03 * 2 = 0.06, 0.04 * 1 = 0.04 -> raised to 0.06 (monotone)
+    np.testing.assert_allclose(metrics.holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02], rtol=1e-15)
+    # NaN passes through and does not count: k = 4 as above
+    out = metrics.holm([0.01, np.nan, 0.04, 0.03, 0.005])
+    np.testing.assert_allclose(out[[0, 2, 3, 4]], [0.03, 0.06, 0.06, 0.02], rtol=1e-15)
+    assert np.isnan(out[1])
+    np.testing.assert_array_equal(metrics.holm([0.5, 0.6]), [1.0, 1.0])  # capped at 1
+    np.testing.assert_array_equal(metrics.holm([0.02, 0.02]), [0.04, 0.04])  # ties get equal values
+    assert metrics.holm([]).shape == (0,)
+    assert metrics.holm([0.3]).tolist() == [0.3]
+
+
+@given(st.lists(st.one_of(st.floats(0.0, 1.0), st.just(math.nan)), max_size=12))
+def test_holm_properties(ps):
+    raw = np.array(ps, dtype=float)
+    adj = metrics.holm(raw)
+    ok = ~np.isnan(raw)
+    np.testing.assert_array_equal(np.isnan(adj), ~ok)
+    assert np.all(adj[ok] >= raw[ok]) and np.all(adj[ok] <= 1.0)
+    r, a = raw[ok], adj[ok]
+    assert all(a[i] <= a[j] for i in range(r.size) for j in range(r.size) if r[i] <= r[j])  # monotone
+    k = r.size
+    for i in range(k):  # the definition, one p-value at a time
+        ranks = sorted(range(k), key=lambda j: (r[j], j))
+        pos = ranks.index(i)
+        assert a[i] == pytest.approx(min(1.0, max((k - q) * r[ranks[q]] for q in range(pos + 1))), abs=1e-15)
+
+
+@pytest.mark.parametrize("bad", [[0.1, 1.2], [-0.1], [[0.1, 0.2]], ["x"], [math.inf]])
+def test_holm_validation(bad):
+    with pytest.raises(ValueError, match="p_values"):
+        metrics.holm(bad)
+
+
+def _delong_by_definition(u_a, u_b, c):
+    """DeLong et al. (1988) from the pairwise kernel psi, O(m n): structural components, covariances, z, p."""
+    c = np.asarray(c, dtype=bool)
+
+    def components(u):
+        u = np.asarray(u, dtype=float)
+        X, Y = u[~c], u[c]  # incorrect answers are the "positives"
+        psi = (X[:, None] > Y[None, :]) + 0.5 * (X[:, None] == Y[None, :])
+        return psi.mean(axis=1), psi.mean(axis=0)
+
+    (v10a, v01a), (v10b, v01b) = components(u_a), components(u_b)
+    m, n = v10a.size, v01a.size
+
+    def cov(x, y):
+        return float(np.sum((x - x.mean()) * (y - y.mean())) / (x.size - 1))
+
+    var = (cov(v10a, v10a) + cov(v10b, v10b) - 2 * cov(v10a, v10b)) / m
+    var += (cov(v01a, v01a) + cov(v01b, v01b) - 2 * cov(v01a, v01b)) / n
+    delta = float(v10a.mean() - v10b.mean())
+    if var <= 0.0:
+        raise ZeroDivisionError("zero variance")
+    z = delta / math.sqrt(var)
+    return delta, z, 2 * norm.sf(abs(z))
+
+
+@settings(max_examples=50)
+@given(st.integers(4, 40), st.integers(0, 2**32 - 1), st.booleans())
+def test_delong_matches_its_definition(m, seed, ties):
+    rng = np.random.default_rng(seed)
+    c = rng.random(m) < 0.5
+    if c.sum() < 2 or (~c).sum() < 2:
+        return
+    draw = (lambda: rng.integers(0, 4, m).astype(float)) if ties else (lambda: rng.normal(size=m) - c)
+    u_a, u_b = draw(), draw()
+    r = metrics.delong_test(u_a, u_b, c)
+    assert r.delta == pytest.approx(metrics.auroc(u_a, c) - metrics.auroc(u_b, c), abs=1e-12)
+    assert r.delta == pytest.approx(roc_auc_score(~c, u_a) - roc_auc_score(~c, u_b), abs=1e-12)
+    try:
+        delta, z, p = _delong_by_definition(u_a, u_b, c)
+    except ZeroDivisionError:
+        assert r.p_value in (0.0, 1.0)  # zero variance: the documented limits
+        return
+    assert r.z == pytest.approx(z, rel=1e-9) and r.p_value == pytest.approx(p, rel=1e-9, abs=1e-15)
+
+
+def test_delong_hand_example():
+    """a perfect (components all 1); b: V10 = (2/3, 1/3, 1), V01 = (1, 1/3, 2/3). Both difference vectors have
+    sample variance 1/9, so var = 1/27 + 1/27 and z = (1/3) / sqrt(2/27) = sqrt(3/2)."""
+    c = [True, True, True, False, False, False]
+    r = metrics.delong_test([0.1, 0.2, 0.3, 0.7, 0.8, 0.9], [0.1, 0.8, 0.3, 0.7, 0.2, 0.9], c)
+    assert r.delta == pytest.approx(1 / 3, abs=1e-15)
+    assert r.z == pytest.approx(math.sqrt(1.5), rel=1e-12)
+    assert r.p_value == pytest.approx(2 * norm.sf(math.sqrt(1.5)), rel=1e-12)
+    swapped = metrics.delong_test([0.1, 0.8, 0.3, 0.7, 0.2, 0.9], [0.1, 0.2, 0.3, 0.7, 0.8, 0.9], c)
+    assert swapped.z == pytest.approx(-r.z, rel=1e-12) and swapped.p_value == pytest.approx(r.p_value, rel=1e-12)
+
+
+def test_delong_degenerate_cases():
+    c = [True, True, False, False]
+    assert metrics.delong_test([0.1, 0.2, 0.8, 0.9], [1.0, 2.0, 8.0, 9.0], c) == (0.0, 0.0, 1.0)
+    r = metrics.delong_test([0.1, 0.2, 0.8, 0.9], [0.5, 0.5, 0.5, 0.5], c)  # perfect against constant
+    assert r.delta == 0.5 and r.z == math.inf and r.p_value == 0.0
+    with pytest.warns(RuntimeWarning, match="at least two"):
+        r = metrics.delong_test([0.1, 0.2, 0.9], [0.2, 0.1, 0.9], [True, True, False])
+    assert all(math.isnan(x) for x in r)
+    with pytest.raises(ValueError, match="u_b and correct"):
+        metrics.delong_test([0.1, 0.2], [0.1], [True, False])
+
+
+def test_bootstrap_and_delong_agree_on_a_clear_difference():
+    rng = np.random.default_rng(3)
+    c = rng.random(300) < 0.5
+    strong, weak = rng.normal(size=300) - 2.0 * c, rng.normal(size=300) - 0.3 * c
+    assert metrics.delong_test(strong, weak, c).p_value < 1e-6
+    r = metrics.paired_bootstrap(metrics.auroc, strong, weak, c, n_boot=300)
+    assert r.p_value == 0.0 and r.lo > 0.0

@@ -14,7 +14,7 @@ import pytest
 
 import shapley
 from shapley import cli
-from shapley.pipeline import experiment
+from shapley.pipeline import evaluate, experiment
 from shapley.pipeline.samples import read_samples_file
 from tests import fakes
 
@@ -154,7 +154,7 @@ def test_uqnlg_layout_single_sample_empty_answers_and_unicode(tmp_path, fake_ent
         {"id": "c", "question": "Q?", "answer": "Mozart", "samples": ["Mozart"], "samples_cleaned": ["Haydn"]},
     ]
     inp = _write(tmp_path / "uq.jsonl", rows)
-    out = experiment.score_samples(fakes.samples_config(inp, n_boot=10), tmp_path / "run")
+    out = experiment.score_samples(fakes.samples_config(inp, n_boot=10, reference_field="answer"), tmp_path / "run")
     s = pd.read_csv(out / "scores.csv", dtype={"id": str}).set_index("id")
     assert s.loc["a", "Shap"] == pytest.approx(shapley.HALF_LOG_2PIE)  # n = 1: h of a standard normal
     assert s["Shap"].map(math.isfinite).all()
@@ -226,7 +226,7 @@ def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
         pytest.skip("no local data folder")
     if not f.is_file():
         pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
-    items = read_samples_file(f, n_samples=5, limit=15)
+    items = read_samples_file(f, n_samples=5, limit=15, reference_field="answer")
     ref = load_triviaqa_llama13b_samples(f, n_samples=5, limit=15)
     assert [i.id for i in items] == [r["id"] for r in ref]
     assert [i.samples for i in items] == [r["samples"] for r in ref]  # same mapping as the data module
@@ -252,6 +252,8 @@ def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
                 "triviaqa",
                 "--model-label",
                 "llama-13b",
+                "--reference-field",
+                "answer",
             ]
         )
         == 0
@@ -323,6 +325,8 @@ def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
             "--n-boot",
             "50",
             "--no-progress",
+            "--reference-field",
+            "answer",
         ]
     )
     assert rc == 0
@@ -331,3 +335,144 @@ def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
     assert 0.0 <= m.loc["Shap", "auroc"] <= 1.0
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["provenance"]["entailment"]["is_nli"] is False and cfg["provenance"]["entailment"]["fingerprint"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 12: bad input exits 2, naming file and line, before anything is written
+
+
+def _ss(inp: Path, out: Path, *extra: str) -> int:
+    return cli.main(["score-samples", str(inp), "--entailment", "fake:", "--output", str(out), "--no-progress", *extra])
+
+
+ISSUE_LINE = {
+    "id": "t0",
+    "question": "Capital of France?",
+    "reference": ["Paris"],
+    "answer": "Paris",
+    "samples": ["London", "Paris", "Paris"],
+}
+
+
+def test_misspelt_field_exits_2_and_writes_nothing(tmp_path, fake_entail, capsys):
+    inp = _write(tmp_path / "in.jsonl", [ISSUE_LINE])
+    assert _ss(inp, tmp_path / "run") == 2
+    err = capsys.readouterr().err
+    assert "in.jsonl, line 1" in err and "'reference'" in err and "'references'" in err
+    assert not (tmp_path / "run").exists() and fake_entail.LOADS == []
+
+
+def test_reference_field_is_explicit_and_recorded(tmp_path, fake_entail, capsys):
+    rows = [{"id": f"t{i}", "question": "Q?", "answer": "Paris", "samples": ["Paris", "Rome"]} for i in range(4)]
+    inp = _write(tmp_path / "in.jsonl", [{**r, "prompt": "Q: ...", "title": "x"} for r in rows])
+    assert _ss(inp, tmp_path / "run") == 2
+    assert "pass --reference-field answer" in capsys.readouterr().err and not (tmp_path / "run").exists()
+    assert _ss(inp, tmp_path / "run", "--reference-field", "answer", "--n-boot", "10") == 0
+    err = capsys.readouterr().err
+    assert err.count("does not use, ignored") == 1  # one note for all lines
+    assert "'prompt' (4 of 4 lines)" in err and "'title' (4 of 4 lines)" in err
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["config"]["data"]["reference_field"] == "answer"
+    assert "--reference-field answer" in cfg["invocations"][0]["command_line"]
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "where"),
+    [
+        ("bad.jsonl", '{"id": "a", "question": "Q", "references": ["R"], "samples": ["bad \\ud800 here"]}', "line 1"),
+        ("str.jsonl", '{"id": "a", "question": "Q", "references": ["R"], "samples": "text"}', "line 1"),
+        ("text.jsonl.gz", '{"id": "a"}', "line 1"),
+        ("latin.jsonl", b'{"id": "a", "question": "Z\xfcrich"}', "line 1"),
+    ],
+)
+def test_bad_files_exit_2_naming_file_and_line(tmp_path, fake_entail, capsys, name, body, where):
+    inp = tmp_path / name
+    if isinstance(body, bytes):
+        inp.write_bytes(body + b"\n")
+    else:
+        inp.write_text(body + "\n", encoding="utf-8")
+    assert _ss(inp, tmp_path / "run") == 2
+    err = capsys.readouterr().err
+    assert f"{name}, {where}" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_truncated_gzip_exits_2(tmp_path, fake_entail, capsys):
+    good = tmp_path / "good.jsonl.gz"
+    fakes.make_samples_file(good, 300)
+    inp = tmp_path / "cut.jsonl.gz"
+    inp.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    assert _ss(inp, tmp_path / "run") == 2
+    err = capsys.readouterr().err
+    assert "cut.jsonl.gz, line" in err and "truncated or corrupt" in err and not (tmp_path / "run").exists()
+    rc = cli.main(
+        ["run", "--dataset", "jsonl", "--data-path", str(inp), "--output", str(tmp_path / "r2"), "--no-progress"]
+    )
+    assert rc == 2 and "truncated or corrupt" in capsys.readouterr().err and not (tmp_path / "r2").exists()
+
+
+def test_a_directory_as_input_is_called_a_directory(tmp_path, fake_entail, capsys):
+    assert _ss(tmp_path, tmp_path / "run") == 2
+    assert "is a directory, not a file" in capsys.readouterr().err
+    rc = cli.main(["run", "--dataset", "jsonl", "--data-path", str(tmp_path), "--output", str(tmp_path / "r")])
+    assert rc == 2 and "is a directory, not a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("betas", ["0.5,0", "0.5,nan", "1.5", "0.5,abc", ","])
+def test_beta_sweep_bad_betas_is_a_usage_error(tmp_path, capsys, betas):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["beta-sweep", str(tmp_path), "--betas", betas])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: python -m shapley beta-sweep" in err and "--betas" in err
+
+
+@pytest.mark.parametrize(
+    "change", [{"schema": 1, "settings": [1, 2]}, {"provenance": [1, 2]}, {"invocations": {"a": 1}}]
+)
+def test_malformed_config_json_exits_2_on_every_command(tmp_path, fake_entail, capsys, change):
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 6)
+    out = tmp_path / "run"
+    assert _ss(inp, out, "--n-boot", "10") == 0
+    rec = json.loads((out / "config.json").read_text())
+    rec.update(change)
+    (out / "config.json").write_text(json.dumps(rec))
+    capsys.readouterr()
+    for args in (
+        ["score-samples", str(inp), "--entailment", "fake:", "--output", str(out), "--no-progress"],
+        ["report", str(out)],
+        ["beta-sweep", str(out), "--betas", "0.5"],
+    ):
+        assert cli.main(args) == 2, args
+        err = capsys.readouterr().err
+        assert str(out / "config.json") in err and "Traceback" not in err, args
+
+
+def test_ids_round_trip_through_csv_and_formulas_are_escaped(tmp_path, fake_entail):
+    ids = ["", "NaN", "null", "=1+1", "-2", "+3", "@SUM(A1)", "'quoted", "plain"]
+    rows = fakes.make_samples_file(tmp_path / "base.jsonl", len(ids))
+    inp = _write(tmp_path / "ids.jsonl", [{**r, "id": i} for r, i in zip(rows, ids, strict=True)])
+    out = tmp_path / "run"
+    assert _ss(inp, out, "--n-boot", "10") == 0
+    assert evaluate.load_scores(out)["id"].tolist() == ids
+    raw = pd.read_csv(out / "scores.csv", dtype=str, keep_default_na=False)["id"].tolist()
+    assert raw == ["", "NaN", "null", "'=1+1", "'-2", "'+3", "'@SUM(A1)", "''quoted", "plain"]
+    assert cli.main(["beta-sweep", str(out), "--betas", "0.5"]) == 0
+    per_q = evaluate.read_csv_ids(out / "beta_sweep_per_question.csv")
+    assert sorted(per_q["id"]) == sorted(ids)
+    assert "'=1+1" in (out / "beta_sweep_per_question.csv").read_text()
+
+
+def test_warnings_print_as_one_clean_line(tmp_path, fake_entail, capsys):
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 6)
+    out = tmp_path / "run"
+    assert _ss(inp, out, "--n-boot", "10") == 0
+    scores = out / "scores.jsonl"
+    scores.write_bytes(scores.read_bytes()[:-20])  # a torn last line
+    capsys.readouterr()
+    assert _ss(inp, out, "--n-boot", "10") == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "dropped" in ln]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and ".py:" not in err

@@ -8,13 +8,15 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from shapley.pipeline import experiment, store
+from shapley.pipeline import data, entail, experiment, generate, store
 from tests import fakes
 from tests.fakes import make_samples_file
 
@@ -138,7 +140,8 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path, kill_in):
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     target = out / store.STAGE_FILES[kill_in]
     deadline = time.monotonic() + 90
-    while len(_lines(target)) < 8 and time.monotonic() < deadline and proc.poll() is None:
+    need = 18 if kill_in == "entailment" else 8  # entailment: past its first chunk of 16 questions
+    while len(_lines(target)) < need and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
     assert proc.poll() is None, "the run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
@@ -148,7 +151,9 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path, kill_in):
     data = target.read_bytes()
     body = data[: data.rstrip(b"\n").rfind(b"\n") + 1]
     last = data[len(body) :]
-    torn_id = json.loads(last)["id"] if last.endswith(b"\n") else None
+    torn = json.loads(last) if last.endswith(b"\n") else None
+    torn_id = None if torn is None else torn["id"]
+    torn_chunk = set() if torn is None else set(torn.get(store.CHUNK_KEY, [torn_id]))
     target.write_bytes(body + last[: len(last) // 2])
     done_entail = set(_valid_ids(out / "entailment.jsonl"))
     done_scores = set(_valid_ids(out / "scores.jsonl"))
@@ -179,10 +184,258 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path, kill_in):
     calls = [ln.split("\t") for ln in log2.read_text().splitlines()]
     assert sorted(i for s, i in calls if s == "entail") == sorted(set(ids) - done_entail)
     assert sorted(i for s, i in calls if s == "score") == sorted(set(ids) - done_scores)
-    # only the torn record was computed twice (its log line may be missing if the kill came right after its write)
+    # only the torn record's chunk was computed twice (the chunk is recomputed whole; its log lines may be
+    # missing if the kill came right after its write)
     tag = "entail" if kill_in == "entailment" else "score"
     first = [ln.split("\t") for ln in log1.read_text().splitlines()]
     redone = {i for s, i in first if s == tag} & {i for s, i in calls if s == tag}
-    assert redone <= {torn_id}
+    assert redone <= torn_chunk
     if torn_id is not None:
         assert torn_id in {i for s, i in calls if s == tag}
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 12 #4: a chunk is stored whole, and a redone record invalidates what was computed from it
+
+
+def _composition_compute(chunk):
+    """Records whose numbers depend on the chunk they were computed in, like real batched models."""
+    offset = 1e-6 * sum(int(c[1:]) for c in chunk)
+    return [{"id": c, "v": int(c[1:]) + offset} for c in chunk]
+
+
+def test_resume_after_a_torn_chunk_equals_the_uninterrupted_stage(tmp_path):
+    items = [f"k{i}" for i in range(9)]
+    ref = store.JsonlStore(tmp_path / "ref.jsonl", ("v",))
+    ref.load()
+    run_stage = experiment.run_stage
+    expected = dict(run_stage(ref, "st", items, _composition_compute, key=str, chunk_size=3, progress=False))
+    p = tmp_path / "s.jsonl"
+    s = store.JsonlStore(p, ("v",))
+    s.load()
+    run_stage(s, "st", items, _composition_compute, key=str, chunk_size=3, progress=False)
+    lines = p.read_bytes().split(b"\n")[:-1]
+    p.write_bytes(b"\n".join(lines[:4]) + b"\n")  # killed after the first line of the second chunk
+    with pytest.warns(store.CorruptRecordWarning, match="not stored whole"):
+        s = store.JsonlStore(p, ("v",))
+        s.load()
+    assert list(s.records) == ["k0", "k1", "k2"]
+    got = run_stage(s, "st", items, _composition_compute, key=str, chunk_size=3, progress=False)
+    assert got == expected  # the second chunk was recomputed whole, with the same neighbours
+
+
+class _BatchDependentGenerator(fakes.FakeGenerator):
+    """Log-probs move by 1e-6 with the composition of the decoding batch, as padding does in a real model."""
+
+    def generate(self, records):
+        out = super().generate(records)
+        shift = 1e-6 * sum(int(r.id[1:]) for r in records)
+        for g in out:
+            g.sample_token_logprobs = [[x + shift for x in lp] for lp in g.sample_token_logprobs]
+        return out
+
+
+def _chunked_run_config(**kw):
+    config = fakes.run_config(n_samples=5, limit=8, **kw)
+    return config.replace(runtime=replace(config.runtime, batch_size=24))  # 24 // (1 + 5) = 4 questions a chunk
+
+
+def test_run_resume_inside_a_generation_chunk_is_exact(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_dataset(monkeypatch)
+    monkeypatch.setattr(generate, "Generator", _BatchDependentGenerator)
+    config = _chunked_run_config()
+    ref = experiment.run_experiment(config, tmp_path / "ref")
+    out = experiment.run_experiment(config, tmp_path / "run")
+    gens = out / "generations.jsonl"
+    lines = gens.read_bytes().split(b"\n")[:-1]
+    assert [json.loads(x)["id"] for x in lines] == [f"q{i}" for i in range(8)]
+    gens.write_bytes(b"\n".join(lines[:6]) + b"\n")  # a kill between the records of the chunk q4..q7
+    for f in ("entailment.jsonl", "scores.jsonl"):
+        (out / f).unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        experiment.run_experiment(config, out)
+    for f in ("generations.jsonl", "entailment.jsonl", "scores.jsonl"):
+        assert store.JsonlStore(ref / f).load(repair=False) == store.JsonlStore(out / f).load(repair=False), f
+    assert (ref / "metrics.csv").read_bytes() == (out / "metrics.csv").read_bytes()
+    assert any("not stored whole" in str(w.message) for w in caught)
+
+
+def test_a_redone_generation_invalidates_its_entailment_and_scores(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_generator(monkeypatch)
+    fakes.install_fake_dataset(monkeypatch)
+    config = fakes.run_config(n_samples=4, limit=6)
+    out = experiment.run_experiment(config, tmp_path / "run")
+    gens = out / "generations.jsonl"
+    recs = [json.loads(x) for x in gens.read_text().splitlines()]
+    g = next(r for r in recs if r["id"] == "q1")
+    g["samples"] = ["Paris", "Paris", "Paris", "Paris"]  # as if q1 had been generated again, differently
+    g["answer"] = "Paris"
+    gens.write_bytes(b"".join(store.encode_record(r) for r in recs))  # valid checksums: a redone record
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv(store.TEST_CALL_LOG_ENV, str(log))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        experiment.run_experiment(config, out)
+    assert log.read_text().splitlines() == ["entail\tq1", "score\tq1"]
+    ent = store.JsonlStore(out / "entailment.jsonl").load()["q1"]
+    assert ent["entail"] == fakes.overlap_matrix(g["samples"]).tolist()
+    sc = store.JsonlStore(out / "scores.jsonl").load()["q1"]
+    assert sc["answer"] == "Paris" and sc["diagnostics"]["n_clusters"] == 1
+    assert any("inputs that changed" in str(w.message) for w in caught)
+    log.unlink()
+    experiment.run_experiment(config, out)  # now consistent: nothing is recomputed
+    assert not log.exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 12 #3, #5: batch sizes and the questions the outputs cover, in the run's record
+
+
+def test_batch_sizes_are_recorded_and_other_sizes_on_resume_are_noted(tmp_path, monkeypatch, capsys):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 12)
+    out = tmp_path / "run"
+    config = fakes.with_limit(fakes.samples_config(inp), 6)
+    experiment.score_samples(config, out)
+    inv = json.loads((out / "config.json").read_text())["invocations"]
+    assert inv[0]["batch_sizes"] == {"entailment": {"batch_size": 32, "chunk": 16}}
+    capsys.readouterr()
+    other = fakes.with_limit(config.replace(runtime=replace(config.runtime, batch_size=4)), 12)
+    experiment.score_samples(other, out)
+    err = capsys.readouterr().err
+    assert "note: the entailment stage ran with batch sizes" in err and "mixes records computed with both" in err
+    inv = json.loads((out / "config.json").read_text())["invocations"]
+    assert inv[1]["batch_sizes"] == {"entailment": {"batch_size": 4, "chunk": 2}} and len(inv[1]["notes"]) == 1
+    assert experiment.used_batch_size(types.SimpleNamespace(stats={"batch_size": 5}, batch_size=8), 32) == 5
+    assert experiment.used_batch_size(types.SimpleNamespace(config=types.SimpleNamespace(batch_size=3)), 32) == 3
+
+
+def test_run_records_generation_batch_sizes(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_generator(monkeypatch)
+    fakes.install_fake_dataset(monkeypatch)
+    out = experiment.run_experiment(_chunked_run_config(), tmp_path / "run")
+    inv = json.loads((out / "config.json").read_text())["invocations"]
+    assert inv[0]["batch_sizes"]["generation"] == {"batch_size": 24, "chunk": 4}
+    assert inv[0]["batch_sizes"]["entailment"] == {"batch_size": 24, "chunk": 24}
+
+
+def test_a_smaller_limit_on_a_finished_run_is_noted_and_recorded(tmp_path, monkeypatch, capsys):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 6)
+    out = tmp_path / "run"
+    experiment.score_samples(fakes.samples_config(inp), out)
+    rec = json.loads((out / "config.json").read_text())
+    assert rec["outputs"] == {"n_questions": 6, "stored_questions": 6, "limit": None, "invocation": 0}
+    capsys.readouterr()
+    experiment.score_samples(fakes.with_limit(fakes.samples_config(inp), 3), out)
+    err = capsys.readouterr().err
+    assert "now describe this call's 3 questions (--limit 3), not all 6 stored" in err
+    rec = json.loads((out / "config.json").read_text())
+    assert rec["outputs"] == {"n_questions": 3, "stored_questions": 6, "limit": 3, "invocation": 1}
+    assert rec["config"]["data"]["limit"] == 3 and rec["invocations"][1]["notes"]
+    assert len(pd.read_csv(out / "scores.csv")) == 3
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 9 C: no dataset text in the run directory
+
+
+def test_questions_are_stored_as_ids_and_fingerprints(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_generator(monkeypatch)
+    fakes.install_fake_dataset(monkeypatch)
+    config = fakes.run_config(n_samples=3, limit=4)
+    out = experiment.run_experiment(config, tmp_path / "run")
+    qs = store.JsonlStore(out / "questions.jsonl").load()
+    assert list(qs) == ["q0", "q1", "q2", "q3"] and all(set(r) == {"id", "sha256"} for r in qs.values())
+    for f in ("questions.jsonl", "generations.jsonl", "entailment.jsonl", "scores.jsonl", "config.json"):
+        assert "Capital 1?" not in (out / f).read_text(), f  # the question text is not stored
+    # a run stored in the older layout (whole questions) resumes and is rewritten without the text
+    records = data.load_dataset("triviaqa", limit=4)
+    qfile = out / "questions.jsonl"
+    qfile.write_bytes(b"".join(store.encode_record(r.to_dict()) for r in records))
+    experiment.run_experiment(config, out)
+    qs = store.JsonlStore(qfile).load()
+    assert all(set(r) == {"id", "sha256"} for r in qs.values()) and "Capital" not in qfile.read_text()
+    # a question that changed is still refused
+    qfile.write_bytes(b"".join(store.encode_record({**r.to_dict(), "prompt": "other"}) for r in records))
+    with pytest.raises(ValueError, match="question 'q0' differs from the stored one"):
+        experiment.run_experiment(config, out)
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 12 #10, #11: failures detectable up front leave nothing behind
+
+
+def test_run_with_a_model_that_cannot_load_creates_nothing(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_dataset(monkeypatch)
+
+    class Missing:
+        def __init__(self, *a, **k):
+            raise OSError("model 'fake' is not available")
+
+    monkeypatch.setattr(generate, "Generator", Missing)
+    with pytest.raises(OSError, match="not available"):
+        experiment.run_experiment(fakes.run_config(), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_run_with_undecodable_question_text_creates_nothing(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_generator(monkeypatch)
+    fakes.install_fake_dataset(monkeypatch)
+    real = data.load_dataset
+
+    def with_surrogate(name, **kw):
+        recs = real(name, **kw)
+        return [recs[0], replace(recs[1], question="bad \ud800 here"), *recs[2:]]
+
+    monkeypatch.setattr(data, "load_dataset", with_surrogate)
+    with pytest.raises(ValueError, match=r"question 'q1' holds text that cannot be encoded as UTF-8"):
+        experiment.run_experiment(fakes.run_config(), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 12 #18: quiet model loading, no numpy overflow warnings
+
+
+def test_no_progress_silences_the_loading_bar(tmp_path, monkeypatch, capfd):
+    from transformers.utils import logging as hf_logging
+
+    ent = fakes.install_fake_entail(monkeypatch)
+
+    def load_with_bar(spec, **kw):
+        for _ in hf_logging.tqdm(range(3), desc="Loading weights"):
+            pass
+        return ent.load_backend(spec, **kw)
+
+    monkeypatch.setattr(entail, "load_backend", load_with_bar)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 4)
+    was = hf_logging.is_progress_bar_enabled()
+    experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")  # progress=False
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled() == was  # restored afterwards
+
+
+def test_huge_log_probs_give_no_numpy_warning(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    rows = make_samples_file(tmp_path / "base.jsonl", 4, n_samples=3)
+    inp = tmp_path / "lp.jsonl"
+    with open(inp, "w", encoding="utf-8") as f:
+        for r in rows:
+            r["sample_logprobs"] = [[-1e308, -1e308], [-1.0], [-2.0]]
+            f.write(json.dumps(r) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
+    s = pd.read_csv(out / "skipped.csv")
+    assert "SE" in set(s["method"])  # skipped, with its reason, instead of a leaked warning

@@ -584,14 +584,15 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
 
     experiment, config, _ = _er_run(tmp_path, monkeypatch)
     appended_after_file = []
-    inner_append = store.JsonlStore.append
+    inner_append = store.JsonlStore.append_many
 
-    def checking_append(self, record):
-        if "hidden_state" in record:  # the vector file is on disk before the record that points to it
-            appended_after_file.append((tmp_path / "run" / record["hidden_state"]["file"]).is_file())
-        return inner_append(self, record)
+    def checking_append(self, records):
+        for record in records:
+            if "hidden_state" in record:  # the vector file is on disk before the record that points to it
+                appended_after_file.append((tmp_path / "run" / record["hidden_state"]["file"]).is_file())
+        return inner_append(self, records)
 
-    monkeypatch.setattr(store.JsonlStore, "append", checking_append)
+    monkeypatch.setattr(store.JsonlStore, "append_many", checking_append)
     out = experiment.run_experiment(config, tmp_path / "run")
     assert appended_after_file and all(appended_after_file)
     lines = [json.loads(x) for x in (out / "generations.jsonl").read_text().splitlines()]

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from shapley.pipeline import store as runs
-from shapley.pipeline.config import RunConfig
+from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig
 from shapley.pipeline.experiment import run_stage
+from shapley.pipeline.settings import REPO_ROOT
 from tests import fakes
 
 # --------------------------------------------------------------------------------------------------
@@ -125,7 +126,7 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
     with runs.RunDir.open(d, config, argv=["prog", "--beta", "0.5"]) as run:
         assert not run.resumed
         cfg = json.loads((d / "config.json").read_text())
-        assert cfg["schema"] == 2 and RunConfig.from_stored(cfg) == config
+        assert cfg["schema"] == CONFIG_SCHEMA == 3 and RunConfig.from_stored(cfg) == config
         prov = cfg["provenance"]
         assert set(prov["versions"]) == set(runs.VERSIONED_PACKAGES)
         assert prov["versions"]["numpy"] == np.__version__
@@ -183,7 +184,7 @@ def test_schema1_config_is_read_and_migrated_on_resume(tmp_path):
     with runs.RunDir.open(d, fakes.with_limit(old, 7)) as run:
         assert run.resumed
     cfg = json.loads((d / "config.json").read_text())
-    assert cfg["schema"] == 2 and "settings" not in cfg
+    assert cfg["schema"] == CONFIG_SCHEMA and "settings" not in cfg
     assert cfg["invocations"][-1]["migrated_from_schema"] == 1
     assert runs.read_config(d) == fakes.with_limit(old, 7)
 
@@ -214,3 +215,174 @@ def test_run_stage_computes_only_pending_and_logs(tmp_path, monkeypatch):
     assert log.read_text() == "st\ta\nst\tc\n"
     run_stage(store, "st", ["a", "b", "c"], compute, key=str, progress=False)
     assert seen == ["a", "c"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 12 #4: chunks are atomic
+
+
+def test_a_chunk_not_stored_whole_is_dropped_whole(tmp_path):
+    p = tmp_path / "s.jsonl"
+    s = runs.JsonlStore(p, ("v",))
+    s.load()
+    s.append_many([{"id": "a", "v": 0, "chunk": ["a", "b"]}, {"id": "b", "v": 1, "chunk": ["a", "b"]}])
+    s.append_many([{"id": f"k{i}", "v": i, "chunk": ["k0", "k1", "k2"]} for i in range(3)])
+    lines = p.read_bytes().split(b"\n")[:-1]
+    assert len(lines) == 5
+    p.write_bytes(b"\n".join(lines[:4]) + b"\n")  # a crash after two of the three lines of the last chunk
+    with pytest.warns(runs.CorruptRecordWarning, match="not stored whole"):
+        recs = runs.JsonlStore(p, ("v",)).load()
+    assert list(recs) == ["a", "b"]
+    assert p.read_bytes() == b"\n".join(lines[:2]) + b"\n"  # repaired: the chunk will be recomputed whole
+
+
+def test_append_many_is_one_write_and_discard_rewrites(tmp_path, monkeypatch):
+    p = tmp_path / "s.jsonl"
+    s = runs.JsonlStore(p, ("v",))
+    s.load()
+    writes = []
+    real_write = runs.os.write
+    monkeypatch.setattr(runs.os, "write", lambda fd, data: writes.append(len(data)) or real_write(fd, data))
+    s.append_many([{"id": f"k{i}", "v": i} for i in range(4)])
+    assert len(writes) == 1
+    with pytest.raises(ValueError, match="already holds"):
+        s.append_many([{"id": "x", "v": 0}, {"id": "x", "v": 1}])
+    monkeypatch.undo()
+    s.discard(["k1", "k3"])
+    assert list(runs.JsonlStore(p, ("v",)).load()) == ["k0", "k2"] == list(s.records)
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 9 C: provenance that reproduces
+
+
+def _git(repo: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def test_dirty_means_the_package_source_changed(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "shapley").mkdir(parents=True)
+    (repo / "shapley" / "a.py").write_text("x = 1\n")
+    (repo / "pyproject.toml").write_text("[project]\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    clean = runs.git_info(repo)
+    assert clean["dirty"] is False and len(clean["commit"]) == 40
+    (repo / "results" / "run").mkdir(parents=True)  # a run's own outputs, and other untracked files
+    (repo / "results" / "run" / "config.json").write_text("{}")
+    (repo / "notes.txt").write_text("x")
+    assert runs.git_info(repo)["dirty"] is False
+    (repo / "shapley" / "new.py").write_text("y = 2\n")  # an untracked module changes the package
+    info = runs.git_info(repo)
+    assert info["dirty"] is True and info["dirty_paths"] == ["shapley/new.py"]
+    (repo / "shapley" / "new.py").unlink()
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert runs.git_info(repo)["dirty"] is True
+
+
+def test_provenance_paths_are_relative_to_the_repository(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO_ROOT / "shapley")
+    assert runs.provenance(["prog"])["cwd"] == "shapley"
+    assert runs.repo_relative(REPO_ROOT / "results" / "x") == "results/x"
+    assert runs.repo_relative(REPO_ROOT.parent / "shared" / "data" / "f.gz") == "../shared/data/f.gz"
+    assert not runs.repo_relative(tmp_path).startswith("/")
+    monkeypatch.chdir(tmp_path)
+    with runs.RunDir.open(tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")) as run:
+        assert not run.record["provenance"]["cwd"].startswith("/")
+        assert not run.invocation["cwd"].startswith("/")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"settings": [1, 2], "schema": 1},
+        {"provenance": [1, 2]},
+        {"invocations": {"a": 1}},
+        {"invocations": [1]},
+        {"outputs": "all"},
+    ],
+)
+def test_malformed_record_is_refused_naming_the_file(tmp_path, change):
+    d = tmp_path / "run"
+    with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    rec.update(change)
+    (d / "config.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match=r"config.json"):
+        runs.read_record(d)
+    with pytest.raises(ValueError, match=r"config.json"):
+        runs.check_resumable(d, fakes.samples_config(tmp_path / "in.jsonl"))
+
+
+def test_run_history_lists_commands_commits_and_dirt():
+    rec = {
+        "schema": 1,
+        "provenance": {"command_line": "a", "git": {"commit": "c1", "dirty": False}},
+        "invocations": [
+            {"command_line": "python -m shapley run --limit 25", "resumed": False},
+            {"command_line": "python -m shapley run --limit 50", "git": {"commit": "c1", "dirty": False}},
+        ],
+    }
+    h = runs.run_history(rec)
+    assert h.commands == ("python -m shapley run --limit 25", "python -m shapley run --limit 50")
+    assert h.commits == ("c1",) and h.dirty is False and not h.multi_commit and h.clean
+    rec["invocations"].append({"command_line": "c", "git": {"commit": "c2", "dirty": True}})
+    h = runs.run_history(rec)
+    assert h.commits == ("c1", "c2") and h.multi_commit and h.dirty is True and not h.clean
+    assert runs.run_history({"provenance": {"command_line": "x"}}).commands == ("x",)
+
+
+def test_run_history_of_a_run_directory(tmp_path):
+    d = tmp_path / "run"
+    config = fakes.samples_config(tmp_path / "in.jsonl")
+    with runs.RunDir.open(d, config, argv=["python", "-m", "shapley", "one"]):
+        pass
+    with runs.RunDir.open(d, config, argv=["python", "-m", "shapley", "two"]):
+        pass
+    h = runs.run_history(d)
+    assert h.commands == ("python -m shapley one", "python -m shapley two")
+    assert len(h.commits) <= 1
+    with pytest.raises(FileNotFoundError):
+        runs.run_history(tmp_path / "nothing")
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 12 #3 and #5: what a call used and what its outputs cover, in the run's record
+
+
+def test_batch_sizes_are_recorded_and_a_change_is_noted(tmp_path):
+    d = tmp_path / "run"
+    config = fakes.samples_config(tmp_path / "in.jsonl")
+    with runs.RunDir.open(d, config) as run:
+        assert run.record_batch_sizes("entailment", {"batch_size": 32, "chunk": 16}) is None
+    with runs.RunDir.open(d, config) as run:
+        assert run.record_batch_sizes("entailment", {"batch_size": 32, "chunk": 16}) is None
+    with runs.RunDir.open(d, config) as run:
+        note = run.record_batch_sizes("entailment", {"batch_size": 8, "chunk": 4})
+    assert note is not None and "mixes records computed with both" in note and "1e-7" in note
+    inv = json.loads((d / "config.json").read_text())["invocations"]
+    assert [i["batch_sizes"]["entailment"]["batch_size"] for i in inv] == [32, 32, 8]
+    assert "notes" not in inv[1] and inv[2]["notes"] == [note]
+
+
+def test_stored_config_without_reference_field_resumes_with_either_value(tmp_path):
+    d = tmp_path / "old"
+    config = fakes.samples_config(tmp_path / "in.jsonl")
+    with runs.RunDir.open(d, config):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    del rec["config"]["data"]["reference_field"]  # as written before the setting existed (schema 2)
+    rec["schema"] = 2
+    (d / "config.json").write_text(json.dumps(rec))
+    assert runs.read_config(d).data.reference_field is None
+    answer = config.replace(data=replace(config.data, reference_field="answer"))
+    with runs.RunDir.open(d, answer) as run:
+        assert run.invocation["migrated_from_schema"] == 2
+    assert runs.read_config(d).data.reference_field == "answer"
+    with pytest.raises(ValueError, match=r"'data.reference_field' \(--reference-field\) differs"):
+        runs.check_resumable(d, config)  # once explicit, it is a result setting like any other

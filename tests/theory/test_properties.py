@@ -1,6 +1,6 @@
 """Theory checks behind notebooks/properties.md: efficiency and the three properties in two readings.
 
-Each test calls the same ``shapley.properties`` function as the notebook and asserts the notebook's conclusion
+Each test calls the same ``shapley.theory`` function as the notebook and asserts the notebook's conclusion
 (searches are derandomized, so their outcome is reproducible).
 """
 
@@ -15,11 +15,13 @@ from hypothesis import strategies as st
 
 import shapley
 from shapley.theory import properties as pr
+from shapley.theory import search as se
+from shapley.theory import symbolic as sym
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_efficiency_symbolic(n: int) -> None:
-    eff = pr.efficiency_symbolic(n)
+    eff = sym.efficiency_symbolic(n)
     assert eff["difference"] == 0
     assert len(eff["phi"]) == n
 
@@ -40,12 +42,12 @@ def test_corr_from_partials_is_a_valid_correlation_matrix() -> None:
 
 
 def test_property1_rv_holds_with_exact_copy() -> None:
-    res = pr.search_counterexample("1", "rv", n_range=(3, 5))
-    assert not res.found and res.examples_run == pr.SEARCH_MAX_EXAMPLES
+    res = se.search_counterexample("1", "rv", n_range=(3, 5))
+    assert not res.found and res.examples_run == se.SEARCH_MAX_EXAMPLES
 
 
 def test_property1_rv_fails_with_imperfect_copy() -> None:
-    res = pr.search_counterexample("1", "rv", rho=0.99, n_range=(3, 5))
+    res = se.search_counterexample("1", "rv", rho=0.99, n_range=(3, 5))
     assert res.found
     bad = res.check.failures()
     assert bad and all(r.i == res.check.detail["argmin"] for r in bad)  # the i = m case, as the notebook says
@@ -70,11 +72,11 @@ def test_property1_rv_closed_form_condition(n: int, seed: int, rho: float) -> No
 
 
 def test_property1_sentence_fails() -> None:
-    res = pr.search_counterexample("1", "sentence", n_range=(3, 6))
+    res = se.search_counterexample("1", "sentence", n_range=(3, 6))
     assert res.found and res.example["M"].shape[0] == 4
-    strict = pr.search_counterexample("1", "sentence", n_range=(3, 6), strict_only=True)
+    strict = se.search_counterexample("1", "sentence", n_range=(3, 6), strict_only=True)
     assert strict.found and any(r.required == "<" for r in strict.check.failures())
-    safe = pr.search_counterexample("1", "sentence", n_range=(3, 6), beta="gershgorin")
+    safe = se.search_counterexample("1", "sentence", n_range=(3, 6), beta="gershgorin")
     assert safe.found
 
 
@@ -82,8 +84,8 @@ def test_property1_sentence_fails() -> None:
 
 
 def test_property2_rv_holds() -> None:
-    res = pr.search_counterexample("2", "rv", n_range=(3, 5))
-    assert not res.found and res.examples_run == pr.SEARCH_MAX_EXAMPLES
+    res = se.search_counterexample("2", "rv", n_range=(3, 5))
+    assert not res.found and res.examples_run == se.SEARCH_MAX_EXAMPLES
 
 
 def test_property2_sentence_fails_on_hub_pattern_from_six_answers() -> None:
@@ -93,12 +95,12 @@ def test_property2_sentence_fails_on_hub_pattern_from_six_answers() -> None:
     (bad,) = chk.failures()
     assert bad.i == 5 and bad.old - bad.new > 1e-4  # a real drop, far above round-off
     # The notebook records that Hypothesis does not find it within its budget:
-    assert not pr.search_counterexample("2", "sentence", n_range=(3, 7)).found
+    assert not se.search_counterexample("2", "sentence", n_range=(3, 7)).found
 
 
 def test_property2_sentence_safe_beta_not_refuted() -> None:
     assert all(pr.hub_weight(n, "gershgorin") > 0 for n in range(3, 13))
-    assert not pr.search_counterexample("2", "sentence", n_range=(3, 7), beta="gershgorin").found
+    assert not se.search_counterexample("2", "sentence", n_range=(3, 7), beta="gershgorin").found
 
 
 # --- Property 3 --------------------------------------------------------------------------------------
@@ -109,7 +111,7 @@ def test_property3_rv_fails() -> None:
     chk = pr.check_property3(R_old, R_new, j, "rv")
     assert chk.detail["premise"] and not chk.detail["conclusion"] and not chk.holds
     assert pr.rv_r_squared(R_new)[j] > pr.rv_r_squared(R_old)[j]
-    res = pr.search_counterexample("3", "rv", n_range=(3, 4))
+    res = se.search_counterexample("3", "rv", n_range=(3, 4))
     assert res.found and res.check.detail["premise"]
 
 
@@ -117,8 +119,8 @@ def test_property3_sentence() -> None:
     C_old, C_new, j = pr.property3_witness_sentence(7)
     chk = pr.check_property3(C_old, C_new, j, "sentence", beta=0.5)
     assert chk.detail["premise"] and chk.detail["premise_margin"] > 1e-4 and not chk.holds
-    assert not pr.search_counterexample("3", "sentence", n_range=(3, 6)).found
-    assert not pr.search_counterexample("3", "sentence", n_range=(3, 6), beta="gershgorin").found
+    assert not se.search_counterexample("3", "sentence", n_range=(3, 6)).found
+    assert not se.search_counterexample("3", "sentence", n_range=(3, 6), beta="gershgorin").found
 
 
 def test_premise_requires_matching_matrices() -> None:
@@ -130,18 +132,18 @@ def test_premise_requires_matching_matrices() -> None:
 
 
 def test_appendix_step_property1_is_false() -> None:
-    res = pr.search_step_counterexample("1")
+    res = se.search_step_counterexample("1")
     assert res.found and res.check.wrong_way
 
 
 def test_appendix_step_property2_is_true() -> None:
-    assert not pr.search_step_counterexample("2").found
+    assert not se.search_step_counterexample("2").found
 
 
 def test_appendix_step_property3_is_false() -> None:
     R_old, R_new, j = pr.property3_witness_rv()
     assert pr.appendix_step_property3(R_old, R_new, j).wrong_way == (0,)
-    assert pr.search_step_counterexample("3").found
+    assert se.search_step_counterexample("3").found
 
 
 # --- building blocks ------------------------------------------------------------------------------------
@@ -171,3 +173,68 @@ def test_validation() -> None:
         pr.resolve_beta("paper", 3)
     with pytest.raises(ValueError):
         pr.rv_duplicate(np.eye(3), 0, 1, rho=1.5)
+
+
+# --- Propositions 3.5 and 3.6 reading by reading (issue 9, A2-A3) ----------------------------------------
+
+
+def test_partials_of_one_give_a_singular_correlation_matrix() -> None:
+    R = pr.degenerate_witness()
+    assert np.array_equal(R[0], R[1]) and pr.is_singular(R) and shapley.min_eigenvalue(R) > -1e-12
+    with pytest.raises(ValueError):
+        pr.corr_from_partials(np.array([[0.0, 1.1], [0.0, 0.0]]))
+
+
+def test_rv_search_reaches_singular_R_only_when_allowed() -> None:
+    """The non-singular domain cannot reach the paper's degenerate case; the closed one finds it."""
+    assert not se.search_counterexample("2", "rv", n_range=(3, 5)).found
+    res = se.search_counterexample("2", "rv", n_range=(3, 5), singular=True)
+    assert res.found and pr.is_singular(res.example["M"])
+    assert all(r.old == r.new == -math.inf and r.required == ">" for r in res.check.failures())
+    assert pr.undefined_shapley_message(res.example["M"]) is not None  # phi undefined on the same input
+    with pytest.raises(ValueError, match="Property 2"):
+        se.search_counterexample("1", "rv", singular=True)
+
+
+def test_property1_refuses_singular_R() -> None:
+    with pytest.raises(ValueError, match="singular"):
+        pr.check_property1(pr.degenerate_witness(), "rv")
+
+
+def test_prop35_nonsingular_reading_is_contradicted_by_the_chain_rule() -> None:
+    nonsingular, degenerate = pr.prop35_readings(n_matrices=60, seed=1)
+    w = nonsingular.witness
+    assert nonsingular.verdict == "contradicted" and w["matrices"] == 60
+    assert w["property1_failures"] == 0 and w["property2_failures"] == 0
+    assert w["max_chain_rule_error"] < 1e-9 and w["smallest_strict_gain"] > 0
+    assert degenerate.verdict == "reproduced"
+    d = degenerate.witness
+    assert [r.i for r in d["property2_failures"]] == [2]  # the answer related to the pair
+    assert len(d["property1_strict_failures"]) == len(d["property1_rows"]) == 6  # every m, every i != m
+    assert d["shapley_error"] and "undefined" in d["shapley_error"]
+
+
+def test_prop36_readings_and_their_witnesses() -> None:
+    rows = {r.reading: r for r in pr.prop36_readings()}
+    rv = rows["random variables, non-singular R"]
+    assert rv.verdict == "contradicted" and rv.witness["property3"].detail["premise"]
+    assert not rv.witness["property3"].holds
+    assert rows["random variables, the paper's degenerate example (a pair with rho = 1)"].witness["shapley_error"]
+    p3 = rows["sentences through the kernel (beta = 0.5), Property 3"]
+    assert p3.verdict == "contradicted" and not p3.witness["property3"].holds
+    p12 = rows["sentences through the kernel (beta = 0.5), Properties 1-2"]
+    assert not p12.witness["property1"].holds and not p12.witness["property2"].holds
+    assert any(r.required == "<" for r in p12.witness["property1"].failures())  # the strict part fails
+    b = p12.witness["premises"]
+    assert b["duplicate_R"] == 0.5 < 1 and 0 < b["unrelated_R"] == pytest.approx(0.5 * math.exp(-0.5))
+
+
+def test_property1_sentence_witness_is_the_searched_example() -> None:
+    res = se.search_counterexample("1", "sentence", n_range=(3, 6), strict_only=True)
+    assert np.array_equal(res.example["M"], pr.property1_witness_sentence())
+
+
+@pytest.mark.parametrize("beta", [0.25, 0.5, 0.9])
+def test_sentence_premises_cannot_occur_below_beta_one(beta: float) -> None:
+    b = pr.sentence_premise_bounds(beta)
+    assert b["duplicate_R"] == pytest.approx(beta) and b["unrelated_R"] == pytest.approx(beta * math.exp(-0.5))

@@ -11,11 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shapley
+from shapley.theory import search as se
+from shapley.theory import symbolic
 from shapley.theory import worstcase as wc
 
 
 def test_eigenvalue_map_and_bounds_symbolic() -> None:
-    sym = wc.symbolic_bounds()
+    sym = symbolic.symbolic_bounds()
     assert sym["eig_map_check"] == sp.zeros(3, 3)
     n, beta = sp.symbols("n beta", positive=True)
     assert sp.simplify(sym["paper"].rhs - 1 / (n + 1)) == 0 and sym["paper"].lhs == beta
@@ -94,7 +96,7 @@ def test_kernel_is_psd_for_every_C_when_beta_below_exact_threshold(cb) -> None:
 
 def test_beta_half_first_fails_at_eight_answers() -> None:
     """The notebook's conclusion: Hypothesis finds n = 8; exhaustive search shows none at n = 7."""
-    first, runs = wc.hypothesis_smallest_failing_n(beta=0.5, n_range=(2, 12))
+    first, runs = se.hypothesis_smallest_failing_n(beta=0.5, n_range=(2, 12))
     assert first is not None and first.n == 8
     assert [r.C is None for r in runs] == [True] * 6 + [False]
     assert not shapley.is_psd(shapley.kernel_matrix(first.C, 0.5))

@@ -42,6 +42,12 @@ def likelihood_entropy(log_likelihoods: Sequence[float] | np.ndarray) -> float:
     paper's Mozart tables (Tables 1-2): for p = (0.5, 0.4, 0.1) it gives about 0.943 nats.
 
     Direction: higher = more uncertain (mass spread over more answers).
+
+    Examples:
+        >>> round(likelihood_entropy(np.log([0.5, 0.4, 0.1])), 3)  # the Mozart answers
+        0.943
+        >>> round(likelihood_entropy(np.log([0.3, 0.3])), 6)  # only relative likelihoods matter: ln 2
+        0.693147
     """
     ll = validate.log_probs(log_likelihoods, "log_likelihoods")
     return shannon_entropy(_normalise_log(ll))
@@ -56,6 +62,10 @@ def predictive_entropy(log_likelihoods: Sequence[float] | np.ndarray) -> float:
     output distribution when the answers are samples from the model.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(predictive_entropy(np.log([0.5, 0.4, 0.1])), 4)  # -(ln 0.5 + ln 0.4 + ln 0.1) / 3
+        1.304
     """
     ll = validate.log_probs(log_likelihoods, "log_likelihoods")
     return max(0.0, -float(np.mean(ll)))
@@ -70,6 +80,11 @@ def length_normalised_predictive_entropy(token_logprobs: Sequence[Sequence[float
     the Monte-Carlo average, which removes the bias towards short answers.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> tokens = [np.log([0.5, 0.5]), np.log([0.25])]  # per-token ln 0.5 and ln 0.25
+        >>> round(length_normalised_predictive_entropy(tokens), 4)  # (ln 2 + ln 4) / 2
+        1.0397
     """
     rows = validate.ragged_rows(token_logprobs, "token_logprobs")
     means = [np.mean(validate.log_probs(r, f"token_logprobs[{k}]")) for k, r in enumerate(rows)]
@@ -105,6 +120,14 @@ def semantic_clusters(
       splits pairs judged neutral in both directions. Requires ``contradict``.
 
     The rules are not transitive, so the result depends on the answer order (as in the originals).
+
+    Examples:
+        >>> E = np.array([[1.0, 0.9, 0.1], [0.8, 1.0, 0.2], [0.1, 0.3, 1.0]])
+        >>> semantic_clusters(E).tolist()  # answers 0 and 1 entail each other
+        [0, 0, 1]
+        >>> contradict = np.array([[0.0, 0.1, 0.9], [0.1, 0.0, 0.8], [0.7, 0.9, 0.0]])
+        >>> semantic_clusters(None, contradict, rule="non_contradiction").tolist()
+        [0, 0, 1]
     """
     if rule not in ("bidirectional", "non_contradiction"):
         raise ValueError(f"rule must be 'bidirectional' or 'non_contradiction'; got {rule!r}")
@@ -170,6 +193,11 @@ def semantic_entropy(
     both give about 0.325 nats.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> ll = np.log([0.5, 0.4, 0.1])  # Mozart, "Mozart", Beethoven
+        >>> round(semantic_entropy(ll, [0, 0, 1]), 3), round(semantic_entropy(ll, [0, 0, 1], normalise=False), 3)
+        (0.325, 0.325)
     """
     ll = validate.log_probs(log_likelihoods, "log_likelihoods")
     ids = validate.cluster_labels(cluster_ids)
@@ -198,6 +226,12 @@ def discrete_semantic_entropy(cluster_ids: Sequence[int] | np.ndarray) -> float:
     answers. 0 when all answers share one meaning, ln n when all differ.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(discrete_semantic_entropy([0, 0, 1, 2]), 4)  # frequencies 1/2, 1/4, 1/4
+        1.0397
+        >>> discrete_semantic_entropy([3, 3, 3])
+        0.0
     """
     ids = validate.cluster_labels(cluster_ids)
     _, counts = np.unique(ids, return_counts=True)
@@ -211,6 +245,10 @@ def num_semantic_sets(cluster_ids: Sequence[int] | np.ndarray) -> float:
     black-box large language models" (U_NumSet). ``cluster_ids``: (n,) integer labels.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> num_semantic_sets([0, 0, 1, 2])
+        3.0
     """
     ids = validate.cluster_labels(cluster_ids)
     return float(np.unique(ids).size)

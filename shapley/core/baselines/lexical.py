@@ -22,6 +22,12 @@ def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float
     With a single answer there is no pair to compare and no evidence of disagreement: returns 0.0.
 
     Direction: higher = more uncertain (answers differ lexically); the similarity itself is a confidence.
+
+    Examples:
+        >>> lexical_similarity(["Paris", "Paris"])  # identical answers
+        0.0
+        >>> round(lexical_similarity(["the capital is Paris", "Paris"]), 4)  # Rouge-L F = 2 * (1/4 * 1) / (1/4 + 1)
+        0.6
     """
     answers = validate.texts(texts)
     n = len(answers)

@@ -16,6 +16,11 @@ def train_test_split_indices(n: int, test_fraction: float = 0.5, seed: int = 0) 
 
     ``test_fraction`` in (0, 1); the test size is round(n * test_fraction), clamped so that both parts
     hold at least one index (n >= 2). Deterministic given ``seed`` (numpy default_rng).
+
+    Examples:
+        >>> train, test = train_test_split_indices(6, 0.5, seed=0)
+        >>> len(train), len(test), sorted(train.tolist() + test.tolist())
+        (3, 3, [0, 1, 2, 3, 4, 5])
     """
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
         raise ValueError(f"n must be an integer >= 2 (both parts need an index); got {n!r}")
@@ -40,6 +45,13 @@ class EmbeddingRegression:
     ``fit(X_train, correct_train)``: X (m, d) finite features (e.g. hidden states or sentence
     embeddings), correct (m,) booleans / 0-1 labels with both classes present; returns self.
     ``uncertainty(X)``: (m',) array of 1 - P(correct | x). Direction: higher = more uncertain.
+
+    Examples:
+        >>> X = np.array([[0.0], [0.2], [0.4], [1.6], [1.8], [2.0]])  # large x: wrong answers
+        >>> model = EmbeddingRegression().fit(X, [1, 1, 1, 0, 0, 0])
+        >>> u = model.uncertainty(np.array([[0.1], [1.9]]))
+        >>> bool(u[0] < 0.5 < u[1])
+        True
     """
 
     def __init__(self, C: float = 1.0, random_state: int = 0, max_iter: int = 1000) -> None:

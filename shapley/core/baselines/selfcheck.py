@@ -15,6 +15,10 @@ def selfcheck_maxl(token_logprobs: Sequence[float] | np.ndarray) -> float:
 
     Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Max(-log p)). ``token_logprobs``:
     (T,) log-probabilities of the answer's tokens, T >= 1. Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(selfcheck_maxl(np.log([0.5, 0.25])), 4)  # -ln 0.25
+        1.3863
     """
     return float(np.max(-validate.log_probs(token_logprobs, "token_logprobs")))
 
@@ -24,6 +28,10 @@ def selfcheck_avgl(token_logprobs: Sequence[float] | np.ndarray) -> float:
 
     Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Avg(-log p)). ``token_logprobs``:
     (T,) log-probabilities of the answer's tokens, T >= 1. Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(selfcheck_avgl(np.log([0.5, 0.25])), 4)  # (ln 2 + ln 4) / 2
+        1.0397
     """
     return float(np.mean(-validate.log_probs(token_logprobs, "token_logprobs")))
 
@@ -34,6 +42,10 @@ def selfcheck_maxe(token_entropies: Sequence[float] | np.ndarray) -> float:
     Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Max(H)). ``token_entropies``:
     (T,) entropies of the predictive distribution at each generated position, T >= 1.
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> selfcheck_maxe([0.1, 0.7])
+        0.7
     """
     return float(np.max(validate.entropies(token_entropies, "token_entropies")))
 
@@ -44,5 +56,9 @@ def selfcheck_avge(token_entropies: Sequence[float] | np.ndarray) -> float:
     Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Avg(H)). ``token_entropies``:
     (T,) entropies of the predictive distribution at each generated position, T >= 1.
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(selfcheck_avge([0.1, 0.7]), 6)
+        0.4
     """
     return float(np.mean(validate.entropies(token_entropies, "token_entropies")))

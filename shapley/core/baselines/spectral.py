@@ -36,6 +36,11 @@ def eigv(W: np.ndarray) -> float:
     answers agree, n for the identity.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> W = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # two groups of answers
+        >>> round(eigv(W), 6), round(eigv(np.eye(3)), 6)
+        (2.0, 3.0)
     """
     M = validate.similarity_matrix(W, "W")
     lam = np.linalg.eigvalsh(_normalised_laplacian(M))
@@ -50,6 +55,11 @@ def degree(W: np.ndarray) -> float:
     identity (each answer similar only to itself).
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> W = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+        >>> round(degree(W), 6), round(degree(np.eye(3)), 6)  # 1 - (2 + 2 + 1) / 9 and 1 - 1/3
+        (0.444444, 0.666667)
     """
     M = validate.similarity_matrix(W, "W")
     n = M.shape[0]
@@ -72,6 +82,10 @@ def eccentricity(W: np.ndarray, k: int | None = None, *, eigv_threshold: float =
     for the identity W.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(eccentricity(np.ones((3, 3))), 6), round(eccentricity(np.eye(3)), 6)  # 0 and sqrt(2)
+        (0.0, 1.414214)
     """
     M = validate.similarity_matrix(W, "W")
     n = M.shape[0]
@@ -110,6 +124,10 @@ def kernel_language_entropy(
     eigenvalues from rounding clipped to 0, 0 ln 0 = 0), so 0 <= KLE <= ln n; ln n for the identity W.
 
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(kernel_language_entropy(np.eye(3)), 6)  # unrelated answers: ln 3
+        1.098612
     """
     M = validate.similarity_matrix(W, "W")
     if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:

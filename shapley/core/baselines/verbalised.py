@@ -16,6 +16,12 @@ def parse_p_true(logprob_true: float, logprob_false: float) -> float:
     to the two options, computed stably). Only the difference a - b matters, so raw logits work too.
     One of the two may be -inf (probability 0); NaN, +inf or both -inf raise ValueError.
     Returns a probability in [0, 1] (a confidence, not an uncertainty: see :func:`p_true_uncertainty`).
+
+    Examples:
+        >>> round(parse_p_true(math.log(0.8), math.log(0.2)), 6)
+        0.8
+        >>> parse_p_true(-math.inf, -1.0)
+        0.0
     """
     a = validate.real_number(logprob_true, "logprob_true")
     b = validate.real_number(logprob_false, "logprob_false")
@@ -41,6 +47,10 @@ def p_true_uncertainty(p: float) -> float:
 
     ``p``: the model's probability that its answer is true, in [0, 1].
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(p_true_uncertainty(0.8), 6)
+        0.2
     """
     v = validate.real_number(p, "p")
     if not math.isfinite(v) or not -validate.PROB_TOL <= v <= 1 + validate.PROB_TOL:
@@ -83,6 +93,12 @@ def parse_confidence(text: str) -> float:
 
     Negative numbers and values above 100 (or above 100%) are never read as confidences. Returns a
     float in [0, 1], or ``float("nan")`` when nothing parseable is found (e.g. "", "very sure").
+
+    Examples:
+        >>> parse_confidence("Confidence: 80%"), parse_confidence("I'd say 0.7."), parse_confidence("85")
+        (0.8, 0.7, 0.85)
+        >>> parse_confidence("I am very sure")
+        nan
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a str; got {type(text).__name__}")
@@ -110,6 +126,10 @@ def verbalised_uncertainty(text: str) -> float:
 
     Tian et al. (2023, EMNLP) "Just ask for calibration" (the paper's A4C column).
     Direction: higher = more uncertain.
+
+    Examples:
+        >>> round(verbalised_uncertainty("Probability: 0.9"), 6)
+        0.1
     """
     c = parse_confidence(text)
     return float("nan") if math.isnan(c) else 1.0 - c

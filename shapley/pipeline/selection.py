@@ -1,0 +1,189 @@
+"""Which answer to return: one answer per question chosen by each strategy, and how often it is correct.
+
+Strategies (:data:`STRATEGIES`), each choosing among the n sampled answers of a question unless said otherwise:
+
+* ``first``: the first sample.
+* ``greedy``: the judged answer when it is a greedy (most likely) answer: always in ``run`` (the generator's
+  greedy answer); in ``score-samples`` only when the input line gives an ``answer`` field. Without one the
+  judged answer is the first sample, so ``greedy`` is *skipped* there (it would only repeat ``first``) and
+  ``selection.csv`` says so in its ``note``.
+* ``largest_cluster``: a member of the biggest semantic cluster (the run's clustering rule; among clusters of
+  equal size the one met first). Its most likely member when the samples' log-probabilities exist (the
+  log-likelihood ``SE`` uses, see ``--se-aggregation``), else its first member in sample order.
+* ``medoid``: the sample with the highest mean similarity ``W = (P + P^T) / 2`` to the other samples.
+* ``min_phi``: the sample with the smallest exact Shapley value of the run's kernel matrix R (the run's beta
+  and PSD policy), i.e. the one that adds least uncertainty. Skipped for n > :data:`PHI_MAX_N` (2**n subset
+  entropies) or when R cannot be used (``psd_policy="raise"`` on an indefinite R).
+
+Ties go to the first sample in order (``numpy.argmax`` / ``argmin``). The choice is made at the scoring stage
+(:func:`choose`), where every input is at hand, and stored in each score record (``selected``: strategy ->
+sample index, ``phi``: the Shapley values in nats, ``sample_correctness``: each sample's correctness value under
+the run's metric, ``answer_source``: what the judged answer is), so that :func:`selection_table` recomputes
+``selection.csv`` from stored records alone (``python -m shapley merge`` does so on the union of shards).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
+
+import numpy as np
+import pandas as pd
+
+from shapley.core import baselines, metrics
+from shapley.core.entropy import shapley_values
+from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.pipeline.config import ScoringSettings
+from shapley.pipeline.score import ScoreInputs
+
+STRATEGIES: tuple[str, ...] = ("first", "greedy", "largest_cluster", "medoid", "min_phi")
+SAMPLE_STRATEGIES: tuple[str, ...] = ("first", "largest_cluster", "medoid", "min_phi")
+"""The strategies that pick one of the samples (``greedy`` is the judged answer instead)."""
+
+SELECTION_COLUMNS: tuple[str, ...] = ("strategy", "accuracy", "n", "lo", "hi", "note")
+
+PHI_MAX_N = 20
+"""Largest n for which ``min_phi`` computes the exact Shapley values (2**n log-determinants per question: the
+paper's n = 10 costs about a thousand, n = 20 about a million)."""
+
+ANSWER_SOURCES = ("greedy", "input", "first_sample")
+"""What the judged answer of a score record is: the generator's greedy answer (``run``), the input's ``answer``
+field (``score-samples``), or the first sample (``score-samples`` without an ``answer`` field)."""
+
+
+def _phi(x: ScoreInputs, scoring: ScoringSettings) -> tuple[list[float] | None, str]:
+    P = np.asarray(x.entail, dtype=np.float64)
+    n = P.shape[0]
+    if n > PHI_MAX_N:
+        return None, f"n = {n} > {PHI_MAX_N} samples: exact Shapley values not computed"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            R = kernel_matrix(correlation_matrix(P), scoring.beta)
+            phi = shapley_values(R, "exact", psd_policy=scoring.psd_policy)
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        return None, f"error: {exc}"
+    if np.isnan(phi).any():
+        return None, "Shapley values are NaN"
+    return [float(v) for v in phi], ""
+
+
+def _largest_cluster(x: ScoreInputs, scoring: ScoringSettings) -> int | None:
+    rule = cast(Literal["bidirectional", "non_contradiction"], scoring.cluster_rule)
+    if rule == "non_contradiction" and x.contradict is None:
+        return None
+    labels = baselines.semantic_clusters(x.entail, x.contradict if rule == "non_contradiction" else None, rule=rule)
+    sizes = np.bincount(labels)
+    members = np.flatnonzero(labels == int(np.argmax(sizes)))  # labels number clusters in order of appearance
+    if x.sample_logprobs is None or not x.has("sample_logprobs"):
+        return int(members[0])
+    agg = np.mean if scoring.se_aggregation == "mean" else np.sum
+    ll = np.array([float(agg(x.sample_logprobs[i])) for i in members])
+    return int(members[int(np.argmax(ll))])
+
+
+def _medoid(P: np.ndarray) -> int:
+    n = P.shape[0]
+    if n == 1:
+        return 0
+    W = (P + P.T) / 2.0
+    mean_to_others = (W.sum(axis=1) - np.diag(W)) / (n - 1)
+    return int(np.argmax(mean_to_others))
+
+
+def choose(x: ScoreInputs, scoring: ScoringSettings) -> tuple[dict[str, int | None], list[float] | None, str]:
+    """The sample each strategy of :data:`SAMPLE_STRATEGIES` picks for one question, and the exact Shapley values.
+
+    Returns ``(selected, phi, phi_note)``: ``selected`` maps strategy -> sample index (``None`` where it cannot
+    choose, e.g. without an entailment matrix); ``phi`` is the (n,) list of per-answer Shapley values (nats) of
+    the run's R, or ``None`` where they are not computed, ``phi_note`` then saying why (see the module
+    docstring); ``phi_note`` is empty when ``phi`` is computed.
+    """
+    n = 0 if x.samples is None else len(x.samples)
+    selected: dict[str, int | None] = dict.fromkeys(SAMPLE_STRATEGIES)
+    if n == 0:
+        return selected, None, "no samples"
+    selected["first"] = 0
+    if x.entail is None:
+        return selected, None, "no entailment matrix"
+    P = np.asarray(x.entail, dtype=np.float64)
+    selected["largest_cluster"] = _largest_cluster(x, scoring)
+    selected["medoid"] = _medoid(P)
+    phi, why = _phi(x, scoring)
+    if phi is not None:
+        selected["min_phi"] = int(np.argmin(np.asarray(phi)))
+    return selected, phi, why
+
+
+def _greedy_correct(r: Mapping[str, Any]) -> bool | None:
+    source = r.get("answer_source")
+    if source in ("greedy", "input"):
+        return bool(r["correct"])
+    return None
+
+
+def _picks(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float) -> tuple[list[bool], str]:
+    """Correctness of the answer ``strategy`` picks, over the questions where it picks one; and a note."""
+    out: list[bool] = []
+    if strategy == "greedy":
+        for r in records:
+            g = _greedy_correct(r)
+            if g is not None:
+                out.append(g)
+        missing = len(records) - len(out)
+        if not missing:
+            return out, ""
+        if all(r.get("answer_source") is None for r in records):
+            return out, "the stored records do not say what the judged answer is (made by an older version)"
+        return out, (
+            f"no greedy answer on {missing} of {len(records)} questions: the input gives no 'answer' field "
+            "(the judged answer is then the first sample, counted under 'first')"
+        )
+    old = 0
+    for r in records:
+        values, picked = r.get("sample_correctness"), (r.get("selected") or {}).get(strategy)
+        if values is None or "selected" not in r:
+            old += 1
+            continue
+        if picked is not None:
+            out.append(float(values[picked]) > threshold)
+    note = ""
+    if old:
+        note = f"{old} record(s) lack sample_correctness/selected (made by an older version): not counted"
+    elif len(out) < len(records):
+        note = f"no choice on {len(records) - len(out)} of {len(records)} questions"
+        if strategy == "min_phi":
+            why = Counter(str(r.get("phi_note") or "") for r in records if r.get("phi") is None)
+            note += "".join(f"; {k} ({v})" for k, v in why.most_common() if k)
+    return out, note
+
+
+def _mean(_u: Any, c: Any) -> float:
+    return float(np.mean(c))
+
+
+def selection_table(
+    records: Sequence[Mapping[str, Any]], *, threshold: float, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> pd.DataFrame:
+    """``selection.csv``: per strategy, the accuracy of the answers it picks, over ``n`` questions, with a
+    percentile bootstrap interval ``[lo, hi]`` (``n_boot`` resamples of the questions, seeded).
+
+    A sample counts as correct when its stored correctness value exceeds ``threshold`` (the run's rule for the
+    judged answer). A strategy that picks no answer anywhere has ``n = 0``, NaN accuracy and a ``note``.
+    """
+    rows = []
+    for s in STRATEGIES:
+        c, note = _picks(records, s, threshold)
+        row: dict[str, Any] = {"strategy": s, "accuracy": math.nan, "n": len(c), "lo": math.nan, "hi": math.nan}
+        if c:
+            arr = np.asarray(c, dtype=bool)
+            row["accuracy"] = float(arr.mean())
+            row["lo"], row["hi"] = metrics.bootstrap_ci(
+                _mean, np.zeros(arr.size), arr, n_boot=n_boot, alpha=alpha, seed=seed
+            )
+        row["note"] = note
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))

@@ -1,0 +1,93 @@
+"""What the README promises, the Makefile, pyproject.toml, jupytext.toml and .gitignore deliver.
+
+Fast: reads files and asks ``make -n`` (dry run) what it would do; installs and builds nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.book.test_book import toc_pages
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+
+
+def _dry_run(target: str, *overrides: str, venv: Path) -> str:
+    proc = subprocess.run(
+        ["make", "-n", target, f"VENV={venv}", *overrides],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return proc.stdout
+
+
+def test_readme_lists_every_cli_subcommand():
+    from shapley.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name in sub.choices:
+        assert re.search(rf"^- `{re.escape(name)}`:", README, flags=re.M), f"README does not list `{name}`"
+
+
+def test_readme_names_the_setup_commands_prerequisites_and_the_cpu_torch_index():
+    for needle in ("make book", "make test", "make notebooks", "make lab", "npm", f"TORCH_INDEX={CPU_INDEX}"):
+        assert needle in README, needle
+
+
+@needs_make
+def test_setup_takes_the_torch_requirement_and_index_and_vendors_mathjax(tmp_path):
+    default = _dry_run("setup", venv=tmp_path / "v")
+    assert '"torch==2.13.0"' in default and "--index-url" not in default
+    assert "bash scripts/fetch_mathjax.sh" in default  # MathJax at setup, so `make book` needs no network
+    cpu = _dry_run("setup", f"TORCH_INDEX={CPU_INDEX}", "TORCH=torch==2.13.0", venv=tmp_path / "v")
+    assert f'--index-url {CPU_INDEX} "torch==2.13.0"' in cpu
+
+
+@needs_make
+def test_make_notebooks_executes_every_myst_notebook_into_its_pair(tmp_path):
+    out = _dry_run("notebooks", venv=tmp_path / "v")
+    assert "jupytext --to ipynb --execute" in out
+    assert "notebooks" in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for page in toc_pages():
+        text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
+        if re.search(r"^kernelspec:", text, flags=re.M):
+            assert f"{page}.md" in out, f"make notebooks skips {page}.md"
+
+
+def test_notebooks_are_paired_and_their_ipynb_ignored():
+    config = tomllib.loads((ROOT / "jupytext.toml").read_text())
+    assert set(config["formats"].split(",")) == {"ipynb", "md:myst"}
+    pages = [p for p in toc_pages() if "kernelspec:" in (ROOT / f"{p}.md").read_text(encoding="utf-8")]
+    assert "notebooks/results" in pages and "book/claims" in pages
+    if shutil.which("git") and (ROOT / ".git").exists():
+        paths = [f"{p}.ipynb" for p in pages]
+        ignored = subprocess.run(
+            ["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.split()
+        assert sorted(ignored) == sorted(paths), "every paired .ipynb must be ignored by git"
+
+
+def test_the_notebooks_extra_brings_jupyterlab_pinned_in_constraints():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = [re.split(r"[<>=!~ \[]", r, maxsplit=1)[0].lower() for r in extras["notebooks"]]
+    assert {"jupyterlab", "jupytext", "nbconvert"} <= set(names)
+    pins = {
+        ln.split("==")[0].lower().replace("_", "-")
+        for ln in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in ln
+    }
+    for name in names:
+        assert name.replace("_", "-") in pins, f"{name} (notebooks extra) has no exact version in constraints.txt"

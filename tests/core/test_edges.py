@@ -1,0 +1,267 @@
+"""Edge cases of the maths core found by an outside attack (issue 12, items 8, 9 and 14).
+
+8: one singularity rule, relative to R's scale, shared by the entropy and every Shapley method, so that
+   efficiency (sum phi == h(R)) holds whenever both are finite and both are -inf / undefined together.
+9: the eigenvalue floor ``eps`` is validated by every function that takes it.
+14: size guards: ``method="naive"`` refuses n > NAIVE_MAX_N; Monte-Carlo works in chunks within a memory budget.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import shapley
+from shapley.core import entropy, psd
+from tests.strategies import correlation_matrices
+
+NEAR_SINGULAR = np.array([[1.0, 1.0 - 1e-12], [1.0 - 1e-12, 1.0]])  # eigenvalues 2 - 1e-12 and 1e-12
+
+
+def _all_totals(R: np.ndarray) -> dict[str, float]:
+    """h(R) and the sum of the Shapley values by each method; NaN where a method refuses (ValueError)."""
+    out = {"entropy": shapley.gaussian_entropy(R)}
+    for method in ("exact", "naive", "monte_carlo"):
+        try:
+            out[method] = float(shapley.shapley_values(R, method, n_permutations=50).sum())
+        except ValueError:
+            out[method] = math.nan
+    return out
+
+
+def _consistent(R: np.ndarray) -> dict[str, float]:
+    """Efficiency when h(R) is finite; every method -inf or refused when it is -inf."""
+    totals = _all_totals(R)
+    h = totals["entropy"]
+    if math.isfinite(h):
+        # exact and naive share h(R)'s elimination: equal up to the round-off of the Shapley weights.
+        for method in ("exact", "naive"):
+            assert totals[method] == pytest.approx(h, rel=1e-12, abs=1e-12), (method, totals)
+        # Monte-Carlo factors every sampled order anew: round-off grows with the condition number.
+        lam = np.linalg.eigvalsh(R)
+        tol = len(R) * np.finfo(np.float64).eps * lam[-1] / lam[0]
+        assert totals["monte_carlo"] == pytest.approx(h, rel=1e-12, abs=max(tol, 1e-12)), totals
+    else:
+        assert h == -math.inf
+        for method in ("exact", "naive", "monte_carlo"):
+            assert not math.isfinite(totals[method]), (method, totals)  # -inf, or undefined (refused)
+    return totals
+
+
+# --- 8: one singularity rule ----------------------------------------------------------------------
+
+
+def test_near_singular_matrix_is_finite_and_efficient():
+    """The attack's case: gaussian_entropy said -inf while the Shapley values summed to -10.63."""
+    h = shapley.gaussian_entropy(NEAR_SINGULAR)
+    expected = 2 * shapley.HALF_LOG_2PIE + 0.5 * math.log(1.0 - (1.0 - 1e-12) ** 2)
+    assert h == pytest.approx(expected, abs=1e-4)  # the stored 1 - 1e-12 is itself rounded (relative 1e-4)
+    assert round(h, 2) == -10.63
+    _consistent(NEAR_SINGULAR)
+    assert not psd.is_singular(NEAR_SINGULAR)
+    assert shapley.subset_entropies(NEAR_SINGULAR)[-1] == pytest.approx(h, abs=1e-12)
+
+
+def test_tiny_but_well_conditioned_matrix_is_positive_definite():
+    """1e-300 * I is positive definite; an absolute tolerance called it singular (-inf)."""
+    R = np.eye(3) * 1e-300
+    h = shapley.gaussian_entropy(R)
+    assert h == pytest.approx(3 * shapley.HALF_LOG_2PIE + 1.5 * math.log(1e-300), rel=1e-12)
+    phi = shapley.shapley_values(R)
+    np.testing.assert_allclose(phi, shapley.HALF_LOG_2PIE + 0.5 * math.log(1e-300), rtol=1e-12)
+    _consistent(R)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e-8, 1.0, 1e8, 1e150, 1e300])
+def test_the_rule_is_scale_free(scale):
+    """h(c R) = h(R) + n/2 ln c, and c R is singular exactly when R is, at any scale."""
+    R = np.array([[1.0, 0.5, 0.2], [0.5, 1.0, 0.3], [0.2, 0.3, 1.0]])
+    assert shapley.gaussian_entropy(scale * R) == pytest.approx(
+        shapley.gaussian_entropy(R) + 1.5 * math.log(scale), rel=1e-12, abs=1e-9
+    )
+    _consistent(scale * R)
+    singular = np.ones((3, 3))
+    assert shapley.gaussian_entropy(scale * singular) == -math.inf
+    _consistent(scale * singular)
+
+
+def test_tiny_negative_definite_matrix_is_not_psd():
+    """-1e-300 * I has negative eigenvalues; an absolute PSD tolerance accepted it as 'singular PSD'."""
+    R = -1e-300 * np.eye(2)
+    assert not shapley.is_psd(R)
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        shapley.gaussian_entropy(R)
+
+
+def test_psd_tolerance_is_relative():
+    R = np.array([[1.0, 0.3], [0.3, 1.0]])
+    assert psd.psd_tolerance(1e-200 * R) == pytest.approx(1e-200 * psd.psd_tolerance(R), rel=1e-12)
+    assert psd.psd_tolerance(np.zeros((2, 2))) == 0.0
+
+
+@pytest.mark.parametrize("k", range(1, 17))
+def test_rho_towards_one_finite_or_minus_inf_together(k):
+    """Along rho = 1 - 10**-k every method agrees with h(R): the same value, or all -inf / undefined."""
+    rho = 1.0 - 10.0**-k
+    R = np.array([[1.0, rho, 0.3], [rho, 1.0, 0.3], [0.3, 0.3, 1.0]])
+    totals = _consistent(R)
+    assert math.isfinite(totals["entropy"]) == (not psd.is_singular(R))
+
+
+def _with_smallest_eigenvalue(n: int, ratio: float, seed: int) -> np.ndarray:
+    """A random PSD (n, n) matrix whose smallest eigenvalue is ``ratio * psd_tolerance`` of it."""
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    A = (Q * rng.uniform(0.1, 2.0, size=n)) @ Q.T
+    A = (A + A.T) / 2
+    w, V = np.linalg.eigh(A)
+    w[0] = ratio * psd.psd_tolerance(A)
+    A = (V * w) @ V.T
+    return (A + A.T) / 2
+
+
+@settings(max_examples=60)
+@given(st.integers(2, 7), st.sampled_from([0.0, 0.5, 0.9, 1.1, 2.0, 10.0]), st.integers(0, 2**32 - 1))
+def test_efficiency_at_the_threshold(n, ratio, seed):
+    """Around the threshold (smallest eigenvalue near psd_tolerance) the methods never disagree."""
+    R = _with_smallest_eigenvalue(n, ratio, seed)
+    if not shapley.is_psd(R):
+        return  # the rebuilt matrix may round to a hair below -tol; nothing to decide then
+    _consistent(R)
+
+
+@given(correlation_matrices(max_n=8))
+def test_gaussian_entropy_is_the_full_subset_entropy(R):
+    """h(R) and v(N) come from the same elimination: equal to round-off, whatever the conditioning."""
+    assert shapley.subset_entropies(R)[-1] == pytest.approx(shapley.gaussian_entropy(R), rel=1e-13, abs=1e-13)
+
+
+def test_monte_carlo_refuses_a_singular_matrix():
+    with pytest.raises(ValueError, match="singular"):
+        shapley.shapley_values_mc(np.ones((3, 3)))
+
+
+# --- 9: eps ---------------------------------------------------------------------------------------
+
+_HALVES = np.arange(10) < 5
+_C = (_HALVES[:, None] != _HALVES[None, :]).astype(float)  # entailment across two halves only
+np.fill_diagonal(_C, 1.0)
+NOT_PSD = shapley.kernel_matrix(_C, 0.5)  # indefinite at beta = 0.5 (tests/core/test_core.py)
+
+EPS_CALLS = {
+    "ensure_psd": lambda eps: psd.ensure_psd(NOT_PSD, "shrink", eps),
+    "shrink_to_psd": lambda eps: psd.shrink_to_psd(NOT_PSD, eps),
+    "clip_to_psd": lambda eps: psd.clip_to_psd(NOT_PSD, eps),
+    "nearest_correlation": lambda eps: psd.nearest_correlation(NOT_PSD, eps),
+    "gaussian_entropy": lambda eps: shapley.gaussian_entropy(NOT_PSD, psd_policy="shrink", eps=eps),
+    "subset_entropies": lambda eps: shapley.subset_entropies(NOT_PSD, psd_policy="clip", eps=eps),
+    "shapley_values": lambda eps: shapley.shapley_values(NOT_PSD, psd_policy="nearest", eps=eps),
+    "shapley_values_mc": lambda eps: shapley.shapley_values_mc(NOT_PSD, psd_policy="shrink", eps=eps),
+    "shapley_uncertainty": lambda eps: shapley.shapley_uncertainty(np.eye(2), 0.5, psd_policy="shrink", eps=eps),
+}
+
+
+def test_not_psd_fixture_is_not_psd():
+    assert not shapley.is_psd(NOT_PSD)
+
+
+def test_every_function_taking_eps_is_covered():
+    modules = (psd, entropy)
+    taking_eps = {
+        name
+        for mod in modules
+        for name, f in inspect.getmembers(mod, inspect.isfunction)
+        if f.__module__ == mod.__name__ and not name.startswith("_") and "eps" in inspect.signature(f).parameters
+    }
+    assert taking_eps == set(EPS_CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(EPS_CALLS))
+@pytest.mark.parametrize("eps", [math.nan, math.inf, -1e-6, 0.0, 1.0, 2.0, True, "0.1", None])
+def test_bad_eps_is_refused_naming_it(name, eps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", shapley.PSDRepairWarning)
+        with pytest.raises(ValueError, match="eps"):
+            EPS_CALLS[name](eps)
+
+
+@pytest.mark.parametrize("name", sorted(EPS_CALLS))
+def test_good_eps_is_accepted(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", shapley.PSDRepairWarning)
+        EPS_CALLS[name](1e-3)
+
+
+def test_shrink_with_nan_or_large_eps_was_silently_wrong():
+    """The attack's cases: eps = nan gave NaN entropies, eps = 2 a negative shrink factor."""
+    for eps in (math.nan, 2.0):
+        with pytest.raises(ValueError, match=r"0 < eps < 1"):
+            shapley.gaussian_entropy(NOT_PSD, psd_policy="shrink", eps=eps)
+
+
+def test_other_nearest_correlation_settings_are_checked():
+    with pytest.raises(ValueError, match="max_iter"):
+        psd.nearest_correlation(NOT_PSD, max_iter=0)
+    with pytest.raises(ValueError, match="tol"):
+        psd.nearest_correlation(NOT_PSD, tol=math.nan)
+
+
+# --- 14: size guards ------------------------------------------------------------------------------
+
+
+def test_naive_refuses_beyond_its_limit_at_once():
+    n = entropy.NAIVE_MAX_N + 1
+    with pytest.raises(ValueError, match=rf"NAIVE_MAX_N = {entropy.NAIVE_MAX_N}"):
+        shapley.shapley_values(np.eye(n), method="naive")
+
+
+def test_naive_at_a_small_n_still_matches_exact():
+    R = np.corrcoef(np.random.default_rng(0).normal(size=(6, 10)))
+    np.testing.assert_allclose(shapley.shapley_values(R, "naive"), shapley.shapley_values(R), atol=1e-12)
+
+
+def test_monte_carlo_chunks_do_not_change_the_result():
+    R = np.corrcoef(np.random.default_rng(1).normal(size=(7, 12)))
+    phi, se = shapley.shapley_values_mc(R, n_permutations=101, seed=4)
+    budget = 3 * entropy._MC_BYTES_PER_ENTRY * 7 * 7  # three permutations per chunk
+    phi_small, se_small = shapley.shapley_values_mc(R, n_permutations=101, seed=4, memory_bytes=budget)
+    np.testing.assert_allclose(phi_small, phi, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(se_small, se, rtol=1e-9, atol=1e-15)
+    phi_chunk, _ = shapley.shapley_values_mc(R, n_permutations=101, seed=4, chunk=5)
+    np.testing.assert_allclose(phi_chunk, phi, rtol=0, atol=1e-12)
+
+
+def test_monte_carlo_memory_stays_within_the_budget():
+    n, per_chunk = 60, 8
+    R = shapley.kernel_matrix(np.full((n, n), 0.5), 1.0 / (n - 1))
+    budget = per_chunk * entropy._MC_BYTES_PER_ENTRY * n * n
+    tracemalloc.start()
+    try:
+        shapley.shapley_values_mc(R, n_permutations=64, memory_bytes=budget)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= budget
+    # Without the budget the default chunk of 1024 orders would have needed far more.
+    assert 1024 * 16 * n * n > 10 * budget
+
+
+def test_monte_carlo_refuses_when_one_permutation_exceeds_the_budget():
+    with pytest.raises(ValueError, match=r"memory_bytes = 1000 bytes .*MC_MEMORY_BYTES"):
+        shapley.shapley_values_mc(np.eye(10), memory_bytes=1000)
+    with pytest.raises(ValueError, match="memory_bytes"):
+        shapley.shapley_values_mc(np.eye(2), memory_bytes=0)
+    with pytest.raises(ValueError, match="chunk"):
+        shapley.shapley_values_mc(np.eye(2), chunk=0)
+
+
+def test_default_budget_admits_large_n():
+    """The default budget is a chunking rule, not a cap on n: a single order at n = 2000 fits."""
+    assert entropy._MC_BYTES_PER_ENTRY * 2000**2 <= entropy.MC_MEMORY_BYTES

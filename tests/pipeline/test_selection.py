@@ -1,0 +1,151 @@
+"""Which answer to return: the strategies on hand-made questions, ``selection.csv`` from stored records."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.pipeline import experiment, selection, store
+from shapley.pipeline.config import ScoringSettings
+from shapley.pipeline.score import ScoreInputs
+from tests import fakes
+
+# Answer 1 agrees with both others (0.9 either way); answers 0 and 2 hardly agree (0.05).
+MIDDLE = np.array([[1.0, 0.9, 0.05], [0.9, 1.0, 0.9], [0.05, 0.9, 1.0]])
+
+
+def _brute_force_phi(R: np.ndarray) -> np.ndarray:
+    """Shapley values of v(S) = h(N(0, R_S)) = 1/2 log det(2 pi e R_S), averaged over all orders of the answers."""
+    n = R.shape[0]
+
+    def v(S: tuple[int, ...]) -> float:
+        if not S:
+            return 0.0
+        sub = R[np.ix_(S, S)]
+        return 0.5 * (len(S) * math.log(2 * math.pi * math.e) + np.linalg.slogdet(sub)[1])
+
+    phi = np.zeros(n)
+    orders = list(itertools.permutations(range(n)))
+    for order in orders:
+        for k, i in enumerate(order):
+            before = tuple(sorted(order[:k]))
+            phi[i] += v(tuple(sorted((*before, i)))) - v(before)
+    return phi / len(orders)
+
+
+def test_min_phi_picks_the_answer_that_agrees_with_all_others():
+    x = ScoreInputs(id="q", samples=["Vienna", "Vienna, Austria", "Austria"], entail=MIDDLE)
+    chosen, phi, note = selection.choose(x, ScoringSettings())
+    assert phi is not None and note == ""
+    np.testing.assert_allclose(phi, _brute_force_phi(kernel_matrix(correlation_matrix(MIDDLE), 0.5)), atol=1e-12)
+    assert int(np.argmin(phi)) == 1 and phi[1] < phi[0] - 0.01
+    assert chosen == {"first": 0, "largest_cluster": 0, "medoid": 1, "min_phi": 1}
+
+
+def test_largest_cluster_takes_its_most_likely_member_and_ties_go_first():
+    x = ScoreInputs(id="q", samples=["a", "b", "c"], entail=MIDDLE)
+    # clusters (bidirectional > 0.5, greedy in order): {0, 1} and {2}; without log-probs: its first member
+    assert selection.choose(x, ScoringSettings())[0]["largest_cluster"] == 0
+    lp = [[-2.0, -2.0], [-0.1], [-0.01]]  # sample 1 is the likelier member (by sum and by mean)
+    x = ScoreInputs(id="q", samples=["a", "b", "c"], entail=MIDDLE, sample_logprobs=lp)
+    assert selection.choose(x, ScoringSettings())[0]["largest_cluster"] == 1
+    # three answers that are all alike: every phi equal, every mean similarity equal -> the first answer
+    same = np.full((3, 3), 0.2) + 0.8 * np.eye(3)
+    chosen, phi, _ = selection.choose(ScoreInputs(id="q", samples=["a", "b", "c"], entail=same), ScoringSettings())
+    assert phi is not None and np.ptp(phi) < 1e-12
+    assert chosen == {"first": 0, "largest_cluster": 0, "medoid": 0, "min_phi": 0}
+
+
+def test_min_phi_is_skipped_beyond_the_exact_limit_and_without_entailment():
+    n = selection.PHI_MAX_N + 1
+    P = np.full((n, n), 0.3) + 0.7 * np.eye(n)
+    chosen, phi, note = selection.choose(ScoreInputs(id="q", samples=["s"] * n, entail=P), ScoringSettings())
+    assert phi is None and chosen["min_phi"] is None and chosen["medoid"] == 0
+    assert note == f"n = {n} > {selection.PHI_MAX_N} samples: exact Shapley values not computed"
+    chosen, phi, note = selection.choose(ScoreInputs(id="q", samples=["a", "b"]), ScoringSettings())
+    assert phi is None and chosen == {"first": 0, "largest_cluster": None, "medoid": None, "min_phi": None}
+    assert note == "no entailment matrix"
+    # the reason reaches selection.csv
+    rec = {"id": "q", "correct": True, "answer_source": "greedy", "sample_correctness": [1.0] * n, "phi": None}
+    rec.update(selected={**chosen, "first": 0}, phi_note=f"n = {n} > {selection.PHI_MAX_N} samples")
+    t = selection.selection_table([rec], threshold=0.3, n_boot=10).set_index("strategy")
+    assert t.loc["min_phi", "n"] == 0 and f"n = {n} > {selection.PHI_MAX_N} samples (1)" in t.loc["min_phi", "note"]
+
+
+def _rec(correct: bool, values: list[float], picks: dict, source: str | None = "greedy") -> dict:
+    return {
+        "id": "x",
+        "correct": correct,
+        "answer_source": source,
+        "sample_correctness": values,
+        "selected": picks,
+    }
+
+
+def test_selection_table_by_hand():
+    records = [
+        _rec(True, [0.0, 1.0, 0.5], {"first": 0, "largest_cluster": 1, "medoid": 2, "min_phi": 1}),
+        _rec(False, [1.0, 0.0, 0.2], {"first": 0, "largest_cluster": 0, "medoid": 1, "min_phi": None}),
+    ]
+    t = selection.selection_table(records, threshold=0.3, n_boot=200).set_index("strategy")
+    assert list(t.index) == list(selection.STRATEGIES)
+    assert t["accuracy"].to_dict() == {
+        "first": 0.5,
+        "greedy": 0.5,
+        "largest_cluster": 1.0,
+        "medoid": 0.5,
+        "min_phi": 1.0,
+    }
+    assert t["n"].to_dict() == {"first": 2, "greedy": 2, "largest_cluster": 2, "medoid": 2, "min_phi": 1}
+    assert t.loc["min_phi", "note"] == "no choice on 1 of 2 questions"
+    assert (t["lo"] <= t["accuracy"]).all() and (t["accuracy"] <= t["hi"]).all()
+    assert t.loc["largest_cluster", "lo"] == t.loc["largest_cluster", "hi"] == 1.0
+    # the threshold is the run's: 0.5 is not above 0.5
+    assert (
+        selection.selection_table(records, threshold=0.5, n_boot=10).set_index("strategy").loc["medoid", "accuracy"]
+        == 0
+    )
+
+
+def test_selection_table_of_older_records_says_so():
+    old = [{"id": "a", "correct": True, "scores": {}}, {"id": "b", "correct": False, "scores": {}}]
+    t = selection.selection_table(old, threshold=0.3, n_boot=10).set_index("strategy")
+    assert (t["n"] == 0).all() and t["accuracy"].isna().all()
+    assert "older version" in t.loc["greedy", "note"] and "older version" in t.loc["min_phi", "note"]
+
+
+@pytest.mark.parametrize("with_answer", [False, True])
+def test_score_samples_stores_what_selection_needs(tmp_path, monkeypatch, with_answer):
+    """Without an 'answer' field the judged answer is the first sample: greedy is skipped (n = 0, with a note),
+    never counted as a second 'first'. With one, greedy is scored on every question."""
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    rows = fakes.make_samples_file(inp, 8, n_samples=4)
+    if with_answer:
+        with open(inp, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps({**r, "answer": r["references"][0]}) + "\n")
+    cfg = fakes.samples_config(inp)
+    out = experiment.score_samples(cfg.replace(scoring=replace(cfg.scoring, beta=0.3)), tmp_path / "run")
+    recs = store.JsonlStore(out / "scores.jsonl").load(repair=False)
+    for r in recs.values():
+        assert len(r["sample_correctness"]) == len(r["phi"]) == 4
+        assert math.isclose(sum(r["phi"]), r["scores"]["Shap"], rel_tol=1e-9, abs_tol=1e-9)  # efficiency
+        assert r["selected"]["min_phi"] == int(np.argmin(r["phi"]))
+        assert r["answer_source"] == ("input" if with_answer else "first_sample")
+    t = pd.read_csv(out / "selection.csv").set_index("strategy")
+    assert list(pd.read_csv(out / "selection.csv").columns) == list(selection.SELECTION_COLUMNS)
+    assert (t.drop(index="greedy")["n"] == 8).all()
+    first = [r["sample_correctness"][0] > 0.3 for r in recs.values()]
+    assert t.loc["first", "accuracy"] == pytest.approx(np.mean(first))
+    if with_answer:
+        assert t.loc["greedy", "n"] == 8 and t.loc["greedy", "accuracy"] == 1.0  # the reference itself
+    else:
+        assert t.loc["greedy", "n"] == 0 and "no 'answer' field" in t.loc["greedy", "note"]

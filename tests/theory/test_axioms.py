@@ -1,0 +1,165 @@
+"""The three properties for every estimator (issue 11, part 1): small fixed inputs whose answers are known by
+hand, the generic machinery checked against the Gaussian-specific one, and the search's reproducibility."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley.core import baselines
+from shapley.theory import axioms as ax
+from shapley.theory import properties as pr
+
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "axioms"
+
+
+def _joint(R_old: np.ndarray, g_row: np.ndarray, j: int, g_with_j: float = 0.0) -> np.ndarray:
+    """Joint matrix over (answers, g): R_old plus g's row (g's entry with s_j is never used)."""
+    n = R_old.shape[0]
+    J = np.eye(n + 1)
+    J[:n, :n] = R_old
+    J[n, :n] = J[:n, n] = g_row
+    J[n, j] = J[j, n] = g_with_j
+    return J
+
+
+def test_estimators_cover_the_issue_list() -> None:
+    names = [e.name for e in ax.ESTIMATORS]
+    assert {"Shap", "SE", "DSE", "NumSet", "EigV", "Deg", "Ecc", "KLE"} <= set(names) and len(names) >= 9
+    with pytest.raises(KeyError):
+        ax.estimator("nope")
+
+
+@pytest.mark.parametrize("name", [e.name for e in ax.ESTIMATORS])
+def test_estimator_shapley_values_are_efficient(name: str) -> None:
+    est = ax.estimator(name)
+    rng = np.random.default_rng(3)
+    C = np.round(rng.random((4, 4)), 1)
+    C = np.triu(C, 1) + np.triu(C, 1).T + np.eye(4)
+    p = np.array([0.5, 0.2, 0.2, 0.1]) if est.uses_likelihoods else None
+    phi = ax.estimator_shapley(est, "sentence", C, p)
+    assert phi.sum() == pytest.approx(ax.value(est, "sentence", C, p), abs=1e-9)
+
+
+def test_shap_as_a_set_function_matches_the_gaussian_shapley_values() -> None:
+    C = np.array([[1.0, 0.9, 0.2], [0.9, 1.0, 0.0], [0.2, 0.0, 1.0]])
+    from shapley.core.entropy import shapley_values
+    from shapley.core.kernel import kernel_matrix
+
+    phi = ax.estimator_shapley(ax.estimator("Shap"), "sentence", C)
+    assert np.allclose(phi, shapley_values(kernel_matrix(C, ax.SENTENCE_BETA)), atol=1e-12)
+
+
+def test_known_counterexample_to_shap_property3_rv() -> None:
+    """The hand-made suppressor example of the properties page fails through the generic machinery too,
+    with the same totals and premise margin as the Gaussian-specific check."""
+    R_old, R_new, j = pr.property3_witness_rv()
+    J = _joint(R_old, R_new[j], j)
+    chk = ax.check_property3(ax.estimator("Shap"), "rv", J, j)
+    ref = pr.check_property3(R_old, R_new, j, "rv")
+    assert chk.detail["premise"] and not chk.holds
+    assert chk.detail["premise_margin"] == pytest.approx(ref.detail["premise_margin"], abs=1e-12)
+    assert (chk.rows[0].old, chk.rows[0].new) == pytest.approx((ref.rows[0].old, ref.rows[0].new), abs=1e-12)
+
+
+def test_known_counterexample_to_shap_property3_sentence_hub() -> None:
+    """The hub pattern (7 answers + g): the joint 8 x 8 matrix is never evaluated whole."""
+    C_old, C_new, j = pr.property3_witness_sentence(7)
+    chk = ax.check_property3(ax.estimator("Shap"), "sentence", _joint(C_old, C_new[j], j), j)
+    assert chk.detail["premise"] and not chk.holds
+
+
+def test_dse_and_numset_fail_property2_strictly_by_hand() -> None:
+    """Two answers judged half-equivalent (C = 0.5) are related, but the strict threshold puts them in two
+    clusters; an unrelated replacement leaves two clusters: ln 2 and 2 sets before and after."""
+    C = np.array([[1.0, 0.5], [0.5, 1.0]])
+    for name, before in (("DSE", math.log(2)), ("NumSet", 2.0)):
+        chk = ax.check_property2(ax.estimator(name), "sentence", C)
+        assert not chk.holds and chk.rows[0].required == ">"
+        assert chk.rows[0].old == pytest.approx(before) and chk.rows[0].new == pytest.approx(before)
+
+
+def test_property1_duplicate_carries_the_copied_likelihood() -> None:
+    """NE ignores C: a duplicate of the argmin answer (the most likely one) can only lower it."""
+    C = np.eye(3)
+    p = np.array([0.9, 0.3, 0.1])
+    chk = ax.check_property1(ax.estimator("NE"), "sentence", C, p)
+    assert chk.detail["argmin"] == 0 and chk.holds
+    assert chk.rows[2].new == pytest.approx(baselines.predictive_entropy(np.log([0.9, 0.3, 0.9])))
+
+
+def test_not_applicable_in_the_rv_reading() -> None:
+    for name in ("SE", "DSE", "NumSet", "NE"):
+        est = ax.estimator(name)
+        assert not ax.applicable(est, "rv") and ax.applicable(est, "sentence")
+        res = ax.search_cell(est, "1", "rv", 5)
+        assert res.verdict == ax.NOT_APPLICABLE and res.examples == 0 and res.example is None
+        with pytest.raises(ValueError, match="not applicable"):
+            ax.value(est, "rv", np.eye(2))
+
+
+def test_search_finds_and_shrinks_a_failure() -> None:
+    res = ax.search_cell(ax.estimator("NumSet"), "2", "sentence", 50, seed=0)
+    assert res.verdict == ax.FAILS and res.check is not None and not res.check.holds
+    assert res.example is not None and res.example.n_total == 2  # shrunk to two answers
+    ce = ax.describe(res)
+    assert ce["required"] == "new > old" and ce["old"] == ce["new"] == 2.0
+
+
+def test_search_is_seeded_and_a_prefix_of_a_longer_one() -> None:
+    est = ax.estimator("KLE")
+    short, long = ax.search_cell(est, "1", "sentence", 40, seed=0), ax.search_cell(est, "1", "sentence", 400, seed=0)
+    assert short.verdict == ax.FAILS and short.examples <= 40
+    assert (long.examples, long.example) == (short.examples, short.example)
+    other = ax.search_cell(est, "1", "sentence", 40, seed=1)
+    assert other.example != short.example or other.examples != short.examples
+
+
+def test_no_counterexample_verdict_states_the_size() -> None:
+    res = ax.search_cell(ax.estimator("Shap"), "2", "rv", 7, seed=0)  # true in this reading (chain rule)
+    assert res.verdict == "no counterexample in 7 examples" and res.example is None and ax.describe(res) == {}
+
+
+def test_axiom_table_shape_and_vocabulary() -> None:
+    df = ax.axiom_table(max_examples=5, seed=0, estimators=["Shap", "SE", "EigV"])
+    assert list(df.columns[:5]) == ["estimator", "property", "reading", "verdict", "counterexample"]
+    assert len(df) == 3 * 3 * 2
+    ok = {ax.FAILS, ax.NOT_APPLICABLE, "no counterexample in 5 examples"}
+    assert set(df.verdict) <= ok
+    assert (df.counterexample != "").eq(df.verdict == ax.FAILS).all()
+    for text in df.counterexample[df.verdict == ax.FAILS]:
+        assert {"replaced", "old", "new", "required"} <= set(json.loads(text))
+    assert df.equals(ax.axiom_table(max_examples=5, seed=0, estimators=["Shap", "SE", "EigV"]))
+    with pytest.raises(ValueError):
+        ax.axiom_rows(max_examples=0)
+
+
+def test_write_axiom_table(tmp_path: Path) -> None:
+    assert ax.main(["--max-examples", "2", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "axiom_table.csv", keep_default_na=False, dtype={"property": str})
+    settings = json.loads((tmp_path / "axiom_settings.json").read_text())
+    assert len(table) == len(ax.ESTIMATORS) * 6 and settings["max_examples"] == 2 and settings["seed"] == 0
+
+
+def test_stored_full_table_is_reproduced_by_a_short_run() -> None:
+    """Every failure a short run finds is, example for example, the one stored in results/axioms."""
+    stored = pd.read_csv(RESULTS / "axiom_table.csv", keep_default_na=False, dtype={"property": str})
+    settings = json.loads((RESULTS / "axiom_settings.json").read_text())
+    assert len(stored) == len(ax.ESTIMATORS) * 6 and settings == ax.settings(settings["max_examples"], settings["seed"])
+    short = ax.axiom_table(max_examples=20, seed=settings["seed"], estimators=["Shap", "SE", "NumSet", "Ecc"])
+    assert (short.verdict == ax.FAILS).sum() > 0
+    assert ax.prefix_mismatches(short, stored) == []
+
+
+def test_prefix_mismatches_detects_a_changed_counterexample() -> None:
+    short = ax.axiom_table(max_examples=5, seed=0, estimators=["NumSet"])
+    full = short.copy()
+    assert ax.prefix_mismatches(short, full) == []
+    k = int(np.flatnonzero(full.verdict == ax.FAILS)[0])
+    full.loc[k, "counterexample"] = "{}"
+    assert ax.prefix_mismatches(short, full) == [tuple(full.loc[k, ["estimator", "property", "reading"]])]

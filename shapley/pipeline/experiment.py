@@ -573,7 +573,12 @@ def _store_questions(run: RunDir, records: Sequence[QARecord]) -> dict[str, str]
     if any("sha256" not in rec for rec in qstore.records.values()):  # the older layout, with dataset text
         qstore.rewrite([{"id": k, "sha256": rec.get("sha256", fingerprint(rec))} for k, rec in qstore.records.items()])
     run_stage(
-        qstore, "data", records, lambda chunk: [{"id": r.id, "sha256": fps[r.id]} for r in chunk], key=lambda r: r.id
+        qstore,
+        "data",
+        records,
+        lambda chunk: [{"id": r.id, "sha256": fps[r.id]} for r in chunk],
+        key=lambda r: r.id,
+        progress=False,  # instantaneous: no bar
     )
     return fps
 

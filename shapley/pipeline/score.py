@@ -177,13 +177,22 @@ class ScoreInputs:
 
 @dataclass(frozen=True)
 class ScoreOptions:
-    """Settings of the methods (everything that changes a number)."""
+    """Settings of the methods (everything that changes a number); the scoring functions take one of these.
+
+    ``beta``: the kernel scale of ``Shap``; ``psd_policy``: what ``Shap`` does with a non-PSD R;
+    ``cluster_rule`` / ``cluster_threshold``: semantic clustering for SE, DSE, NumSet; ``se_aggregation``: a
+    sample's log-likelihood for SE (``"mean"`` or ``"sum"`` of its token log-probs).
+    """
 
     beta: float = 0.5
     psd_policy: str = DEFAULT_PSD_POLICY
     cluster_rule: str = CLUSTER_RULE
     cluster_threshold: float = CLUSTER_THRESHOLD
     se_aggregation: str = SE_AGGREGATION
+
+    def __post_init__(self) -> None:
+        if self.se_aggregation not in SE_AGGREGATIONS:
+            raise ValueError(f"se_aggregation must be one of {SE_AGGREGATIONS}; got {self.se_aggregation!r}")
 
 
 def _req(value: T | None) -> T:
@@ -401,11 +410,7 @@ def score_question_detailed(
     inputs: ScoreInputs | Mapping[str, Any],
     *,
     methods: Iterable[str] | None = None,
-    beta: float = 0.5,
-    psd_policy: str = DEFAULT_PSD_POLICY,
-    cluster_rule: str = CLUSTER_RULE,
-    cluster_threshold: float = CLUSTER_THRESHOLD,
-    se_aggregation: str = SE_AGGREGATION,
+    options: ScoreOptions | None = None,
 ) -> QuestionScores:
     """Run every requested per-question method on one question.
 
@@ -415,9 +420,7 @@ def score_question_detailed(
     never computed here (see :func:`embedding_regression_scores`).
     """
     x = inputs if isinstance(inputs, ScoreInputs) else ScoreInputs.from_dict(inputs)
-    if se_aggregation not in SE_AGGREGATIONS:
-        raise ValueError(f"se_aggregation must be one of {SE_AGGREGATIONS}; got {se_aggregation!r}")
-    opts = ScoreOptions(beta, psd_policy, cluster_rule, cluster_threshold, se_aggregation)
+    opts = options if options is not None else ScoreOptions()
     ctx = _Context(x, opts)
     out = QuestionScores(id=x.id)
     if x.samples is not None:
@@ -426,7 +429,7 @@ def score_question_detailed(
     names = resolve_methods(methods)
     if x.has("entail") and any(METHODS[m].per_question and "entail" in METHODS[m].needs for m in names):
         try:
-            out.diagnostics.update(shap_diagnostics(_req(x.entail), beta, psd_policy))
+            out.diagnostics.update(shap_diagnostics(_req(x.entail), opts.beta, opts.psd_policy))
         except (ValueError, np.linalg.LinAlgError) as exc:
             out.diagnostics["shap_error"] = str(exc)
     for name in names:
@@ -456,36 +459,20 @@ def score_question(
     inputs: ScoreInputs | Mapping[str, Any],
     *,
     methods: Iterable[str] | None = None,
-    beta: float = 0.5,
-    psd_policy: str = DEFAULT_PSD_POLICY,
-    cluster_rule: str = CLUSTER_RULE,
-    cluster_threshold: float = CLUSTER_THRESHOLD,
-    se_aggregation: str = SE_AGGREGATION,
+    options: ScoreOptions | None = None,
 ) -> dict[str, float]:
     """Scores (method -> float, higher = more uncertain) of the methods that could be computed.
 
     See :func:`score_question_detailed` for the skipped methods' reasons and the PSD diagnostics.
     """
-    return score_question_detailed(
-        inputs,
-        methods=methods,
-        beta=beta,
-        psd_policy=psd_policy,
-        cluster_rule=cluster_rule,
-        cluster_threshold=cluster_threshold,
-        se_aggregation=se_aggregation,
-    ).scores
+    return score_question_detailed(inputs, methods=methods, options=options).scores
 
 
 def score_many(
     inputs: Iterable[ScoreInputs | Mapping[str, Any]],
     *,
     methods: Iterable[str] | None = None,
-    beta: float = 0.5,
-    psd_policy: str = DEFAULT_PSD_POLICY,
-    cluster_rule: str = CLUSTER_RULE,
-    cluster_threshold: float = CLUSTER_THRESHOLD,
-    se_aggregation: str = SE_AGGREGATION,
+    options: ScoreOptions | None = None,
     progress: bool = False,
 ) -> list[QuestionScores]:
     """:func:`score_question_detailed` for each question, in order (optional tqdm progress bar)."""
@@ -495,18 +482,7 @@ def score_many(
         from tqdm.auto import tqdm
 
         items = tqdm(list(inputs), desc="score", unit="q")
-    return [
-        score_question_detailed(
-            x,
-            methods=names,
-            beta=beta,
-            psd_policy=psd_policy,
-            cluster_rule=cluster_rule,
-            cluster_threshold=cluster_threshold,
-            se_aggregation=se_aggregation,
-        )
-        for x in items
-    ]
+    return [score_question_detailed(x, methods=names, options=options) for x in items]
 
 
 # --------------------------------------------------------------------------------------------------

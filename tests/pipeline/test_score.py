@@ -81,7 +81,7 @@ def test_every_per_question_method_computed_with_full_inputs():
 
 def test_shap_is_core_shapley_uncertainty_and_equals_sum_of_values():
     x = _full_inputs()
-    r = score.score_question(x, methods=["Shap", "Shap_sum"], beta=0.4)
+    r = score.score_question(x, methods=["Shap", "Shap_sum"], options=score.ScoreOptions(beta=0.4))
     assert r["Shap"] == pytest.approx(shapley.shapley_uncertainty(x["entail"], 0.4), abs=1e-12)
     assert r["Shap_sum"] == pytest.approx(r["Shap"], abs=1e-9)
 
@@ -132,7 +132,7 @@ def test_non_psd_kernel_is_repaired_and_recorded():
     assert math.isfinite(r.scores["Shap"])
     assert r.diagnostics["shap_psd"] is False and r.diagnostics["shap_psd_repaired"] is True
     assert r.diagnostics["shap_min_eig"] == pytest.approx(shapley.min_eigenvalue(R))
-    raised = score.score_question_detailed(x, methods=["Shap"], psd_policy="raise")
+    raised = score.score_question_detailed(x, methods=["Shap"], options=score.ScoreOptions(psd_policy="raise"))
     assert "Shap" not in raised.scores
     assert "not positive semi-definite" in raised.skipped["Shap"]
     assert raised.diagnostics["shap_psd_repaired"] is False
@@ -224,10 +224,10 @@ def test_embedding_regression_scores_half_split_and_signal():
 
 def test_se_aggregation_sum_or_mean():
     x = {"id": "q", "samples": ["a", "b c d e"], "entail": np.eye(2), "sample_logprobs": [[-1.0], [-1.0] * 4]}
-    by_sum = score.score_question(x, methods=["SE"], se_aggregation="sum")["SE"]
+    by_sum = score.score_question(x, methods=["SE"], options=score.ScoreOptions(se_aggregation="sum"))["SE"]
     by_mean = score.score_question(x, methods=["SE"])["SE"]  # the default is the per-token mean
     assert by_mean == pytest.approx(math.log(2))  # equal per-token likelihoods: two equally likely clusters
     p = np.exp([-1.0, -4.0]) / np.exp([-1.0, -4.0]).sum()
     assert by_sum == pytest.approx(-(p * np.log(p)).sum())
     with pytest.raises(ValueError, match="se_aggregation"):
-        score.score_question(x, methods=["SE"], se_aggregation="max")
+        score.score_question(x, methods=["SE"], options=score.ScoreOptions(se_aggregation="max"))

@@ -222,19 +222,12 @@ class LazyGenerator:
         g = config.generation
         self.model = g.model
         self.progress = config.runtime.progress
+        sampling = {k: v for k, v in dataclasses.asdict(g).items() if k != "model"}  # the same names
         self.config = generate.GenerationConfig(
-            n_samples=g.n_samples,
-            temperature=g.temperature,
-            top_p=g.top_p,
-            top_k=g.top_k,
-            max_new_tokens=g.max_new_tokens,
-            chat_template=g.chat_template,
+            **sampling,
             seed=config.seed,
             batch_size=config.runtime.batch_size,
-            p_true=g.p_true,
-            a4c=g.a4c,
             device=config.runtime.device,
-            dtype=g.dtype,
             progress=False,  # run_stage shows the bar
         )
         self._gen: Any = None

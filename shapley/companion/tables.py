@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from shapley.companion import reported
-from shapley.pipeline.evaluate import load_metrics, load_skipped, runs_table
+from shapley.pipeline.evaluate import SIGNIFICANCE, load_metrics, load_skipped, runs_table
 from shapley.pipeline.settings import REPO_ROOT
 from shapley.pipeline.store import RunHistory, read_config, read_record, run_history
 
@@ -650,7 +650,7 @@ def comparison_summary_html(comparisons: pd.DataFrame) -> Html:
     caption = (
         "Paired comparisons on the same questions, counted over the runs (each run's "
         "<code>comparisons.csv</code>): <em>better</em> or <em>worse</em> only where the Holm-adjusted "
-        "p-value of the paired bootstrap is below 0.05."
+        f"p-value of the paired bootstrap is below {SIGNIFICANCE:g}."
     )
     return html_table(s, cols, caption=caption, css="measured-table")
 

@@ -561,8 +561,11 @@ def main(argv: list[str] | None = None) -> Path:
     name = device_name(device)
     slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     out = args.output or RESULTS / f"bench_gpu_{'tiny_' if args.tiny else ''}{slug}.json"
+    from shapley.pipeline.store import git_info
+
     meta: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git": git_info(),  # the commit the numbers come from, and whether the source was clean
         "device": name,
         "device_kind": device.type,
         "dtype": str(dtype),

@@ -45,6 +45,7 @@ import torch
 
 from shapley.pipeline.entail import HFNLIBackend, load_backend
 from shapley.pipeline.settings import data_dir
+from shapley.pipeline.store import git_info
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
@@ -272,6 +273,7 @@ def main() -> None:
     ratio = rows[-1]["speedup_vs_naive"]
     summary = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git": git_info(),  # the commit the numbers come from, and whether the source was clean
         "device": device_name(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import shapley
+from shapley.pipeline.store import git_info
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
@@ -91,6 +92,7 @@ def main() -> None:
     speedup_10 = by_n[10]["naive_s"] / by_n[10]["exact_s"] if 10 in by_n and by_n[10]["naive_s"] else None
     meta = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git": git_info(),  # the commit the numbers come from, and whether the source was clean
         "device": f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} logical cores)",
         "python": platform.python_version(),
         "numpy": np.__version__,

@@ -20,7 +20,7 @@ OFFLINE = HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZE
 CONSTRAINTS = constraints.txt
 EXTRAS = pipeline,theory,test,book
 
-.PHONY: setup system-deps test test-fast book notebooks lab bench lint constraints clean
+.PHONY: setup system-deps test test-fast book notebooks lab bench results lint constraints clean
 
 setup: $(STAMP)
 
@@ -78,6 +78,10 @@ lab: $(LAB_STAMP)
 bench: setup
 	$(BIN)/python benchmarks/bench_shapley.py
 	$(BIN)/python benchmarks/bench_nli.py
+
+# Every committed measurement under results/, from one clean commit (about 2 hours of CPU on 2 cores).
+results: setup
+	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
 
 # ruff (lint and format) and mypy, as the pre-commit hooks and CI run them.
 lint: setup

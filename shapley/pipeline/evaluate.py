@@ -129,20 +129,26 @@ def unescape_csv_id(text: str) -> str:
     return text[1:] if text.startswith("'") else text
 
 
+CSV_TEXT_COLUMNS = ("id", "answer")
+"""Columns of free text (question ids, the model's answers) that CSV outputs escape and loaders read back as
+strings, exactly."""
+
+
 def csv_text(df: pd.DataFrame) -> str:
-    """``df`` as CSV text (no index), its ``id`` column escaped with :func:`escape_csv_id`."""
-    if "id" in df:
-        df = df.assign(id=[escape_csv_id(str(i)) for i in df["id"]])
-    return df.to_csv(index=False)
+    """``df`` as CSV text (no index), its :data:`CSV_TEXT_COLUMNS` escaped with :func:`escape_csv_id`."""
+    escaped = {c: [escape_csv_id(str(v)) for v in df[c]] for c in CSV_TEXT_COLUMNS if c in df}
+    return df.assign(**escaped).to_csv(index=False)
 
 
 def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
-    """A CSV written by :func:`csv_text`, its ``id`` column read back exactly, as strings (no value is taken
-    for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
+    """A CSV written by :func:`csv_text`, its :data:`CSV_TEXT_COLUMNS` read back exactly, as strings (no value
+    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
     df = pd.read_csv(path, **kw)
-    if "id" in df:
-        ids = pd.read_csv(path, usecols=["id"], dtype=str, keep_default_na=False)["id"]
-        df["id"] = [unescape_csv_id(i) for i in ids]
+    text = [c for c in CSV_TEXT_COLUMNS if c in df]
+    if text:
+        raw = pd.read_csv(path, usecols=text, dtype=str, keep_default_na=False)
+        for c in text:
+            df[c] = [unescape_csv_id(v) for v in raw[c]]
     return df
 
 

@@ -476,3 +476,14 @@ def test_warnings_print_as_one_clean_line(tmp_path, fake_entail, capsys):
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if "dropped" in ln]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and ".py:" not in err
+
+
+def test_answers_that_look_like_formulas_are_escaped_and_read_back(tmp_path, fake_entail):
+    answers = ['=HYPERLINK("x")', "-5", "+1", "@A1", "", "NaN", "Paris"]
+    rows = fakes.make_samples_file(tmp_path / "base.jsonl", len(answers))
+    inp = _write(tmp_path / "answers.jsonl", [{**r, "answer": a} for r, a in zip(rows, answers, strict=True)])
+    out = tmp_path / "run"
+    assert _ss(inp, out, "--n-boot", "10") == 0
+    raw = pd.read_csv(out / "scores.csv", dtype=str, keep_default_na=False)["answer"].tolist()
+    assert raw == ['\'=HYPERLINK("x")', "'-5", "'+1", "'@A1", "", "NaN", "Paris"]
+    assert evaluate.load_scores(out)["answer"].tolist() == answers

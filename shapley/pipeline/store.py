@@ -406,7 +406,8 @@ def repo_relative(path: str | os.PathLike[str], repo: str | os.PathLike[str] = R
     names no machine-specific absolute path; unchanged when ``repo`` is not a source checkout."""
     if not (Path(repo) / "pyproject.toml").exists():
         return str(path)
-    return os.path.relpath(Path(path).resolve(), Path(repo).resolve())
+    # Lexical (abspath, not resolve): a data folder reached through a symbolic link keeps the name it was given.
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(repo))
 
 
 def device_info() -> dict[str, Any]:

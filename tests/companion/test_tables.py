@@ -139,7 +139,7 @@ def test_comparison_summary_counts_outcomes_per_method():
         {
             "method": ["SE", "SE", "DSE", "SE"],
             "reference": ["Shap"] * 4,
-            "delta_auroc": [0.1, -0.01, -0.2, 0.0],
+            "delta_auroc": [0.1, -0.01, -0.2, -0.0001],
             "lo": [0.05, -0.05, -0.3, -0.02],
             "hi": [0.15, 0.03, -0.1, 0.02],
             "p_value": [0.001, 0.5, 0.001, 0.9],
@@ -149,14 +149,43 @@ def test_comparison_summary_counts_outcomes_per_method():
         }
     )
     s = tables.comparison_summary(comp).set_index("method")
-    assert s.loc["SE", ["runs", "win", "tie", "loss"]].tolist() == [3, 1, 2, 0]
-    assert s.loc["DSE", ["runs", "win", "tie", "loss"]].tolist() == [1, 0, 0, 1]
+    assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
+    assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
+    # an undefined difference (one correctness class) is written "tie" with a note; it is not counted as one
+    undefined = tables.comparison_summary(comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0])).set_index("method")
+    assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
     assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
     assert "Holm" in tables.comparison_summary_html(comp)
     assert "loss" in tables.comparisons_html(comp, "r1")
+    grid = tables.comparison_grid(comp).set_index("method")
+    assert grid.loc["SE", "r1"] == (0.1, "win") and grid.loc["DSE", "r1"] == (-0.2, "loss")
+    assert grid.loc["DSE", "r2"] is None  # DSE was not compared in r2
+    page = tables.comparison_grid_html(comp, {"r1": "first run"})
+    assert (
+        "first run" in page and "+0.100▲" in page and "-0.200▼" in page and "-0.010<" in page and "-0.000" not in page
+    )
     with pytest.raises(ValueError, match="unknown outcome"):
         tables.comparison_summary(comp.assign(outcome="better"))
     assert tables.comparison_summary(comp.iloc[:0]).empty
+
+
+def test_comparisons_show_a_zero_p_value_at_the_bootstrap_resolution():
+    comp = pd.DataFrame(
+        {
+            "method": ["SE", "DSE"],
+            "reference": ["Shap", "Shap"],
+            "delta_auroc": [0.1, -0.01],
+            "lo": [0.05, -0.05],
+            "hi": [0.15, 0.03],
+            "p_value": [0.0, 0.5],
+            "p_holm": [0.0, 0.5],
+            "outcome": ["win", "tie"],
+            "run": ["r1", "r1"],
+            "n_boot": [500.0, 500.0],
+        }
+    )
+    page = tables.comparisons_html(comp, "r1")
+    assert "&lt; 0.004" in page and "0.500" in page and "0.000" not in page
 
 
 def test_selection_pivot_and_csv_loading(tmp_path):
@@ -173,7 +202,12 @@ def test_selection_pivot_and_csv_loading(tmp_path):
     (tmp_path / "r1" / "comparisons.csv").write_text("method,reference\nSE,Shap\n")
     with pytest.raises(ValueError, match="missing columns"):
         tables.load_comparisons([tmp_path / "r1"])
-    assert "0.50" in tables.selection_html(sel)
+    r1, r2 = dict.fromkeys(sel["run"])
+    page = tables.selection_html(sel, {r1: "first run", r2: "second run"})
+    assert "0.50" in page and "[0.00, 1.00]" in page
+    assert page.index("first run") < page.index("second run") and page.index(">first<") < page.index(">min_phi<")
+    not_applicable = tables.selection_html(sel.assign(accuracy=[math.nan, 0.5, 0.6, 0.7], lo=math.nan))
+    assert '<td class="num">–</td>' in not_applicable and "nan" not in not_applicable
 
 
 def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
@@ -184,3 +218,13 @@ def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
     est = tables.cost_estimate([["L-7B"], ["L-13B", "Q-14B"]], 8000)
     assert list(est["gpu_gb"]) == [24.0, 40.0]
     assert "Estimate, not measured" in tables.cost_estimate_html([["L-7B"]], 8000)
+
+
+def test_load_comparisons_reads_each_runs_bootstrap_size(tmp_path):
+    run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
+    comp = tables.load_comparisons([run])
+    assert not comp.empty and set(comp["n_boot"]) == {
+        float(json.loads((run / "config.json").read_text())["config"]["scoring"]["n_boot"])
+    }
+    (tmp_path / "comparisons.csv").write_text((run / "comparisons.csv").read_text())
+    assert tables.load_comparisons([tmp_path])["n_boot"].isna().all()  # no config.json: resolution unknown

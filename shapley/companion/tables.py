@@ -766,6 +766,42 @@ def selection_pivot(selection: pd.DataFrame) -> pd.DataFrame:
     return wide.reindex(order).reset_index()
 
 
+def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
+    """How many comparisons of ``comparisons.csv`` rows are ``win``, ``tie``, ``loss`` and ``undefined`` (no
+    AUROC difference: one correctness class), over all runs; keys in that order."""
+    outcome = comparisons["outcome"].where(comparisons["delta_auroc"].notna(), "undefined")
+    return {k: int((outcome == k).sum()) for k in ("win", "tie", "loss", "undefined")}
+
+
+def selection_head_to_head(selection: pd.DataFrame, strategy: str = "min_phi") -> pd.DataFrame:
+    """``strategy``'s accuracy against each other strategy over the runs where both apply (point estimates).
+
+    Columns: against, runs, higher, equal, lower (counts of runs where ``strategy`` is higher, equal or lower),
+    overlapping (runs where the two bootstrap intervals overlap, so the difference is not established).
+    """
+    wide = selection.dropna(subset=["accuracy"]).set_index(["run", "strategy"])
+    rows = []
+    for other in dict.fromkeys(selection["strategy"]):
+        if other == strategy:
+            continue
+        runs = [r for r in dict.fromkeys(selection["run"]) if (r, strategy) in wide.index and (r, other) in wide.index]
+        a = [wide.loc[(r, strategy)] for r in runs]
+        b = [wide.loc[(r, other)] for r in runs]
+        d = [x["accuracy"] - y["accuracy"] for x, y in zip(a, b, strict=True)]
+        overlap = sum(bool(x["lo"] <= y["hi"] and y["lo"] <= x["hi"]) for x, y in zip(a, b, strict=True))
+        rows.append(
+            {
+                "against": other,
+                "runs": len(runs),
+                "higher": sum(v > 1e-12 for v in d),
+                "equal": sum(abs(v) <= 1e-12 for v in d),
+                "lower": sum(v < -1e-12 for v in d),
+                "overlapping": overlap,
+            }
+        )
+    return pd.DataFrame(rows, columns=["against", "runs", "higher", "equal", "lower", "overlapping"])
+
+
 def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
     """The accuracy of each strategy's answer for readers: one row per run (``labels``: short run names), one
     column per strategy, accuracy to 2 decimals with its bootstrap interval below."""

@@ -228,3 +228,22 @@ def test_load_comparisons_reads_each_runs_bootstrap_size(tmp_path):
     }
     (tmp_path / "comparisons.csv").write_text((run / "comparisons.csv").read_text())
     assert tables.load_comparisons([tmp_path])["n_boot"].isna().all()  # no config.json: resolution unknown
+
+
+def test_outcome_counts_and_selection_head_to_head():
+    comp = pd.DataFrame(
+        {"outcome": ["win", "tie", "loss", "tie"], "delta_auroc": [0.1, 0.0, -0.2, math.nan], "run": ["a"] * 4}
+    )
+    assert tables.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
+    sel = pd.DataFrame(
+        {
+            "run": ["r1"] * 3 + ["r2"] * 3,
+            "strategy": ["first", "greedy", "min_phi"] * 2,
+            "accuracy": [0.4, math.nan, 0.5, 0.6, 0.6, 0.6],
+            "lo": [0.3, math.nan, 0.45, 0.5, 0.5, 0.5],
+            "hi": [0.44, math.nan, 0.55, 0.7, 0.7, 0.7],
+        }
+    )
+    h = tables.selection_head_to_head(sel, "min_phi").set_index("against")
+    assert h.loc["first"].tolist() == [2, 1, 1, 0, 1]  # r1: higher, intervals apart; r2: equal, overlapping
+    assert h.loc["greedy"].tolist() == [1, 0, 1, 0, 1]  # greedy does not apply in r1

@@ -695,7 +695,7 @@ def comparisons_html(comparisons: pd.DataFrame, run: str) -> Html:
         Col("delta_auroc", "Δ AUROC", decimals=3),
         Col("lo", "95% low", decimals=3),
         Col("hi", "95% high", decimals=3),
-        Col("p_text", "Holm p"),
+        Col("p_text", "Holm p", decimals=3),  # text already formatted by p_value_text; numeric alignment
         Col("outcome_text", "Outcome", raw=True),
     ]
     caption = (

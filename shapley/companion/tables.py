@@ -173,6 +173,12 @@ MARKS: Mapping[str, str] = {
 }
 
 
+def _with_interval(value: float, lo: float, hi: float, *, decimals: int) -> str:
+    """HTML cell text: ``value`` over a small "[lo, hi]" (2 decimals), the interval left out when ``lo`` is NaN."""
+    ci = "" if math.isnan(lo) else f'<br><span class="ci">[{lo:.2f}, {hi:.2f}]</span>'
+    return f"{value:.{decimals}f}{ci}"
+
+
 def _measured_cells(g: pd.DataFrame, run_dir: str, methods: Sequence[str]) -> dict[str, str]:
     """HTML cell per method for one run: "AUROC" over a small "[lo, hi]", or a mark from :data:`MARKS`."""
     skipped = load_skipped(run_dir)
@@ -182,8 +188,7 @@ def _measured_cells(g: pd.DataFrame, run_dir: str, methods: Sequence[str]) -> di
     for m in methods:
         r = got.get(m)
         if r is not None and not math.isnan(r["auroc"]):
-            ci = "" if math.isnan(r["lo"]) else f'<br><span class="ci">[{r["lo"]:.2f}, {r["hi"]:.2f}]</span>'
-            cells[m] = f"{r['auroc']:.3f}{ci}"
+            cells[m] = _with_interval(r["auroc"], r["lo"], r["hi"], decimals=3)
         elif r is not None:
             cells[m] = '<span class="mark">undefined</span>'
         elif PAPER_ALIASES.get(m, m) in why:
@@ -610,7 +615,7 @@ def load_comparisons(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
     """The ``comparisons.csv`` of every run that has one, stacked, with columns ``run`` and ``n_boot`` (the run's
     bootstrap resamples from its config.json, NaN where unknown); empty if no run has one."""
     frames = _read_csvs(run_dirs, "comparisons.csv", COMPARISON_COLUMNS)
-    resamples = {_relative(d): _n_boot(d) for d in run_dirs}
+    resamples = {_relative(d): _n_boot(d) for d in run_dirs if (Path(d) / "comparisons.csv").exists()}
     return frames.assign(n_boot=[resamples.get(r, math.nan) for r in frames["run"]])
 
 
@@ -640,6 +645,11 @@ def load_selection(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     return _read_csvs(run_dirs, "selection.csv", SELECTION_COLUMNS)
 
 
+def _outcomes(comparisons: pd.DataFrame) -> pd.Series:
+    """Each row's outcome as written, but ``undefined`` where its AUROC difference is undefined (NaN)."""
+    return comparisons["outcome"].where(comparisons["delta_auroc"].notna(), "undefined")
+
+
 def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Wins, ties and losses of each method against its reference, counted over runs.
 
@@ -654,8 +664,7 @@ def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
     bad = set(comparisons["outcome"]) - {"win", "tie", "loss"}
     if bad:
         raise ValueError(f"comparisons.csv: unknown outcome(s) {sorted(bad)}; expected win, tie or loss")
-    outcome = comparisons["outcome"].where(comparisons["delta_auroc"].notna(), "undefined")
-    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], outcome)
+    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], _outcomes(comparisons))
     counts = counts.reindex(columns=cols[3:], fill_value=0).reset_index()
     counts.insert(2, "runs", counts[cols[3:]].sum(axis=1))
     order = (counts["win"] - counts["loss"]).sort_values(ascending=False, kind="stable").index
@@ -742,7 +751,8 @@ def comparison_grid_html(comparisons: pd.DataFrame, labels: Mapping[str, str] | 
                 row[run] = "–"
                 continue
             delta, outcome = cell
-            text = "na" if math.isnan(delta) else f"{delta:+.3f}".replace("-0.000", "0.000").replace("+0.000", "0.000")
+            shown = round(delta, 3)
+            text = "na" if math.isnan(delta) else (f"{shown:+.3f}" if shown else "0.000")
             text += _OUTCOME_MARK.get(outcome, "")
             row[run] = f'<span class="outcome-{html.escape(outcome)}">{html.escape(text)}</span>'
         rows.append(row)
@@ -769,7 +779,7 @@ def selection_pivot(selection: pd.DataFrame) -> pd.DataFrame:
 def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
     """How many comparisons of ``comparisons.csv`` rows are ``win``, ``tie``, ``loss`` and ``undefined`` (no
     AUROC difference: one correctness class), over all runs; keys in that order."""
-    outcome = comparisons["outcome"].where(comparisons["delta_auroc"].notna(), "undefined")
+    outcome = _outcomes(comparisons)
     return {k: int((outcome == k).sum()) for k in ("win", "tie", "loss", "undefined")}
 
 
@@ -811,8 +821,9 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
     for run, group in selection.groupby("run", sort=False):
         row: dict[str, Any] = {"run": labels.get(str(run), str(run))}
         for r in group.to_dict("records"):
-            ci = "" if math.isnan(r["lo"]) else f'<br><span class="ci">[{r["lo"]:.2f}, {r["hi"]:.2f}]</span>'
-            row[r["strategy"]] = "–" if math.isnan(r["accuracy"]) else f"{r['accuracy']:.2f}{ci}"
+            row[r["strategy"]] = (
+                "–" if math.isnan(r["accuracy"]) else _with_interval(r["accuracy"], r["lo"], r["hi"], decimals=2)
+            )
         rows.append(row)
     cols = [Col("run", "Run")] + [Col(s, s, raw=True, decimals=2) for s in strategies]
     caption = (

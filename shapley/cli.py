@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from shapley.pipeline import evaluate, experiment, merge
+from shapley.pipeline import evaluate, experiment, merge, report
 from shapley.pipeline import score as _score
 from shapley.pipeline.config import (
     DEFAULT_ENTAILMENT,
@@ -34,7 +34,6 @@ from shapley.pipeline.config import (
 )
 from shapley.pipeline.data import DATASETS
 from shapley.pipeline.samples import REFERENCE_FIELDS
-from shapley.pipeline.store import atomic_write_text
 
 
 def _methods(text: str) -> list[str]:
@@ -379,18 +378,17 @@ def _cmd_report(a: argparse.Namespace) -> int:
     if a.output is None:
         print(md, end="")
     else:
-        print(f"wrote {a.output} and its .csv")
+        print("wrote " + " and ".join(str(f) for f in report.report_files(a.output)))
     return 0
 
 
 def _cmd_beta_sweep(a: argparse.Namespace) -> int:
     betas = evaluate.TABLE5_BETAS if a.betas is None else a.betas
-    summary, per_q = evaluate.beta_table(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot)
-    out = Path(a.output) if a.output else Path(a.run_dir) / "beta_sweep.csv"
-    atomic_write_text(out, summary.to_csv(index=False))
-    atomic_write_text(out.with_name(out.stem + "_per_question.csv"), evaluate.csv_text(per_q))
+    summary, paths = evaluate.write_beta_sweep(
+        a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output
+    )
     print(evaluate.markdown_table(summary, digits=5))
-    print(f"wrote {out}")
+    print("wrote " + " and ".join(str(f) for f in paths))
     return 0
 
 

@@ -7,6 +7,13 @@ Comparing two methods on the same m questions: :func:`paired_bootstrap` (any met
 questions for both methods, a percentile interval of the difference and a two-sided p-value),
 :func:`delong_test` (AUROC only, DeLong et al. 1988's asymptotic test for correlated AUROCs) and :func:`holm`
 (Holm's step-down adjustment of several p-values, e.g. every method against one reference).
+:func:`bootstrap_interval` and :func:`paired_interval` give percentile intervals whose resample count grows
+until each end's Monte-Carlo standard error (:func:`quantile_mcse`, Maritz-Jarrett) is at most a target.
+
+Ties: every function here rounds the uncertainty scores once to :data:`SCORE_DIGITS` significant digits
+(:func:`round_scores`) before ranking them, so that scores equal in exact arithmetic but apart by round-off
+(a few units in the last place) are ranked as ties, whatever the order of the floating-point operations that
+produced them.
 """
 
 from __future__ import annotations
@@ -18,34 +25,18 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import norm, rankdata
+from scipy.stats import beta as beta_distribution
+from scipy.stats import rankdata
 
-from shapley.core import validate
+from shapley.core.paired import DeLongResult as DeLongResult
+from shapley.core.paired import delong_test as delong_test
+from shapley.core.paired import holm as holm
+from shapley.core.ranks import SCORE_DIGITS as SCORE_DIGITS
+from shapley.core.ranks import checked_inputs as _inputs
+from shapley.core.ranks import one_class as _one_class
+from shapley.core.ranks import round_scores as round_scores
 
 Metric = Callable[[ArrayLike, ArrayLike], float]
-
-
-def _inputs(
-    uncertainty: ArrayLike, correct: ArrayLike, name: str = "uncertainty"
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    u = validate.score_vector(uncertainty, name)
-    c = validate.label_vector(correct, "correct")
-    if u.shape != c.shape:
-        raise ValueError(f"{name} and correct must have the same length; got {u.shape[0]} and {c.shape[0]}")
-    if u.size == 0:
-        raise ValueError(f"{name} is empty: no questions to evaluate")
-    return u, c
-
-
-def _one_class(c: NDArray[np.bool_], name: str) -> bool:
-    if c.all() or not c.any():
-        warnings.warn(
-            f"{name} is undefined: all {c.size} answers are {'correct' if c.all() else 'incorrect'}; returning NaN",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return True
-    return False
 
 
 def auroc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
@@ -151,18 +142,280 @@ def bootstrap_ci(
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
     u, c = _inputs(uncertainty, correct)
     rng = np.random.default_rng(seed)
-    stats = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for _ in range(int(n_boot)):
-            idx = rng.integers(0, u.size, u.size)
-            stats.append(metric(u[idx], c[idx]))
-    s = np.asarray(stats)
+    s = _resampled(metric, u, c, _draw(rng, u.size, int(n_boot)))
     s = s[np.isfinite(s)]
     if s.size == 0:
         return float("nan"), float("nan")
     lo, hi = np.quantile(s, [alpha / 2.0, 1.0 - alpha / 2.0])
     return float(lo), float(hi)
+
+
+_CHUNK = 4096
+"""Resamples handled at once (bounds the memory of the vectorised AUROC to a few (4096, m) arrays)."""
+
+
+def _draw(rng: np.random.Generator, m: int, n: int) -> NDArray[np.int64]:
+    """``n`` resamples of m question positions: the same draws as n calls of ``rng.integers(0, m, m)``."""
+    return rng.integers(0, m, (n, m))
+
+
+def _auroc_rows(u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.int64]) -> NDArray[np.float64]:
+    """:func:`auroc` of ``u[idx], c[idx]`` for every row idx of ``rows``, vectorised, bit for bit the same.
+
+    A resample weighs each question by how often it is drawn; the Mann-Whitney count (ties 1/2) is then a sum of
+    products of integers and halves, exact in float64 like :func:`auroc`'s midrank sum, and divided by the same
+    product of class sizes. NaN where a resample holds one class only.
+    """
+    m = u.size
+    order = np.argsort(u, kind="stable")
+    us, cs = u[order], c[order]
+    starts = np.flatnonzero(np.r_[True, us[1:] != us[:-1]])
+    out = np.empty(rows.shape[0], dtype=np.float64)
+    for i in range(0, rows.shape[0], _CHUNK):
+        chunk = rows[i : i + _CHUNK]
+        k = chunk.shape[0]
+        flat = (chunk + m * np.arange(k, dtype=np.int64)[:, None]).ravel()
+        w = np.bincount(flat, minlength=k * m).reshape(k, m)[:, order].astype(np.float64)
+        wrong = np.add.reduceat(np.where(cs, 0.0, w), starts, axis=1)
+        right = np.add.reduceat(np.where(cs, w, 0.0), starts, axis=1)
+        below = np.cumsum(right, axis=1) - right
+        u_stat = (wrong * (below + 0.5 * right)).sum(axis=1)
+        n_wrong, n_right = wrong.sum(axis=1), right.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            a = u_stat / (n_wrong * n_right)
+        a[(n_wrong == 0) | (n_right == 0)] = np.nan
+        out[i : i + k] = a
+    return out
+
+
+def accuracy(uncertainty: ArrayLike, correct: ArrayLike) -> float:
+    """Share of correct answers; ``uncertainty`` is ignored (a metric for bootstrapping an accuracy).
+
+    Examples:
+        >>> accuracy([0.0, 0.0, 0.0, 0.0], [True, False, True, True])
+        0.75
+    """
+    _, c = _inputs(uncertainty, correct)
+    return float(np.mean(c))
+
+
+def _accuracy_rows(c: NDArray[np.bool_], rows: NDArray[np.int64]) -> NDArray[np.float64]:
+    """:func:`accuracy` of ``c[idx]`` for every row idx of ``rows`` (the same integer sum divided by m)."""
+    m = c.size
+    out = np.empty(rows.shape[0], dtype=np.float64)
+    for i in range(0, rows.shape[0], _CHUNK):
+        chunk = rows[i : i + _CHUNK]
+        k = chunk.shape[0]
+        flat = (chunk + m * np.arange(k, dtype=np.int64)[:, None]).ravel()
+        w = np.bincount(flat, minlength=k * m).reshape(k, m)
+        out[i : i + k] = (w @ c.astype(np.int64)).astype(np.float64) / m
+    return out
+
+
+def _resampled(
+    metric: Metric, u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.int64] | list[NDArray[np.int64]]
+) -> NDArray[np.float64]:
+    """``metric(u[idx], c[idx])`` for every resample idx (NaN where undefined); :func:`auroc` vectorised."""
+    if metric is auroc:
+        return _auroc_rows(u, c, np.asarray(rows, dtype=np.int64).reshape(-1, u.size))
+    if metric is accuracy:
+        return _accuracy_rows(c, np.asarray(rows, dtype=np.int64).reshape(-1, u.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.array([metric(u[idx], c[idx]) for idx in rows], dtype=np.float64)
+
+
+def quantile_mcse(samples: ArrayLike, q: float) -> float:
+    """Maritz-Jarrett estimate of the standard error of the sample ``q``-quantile of ``samples``.
+
+    With the B samples sorted, ``M = floor(q B + 1/2)`` and weights ``W_i = I(i/B) - I((i-1)/B)`` of the
+    regularised incomplete beta function with parameters ``(M - 1, B - M)``, the error is
+    ``sqrt(sum W_i (x_(i) - x_(M))**2 - (sum W_i (x_(i) - x_(M)))**2)`` (Wilcox, *Introduction to Robust
+    Estimation*, 3.5.3). Used here as the Monte-Carlo standard error of a bootstrap interval's end.
+
+    Args:
+        samples: (B,) finite values, B >= 2. q: in (0, 1).
+
+    Examples:
+        >>> x = np.random.default_rng(0).normal(size=20000)  # sd of the 2.5 % quantile: about 0.019
+        >>> round(quantile_mcse(x, 0.025), 3)
+        0.019
+        >>> quantile_mcse(np.ones(100), 0.5)
+        0.0
+    """
+    x = np.sort(np.asarray(samples, dtype=np.float64))
+    n = x.size
+    if n < 2 or not 0.0 < q < 1.0:
+        raise ValueError(f"quantile_mcse needs at least 2 samples and q in (0, 1); got {n} and {q!r}")
+    mm = min(max(int(math.floor(q * n + 0.5)), 2), n - 1)
+    # The weights vanish (below 1e-30) beyond 12 binomial standard deviations of the order statistic M.
+    half = int(math.ceil(12.0 * math.sqrt(q * (1.0 - q) * n))) + 2
+    lo, hi = max(mm - half, 0), min(mm + half, n)
+    w = np.diff(beta_distribution.cdf(np.arange(lo, hi + 1) / n, mm - 1, n - mm))
+    d = x[lo:hi] - x[mm - 1]
+    c1, c2 = float(w @ d), float(w @ (d * d))
+    return math.sqrt(max(c2 - c1 * c1, 0.0))
+
+
+MCSE_TARGET = 0.002
+"""Largest Monte-Carlo standard error of an interval end that :func:`bootstrap_interval` aims for."""
+
+MAX_BOOT = 2**16
+"""Most resamples :func:`bootstrap_interval` and :func:`paired_interval` draw (then the error is recorded as is)."""
+
+MIN_BOOT = 100
+"""Fewest resamples an interval may start from."""
+
+
+class BootstrapInterval(NamedTuple):
+    """A percentile interval ``[lo, hi]``, the Monte-Carlo standard errors of its ends and the resamples used."""
+
+    lo: float
+    hi: float
+    lo_mcse: float
+    hi_mcse: float
+    n_boot: int
+
+
+def _check_boot(n_boot: int, alpha: float, mcse: float, max_boot: int) -> None:
+    for name, v in (("n_boot", n_boot), ("max_boot", max_boot)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < MIN_BOOT:
+            raise ValueError(f"{name} must be an integer >= {MIN_BOOT} (bootstrap resamples); got {v!r}")
+    if max_boot < n_boot:
+        raise ValueError(f"max_boot must be >= n_boot; got {max_boot} < {n_boot}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+    if not (isinstance(mcse, (int, float)) and not isinstance(mcse, bool) and mcse > 0 and math.isfinite(mcse)):
+        raise ValueError(f"mcse must be a positive number; got {mcse!r}")
+
+
+def _adaptive(
+    stats: Callable[[NDArray[np.int64]], NDArray[np.float64]],
+    m: int,
+    *,
+    n_boot: int,
+    alpha: float,
+    seed: int | None,
+    mcse: float,
+    max_boot: int,
+) -> BootstrapInterval:
+    """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``mcse``."""
+    rng = np.random.default_rng(seed)
+    values: list[NDArray[np.float64]] = []
+    total, target = 0, int(n_boot)
+    while True:
+        values.append(stats(_draw(rng, m, target - total)))
+        total = target
+        s = np.concatenate(values)
+        s = s[np.isfinite(s)]
+        if s.size < 2:
+            return BootstrapInterval(math.nan, math.nan, math.nan, math.nan, total)
+        q = (alpha / 2.0, 1.0 - alpha / 2.0)
+        lo, hi = np.quantile(s, q)
+        e_lo, e_hi = quantile_mcse(s, q[0]), quantile_mcse(s, q[1])
+        if max(e_lo, e_hi) <= mcse or total >= max_boot:
+            return BootstrapInterval(float(lo), float(hi), e_lo, e_hi, total)
+        # The error falls as 1/sqrt(resamples): ask for what should reach the target (with 20 % to spare), at
+        # least twice as many, at most max_boot; rounded up to a multiple of n_boot.
+        want = 1.2 * total * (max(e_lo, e_hi) / mcse) ** 2
+        target = min(max(2 * total, int(math.ceil(want / n_boot)) * int(n_boot)), int(max_boot))
+
+
+def bootstrap_interval(
+    metric: Metric,
+    uncertainty: ArrayLike,
+    correct: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int | None = 0,
+    mcse: float = MCSE_TARGET,
+    max_boot: int = MAX_BOOT,
+) -> BootstrapInterval:
+    """Percentile bootstrap interval of ``metric(uncertainty, correct)`` with enough resamples for its ends.
+
+    Starts from ``n_boot`` resamples (the draws of :func:`bootstrap_ci` with the same seed) and draws more,
+    continuing the same seeded stream, until the Maritz-Jarrett standard error (:func:`quantile_mcse`) of both
+    ends is at most ``mcse``, or ``max_boot`` resamples are drawn; the errors reached are returned either way.
+    Each round at least doubles the count, to what the error's 1/sqrt(B) decay predicts for the target with
+    20 % to spare (a multiple of ``n_boot``), so the count is a deterministic function of the inputs and seed.
+    Resamples where the metric is NaN are dropped; all NaN (and n_boot as drawn) when fewer than 2 remain.
+
+    Examples:
+        >>> rng = np.random.default_rng(0)
+        >>> correct = rng.random(300) < 0.5
+        >>> u = rng.normal(size=300) - correct
+        >>> r = bootstrap_interval(auroc, u, correct)
+        >>> bool(r.lo < auroc(u, correct) < r.hi), r.n_boot >= 1000, max(r.lo_mcse, r.hi_mcse) <= 0.002
+        (True, True, True)
+    """
+    _check_boot(n_boot, alpha, mcse, max_boot)
+    u, c = _inputs(uncertainty, correct)
+    return _adaptive(
+        lambda rows: _resampled(metric, u, c, rows),
+        u.size,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        mcse=mcse,
+        max_boot=max_boot,
+    )
+
+
+class PairedInterval(NamedTuple):
+    """``delta = metric(a) - metric(b)`` and its paired percentile interval (see :func:`paired_interval`)."""
+
+    delta: float
+    lo: float
+    hi: float
+    lo_mcse: float
+    hi_mcse: float
+    n_boot: int
+
+
+def paired_interval(
+    metric: Metric,
+    u_a: ArrayLike,
+    u_b: ArrayLike,
+    correct: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int | None = 0,
+    mcse: float = MCSE_TARGET,
+    max_boot: int = MAX_BOOT,
+) -> PairedInterval:
+    """:func:`paired_bootstrap`'s interval of the difference, with :func:`bootstrap_interval`'s resample rule.
+
+    Intervals only: no p-value (significance is DeLong's test, :func:`delong_test`). Everything but ``delta`` is
+    NaN when ``delta`` is.
+
+    Examples:
+        >>> rng = np.random.default_rng(1)
+        >>> correct = rng.random(400) < 0.5
+        >>> good, poor = rng.normal(size=400) - correct, rng.normal(size=400) - 0.3 * correct
+        >>> r = paired_interval(auroc, good, poor, correct)
+        >>> bool(r.lo < r.delta < r.hi), max(r.lo_mcse, r.hi_mcse) <= 0.002
+        (True, True)
+    """
+    _check_boot(n_boot, alpha, mcse, max_boot)
+    ua, c = _inputs(u_a, correct, "u_a")
+    ub, _ = _inputs(u_b, correct, "u_b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        delta = float(metric(ua, c) - metric(ub, c))
+    if math.isnan(delta):
+        return PairedInterval(delta, math.nan, math.nan, math.nan, math.nan, 0)
+    r = _adaptive(
+        lambda rows: _resampled(metric, ua, c, rows) - _resampled(metric, ub, c, rows),
+        c.size,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+        mcse=mcse,
+        max_boot=max_boot,
+    )
+    return PairedInterval(delta, *r)
 
 
 class PairedComparison(NamedTuple):
@@ -183,8 +436,7 @@ def _resamples(
 ) -> list[NDArray[np.int64]] | NDArray[np.int64]:
     """Explicit (B, m) resample indices, validated, or ``n_boot`` draws as :func:`bootstrap_ci` makes them."""
     if indices is None:
-        rng = np.random.default_rng(seed)
-        return [rng.integers(0, m, m) for _ in range(n_boot)]
+        return _draw(np.random.default_rng(seed), m, n_boot)
     idx = np.asarray(indices)
     if idx.ndim != 2 or idx.shape[0] < 1 or idx.shape[1] != m:
         raise ValueError(f"indices must be a (B, m) array with B >= 1 and m = {m} questions; got shape {idx.shape}")
@@ -256,110 +508,9 @@ def paired_bootstrap(
     delta = float(metric(ua, c) - metric(ub, c))
     if math.isnan(delta):
         return PairedComparison(delta, math.nan, math.nan, math.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        d = np.array([metric(ua[idx], c[idx]) - metric(ub[idx], c[idx]) for idx in rows], dtype=np.float64)
+    d = _resampled(metric, ua, c, rows) - _resampled(metric, ub, c, rows)
     d = d[np.isfinite(d)]
     if d.size == 0:
         return PairedComparison(delta, math.nan, math.nan, math.nan)
     lo, hi = np.quantile(d, [alpha / 2.0, 1.0 - alpha / 2.0])
     return PairedComparison(delta, float(lo), float(hi), _two_sided_p(delta, d))
-
-
-def holm(p_values: ArrayLike) -> NDArray[np.float64]:
-    """Holm-Bonferroni adjusted p-values (step-down, family-wise error), in the input order.
-
-    With the k non-NaN p-values sorted ascending, ``p_(i)`` becomes ``max_{j <= i} min(1, (k - j + 1) p_(j))``
-    (1-based), so the adjusted values are monotone in the raw ones and at most 1. NaN entries (tests that could
-    not be run) pass through and do not count in k. Rejecting where the adjusted value is below ``alpha``
-    controls the family-wise error rate at ``alpha``.
-
-    Args:
-        p_values: (k,) p-values in [0, 1], NaN allowed.
-
-    Returns:
-        (k,) adjusted p-values.
-
-    Examples:
-        >>> holm([0.01, 0.04, 0.03, 0.005]).tolist()
-        [0.03, 0.06, 0.06, 0.02]
-        >>> holm([0.2, float("nan"), 0.6]).tolist()
-        [0.4, nan, 0.6]
-    """
-    try:
-        p = np.asarray(p_values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"p_values must be a 1-D sequence of numbers; got {type(p_values).__name__}") from exc
-    if p.ndim != 1:
-        raise ValueError(f"p_values must be 1-D; got shape {p.shape}")
-    ok = ~np.isnan(p)
-    if np.any((p[ok] < 0.0) | (p[ok] > 1.0)):
-        raise ValueError(f"p_values must lie in [0, 1] (or be NaN); got {p[ok & ((p < 0) | (p > 1))].tolist()}")
-    out = np.full(p.shape, np.nan)
-    order = np.flatnonzero(ok)[np.argsort(p[ok], kind="stable")]
-    k = order.size
-    out[order] = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * p[order]))
-    return out
-
-
-class DeLongResult(NamedTuple):
-    """DeLong's test of two correlated AUROCs: ``delta = AUROC(a) - AUROC(b)``, its z statistic, two-sided p."""
-
-    delta: float
-    z: float
-    p_value: float
-
-
-def _placements(u: NDArray[np.float64], c: NDArray[np.bool_]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """DeLong's structural components from midranks (Sun & Xu 2014): (V10 per incorrect, V01 per correct) answer.
-
-    ``V10[i]`` is the share of correct answers that incorrect answer i is more uncertain than (ties 1/2);
-    ``V01[j]`` the share of incorrect answers more uncertain than correct answer j. Both average to the AUROC.
-    """
-    wrong, right = u[~c], u[c]
-    all_ranks = rankdata(u)
-    v10 = (all_ranks[~c] - rankdata(wrong)) / right.size
-    v01 = 1.0 - (all_ranks[c] - rankdata(right)) / wrong.size
-    return v10, v01
-
-
-def delong_test(u_a: ArrayLike, u_b: ArrayLike, correct: ArrayLike) -> DeLongResult:
-    """DeLong, DeLong & Clarke-Pearson (1988) two-sided test for the AUROCs of two methods on the same questions.
-
-    With ``V10``/``V01`` the structural components of each method (:func:`auroc`'s orientation: an incorrect
-    answer is the "positive"), ``S10`` and ``S01`` their 2 x 2 sample covariance matrices over incorrect and
-    over correct answers, the difference has variance ``var = w' (S10 / n_incorrect + S01 / n_correct) w`` with
-    ``w = (1, -1)``; ``z = delta / sqrt(var)`` and ``p = 2 (1 - Phi(|z|))``. A zero variance (e.g. both
-    rankings perfect) gives ``z = 0, p = 1`` when the AUROCs agree and ``z = +-inf, p = 0`` when they differ.
-    Needs at least two answers in each class; otherwise all three fields are NaN, with a ``RuntimeWarning``.
-
-    Args:
-        u_a, u_b: (m,) finite uncertainty scores of methods a and b. correct: (m,) booleans.
-
-    Examples:
-        >>> correct = [True, True, True, False, False, False]
-        >>> r = delong_test([0.1, 0.2, 0.3, 0.7, 0.8, 0.9], [0.1, 0.8, 0.3, 0.7, 0.2, 0.9], correct)
-        >>> round(r.delta, 4), round(r.z, 4), round(r.p_value, 4)
-        (0.3333, 1.2247, 0.2207)
-    """
-    ua, c = _inputs(u_a, correct, "u_a")
-    ub, _ = _inputs(u_b, correct, "u_b")
-    n_right, n_wrong = int(c.sum()), int((~c).sum())
-    if min(n_right, n_wrong) < 2:
-        warnings.warn(
-            f"DeLong's test needs at least two correct and two incorrect answers; got {n_right} and {n_wrong}. "
-            "Returning NaN",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return DeLongResult(math.nan, math.nan, math.nan)
-    (v10a, v01a), (v10b, v01b) = _placements(ua, c), _placements(ub, c)
-    delta = float(np.mean(v10a) - np.mean(v10b))
-    S = np.cov(np.vstack([v10a, v10b])) / n_wrong + np.cov(np.vstack([v01a, v01b])) / n_right
-    var = float(S[0, 0] + S[1, 1] - 2.0 * S[0, 1])
-    if var <= 0.0:
-        return (
-            DeLongResult(delta, 0.0, 1.0) if delta == 0.0 else DeLongResult(delta, math.copysign(math.inf, delta), 0.0)
-        )
-    z = delta / math.sqrt(var)
-    return DeLongResult(delta, z, float(2.0 * norm.sf(abs(z))))

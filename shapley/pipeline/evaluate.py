@@ -9,19 +9,28 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
   :data:`EXTRA_COLUMNS`. ``n`` is the number of questions the method was evaluated on (a method skipped on
   some questions is evaluated on the others; ER on its held-out half) and ``accuracy`` the share of correct
   answers among those n. AUROC is :func:`shapley.core.metrics.auroc` (P(an incorrect answer is more uncertain
-  than a correct one)); ``auroc_lo``/``auroc_hi`` its percentile bootstrap interval (``n_boot`` resamples,
-  95 %, seeded with the run's seed). ``+-inf`` scores (e.g. ``Shap`` of a singular R) are ranked at the
-  extremes (replaced by min - 1 / max + 1 of the finite scores, which leaves every rank-based metric
-  unchanged). ``note`` explains anything unusual.
+  than a correct one)); ``auroc_lo``/``auroc_hi`` its percentile bootstrap interval (95 %, seeded with the run's
+  seed; :func:`shapley.core.metrics.bootstrap_interval`: from the run's ``n_boot`` resamples, at least
+  :data:`shapley.core.metrics.MIN_BOOT`, doubled until each end's Monte-Carlo standard error
+  ``auroc_lo_mcse``/``auroc_hi_mcse`` is at most :data:`shapley.core.metrics.MCSE_TARGET`, at most
+  :data:`shapley.core.metrics.MAX_BOOT`; ``n_boot`` says how many). Scores are rounded to 12 significant
+  digits before ranking (:func:`shapley.core.metrics.round_scores`). ``+-inf`` scores (e.g. ``Shap`` of a
+  singular R) are ranked at the extremes (replaced by min - 1 / max + 1 of the finite scores, which leaves
+  every rank-based metric unchanged). ``note`` explains anything unusual.
 * ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
   n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
   as a row of NaNs in ``metrics.csv``.
 * ``comparisons.csv``: is the difference significant: each method against ``Shap`` on the questions both
-  scored, paired bootstrap of the AUROC difference, Holm-adjusted across the run's methods, ``outcome``
-  win / tie / loss (:func:`compare_methods`).
+  scored, DeLong's paired test Holm-adjusted across the run's methods deciding ``outcome`` win / tie / loss /
+  undefined, a paired bootstrap interval of the AUROC difference
+  (:func:`shapley.pipeline.comparisons.compare_methods`).
 * ``selection.csv``: which answer to return: per strategy (``first``, ``greedy``, ``largest_cluster``,
   ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
-  (:func:`shapley.pipeline.selection.selection_table`, from the stored score records).
+  (:func:`shapley.pipeline.selection.selection_table`, from the stored score records), and
+  ``selection_tests.csv``, McNemar's exact test between strategies
+  (:func:`shapley.pipeline.selection.selection_tests`).
+* ``derived.json``: the stage-file content each derived file was computed from
+  (:mod:`shapley.pipeline.derived`; :func:`shapley.pipeline.derived.stale_outputs`).
 
 Ids in CSV files: every CSV output with an ``id`` column writes it through :func:`csv_text`, which escapes
 an id that a spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a
@@ -29,8 +38,9 @@ carriage return) by prefixing a single quote, as spreadsheet tools expect; an id
 one more, so that :func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and
 ``"null"`` included, never a missing value).
 
-Across runs: :func:`runs_table` and :func:`report` (``python -m shapley report DIR...``); :func:`beta_table`
-recomputes Table 5's beta ablation from a run's stored entailment matrices.
+Across runs: :func:`shapley.pipeline.report.runs_table` and :func:`shapley.pipeline.report.report`
+(``python -m shapley report DIR...``), re-exported here; :func:`beta_table` recomputes Table 5's beta ablation
+from a run's stored entailment matrices and :func:`write_beta_sweep` writes it (``beta_sweep.csv``).
 """
 
 from __future__ import annotations
@@ -47,50 +57,22 @@ import numpy as np
 import pandas as pd
 
 from shapley.core import metrics
+from shapley.pipeline import derived, selection
 from shapley.pipeline import score as _score
-from shapley.pipeline import selection
+from shapley.pipeline.comparisons import COMPARISON_COLUMNS as COMPARISON_COLUMNS
+from shapley.pipeline.comparisons import REFERENCE_METHOD as REFERENCE_METHOD
+from shapley.pipeline.comparisons import SIGNIFICANCE as SIGNIFICANCE
+from shapley.pipeline.comparisons import compare_methods, rankable
 from shapley.pipeline.config import RunConfig
+from shapley.pipeline.report import EXTRA_COLUMNS as EXTRA_COLUMNS
+from shapley.pipeline.report import METRICS_COLUMNS as METRICS_COLUMNS
+from shapley.pipeline.report import load_metrics as load_metrics
+from shapley.pipeline.report import markdown_table as markdown_table
+from shapley.pipeline.report import report as report
+from shapley.pipeline.report import runs_table as runs_table
 from shapley.pipeline.store import STAGE_FILES, JsonlStore, RunDir, atomic_write_text, read_config, read_record
 
-METRICS_COLUMNS: tuple[str, ...] = (
-    "method",
-    "auroc",
-    "auroc_lo",
-    "auroc_hi",
-    "auarc",
-    "prr",
-    "n",
-    "accuracy",
-    "model",
-    "entailment",
-    "dataset",
-)
-
-
-EXTRA_COLUMNS: tuple[str, ...] = ("note", "entailment_is_stand_in", "n_questions", "n_skipped")
-
-
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
-
-
-COMPARISON_COLUMNS: tuple[str, ...] = (
-    "method",
-    "reference",
-    "delta_auroc",
-    "lo",
-    "hi",
-    "p_value",
-    "p_holm",
-    "outcome",
-    "delong_p",
-    "n",
-    "note",
-)
-"""Columns of ``comparisons.csv`` (see :func:`compare_methods`)."""
-
-REFERENCE_METHOD = "Shap"
-SIGNIFICANCE = 0.05
-"""A method wins or loses against the reference when its Holm-adjusted p-value is below this; else a tie."""
 
 
 TABLE5_BETAS: tuple[float, ...] = (
@@ -175,18 +157,6 @@ def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | 
     return pd.DataFrame(rows, columns=cols)
 
 
-def _rankable(u: np.ndarray) -> tuple[np.ndarray, int]:
-    """Replace +-inf by max+1 / min-1 of the finite values (rank-preserving); returns (array, n_inf)."""
-    u = np.asarray(u, dtype=np.float64).copy()
-    inf = np.isinf(u)
-    if inf.any():
-        fin = u[~inf]
-        lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 0.0)
-        u[np.isneginf(u)] = lo - 1.0
-        u[np.isposinf(u)] = hi + 1.0
-    return u, int(inf.sum())
-
-
 def method_metrics(
     uncertainty: Sequence[float] | np.ndarray,
     correct: Sequence[bool] | np.ndarray,
@@ -195,8 +165,10 @@ def method_metrics(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """AUROC with bootstrap CI, AUARC, PRR, n and accuracy of one method (NaN scores must be removed)."""
-    u, n_inf = _rankable(np.asarray(uncertainty, dtype=np.float64))
+    """AUROC with bootstrap CI (and its ends' MC errors, resamples drawn), AUARC, PRR, n and accuracy of one
+    method (NaN scores must be removed; ``n_boot``: the resamples to start from, at least
+    :data:`shapley.core.metrics.MIN_BOOT`)."""
+    u, n_inf = rankable(np.asarray(uncertainty, dtype=np.float64))
     c = np.asarray(correct, dtype=bool)
     notes = []
     if n_inf:
@@ -207,16 +179,21 @@ def method_metrics(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         auroc = metrics.auroc(u, c)
-        lo, hi = metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=n_boot, alpha=alpha, seed=seed)
+        ci = metrics.bootstrap_interval(
+            metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), alpha=alpha, seed=seed
+        )
         out = {
             "auroc": auroc,
-            "auroc_lo": lo,
-            "auroc_hi": hi,
+            "auroc_lo": ci.lo,
+            "auroc_hi": ci.hi,
             "auarc": metrics.auarc(u, c),
             "prr": metrics.prr(u, c),
             "n": int(u.size),
             "accuracy": float(c.mean()),
         }
+    out.update(auroc_lo_mcse=ci.lo_mcse, auroc_hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
+    if max(ci.lo_mcse, ci.hi_mcse) > metrics.MCSE_TARGET:
+        notes.append(f"interval ends' Monte-Carlo error above {metrics.MCSE_TARGET:g} after {ci.n_boot} resamples")
     out["note"] = "; ".join(notes)
     return out
 
@@ -279,66 +256,6 @@ def compute_metrics(
         )
     metrics = pd.DataFrame(rows, columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS])
     return metrics, pd.DataFrame(srows, columns=list(SKIPPED_COLUMNS))
-
-
-def _comparison(
-    u: np.ndarray, u_ref: np.ndarray, correct: np.ndarray, *, n_boot: int, seed: int
-) -> tuple[dict[str, Any], str]:
-    """Paired bootstrap (and DeLong) of one method against the reference on the questions both scored."""
-    ok = ~np.isnan(u) & ~np.isnan(u_ref)
-    row: dict[str, Any] = {"delta_auroc": math.nan, "lo": math.nan, "hi": math.nan, "p_value": math.nan}
-    row.update(delong_p=math.nan, n=int(ok.sum()))
-    c = correct[ok]
-    if not ok.any():
-        return row, "no question scored by both"
-    if c.all() or not c.any():
-        return row, "one correctness class only on the shared questions: AUROC undefined"
-    a, b = _rankable(u[ok])[0], _rankable(u_ref[ok])[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        r = metrics.paired_bootstrap(metrics.auroc, a, b, c, n_boot=n_boot, seed=seed)
-        row.update(delta_auroc=r.delta, lo=r.lo, hi=r.hi, p_value=r.p_value)
-        row["delong_p"] = metrics.delong_test(a, b, c).p_value
-    return row, ""
-
-
-def compare_methods(
-    scores: pd.DataFrame,
-    *,
-    methods: Sequence[str],
-    reference: str = REFERENCE_METHOD,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """``comparisons.csv``: each method of ``methods`` against ``reference`` on the same questions.
-
-    For each method, on the questions where both it and the reference have a score: ``delta_auroc`` =
-    AUROC(method) - AUROC(reference), its paired percentile bootstrap interval ``lo``/``hi`` and two-sided
-    ``p_value`` (:func:`shapley.core.metrics.paired_bootstrap`: one resample of the questions for both
-    methods, ``n_boot`` resamples seeded with ``seed``), ``p_holm`` (Holm's adjustment across the methods of the
-    run, :func:`shapley.core.metrics.holm`), ``outcome`` from the method's side (``win`` / ``loss`` when
-    ``p_holm`` < :data:`SIGNIFICANCE` and delta is positive / negative, else ``tie``), DeLong's p-value
-    ``delong_p`` beside it, ``n`` shared questions and a ``note``. Without reference scores the table is empty.
-    """
-    rows: list[dict[str, Any]] = []
-    if reference in scores and not scores[reference].isna().all():
-        u_ref = scores[reference].to_numpy(dtype=np.float64)
-        correct = scores["correct"].to_numpy(dtype=bool)
-        for m in methods:
-            if m == reference or m not in scores or scores[m].isna().all():
-                continue
-            row, note = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
-            rows.append({"method": m, "reference": reference, **row, "note": note})
-    out = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
-    if rows:
-        out["p_holm"] = metrics.holm(out["p_value"].to_numpy(dtype=np.float64))
-        significant = out["p_holm"] < SIGNIFICANCE
-        out["outcome"] = np.where(
-            significant & (out["delta_auroc"] > 0),
-            "win",
-            np.where(significant & (out["delta_auroc"] < 0), "loss", "tie"),
-        )
-    return out
 
 
 def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
@@ -437,11 +354,26 @@ def write_run_outputs(
         records, threshold=config.scoring.threshold, n_boot=config.scoring.n_boot, seed=config.seed
     )
     compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
-    atomic_write_text(path / "scores.csv", csv_text(df))
-    atomic_write_text(path / "metrics.csv", metrics.to_csv(index=False))
-    atomic_write_text(path / "skipped.csv", skipped_df.to_csv(index=False))
-    atomic_write_text(path / "selection.csv", chosen.to_csv(index=False))
-    atomic_write_text(path / "comparisons.csv", compared.to_csv(index=False))
+    tests = selection.selection_tests(records, threshold=config.scoring.threshold)
+    texts = {
+        "scores.csv": csv_text(df),
+        "metrics.csv": metrics.to_csv(index=False),
+        "skipped.csv": skipped_df.to_csv(index=False),
+        "selection.csv": chosen.to_csv(index=False),
+        selection.TESTS_FILE: tests.to_csv(index=False),
+        "comparisons.csv": compared.to_csv(index=False),
+    }
+    for name, text in texts.items():
+        atomic_write_text(path / name, text)
+    derived.record(path, texts, stages=("scores",), ids=ids)
+    stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
+    if stale:
+        derived.forget(path, list(derived.SWEEP_OUTPUTS))
+        warnings.warn(
+            f"{path}: removed {', '.join(stale)}: computed from other stage-file content; rerun beta-sweep",
+            UserWarning,
+            stacklevel=2,
+        )
     return path
 
 
@@ -450,14 +382,6 @@ def _read_record(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     if rec is None:
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
     return rec
-
-
-def load_metrics(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """A run's ``metrics.csv`` as a DataFrame."""
-    f = Path(run_dir) / "metrics.csv"
-    if not f.is_file():
-        raise FileNotFoundError(f"{run_dir}: no metrics.csv (the run has not finished its metrics stage)")
-    return pd.read_csv(f, keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
 
 
 def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
@@ -477,88 +401,6 @@ def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.read_csv(f)
 
 
-def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """All runs' metrics stacked, with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns appended."""
-    frames = []
-    for d in run_dirs:
-        df = load_metrics(d)
-        cfg = read_config(d)
-        df["run_dir"] = str(d)
-        df["beta"] = cfg.scoring.beta
-        df["n_samples"] = cfg.n_samples
-        df["seed"] = cfg.seed
-        frames.append(df)
-    if not frames:
-        return pd.DataFrame(columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS, "run_dir", "beta", "n_samples", "seed"])
-    return pd.concat(frames, ignore_index=True)
-
-
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    if isinstance(v, (float, np.floating)):
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
-    """A GitHub-flavoured markdown table (no extra dependency); floats to ``digits`` decimals."""
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v, digits).replace("|", "\\|") for v in row) + " |")
-    return "\n".join(lines)
-
-
-def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str] | None = None) -> str:
-    """Markdown report across runs: a wide AUROC table (rows: dataset / model / entailment / run, columns:
-    methods) and the tidy table with CIs. With ``output`` (``.md``) the markdown is written there and the
-    tidy table to the same name with ``.csv``. Returns the markdown."""
-    t = runs_table(run_dirs)
-    if t.empty:
-        raise ValueError("no metrics found in the given run directories")
-    t = t.copy()
-    t["run"] = [Path(d).name for d in t["run_dir"]]
-    order = [m for m in _score.METHODS if m in set(t["method"])]
-    wide = t.pivot_table(
-        index=["dataset", "model", "entailment", "run"], columns="method", values="auroc", aggfunc="first"
-    )
-    wide = wide[[m for m in order if m in wide.columns]].reset_index()
-    t["auroc [95% CI]"] = [
-        f"{_fmt(a)} [{_fmt(lo)}, {_fmt(hi)}]"
-        for a, lo, hi in zip(t["auroc"], t["auroc_lo"], t["auroc_hi"], strict=True)
-    ]
-    tidy_cols = [
-        "run",
-        "dataset",
-        "model",
-        "entailment",
-        "method",
-        "auroc [95% CI]",
-        "auarc",
-        "prr",
-        "n",
-        "accuracy",
-        "note",
-    ]
-    md = "\n\n".join(
-        [
-            "# AUROC across runs",
-            "Higher is better: P(an incorrect answer is more uncertain than a correct one).",
-            markdown_table(wide),
-            "## All metrics",
-            markdown_table(t[tidy_cols]),
-        ]
-    )
-    md += "\n"
-    if output is not None:
-        out = Path(output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out, md)
-        atomic_write_text(out.with_suffix(".csv"), t.drop(columns=["auroc [95% CI]", "run"]).to_csv(index=False))
-    return md
-
-
 def beta_table(
     run_dir: str | os.PathLike[str],
     betas: Sequence[float] = TABLE5_BETAS,
@@ -570,8 +412,14 @@ def beta_table(
 
     Returns ``(summary, per_question)``: summary has one row per beta with ``beta, auroc, auroc_lo,
     auroc_hi, n, n_not_psd, n_repaired, min_eig_min`` (CI only when ``n_boot > 0``); per_question has
-    ``id, beta, Shap, psd, min_eig, repaired``. ``psd_policy`` defaults to the run's.
+    ``id, beta, Shap, psd, min_eig, repaired``. ``psd_policy`` defaults to the run's. ``n_boot``: 0 (no
+    interval) or the resamples to start from, at least :data:`shapley.core.metrics.MIN_BOOT` (then the interval
+    comes with ``auroc_lo_mcse``, ``auroc_hi_mcse`` and the resamples drawn, ``n_boot``).
     """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or 0 < n_boot < metrics.MIN_BOOT:
+        raise ValueError(f"n_boot must be 0 (no interval) or an integer >= {metrics.MIN_BOOT}; got {n_boot!r}")
+    if n_boot < 0:
+        raise ValueError(f"n_boot must be 0 (no interval) or an integer >= {metrics.MIN_BOOT}; got {n_boot!r}")
     cfg = read_config(run_dir)
     policy = psd_policy or cfg.scoring.psd_policy
     ent = JsonlStore(Path(run_dir) / STAGE_FILES["entailment"]).load(repair=False)
@@ -591,15 +439,16 @@ def beta_table(
         g = g[~g["Shap"].isna()]
         c = np.array([correct[i] for i in g["id"]], dtype=bool)
         row: dict[str, Any] = {"beta": float(b)}  # type: ignore[arg-type]
-        if len(g):
-            r = method_metrics(g["Shap"].to_numpy(), c, n_boot=max(1, n_boot), seed=seed)
-            row.update(
-                auroc=r["auroc"],
-                auroc_lo=r["auroc_lo"] if n_boot else math.nan,
-                auroc_hi=r["auroc_hi"] if n_boot else math.nan,
-            )
-        else:
-            row.update(auroc=math.nan, auroc_lo=math.nan, auroc_hi=math.nan)
+        row.update(dict.fromkeys(("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse"), math.nan))
+        row["n_boot"] = 0
+        if len(g) and n_boot:
+            r = method_metrics(g["Shap"].to_numpy(), c, n_boot=n_boot, seed=seed)
+            row.update({k: r[k] for k in ("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse")})
+            row["n_boot"] = r["n_boot"]
+        elif len(g):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                row["auroc"] = metrics.auroc(rankable(g["Shap"].to_numpy())[0], c)
         all_b = per_q[per_q["beta"] == b]
         row.update(
             n=int(len(g)),
@@ -608,4 +457,31 @@ def beta_table(
             min_eig_min=float(all_b["min_eig"].min()),
         )
         summary.append(row)
-    return pd.DataFrame(summary), per_q
+    columns = ["beta", "auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse"]
+    columns += ["n_boot", "n", "n_not_psd", "n_repaired", "min_eig_min"]
+    return pd.DataFrame(summary, columns=columns), per_q
+
+
+def write_beta_sweep(
+    run_dir: str | os.PathLike[str],
+    betas: Sequence[float] = TABLE5_BETAS,
+    *,
+    psd_policy: str | None = None,
+    n_boot: int = 0,
+    output: str | os.PathLike[str] | None = None,
+) -> tuple[pd.DataFrame, list[Path]]:
+    """:func:`beta_table` written to ``output`` (default ``run_dir/beta_sweep.csv``) and the per-question table
+    beside it (``<stem>_per_question.csv``). In the run directory both are recorded in ``derived.json``
+    (:mod:`shapley.pipeline.derived`), so that a later change of the stage files marks them stale and the next
+    metrics stage removes them. Returns (summary, paths written)."""
+    summary, per_q = beta_table(run_dir, betas, psd_policy=psd_policy, n_boot=n_boot)
+    out = Path(output) if output is not None else Path(run_dir) / derived.SWEEP_OUTPUTS[0]
+    paths = [out, out.with_name(out.stem + "_per_question.csv")]
+    texts = [summary.to_csv(index=False), csv_text(per_q)]
+    for f, text in zip(paths, texts, strict=True):
+        atomic_write_text(f, text)
+    if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():
+        args = {"betas": [float(b) for b in betas], "psd_policy": psd_policy, "n_boot": int(n_boot)}
+        names = dict(zip(derived.SWEEP_OUTPUTS, texts, strict=True))
+        derived.record(run_dir, names, stages=("entailment", "scores"), ids=None, args=args)
+    return summary, paths

@@ -15,11 +15,19 @@ Strategies (:data:`STRATEGIES`), each choosing among the n sampled answers of a 
   and PSD policy), i.e. the one that adds least uncertainty. Skipped for n > :data:`PHI_MAX_N` (2**n subset
   entropies) or when R cannot be used (``psd_policy="raise"`` on an indefinite R).
 
-Ties go to the first sample in order (``numpy.argmax`` / ``argmin``). The choice is made at the scoring stage
-(:func:`choose`), where every input is at hand, and stored in each score record (``selected``: strategy ->
-sample index, ``phi``: the Shapley values in nats, ``sample_correctness``: each sample's correctness value under
-the run's metric, ``answer_source``: what the judged answer is), so that :func:`selection_table` recomputes
-``selection.csv`` from stored records alone (``python -m shapley merge`` does so on the union of shards).
+Ties go to the first sample in order (``numpy.argmax`` / ``argmin``), after rounding the compared values to 12
+significant digits (:func:`shapley.core.metrics.round_scores`), so that values equal in exact arithmetic tie.
+The choice is made at the scoring stage (:func:`choose`), where every input is at hand, and stored in each score
+record (``selected``: strategy -> sample index, ``phi``: the Shapley values in nats, ``sample_correctness``:
+each sample's correctness value under the run's metric, ``answer_source``: what the judged answer is), so that
+:func:`selection_table` recomputes ``selection.csv`` from stored records alone (``python -m shapley merge``
+does so on the union of shards).
+
+Is one strategy more accurate than another? :func:`selection_tests` (``selection_tests.csv``) pairs the two
+strategies' answers question by question and applies McNemar's exact test: under "equally accurate", each
+question where exactly one of the two is correct is equally likely to favour either, so the count favouring the
+first is Binomial(discordant, 1/2); the p-value is two-sided and exact, Holm-adjusted over the run's pairs.
+Overlapping or separate bootstrap intervals in ``selection.csv`` say nothing about this paired question.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 
 from shapley.core import baselines, metrics
 from shapley.core.entropy import shapley_values
@@ -43,7 +52,26 @@ STRATEGIES: tuple[str, ...] = ("first", "greedy", "largest_cluster", "medoid", "
 SAMPLE_STRATEGIES: tuple[str, ...] = ("first", "largest_cluster", "medoid", "min_phi")
 """The strategies that pick one of the samples (``greedy`` is the judged answer instead)."""
 
-SELECTION_COLUMNS: tuple[str, ...] = ("strategy", "accuracy", "n", "lo", "hi", "note")
+SELECTION_COLUMNS: tuple[str, ...] = ("strategy", "accuracy", "n", "lo", "hi", "lo_mcse", "hi_mcse", "n_boot", "note")
+
+TESTS_FILE = "selection_tests.csv"
+TEST_COLUMNS: tuple[str, ...] = (
+    "strategy_a",
+    "strategy_b",
+    "n",
+    "accuracy_a",
+    "accuracy_b",
+    "a_only",
+    "b_only",
+    "p_mcnemar",
+    "p_holm",
+    "outcome",
+    "note",
+)
+"""Columns of ``selection_tests.csv`` (see :func:`selection_tests`)."""
+
+SIGNIFICANCE = 0.05
+"""A strategy is more accurate than another in a run when the Holm-adjusted McNemar p-value is below this."""
 
 PHI_MAX_N = 20
 """Largest n for which ``min_phi`` computes the exact Shapley values (2**n log-determinants per question: the
@@ -81,7 +109,7 @@ def _largest_cluster(x: ScoreInputs, scoring: ScoringSettings) -> int | None:
     if x.sample_logprobs is None or not x.has("sample_logprobs"):
         return int(members[0])
     agg = np.mean if scoring.se_aggregation == "mean" else np.sum
-    ll = np.array([float(agg(x.sample_logprobs[i])) for i in members])
+    ll = metrics.round_scores(np.array([float(agg(x.sample_logprobs[i])) for i in members]))
     return int(members[int(np.argmax(ll))])
 
 
@@ -91,7 +119,7 @@ def _medoid(P: np.ndarray) -> int:
         return 0
     W = (P + P.T) / 2.0
     mean_to_others = (W.sum(axis=1) - np.diag(W)) / (n - 1)
-    return int(np.argmax(mean_to_others))
+    return int(np.argmax(metrics.round_scores(mean_to_others)))
 
 
 def choose(x: ScoreInputs, scoring: ScoringSettings) -> tuple[dict[str, int | None], list[float] | None, str]:
@@ -114,7 +142,7 @@ def choose(x: ScoreInputs, scoring: ScoringSettings) -> tuple[dict[str, int | No
     selected["medoid"] = _medoid(P)
     phi, why = _phi(x, scoring)
     if phi is not None:
-        selected["min_phi"] = int(np.argmin(np.asarray(phi)))
+        selected["min_phi"] = int(np.argmin(metrics.round_scores(np.asarray(phi))))
     return selected, phi, why
 
 
@@ -161,15 +189,14 @@ def _picks(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float
     return out, note
 
 
-def _mean(_u: Any, c: Any) -> float:
-    return float(np.mean(c))
-
-
 def selection_table(
     records: Sequence[Mapping[str, Any]], *, threshold: float, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
 ) -> pd.DataFrame:
     """``selection.csv``: per strategy, the accuracy of the answers it picks, over ``n`` questions, with a
-    percentile bootstrap interval ``[lo, hi]`` (``n_boot`` resamples of the questions, seeded).
+    percentile bootstrap interval ``[lo, hi]`` of the questions, seeded, the Monte-Carlo standard errors of its
+    ends ``lo_mcse``/``hi_mcse`` and the resamples drawn ``n_boot``
+    (:func:`shapley.core.metrics.bootstrap_interval`, starting from ``n_boot``, at least
+    :data:`shapley.core.metrics.MIN_BOOT`). Intervals only: compare strategies with :func:`selection_tests`.
 
     A sample counts as correct when its stored correctness value exceeds ``threshold`` (the run's rule for the
     judged answer). A strategy that picks no answer anywhere has ``n = 0``, NaN accuracy and a ``note``.
@@ -177,13 +204,90 @@ def selection_table(
     rows = []
     for s in STRATEGIES:
         c, note = _picks(records, s, threshold)
-        row: dict[str, Any] = {"strategy": s, "accuracy": math.nan, "n": len(c), "lo": math.nan, "hi": math.nan}
+        row: dict[str, Any] = {"strategy": s, "n": len(c), "n_boot": 0}
+        row.update(dict.fromkeys(("accuracy", "lo", "hi", "lo_mcse", "hi_mcse"), math.nan))
         if c:
             arr = np.asarray(c, dtype=bool)
             row["accuracy"] = float(arr.mean())
-            row["lo"], row["hi"] = metrics.bootstrap_ci(
-                _mean, np.zeros(arr.size), arr, n_boot=n_boot, alpha=alpha, seed=seed
+            ci = metrics.bootstrap_interval(
+                metrics.accuracy, np.zeros(arr.size), arr, n_boot=max(n_boot, metrics.MIN_BOOT), alpha=alpha, seed=seed
             )
+            row.update(lo=ci.lo, hi=ci.hi, lo_mcse=ci.lo_mcse, hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
         row["note"] = note
         rows.append(row)
     return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
+
+
+def _correct_by_question(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float) -> dict[str, bool]:
+    """Question id -> whether the answer ``strategy`` picks is correct, where it picks one."""
+    out: dict[str, bool] = {}
+    for r in records:
+        if strategy == "greedy":
+            g = _greedy_correct(r)
+            if g is not None:
+                out[str(r["id"])] = g
+            continue
+        values, picked = r.get("sample_correctness"), (r.get("selected") or {}).get(strategy)
+        if values is not None and picked is not None:
+            out[str(r["id"])] = float(values[picked]) > threshold
+    return out
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (a right and b wrong, and the reverse).
+
+    Under "equally accurate" ``a_only`` is Binomial(a_only + b_only, 1/2); p is the exact two-sided binomial
+    p-value, 1 without discordant pairs.
+
+    Examples:
+        >>> round(mcnemar_exact(9, 1), 4)  # P(X <= 1 or X >= 9), X ~ Bin(10, 1/2) = 22/1024
+        0.0215
+        >>> mcnemar_exact(3, 3), mcnemar_exact(0, 0)
+        (1.0, 1.0)
+    """
+    for name, v in (("a_only", a_only), ("b_only", b_only)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer count; got {v!r}")
+    n = int(a_only) + int(b_only)
+    return 1.0 if n == 0 else float(binomtest(int(a_only), n, 0.5).pvalue)
+
+
+def _test_row(a: str, b: str, ca: dict[str, bool], cb: dict[str, bool], order: list[str]) -> dict[str, Any]:
+    both = [i for i in order if i in ca and i in cb]
+    row: dict[str, Any] = {"strategy_a": a, "strategy_b": b, "n": len(both), "note": ""}
+    if not both:
+        row.update(dict.fromkeys(("accuracy_a", "accuracy_b", "p_mcnemar"), math.nan), a_only=0, b_only=0)
+        row["note"] = "no question where both strategies pick an answer"
+        return row
+    x = np.array([ca[i] for i in both], dtype=bool)
+    y = np.array([cb[i] for i in both], dtype=bool)
+    a_only, b_only = int((x & ~y).sum()), int((~x & y).sum())
+    row.update(accuracy_a=float(x.mean()), accuracy_b=float(y.mean()), a_only=a_only, b_only=b_only)
+    row["p_mcnemar"] = mcnemar_exact(a_only, b_only)
+    return row
+
+
+def selection_tests(records: Sequence[Mapping[str, Any]], *, threshold: float) -> pd.DataFrame:
+    """``selection_tests.csv``: every pair of :data:`STRATEGIES` (in that order, ``strategy_a`` first) on the
+    ``n`` questions where both pick an answer: their accuracies there, the discordant counts ``a_only`` (a's
+    answer correct, b's not) and ``b_only``, McNemar's exact two-sided ``p_mcnemar`` (:func:`mcnemar_exact`),
+    ``p_holm`` (Holm's adjustment over the run's pairs) and ``outcome``: ``a better`` / ``b better`` where
+    ``p_holm`` < :data:`SIGNIFICANCE`, ``no significant difference`` otherwise, ``undefined`` without shared
+    questions. Deterministic: no resampling.
+    """
+    order = [str(r["id"]) for r in records]
+    correct = {s: _correct_by_question(records, s, threshold) for s in STRATEGIES}
+    rows = [
+        _test_row(a, b, correct[a], correct[b], order)
+        for k, a in enumerate(STRATEGIES)
+        for b in STRATEGIES[k + 1 :]
+        if correct[a] and correct[b]
+    ]
+    out = pd.DataFrame(rows, columns=list(TEST_COLUMNS))
+    if rows:
+        out["p_holm"] = metrics.holm(out["p_mcnemar"].to_numpy(dtype=np.float64))
+        significant = out["p_holm"] < SIGNIFICANCE
+        better = np.where(out["a_only"] > out["b_only"], "a better", "b better")
+        out["outcome"] = np.where(significant, better, "no significant difference")
+        out.loc[out["p_mcnemar"].isna(), "outcome"] = "undefined"
+    return out

@@ -36,17 +36,37 @@ def test_wins_losses_and_ties_against_shap():
     assert list(evaluate.compare_methods(df, methods=["Good"], n_boot=10).columns) == list(evaluate.COMPARISON_COLUMNS)
     assert "Shap" not in t.index and (t["reference"] == "Shap").all()
     assert t.loc["Good", "outcome"] == "win" and t.loc["Bad", "outcome"] == "loss" and t.loc["Twin", "outcome"] == "tie"
-    assert t.loc["Twin", "delta_auroc"] == 0.0 and t.loc["Twin", "p_value"] == 1.0
+    assert t.loc["Twin", "delta_auroc"] == 0.0 and t.loc["Twin", "delong_p"] == 1.0
+    assert "p_value" not in t and "p_holm" not in t  # the bootstrap gives intervals only
     for m in ("Good", "Bad"):
         expected = M.auroc(df[m], df["correct"]) - M.auroc(df["Shap"], df["correct"])
         assert t.loc[m, "delta_auroc"] == pytest.approx(expected)
         assert t.loc[m, "lo"] <= t.loc[m, "delta_auroc"] <= t.loc[m, "hi"]
-        # the same resamples as the core's paired bootstrap with the run's seed
-        r = M.paired_bootstrap(M.auroc, df[m].to_numpy(), df["Shap"].to_numpy(), df["correct"], n_boot=500, seed=3)
-        assert (t.loc[m, "lo"], t.loc[m, "hi"], t.loc[m, "p_value"]) == pytest.approx((r.lo, r.hi, r.p_value))
-        assert 0 <= t.loc[m, "delong_p"] < 0.05
-    np.testing.assert_allclose(t["p_holm"], M.holm(t["p_value"].to_numpy()))
-    assert (t["p_holm"] >= t["p_value"]).all()
+        # the interval of the core's paired interval with the run's seed, its ends' MC errors within target
+        r = M.paired_interval(M.auroc, df[m].to_numpy(), df["Shap"].to_numpy(), df["correct"], n_boot=500, seed=3)
+        assert (t.loc[m, "lo"], t.loc[m, "hi"], t.loc[m, "n_boot"]) == (r.lo, r.hi, r.n_boot)
+        assert max(t.loc[m, "lo_mcse"], t.loc[m, "hi_mcse"]) <= M.MCSE_TARGET and t.loc[m, "n_boot"] >= 500
+        d = M.delong_test(df[m].to_numpy(), df["Shap"].to_numpy(), df["correct"])
+        assert (t.loc[m, "delong_p"], t.loc[m, "delong_z"]) == (d.p_value, d.z) and d.p_value < 0.05
+    np.testing.assert_array_equal(t["delong_p_holm"], M.holm(t["delong_p"].to_numpy()))
+
+
+def test_outcome_and_holm_delong_do_not_depend_on_the_bootstrap_seed():
+    """A borderline difference: with the bootstrap's Holm p deciding, the outcome followed the seed."""
+    rng = np.random.default_rng(5)
+    m = 120
+    correct = rng.random(m) < 0.5
+    signal = np.where(correct, 0.0, 1.0)
+    df = pd.DataFrame({"id": [f"q{i}" for i in range(m)], "correct": correct, "Shap": signal + rng.normal(0, 1.2, m)})
+    for k in range(6):
+        df[f"M{k}"] = signal + rng.normal(0, 0.8 + 0.15 * k, m)
+    methods = ["Shap", *[f"M{k}" for k in range(6)]]
+    a = evaluate.compare_methods(df, methods=methods, n_boot=200, seed=1)
+    b = evaluate.compare_methods(df, methods=methods, n_boot=200, seed=2)
+    for col in ("outcome", "delong_p", "delong_p_holm", "delta_auroc", "delong_z"):
+        assert a[col].tolist() == b[col].tolist()
+    assert not np.array_equal(a["lo"], b["lo"])  # the intervals alone follow the seed
+    assert (np.abs(a["lo"] - b["lo"]) < 6 * M.MCSE_TARGET).all()  # ... within their Monte-Carlo error
 
 
 def test_pairs_on_the_questions_both_methods_scored():
@@ -67,8 +87,8 @@ def test_infinite_scores_undefined_comparisons_and_no_reference():
     t = evaluate.compare_methods(df, methods=["Good", "OneClass", "Twin"], n_boot=100).set_index("method")
     assert "Twin" not in t.index  # a method without scores is not compared (skipped.csv says why)
     assert math.isfinite(t.loc["Good", "delta_auroc"])
-    assert math.isnan(t.loc["OneClass", "p_value"]) and math.isnan(t.loc["OneClass", "p_holm"])
-    assert t.loc["OneClass", "outcome"] == "tie" and "one correctness class" in t.loc["OneClass", "note"]
+    assert math.isnan(t.loc["OneClass", "delong_p"]) and math.isnan(t.loc["OneClass", "delong_p_holm"])
+    assert t.loc["OneClass", "outcome"] == "undefined" and "one correctness class" in t.loc["OneClass", "note"]
     empty = evaluate.compare_methods(df.drop(columns=["Shap"]), methods=["Good"], n_boot=10)
     assert empty.empty and list(empty.columns) == list(evaluate.COMPARISON_COLUMNS)
 
@@ -81,5 +101,6 @@ def test_score_samples_writes_comparisons(tmp_path, monkeypatch):
     t = pd.read_csv(out / "comparisons.csv")
     m = pd.read_csv(out / "metrics.csv")
     assert set(t["method"]) == set(m["method"]) - {"Shap"}
-    assert set(t["outcome"]) <= {"win", "tie", "loss"}
-    assert ((t["outcome"] != "tie") == (t["p_holm"] < 0.05)).all()
+    assert set(t["outcome"]) <= {"win", "tie", "loss", "undefined"}
+    defined = t["outcome"] != "undefined"
+    assert ((t["outcome"][defined] != "tie") == (t["delong_p_holm"][defined] < 0.05)).all()

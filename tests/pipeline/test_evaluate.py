@@ -61,7 +61,8 @@ def test_compute_metrics_columns_and_values():
     g = m.set_index("method").loc["Good"]
     u, c = df["Good"].to_numpy(), df["correct"].to_numpy()
     assert g["auroc"] == pytest.approx(M.auroc(u, c))
-    assert (g["auroc_lo"], g["auroc_hi"]) == pytest.approx(M.bootstrap_ci(M.auroc, u, c, n_boot=200, seed=1))
+    ci = M.bootstrap_interval(M.auroc, u, c, n_boot=200, seed=1)
+    assert (g["auroc_lo"], g["auroc_hi"], g["auroc_lo_mcse"], g["n_boot"]) == (ci.lo, ci.hi, ci.lo_mcse, ci.n_boot)
     assert g["auarc"] == pytest.approx(M.auarc(u, c)) and g["prr"] == pytest.approx(M.prr(u, c))
     assert g["n"] == 60 and g["accuracy"] == pytest.approx(c.mean()) and g["auroc"] > 0.7
     assert g["auroc_lo"] < g["auroc"] < g["auroc_hi"]

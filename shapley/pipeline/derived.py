@@ -1,0 +1,186 @@
+"""Which stage-file content each derived file of a run was computed from, and whether it still matches.
+
+The derived files (:data:`RUN_OUTPUTS`, written by :func:`shapley.pipeline.evaluate.write_run_outputs`, and
+:data:`SWEEP_OUTPUTS`, written by :func:`shapley.pipeline.evaluate.write_beta_sweep`) are functions of the run's
+per-question records and settings. ``derived.json`` in the run directory records, for each derived file, the
+SHA-256 of its bytes and an *input digest*: the SHA-256 of the canonical JSON of the stage files' records it was
+computed from (every stored record of those stages, keyed by id, without bookkeeping: :data:`BOOKKEEPING_KEYS`
+and keys starting with ``_``), the ids it describes, in order, and the settings that change its numbers (the
+run's scoring settings and seed, and a sweep's own arguments). Hidden-state files (ER's input) are not part of
+the digest.
+
+:func:`derived_status` recomputes the digests from the stage files and says, per derived file present:
+``fresh``; ``stale: ...`` (its inputs or its bytes changed since it was computed); ``unverified (old format)``
+(written before ``derived.json`` existed: no record); ``unverified (no stage files)`` (the stage files it
+was computed from are not in the directory, e.g. committed runs whose JSONL files are left out for size).
+:func:`stale_outputs` lists the stale ones; ``report`` and the book refuse them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from shapley.pipeline.store import (
+    STAGE_FILES,
+    JsonlStore,
+    atomic_write_text,
+    canonical_json,
+    fingerprint,
+    read_config,
+    sha256_file,
+)
+
+DERIVED_FILE = "derived.json"
+SCHEMA = 1
+
+RUN_OUTPUTS: tuple[str, ...] = (
+    "scores.csv",
+    "metrics.csv",
+    "skipped.csv",
+    "comparisons.csv",
+    "selection.csv",
+    "selection_tests.csv",
+)
+"""Derived files computed from the ``scores`` stage (score records) and the run's settings."""
+
+SWEEP_OUTPUTS: tuple[str, ...] = ("beta_sweep.csv", "beta_sweep_per_question.csv")
+"""Derived files computed from the ``entailment`` and ``scores`` stages and the sweep's arguments."""
+
+BOOKKEEPING_KEYS = frozenset({"chunk", "position", "upstream_sha256", "provenance", "timing", "timings"})
+"""Record fields that say how a record was computed or stored, not what it holds: left out of the digests."""
+
+OLD_FORMAT = "unverified (old format)"
+NO_STAGE_FILES = "unverified (no stage files)"
+FRESH = "fresh"
+
+
+def _content(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in BOOKKEEPING_KEYS and not k.startswith("_")}
+
+
+def settings_of(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The settings that change the derived numbers: the run's scoring settings and seed."""
+    config = read_config(run_dir)
+    return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
+
+
+def input_digest(
+    run_dir: str | os.PathLike[str],
+    stages: Sequence[str],
+    ids: Sequence[str] | None,
+    args: Mapping[str, Any] | None = None,
+) -> str | None:
+    """SHA-256 of the content of ``stages``' stored records, ``ids`` and the settings (None if a stage file is
+    missing)."""
+    content: dict[str, Any] = {}
+    for stage in stages:
+        f = Path(run_dir) / STAGE_FILES[stage]
+        if not f.is_file():
+            return None
+        records = JsonlStore(f).load(repair=False)
+        content[stage] = {k: _content(r) for k, r in sorted(records.items())}
+    body = {"stages": content, "ids": None if ids is None else [str(i) for i in ids]}
+    body.update(settings=settings_of(run_dir), args=dict(args or {}))
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The parsed ``derived.json`` (None when absent); a damaged one raises ValueError naming it."""
+    f = Path(run_dir) / DERIVED_FILE
+    if not f.is_file():
+        return None
+    try:
+        rec = json.loads(f.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{f} is not valid JSON ({exc})") from exc
+    if not isinstance(rec, dict) or not isinstance(rec.get("files"), dict):
+        raise ValueError(f"{f}: expected an object with a 'files' object")
+    return rec
+
+
+def record(
+    run_dir: str | os.PathLike[str],
+    texts: Mapping[str, str],
+    *,
+    stages: Sequence[str],
+    ids: Sequence[str] | None,
+    args: Mapping[str, Any] | None = None,
+) -> None:
+    """Record in ``derived.json`` that the files ``texts`` (name -> text as written) come from the current
+    content of ``stages`` for ``ids`` (and ``args``); other files' entries are kept."""
+    rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
+    digest = input_digest(run_dir, stages, ids, args)
+    for name, text in texts.items():
+        rec["files"][name] = {
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "stages": list(stages),
+            "ids": None if ids is None else [str(i) for i in ids],
+            "args": dict(args or {}),
+            "inputs": digest,
+        }
+    rec["schema"] = SCHEMA
+    atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(json.loads(canonical_json(rec)), indent=1) + "\n")
+
+
+def forget(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
+    """Remove the files ``names`` and their entries in ``derived.json``."""
+    for name in names:
+        (Path(run_dir) / name).unlink(missing_ok=True)
+    rec = read(run_dir)
+    if rec is not None and any(n in rec["files"] for n in names):
+        for n in names:
+            rec["files"].pop(n, None)
+        atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(rec, indent=1, sort_keys=True) + "\n")
+
+
+def _status(run_dir: Path, name: str, entry: Mapping[str, Any] | None, digests: dict[str, str | None]) -> str:
+    if entry is None:
+        return OLD_FORMAT
+    if sha256_file(run_dir / name) != entry.get("sha256"):
+        return f"stale: {name} was changed after it was computed"
+    key = fingerprint([entry.get("stages"), entry.get("ids"), entry.get("args")])
+    if key not in digests:
+        digests[key] = input_digest(run_dir, entry.get("stages") or (), entry.get("ids"), entry.get("args"))
+    now = digests[key]
+    if now is None:
+        return NO_STAGE_FILES
+    if now != entry.get("inputs"):
+        stages = ", ".join(STAGE_FILES.get(s, s) for s in entry.get("stages") or ())
+        return f"stale: {stages} or the run's settings changed after {name} was computed"
+    return FRESH
+
+
+def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """Each derived file present in ``run_dir`` -> ``fresh``, ``stale: <why>``, :data:`OLD_FORMAT` or
+    :data:`NO_STAGE_FILES` (see the module docstring)."""
+    path = Path(run_dir)
+    rec = read(path)
+    files = rec["files"] if rec is not None else {}
+    digests: dict[str, str | None] = {}
+    return {
+        name: _status(path, name, files.get(name), digests)
+        for name in (*RUN_OUTPUTS, *SWEEP_OUTPUTS)
+        if (path / name).is_file()
+    }
+
+
+def stale_outputs(run_dir: str | os.PathLike[str]) -> list[str]:
+    """The derived files of ``run_dir`` that no longer match its stage files or settings (see
+    :func:`derived_status`; files of the old format or without stage files are not listed)."""
+    return [name for name, s in derived_status(run_dir).items() if s.startswith("stale")]
+
+
+def check_fresh(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
+    """Raise ValueError naming the file if one of ``names`` in ``run_dir`` is stale."""
+    status = derived_status(run_dir)
+    for name in names:
+        if status.get(name, "").startswith("stale"):
+            raise ValueError(
+                f"{Path(run_dir) / name}: {status[name]}; recompute it (resume the run, or rerun beta-sweep)"
+            )

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from shapley.core import metrics as M
-from shapley.pipeline import evaluate
+from shapley.pipeline import derived, evaluate, store
+from shapley.pipeline import report as report_module
 from tests import fakes
 
 
@@ -139,3 +140,90 @@ def test_beta_table_from_stored_entailment(two_runs):
     assert s5["auroc"] == pytest.approx(evaluate.load_metrics(a).set_index("method").loc["Shap", "auroc"])
     assert summary.set_index("beta").loc[0.1, "n_not_psd"] == 0  # beta <= 1/(n-1) = 0.2 is always PSD
     assert (summary["n_repaired"] <= summary["n_not_psd"]).all()
+
+
+def _copy_run(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_derived_files_record_their_inputs_and_go_stale(two_runs, tmp_path):
+    """derived.json: each derived file fresh after writing; a changed score record makes them stale, report
+    refuses, and the next metrics stage rewrites them and removes the beta sweep computed from the old records."""
+    a = _copy_run(two_runs[0], tmp_path / "a")
+    evaluate.write_run_outputs(a, embeddings={r["id"]: r["embedding"] for r in _rows(a)})
+    summary, paths = evaluate.write_beta_sweep(a, [0.3, 0.5], n_boot=100)
+    assert paths == [a / "beta_sweep.csv", a / "beta_sweep_per_question.csv"]
+    status = derived.derived_status(a)
+    assert set(status) >= {"metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv"}
+    assert set(status.values()) == {"fresh"} and derived.stale_outputs(a) == []
+    # change one question's correctness in the stage file (a resume with other inputs, a hand edit)
+    lines = (a / "scores.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["correct"] = not rec["correct"]
+    rec.pop("_sha256")
+    lines[0] = store.encode_record(rec).decode().rstrip("\n")
+    (a / "scores.jsonl").write_text("\n".join(lines) + "\n")
+    stale = derived.stale_outputs(a)
+    assert {"metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv"} <= set(stale)
+    with pytest.raises(ValueError, match=r"metrics\.csv"):
+        evaluate.report([a])
+    with pytest.warns(UserWarning, match="beta_sweep.csv"):
+        evaluate.write_run_outputs(a, embeddings={r["id"]: r["embedding"] for r in _rows(a)})
+    assert not (a / "beta_sweep.csv").exists() and not (a / "beta_sweep_per_question.csv").exists()
+    assert (
+        derived.stale_outputs(a) == [] and "beta_sweep.csv" not in json.loads((a / "derived.json").read_text())["files"]
+    )
+    evaluate.report([a])
+    # a derived file edited by hand is stale too
+    (a / "metrics.csv").write_text((a / "metrics.csv").read_text().replace("toy", "tay"))
+    assert derived.stale_outputs(a) == ["metrics.csv"]
+
+
+def test_old_runs_are_unverified_not_stale():
+    committed = Path(__file__).resolve().parents[2] / "results"
+    runs = [committed / "smollm2" / "triviaqa", committed / "triviaqa_llama13b" / "minilm_n10"]
+    for run in runs:
+        status = derived.derived_status(run)
+        assert status and set(status.values()) == {derived.OLD_FORMAT}
+        assert derived.stale_outputs(run) == []
+    assert "Not checked against their stage files" in evaluate.report(runs)
+
+
+def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):
+    a = _copy_run(two_runs[0], tmp_path / "a")
+    m = pd.read_csv(a / "metrics.csv")
+    m["dataset"] = "x|y\n| forged | row |<script>&"
+    one = m.head(1).assign(
+        auroc=math.nan, auroc_lo=math.nan, auroc_hi=math.nan, method="Shap", note="one correctness class only"
+    )
+    b = _copy_run(two_runs[1], tmp_path / "b")
+    (a / "metrics.csv").write_text(m.to_csv(index=False))
+    (a / "derived.json").unlink()  # an old-format run: not checked, still reported
+    (b / "metrics.csv").write_text(one.to_csv(index=False))
+    (b / "derived.json").unlink()
+    md = evaluate.report([a, b])
+    assert "<script>" not in md and "&lt;script&gt;&amp;" in md and "x\\|y \\| forged \\| row \\|" in md
+    assert all(line.startswith("|") for line in md.split("## All metrics")[1].splitlines() if "forged" in line)
+    wide = md.split("## All metrics")[0]
+    assert "| b |" in wide and "undefined (one correctness class)" in wide  # the one-class run is a row
+    assert "[, ]" not in md
+    mm = pd.read_csv(a / "metrics.csv").assign(auroc_lo=math.nan)
+    (a / "metrics.csv").write_text(mm.to_csv(index=False))
+    assert "[—]" in evaluate.report([a])
+
+
+@pytest.mark.parametrize("name", ["table.csv", "table.md", "table"])
+def test_report_writes_two_distinct_files(two_runs, tmp_path, name):
+    md_path, csv_path = report_module.report_files(tmp_path / name)
+    assert md_path != csv_path
+    md = evaluate.report(list(two_runs), tmp_path / name)
+    assert md_path.read_text() == md and pd.read_csv(csv_path)["method"].notna().all()
+
+
+@pytest.mark.parametrize("n_boot", [-5, 1, 99, 2.5, True])
+def test_beta_sweep_refuses_too_few_resamples(two_runs, n_boot):
+    with pytest.raises(ValueError, match="n_boot"):
+        evaluate.beta_table(two_runs[0], [0.5], n_boot=n_boot)

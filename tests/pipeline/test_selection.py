@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.core.metrics import holm
 from shapley.pipeline import experiment, selection, store
 from shapley.pipeline.config import ScoringSettings
 from shapley.pipeline.score import ScoreInputs
@@ -149,3 +150,57 @@ def test_score_samples_stores_what_selection_needs(tmp_path, monkeypatch, with_a
         assert t.loc["greedy", "n"] == 8 and t.loc["greedy", "accuracy"] == 1.0  # the reference itself
     else:
         assert t.loc["greedy", "n"] == 0 and "no 'answer' field" in t.loc["greedy", "note"]
+
+
+def test_mcnemar_exact_by_hand():
+    from scipy.special import comb
+
+    # 9 questions where a is right and b wrong, 1 the other way: P(X <= 1 or X >= 9), X ~ Bin(10, 1/2)
+    assert selection.mcnemar_exact(9, 1) == pytest.approx(2 * (comb(10, 0) + comb(10, 1)) / 2**10)
+    assert selection.mcnemar_exact(1, 9) == selection.mcnemar_exact(9, 1)
+    assert selection.mcnemar_exact(0, 0) == 1.0 and selection.mcnemar_exact(4, 4) == 1.0
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="a_only"):
+            selection.mcnemar_exact(bad, 2)
+
+
+def test_selection_tests_pair_the_strategies_question_by_question():
+    """min_phi right on 12 questions where first is wrong, first right on 2 where min_phi is wrong, both right
+    on 20: min_phi is better (exact p = 2 P(X <= 2), X ~ Bin(14, 1/2) = 0.0129); medoid equals first."""
+    picks = {"first": 0, "largest_cluster": 0, "medoid": 0, "min_phi": 1}
+    records = (
+        [_rec(False, [0.0, 1.0], picks) for _ in range(12)]
+        + [_rec(True, [1.0, 0.0], picks) for _ in range(2)]
+        + [_rec(True, [1.0, 1.0], picks) for _ in range(20)]
+        + [_rec(False, [0.0, 0.0], picks) for _ in range(6)]
+    )
+    for k, r in enumerate(records):
+        r["id"] = f"q{k}"
+    t = selection.selection_tests(records, threshold=0.5)
+    assert list(t.columns) == list(selection.TEST_COLUMNS)
+    row = t.set_index(["strategy_a", "strategy_b"]).loc[("first", "min_phi")]
+    assert (row["n"], row["a_only"], row["b_only"]) == (40, 2, 12)
+    assert (row["accuracy_a"], row["accuracy_b"]) == (22 / 40, 32 / 40)
+    assert row["p_mcnemar"] == pytest.approx(0.012939453125)
+    np.testing.assert_array_equal(t["p_holm"], holm(t["p_mcnemar"].to_numpy()))
+    assert len(t) == 10 and row["p_holm"] == pytest.approx(10 * row["p_mcnemar"])  # 4 pairs share the smallest p
+    assert row["outcome"] == "no significant difference"  # not after Holm over the run's 10 pairs
+    same = t.set_index(["strategy_a", "strategy_b"]).loc[("first", "medoid")]
+    assert same["p_mcnemar"] == 1.0 and same["outcome"] == "no significant difference"
+    assert set(t["outcome"]) <= {"a better", "b better", "no significant difference", "undefined"}
+    # overlapping bootstrap intervals do not decide it: the test is paired
+    sel = selection.selection_table(records, threshold=0.5, n_boot=200).set_index("strategy")
+    assert sel.loc["first", "hi"] > sel.loc["min_phi", "lo"] and row["p_mcnemar"] < 0.05
+    alone = selection.selection_tests([r | {"answer_source": None} for r in records], threshold=0.5)
+    assert "greedy" not in set(alone["strategy_a"]) | set(alone["strategy_b"])
+    assert max(sel["lo_mcse"].max(), sel["hi_mcse"].max()) <= 0.002
+
+
+def test_score_samples_writes_selection_tests(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 12, n_samples=4)
+    out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
+    t = pd.read_csv(out / selection.TESTS_FILE)
+    assert list(t.columns) == list(selection.TEST_COLUMNS) and len(t) >= 3
+    assert (t["n"] == 12).all()

@@ -222,10 +222,14 @@ def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
         >>> game_shapley_values([0.0, 1.0, 0.0, 1.0]).tolist()  # player 1 adds nothing
         [1.0, 0.0]
     """
-    vals = np.asarray(v, dtype=np.float64)
+    vals = validate.real_array(v, "v", "a 1-D array of 2**n real coalition worths")
     n = int(vals.size).bit_length() - 1
     if vals.ndim != 1 or n < 1 or vals.size != 2**n:
         raise ValueError(f"v must be a 1-D array of 2**n coalition worths (n >= 1); got shape {vals.shape}")
+    if np.isnan(vals).any() or (vals == np.inf).any():
+        raise ValueError("v must hold real worths or -inf (a singular sub-game); got NaN or +inf")
+    if n > EXACT_MAX_N:
+        raise ValueError(f"v describes n = {n} players; exact Shapley values are limited to n <= EXACT_MAX_N = {EXACT_MAX_N}")
     return _shapley_from_values(vals, n)
 
 
@@ -345,8 +349,8 @@ def shapley_values_mc(
         >>> np.round(phi, 4).tolist(), np.round(se, 12).tolist()
         ([1.4189, 1.4189, 1.4189], [0.0, 0.0, 0.0])
     """
-    if isinstance(n_permutations, bool) or int(n_permutations) != n_permutations or n_permutations < 2:
-        raise ValueError(f"n_permutations must be an integer >= 2; got {n_permutations!r}")
+    validate.integer(n_permutations, "n_permutations", minimum=2)
+    validate.seed_value(seed)
     size = _mc_chunk(
         validate.symmetric_matrix(R, "R").shape[0],
         validate.positive_int(chunk, "chunk"),
@@ -414,6 +418,7 @@ def shapley_values(
         >>> np.round(shapley_values(R, "naive"), 6).tolist()
         [1.347018, 1.347018]
     """
+    validate.choice(method, ("exact", "naive", "monte_carlo"), "method")
     if method == "exact":
         A, _ = ensure_psd(R, psd_policy, eps)
         return _shapley_from_values(subset_entropies(A), A.shape[0])

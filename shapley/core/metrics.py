@@ -145,6 +145,7 @@ def bootstrap_ci(
         >>> bool(lo < auroc(u, correct) < hi), bool(0.5 < lo)
         (True, True)
     """
+    validate.resampling_kinds(metric, n_boot, alpha, seed)
     if int(n_boot) != n_boot or n_boot < 1:
         raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
     if not 0.0 < alpha < 1.0:
@@ -246,6 +247,7 @@ def paired_bootstrap(
         >>> r.delta, r.p_value
         (0.75, 0.125)
     """
+    validate.resampling_kinds(metric, n_boot, alpha, seed)
     if isinstance(n_boot, bool) or int(n_boot) != n_boot or n_boot < 1:
         raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
     if not 0.0 < alpha < 1.0:
@@ -286,10 +288,7 @@ def holm(p_values: ArrayLike) -> NDArray[np.float64]:
         >>> holm([0.2, float("nan"), 0.6]).tolist()
         [0.4, nan, 0.6]
     """
-    try:
-        p = np.asarray(p_values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"p_values must be a 1-D sequence of numbers; got {type(p_values).__name__}") from exc
+    p = validate.real_array(p_values, "p_values", "a 1-D sequence of numbers")
     if p.ndim != 1:
         raise ValueError(f"p_values must be 1-D; got shape {p.shape}")
     ok = ~np.isnan(p)

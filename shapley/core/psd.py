@@ -86,7 +86,7 @@ def psd_tolerance(R: ArrayLike) -> float:
         >>> psd_tolerance(1e-300 * np.eye(2)) < 1e-310  # scale-aware: no absolute floor
         True
     """
-    A = np.asarray(R, dtype=np.float64)
+    A = validate.square_matrix(R, "R")
     return 10.0 * A.shape[0] * float(np.finfo(np.float64).eps) * float(np.max(np.abs(A)))
 
 
@@ -98,7 +98,7 @@ def is_psd(R: ArrayLike, tol: float | None = None) -> bool:
         (True, False)
     """
     A = validate.symmetric_matrix(R, "R")
-    t = psd_tolerance(A) if tol is None else float(tol)
+    t = psd_tolerance(A) if tol is None else validate.finite_number(tol, "tol")
     return bool(np.linalg.eigvalsh(A)[0] >= -t)
 
 
@@ -141,8 +141,7 @@ def gershgorin_beta_bound(n: int) -> float:
 
 
 def _check_n(n: int) -> None:
-    if int(n) != n or n < 1:
-        raise ValueError(f"n must be a positive integer; got {n!r}")
+    validate.positive_int(n, "n")
 
 
 def _not_psd_message(lam: float, n: int) -> str:
@@ -261,8 +260,7 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
         >>> report.repaired, report.shrink_factor
         (True, 0.25)
     """
-    if policy not in PSD_POLICIES:
-        raise ValueError(f"psd_policy must be one of {PSD_POLICIES}; got {policy!r}")
+    validate.choice(policy, PSD_POLICIES, "psd_policy")
     eps = validate.open_fraction(eps, "eps")
     A = validate.symmetric_matrix(R, "R")
     lam = float(np.linalg.eigvalsh(A)[0])

@@ -22,8 +22,11 @@ def shannon_entropy(p: NDArray[np.float64]) -> float:
         >>> shannon_entropy(np.array([1.0, 0.0]))
         0.0
     """
-    p = p[p > 0]
-    return float(max(0.0, -np.sum(p * np.log(p))))
+    q = validate.vector(p, "p")
+    if np.any(q < -validate.PROB_TOL) or np.any(q > 1.0 + validate.PROB_TOL):
+        raise ValueError(f"p must hold probabilities in [0, 1]; got values in [{q.min():.4g}, {q.max():.4g}]")
+    q = q[q > 0]
+    return float(max(0.0, -np.sum(q * np.log(q))))
 
 
 def _normalise_log(ll: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -129,9 +132,9 @@ def semantic_clusters(
         >>> semantic_clusters(None, contradict, rule="non_contradiction").tolist()
         [0, 0, 1]
     """
-    if rule not in ("bidirectional", "non_contradiction"):
-        raise ValueError(f"rule must be 'bidirectional' or 'non_contradiction'; got {rule!r}")
-    if not isinstance(threshold, int | float) or not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
+    validate.choice(rule, ("bidirectional", "non_contradiction"), "rule")
+    threshold = validate.real_number(threshold, "threshold")
+    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be a finite number in [0, 1]; got {threshold!r}")
     if rule == "bidirectional":
         if entail is None:
@@ -201,6 +204,7 @@ def semantic_entropy(
     """
     ll = validate.log_probs(log_likelihoods, "log_likelihoods")
     ids = validate.cluster_labels(cluster_ids)
+    normalise = validate.flag(normalise, "normalise")
     if ids.shape != ll.shape:
         raise ValueError(f"cluster_ids must have the same length as log_likelihoods; got {ids.size} and {ll.size}")
     if normalise:

@@ -229,7 +229,9 @@ def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
     if np.isnan(vals).any() or (vals == np.inf).any():
         raise ValueError("v must hold real worths or -inf (a singular sub-game); got NaN or +inf")
     if n > EXACT_MAX_N:
-        raise ValueError(f"v describes n = {n} players; exact Shapley values are limited to n <= EXACT_MAX_N = {EXACT_MAX_N}")
+        raise ValueError(
+            f"v describes n = {n} players; exact Shapley values are limited to n <= EXACT_MAX_N = {EXACT_MAX_N}"
+        )
     return _shapley_from_values(vals, n)
 
 

@@ -260,7 +260,7 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
         >>> report.repaired, report.shrink_factor
         (True, 0.25)
     """
-    validate.choice(policy, PSD_POLICIES, "psd_policy")
+    validate.choice(policy, PSD_POLICIES, "policy (psd_policy)")
     eps = validate.open_fraction(eps, "eps")
     A = validate.symmetric_matrix(R, "R")
     lam = float(np.linalg.eigvalsh(A)[0])

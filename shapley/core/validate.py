@@ -149,7 +149,7 @@ def finite_number(x: Any, name: str) -> float:
 
 
 def integer(x: Any, name: str, *, minimum: int | None = None) -> int:
-    """An ``int`` or numpy integer (bools, floats such as ``2.0``, ``inf`` or ``nan``, strings refused), ``>= minimum``."""
+    """An ``int`` or numpy integer ``>= minimum``; bools, floats (``2.0``, ``inf``, ``nan``) and strings refused."""
     if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer):
         bound = "" if minimum is None else f" >= {minimum}"
         raise ValueError(f"{name} must be an integer{bound}; got {type(x).__name__} {x!r}")

@@ -136,6 +136,8 @@ def semantic_clusters(
     threshold = validate.real_number(threshold, "threshold")
     if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be a finite number in [0, 1]; got {threshold!r}")
+    if contradict is not None:  # validated whatever the rule: a wrong input is refused even where unused
+        validate.probability_matrix(contradict, "contradict")
     if rule == "bidirectional":
         if entail is None:
             raise ValueError("rule='bidirectional' needs the entailment matrix `entail`; got None")

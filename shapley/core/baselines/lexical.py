@@ -30,6 +30,8 @@ def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float
         0.6
     """
     answers = validate.texts(texts)
+    if scorer is not None and not callable(getattr(scorer, "score", None)):
+        raise ValueError(f"scorer must be None or a rouge_scorer.RougeScorer (with a .score method); got {scorer!r}")
     n = len(answers)
     if n == 1:
         return 0.0

@@ -437,3 +437,55 @@ def test_cli_list_argument_of_the_wrong_kind_exits_2_naming_it(key, k, tmp_path,
     assert rc == 2, (argv, err)
     assert named in err, (argv, err)
     assert not (tmp_path / "out").exists() and not (tmp_path / "m").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 17, general rule: a size that would run for minutes is refused with the limit named, or made fast
+
+
+def test_gaussian_entropy_at_large_n_is_one_factorisation_and_agrees_with_slogdet():
+    rng = np.random.default_rng(0)
+    n = 300  # beyond EXACT_MAX_N: the Cholesky path (n = 2000 took 42 s through n Python-level steps)
+    X = rng.normal(size=(n, n))
+    R = X @ X.T / n + np.eye(n)
+    _, logdet = np.linalg.slogdet(R)
+    assert shapley.gaussian_entropy(R) == pytest.approx(n * shapley.HALF_LOG_2PIE + 0.5 * logdet, rel=1e-12)
+    R[:, 1] = R[:, 0]
+    R[1, :] = R[0, :]  # two identical answers: singular
+    assert shapley.gaussian_entropy(R) == -np.inf
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        shapley.gaussian_entropy(np.eye(n) - 0.5)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda R: shapley.shapley_values(R),
+        lambda R: shapley.subset_entropies(R),
+        lambda R: shapley.log_principal_minors(R),
+    ],
+)
+def test_exact_computations_at_large_n_name_the_limit(call):
+    with pytest.raises(ValueError, match="EXACT_MAX_N = 22"):
+        call(np.eye(shapley.EXACT_MAX_N + 1))
+
+
+def test_other_minute_long_sizes_are_refused_naming_the_limit():
+    from shapley.core import psd
+    from shapley.core.baselines import lexical_similarity
+
+    with pytest.raises(ValueError, match="MC_MAX_FLOPS"):
+        shapley.shapley_values_mc(np.eye(1200), n_permutations=2000)
+    with pytest.raises(ValueError, match="NEAREST_MAX_WORK"):
+        psd.nearest_correlation(np.eye(1100))
+    with pytest.raises(ValueError, match="LEXICAL_MAX_PAIRS"):
+        lexical_similarity(["a"] * 700)
+
+
+def test_huge_entries_are_not_reported_as_nan():
+    top = np.finfo(np.float64).max
+    R = np.eye(3) * top
+    assert shapley.min_eigenvalue(R) == top and shapley.is_psd(R)  # was "not PSD, minimum eigenvalue nan"
+    assert np.isfinite(shapley.gaussian_entropy(R))
+    with pytest.raises(ValueError, match="overflow"):
+        shapley.gaussian_entropy([[top, top], [top, -top]])

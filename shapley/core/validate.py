@@ -117,7 +117,7 @@ def symmetric_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
             f"{name} must be symmetric; max |{name} - {name}.T| = {asym:.3g} > {SYMMETRY_TOL:g}. "
             "Symmetrise entailment probabilities first, e.g. with shapley.correlation_matrix(P) = (P + P.T) / 2."
         )
-    return (A + A.T) / 2.0
+    return 0.5 * A + 0.5 * A.T  # equals (A + A.T) / 2 (bar subnormals) without overflowing near the largest float
 
 
 def similarity_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:

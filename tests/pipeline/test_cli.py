@@ -487,3 +487,98 @@ def test_answers_that_look_like_formulas_are_escaped_and_read_back(tmp_path, fak
     raw = pd.read_csv(out / "scores.csv", dtype=str, keep_default_na=False)["answer"].tolist()
     assert raw == ['\'=HYPERLINK("x")', "'-5", "'+1", "'@A1", "", "NaN", "Paris"]
     assert evaluate.load_scores(out)["answer"].tolist() == answers
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 18 item 19: --help imports nothing heavy; every argument has help text
+
+HEAVY = (
+    "torch",
+    "transformers",
+    "pandas",
+    "scipy",
+    "sklearn",
+    "shapley.pipeline.experiment",
+    "shapley.pipeline.entail",
+)
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["score-samples"], ["merge"], ["report"], ["beta-sweep"]])
+def test_help_imports_no_heavy_module(command):
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['shapley', *{command!r}, '--help']\n"
+        "try:\n    runpy.run_module('shapley', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert e.code == 0, e.code\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r})\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "HEAVY []" in r.stderr, r.stderr
+
+
+def test_every_argument_of_every_command_has_help_text():
+    parser = cli.build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction)]
+    missing = [
+        f"{cmd} {a.option_strings[0] if a.option_strings else a.metavar or a.dest}"
+        for cmd, p in sub.choices.items()
+        for a in p._actions
+        if not (a.help or "").strip()
+    ]
+    assert not missing, missing
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 17, cosmetic CLI items
+
+
+@pytest.mark.parametrize("value", ["-1/2", "-1e-3"])
+def test_a_value_starting_with_a_dash_reaches_its_own_check(value, capsys):
+    flag = "--shard" if "/" in value else "--beta"
+    with pytest.raises(SystemExit) as e:
+        cli.main(["score-samples", "in.jsonl", "--output", "o", flag, value])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "expected one argument" not in err
+    assert f"argument {flag}" in err and value in err
+
+
+def test_a_pipe_as_input_is_refused_saying_why(tmp_path, fake_entail, capsys):
+    import os
+
+    fifo = tmp_path / "fd63"
+    os.mkfifo(fifo)
+    assert _ss(fifo, tmp_path / "run") == 2
+    err = capsys.readouterr().err
+    assert "does not exist" not in err and "pipe" in err and "process substitution" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_path_that_is_not_utf8_is_named(tmp_path, fake_entail, capsys):
+    import os
+
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 4)
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/r\xffun")
+    assert _ss(inp, Path(out)) == 2
+    err = capsys.readouterr().err
+    assert "--output" in err and "r\\xffun" in err and "UTF-8" in err and "surrogates" not in err
+    assert os.listdir(tmp_path) == ["in.jsonl"]
+
+
+def test_beta_sweep_names_its_output_and_checks_n_boot(tmp_path, fake_entail, capsys):
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 6)
+    run = tmp_path / "run"
+    assert _ss(inp, run, "--n-boot", "10") == 0
+    capsys.readouterr()
+    out = tmp_path / "missing" / "sweep.csv"
+    assert cli.main(["beta-sweep", str(run), "--betas", "0.5", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(out) in err and ".tmp" not in err
+    for n in ("-5", "1"):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["beta-sweep", str(run), "--betas", "0.5", "--n-boot", n])
+        assert e.value.code == 2 and "--n-boot" in capsys.readouterr().err
+    assert not (run / "beta_sweep.csv").exists()

@@ -582,3 +582,41 @@ def test_beta_sweep_names_its_output_and_checks_n_boot(tmp_path, fake_entail, ca
             cli.main(["beta-sweep", str(run), "--betas", "0.5", "--n-boot", n])
         assert e.value.code == 2 and "--n-boot" in capsys.readouterr().err
     assert not (run / "beta_sweep.csv").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 17: the launchers validate their environment (one shared check, scripts/launcher_checks.sh)
+
+
+@pytest.mark.parametrize(
+    ("script", "env", "named"),
+    [
+        ("run_per_gpu.sh", {"NGPUS": "abc"}, "NGPUS"),
+        ("run_per_gpu.sh", {"NGPUS": "0"}, "NGPUS"),
+        ("run_per_gpu.sh", {"GPUS": "0 0"}, "twice"),
+        ("run_per_gpu.sh", {"GPUS": "0 one"}, "GPUS"),
+        ("slurm_array.sh", {"K": "abc"}, "K must"),
+        ("slurm_array.sh", {"K": "2", "MAX_PARALLEL": "x"}, "MAX_PARALLEL"),
+    ],
+)
+def test_launchers_say_what_is_wrong_with_their_settings(tmp_path, script, env, named):
+    import os
+
+    out = tmp_path / "out"
+    full = {**os.environ, "OUT": str(out), "SHAPLEY": "false", "PATH": os.environ["PATH"], **env}
+    r = subprocess.run(
+        ["bash", str(REPO / "scripts" / script), "run", "--dataset", "triviaqa"],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert named in r.stderr and "unbound variable" not in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_launchers_share_one_argument_check():
+    for script in ("run_per_gpu.sh", "slurm_array.sh"):
+        text = (REPO / "scripts" / script).read_text()
+        assert "launcher_checks.sh" in text and "refuse_own_options" in text and "--entail-cache=*" not in text

@@ -527,7 +527,8 @@ def _check_paths(a: argparse.Namespace) -> None:
                     f"{name} {os.fsencode(p)!r} is not valid UTF-8; run directories record their paths as UTF-8 "
                     "JSON, so rename it (or use a link with a UTF-8 name)"
                 ) from None
-        _distinct_paths(paths, name)
+        if name != "SHARD_DIR":  # merge refuses a repeated shard itself, naming the shard (I/K)
+            _distinct_paths(paths, name)
     for dest in ("input", "data_path"):
         _regular_input(getattr(a, dest, None), "FILE.jsonl" if dest == "input" else "--data-path")
 

@@ -181,7 +181,7 @@ def function(x: Any, name: str) -> Callable[..., Any]:
     """A callable (e.g. a metric such as :func:`shapley.core.metrics.auroc`)."""
     if not callable(x):
         raise ValueError(f"{name} must be a function; got {type(x).__name__} {x!r}")
-    return x  # type: ignore[no-any-return]
+    return x
 
 
 def score_vector(x: ArrayLike, name: str) -> NDArray[np.float64]:

@@ -3,7 +3,6 @@ semantic clustering, semantic entropy, discrete semantic entropy and the number 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -133,8 +132,7 @@ def semantic_clusters(
         [0, 0, 1]
     """
     validate.choice(rule, ("bidirectional", "non_contradiction"), "rule")
-    threshold = validate.real_number(threshold, "threshold")
-    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
+    if not 0.0 <= validate.finite_number(threshold, "threshold") <= 1.0:
         raise ValueError(f"threshold must be a finite number in [0, 1]; got {threshold!r}")
     if contradict is not None:  # validated whatever the rule: a wrong input is refused even where unused
         validate.probability_matrix(contradict, "contradict")

@@ -490,3 +490,33 @@ def test_huge_entries_are_not_reported_as_nan():
     assert np.isfinite(shapley.gaussian_entropy(R))
     with pytest.raises(ValueError, match="overflow"):
         shapley.gaussian_entropy([[top, top], [top, -top]])
+
+
+# Every numeric option of the command line reads ASCII decimal notation only (no inf, nan, 1_0 or other
+# scripts' digits, which Python's float() and int() would accept).
+NUMBER_WRONG = ["nan", "inf", "1_0", "\u0663", "0x10", "1e999", "½", " "]
+
+
+def numeric_options() -> list[tuple[str, str]]:
+    out = []
+    for cmd, p in _subparsers().items():
+        for a in p._actions:
+            if a.option_strings and a.type is not None and a.type not in cli.LIST_TYPES and a.type is not str:
+                assert a.type not in (int, float), (
+                    f"{cmd} {a.option_strings[0]}: builtin {a.type.__name__}() is lenient"
+                )
+                out.append((cmd, a.option_strings[0]))
+    return out
+
+
+def test_numeric_options_were_found():
+    assert {("run", "--temperature"), ("score-samples", "--beta"), ("beta-sweep", "--n-boot")} <= set(numeric_options())
+
+
+@pytest.mark.parametrize(("cmd", "flag"), numeric_options())
+@pytest.mark.parametrize("value", NUMBER_WRONG)
+def test_numeric_option_of_the_wrong_kind_exits_2_naming_it(cmd, flag, value, capsys):
+    base = {"run": _RUN, "score-samples": _SS, "beta-sweep": ["beta-sweep", "d"]}[cmd]
+    with pytest.raises(SystemExit) as e:
+        cli.main([*base, f"{flag}={value}"])
+    assert e.value.code == 2 and f"argument {flag}" in capsys.readouterr().err

@@ -21,25 +21,22 @@
 # do not give those. Running the same command again resumes every shard (each is a resumable run directory) and
 # merges again. Exit status: 2 for bad usage, else that of the first failing shard, else that of the merge.
 set -euo pipefail
+# shellcheck source=scripts/launcher_checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/launcher_checks.sh"
 
 if [ $# -lt 1 ]; then
   sed -n '2,24p' "$0" >&2
   exit 2
 fi
 : "${OUT:?set OUT to the folder for the shards and the merged run (see the header of $0)}"
-for arg in "$@"; do
-  case "$arg" in
-    --output | --output=* | --shard | --shard=* | --entail-cache | --entail-cache=*)
-      echo "error: $0 sets $arg itself; leave it out" >&2
-      exit 2
-      ;;
-  esac
-done
+refuse_own_options "$0" "$@"
 SHAPLEY=${SHAPLEY:-"${PYTHON:-python} -m shapley"}
 
 if [ -n "${GPUS:-}" ]; then
   read -r -a gpus <<< "$GPUS"
+  require_gpu_list "$0" GPUS "${gpus[@]}"
 elif [ -n "${NGPUS:-}" ]; then
+  require_positive_int "$0" NGPUS "$NGPUS"
   mapfile -t gpus < <(seq 0 $((NGPUS - 1)))
 else
   mapfile -t gpus < <(nvidia-smi --query-gpu=index --format=csv,noheader)

@@ -52,18 +52,12 @@ case "${1:-}" in
     ;;
 esac
 
-for arg in "$@"; do
-  case "$arg" in
-    --output | --output=* | --shard | --shard=* | --entail-cache | --entail-cache=*)
-      echo "error: $0 sets $arg itself; leave it out" >&2
-      exit 2
-      ;;
-  esac
-done
-if ! [[ "$K" =~ ^[1-9][0-9]*$ ]]; then
-  echo "error: K must be a positive integer; got '$K'" >&2
-  exit 2
-fi
+# Sourced only here, on the submitting node: SLURM runs a copy of this script from its spool folder.
+# shellcheck source=scripts/launcher_checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/launcher_checks.sh"
+refuse_own_options "$0" "$@"
+require_positive_int "$0" K "$K"
+if [ -n "${MAX_PARALLEL:-}" ]; then require_positive_int "$0" MAX_PARALLEL "$MAX_PARALLEL"; fi
 mkdir -p "$OUT/logs"
 read -r -a array_opts <<< "${SBATCH_ARRAY_OPTS:---gres=gpu:1 --cpus-per-task=4 --time=24:00:00}"
 read -r -a merge_opts <<< "${SBATCH_MERGE_OPTS:---cpus-per-task=2 --time=02:00:00}"

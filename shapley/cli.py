@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
+import stat
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from shapley.pipeline import evaluate, experiment, merge, report
+# Only light modules at import time, so that ``--help`` answers at once (issue 18): the pipeline's heavy parts
+# (pandas, scipy, torch, transformers) are imported by the command that needs them.
 from shapley.pipeline import score as _score
 from shapley.pipeline.config import (
     DEFAULT_ENTAILMENT,
@@ -35,9 +39,50 @@ from shapley.pipeline.config import (
 from shapley.pipeline.data import DATASETS
 from shapley.pipeline.samples import REFERENCE_FIELDS
 
+PSD_POLICIES = ("nearest", "clip", "shrink", "raise")
+"""The ``--psd-policy`` choices (those of :mod:`shapley.core.psd`)."""
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+
+
+def _number(text: str) -> float:
+    """A finite decimal number written with ASCII digits (``0.5``, ``1e-3``); not ``inf``, ``nan``, ``0.2_5``."""
+    if not _NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a decimal number (ASCII digits, e.g. 0.5 or 1e-3)")
+    v = float(text)
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r} is too large")
+    return v
+
+
+def _integer(text: str) -> int:
+    """A whole number written with ASCII digits (not ``1.0``, ``1_000`` or other scripts' digits)."""
+    if not _INTEGER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (ASCII digits)")
+    return int(text)
+
+
+def _entries(text: str) -> list[str]:
+    """The comma-separated entries of a list argument; an empty entry is refused."""
+    parts = [part.strip() for part in text.split(",")]
+    if any(not part for part in parts):
+        raise argparse.ArgumentTypeError(f"empty entry in {text!r} (a doubled comma, or one at the start or end)")
+    return parts
+
+
+def _distinct(values: Sequence[object], texts: Sequence[str]) -> None:
+    seen: dict[object, str] = {}
+    for v, t in zip(values, texts, strict=True):
+        if v in seen:
+            again = "" if seen[v] == t else f" (as {seen[v]!r} and {t!r})"
+            raise argparse.ArgumentTypeError(f"{t!r} is given twice{again}; each entry must be distinct")
+        seen[v] = t
+
 
 def _methods(text: str) -> list[str]:
-    names = [m.strip() for m in text.split(",") if m.strip()]
+    names = _entries(text)
+    _distinct(names, names)
     try:
         return list(_score.resolve_methods(names))
     except ValueError as exc:
@@ -45,42 +90,61 @@ def _methods(text: str) -> list[str]:
 
 
 def _positive_int(text: str) -> int:
-    v = int(text)
+    v = _integer(text)
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1; got {v}")
     return v
 
 
+def _seed(text: str) -> int:
+    v = _integer(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"a seed must be >= 0; got {v}")
+    return v
+
+
+def _n_boot(text: str) -> int:
+    v = _integer(text)
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"an interval needs at least 2 bootstrap resamples; got {v}")
+    return v
+
+
+def _n_boot_or_none(text: str) -> int:
+    v = _integer(text)
+    if v != 0 and v < 2:
+        raise argparse.ArgumentTypeError(f"must be 0 (no intervals) or at least 2 resamples; got {v}")
+    return v
+
+
 def _beta(text: str) -> float:
-    v = float(text)
+    v = _number(text)
     if not 0.0 < v <= 1.0:
-        raise argparse.ArgumentTypeError(f"beta must be in (0, 1]; got {v}")
+        raise argparse.ArgumentTypeError(f"beta must be in (0, 1]; got {text}")
     return v
 
 
 def _betas(text: str) -> tuple[float, ...]:
+    parts = _entries(text)
     values = []
-    for part in (b.strip() for b in text.split(",")):
-        if not part:
-            continue
+    for part in parts:
         try:
-            v = float(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a number") from None
-        if not (math.isfinite(v) and 0.0 < v <= 1.0):
-            raise argparse.ArgumentTypeError(f"every beta must be in (0, 1]; got {part}")
-        values.append(v)
-    if not values:
-        raise argparse.ArgumentTypeError("no beta given")
+            values.append(_beta(part))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"every beta must be a number in (0, 1]: {exc}") from None
+    _distinct(values, parts)
     return tuple(values)
 
 
 def _unit(text: str) -> float:
-    v = float(text)
+    v = _number(text)
     if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1]; got {v}")
+        raise argparse.ArgumentTypeError(f"must be in [0, 1]; got {text}")
     return v
 
+
+LIST_TYPES: tuple[Callable[[str], object], ...] = (_methods, _betas)
+"""Argument types that read a comma-separated list (each entry checked, empty or repeated entries refused)."""
 
 _LIMIT_HELP = (
     "first K questions only. On an existing run the outputs (scores.csv, metrics.csv) then describe these K "
@@ -97,7 +161,7 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--beta", type=_beta, default=0.5, help="kernel scale beta in (0, 1] (default 0.5, the paper's)")
     g.add_argument(
         "--psd-policy",
-        choices=("nearest", "clip", "shrink", "raise"),
+        choices=PSD_POLICIES,
         default=_score.DEFAULT_PSD_POLICY,
         help="what Shap does when R is not PSD (default nearest; each repair is recorded as shap_psd_repaired; "
         "'raise' skips Shap on such questions with the error as reason)",
@@ -121,8 +185,8 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
         help="SE sample log-likelihood: sum of token log-probs (default) or their mean (length-normalised)",
     )
     g.add_argument("--threshold", type=_unit, default=0.3, help="an answer is correct if its score > this (0.3)")
-    g.add_argument("--n-boot", type=_positive_int, default=1000, help="bootstrap resamples for the AUROC CI (1000)")
-    g.add_argument("--seed", type=int, default=0, help="seed of sampling, few-shot choice, ER split, bootstrap (0)")
+    g.add_argument("--n-boot", type=_n_boot, default=1000, help="bootstrap resamples for the AUROC CI, >= 2 (1000)")
+    g.add_argument("--seed", type=_seed, default=0, help="seed of sampling, few-shot choice, ER split, bootstrap (0)")
     g.add_argument("--with-question", action="store_true", help="entailment compares 'question + answer' texts")
     g.add_argument("--device", default=None, help="torch device for the models (default: cuda if available)")
     g.add_argument("--no-progress", action="store_true", help="hide the progress bars")
@@ -190,9 +254,9 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--n-samples", type=_positive_int, default=10, help="sampled answers per question (10)")
     run.add_argument("--limit", type=_positive_int, default=None, help=_LIMIT_HELP)
     run.add_argument("--output", required=True, help="run directory (created, or resumed)")
-    run.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1.0; 0 = greedy)")
-    run.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling p (1.0 = off)")
-    run.add_argument("--top-k", type=int, default=0, help="top-k sampling (0 = off)")
+    run.add_argument("--temperature", type=_number, default=1.0, help="sampling temperature (1.0; 0 = greedy)")
+    run.add_argument("--top-p", type=_number, default=1.0, help="nucleus sampling p (1.0 = off)")
+    run.add_argument("--top-k", type=_integer, default=0, help="top-k sampling (0 = off)")
     run.add_argument("--max-new-tokens", type=_positive_int, default=32, help="answer length limit (32)")
     run.add_argument(
         "--batch-size",
@@ -202,7 +266,7 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
         "memory on a GPU). " + _BATCH_HELP,
     )
     run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
-    run.add_argument("--n-shots", type=int, default=5, help="few-shot examples per prompt (5)")
+    run.add_argument("--n-shots", type=_integer, default=5, help="few-shot examples per prompt (5)")
     run.add_argument(
         "--chat-template",
         action="store_true",
@@ -286,16 +350,28 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
         description="Recompute Shap for each beta from DIR/entailment.jsonl and report AUROC, and how many "
         "questions have a non-PSD R at each beta.",
     )
-    bs.add_argument("run_dir", metavar="DIR")
+    bs.add_argument("run_dir", metavar="DIR", help="a run directory holding entailment.jsonl and scores.jsonl")
     bs.add_argument(
         "--betas",
         type=_betas,
         default=None,
-        help="comma-separated betas in (0, 1] (default: the paper's two grids, 0.1..1.0 and 0.42..0.58)",
+        help="comma-separated, distinct betas in (0, 1] (default: the paper's two grids, 0.1..1.0 and 0.42..0.58)",
     )
-    bs.add_argument("--psd-policy", choices=("nearest", "clip", "shrink", "raise"), default=None)
-    bs.add_argument("--n-boot", type=int, default=0, help="bootstrap resamples for CIs (0 = none)")
-    bs.add_argument("--output", default=None, help="CSV for the summary (default: DIR/beta_sweep.csv)")
+    bs.add_argument(
+        "--psd-policy",
+        choices=PSD_POLICIES,
+        default=None,
+        help="what Shap does when R is not PSD at a beta (default: the run's own --psd-policy, from config.json)",
+    )
+    bs.add_argument(
+        "--n-boot", type=_n_boot_or_none, default=0, help="bootstrap resamples for CIs: 0 (none, default) or >= 2"
+    )
+    bs.add_argument(
+        "--output",
+        default=None,
+        help="CSV for the summary (default: DIR/beta_sweep.csv); the per-question table goes next to it "
+        "(<name>_per_question.csv)",
+    )
 
 
 def _scoring(a: argparse.Namespace) -> ScoringSettings:
@@ -348,6 +424,8 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
 
 
 def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
+    from shapley.pipeline import experiment
+
     config = config_from_args(a)
     if config.command == "run":
         path = experiment.run_experiment(config, a.output, argv=argv)
@@ -358,6 +436,8 @@ def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _print_summary(path: Path) -> None:
+    from shapley.pipeline import evaluate
+
     m = evaluate.load_metrics(path)
     sk = evaluate.load_skipped(path)
     cols = ["method", "auroc", "auroc_lo", "auroc_hi", "n", "accuracy"]
@@ -373,7 +453,16 @@ def _print_summary(path: Path) -> None:
         print(f"note: {r['method']} skipped on {r['n_skipped']} of {r['n_questions']} questions: {r['reason']}")
 
 
+def _cmd_merge(a: argparse.Namespace, argv: Sequence[str]) -> int:
+    from shapley.pipeline import merge
+
+    _print_summary(merge.merge_runs(a.shard_dirs, a.output, argv=argv))
+    return 0
+
+
 def _cmd_report(a: argparse.Namespace) -> int:
+    from shapley.pipeline import evaluate, report
+
     md = evaluate.report(a.run_dirs, a.output)
     if a.output is None:
         print(md, end="")
@@ -382,7 +471,19 @@ def _cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+def _writable_file(out: Path, flag: str) -> None:
+    """Refuse (ValueError naming ``flag`` and ``out``) an output file whose folder is missing or that is a folder."""
+    if out.is_dir():
+        raise ValueError(f"{flag} {out} is a directory; give a file name")
+    if not out.parent.is_dir():
+        raise ValueError(f"{flag} {out}: its folder {out.parent} does not exist")
+
+
 def _cmd_beta_sweep(a: argparse.Namespace) -> int:
+    from shapley.pipeline import evaluate
+
+    if a.output:
+        _writable_file(Path(a.output), "--output")
     betas = evaluate.TABLE5_BETAS if a.betas is None else a.betas
     summary, paths = evaluate.write_beta_sweep(
         a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output
@@ -390,6 +491,65 @@ def _cmd_beta_sweep(a: argparse.Namespace) -> int:
     print(evaluate.markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
     return 0
+
+
+_PATH_ARGS = {  # command -> (dest, how the message names it) of every argument that is a path
+    "run": (("output", "--output"), ("data_path", "--data-path"), ("entail_cache", "--entail-cache")),
+    "score-samples": (("input", "FILE.jsonl"), ("output", "--output"), ("entail_cache", "--entail-cache")),
+    "merge": (("shard_dirs", "SHARD_DIR"), ("output", "--output")),
+    "report": (("run_dirs", "DIR"), ("output", "--output")),
+    "beta-sweep": (("run_dir", "DIR"), ("output", "--output")),
+}
+
+
+def _check_paths(a: argparse.Namespace) -> None:
+    """Path arguments, checked before anything is read or written (``ValueError`` naming the argument).
+
+    A path must be valid UTF-8 (run directories record their paths in JSON); the entries of a list of
+    directories must be distinct; an input file must be a regular file: a pipe such as bash's process
+    substitution ``<(...)`` (``/dev/fd/63``) can be read only once, but the input is read twice (validated in
+    full before scoring starts) and its checksum is recorded so that a resume can check it.
+    """
+    for dest, name in _PATH_ARGS[a.command]:
+        value = getattr(a, dest)
+        paths = [] if value is None or value == "none" else [value] if isinstance(value, str) else list(value)
+        for p in paths:
+            try:
+                p.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"{name} {os.fsencode(p)!r} is not valid UTF-8; run directories record their paths as UTF-8 "
+                    "JSON, so rename it (or use a link with a UTF-8 name)"
+                ) from None
+        if name != "SHARD_DIR":  # merge refuses a repeated shard itself, naming the shard (I/K)
+            _distinct_paths(paths, name)
+    for dest in ("input", "data_path"):
+        _regular_input(getattr(a, dest, None), "FILE.jsonl" if dest == "input" else "--data-path")
+
+
+def _distinct_paths(paths: list[str], name: str) -> None:
+    seen: dict[str, str] = {}
+    for p in paths:
+        key = os.path.realpath(p)
+        if key in seen:
+            again = "" if seen[key] == p else f" (as {seen[key]!r} and {p!r})"
+            raise ValueError(f"{name}: {p!r} is given twice{again}; each entry must be distinct")
+        seen[key] = p
+
+
+def _regular_input(path: str | None, name: str) -> None:
+    if path is None:
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a missing file is reported by the reader, naming it
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ValueError(
+            f"{name} {path} is a pipe or a device (e.g. bash's process substitution <(...)), not a regular file. "
+            "The input is read twice (validated in full before scoring) and its checksum is recorded for "
+            "resuming, which a pipe cannot give: write it to a file first"
+        )
 
 
 def _show_warning(
@@ -404,11 +564,41 @@ def _show_warning(
     print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option, of every subcommand, that takes exactly one value."""
+    out: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out |= _value_options(sub)
+        elif action.option_strings and action.nargs is None:
+            out.update(action.option_strings)
+    return out
+
+
+def _join_dash_values(argv: list[str], options: set[str]) -> list[str]:
+    """``--shard -1/2`` -> ``--shard=-1/2``: a value that starts with '-' and a digit or '.' belongs to its option.
+
+    argparse would otherwise take ``-1/2`` (or ``-1e-3``) for an option and answer "expected one argument";
+    joined, the value reaches its own check, which says what is wrong with it.
+    """
+    out: list[str] = []
+    k = 0
+    while k < len(argv):
+        if argv[k] in options and k + 1 < len(argv) and re.match(r"-[\d.]", argv[k + 1]):
+            out.append(f"{argv[k]}={argv[k + 1]}")
+            k += 2
+        else:
+            out.append(argv[k])
+            k += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status. Warnings print as one line each (``warning: ...``)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    a = parser.parse_args(args_list)
+    a = parser.parse_args(_join_dash_values(args_list, _value_options(parser)))
     full_argv = ["python", "-m", "shapley", *args_list]
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
@@ -417,11 +607,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(a: argparse.Namespace, full_argv: list[str]) -> int:
     try:
+        _check_paths(a)
         if a.command in ("run", "score-samples"):
             return _cmd_pipeline(a, full_argv)
         if a.command == "merge":
-            _print_summary(merge.merge_runs(a.shard_dirs, a.output, argv=full_argv))
-            return 0
+            return _cmd_merge(a, full_argv)
         if a.command == "report":
             return _cmd_report(a)
         return _cmd_beta_sweep(a)

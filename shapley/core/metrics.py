@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import beta as beta_distribution
 from scipy.stats import rankdata
 
+from shapley.core import validate
 from shapley.core.paired import DeLongResult as DeLongResult
 from shapley.core.paired import delong_test as delong_test
 from shapley.core.paired import holm as holm
@@ -136,6 +137,7 @@ def bootstrap_ci(
         >>> bool(lo < auroc(u, correct) < hi), bool(0.5 < lo)
         (True, True)
     """
+    validate.resampling_kinds(metric, n_boot, alpha, seed)
     if int(n_boot) != n_boot or n_boot < 1:
         raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
     if not 0.0 < alpha < 1.0:
@@ -243,7 +245,8 @@ def quantile_mcse(samples: ArrayLike, q: float) -> float:
         >>> quantile_mcse(np.ones(100), 0.5)
         0.0
     """
-    x = np.sort(np.asarray(samples, dtype=np.float64))
+    x = np.sort(validate.vector(samples, "samples"))
+    q = validate.real_number(q, "q")
     n = x.size
     if n < 2 or not 0.0 < q < 1.0:
         raise ValueError(f"quantile_mcse needs at least 2 samples and q in (0, 1); got {n} and {q!r}")
@@ -277,7 +280,8 @@ class BootstrapInterval(NamedTuple):
     n_boot: int
 
 
-def _check_boot(n_boot: int, alpha: float, mcse: float, max_boot: int) -> None:
+def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcse: float, max_boot: int) -> None:
+    validate.resampling_kinds(metric, n_boot, alpha, seed)
     for name, v in (("n_boot", n_boot), ("max_boot", max_boot)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < MIN_BOOT:
             raise ValueError(f"{name} must be an integer >= {MIN_BOOT} (bootstrap resamples); got {v!r}")
@@ -349,7 +353,7 @@ def bootstrap_interval(
         >>> bool(r.lo < auroc(u, correct) < r.hi), r.n_boot >= 1000, max(r.lo_mcse, r.hi_mcse) <= 0.002
         (True, True, True)
     """
-    _check_boot(n_boot, alpha, mcse, max_boot)
+    _check_boot(metric, n_boot, alpha, seed, mcse, max_boot)
     u, c = _inputs(uncertainty, correct)
     return _adaptive(
         lambda rows: _resampled(metric, u, c, rows),
@@ -398,7 +402,7 @@ def paired_interval(
         >>> bool(r.lo < r.delta < r.hi), max(r.lo_mcse, r.hi_mcse) <= 0.002
         (True, True)
     """
-    _check_boot(n_boot, alpha, mcse, max_boot)
+    _check_boot(metric, n_boot, alpha, seed, mcse, max_boot)
     ua, c = _inputs(u_a, correct, "u_a")
     ub, _ = _inputs(u_b, correct, "u_b")
     with warnings.catch_warnings():
@@ -498,6 +502,7 @@ def paired_bootstrap(
         >>> r.delta, r.p_value
         (0.75, 0.125)
     """
+    validate.resampling_kinds(metric, n_boot, alpha, seed)
     if isinstance(n_boot, bool) or int(n_boot) != n_boot or n_boot < 1:
         raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
     if not 0.0 < alpha < 1.0:

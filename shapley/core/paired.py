@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm, rankdata
 
+from shapley.core import validate
 from shapley.core.ranks import checked_inputs as _inputs
 
 
@@ -34,10 +35,7 @@ def holm(p_values: ArrayLike) -> NDArray[np.float64]:
         >>> holm([0.2, float("nan"), 0.6]).tolist()
         [0.4, nan, 0.6]
     """
-    try:
-        p = np.asarray(p_values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"p_values must be a 1-D sequence of numbers; got {type(p_values).__name__}") from exc
+    p = validate.real_array(p_values, "p_values", "a 1-D sequence of numbers")
     if p.ndim != 1:
         raise ValueError(f"p_values must be 1-D; got shape {p.shape}")
     ok = ~np.isnan(p)

@@ -34,6 +34,7 @@ larger (less conservative) for every n >= 2.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Literal
@@ -46,6 +47,9 @@ from shapley.core import validate
 PSDPolicy = Literal["raise", "shrink", "clip", "nearest"]
 PSD_POLICIES: tuple[str, ...] = ("raise", "shrink", "clip", "nearest")
 DEFAULT_EPS = 1e-6
+NEAREST_MAX_WORK = 5e11
+"""Largest ``max_iter * n**3`` of :func:`nearest_correlation` (one eigendecomposition per iteration): at the
+default 500 iterations, n <= 1000."""
 
 
 class PSDRepairWarning(RuntimeWarning):
@@ -71,7 +75,25 @@ def min_eigenvalue(R: ArrayLike) -> float:
         0.5
     """
     A = validate.symmetric_matrix(R, "R")
-    return float(np.linalg.eigvalsh(A)[0])
+    return _smallest_eigenvalue(A)
+
+
+def _smallest_eigenvalue(A: NDArray[np.float64]) -> float:
+    """lambda_min of a validated symmetric A, computed on ``A / 2**k`` (exact) so that huge entries do not overflow.
+
+    Raises ``ValueError`` when the eigenvalue itself is beyond float64 (entries near the largest float), rather
+    than reporting NaN.
+    """
+    top = float(np.max(np.abs(A)))
+    k = math.frexp(top)[1] if top > 0 else 0
+    scaled = float(np.linalg.eigvalsh(np.ldexp(A, -k))[0])
+    try:
+        lam = math.ldexp(scaled, k)
+    except OverflowError:
+        lam = math.inf
+    if not math.isfinite(lam):
+        raise ValueError(f"R's eigenvalues overflow float64 (max |R| = {top:.4g}): rescale R, e.g. to unit diagonal")
+    return lam
 
 
 def psd_tolerance(R: ArrayLike) -> float:
@@ -86,7 +108,7 @@ def psd_tolerance(R: ArrayLike) -> float:
         >>> psd_tolerance(1e-300 * np.eye(2)) < 1e-310  # scale-aware: no absolute floor
         True
     """
-    A = np.asarray(R, dtype=np.float64)
+    A = validate.square_matrix(R, "R")
     return 10.0 * A.shape[0] * float(np.finfo(np.float64).eps) * float(np.max(np.abs(A)))
 
 
@@ -98,8 +120,8 @@ def is_psd(R: ArrayLike, tol: float | None = None) -> bool:
         (True, False)
     """
     A = validate.symmetric_matrix(R, "R")
-    t = psd_tolerance(A) if tol is None else float(tol)
-    return bool(np.linalg.eigvalsh(A)[0] >= -t)
+    t = psd_tolerance(A) if tol is None else validate.finite_number(tol, "tol")
+    return bool(_smallest_eigenvalue(A) >= -t)
 
 
 def is_singular(R: ArrayLike) -> bool:
@@ -115,7 +137,7 @@ def is_singular(R: ArrayLike) -> bool:
         False
     """
     A = validate.symmetric_matrix(R, "R")
-    return bool(np.linalg.eigvalsh(A)[0] <= psd_tolerance(A))
+    return bool(_smallest_eigenvalue(A) <= psd_tolerance(A))
 
 
 def paper_beta_bound(n: int) -> float:
@@ -141,8 +163,7 @@ def gershgorin_beta_bound(n: int) -> float:
 
 
 def _check_n(n: int) -> None:
-    if int(n) != n or n < 1:
-        raise ValueError(f"n must be a positive integer; got {n!r}")
+    validate.positive_int(n, "n")
 
 
 def _not_psd_message(lam: float, n: int) -> str:
@@ -168,7 +189,7 @@ def shrink_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> tuple[NDArray[np.fl
     """
     e = validate.open_fraction(eps, "eps")
     A = validate.symmetric_matrix(R, "R")
-    lam = float(np.linalg.eigvalsh(A)[0])
+    lam = _smallest_eigenvalue(A)
     if lam >= e:
         return A.copy(), 1.0
     t = (1.0 - e) / (1.0 - lam)
@@ -212,6 +233,12 @@ def nearest_correlation(
     stop = validate.positive_number(tol, "tol")
     R = validate.symmetric_matrix(R, "R")
     n = R.shape[0]
+    if iters * n**3 > NEAREST_MAX_WORK:
+        raise ValueError(
+            f"nearest_correlation: max_iter = {iters} eigendecompositions at n = {n} (about {iters * n**3:.2g} "
+            f"operations) exceed NEAREST_MAX_WORK = {NEAREST_MAX_WORK:.0e}, minutes of work; lower max_iter or use "
+            "psd_policy='clip' or 'shrink' (one decomposition)"
+        )
     Y = R.copy()
     dS = np.zeros_like(R)
     X = R.copy()
@@ -261,11 +288,10 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
         >>> report.repaired, report.shrink_factor
         (True, 0.25)
     """
-    if policy not in PSD_POLICIES:
-        raise ValueError(f"psd_policy must be one of {PSD_POLICIES}; got {policy!r}")
+    validate.choice(policy, PSD_POLICIES, "policy (psd_policy)")
     eps = validate.open_fraction(eps, "eps")
     A = validate.symmetric_matrix(R, "R")
-    lam = float(np.linalg.eigvalsh(A)[0])
+    lam = _smallest_eigenvalue(A)
     if lam >= -psd_tolerance(A):
         return A, PSDReport(lam, True, policy, False)
     n = A.shape[0]

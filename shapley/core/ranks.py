@@ -10,6 +10,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 
+# checked_inputs and one_class are the metrics' internal helpers (their callers validate and name the arguments)
+__all__ = ["SCORE_DIGITS", "round_scores"]
+
 SCORE_DIGITS = 12
 """Significant digits every score is rounded to before any rank-based computation (:func:`round_scores`)."""
 
@@ -40,7 +43,7 @@ def round_scores(scores: ArrayLike, digits: int = SCORE_DIGITS) -> NDArray[np.fl
     """
     if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 1 <= digits <= 15:
         raise ValueError(f"digits must be an integer in [1, 15]; got {digits!r}")
-    a = np.asarray(scores, dtype=np.float64)
+    a = validate.real_array(scores, "scores")
     out = a + 0.0  # a copy, with -0.0 made 0.0
     mag = np.abs(a)
     ok = np.isfinite(a) & (mag >= 1e-280)

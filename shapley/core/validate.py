@@ -9,12 +9,26 @@ Tolerances, defined here once and used everywhere in the package:
   accepted value is clipped into [0, 1].
 * :data:`LOGP_TOL` (``1e-6``): a log-probability may exceed 0 by this much (float32 rounding); it is then
   clipped to 0. Entropies may fall below 0 by the same amount.
+
+Kinds, checked before ranges (issue 17: the wrong kind of input is refused, not converted):
+
+* an array of real numbers (a matrix, scores, log-probabilities) must have an integer or floating dtype. Complex,
+  string (also strings of digits such as ``["0.5"]``), bytes, object (``None``, ``Decimal``, mixed lists),
+  datetime and **boolean** arrays are refused: ``True`` is not a probability or a score, and a boolean matrix
+  almost always means a mask passed by mistake (write ``mask.astype(float)`` if it is meant);
+* labels (``correct``) are the exception: booleans, or numbers that are 0 or 1;
+* a real-number parameter is an ``int``/``float`` (numpy's included), never a ``bool`` or a string;
+* an integer parameter (sizes, counts, seeds) is an ``int`` or numpy integer, never a ``bool`` or a float
+  (not ``2.0``, ``inf`` or ``nan`` either);
+* a flag is a ``bool`` (or ``numpy.bool_``), never ``0``/``1`` or ``"false"``;
+* a choice (``method``, ``psd_policy``) is one of the listed strings.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,12 +39,55 @@ PROB_TOL = 1e-9
 LOGP_TOL = 1e-6
 
 
+_KIND_NAMES = {
+    "b": "booleans",
+    "c": "complex numbers",
+    "U": "strings",
+    "S": "bytes",
+    "O": "Python objects (None, strings or mixed types)",
+    "M": "datetimes",
+    "m": "time deltas",
+    "V": "structured records",
+}
+
+
+def _kind_error(name: str, what: str, got: str) -> ValueError:
+    return ValueError(f"{name} must be {what}; got {got}")
+
+
+def real_array(x: Any, name: str, what: str = "an array of real numbers") -> NDArray[np.float64]:
+    """``x`` as a float64 array if its entries are real numbers (integer or floating dtype), else ``ValueError``.
+
+    Refused (named in the message): complex, string, bytes, object, datetime and boolean arrays, ragged
+    nestings, and non-array objects such as ``None``, a dict or a bare string.
+
+    Examples:
+        >>> real_array([1, 2.5], "x").tolist()
+        [1.0, 2.5]
+        >>> real_array(["0.5"], "x")
+        Traceback (most recent call last):
+        ...
+        ValueError: x must be an array of real numbers; got an array of strings (dtype <U3)
+    """
+    if isinstance(x, str | bytes | dict | set | frozenset) or x is None:
+        raise _kind_error(name, what, f"a {type(x).__name__}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            arr = np.asarray(x)
+    except (TypeError, ValueError, Warning) as exc:
+        raise _kind_error(name, what, f"{type(x).__name__} that is not a regular array ({exc})") from exc
+    kind = arr.dtype.kind
+    if kind not in "iuf":
+        extra = " (write x.astype(float) if the booleans are meant as numbers)" if kind == "b" else ""
+        got = f"an array of {_KIND_NAMES.get(kind, 'dtype ' + str(arr.dtype))} (dtype {arr.dtype}){extra}"
+        raise _kind_error(name, what, got)
+    return arr.astype(np.float64)
+
+
 def square_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     """Return ``M`` as a finite float (n, n) array with n >= 1, or raise ``ValueError``."""
-    try:
-        A = np.asarray(M, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric (n, n) array: {exc}") from exc
+    A = real_array(M, name, "a numeric (n, n) array")
     if A.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n, n); got an array with {A.ndim} dimension(s), shape {A.shape}")
     if A.shape[0] != A.shape[1]:
@@ -60,7 +117,7 @@ def symmetric_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
             f"{name} must be symmetric; max |{name} - {name}.T| = {asym:.3g} > {SYMMETRY_TOL:g}. "
             "Symmetrise entailment probabilities first, e.g. with shapley.correlation_matrix(P) = (P + P.T) / 2."
         )
-    return (A + A.T) / 2.0
+    return 0.5 * A + 0.5 * A.T  # equals (A + A.T) / 2 (bar subnormals) without overflowing near the largest float
 
 
 def similarity_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
@@ -68,27 +125,68 @@ def similarity_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     return symmetric_matrix(probability_matrix(M, name), name)
 
 
-def beta_value(beta: float) -> float:
-    """The kernel scale beta, a finite number in (0, 1]."""
-    try:
-        b = float(beta)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"beta must be a number in (0, 1]; got {beta!r}") from exc
-    if not np.isfinite(b) or not 0.0 < b <= 1.0:
+def beta_value(beta: Any) -> float:
+    """The kernel scale beta, a finite real number in (0, 1] (not a bool or a string)."""
+    b = real_number(beta, "beta")
+    if not math.isfinite(b) or not 0.0 < b <= 1.0:
         raise ValueError(f"beta must be in (0, 1]; got {beta!r}")
     return b
 
 
 def real_number(x: Any, name: str) -> float:
     """A real number (bools and non-numbers refused); may be inf or NaN, callers check ranges."""
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
-        raise ValueError(f"{name} must be a real number; got {type(x).__name__}")
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a real number; got {type(x).__name__} {x!r}")
     return float(x)
 
 
+def finite_number(x: Any, name: str) -> float:
+    """A finite real number (bools and non-numbers refused)."""
+    v = real_number(x, name)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number; got {x!r}")
+    return v
+
+
+def integer(x: Any, name: str, *, minimum: int | None = None) -> int:
+    """An ``int`` or numpy integer ``>= minimum``; bools, floats (``2.0``, ``inf``, ``nan``) and strings refused."""
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer):
+        bound = "" if minimum is None else f" >= {minimum}"
+        raise ValueError(f"{name} must be an integer{bound}; got {type(x).__name__} {x!r}")
+    if minimum is not None and x < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {x!r}")
+    return int(x)
+
+
+def seed_value(x: Any, name: str = "seed") -> int | None:
+    """A random seed: ``None`` or an integer >= 0 (bools, floats and strings refused)."""
+    return None if x is None else integer(x, name, minimum=0)
+
+
+def flag(x: Any, name: str) -> bool:
+    """A boolean flag: ``True``/``False`` (or ``numpy.bool_``); ``0``, ``1`` and ``"false"`` are refused."""
+    if not isinstance(x, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False; got {type(x).__name__} {x!r}")
+    return bool(x)
+
+
+def choice(x: Any, options: Sequence[str], name: str) -> str:
+    """One of the strings ``options`` (anything else, including non-strings, refused naming the options)."""
+    if not isinstance(x, str) or x not in options:
+        raise ValueError(f"{name} must be one of {tuple(options)}; got {type(x).__name__} {x!r}")
+    return x
+
+
+def function(x: Any, name: str) -> Callable[..., Any]:
+    """A callable (e.g. a metric such as :func:`shapley.core.metrics.auroc`)."""
+    if not callable(x):
+        raise ValueError(f"{name} must be a function; got {type(x).__name__} {x!r}")
+    return x
+
+
 def score_vector(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    """1-D finite float array (may be empty)."""
-    a = np.asarray(x, dtype=np.float64)
+    """1-D finite float array of real numbers (may be empty)."""
+    a = real_array(x, name, "a 1-D array of real numbers")
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {a.shape}")
     if not np.all(np.isfinite(a)):
@@ -97,24 +195,30 @@ def score_vector(x: ArrayLike, name: str) -> NDArray[np.float64]:
 
 
 def label_vector(y: ArrayLike, name: str) -> NDArray[np.bool_]:
-    """1-D boolean array from bools or 0/1 values."""
+    """1-D boolean array from booleans or the numbers 0/1 (strings, complex, datetimes, None refused)."""
+    if isinstance(y, str | bytes | dict | set) or y is None:
+        raise ValueError(f"{name} must be a 1-D array of booleans or 0/1; got {type(y).__name__}")
     a = np.asarray(y)
+    if a.dtype.kind == "O" and all(isinstance(v, bool | np.bool_) for v in a.ravel()):
+        a = a.astype(bool)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {a.shape}")
+    if a.dtype.kind not in "biuf":
+        raise ValueError(
+            f"{name} must be an array of booleans or 0/1; got an array of "
+            f"{_KIND_NAMES.get(a.dtype.kind, str(a.dtype))} (dtype {a.dtype})"
+        )
     if a.dtype != np.bool_:
         af = a.astype(np.float64)
         if not np.all(np.isin(af, (0.0, 1.0))):
-            raise ValueError(f"{name} must be boolean or 0/1; got values {np.unique(af)[:5]}")
+            raise ValueError(f"{name} must hold booleans or 0/1 labels; got values {np.unique(af)[:5]}")
         a = af.astype(bool)
     return a
 
 
 def vector(x: Any, name: str, *, min_len: int = 1) -> NDArray[np.float64]:
-    """1-D finite float array with at least ``min_len`` entries."""
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a sequence of numbers; got {type(x).__name__}") from exc
+    """1-D finite array of real numbers with at least ``min_len`` entries."""
+    arr = real_array(x, name, "a 1-D sequence of numbers")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size < min_len:
@@ -158,16 +262,17 @@ def ragged_rows(rows: Any, name: str) -> list[NDArray[np.float64]]:
 
 def cluster_labels(x: Any, name: str = "cluster_ids") -> NDArray[np.int64]:
     """1-D non-empty array of integer cluster labels (any integer values, order irrelevant)."""
-    arr = np.asarray(x)
+    arr = real_array(x, name, "a 1-D array of integer cluster labels")
+    raw = np.asarray(x)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
-    if np.issubdtype(arr.dtype, np.integer):
+    if np.issubdtype(raw.dtype, np.integer):
+        return raw.astype(np.int64)
+    if np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
         return arr.astype(np.int64)
-    if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-        return arr.astype(np.int64)
-    raise ValueError(f"{name} must hold integer cluster labels; got dtype {arr.dtype}: {arr.tolist()}")
+    raise ValueError(f"{name} must hold integer cluster labels; got dtype {raw.dtype}: {raw.tolist()}")
 
 
 def texts(x: Any, name: str = "texts") -> list[str]:
@@ -192,10 +297,8 @@ def open_fraction(x: Any, name: str) -> float:
 
 
 def positive_int(x: Any, name: str) -> int:
-    """An integer >= 1 (bools refused)."""
-    if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {x!r}")
-    return int(x)
+    """An integer >= 1 (bools and floats refused)."""
+    return integer(x, name, minimum=1)
 
 
 def positive_number(x: Any, name: str) -> float:
@@ -204,3 +307,12 @@ def positive_number(x: Any, name: str) -> float:
     if not math.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be a finite number > 0; got {x!r}")
     return v
+
+
+def resampling_kinds(metric: Any, n_boot: Any, alpha: Any, seed: Any) -> None:
+    """Kinds of a bootstrap's settings: ``metric`` a function, ``n_boot`` an integer, ``alpha`` a real number,
+    ``seed`` ``None`` or an integer >= 0 (ranges are the caller's)."""
+    function(metric, "metric")
+    integer(n_boot, "n_boot")
+    real_number(alpha, "alpha")
+    seed_value(seed)

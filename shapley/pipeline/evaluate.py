@@ -479,7 +479,10 @@ def write_beta_sweep(
     paths = [out, out.with_name(out.stem + "_per_question.csv")]
     texts = [summary.to_csv(index=False), csv_text(per_q)]
     for f, text in zip(paths, texts, strict=True):
-        atomic_write_text(f, text)
+        try:
+            atomic_write_text(f, text)
+        except OSError as exc:  # the message names the output, not the temporary file written first
+            raise OSError(f"cannot write {f}: {exc.strerror or exc}") from exc
     if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():
         args = {"betas": [float(b) for b in betas], "psd_policy": psd_policy, "n_boot": int(n_boot)}
         names = dict(zip(derived.SWEEP_OUTPUTS, texts, strict=True))

@@ -3,7 +3,6 @@ semantic clustering, semantic entropy, discrete semantic entropy and the number 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -22,8 +21,11 @@ def shannon_entropy(p: NDArray[np.float64]) -> float:
         >>> shannon_entropy(np.array([1.0, 0.0]))
         0.0
     """
-    p = p[p > 0]
-    return float(max(0.0, -np.sum(p * np.log(p))))
+    q = validate.vector(p, "p")
+    if np.any(q < -validate.PROB_TOL) or np.any(q > 1.0 + validate.PROB_TOL):
+        raise ValueError(f"p must hold probabilities in [0, 1]; got values in [{q.min():.4g}, {q.max():.4g}]")
+    q = q[q > 0]
+    return float(max(0.0, -np.sum(q * np.log(q))))
 
 
 def _normalise_log(ll: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -129,10 +131,11 @@ def semantic_clusters(
         >>> semantic_clusters(None, contradict, rule="non_contradiction").tolist()
         [0, 0, 1]
     """
-    if rule not in ("bidirectional", "non_contradiction"):
-        raise ValueError(f"rule must be 'bidirectional' or 'non_contradiction'; got {rule!r}")
-    if not isinstance(threshold, int | float) or not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
+    validate.choice(rule, ("bidirectional", "non_contradiction"), "rule")
+    if not 0.0 <= validate.finite_number(threshold, "threshold") <= 1.0:
         raise ValueError(f"threshold must be a finite number in [0, 1]; got {threshold!r}")
+    if contradict is not None:  # validated whatever the rule: a wrong input is refused even where unused
+        validate.probability_matrix(contradict, "contradict")
     if rule == "bidirectional":
         if entail is None:
             raise ValueError("rule='bidirectional' needs the entailment matrix `entail`; got None")
@@ -201,6 +204,7 @@ def semantic_entropy(
     """
     ll = validate.log_probs(log_likelihoods, "log_likelihoods")
     ids = validate.cluster_labels(cluster_ids)
+    normalise = validate.flag(normalise, "normalise")
     if ids.shape != ll.shape:
         raise ValueError(f"cluster_ids must have the same length as log_likelihoods; got {ids.size} and {ll.size}")
     if normalise:

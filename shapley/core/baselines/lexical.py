@@ -9,6 +9,9 @@ import numpy as np
 
 from shapley.core import validate
 
+LEXICAL_MAX_PAIRS = 200_000
+"""Most answer pairs :func:`lexical_similarity` scores (about 20 s of Rouge-L at n = 630)."""
+
 
 def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float:
     """One minus the mean pairwise Rouge-L F-measure between the n answers (unitless, in [0, 1]).
@@ -30,7 +33,14 @@ def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float
         0.6
     """
     answers = validate.texts(texts)
+    if scorer is not None and not callable(getattr(scorer, "score", None)):
+        raise ValueError(f"scorer must be None or a rouge_scorer.RougeScorer (with a .score method); got {scorer!r}")
     n = len(answers)
+    if n * (n - 1) // 2 > LEXICAL_MAX_PAIRS:
+        raise ValueError(
+            f"lexical_similarity compares all n(n-1)/2 pairs; n = {n} answers give {n * (n - 1) // 2} pairs, more "
+            f"than LEXICAL_MAX_PAIRS = {LEXICAL_MAX_PAIRS} (minutes of Rouge-L); pass fewer answers"
+        )
     if n == 1:
         return 0.0
     if scorer is None:

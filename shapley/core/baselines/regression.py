@@ -27,8 +27,7 @@ def train_test_split_indices(n: int, test_fraction: float = 0.5, seed: int = 0) 
     f = validate.real_number(test_fraction, "test_fraction")
     if not 0.0 < f < 1.0:
         raise ValueError(f"test_fraction must lie strictly between 0 and 1; got {f}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise ValueError(f"seed must be an integer; got {seed!r}")
+    validate.integer(seed, "seed")
     n = int(n)
     n_test = min(n - 1, max(1, int(round(n * f))))
     perm = np.random.default_rng(int(seed)).permutation(n)
@@ -58,8 +57,8 @@ class EmbeddingRegression:
         c = validate.real_number(C, "C")
         if not math.isfinite(c) or c <= 0:
             raise ValueError(f"C (inverse regularisation strength) must be > 0; got {C!r}")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
+        validate.positive_int(max_iter, "max_iter")
+        validate.seed_value(random_state, "random_state")
         self.C = c
         self.random_state = random_state
         self.max_iter = max_iter
@@ -68,10 +67,7 @@ class EmbeddingRegression:
 
     @staticmethod
     def _features(X: Any, name: str) -> np.ndarray:
-        try:
-            A = np.asarray(X, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be a numeric (m, d) array; got {type(X).__name__}") from exc
+        A = validate.real_array(X, name, "a numeric (m, d) array")
         if A.ndim != 2:
             raise ValueError(f"{name} must be 2-D (m samples, d features); got shape {A.shape}")
         if A.shape[0] == 0 or A.shape[1] == 0:
@@ -87,18 +83,11 @@ class EmbeddingRegression:
         from sklearn.preprocessing import StandardScaler
 
         X = self._features(X_train, "X_train")
-        y_raw = np.asarray(correct_train)
-        if y_raw.ndim != 1 or y_raw.shape[0] != X.shape[0]:
+        y = validate.label_vector(correct_train, "correct_train").astype(int)
+        if y.shape[0] != X.shape[0]:
             raise ValueError(
-                f"correct_train must be 1-D with one label per row of X_train ({X.shape[0]}); got shape {y_raw.shape}"
+                f"correct_train must be 1-D with one label per row of X_train ({X.shape[0]}); got shape {y.shape}"
             )
-        try:
-            y_f = y_raw.astype(float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError("correct_train must hold booleans or 0/1 labels") from exc
-        if not np.all(np.isin(y_f, (0.0, 1.0))):
-            raise ValueError(f"correct_train must hold booleans or 0/1 labels; got values {np.unique(y_f).tolist()}")
-        y = y_f.astype(int)
         if np.unique(y).size < 2:
             raise ValueError(
                 f"correct_train holds a single class ({'all correct' if y[0] == 1 else 'all incorrect'}); "

@@ -7,7 +7,6 @@ import math
 from typing import Literal
 
 import numpy as np
-import scipy.linalg
 
 from shapley.core import validate
 from shapley.core.baselines.entropies import shannon_entropy
@@ -89,8 +88,7 @@ def eccentricity(W: np.ndarray, k: int | None = None, *, eigv_threshold: float =
     """
     M = validate.similarity_matrix(W, "W")
     n = M.shape[0]
-    if not isinstance(eigv_threshold, int | float) or not math.isfinite(eigv_threshold):
-        raise ValueError(f"eigv_threshold must be a finite number; got {eigv_threshold!r}")
+    eigv_threshold = validate.finite_number(eigv_threshold, "eigv_threshold")
     lam, U = np.linalg.eigh(_normalised_laplacian(M))
     if k is None:
         kk = max(1, int(np.sum(lam < eigv_threshold)))
@@ -130,10 +128,13 @@ def kernel_language_entropy(
         1.098612
     """
     M = validate.similarity_matrix(W, "W")
-    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
+    if isinstance(t, bool | np.bool_) or not isinstance(t, int | float | np.integer | np.floating):
+        raise ValueError(f"t (heat-kernel diffusion time) must be a finite number > 0; got {type(t).__name__} {t!r}")
+    if not math.isfinite(t) or t <= 0:
         raise ValueError(f"t (heat-kernel diffusion time) must be a finite number > 0; got {t!r}")
-    if normalisation not in ("trace", "diagonal"):
-        raise ValueError(f"normalisation must be 'trace' or 'diagonal'; got {normalisation!r}")
+    validate.choice(normalisation, ("trace", "diagonal"), "normalisation")
+    import scipy.linalg  # imported here: scipy is slow to import and only this function needs it
+
     L = np.diag(M.sum(axis=1)) - M
     K = scipy.linalg.expm(-float(t) * L)
     K = (K + K.T) / 2.0

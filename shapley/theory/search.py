@@ -295,7 +295,8 @@ def sentence_families(
         for eh in grid:
             for er in grid:
                 C = pr.hub_C(n, eh, er)
-                yield f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})", (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+                label = f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})"
+                yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
         for p in range(1, n // 2 + 1):
             for within in grid:
                 for across in grid:
@@ -308,7 +309,8 @@ def _conclusion_fails(x: tuple[NDArray[np.float64], int], beta: pr.BetaSpec) -> 
     """Property 3's cheap half: does g in place of s_j fail to raise the total? (The premise is costly.)"""
     old, new = _swap_in_g(*x)
     b = pr.resolve_beta(beta, old.shape[0])
-    return not pr._relation(pr.total_uncertainty(kernel_matrix(old, b)), pr.total_uncertainty(kernel_matrix(new, b)), ">")
+    h_old, h_new = pr.total_uncertainty(kernel_matrix(old, b)), pr.total_uncertainty(kernel_matrix(new, b))
+    return not pr._relation(h_old, h_new, ">")
 
 
 def _sweep(

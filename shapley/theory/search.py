@@ -58,13 +58,14 @@ def partial_grid_text(singular: bool = False) -> str:
     return "{-1, " + f"{-k:g}, ..., {k:g}" + ", 1}" if singular else "{" + f"{-k:g}, ..., {k:g}" + "}"
 
 
-def search_settings(max_examples: int) -> Any:
+def search_settings(max_examples: int, derandomize: bool = True) -> Any:
     """Hypothesis settings for the notebooks' searches: reproducible (derandomised, no example database),
-    quiet, no deadline and no health checks, so that a search gives the same answer on every machine."""
+    quiet, no deadline and no health checks, so that a search gives the same answer on every machine.
+    ``derandomize=False`` (``make properties``, scripts/properties_report.py) draws fresh examples each run."""
     return hypothesis.settings(
         max_examples=max_examples,
         database=None,
-        derandomize=True,
+        derandomize=derandomize,
         deadline=None,
         verbosity=hypothesis.Verbosity.quiet,
         suppress_health_check=list(hypothesis.HealthCheck),
@@ -193,12 +194,15 @@ def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[i
 
 
 def _run_search(
-    strategy: Any, body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]], max_examples: int
+    strategy: Any,
+    body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]],
+    max_examples: int,
+    derandomize: bool = True,
 ) -> tuple[bool, Any, dict[str, Any] | None, int]:
     state: dict[str, Any] = {"runs": 0, "last": None}
 
     # (the body's source seeds the derandomised search: keep it unchanged to keep the published examples)
-    @search_settings(max_examples)
+    @search_settings(max_examples, derandomize)
     @given(strategy)
     def probe(x: Any) -> None:
         state["runs"] += 1
@@ -341,11 +345,11 @@ def search_counterexample(
     strict_only: bool = False,
     singular: bool = False,
     steps: int = GRID_STEPS,
-    families: bool = True,
+    derandomize: bool = True,
 ) -> SearchResult:
     """Look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
 
-    Strategies (derandomized, no database, so results are reproducible):
+    Strategies (derandomized unless ``derandomize=False``; no database, so results are reproducible):
       * rv: correlation matrices from C-vine partial correlations drawn from {-0.9, ..., 0.9}
         (:data:`PARTIAL_STEPS`; every draw is positive definite; shrinking pushes towards the identity), or,
         with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
@@ -353,7 +357,7 @@ def search_counterexample(
       * sentence: symmetric C with upper-triangle entries from {0, 1/steps, ..., 1} (tenths by default),
         kernel at ``beta`` (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md). If Hypothesis finds
         nothing, every structured input of :func:`sentence_families` (hubs, two-group splits) in the same
-        domain is checked too (``families=False`` skips this sweep); random search alone misses them;
+        domain is checked too (``families_run`` of the result counts them); random search alone misses them;
       * Property 3: one matrix of size n + 1 (the answers plus g); the old configuration drops g, the
         new one puts g in place of answer j (j drawn too).
 
@@ -380,9 +384,9 @@ def search_counterexample(
         desc = f"C entries in {grid}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
     strategy = _matrices_and_index(values, build, n_range, 1 if prop == "3" else 0)
     body = _property_body(prop, reading, {"rho": rho, "beta": beta, "strict_only": strict_only})
-    found, check, example, runs = _run_search(strategy, body, max_examples)
+    found, check, example, runs = _run_search(strategy, body, max_examples, derandomize)
     swept = 0
-    if reading == "sentence" and families:
+    if reading == "sentence":
         desc += "; then every hub and two-group split on that grid"
         if not found:
             prefilter = partial(_conclusion_fails, beta=beta) if prop == "3" else None
@@ -400,7 +404,7 @@ def search_counterexample(
         check,
         runs + swept,
         described,
-        {"max_examples": max_examples, "derandomize": True, "database": None, "steps": steps},
+        {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps},
         swept,
     )
 
@@ -426,7 +430,11 @@ def _step_body(prop: str) -> Callable[..., Any]:
 
 
 def search_step_counterexample(
-    prop: str, *, n_range: tuple[int, int] = (3, 4), max_examples: int = SEARCH_MAX_EXAMPLES
+    prop: str,
+    *,
+    n_range: tuple[int, int] = (3, 4),
+    max_examples: int = SEARCH_MAX_EXAMPLES,
+    derandomize: bool = True,
 ) -> SearchResult:
     """Hypothesis search (rv reading) for a counterexample to the Appendix A step of Property ``prop``:
     some answer other than the replaced one whose Shapley value moves the way the proof says it cannot.
@@ -435,7 +443,7 @@ def search_step_counterexample(
     if prop not in ("1", "2", "3"):
         raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
     strategy = _matrices_and_index(_partials(), _vine, n_range, 1 if prop == "3" else 0)
-    found, check, example, runs = _run_search(strategy, _step_body(prop), max_examples)
+    found, check, example, runs = _run_search(strategy, _step_body(prop), max_examples, derandomize)
     return SearchResult(
         prop,
         "rv",
@@ -445,5 +453,5 @@ def search_step_counterexample(
         runs,
         f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {{-0.9, ..., 0.9}}; "
         f"Appendix A step of Property {prop}",
-        {"max_examples": max_examples, "derandomize": True, "database": None},
+        {"max_examples": max_examples, "derandomize": derandomize, "database": None},
     )

@@ -97,3 +97,16 @@ clean:
 .PHONY: axioms
 axioms: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m shapley.theory --out results/axioms
+
+# Thorough property run for readers: every property test with a large, non-derandomized Hypothesis profile
+# (HYPOTHESIS_MAX_EXAMPLES each, Hypothesis' statistics per test), then every search of notebooks/properties.md
+# with PROPERTIES_EXAMPLES fresh examples (scripts/properties_report.py). CI keeps its derandomized profile.
+# Hours at the default 5000; e.g. `make properties PROPERTIES_EXAMPLES=50` for a quick look.
+PROPERTIES_EXAMPLES ?= 5000
+PROPERTY_TESTS ?= tests/core/test_core.py tests/core/test_edges.py tests/core/test_metrics.py \
+	tests/theory/test_properties.py tests/theory/test_worstcase.py
+.PHONY: properties
+properties: setup
+	OMP_NUM_THREADS=1 HYPOTHESIS_PROFILE=thorough HYPOTHESIS_MAX_EXAMPLES=$(PROPERTIES_EXAMPLES) \
+	  $(BIN)/python -m pytest $(PROPERTY_TESTS) -q -p no:cacheprovider -m "not slow" --hypothesis-show-statistics
+	OMP_NUM_THREADS=1 PROPERTIES_EXAMPLES=$(PROPERTIES_EXAMPLES) PYTHONPATH=. $(BIN)/python scripts/properties_report.py

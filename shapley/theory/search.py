@@ -10,7 +10,7 @@ Hypothesis version. The predicates being searched live in :mod:`shapley.theory.w
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -31,6 +31,9 @@ HYPOTHESIS_MAX_EXAMPLES = 1000
 
 SEARCH_MAX_EXAMPLES = 400
 """Hypothesis examples per property search (the properties notebook and the tests use the same value)."""
+
+GRID_STEPS = 10
+"""Default resolution of the sentence reading's grid: C entries in {0, 1/10, ..., 1}."""
 
 PARTIAL_STEPS = 9
 """C-vine partial correlations of the non-singular random-variable domain: k / 10 for |k| <= 9, i.e.
@@ -55,17 +58,21 @@ def partial_grid_text(singular: bool = False) -> str:
     return "{-1, " + f"{-k:g}, ..., {k:g}" + ", 1}" if singular else "{" + f"{-k:g}, ..., {k:g}" + "}"
 
 
-def search_settings(max_examples: int) -> Any:
+def search_settings(max_examples: int, derandomize: bool = True) -> Any:
     """Hypothesis settings for the notebooks' searches: reproducible (derandomised, no example database),
-    quiet, no deadline and no health checks, so that a search gives the same answer on every machine."""
+    quiet, no deadline and no health checks, so that a search gives the same answer on every machine.
+    ``derandomize=False`` (``make properties``, scripts/properties_report.py) draws fresh examples each run."""
     return hypothesis.settings(
         max_examples=max_examples,
         database=None,
-        derandomize=True,
+        derandomize=derandomize,
         deadline=None,
         verbosity=hypothesis.Verbosity.quiet,
         suppress_health_check=list(hypothesis.HealthCheck),
     )
+
+
+_search_settings_module = search_settings
 
 
 class _Found(Exception):
@@ -152,7 +159,9 @@ def hypothesis_smallest_failing_n(
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Outcome of a Hypothesis search: ``found`` False means no counterexample in ``examples_run`` tries."""
+    """Outcome of a search: ``found`` False means no counterexample in ``examples_run`` tries (a budget,
+    not a proof). ``examples_run`` counts every input checked: Hypothesis' examples plus, in the sentence
+    reading, the ``families_run`` inputs of the structured sweep (:func:`sentence_families`)."""
 
     prop: str
     reading: str
@@ -162,6 +171,7 @@ class SearchResult:
     examples_run: int
     strategy: str
     settings: dict[str, Any]
+    families_run: int = 0
 
 
 def _vine(n: int, vals: list[float]) -> NDArray[np.float64]:
@@ -187,9 +197,15 @@ def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[i
 
 
 def _run_search(
-    strategy: Any, body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]], max_examples: int
+    strategy: Any,
+    body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]],
+    max_examples: int,
+    derandomize: bool = True,
 ) -> tuple[bool, Any, dict[str, Any] | None, int]:
     state: dict[str, Any] = {"runs": 0, "last": None}
+    # The probe's source, decorator line included, seeds the derandomised search: it must read exactly as
+    # before to keep the published examples, so the derandomize choice comes in through this local name.
+    search_settings = partial(_search_settings_module, derandomize=derandomize)
 
     # (the body's source seeds the derandomised search: keep it unchanged to keep the published examples)
     @search_settings(max_examples)
@@ -236,6 +252,94 @@ def _property_body(prop: str, reading: pr.Reading, opts: dict[str, Any]) -> Call
     return body
 
 
+def grid_values(steps: int = GRID_STEPS) -> list[float]:
+    """The sentence reading's grid {0, 1/steps, ..., 1} as floats (k / steps, so 0.1 is exactly ``1 / 10``).
+
+    Examples:
+        >>> grid_values(4)
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")
+    return [k / steps for k in range(steps + 1)]
+
+
+def _two_groups(p: int, q: int, within: float, across: float) -> NDArray[np.float64]:
+    g = np.r_[np.zeros(p), np.ones(q)]
+    C = np.where(g[:, None] == g[None, :], within, across)
+    np.fill_diagonal(C, 1.0)
+    return C
+
+
+def _with_unrelated_g(C: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Joint matrix for Property 3: the answers of C plus g (last index), unrelated to all (C = 0)."""
+    n = C.shape[0]
+    M = np.zeros((n + 1, n + 1))
+    M[:n, :n] = C
+    M[n, n] = 1.0
+    return M
+
+
+def sentence_families(
+    prop: str, n_range: tuple[int, int], steps: int = GRID_STEPS
+) -> Iterator[tuple[str, tuple[NDArray[np.float64], int]]]:
+    """Structured inputs of the sentence search's own domain (n answers in ``n_range``, C entries on the
+    grid {0, 1/steps, ..., 1}), smallest n first: where random search is known to miss counterexamples.
+
+    * hubs: :func:`shapley.theory.properties.hub_C` ``(n, eps_hub, eps_rest)`` for every grid pair
+      (the last answer is the replaced one);
+    * two-group splits: groups of sizes p <= q, C = ``within`` inside each group, ``across`` between.
+
+    Yields (label, (M, j)) in the search's input format: for Properties 1-2 ``M`` is the (n, n) C; for
+    Property 3 it is the (n + 1, n + 1) joint matrix with an unrelated g at index n, j = n - 1 (the hub's
+    last answer, or a member of the second group).
+
+    Examples:
+        >>> fam = list(sentence_families("2", (3, 3), steps=1))
+        >>> len(fam), fam[0][0]
+        (8, 'hub(n=3, eps_hub=0, eps_rest=0)')
+    """
+    grid = grid_values(steps)
+    lo, hi = n_range
+    for n in range(max(lo, 3), hi + 1):
+        for eh in grid:
+            for er in grid:
+                C = pr.hub_C(n, eh, er)
+                label = f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})"
+                yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+        for p in range(1, n // 2 + 1):
+            for within in grid:
+                for across in grid:
+                    C = _two_groups(p, n - p, within, across)
+                    label = f"two groups(p={p}, q={n - p}, within={within:g}, across={across:g})"
+                    yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+
+
+def _conclusion_fails(x: tuple[NDArray[np.float64], int], beta: pr.BetaSpec) -> bool:
+    """Property 3's cheap half: does g in place of s_j fail to raise the total? (The premise is costly.)"""
+    old, new = _swap_in_g(*x)
+    b = pr.resolve_beta(beta, old.shape[0])
+    h_old, h_new = pr.total_uncertainty(kernel_matrix(old, b)), pr.total_uncertainty(kernel_matrix(new, b))
+    return not pr._relation(h_old, h_new, ">")
+
+
+def _sweep(
+    families: Iterator[tuple[str, tuple[NDArray[np.float64], int]]],
+    body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]],
+    prefilter: Callable[[tuple[NDArray[np.float64], int]], bool] | None,
+) -> tuple[bool, Any, dict[str, Any] | None, int]:
+    """Check every input of ``families`` in order; stop at the first counterexample."""
+    runs = 0
+    for label, x in families:
+        runs += 1
+        if prefilter is not None and not prefilter(x):
+            continue
+        ok, check, example, _ = body(x)
+        if not ok:
+            return True, check, {**example, "family": label}, runs
+    return False, None, None, runs
+
+
 def search_counterexample(
     prop: str,
     reading: pr.Reading,
@@ -246,21 +350,25 @@ def search_counterexample(
     max_examples: int = SEARCH_MAX_EXAMPLES,
     strict_only: bool = False,
     singular: bool = False,
+    steps: int = GRID_STEPS,
+    derandomize: bool = True,
 ) -> SearchResult:
-    """Let Hypothesis look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
+    """Look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
 
-    Strategies (derandomized, no database, so results are reproducible):
+    Strategies (derandomized unless ``derandomize=False``; no database, so results are reproducible):
       * rv: correlation matrices from C-vine partial correlations drawn from {-0.9, ..., 0.9}
         (:data:`PARTIAL_STEPS`; every draw is positive definite; shrinking pushes towards the identity), or,
         with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
         exact duplicate pair are reachable; Property 2 only, the one property that needs no Shapley value);
-      * sentence: symmetric C with upper-triangle entries from {0, 0.1, ..., 1}, kernel at ``beta``
-        (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md);
+      * sentence: symmetric C with upper-triangle entries from {0, 1/steps, ..., 1} (tenths by default),
+        kernel at ``beta`` (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md). If Hypothesis finds
+        nothing, every structured input of :func:`sentence_families` (hubs, two-group splits) in the same
+        domain is checked too (``families_run`` of the result counts them); random search alone misses them;
       * Property 3: one matrix of size n + 1 (the answers plus g); the old configuration drops g, the
         new one puts g in place of answer j (j drawn too).
 
     ``strict_only`` (Property 1): count only failures where the replaced answer is not a minimiser (the
-    strict "<" part), so that ties cannot be blamed.
+    strict "<" part), so that ties cannot be blamed. ``found`` False is a budget (``examples_run``), not a proof.
     """
     reading = pr._reading(reading)
     if prop not in ("1", "2", "3"):
@@ -270,17 +378,25 @@ def search_counterexample(
             "singular=True is for Property 2 in the rv reading: Properties 1 and 3 need Shapley "
             "values, which are undefined on a singular R"
         )
+    grid_values(steps)  # validates steps
     build: Callable[[int, list[float]], NDArray[np.float64]]
     if reading == "rv":
         values, build = _partials(singular), _vine
         desc = "C-vine partial correlations in {" + ("-1, " if singular else "") + "-0.9, ..., 0.9"
         desc += ", 1}" if singular else "}"
     else:
-        values, build = st.integers(0, 10).map(lambda k: k / 10), symmetric_from_upper
-        desc = "C entries in {0, 0.1, ..., 1}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
+        values, build = st.integers(0, steps).map(lambda k: k / steps), symmetric_from_upper
+        grid = "{0, 0.1, ..., 1}" if steps == 10 else "{0, 1/" + str(steps) + ", ..., 1}"
+        desc = f"C entries in {grid}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
     strategy = _matrices_and_index(values, build, n_range, 1 if prop == "3" else 0)
     body = _property_body(prop, reading, {"rho": rho, "beta": beta, "strict_only": strict_only})
-    found, check, example, runs = _run_search(strategy, body, max_examples)
+    found, check, example, runs = _run_search(strategy, body, max_examples, derandomize)
+    swept = 0
+    if reading == "sentence":
+        desc += "; then every hub and two-group split on that grid"
+        if not found:
+            prefilter = partial(_conclusion_fails, beta=beta) if prop == "3" else None
+            found, check, example, swept = _sweep(sentence_families(prop, n_range, steps), body, prefilter)
     described = (
         f"n in {n_range[0]}..{n_range[1]}; {desc}; Property {prop}"
         + (f"; rho = {rho:g}" if prop == "1" and reading == "rv" else "")
@@ -292,9 +408,10 @@ def search_counterexample(
         found,
         example,
         check,
-        runs,
+        runs + swept,
         described,
-        {"max_examples": max_examples, "derandomize": True, "database": None},
+        {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps},
+        swept,
     )
 
 
@@ -319,7 +436,11 @@ def _step_body(prop: str) -> Callable[..., Any]:
 
 
 def search_step_counterexample(
-    prop: str, *, n_range: tuple[int, int] = (3, 4), max_examples: int = SEARCH_MAX_EXAMPLES
+    prop: str,
+    *,
+    n_range: tuple[int, int] = (3, 4),
+    max_examples: int = SEARCH_MAX_EXAMPLES,
+    derandomize: bool = True,
 ) -> SearchResult:
     """Hypothesis search (rv reading) for a counterexample to the Appendix A step of Property ``prop``:
     some answer other than the replaced one whose Shapley value moves the way the proof says it cannot.
@@ -328,7 +449,7 @@ def search_step_counterexample(
     if prop not in ("1", "2", "3"):
         raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
     strategy = _matrices_and_index(_partials(), _vine, n_range, 1 if prop == "3" else 0)
-    found, check, example, runs = _run_search(strategy, _step_body(prop), max_examples)
+    found, check, example, runs = _run_search(strategy, _step_body(prop), max_examples, derandomize)
     return SearchResult(
         prop,
         "rv",
@@ -338,5 +459,5 @@ def search_step_counterexample(
         runs,
         f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {{-0.9, ..., 0.9}}; "
         f"Appendix A step of Property {prop}",
-        {"max_examples": max_examples, "derandomize": True, "database": None},
+        {"max_examples": max_examples, "derandomize": derandomize, "database": None},
     )

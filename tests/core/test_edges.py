@@ -15,8 +15,9 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import shapley
 from shapley.core import entropy, psd
@@ -115,11 +116,11 @@ def test_rho_towards_one_finite_or_minus_inf_together(k):
     assert math.isfinite(totals["entropy"]) == (not psd.is_singular(R))
 
 
-def _with_smallest_eigenvalue(n: int, ratio: float, seed: int) -> np.ndarray:
-    """A random PSD (n, n) matrix whose smallest eigenvalue is ``ratio * psd_tolerance`` of it."""
-    rng = np.random.default_rng(seed)
-    Q, _ = np.linalg.qr(rng.normal(size=(n, n)))
-    A = (Q * rng.uniform(0.1, 2.0, size=n)) @ Q.T
+def _with_smallest_eigenvalue(G: np.ndarray, scales: list[float], ratio: float) -> np.ndarray:
+    """A PSD (n, n) matrix with eigenvectors from the QR of the drawn G, eigenvalues ``scales``, and its
+    smallest eigenvalue then set to ``ratio * psd_tolerance`` of it."""
+    Q, _ = np.linalg.qr(G)
+    A = (Q * np.asarray(scales)) @ Q.T
     A = (A + A.T) / 2
     w, V = np.linalg.eigh(A)
     w[0] = ratio * psd.psd_tolerance(A)
@@ -127,13 +128,20 @@ def _with_smallest_eigenvalue(n: int, ratio: float, seed: int) -> np.ndarray:
     return (A + A.T) / 2
 
 
+@st.composite
+def _basis_and_scales(draw):
+    n = draw(st.integers(2, 7))
+    G = draw(arrays(np.float64, (n, n), elements=st.floats(-2.0, 2.0)))
+    assume(abs(np.linalg.det(G)) > 1e-3)  # a proper basis
+    return G, draw(st.lists(st.floats(0.1, 2.0), min_size=n, max_size=n))
+
+
 @settings(max_examples=60)
-@given(st.integers(2, 7), st.sampled_from([0.0, 0.5, 0.9, 1.1, 2.0, 10.0]), st.integers(0, 2**32 - 1))
-def test_efficiency_at_the_threshold(n, ratio, seed):
+@given(_basis_and_scales(), st.sampled_from([0.0, 0.5, 0.9, 1.1, 2.0, 10.0]))
+def test_efficiency_at_the_threshold(basis, ratio):
     """Around the threshold (smallest eigenvalue near psd_tolerance) the methods never disagree."""
-    R = _with_smallest_eigenvalue(n, ratio, seed)
-    if not shapley.is_psd(R):
-        return  # the rebuilt matrix may round to a hair below -tol; nothing to decide then
+    R = _with_smallest_eigenvalue(*basis, ratio)
+    assume(shapley.is_psd(R))  # the rebuilt matrix may round to a hair below -tol; nothing to decide then
     _consistent(R)
 
 
@@ -194,9 +202,13 @@ def test_bad_eps_is_refused_naming_it(name, eps):
 
 @pytest.mark.parametrize("name", sorted(EPS_CALLS))
 def test_good_eps_is_accepted(name):
+    """A valid eps gives a result, and every number in it is finite (the repaired NOT_PSD is not singular)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", shapley.PSDRepairWarning)
-        EPS_CALLS[name](1e-3)
+        out = EPS_CALLS[name](1e-3)
+    parts = out if isinstance(out, tuple) else (out,)
+    numbers = [np.asarray(p, dtype=float) for p in parts if isinstance(p, (float, np.floating, np.ndarray))]
+    assert numbers and all(np.all(np.isfinite(x)) for x in numbers)
 
 
 def test_shrink_with_nan_or_large_eps_was_silently_wrong():

@@ -37,6 +37,53 @@ CONFIG_SCHEMA = 3
 
 READ_SCHEMAS = (1, 2, CONFIG_SCHEMA)
 
+SCHEMA_3_KEYS: tuple[str, ...] = (
+    "command",
+    "seed",
+    "data.dataset",
+    "data.source",
+    "data.path",
+    "data.sha256",
+    "data.n_shots",
+    "data.limit",
+    "data.n_samples",
+    "data.model_label",
+    "data.reference_field",
+    "data.shard",
+    "generation.model",
+    "generation.n_samples",
+    "generation.temperature",
+    "generation.top_p",
+    "generation.top_k",
+    "generation.max_new_tokens",
+    "generation.chat_template",
+    "generation.p_true",
+    "generation.a4c",
+    "generation.dtype",
+    "entailment.backend",
+    "entailment.with_question",
+    "scoring.methods",
+    "scoring.beta",
+    "scoring.psd_policy",
+    "scoring.cluster_rule",
+    "scoring.se_aggregation",
+    "scoring.correctness_metric",
+    "scoring.threshold",
+    "scoring.n_boot",
+    "runtime.batch_size",
+    "runtime.device",
+    "runtime.progress",
+    "runtime.entail_cache",
+)
+"""Every key a schema-3 ``config.json`` holds (``generation.*`` only when ``generation`` is not null). A missing
+one is refused (:meth:`RunConfig.from_stored`): a default filled in silently could differ from the value the
+stored records were computed with. A setting added later belongs to a new schema (bump :data:`CONFIG_SCHEMA`
+and list the keys it requires), so that older files keep reading."""
+
+SCHEMA_2_OPTIONAL: frozenset[str] = frozenset({"data.reference_field", "data.shard", "runtime.entail_cache"})
+"""Keys of :data:`SCHEMA_3_KEYS` that a schema-2 file may lack (written before they existed; documented
+migration: ``reference_field`` reads as ``None``, the others as their defaults)."""
+
 COMMANDS = ("run", "score-samples")
 SOURCES = ("auto", "local", "online", "file")
 CORRECTNESS_METRICS = ("rougeL", "bleu")
@@ -184,6 +231,9 @@ class EntailmentSettings:
             "--entailment must look like 'hf:<id|path>', 'embedding:<name|path>' or 'llm:<spec>'; "
             f"got {self.backend!r}",
         )
+        _check(
+            isinstance(self.with_question, bool), f"--with-question must be true or false; got {self.with_question!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -266,6 +316,7 @@ class RuntimeSettings:
             self.batch_size is None or (_is_int(self.batch_size) and self.batch_size >= 1),
             f"--batch-size must be >= 1; got {self.batch_size!r}",
         )
+        _check(isinstance(self.progress, bool), f"--no-progress: progress must be true or false; got {self.progress!r}")
         _check(
             self.entail_cache is None or (isinstance(self.entail_cache, str) and bool(self.entail_cache.strip())),
             f"--entail-cache must be a file path or 'none'; got {self.entail_cache!r}",
@@ -374,13 +425,17 @@ class RunConfig:
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> RunConfig:
-        """The configuration of a parsed ``config.json`` (schema 3 or 2, or the flat schema 1)."""
+        """The configuration of a parsed ``config.json`` (schema 3 or 2, or the flat schema 1).
+
+        A key that the file's schema defines but that the file lacks is refused (``ValueError`` naming it,
+        see :data:`SCHEMA_3_KEYS`); a schema-2 file may lack the keys of :data:`SCHEMA_2_OPTIONAL`."""
         if not isinstance(stored, Mapping):
             raise ValueError(f"config.json must hold a JSON object; got {type(stored).__name__}")
         schema = stored.get("schema", 1)
         if schema in (2, CONFIG_SCHEMA):
             if "config" not in stored:
                 raise ValueError(f"config.json (schema {schema}) has no 'config' object")
+            _check_schema_keys(stored["config"], schema)
             return cls.from_dict(stored["config"])
         if schema == 1:
             settings = stored.get("settings")
@@ -397,6 +452,7 @@ class RunConfig:
         command = s.get("command")
         if command not in COMMANDS:
             raise ValueError(f"schema-1 settings name no known command ({command!r})")
+        _check_v1_types(s)
         run = command == "run"
         data = DataSettings(
             dataset=s["dataset"],
@@ -449,10 +505,10 @@ class RunConfig:
             command=command,
             data=data,
             generation=gen,
-            entailment=EntailmentSettings(backend=s["entailment"], with_question=bool(s.get("with_question", False))),
+            entailment=EntailmentSettings(backend=s["entailment"], with_question=s.get("with_question", False)),
             scoring=scoring,
-            runtime=RuntimeSettings(batch_size=int(s.get("batch_size") or 8), device=s.get("device")),
-            seed=int(s.get("seed", 0)),
+            runtime=RuntimeSettings(batch_size=s.get("batch_size") or 8, device=s.get("device")),
+            seed=s.get("seed", 0),
         )
 
     # --- resume checks ----------------------------------------------------------------------------
@@ -476,6 +532,59 @@ class RunConfig:
             for k in sorted(set(a) | set(b))
             if a.get(k) != b.get(k) and not (k in OPEN_WHEN_UNSET and a.get(k) is None)
         }
+
+
+_V1_REQUIRED = ("command", "dataset", "entailment")
+_V1_TYPES: dict[str, tuple[str, Any]] = {
+    "seed": ("an integer", _is_int),
+    "with_question": ("true or false", lambda v: isinstance(v, bool)),
+    "batch_size": ("an integer or null", lambda v: v is None or _is_int(v)),
+    "limit": ("an integer or null", lambda v: v is None or _is_int(v)),
+    "n_shots": ("an integer", _is_int),
+    "n_samples": ("an integer or null", lambda v: v is None or _is_int(v)),
+    "top_k": ("an integer", _is_int),
+    "max_new_tokens": ("an integer", _is_int),
+    "n_boot": ("an integer", _is_int),
+    "chat_template": ("true or false", lambda v: isinstance(v, bool)),
+    "p_true": ("true or false", lambda v: isinstance(v, bool)),
+    "a4c": ("true or false", lambda v: isinstance(v, bool)),
+    "beta": ("a number", _is_number),
+    "temperature": ("a number", _is_number),
+    "top_p": ("a number", _is_number),
+    "threshold": ("a number", _is_number),
+    "dataset": ("a string", lambda v: isinstance(v, str)),
+    "entailment": ("a string", lambda v: isinstance(v, str)),
+    "model": ("a string", lambda v: isinstance(v, str)),
+}
+
+
+def _check_v1_types(s: Mapping[str, Any]) -> None:
+    """Refuse a schema-1 ``settings`` mapping with a missing required key or a value of the wrong kind, naming
+    the key (nothing is coerced: a seed of 0.9 is not 0, the string "false" is not true)."""
+    required = (*_V1_REQUIRED, "model") if s.get("command") == "run" else _V1_REQUIRED
+    for key in required:
+        if key not in s:
+            raise ValueError(f"config.json (schema 1): 'settings' lacks the key {key!r}")
+    for key, (kind, ok) in _V1_TYPES.items():
+        if key in s and not ok(s[key]):
+            raise ValueError(f"config.json (schema 1): settings key {key!r} must be {kind}; got {s[key]!r}")
+
+
+def _check_schema_keys(config: Any, schema: int) -> None:
+    """Refuse a schema-2/3 ``config`` object that lacks a key its schema defines (``ValueError`` naming it)."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"a run configuration must be a JSON object; got {type(config).__name__}")
+    optional = SCHEMA_2_OPTIONAL if schema == 2 else frozenset()
+    for key in SCHEMA_3_KEYS:
+        group, _, name = key.rpartition(".")
+        if key in optional or (group and config.get(group) is None and group == "generation"):
+            continue
+        holder = config.get(group) if group else config
+        if not isinstance(holder, Mapping) or name not in holder:
+            raise ValueError(
+                f"config.json (schema {schema}) lacks the key {key!r} ({flag_of(key)}); its records may have been "
+                "computed with another value than the default, so it is not filled in: restore the key"
+            )
 
 
 _FLAG_NAMES = {

@@ -179,6 +179,34 @@ def used_batch_size(model: Any, configured: int | None) -> Any:
     return configured
 
 
+def compute_kind(obj: Any) -> dict[str, str | None]:
+    """How a loaded model computes: its ``dtype`` and the kind of its ``device`` (``cpu``, ``cuda``, ...), read
+    from the object or the first parameter of its ``model`` (``None`` where neither says). Part of the model
+    information in provenance (:meth:`shapley.pipeline.store.RunDir.record_fingerprint`): a resume in another
+    dtype or on another device kind would mix records computed two ways, and is refused."""
+    dtype, device = getattr(obj, "dtype", None), getattr(obj, "device", None)
+    inner = getattr(obj, "model", None)
+    if inner is not None and (dtype is None or device is None):
+        with contextlib.suppress(Exception):  # not a torch module: nothing to read
+            param = next(inner.parameters())
+            dtype = dtype if dtype is not None else param.dtype
+            device = device if device is not None else param.device
+    kind = getattr(device, "type", None) if device is not None and not isinstance(device, str) else device
+    return {
+        "dtype": None if dtype is None else str(dtype).removeprefix("torch."),
+        "device_kind": None if kind is None else str(kind).split(":")[0],
+    }
+
+
+def scoring_fingerprint(scoring: ScoringSettings) -> str:
+    """The fingerprint of the scoring settings that change a score record (all but ``n_boot``, which only the
+    metrics use): part of every score record's ``upstream_sha256``, so that a score computed with other
+    settings is recomputed, whatever ``config.json`` says."""
+    d = dataclasses.asdict(scoring)
+    d.pop("n_boot")
+    return fingerprint(d)
+
+
 class LazyBackend:
     """Loads the entailment backend on first use (a fully resumed run never loads it)."""
 
@@ -211,6 +239,7 @@ class LazyBackend:
             "name": getattr(b, "name", spec),
             "fingerprint": getattr(b, "fingerprint", None),
             "is_nli": bool(getattr(b, "is_nli", False)),
+            **compute_kind(b),
         }
 
 
@@ -244,7 +273,8 @@ class LazyGenerator:
         return self._gen is not None
 
     def info(self) -> dict[str, Any]:
-        return {"spec": self.model, "fingerprint": getattr(self.get(), "fingerprint", None)}
+        gen = self.get()
+        return {"spec": self.model, "fingerprint": getattr(gen, "fingerprint", None), **compute_kind(gen)}
 
 
 def _record_batch_sizes(run: RunDir, stage: str, model: Any, configured: int | None, chunk: int) -> None:
@@ -278,9 +308,14 @@ def entail_stage(
     """Entailment matrices for ``items`` = (id, question, samples); stored in ``entailment.jsonl``.
 
     ``upstream(id)``: the fingerprint of the inputs (default: of the question and its samples); a stored
-    matrix computed from other inputs is recomputed. The batch sizes used are kept in the run's record."""
+    matrix computed from other inputs (or other entailment settings) is recomputed. The batch sizes used are
+    kept in the run's record."""
     with_question = run.config.entailment.with_question
-    up = upstream or {qid: fingerprint([q, s]) for qid, q, s in items}.__getitem__
+    inputs = upstream or {qid: fingerprint([q, s]) for qid, q, s in items}.__getitem__
+    settings = fingerprint(dataclasses.asdict(run.config.entailment))
+
+    def up(qid: str) -> str:
+        return fingerprint([inputs(qid), settings])
 
     def compute(chunk: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
         if not backend.recorded:
@@ -368,8 +403,10 @@ def _score_stage(
 ) -> None:
     """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references),
     ``upstream(id)`` the fingerprint of those inputs (a stored score computed from others is recomputed),
-    ``extra(id)`` the keyword arguments ``position`` and ``answer_source`` of :func:`score_record`."""
+    ``extra(id)`` the keyword arguments ``position`` and ``answer_source`` of :func:`score_record`. The stored
+    fingerprint also covers the scoring settings (:func:`scoring_fingerprint`)."""
     scoring = run.config.scoring
+    settings = scoring_fingerprint(scoring)
 
     def compute(chunk: list[str]) -> list[dict[str, Any]]:
         return [score_record(*inputs(qid), scoring, **extra(qid)) for qid in chunk]
@@ -381,7 +418,7 @@ def _score_stage(
         compute,
         key=lambda qid: qid,
         progress=run.config.runtime.progress,
-        upstream=upstream,
+        upstream=lambda qid: fingerprint([upstream(qid), settings]),
     )
 
 

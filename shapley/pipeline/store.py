@@ -92,6 +92,10 @@ SOURCE_PATHS: tuple[str, ...] = (
 when ``git status`` reports a change to one of these, tracked or untracked (but not git-ignored). Everything
 else (``results/``, where runs write, the book, notebooks, tests) never makes a run dirty."""
 
+COMPUTE_KEYS = ("fingerprint", "dtype", "device_kind")
+"""What a run's model information in provenance pins (:meth:`RunDir.record_fingerprint`): the weights, the dtype
+they compute in and the kind of device; every number a model stores depends on all three."""
+
 CHUNK_KEY = "chunk"
 UPSTREAM_KEY = "upstream_sha256"
 
@@ -688,18 +692,23 @@ class RunDir:
         return message
 
     def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
-        """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli"}).
+        """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli",
+        "dtype", "device_kind"}).
 
-        Raises ``ValueError`` if a fingerprint for ``kind`` was stored before and differs: the resumed run would
-        mix outputs of two different models.
+        Raises ``ValueError`` if a value of :data:`COMPUTE_KEYS` stored before for ``kind`` differs: the resumed
+        run would mix outputs of two different models, or of one model computing in two dtypes or on two kinds
+        of device. A key that an older run did not store is not compared.
         """
         prov = self.record["provenance"]
         old = prov.get(kind)
-        if old is not None and old.get("fingerprint") != info.get("fingerprint"):
-            raise ValueError(
-                f"cannot resume {self.path}: the {kind} model's fingerprint changed "
-                f"(stored {old.get('fingerprint')!r}, now {info.get('fingerprint')!r})"
-            )
+        for key in COMPUTE_KEYS:
+            if old is not None and (key == "fingerprint" or key in old) and old.get(key) != info.get(key):
+                what = "fingerprint" if key == "fingerprint" else key.replace("_", " ")
+                raise ValueError(
+                    f"cannot resume {self.path}: the {kind} model's {what} changed "
+                    f"(stored {old.get(key)!r}, now {info.get(key)!r}); its stored records were computed with the "
+                    "stored one: resume where it ran (--device, --dtype), or use a new --output directory"
+                )
         prov[kind] = json.loads(canonical_json(dict(info)))
         prov["device"] = device_info()
         self.save_config()

@@ -45,6 +45,8 @@ def test_score_samples_resume_recomputes_nothing(tmp_path, monkeypatch):
         "name": "fake:overlap",
         "fingerprint": "fake-overlap-v1",
         "is_nli": False,
+        "dtype": None,
+        "device_kind": None,
     }
     assert cfg["config"]["data"]["sha256"] == store.sha256_file(inp)
     assert len(cfg["invocations"]) == 2
@@ -80,7 +82,8 @@ def test_run_experiment_with_fakes_resumes_without_loading_models(tmp_path, monk
     ):
         assert (out / f).is_file(), f
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["provenance"]["model"] == {"spec": "fake", "fingerprint": "fake-llm-v1"}
+    model = {"spec": "fake", "fingerprint": "fake-llm-v1", "dtype": None, "device_kind": None}
+    assert cfg["provenance"]["model"] == model
     assert cfg["config"]["scoring"]["correctness_metric"] == "rougeL"
 
     m = pd.read_csv(out / "metrics.csv")
@@ -439,3 +442,75 @@ def test_huge_log_probs_give_no_numpy_warning(tmp_path, monkeypatch):
         out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
     s = pd.read_csv(out / "skipped.csv")
     assert "SE" in set(s["method"])  # skipped, with its reason, instead of a leaked warning
+
+
+# --------------------------------------------------------------------------------------------------
+# Fingerprints cover every setting that changes a number (issue 16, item 5)
+
+
+def _cli_args(inp: Path, out: Path) -> list[str]:
+    return ["score-samples", str(inp), "--output", str(out), "--entailment", "fake:", "--n-boot", "20", "--no-progress"]
+
+
+def _beta_run(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    from shapley import cli
+
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 8)
+    out = tmp_path / "run"
+    assert cli.main([*_cli_args(inp, out), "--beta", "0.3"]) == 0
+    return inp, out
+
+
+def test_a_config_json_that_lost_a_setting_is_refused_not_filled_in(tmp_path, monkeypatch, capsys):
+    """The issue's case: run with --beta 0.3, delete scoring.beta from config.json, resume without --beta."""
+    from shapley import cli
+
+    inp, out = _beta_run(tmp_path, monkeypatch)
+    rec = json.loads((out / "config.json").read_text())
+    del rec["config"]["scoring"]["beta"]
+    (out / "config.json").write_text(json.dumps(rec))
+    before = (out / "scores.jsonl").read_bytes()
+    capsys.readouterr()
+    rc = cli.main(["score-samples", str(inp), "--output", str(out), "--entailment", "fake:", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "'scoring.beta'" in err and str(out / "config.json") in err
+    assert (out / "scores.jsonl").read_bytes() == before
+
+
+def test_score_records_are_recomputed_when_config_json_was_edited_to_other_scoring_settings(tmp_path, monkeypatch):
+    inp, out = _beta_run(tmp_path, monkeypatch)
+    rec = json.loads((out / "config.json").read_text())
+    rec["config"]["scoring"]["beta"] = 0.5  # hand-edited (or damaged) to the default
+    (out / "config.json").write_text(json.dumps(rec))
+    from shapley import cli
+
+    assert cli.main(_cli_args(inp, out)) == 0
+    fresh = tmp_path / "fresh"
+    assert cli.main(_cli_args(inp, fresh)) == 0
+    a = store.JsonlStore(out / "scores.jsonl").load(repair=False)
+    b = store.JsonlStore(fresh / "scores.jsonl").load(repair=False)
+    assert {k: r["scores"]["Shap"] for k, r in a.items()} == {k: r["scores"]["Shap"] for k, r in b.items()}
+    assert (out / "scores.csv").read_bytes() == (fresh / "scores.csv").read_bytes()
+
+
+@pytest.mark.parametrize(("key", "stored"), [("dtype", "bfloat16"), ("device_kind", "cuda")])
+def test_a_resume_in_another_dtype_or_on_another_device_kind_is_refused(tmp_path, monkeypatch, key, stored):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 6)
+    out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
+    rec = json.loads((out / "config.json").read_text())
+    rec["provenance"]["entailment"][key] = stored
+    (out / "config.json").write_text(json.dumps(rec))
+    (out / "entailment.jsonl").write_bytes(b"".join((out / "entailment.jsonl").read_bytes().splitlines(True)[:-1]))
+    with pytest.raises(ValueError, match=f"entailment model's {key.replace('_', ' ')} changed"):
+        experiment.score_samples(fakes.samples_config(inp), out)
+
+
+def test_compute_kind_reads_dtype_and_device_of_a_torch_model():
+    torch = pytest.importorskip("torch")
+    model = types.SimpleNamespace(model=torch.nn.Linear(2, 2).to(torch.bfloat16))
+    assert experiment.compute_kind(model) == {"dtype": "bfloat16", "device_kind": "cpu"}
+    assert experiment.compute_kind(types.SimpleNamespace()) == {"dtype": None, "device_kind": None}

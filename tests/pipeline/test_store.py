@@ -386,3 +386,65 @@ def test_stored_config_without_reference_field_resumes_with_either_value(tmp_pat
     assert runs.read_config(d).data.reference_field == "answer"
     with pytest.raises(ValueError, match=r"'data.reference_field' \(--reference-field\) differs"):
         runs.check_resumable(d, config)  # once explicit, it is a result setting like any other
+
+
+# --------------------------------------------------------------------------------------------------
+# config.json: a key its schema defines may not be missing; the schema-1 reader coerces nothing
+
+
+@pytest.mark.parametrize("key", ["scoring.beta", "scoring.methods", "entailment.with_question", "seed", "data.shard"])
+def test_a_schema3_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
+    d = tmp_path / "run"
+    config = fakes.samples_config(tmp_path / "in.jsonl")
+    with runs.RunDir.open(d, config):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    group, _, name = key.rpartition(".")
+    del (rec["config"][group] if group else rec["config"])[name]
+    (d / "config.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match=rf"{d / 'config.json'}.*lacks the key '{key}'"):
+        runs.read_config(d)
+    with pytest.raises(ValueError, match=f"'{key}'"):
+        runs.check_resumable(d, config)
+    if key == "data.shard":  # a schema-2 file may lack it (written before it existed): its documented migration
+        rec["schema"] = 2
+        (d / "config.json").write_text(json.dumps(rec))
+        assert runs.read_config(d).data.shard is None
+
+
+def test_a_schema3_config_missing_a_whole_group_is_refused(tmp_path):
+    d = tmp_path / "run"
+    with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    del rec["config"]["scoring"]
+    (d / "config.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match="lacks the key 'scoring.methods'"):
+        runs.read_config(d)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seed": 0.9}, "'seed' must be an integer"),
+        ({"with_question": "false"}, "'with_question' must be true or false"),
+        ({"batch_size": "8"}, "'batch_size' must be an integer"),
+        ({"beta": "0.5"}, "'beta' must be a number"),
+        ({"entailment": None}, "'entailment' must be a string"),
+    ],
+)
+def test_schema1_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, change, message):
+    d = tmp_path / "old"
+    d.mkdir()
+    flat = {"command": "score-samples", "dataset": "in", "entailment": "fake:", "seed": 0, **change}
+    (d / "config.json").write_text(json.dumps({"schema": 1, "settings": flat}))
+    with pytest.raises(ValueError, match=rf"config.json.*{message}"):
+        runs.read_config(d)
+
+
+def test_schema1_missing_key_is_named(tmp_path):
+    d = tmp_path / "old"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"schema": 1, "settings": {"command": "score-samples", "dataset": "x"}}))
+    with pytest.raises(ValueError, match=r"config.json.*lacks the key 'entailment'"):
+        runs.read_config(d)

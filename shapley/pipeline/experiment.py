@@ -422,9 +422,11 @@ def _score_stage(
     )
 
 
-def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any] | None) -> None:
-    """The CSV outputs for ``ids``, and the record of what they cover (a note when it is less than stored)."""
-    message = run.record_outputs(len(ids))
+def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any] | None, total: int) -> None:
+    """The CSV outputs for ``ids``, and the record of what they cover (a note when it is less than stored);
+    ``total``: the questions of the unsharded input under the ``--limit`` (``merge`` checks the shards hold them
+    all)."""
+    message = run.record_outputs(len(ids), input_questions=total)
     if message:
         _note(message)
     evaluate.write_run_outputs(run, list(ids), embeddings=embeddings or None)
@@ -488,13 +490,10 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     if config.data.reference_field is None:
         raise ValueError("--reference-field must be given (references or answer)")
     path = Path(config.data.path)
-    placed = take_shard(
-        read_samples_file(
-            path, n_samples=config.data.n_samples, limit=config.data.limit, reference_field=config.data.reference_field
-        ),
-        config.data.shard,
-        key=lambda it: it.id,
+    every = read_samples_file(
+        path, n_samples=config.data.n_samples, limit=config.data.limit, reference_field=config.data.reference_field
     )
+    placed = take_shard(every, config.data.shard, key=lambda it: it.id)
     items = [it for _, it in placed]
     position = {it.id: pos for pos, it in placed}
     config = config.replace(
@@ -529,7 +528,7 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
             },
         )
         emb = {it.id: it.embedding for it in items if it.embedding is not None}
-        _write_outputs(run, list(by_id), emb)
+        _write_outputs(run, list(by_id), emb, len(every))
         return run.path
 
 
@@ -715,5 +714,5 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             lambda qid: {"position": position[qid]},
         )
         emb = hidden_states(run, list(by_id))  # the judged answers' hidden states (ER)
-        _write_outputs(run, list(by_id), emb)
+        _write_outputs(run, list(by_id), emb, len(all_records))
         return run.path

@@ -179,19 +179,25 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``."""
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``; on failure
+    (e.g. a full disk) the temp file is removed and ``path`` is untouched."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            k = os.write(fd, view)
-            view = view[k:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, p)
+        try:
+            view = memoryview(data)
+            while view:
+                k = os.write(fd, view)
+                view = view[k:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, p)
+    except BaseException:  # e.g. a full disk: no temporary file is left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     _fsync_dir(p.parent)
 
 
@@ -512,7 +518,9 @@ class RunHistory:
 def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
     """The recorded command lines and commits of a run directory (or of its parsed ``config.json``).
 
-    Reads every schema (schema 1 recorded the first invocation's git state in ``provenance`` only).
+    Reads every schema (schema 1 recorded the first invocation's git state in ``provenance`` only). A merged run
+    (``provenance.merged_from``, :mod:`shapley.pipeline.merge`) also counts the commits and dirty flags of every
+    shard's invocations (each entry's ``commits`` and ``dirty``), so that it is flagged as any run would be.
     """
     rec = run if isinstance(run, Mapping) else read_record(run)
     if rec is None:
@@ -528,6 +536,11 @@ def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
         if git.get("commit") and git["commit"] not in commits:
             commits.append(git["commit"])
         dirty.append(git.get("dirty"))
+    for shard in prov.get("merged_from") or []:
+        if not isinstance(shard, Mapping):
+            continue
+        commits += [c for c in shard.get("commits") or [] if c not in commits]
+        dirty.append(shard.get("dirty"))
     known = [d for d in dirty if d is not None]
     return RunHistory(tuple(commands), tuple(commits), None if not known else any(known))
 
@@ -551,7 +564,7 @@ def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str
         raise ValueError(f"output {p} exists and is not a directory")
     rec = read_record(p) if p.is_dir() else None
     if rec is None:
-        if p.is_dir() and any(x.name != LOCK_FILE for x in p.iterdir()):
+        if p.is_dir() and not stored_nothing(p):
             raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
         return None
     diff = RunConfig.from_stored(rec).differences(config)
@@ -562,6 +575,70 @@ def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str
             "use a new --output directory, or the stored setting"
         )
     return rec
+
+
+def _is_own_temporary(name: str) -> bool:
+    """A temporary file of :func:`atomic_write_bytes` (``.<name>.tmp-<pid>``) or the lock file."""
+    return name == LOCK_FILE or (name.startswith(".") and ".tmp-" in name and name.rsplit("-", 1)[-1].isdigit())
+
+
+def stored_nothing(path: Path) -> bool:
+    """Whether ``path`` holds nothing but the project's own temporary files and lock (counts as empty)."""
+    return path.is_dir() and all(_is_own_temporary(x.name) for x in path.iterdir())
+
+
+def _remove_own_files(path: Path, *, rmdir: bool, keep_lock: bool = False) -> None:
+    with contextlib.suppress(OSError):
+        for x in path.iterdir():
+            if _is_own_temporary(x.name) and not (keep_lock and x.name == LOCK_FILE):
+                x.unlink()
+        if rmdir:
+            path.rmdir()
+
+
+def _check_storable(path: Path, config: RunConfig, argv: Sequence[str]) -> None:
+    """``ValueError`` naming the value when the run directory's path, a setting or the command line holds text
+    that cannot be written as UTF-8 (e.g. a file name of invalid UTF-8 bytes, read as lone surrogates)."""
+    values = [("the output directory", str(path)), *((f"argument {a!r}", a) for a in argv)]
+    values += [(f"setting {k!r}", v) for k, v in config.flat().items() if isinstance(v, str)]
+    for what, text in values:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{what} ({text!r}) holds bytes that are not valid UTF-8 ({exc.reason}); config.json cannot record "
+                "it: rename the file or directory"
+            ) from exc
+
+
+def _invocation_record(stored: Mapping[str, Any] | None, config: RunConfig, argv: Sequence[str]) -> dict[str, Any]:
+    """The ``config.json`` record of a new run (``stored`` None), or ``stored`` with this invocation appended."""
+    prov = provenance(argv)
+    invocation: dict[str, Any] = {
+        "time": prov["created"],
+        "command_line": prov["command_line"],
+        "cwd": prov["cwd"],
+        "git": prov["git"],
+    }
+    if stored is None:
+        return {
+            "schema": CONFIG_SCHEMA,
+            "config": config.to_dict(),
+            "provenance": prov,
+            "invocations": [{**invocation, "resumed": False}],
+        }
+    record = dict(stored)
+    old = RunConfig.from_stored(stored).flat()
+    changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
+    if record.get("schema", 1) != CONFIG_SCHEMA:
+        invocation["migrated_from_schema"] = record.get("schema", 1)
+        record.pop("settings", None)
+    record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
+    record.setdefault("invocations", [])
+    record["invocations"].append(
+        {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
+    )
+    return record
 
 
 class RunDir:
@@ -585,46 +662,38 @@ class RunDir:
         self.stores: dict[str, JsonlStore] = {}
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], config: RunConfig, *, argv: Sequence[str] | None = None) -> RunDir:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        config: RunConfig,
+        *,
+        argv: Sequence[str] | None = None,
+        extra_provenance: Mapping[str, Any] | None = None,
+    ) -> RunDir:
+        """Create or resume the run directory ``path`` under its lock; ``extra_provenance`` is written into
+        ``record["provenance"]`` with the first ``config.json`` (e.g. a merge's ``merged_from``, so that a merge
+        killed right after it is recognised as one and can be restarted)."""
         p = Path(path)
         check_resumable(p, config)  # before creating anything
+        args = list(sys.argv if argv is None else argv)
+        _check_storable(p, config, args)
+        created = not p.exists()
         p.mkdir(parents=True, exist_ok=True)
         fd = _lock(p)
         try:
             stored = check_resumable(p, config)  # again, under the lock
-        except Exception:
+            if stored is None:  # temporaries left by a process that failed: stale, since we hold the lock
+                _remove_own_files(p, rmdir=False, keep_lock=True)
+            record = _invocation_record(stored, config, args)
+            record.setdefault("provenance", {}).update(extra_provenance or {})
+            run = cls(p, config, record, fd)
+            run.resumed = stored is not None
+            run.save_config()
+        except BaseException:
             os.close(fd)
+            if stored_nothing(p):  # a failed first write (e.g. a full disk) leaves nothing behind
+                _remove_own_files(p, rmdir=created)
             raise
-        prov = provenance(argv)
-        invocation: dict[str, Any] = {
-            "time": prov["created"],
-            "command_line": prov["command_line"],
-            "cwd": prov["cwd"],
-            "git": prov["git"],
-        }
-        record: dict[str, Any]
-        if stored is None:
-            record = {
-                "schema": CONFIG_SCHEMA,
-                "config": config.to_dict(),
-                "provenance": prov,
-                "invocations": [{**invocation, "resumed": False}],
-            }
-        else:
-            record = dict(stored)
-            old = RunConfig.from_stored(stored).flat()
-            changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
-            if record.get("schema", 1) != CONFIG_SCHEMA:
-                invocation["migrated_from_schema"] = record.get("schema", 1)
-                record.pop("settings", None)
-            record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
-            record.setdefault("invocations", [])
-            record["invocations"].append(
-                {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
-            )
-        run = cls(p, config, record, fd)
-        run.resumed = stored is not None
-        run.save_config()
         return run
 
     def save_config(self) -> None:
@@ -667,8 +736,13 @@ class RunDir:
         self.note(message)
         return message
 
-    def record_outputs(self, n_questions: int) -> str | None:
+    def record_outputs(self, n_questions: int, input_questions: int | None = None) -> str | None:
         """Record that the CSV outputs describe this call's ``n_questions`` questions (``record["outputs"]``).
+
+        ``input_questions``: how many questions the unsharded input holds under this call's ``--limit`` (a shard
+        covers some of them; ``merge`` checks that the shards together hold them all). ``outputs.invocation``
+        is this call's index in ``invocations``: a later call that was killed before its outputs leaves it
+        behind, and ``merge`` refuses such a shard as unfinished.
 
         Returns a note (kept with :meth:`note`) when the run stores scores of more questions than that (a
         ``--limit`` below what an earlier call covered).
@@ -680,6 +754,8 @@ class RunDir:
             "limit": self.config.data.limit,
             "invocation": len(self.record["invocations"]) - 1,
         }
+        if input_questions is not None:
+            self.record["outputs"]["input_questions"] = input_questions
         self.save_config()
         if n_questions >= stored:
             return None
@@ -716,7 +792,13 @@ class RunDir:
     def store(self, stage: str) -> JsonlStore:
         """The verified (loaded and repaired) store of ``stage`` (a key of :data:`STAGE_FILES`)."""
         if stage not in self.stores:
-            s = JsonlStore(self.path / STAGE_FILES[stage], REQUIRED_FIELDS[stage])
+            f = self.path / STAGE_FILES[stage]
+            if f.is_symlink() and self.path.resolve() not in f.resolve().parents:
+                raise ValueError(
+                    f"{f} is a symbolic link to {f.resolve()}, outside the run directory; a resume would append to "
+                    "that file: replace the link by a copy of the file"
+                )
+            s = JsonlStore(f, REQUIRED_FIELDS[stage])
             s.load()
             self.stores[stage] = s
         return self.stores[stage]

@@ -51,6 +51,7 @@ from shapley.pipeline.store import (
     record_checksum,
     repo_relative,
     sha256_file,
+    write_compact,
 )
 
 T = TypeVar("T")
@@ -430,6 +431,7 @@ def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any
     if message:
         _note(message)
     evaluate.write_run_outputs(run, list(ids), embeddings=embeddings or None)
+    write_compact(run.path, ids)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from shapley.pipeline.store import (
     repo_relative,
     run_history,
     sha256_file,
+    write_compact,
 )
 
 T = TypeVar("T")
@@ -413,4 +414,5 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
             print(f"note: {note}", file=sys.stderr)
         run.record_outputs(len(order), input_questions=len(order))
         evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run.path))
+        write_compact(run.path, [q for q, _ in order])
         return run.path

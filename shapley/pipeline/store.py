@@ -14,6 +14,11 @@ A run is a directory::
     scores.jsonl       one record per question: correctness, scores {method: float}, skipped {method: reason},
                        diagnostics (shap_psd_repaired, shap_min_eig, n_clusters, ...)
     scores.csv, metrics.csv, skipped.csv   written by :mod:`shapley.pipeline.evaluate`
+    stages.jsonl.gz    the entailment and score records without answer text or bookkeeping (gzip, no timestamp;
+                       :func:`write_compact`), rewritten with the outputs; readers (``repair=False``) fall back to
+                       it when a stage file is absent, so that a run whose JSONL files are left out of git (the
+                       LLaMA-13B runs) still recomputes its beta sweep, selection table and report
+    hidden/            run only: the judged answers' hidden states (``.npz``, :mod:`shapley.pipeline.records`)
     .lock              advisory lock (flock) so that two processes never write one run
 
 Storage guarantees (:class:`JsonlStore`):
@@ -51,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
+import gzip
 import hashlib
 import importlib.metadata
 import json
@@ -111,6 +117,15 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "entailment": ("id", "n", "entail", "contradict"),
     "scores": ("id", "correct", "correctness_value", "scores", "skipped", "diagnostics"),
 }
+
+
+COMPACT_FILE = "stages.jsonl.gz"
+"""The compact, text-free copy of a run's entailment and score records (:func:`write_compact`), committed where
+the stage files are too large or hold text that is not ours to publish (the LLaMA-13B answers of Lin et al.)."""
+
+COMPACT_STAGES: tuple[str, ...] = ("entailment", "scores")
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {"scores": ("answer",)}
+"""Fields of a stage's records that hold answer text, left out of :data:`COMPACT_FILE`."""
 
 
 class CorruptRecordWarning(UserWarning):
@@ -245,6 +260,8 @@ class JsonlStore:
         self.problems = []
         self._loaded = repair
         if not self.path.exists():
+            if not repair:  # a reader: the run's compact copy stands in for a stage file left out of git
+                self.records = read_compact(self.path.parent).get(_STAGE_OF_FILE.get(self.path.name, ""), {})
             return self.records
         raw = self.path.read_bytes()
         lines = raw.split(b"\n")
@@ -457,6 +474,58 @@ def provenance(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "git": git_info(),
         "device": device_info(),
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# The compact copy of the entailment and score records
+
+_STAGE_OF_FILE = {f: stage for stage, f in STAGE_FILES.items()}
+
+
+def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
+    """Write ``run_dir/stages.jsonl.gz`` (:data:`COMPACT_FILE`): for each of ``ids`` (in order) that has both, its
+    entailment and score records, without bookkeeping (``chunk``, ``upstream_sha256``) and without answer text
+    (:data:`TEXT_FIELDS`). One checksummed line per question (``{"id", "entailment", "scores"}``), gzip with no
+    timestamp, so that equal records give equal bytes. What ``beta-sweep``, the selection table and ``report``
+    read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent. Returns its path."""
+    d = Path(run_dir)
+    stages = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}
+    drop = {CHUNK_KEY, UPSTREAM_KEY}
+    lines = []
+    for qid in ids:
+        if not all(qid in stages[s] for s in COMPACT_STAGES):
+            continue
+        rec: dict[str, Any] = {"id": qid}
+        for s in COMPACT_STAGES:
+            rec[s] = {k: v for k, v in stages[s][qid].items() if k not in drop and k not in TEXT_FIELDS.get(s, ())}
+        lines.append(encode_record(rec))
+    out = d / COMPACT_FILE
+    atomic_write_bytes(out, gzip.compress(b"".join(lines), compresslevel=9, mtime=0))
+    return out
+
+
+def read_compact(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{stage: {id: record}}`` from ``run_dir/stages.jsonl.gz`` (empty when there is none). ``ValueError`` naming
+    the file and line for a line that is not intact (a committed file is never repaired)."""
+    f = Path(run_dir) / COMPACT_FILE
+    out: dict[str, dict[str, dict[str, Any]]] = {s: {} for s in COMPACT_STAGES}
+    if not f.is_file():
+        return out
+    try:
+        raw = gzip.decompress(f.read_bytes())
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{f} is not a readable gzip file ({exc})") from exc
+    for lineno, line in enumerate(raw.splitlines(), start=1):
+        try:
+            rec = json.loads(line)
+            ok = isinstance(rec, dict) and rec.pop(CHECKSUM_KEY, None) == record_checksum(rec)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            ok = False
+        if not ok or not all(isinstance(rec.get(s), dict) for s in COMPACT_STAGES):
+            raise ValueError(f"{f}, line {lineno}: not an intact record (checksum or layout)")
+        for s in COMPACT_STAGES:
+            out[s][str(rec["id"])] = rec[s]
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

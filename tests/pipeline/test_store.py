@@ -448,3 +448,50 @@ def test_schema1_missing_key_is_named(tmp_path):
     (d / "config.json").write_text(json.dumps({"schema": 1, "settings": {"command": "score-samples", "dataset": "x"}}))
     with pytest.raises(ValueError, match=r"config.json.*lacks the key 'entailment'"):
         runs.read_config(d)
+
+
+# --------------------------------------------------------------------------------------------------
+# The compact copy (stages.jsonl.gz): what beta-sweep, selection and report need, without answer text
+
+
+def test_a_run_without_its_stage_files_is_recomputed_from_the_compact_copy(tmp_path, monkeypatch):
+    import gzip
+
+    from shapley import cli
+    from shapley.pipeline import evaluate, experiment
+
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    rows = fakes.make_samples_file(inp, 20, n_samples=5)
+    out = experiment.score_samples(fakes.samples_config(inp, n_boot=50), tmp_path / "run")
+    assert cli.main(["beta-sweep", str(out), "--n-boot", "20"]) == 0
+    compact = gzip.decompress((out / runs.COMPACT_FILE).read_bytes()).decode("utf-8")
+    answers = {r["id"]: r["samples"][0] for r in rows}
+    stored = runs.JsonlStore(out / "scores.jsonl").load(repair=False)
+    assert all(rec["answer"] == answers[k] for k, rec in stored.items())
+    assert '"answer"' not in compact and "_sha256" in compact  # checksummed lines, no answer text
+    expected = {f: (out / f).read_bytes() for f in ("beta_sweep.csv", "selection.csv", "comparisons.csv")}
+    expected["metrics.csv"] = (out / "metrics.csv").read_bytes()
+    for name in ("entailment.jsonl", "scores.jsonl"):  # left out of git, as for the LLaMA-13B runs
+        (out / name).unlink()
+    for f in expected:
+        (out / f).unlink()
+    assert cli.main(["beta-sweep", str(out), "--n-boot", "20"]) == 0
+    evaluate.write_run_outputs(out)
+    for f, data in expected.items():
+        assert (out / f).read_bytes() == data, f
+    assert not (out / "scores.jsonl").exists()  # a reader never creates or repairs a stage file
+
+
+def test_a_damaged_compact_copy_is_refused_naming_file_and_line(tmp_path):
+    import gzip
+
+    d = tmp_path / "run"
+    d.mkdir()
+    good = runs.encode_record({"id": "a", "entailment": {"id": "a"}, "scores": {"id": "a"}})
+    (d / runs.COMPACT_FILE).write_bytes(gzip.compress(good + good.replace(b'"a"', b'"b"', 1)))
+    with pytest.raises(ValueError, match=r"stages.jsonl.gz, line 2"):
+        runs.read_compact(d)
+    (d / runs.COMPACT_FILE).write_bytes(good)
+    with pytest.raises(ValueError, match="not a readable gzip"):
+        runs.read_compact(d)

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from shapley import cli
-from shapley.pipeline import experiment, merge, store
+from shapley.pipeline import entail, experiment, merge, store
 from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings, parse_shard
 from tests import fakes
 
@@ -131,7 +131,7 @@ def test_entail_cache_setting_reaches_the_backend_and_is_a_runtime_setting(tmp_p
         calls.append(kw.get("cache"))
         return fake.load_backend(spec)
 
-    monkeypatch.setattr(experiment.entail, "load_backend", load_backend)
+    monkeypatch.setattr(entail, "load_backend", load_backend)
     inp = tmp_path / "in.jsonl"
     fakes.make_samples_file(inp, 4)
     base = fakes.samples_config(inp)

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from shapley.core.psd import PSD_POLICIES
 from shapley.pipeline import score
 from shapley.pipeline.samples import REFERENCE_FIELDS
+from shapley.pipeline.schemas import _V1_REQUIRED, _V1_TYPES, SCHEMA_2_OPTIONAL, SCHEMA_3_KEYS
 
 CONFIG_SCHEMA = 3
 """Version of the layout of ``config.json``; 1 (the flat ``settings`` mapping) and 2 (groups without
@@ -184,6 +185,9 @@ class EntailmentSettings:
             "--entailment must look like 'hf:<id|path>', 'embedding:<name|path>' or 'llm:<spec>'; "
             f"got {self.backend!r}",
         )
+        _check(
+            isinstance(self.with_question, bool), f"--with-question must be true or false; got {self.with_question!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -266,6 +270,7 @@ class RuntimeSettings:
             self.batch_size is None or (_is_int(self.batch_size) and self.batch_size >= 1),
             f"--batch-size must be >= 1; got {self.batch_size!r}",
         )
+        _check(isinstance(self.progress, bool), f"--no-progress: progress must be true or false; got {self.progress!r}")
         _check(
             self.entail_cache is None or (isinstance(self.entail_cache, str) and bool(self.entail_cache.strip())),
             f"--entail-cache must be a file path or 'none'; got {self.entail_cache!r}",
@@ -374,13 +379,17 @@ class RunConfig:
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> RunConfig:
-        """The configuration of a parsed ``config.json`` (schema 3 or 2, or the flat schema 1)."""
+        """The configuration of a parsed ``config.json`` (schema 3 or 2, or the flat schema 1).
+
+        A key that the file's schema defines but that the file lacks is refused (``ValueError`` naming it,
+        see :data:`SCHEMA_3_KEYS`); a schema-2 file may lack the keys of :data:`SCHEMA_2_OPTIONAL`."""
         if not isinstance(stored, Mapping):
             raise ValueError(f"config.json must hold a JSON object; got {type(stored).__name__}")
         schema = stored.get("schema", 1)
         if schema in (2, CONFIG_SCHEMA):
             if "config" not in stored:
                 raise ValueError(f"config.json (schema {schema}) has no 'config' object")
+            _check_schema_keys(stored["config"], schema)
             return cls.from_dict(stored["config"])
         if schema == 1:
             settings = stored.get("settings")
@@ -397,6 +406,7 @@ class RunConfig:
         command = s.get("command")
         if command not in COMMANDS:
             raise ValueError(f"schema-1 settings name no known command ({command!r})")
+        _check_v1_types(s)
         run = command == "run"
         data = DataSettings(
             dataset=s["dataset"],
@@ -449,10 +459,10 @@ class RunConfig:
             command=command,
             data=data,
             generation=gen,
-            entailment=EntailmentSettings(backend=s["entailment"], with_question=bool(s.get("with_question", False))),
+            entailment=EntailmentSettings(backend=s["entailment"], with_question=s.get("with_question", False)),
             scoring=scoring,
-            runtime=RuntimeSettings(batch_size=int(s.get("batch_size") or 8), device=s.get("device")),
-            seed=int(s.get("seed", 0)),
+            runtime=RuntimeSettings(batch_size=s.get("batch_size") or 8, device=s.get("device")),
+            seed=s.get("seed", 0),
         )
 
     # --- resume checks ----------------------------------------------------------------------------
@@ -476,6 +486,35 @@ class RunConfig:
             for k in sorted(set(a) | set(b))
             if a.get(k) != b.get(k) and not (k in OPEN_WHEN_UNSET and a.get(k) is None)
         }
+
+
+def _check_v1_types(s: Mapping[str, Any]) -> None:
+    """Refuse a schema-1 ``settings`` mapping with a missing required key or a value of the wrong kind, naming
+    the key (nothing is coerced: a seed of 0.9 is not 0, the string "false" is not true)."""
+    required = (*_V1_REQUIRED, "model") if s.get("command") == "run" else _V1_REQUIRED
+    for key in required:
+        if key not in s:
+            raise ValueError(f"config.json (schema 1): 'settings' lacks the key {key!r}")
+    for key, (kind, ok) in _V1_TYPES.items():
+        if key in s and not ok(s[key]):
+            raise ValueError(f"config.json (schema 1): settings key {key!r} must be {kind}; got {s[key]!r}")
+
+
+def _check_schema_keys(config: Any, schema: int) -> None:
+    """Refuse a schema-2/3 ``config`` object that lacks a key its schema defines (``ValueError`` naming it)."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"a run configuration must be a JSON object; got {type(config).__name__}")
+    optional = SCHEMA_2_OPTIONAL if schema == 2 else frozenset()
+    for key in SCHEMA_3_KEYS:
+        group, _, name = key.rpartition(".")
+        if key in optional or (group and config.get(group) is None and group == "generation"):
+            continue
+        holder = config.get(group) if group else config
+        if not isinstance(holder, Mapping) or name not in holder:
+            raise ValueError(
+                f"config.json (schema {schema}) lacks the key {key!r} ({flag_of(key)}); its records may have been "
+                "computed with another value than the default, so it is not filled in: restore the key"
+            )
 
 
 _FLAG_NAMES = {

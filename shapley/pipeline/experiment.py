@@ -16,243 +16,60 @@ shows no progress bar and the model libraries log errors only.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import logging
 import os
-import sys
-import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from shapley.pipeline import correctness, data, entail, evaluate, generate, selection
+from shapley.pipeline import correctness, data, evaluate, selection
 from shapley.pipeline import score as _score
-from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
+from shapley.pipeline.config import RunConfig, ScoringSettings
 from shapley.pipeline.merge import take_shard
 from shapley.pipeline.records import HIDDEN_KEY, Generation, HiddenStateReader, QARecord, save_hidden_states
 from shapley.pipeline.samples import SampleItem, read_samples_file
+from shapley.pipeline.stages import (
+    LazyBackend,
+    LazyGenerator,
+    _note,
+    _record_batch_sizes,
+    compute_kind,
+    quiet_model_loading,
+    run_stage,
+    scoring_fingerprint,
+    used_batch_size,
+)
 from shapley.pipeline.store import (
-    CHUNK_KEY,
-    TEST_CALL_LOG_ENV,
-    TEST_SLEEP_ENV,
-    UPSTREAM_KEY,
     CorruptRecordWarning,
-    JsonlStore,
     RunDir,
-    StaleRecordWarning,
     check_resumable,
     fingerprint,
     record_checksum,
     repo_relative,
     sha256_file,
+    write_compact,
 )
 
 T = TypeVar("T")
 
-# --------------------------------------------------------------------------------------------------
-# Stage runner
-
-
-def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
-    for i in range(0, len(items), max(1, size)):
-        yield list(items[i : i + max(1, size)])
-
-
-def _stale(store: JsonlStore, keys: Mapping[str, str]) -> list[str]:
-    """Ids whose stored record was computed from other inputs than ``keys[id]`` (records without the field,
-    written before it existed, are trusted)."""
-    return [
-        k
-        for k, up in keys.items()
-        if k in store and store.records[k].get(UPSTREAM_KEY, up) != up  # absent: an older record, trusted
-    ]
-
-
-def run_stage(
-    store: JsonlStore,
-    stage: str,
-    items: Sequence[T],
-    compute: Callable[[list[T]], list[dict[str, Any]]],
-    *,
-    key: Callable[[T], str],
-    chunk_size: int = 1,
-    progress: bool = True,
-    upstream: Callable[[T], str] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """Compute and store the records of ``items`` that ``store`` does not hold yet.
-
-    ``compute(chunk)`` returns one record (with ``"id"``) per item of the chunk, in order. A chunk's records
-    are appended together, with one write, and each carries the ids of its chunk (``chunk``, when the chunk
-    holds several items), so that a chunk torn by a crash is recomputed whole (see
-    :mod:`shapley.pipeline.store`). ``upstream(item)``: the fingerprint of the item's inputs, stored as
-    ``upstream_sha256``; a stored record with another fingerprint is discarded (with a
-    :class:`~shapley.pipeline.store.StaleRecordWarning`) and recomputed. Returns the store's ``{id: record}``.
-    """
-    ups = {key(it): upstream(it) for it in items} if upstream is not None else {}
-    stale = _stale(store, ups)
-    if stale:
-        warnings.warn(
-            f"{store.path}: {len(stale)} record(s) were computed from inputs that changed since (e.g. "
-            f"{stale[:3]}); recomputing them",
-            StaleRecordWarning,
-            stacklevel=2,
-        )
-        store.discard(stale)
-    pending = [it for it in items if key(it) not in store]
-    sleep = float(os.environ.get(TEST_SLEEP_ENV) or 0.0)
-    log_path = os.environ.get(TEST_CALL_LOG_ENV)
-    with tqdm(total=len(items), initial=len(items) - len(pending), desc=stage, unit="q", disable=not progress) as bar:
-        for chunk in _batches(pending, chunk_size):
-            records = compute(chunk)
-            if len(records) != len(chunk):
-                raise RuntimeError(f"stage {stage}: {len(records)} records for {len(chunk)} items")
-            ids = [key(it) for it in chunk]
-            for k, rec in zip(ids, records, strict=True):
-                if str(rec["id"]) != k:
-                    raise RuntimeError(f"stage {stage}: record id {rec['id']!r} for item {k!r}")
-                if len(chunk) > 1:
-                    rec[CHUNK_KEY] = ids
-                if upstream is not None:
-                    rec[UPSTREAM_KEY] = ups[k]
-            if sleep:
-                time.sleep(sleep * len(chunk))
-            store.append_many(records)
-            if log_path:
-                with open(log_path, "a", encoding="utf-8") as f:
-                    f.write("".join(f"{stage}\t{k}\n" for k in ids))
-            bar.update(len(chunk))
-    return store.records
-
-
-# --------------------------------------------------------------------------------------------------
-# Lazily loaded models
-
-
-@contextlib.contextmanager
-def quiet_model_loading(quiet: bool) -> Iterator[None]:
-    """With ``quiet``: no progress bar (e.g. transformers' "Loading weights") and only errors logged by the
-    model libraries while the block runs; their previous settings are restored afterwards."""
-    if not quiet:
-        yield
-        return
-    hf_logging: Any
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - transformers is a dependency
-        hf_logging = None
-    loggers = [logging.getLogger(name) for name in ("sentence_transformers", "huggingface_hub")]
-    levels = [lg.level for lg in loggers]
-    bars = hf_logging.is_progress_bar_enabled() if hf_logging else False
-    verbosity = hf_logging.get_verbosity() if hf_logging else None
-    try:
-        if hf_logging:
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
-        for lg in loggers:
-            lg.setLevel(logging.ERROR)
-        yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
-        if hf_logging:
-            if bars:
-                hf_logging.enable_progress_bar()
-            if verbosity is not None:
-                hf_logging.set_verbosity(verbosity)
-
-
-def used_batch_size(model: Any, configured: int | None) -> Any:
-    """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
-    be chosen from free memory), else its ``batch_size`` (or its config's), else ``configured``."""
-    stats = getattr(model, "stats", None)
-    if isinstance(stats, Mapping) and stats.get("batch_size") is not None:
-        return stats["batch_size"]
-    for obj in (model, getattr(model, "config", None)):
-        if isinstance(getattr(obj, "batch_size", None), int):
-            return obj.batch_size  # type: ignore[union-attr]
-    return configured
-
-
-class LazyBackend:
-    """Loads the entailment backend on first use (a fully resumed run never loads it)."""
-
-    def __init__(self, settings: EntailmentSettings, runtime: RuntimeSettings, batch_size: int | None) -> None:
-        self.settings, self.runtime, self.batch_size = settings, runtime, batch_size
-        self._backend: Any = None
-        self.recorded = False
-
-    def get(self) -> Any:
-        if self._backend is None:
-            with quiet_model_loading(not self.runtime.progress):
-                self._backend = entail.load_backend(
-                    self.settings.backend,
-                    device=self.runtime.device,
-                    batch_size=self.batch_size,
-                    cache=self.runtime.entail_cache_arg(),
-                    progress=None if self.runtime.progress else False,
-                )
-        return self._backend
-
-    @property
-    def loaded(self) -> bool:
-        return self._backend is not None
-
-    def info(self) -> dict[str, Any]:
-        b = self.get()
-        spec = self.settings.backend
-        return {
-            "spec": spec,
-            "name": getattr(b, "name", spec),
-            "fingerprint": getattr(b, "fingerprint", None),
-            "is_nli": bool(getattr(b, "is_nli", False)),
-        }
-
-
-class LazyGenerator:
-    """Builds the generator (and loads the model) on first use."""
-
-    def __init__(self, config: RunConfig) -> None:
-        assert config.generation is not None
-        g = config.generation
-        self.model = g.model
-        self.progress = config.runtime.progress
-        sampling = {k: v for k, v in dataclasses.asdict(g).items() if k != "model"}  # the same names
-        self.config = generate.GenerationConfig(
-            **sampling,
-            seed=config.seed,
-            batch_size=config.runtime.batch_size,
-            device=config.runtime.device,
-            progress=False,  # run_stage shows the bar
-        )
-        self._gen: Any = None
-        self.recorded = False
-
-    def get(self) -> Any:
-        if self._gen is None:
-            with quiet_model_loading(not self.progress):
-                self._gen = generate.Generator(self.model, self.config)
-        return self._gen
-
-    @property
-    def loaded(self) -> bool:
-        return self._gen is not None
-
-    def info(self) -> dict[str, Any]:
-        return {"spec": self.model, "fingerprint": getattr(self.get(), "fingerprint", None)}
-
-
-def _record_batch_sizes(run: RunDir, stage: str, model: Any, configured: int | None, chunk: int) -> None:
-    """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted)."""
-    message = run.record_batch_sizes(stage, {"batch_size": used_batch_size(model, configured), "chunk": chunk})
-    if message:
-        _note(message)
-
+__all__ = [
+    "LazyBackend",
+    "LazyGenerator",
+    "compute_kind",
+    "entail_stage",
+    "hidden_states",
+    "quiet_model_loading",
+    "run_experiment",
+    "run_stage",
+    "score_record",
+    "score_samples",
+    "scoring_fingerprint",
+    "used_batch_size",
+]
 
 # --------------------------------------------------------------------------------------------------
 # Shared stages
@@ -278,9 +95,14 @@ def entail_stage(
     """Entailment matrices for ``items`` = (id, question, samples); stored in ``entailment.jsonl``.
 
     ``upstream(id)``: the fingerprint of the inputs (default: of the question and its samples); a stored
-    matrix computed from other inputs is recomputed. The batch sizes used are kept in the run's record."""
+    matrix computed from other inputs (or other entailment settings) is recomputed. The batch sizes used are
+    kept in the run's record."""
     with_question = run.config.entailment.with_question
-    up = upstream or {qid: fingerprint([q, s]) for qid, q, s in items}.__getitem__
+    inputs = upstream or {qid: fingerprint([q, s]) for qid, q, s in items}.__getitem__
+    settings = fingerprint(dataclasses.asdict(run.config.entailment))
+
+    def up(qid: str) -> str:
+        return fingerprint([inputs(qid), settings])
 
     def compute(chunk: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
         if not backend.recorded:
@@ -368,8 +190,10 @@ def _score_stage(
 ) -> None:
     """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references),
     ``upstream(id)`` the fingerprint of those inputs (a stored score computed from others is recomputed),
-    ``extra(id)`` the keyword arguments ``position`` and ``answer_source`` of :func:`score_record`."""
+    ``extra(id)`` the keyword arguments ``position`` and ``answer_source`` of :func:`score_record`. The stored
+    fingerprint also covers the scoring settings (:func:`scoring_fingerprint`)."""
     scoring = run.config.scoring
+    settings = scoring_fingerprint(scoring)
 
     def compute(chunk: list[str]) -> list[dict[str, Any]]:
         return [score_record(*inputs(qid), scoring, **extra(qid)) for qid in chunk]
@@ -381,24 +205,23 @@ def _score_stage(
         compute,
         key=lambda qid: qid,
         progress=run.config.runtime.progress,
-        upstream=upstream,
+        upstream=lambda qid: fingerprint([upstream(qid), settings]),
     )
 
 
-def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any] | None) -> None:
-    """The CSV outputs for ``ids``, and the record of what they cover (a note when it is less than stored)."""
-    message = run.record_outputs(len(ids))
+def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any] | None, total: int) -> None:
+    """The CSV outputs for ``ids``, and the record of what they cover (a note when it is less than stored);
+    ``total``: the questions of the unsharded input under the ``--limit`` (``merge`` checks the shards hold them
+    all)."""
+    message = run.record_outputs(len(ids), input_questions=total)
     if message:
         _note(message)
     evaluate.write_run_outputs(run, list(ids), embeddings=embeddings or None)
+    write_compact(run.path, ids)
 
 
 # --------------------------------------------------------------------------------------------------
 # score-samples
-
-
-def _note(message: str) -> None:
-    print(f"note: {message}", file=sys.stderr)
 
 
 def _sample_notes(items: Sequence[SampleItem], methods: Sequence[str]) -> None:
@@ -451,13 +274,10 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     if config.data.reference_field is None:
         raise ValueError("--reference-field must be given (references or answer)")
     path = Path(config.data.path)
-    placed = take_shard(
-        read_samples_file(
-            path, n_samples=config.data.n_samples, limit=config.data.limit, reference_field=config.data.reference_field
-        ),
-        config.data.shard,
-        key=lambda it: it.id,
+    every = read_samples_file(
+        path, n_samples=config.data.n_samples, limit=config.data.limit, reference_field=config.data.reference_field
     )
+    placed = take_shard(every, config.data.shard, key=lambda it: it.id)
     items = [it for _, it in placed]
     position = {it.id: pos for pos, it in placed}
     config = config.replace(
@@ -492,7 +312,7 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
             },
         )
         emb = {it.id: it.embedding for it in items if it.embedding is not None}
-        _write_outputs(run, list(by_id), emb)
+        _write_outputs(run, list(by_id), emb, len(every))
         return run.path
 
 
@@ -678,5 +498,5 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             lambda qid: {"position": position[qid]},
         )
         emb = hidden_states(run, list(by_id))  # the judged answers' hidden states (ER)
-        _write_outputs(run, list(by_id), emb)
+        _write_outputs(run, list(by_id), emb, len(all_records))
         return run.path

@@ -13,14 +13,27 @@
   entailment model's batch-composition noise (about 1e-7 on a GPU) in the scores.
 
 The merge refuses (``ValueError`` naming the problem, before anything is written): a directory that is not a
-sharded run; shards of different result settings or ``--limit`` (:meth:`RunConfig.result_settings` without the
-shard) or different model fingerprints; a shard given twice or missing (I of K, each present once); an
-unfinished shard; a question stored in a shard it does not belong to, or in two shards; gaps in the positions.
+sharded run; a shard that is running (the merge holds every shard's lock while it reads and writes); shards of
+different result settings or ``--limit`` (:meth:`RunConfig.result_settings` without the shard) or different
+model fingerprints, dtypes or device kinds; a shard given twice or missing (I of K, each present once); an
+unfinished shard (its last call did not write its outputs, e.g. a resume with a larger ``--limit`` that was
+killed; or the shards together miss some of the input's questions under the ``--limit``: a hole or a tail); a
+question stored in a shard it does not belong to, or in two shards; gaps in the positions.
+
+A ``run`` merge copies the shards' hidden-state files (``hidden/``), so that ER is refitted on the union and a
+resume of the merged directory regenerates nothing. The merged ``config.json`` records in
+``provenance.merged_from`` (:data:`MERGED_FROM`), one entry per shard: its directory (relative to the
+repository), shard label, questions, the commits and dirty flags of all its invocations (``commits``,
+``dirty``; :func:`shapley.pipeline.store.run_history` counts them, so a merged run is flagged as any run), and
+the batch sizes each invocation used (``batch_sizes``); shards that used different batch sizes are noted in the
+merge's invocation. A merge killed at any point can be run again into the same output.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import os
 import sys
@@ -30,17 +43,23 @@ from typing import Any, TypeVar
 
 from shapley.pipeline import evaluate
 from shapley.pipeline.config import RunConfig, flag_of, parse_shard
+from shapley.pipeline.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader
 from shapley.pipeline.samples import read_samples_file
 from shapley.pipeline.settings import REPO_ROOT
 from shapley.pipeline.store import (
+    COMPUTE_KEYS,
     CONFIG_FILE,
+    LOCK_FILE,
     STAGE_FILES,
     JsonlStore,
     RunDir,
     atomic_write_bytes,
     encode_record,
     read_record,
+    repo_relative,
+    run_history,
     sha256_file,
+    write_compact,
 )
 
 T = TypeVar("T")
@@ -53,8 +72,10 @@ def shard_of(qid: str, k: int) -> int:
     """The shard (0..k-1) of question id ``qid``: the first 8 bytes of SHA-256(id, UTF-8), big-endian, mod k.
 
     Examples:
-        >>> shard_of("q1", 4), shard_of("q1", 4) == shard_of("q1", 4), shard_of("anything", 1)
-        (2, True, 0)
+        >>> [shard_of(f"q{i}", 3) for i in range(8)]  # fixed: the split never changes between versions
+        [0, 1, 2, 1, 2, 0, 1, 1]
+        >>> shard_of("anything", 1)
+        0
     """
     if k < 1:
         raise ValueError(f"the number of shards must be >= 1; got {k}")
@@ -86,10 +107,28 @@ class Shard:
     index: int
     count: int
     stores: dict[str, dict[str, dict[str, Any]]]
+    lock_fd: int | None = None
 
     @property
     def name(self) -> str:
         return f"{self.path} (shard {self.index}/{self.count})"
+
+    def release(self) -> None:
+        """Give the shard's lock back (taken by :func:`read_shard`)."""
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+
+def _lock_shard(path: Path) -> int:
+    """The shard's exclusive lock (``ValueError`` when a run holds it: the shard is still running)."""
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise ValueError(f"{path} is in use by another process (a shard still running); merge it once it ends") from exc
+    return fd
 
 
 def _stages(config: RunConfig) -> tuple[str, ...]:
@@ -108,9 +147,16 @@ def read_shard(path: str | os.PathLike[str]) -> Shard:
     if config.data.shard is None:
         raise ValueError(f"{p} is not a sharded run (made without --shard)")
     i, k = parse_shard(config.data.shard)
-    stores = {s: JsonlStore(p / STAGE_FILES[s]).load(repair=False) for s in _stages(config)}
-    shard = Shard(p, record, config, i, k, stores)
-    _check_finished(shard)
+    fd = _lock_shard(p)
+    try:
+        record = read_record(p) or record  # again, under the lock
+        config = RunConfig.from_stored(record)
+        stores = {s: JsonlStore(p / STAGE_FILES[s]).load(repair=False) for s in _stages(config)}
+        shard = Shard(p, record, config, i, k, stores, fd)
+        _check_finished(shard)
+    except BaseException:
+        os.close(fd)
+        raise
     return shard
 
 
@@ -125,6 +171,13 @@ def _check_finished(s: Shard) -> None:
             )
     if not (s.path / "metrics.csv").is_file():
         raise ValueError(f"{s.name} is unfinished: no metrics.csv; rerun its command to complete it")
+    outputs = s.record.get("outputs") or {}
+    last = len(s.record.get("invocations") or []) - 1
+    if outputs.get("invocation") != last or outputs.get("limit") != s.config.data.limit:
+        raise ValueError(
+            f"{s.name} is unfinished: its last call (--limit {s.config.data.limit}) did not write its outputs "
+            "(killed, or still running); rerun its command to complete it"
+        )
     for qid, r in s.stores["scores"].items():
         if shard_of(qid, s.count) != s.index:
             raise ValueError(
@@ -169,12 +222,14 @@ def check_shards(shards: Sequence[Shard]) -> None:
                     f"but {other.get(key)!r} in {s.path}"
                 )
         for kind in ("model", "entailment"):
-            a = (first.record.get("provenance", {}).get(kind) or {}).get("fingerprint")
-            b = (s.record.get("provenance", {}).get(kind) or {}).get("fingerprint")
-            if a is not None and b is not None and a != b:
-                raise ValueError(
-                    f"shards of different {kind} models: fingerprint {a!r} in {first.path}, {b!r} in {s.path}"
-                )
+            x = first.record.get("provenance", {}).get(kind) or {}
+            y = s.record.get("provenance", {}).get(kind) or {}
+            for key in COMPUTE_KEYS:
+                a, b = x.get(key), y.get(key)
+                if key in x and key in y and a is not None and b is not None and a != b:
+                    raise ValueError(
+                        f"shards of different {kind} models: {key} {a!r} in {first.path}, {b!r} in {s.path}"
+                    )
     counts = sorted({s.count for s in shards})
     if len(counts) > 1:
         raise ValueError(f"shards of different counts K: {', '.join(f'/{k}' for k in counts)}")
@@ -203,13 +258,17 @@ def union_order(shards: Sequence[Shard]) -> list[tuple[str, Shard]]:
             if pos in by_pos:
                 raise ValueError(f"position {pos} is held by {by_pos[pos]!r} and {qid!r}: the shards do not fit")
             by_pos[pos] = qid
-    gaps = sorted(set(range(len(by_pos))) - set(by_pos))
+    totals = {s.record.get("outputs", {}).get("input_questions") for s in shards} - {None}
+    if len(totals) > 1:
+        raise ValueError(f"the shards were made from inputs of different sizes {sorted(totals)}")
+    total = max(totals) if totals else (max(by_pos) + 1 if by_pos else 0)
+    gaps = sorted(set(range(total)) - set(by_pos))
     if gaps:
         raise ValueError(
             f"the shards miss {len(gaps)} question(s) of the input (positions {gaps[:5]}...): a shard is unfinished "
             "or was made from a different input"
         )
-    return [(by_pos[p], owner[by_pos[p]]) for p in range(len(by_pos))]
+    return [(by_pos[p], owner[by_pos[p]]) for p in range(total)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -224,12 +283,31 @@ def _check_output(output: Path, shards: Sequence[Shard]) -> None:
         raise ValueError(f"--output {output} holds a run that is not a merge; choose a new directory")
 
 
-def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]]) -> dict[str, Any] | None:
-    """Per-question embeddings for ER: the generations' (``run``) or the input file's (``score-samples``, when
-    the file is still where it was and unchanged, else a note on stderr); ``None`` when there are none."""
+def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> None:
+    """Copy every hidden-state file that a merged generation record points to into ``output/hidden/`` (the
+    names are digests of their content, so the shards' files never collide)."""
+    names = {
+        (s.path, ref["file"])
+        for q, s in order
+        if isinstance(ref := s.stores["generations"][q].get(HIDDEN_KEY), Mapping) and isinstance(ref.get("file"), str)
+    }
+    for src_dir, name in sorted(names):
+        src, dst = src_dir / name, output / name
+        if Path(name).is_absolute() or ".." in Path(name).parts or Path(name).parts[0] != HIDDEN_DIR:
+            continue  # never copied from or to outside the run directories; the reader refuses it too
+        if src.is_file() and not (dst.is_file() and sha256_file(dst) == sha256_file(src)):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(dst, src.read_bytes())
+
+
+def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], output: Path) -> dict[str, Any] | None:
+    """Per-question embeddings for ER: the hidden states of the generations (``run``, read from ``output``'s
+    copies) or the input file's (``score-samples``, when the file is still where it was and unchanged, else a
+    note on stderr); ``None`` when there are none."""
     if config.command == "run":
-        emb = {q: s.stores["generations"][q].get("embedding") for q, s in order}
-        return {q: e for q, e in emb.items() if e is not None} or None
+        reader = HiddenStateReader(output)
+        vectors = {q: reader.get(q, s.stores["generations"][q].get(HIDDEN_KEY)) for q, s in order}
+        return {q: v.astype("float64").tolist() for q, v in vectors.items() if v is not None} or None
     if "ER" not in config.scoring.methods or config.data.path is None:
         return None
     path = Path(config.data.path)
@@ -252,18 +330,41 @@ def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:
     out = []
     for s in sorted(shards, key=lambda s: s.index):
         prov = s.record.get("provenance", {})
+        history = run_history(s.record)
+        invocations = s.record.get("invocations") or []
         out.append(
             {
-                "dir": str(s.path.resolve()),
+                "dir": repo_relative(s.path),
                 "shard": s.config.data.shard,
                 "n_questions": len(s.stores["scores"]),
                 "created": prov.get("created"),
                 "questions_sha256": prov.get("questions_sha256"),
                 "git": prov.get("git"),
+                "commits": list(history.commits),
+                "dirty": history.dirty,
+                "batch_sizes": [inv.get("batch_sizes") for inv in invocations if isinstance(inv, Mapping)],
                 "device": prov.get("device"),
             }
         )
     return out
+
+
+def _batch_note(merged_from: Sequence[Mapping[str, Any]]) -> str | None:
+    """A note when the shards (or their invocations) used different batch sizes for a stage."""
+    seen: dict[str, list[tuple[str, Any]]] = {}
+    for entry in merged_from:
+        for sizes in entry["batch_sizes"]:
+            for stage, value in (sizes or {}).items():
+                if all(v != value for _, v in seen.get(stage, [])):
+                    seen.setdefault(stage, []).append((str(entry["shard"]), value))
+    mixed = {stage: values for stage, values in seen.items() if len(values) > 1}
+    if not mixed:
+        return None
+    listed = "; ".join(f"{stage}: " + ", ".join(f"{v} (shard {sh})" for sh, v in vals) for stage, vals in mixed.items())
+    return (
+        f"the shards ran with different batch sizes ({listed}): the merged records mix them (see "
+        "provenance.merged_from[].batch_sizes)"
+    )
 
 
 def merge_runs(
@@ -274,13 +375,31 @@ def merge_runs(
     ``output`` must be new, empty, or an earlier merge output (rewritten). Returns the merged run directory.
     """
     out = Path(output)
-    shards = [read_shard(d) for d in shard_dirs]
+    shards: list[Shard] = []
+    read: dict[Path, Shard] = {}
+    try:
+        for d in shard_dirs:  # a directory given twice is read (and locked) once; check_shards names it
+            key = Path(d).resolve()
+            if key not in read:
+                read[key] = read_shard(d)
+            shards.append(read[key])
+        return _merge(shards, out, argv)
+    finally:
+        for s in read.values():
+            with contextlib.suppress(OSError):
+                s.release()
+
+
+def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Path:
     check_shards(shards)
     order = union_order(shards)
     _check_output(out, shards)
     config = _merged_config(shards[0].config)
     first_prov: Mapping[str, Any] = shards[0].record.get("provenance", {})
-    with RunDir.open(out, config, argv=argv) as run:
+    merged_from = _provenance(shards)
+    with RunDir.open(out, config, argv=argv, extra_provenance={MERGED_FROM: merged_from}) as run:
+        if config.command == "run":
+            _copy_hidden_states(run.path, order)  # before the records that point to them
         for stage in _stages(config):
             data = b"".join(encode_record(s.stores[stage][q]) for q, s in order)
             atomic_write_bytes(run.path / STAGE_FILES[stage], data)
@@ -288,8 +407,12 @@ def merge_runs(
         for kind in ("model", "entailment"):
             if first_prov.get(kind) is not None:
                 prov[kind] = first_prov[kind]
-        prov[MERGED_FROM] = _provenance(shards)
         run.save_config()
-        run.record_outputs(len(order))
-        evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order))
+        note = _batch_note(merged_from)
+        if note:
+            run.note(note)
+            print(f"note: {note}", file=sys.stderr)
+        run.record_outputs(len(order), input_questions=len(order))
+        evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run.path))
+        write_compact(run.path, [q for q, _ in order])
         return run.path

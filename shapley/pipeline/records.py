@@ -10,9 +10,11 @@ chunk, each vector referenced from its JSON record by file name, row and the SHA
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -133,15 +135,22 @@ def save_hidden_states(
 def _atomic_write(path: Path, data: bytes) -> None:
     """Temp file in the same folder, fsync, rename (records.py sits below store.py, so it has its own)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # e.g. a full disk: no temporary file is left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 class HiddenStateReader:
-    """Reads referenced vectors, opening each ``.npz`` file once; ``None`` for a missing or mismatched one."""
+    """Reads referenced vectors, opening each ``.npz`` file once; ``None`` for a missing or damaged one (not a
+    readable ``.npz``, e.g. truncated; not an (m, d) float16 matrix whose d is the reference's ``dim``; a row
+    of another id; bytes that do not match the reference's checksum)."""
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(run_dir)
@@ -155,7 +164,7 @@ class HiddenStateReader:
                     raise ValueError("reference outside the run directory")
                 with np.load(path, allow_pickle=False) as z:
                     self._files[name] = (np.asarray(z["ids"]), np.asarray(z["hidden"]))
-            except (OSError, ValueError, KeyError, EOFError):
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
                 self._files[name] = None
         return self._files[name]
 
@@ -168,6 +177,8 @@ class HiddenStateReader:
             return None
         ids, matrix = content
         row = ref["row"]
+        if matrix.ndim != 2 or matrix.shape[0] != len(ids) or matrix.shape[1] != ref.get("dim"):
+            return None  # e.g. re-saved as (m, d, 1): the same bytes, but not the stored shape
         if not 0 <= row < len(ids) or str(ids[row]) != str(record_id) or matrix.dtype != np.float16:
             return None
         vector = matrix[row]

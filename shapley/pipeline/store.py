@@ -14,6 +14,11 @@ A run is a directory::
     scores.jsonl       one record per question: correctness, scores {method: float}, skipped {method: reason},
                        diagnostics (shap_psd_repaired, shap_min_eig, n_clusters, ...)
     scores.csv, metrics.csv, skipped.csv   written by :mod:`shapley.pipeline.evaluate`
+    stages.jsonl.gz    the entailment and score records without answer text or bookkeeping (gzip, no timestamp;
+                       :func:`write_compact`), rewritten with the outputs; readers (``repair=False``) fall back to
+                       it when a stage file is absent, so that a run whose JSONL files are left out of git (the
+                       LLaMA-13B runs) still recomputes its beta sweep, selection table and report
+    hidden/            run only: the judged answers' hidden states (``.npz``, :mod:`shapley.pipeline.records`)
     .lock              advisory lock (flock) so that two processes never write one run
 
 Storage guarantees (:class:`JsonlStore`):
@@ -49,404 +54,105 @@ Test hooks (read from the environment, for the resumption tests only; unset in n
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import fcntl
-import hashlib
-import importlib.metadata
 import json
 import os
-import platform
-import shlex
-import subprocess
 import sys
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig, flag_of
-from shapley.pipeline.settings import REPO_ROOT
+from shapley.pipeline.jsonl import (
+    CHECKSUM_KEY,
+    CHUNK_KEY,
+    COMPACT_FILE,
+    COMPACT_STAGES,
+    STAGE_FILES,
+    TEXT_FIELDS,
+    UPSTREAM_KEY,
+    CorruptRecordWarning,
+    JsonlStore,
+    StaleRecordWarning,
+    atomic_write_bytes,
+    atomic_write_text,
+    canonical_json,
+    encode_record,
+    fingerprint,
+    read_compact,
+    record_checksum,
+    sha256_file,
+    write_compact,
+)
+from shapley.pipeline.provenance import (
+    SOURCE_PATHS,
+    VERSIONED_PACKAGES,
+    device_info,
+    git_info,
+    package_versions,
+    provenance,
+    repo_relative,
+)
 
-CHECKSUM_KEY = "_sha256"
+__all__ = [
+    "CHECKSUM_KEY",
+    "CHUNK_KEY",
+    "COMPACT_FILE",
+    "COMPACT_STAGES",
+    "COMPUTE_KEYS",
+    "CONFIG_FILE",
+    "LOCK_FILE",
+    "REQUIRED_FIELDS",
+    "SOURCE_PATHS",
+    "STAGE_FILES",
+    "TEST_CALL_LOG_ENV",
+    "TEST_SLEEP_ENV",
+    "TEXT_FIELDS",
+    "UPSTREAM_KEY",
+    "VERSIONED_PACKAGES",
+    "CorruptRecordWarning",
+    "JsonlStore",
+    "RunDir",
+    "RunHistory",
+    "StaleRecordWarning",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "canonical_json",
+    "check_resumable",
+    "device_info",
+    "encode_record",
+    "fingerprint",
+    "git_info",
+    "package_versions",
+    "provenance",
+    "read_compact",
+    "read_config",
+    "read_record",
+    "record_checksum",
+    "repo_relative",
+    "run_history",
+    "sha256_file",
+    "stored_nothing",
+    "write_compact",
+]
+
 CONFIG_FILE = "config.json"
 LOCK_FILE = ".lock"
 
 TEST_SLEEP_ENV = "SHAPLEY_TEST_SLEEP_PER_QUESTION"
 TEST_CALL_LOG_ENV = "SHAPLEY_TEST_CALL_LOG"
 
-VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "transformers", "sentence-transformers", "shapley")
+COMPUTE_KEYS = ("fingerprint", "dtype", "device_kind")
+"""What a run's model information in provenance pins (:meth:`RunDir.record_fingerprint`): the weights, the dtype
+they compute in and the kind of device; every number a model stores depends on all three."""
 
-SOURCE_PATHS: tuple[str, ...] = (
-    "shapley",
-    "pyproject.toml",
-    "constraints.txt",
-    "environment.yml",
-    "Makefile",
-    "scripts",
-    "benchmarks",
-)
-"""What "the package's source" means for provenance (paths relative to the repository): a run is *dirty*
-when ``git status`` reports a change to one of these, tracked or untracked (but not git-ignored). Everything
-else (``results/``, where runs write, the book, notebooks, tests) never makes a run dirty."""
-
-CHUNK_KEY = "chunk"
-UPSTREAM_KEY = "upstream_sha256"
-
-STAGE_FILES = {
-    "questions": "questions.jsonl",
-    "generations": "generations.jsonl",
-    "entailment": "entailment.jsonl",
-    "scores": "scores.jsonl",
-}
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "questions": ("id",),
     "generations": ("id", "samples", "answer"),
     "entailment": ("id", "n", "entail", "contradict"),
     "scores": ("id", "correct", "correctness_value", "scores", "skipped", "diagnostics"),
 }
-
-
-class CorruptRecordWarning(UserWarning):
-    """A stored line was torn, corrupt or duplicated; it was dropped and its question will be redone."""
-
-
-class StaleRecordWarning(UserWarning):
-    """A stored record was computed from inputs that have changed since; it is recomputed."""
-
-
-# --------------------------------------------------------------------------------------------------
-# Canonical JSON lines with checksums
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, (tuple, set, frozenset)):
-        return list(o)
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"cannot store {type(o).__name__} in JSON")
-
-
-def canonical_json(obj: Any) -> str:
-    """Canonical JSON text: sorted keys, no spaces, UTF-8 kept, exact float repr (NaN/Infinity allowed)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default)
-
-
-def record_checksum(record: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``record`` without its checksum field."""
-    body = {k: v for k, v in record.items() if k != CHECKSUM_KEY}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
-
-
-def fingerprint(obj: Any) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``obj`` (e.g. the inputs a stored record was computed from)."""
-    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
-
-
-def encode_record(record: Mapping[str, Any]) -> bytes:
-    """One stored line (with trailing newline): the record, normalised through JSON, plus its checksum."""
-    body = json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
-    body[CHECKSUM_KEY] = record_checksum(body)
-    return (canonical_json(body) + "\n").encode("utf-8")
-
-
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
-    """SHA-256 (hex) of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``."""
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            k = os.write(fd, view)
-            view = view[k:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, p)
-    _fsync_dir(p.parent)
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """:func:`atomic_write_bytes` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-class JsonlStore:
-    """Append-only JSON-lines file of records keyed by ``id`` (see the module docstring for guarantees).
-
-    Call :meth:`load` before :meth:`append` on an existing file: it verifies every line and repairs the
-    file, so that an append never follows a torn line.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], required: Sequence[str] = ("id",)) -> None:
-        self.path = Path(path)
-        self.required = tuple(dict.fromkeys(("id", *required)))
-        self.records: dict[str, dict[str, Any]] = {}
-        self._loaded = False
-        self.problems: list[tuple[int, str]] = []
-
-    def _check_line(self, line: bytes) -> tuple[dict[str, Any] | None, str]:
-        try:
-            rec = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return None, f"not valid JSON ({exc.__class__.__name__})"
-        if not isinstance(rec, dict):
-            return None, "not a JSON object"
-        stored = rec.pop(CHECKSUM_KEY, None)
-        if stored is None:
-            return None, f"no {CHECKSUM_KEY} field"
-        if stored != record_checksum(rec):
-            return None, "checksum mismatch"
-        miss = [k for k in self.required if k not in rec]
-        if miss:
-            return None, f"missing field(s) {miss}"
-        return rec, ""
-
-    def load(self, *, repair: bool = True) -> dict[str, dict[str, Any]]:
-        """Read and verify every line; drop (with a :class:`CorruptRecordWarning`) torn, corrupt and duplicate
-        lines and, with ``repair``, rewrite the file atomically without them (readers that do not own the run,
-        like the report, pass ``repair=False``). Returns ``{id: record}`` in file order."""
-        self.records = {}
-        self.problems = []
-        self._loaded = repair
-        if not self.path.exists():
-            return self.records
-        raw = self.path.read_bytes()
-        lines = raw.split(b"\n")
-        tail_torn = lines[-1] != b""
-        if not tail_torn:
-            lines = lines[:-1]
-        rewrite = False
-        linenos: dict[str, int] = {}
-        for lineno, line in enumerate(lines, start=1):
-            last_unterminated = tail_torn and lineno == len(lines)
-            if not line.strip():
-                self.problems.append((lineno, "blank line"))
-                rewrite = True
-                continue
-            rec, why = self._check_line(line)
-            if rec is None:
-                if last_unterminated:
-                    why += " (unterminated last line: torn write)"
-                self.problems.append((lineno, why))
-                rewrite = True
-                continue
-            if last_unterminated:
-                rewrite = True  # a valid record that lost only its newline: keep it, fix the file
-            key = str(rec["id"])
-            if key in self.records:
-                self.problems.append((lineno, f"duplicate id {key!r} (the first valid record is kept)"))
-                rewrite = True
-                continue
-            self.records[key] = rec
-            linenos[key] = lineno
-        rewrite |= self._drop_incomplete_tail_chunk(linenos)
-        for lineno, why in self.problems:
-            warnings.warn(
-                f"{self.path}: line {lineno} dropped: {why}; its question will be recomputed if needed",
-                CorruptRecordWarning,
-                stacklevel=2,
-            )
-        if rewrite and repair:
-            atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
-        return self.records
-
-    def _drop_incomplete_tail_chunk(self, linenos: Mapping[str, int]) -> bool:
-        """Drop the records of the file's last chunk if some of its records are missing (a torn write)."""
-        if not self.records:
-            return False
-        last = next(reversed(self.records.values()))
-        chunk = last.get(CHUNK_KEY)
-        if not isinstance(chunk, list) or all(str(i) in self.records for i in chunk):
-            return False
-        present = [str(i) for i in chunk if str(i) in self.records]
-        for key in present:
-            self.problems.append(
-                (linenos[key], f"its chunk {chunk} was not stored whole (torn write); the chunk is recomputed whole")
-            )
-            del self.records[key]
-        return True
-
-    def _check_new(self, records: Sequence[Mapping[str, Any]]) -> None:
-        if not self._loaded and self.path.exists():
-            raise RuntimeError(f"{self.path}: call load() before append() so that the file is verified first")
-        keys = [str(r.get("id")) for r in records]
-        for record, key in zip(records, keys, strict=True):
-            miss = [k for k in self.required if k not in record]
-            if miss:
-                raise ValueError(f"record for {self.path.name} lacks required field(s) {miss}")
-            if key in self.records or keys.count(key) > 1:
-                raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        """Append one record atomically (single ``os.write`` with ``O_APPEND``, then ``fsync``)."""
-        self.append_many([record])
-
-    def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
-        a torn tail that :meth:`load` detects (see the module docstring on chunks)."""
-        self._check_new(records)
-        self._loaded = True
-        if not records:
-            return
-        lines = [encode_record(r) for r in records]
-        data = b"".join(lines)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        for line in lines:
-            rec = json.loads(line)
-            del rec[CHECKSUM_KEY]
-            self.records[str(rec["id"])] = rec
-
-    def discard(self, keys: Iterable[str]) -> None:
-        """Remove the records of ``keys`` (to be recomputed): the file is rewritten atomically without them."""
-        gone = {str(k) for k in keys} & set(self.records)
-        if not gone:
-            return
-        if not self._loaded and self.path.exists():
-            raise RuntimeError(f"{self.path}: call load() before discard()")
-        self.records = {k: r for k, r in self.records.items() if k not in gone}
-        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
-
-    def rewrite(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Replace the whole file atomically by ``records`` (e.g. a layout migration)."""
-        self.records = {}
-        self._check_new(records)
-        self._loaded = True
-        body = [json.loads(encode_record(r)) for r in records]
-        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in body))
-        for rec in body:
-            del rec[CHECKSUM_KEY]
-            self.records[str(rec["id"])] = rec
-
-    def __contains__(self, key: object) -> bool:
-        return str(key) in self.records
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-
-# --------------------------------------------------------------------------------------------------
-# Provenance
-
-
-def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str | None]:
-    """Installed version of each distribution (None if not installed)."""
-    out: dict[str, str | None] = {}
-    for name in names:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def git_info(repo: str | os.PathLike[str] = REPO_ROOT) -> dict[str, Any]:
-    """``{"commit", "dirty", "dirty_paths"}`` of the source checkout (None where git is unavailable).
-
-    ``dirty`` is True when the package's source (:data:`SOURCE_PATHS`) differs from the commit: a tracked
-    file changed, or a file git does not ignore was added there. Files elsewhere (the run's own outputs under
-    ``results/`` included) never count. ``dirty_paths``: the first changed paths, for diagnosis.
-    """
-    out: dict[str, Any] = {"commit": None, "dirty": None, "dirty_paths": []}
-    if not (Path(repo) / ".git").exists():
-        return out
-    try:
-        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        if r.returncode == 0:
-            out["commit"] = r.stdout.strip()
-        s = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if s.returncode == 0:
-            changed = [line[3:] for line in s.stdout.splitlines() if line.strip()]
-            out["dirty"] = bool(changed)
-            out["dirty_paths"] = changed[:20]
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return out
-
-
-def repo_relative(path: str | os.PathLike[str], repo: str | os.PathLike[str] = REPO_ROOT) -> str:
-    """``path`` relative to the source checkout ``repo`` (``..`` where it lies outside it), so that provenance
-    names no machine-specific absolute path; unchanged when ``repo`` is not a source checkout."""
-    if not (Path(repo) / "pyproject.toml").exists():
-        return str(path)
-    # Lexical (abspath, not resolve): a data folder reached through a symbolic link keeps the name it was given.
-    return os.path.relpath(os.path.abspath(path), os.path.abspath(repo))
-
-
-def device_info() -> dict[str, Any]:
-    """CPU model and count; CUDA device names when torch is already imported (it is never imported here)."""
-    cpu = platform.processor() or None
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform()}
-    torch = sys.modules.get("torch")
-    if torch is None:
-        info["cuda"] = "not queried (torch not imported)"
-    else:
-        try:
-            if torch.cuda.is_available():
-                info["cuda"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-            else:
-                info["cuda"] = []
-        except Exception as exc:  # noqa: BLE001 - provenance must never break a run
-            info["cuda"] = f"error: {exc}"
-    return info
-
-
-def provenance(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """What produced a run: time, command line, versions, git commit, device; ``cwd`` relative to the
-    repository (:func:`repo_relative`)."""
-    args = list(sys.argv if argv is None else argv)
-    return {
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "argv": args,
-        "command_line": shlex.join(args),
-        "cwd": repo_relative(os.getcwd()),
-        "python": sys.version.split()[0],
-        "versions": package_versions(),
-        "git": git_info(),
-        "device": device_info(),
-    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -508,7 +214,9 @@ class RunHistory:
 def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
     """The recorded command lines and commits of a run directory (or of its parsed ``config.json``).
 
-    Reads every schema (schema 1 recorded the first invocation's git state in ``provenance`` only).
+    Reads every schema (schema 1 recorded the first invocation's git state in ``provenance`` only). A merged run
+    (``provenance.merged_from``, :mod:`shapley.pipeline.merge`) also counts the commits and dirty flags of every
+    shard's invocations (each entry's ``commits`` and ``dirty``), so that it is flagged as any run would be.
     """
     rec = run if isinstance(run, Mapping) else read_record(run)
     if rec is None:
@@ -524,6 +232,11 @@ def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
         if git.get("commit") and git["commit"] not in commits:
             commits.append(git["commit"])
         dirty.append(git.get("dirty"))
+    for shard in prov.get("merged_from") or []:
+        if not isinstance(shard, Mapping):
+            continue
+        commits += [c for c in shard.get("commits") or [] if c not in commits]
+        dirty.append(shard.get("dirty"))
     known = [d for d in dirty if d is not None]
     return RunHistory(tuple(commands), tuple(commits), None if not known else any(known))
 
@@ -547,7 +260,7 @@ def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str
         raise ValueError(f"output {p} exists and is not a directory")
     rec = read_record(p) if p.is_dir() else None
     if rec is None:
-        if p.is_dir() and any(x.name != LOCK_FILE for x in p.iterdir()):
+        if p.is_dir() and not stored_nothing(p):
             raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
         return None
     diff = RunConfig.from_stored(rec).differences(config)
@@ -558,6 +271,70 @@ def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str
             "use a new --output directory, or the stored setting"
         )
     return rec
+
+
+def _is_own_temporary(name: str) -> bool:
+    """A temporary file of :func:`atomic_write_bytes` (``.<name>.tmp-<pid>``) or the lock file."""
+    return name == LOCK_FILE or (name.startswith(".") and ".tmp-" in name and name.rsplit("-", 1)[-1].isdigit())
+
+
+def stored_nothing(path: Path) -> bool:
+    """Whether ``path`` holds nothing but the project's own temporary files and lock (counts as empty)."""
+    return path.is_dir() and all(_is_own_temporary(x.name) for x in path.iterdir())
+
+
+def _remove_own_files(path: Path, *, rmdir: bool, keep_lock: bool = False) -> None:
+    with contextlib.suppress(OSError):
+        for x in path.iterdir():
+            if _is_own_temporary(x.name) and not (keep_lock and x.name == LOCK_FILE):
+                x.unlink()
+        if rmdir:
+            path.rmdir()
+
+
+def _check_storable(path: Path, config: RunConfig, argv: Sequence[str]) -> None:
+    """``ValueError`` naming the value when the run directory's path, a setting or the command line holds text
+    that cannot be written as UTF-8 (e.g. a file name of invalid UTF-8 bytes, read as lone surrogates)."""
+    values = [("the output directory", str(path)), *((f"argument {a!r}", a) for a in argv)]
+    values += [(f"setting {k!r}", v) for k, v in config.flat().items() if isinstance(v, str)]
+    for what, text in values:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{what} ({text!r}) holds bytes that are not valid UTF-8 ({exc.reason}); config.json cannot record "
+                "it: rename the file or directory"
+            ) from exc
+
+
+def _invocation_record(stored: Mapping[str, Any] | None, config: RunConfig, argv: Sequence[str]) -> dict[str, Any]:
+    """The ``config.json`` record of a new run (``stored`` None), or ``stored`` with this invocation appended."""
+    prov = provenance(argv)
+    invocation: dict[str, Any] = {
+        "time": prov["created"],
+        "command_line": prov["command_line"],
+        "cwd": prov["cwd"],
+        "git": prov["git"],
+    }
+    if stored is None:
+        return {
+            "schema": CONFIG_SCHEMA,
+            "config": config.to_dict(),
+            "provenance": prov,
+            "invocations": [{**invocation, "resumed": False}],
+        }
+    record = dict(stored)
+    old = RunConfig.from_stored(stored).flat()
+    changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
+    if record.get("schema", 1) != CONFIG_SCHEMA:
+        invocation["migrated_from_schema"] = record.get("schema", 1)
+        record.pop("settings", None)
+    record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
+    record.setdefault("invocations", [])
+    record["invocations"].append(
+        {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
+    )
+    return record
 
 
 class RunDir:
@@ -581,46 +358,38 @@ class RunDir:
         self.stores: dict[str, JsonlStore] = {}
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], config: RunConfig, *, argv: Sequence[str] | None = None) -> RunDir:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        config: RunConfig,
+        *,
+        argv: Sequence[str] | None = None,
+        extra_provenance: Mapping[str, Any] | None = None,
+    ) -> RunDir:
+        """Create or resume the run directory ``path`` under its lock; ``extra_provenance`` is written into
+        ``record["provenance"]`` with the first ``config.json`` (e.g. a merge's ``merged_from``, so that a merge
+        killed right after it is recognised as one and can be restarted)."""
         p = Path(path)
         check_resumable(p, config)  # before creating anything
+        args = list(sys.argv if argv is None else argv)
+        _check_storable(p, config, args)
+        created = not p.exists()
         p.mkdir(parents=True, exist_ok=True)
         fd = _lock(p)
         try:
             stored = check_resumable(p, config)  # again, under the lock
-        except Exception:
+            if stored is None:  # temporaries left by a process that failed: stale, since we hold the lock
+                _remove_own_files(p, rmdir=False, keep_lock=True)
+            record = _invocation_record(stored, config, args)
+            record.setdefault("provenance", {}).update(extra_provenance or {})
+            run = cls(p, config, record, fd)
+            run.resumed = stored is not None
+            run.save_config()
+        except BaseException:
             os.close(fd)
+            if stored_nothing(p):  # a failed first write (e.g. a full disk) leaves nothing behind
+                _remove_own_files(p, rmdir=created)
             raise
-        prov = provenance(argv)
-        invocation: dict[str, Any] = {
-            "time": prov["created"],
-            "command_line": prov["command_line"],
-            "cwd": prov["cwd"],
-            "git": prov["git"],
-        }
-        record: dict[str, Any]
-        if stored is None:
-            record = {
-                "schema": CONFIG_SCHEMA,
-                "config": config.to_dict(),
-                "provenance": prov,
-                "invocations": [{**invocation, "resumed": False}],
-            }
-        else:
-            record = dict(stored)
-            old = RunConfig.from_stored(stored).flat()
-            changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
-            if record.get("schema", 1) != CONFIG_SCHEMA:
-                invocation["migrated_from_schema"] = record.get("schema", 1)
-                record.pop("settings", None)
-            record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
-            record.setdefault("invocations", [])
-            record["invocations"].append(
-                {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
-            )
-        run = cls(p, config, record, fd)
-        run.resumed = stored is not None
-        run.save_config()
         return run
 
     def save_config(self) -> None:
@@ -663,8 +432,13 @@ class RunDir:
         self.note(message)
         return message
 
-    def record_outputs(self, n_questions: int) -> str | None:
+    def record_outputs(self, n_questions: int, input_questions: int | None = None) -> str | None:
         """Record that the CSV outputs describe this call's ``n_questions`` questions (``record["outputs"]``).
+
+        ``input_questions``: how many questions the unsharded input holds under this call's ``--limit`` (a shard
+        covers some of them; ``merge`` checks that the shards together hold them all). ``outputs.invocation``
+        is this call's index in ``invocations``: a later call that was killed before its outputs leaves it
+        behind, and ``merge`` refuses such a shard as unfinished.
 
         Returns a note (kept with :meth:`note`) when the run stores scores of more questions than that (a
         ``--limit`` below what an earlier call covered).
@@ -676,6 +450,8 @@ class RunDir:
             "limit": self.config.data.limit,
             "invocation": len(self.record["invocations"]) - 1,
         }
+        if input_questions is not None:
+            self.record["outputs"]["input_questions"] = input_questions
         self.save_config()
         if n_questions >= stored:
             return None
@@ -688,18 +464,23 @@ class RunDir:
         return message
 
     def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
-        """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli"}).
+        """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli",
+        "dtype", "device_kind"}).
 
-        Raises ``ValueError`` if a fingerprint for ``kind`` was stored before and differs: the resumed run would
-        mix outputs of two different models.
+        Raises ``ValueError`` if a value of :data:`COMPUTE_KEYS` stored before for ``kind`` differs: the resumed
+        run would mix outputs of two different models, or of one model computing in two dtypes or on two kinds
+        of device. A key that an older run did not store is not compared.
         """
         prov = self.record["provenance"]
         old = prov.get(kind)
-        if old is not None and old.get("fingerprint") != info.get("fingerprint"):
-            raise ValueError(
-                f"cannot resume {self.path}: the {kind} model's fingerprint changed "
-                f"(stored {old.get('fingerprint')!r}, now {info.get('fingerprint')!r})"
-            )
+        for key in COMPUTE_KEYS:
+            if old is not None and (key == "fingerprint" or key in old) and old.get(key) != info.get(key):
+                what = "fingerprint" if key == "fingerprint" else key.replace("_", " ")
+                raise ValueError(
+                    f"cannot resume {self.path}: the {kind} model's {what} changed "
+                    f"(stored {old.get(key)!r}, now {info.get(key)!r}); its stored records were computed with the "
+                    "stored one: resume where it ran (--device, --dtype), or use a new --output directory"
+                )
         prov[kind] = json.loads(canonical_json(dict(info)))
         prov["device"] = device_info()
         self.save_config()
@@ -707,7 +488,13 @@ class RunDir:
     def store(self, stage: str) -> JsonlStore:
         """The verified (loaded and repaired) store of ``stage`` (a key of :data:`STAGE_FILES`)."""
         if stage not in self.stores:
-            s = JsonlStore(self.path / STAGE_FILES[stage], REQUIRED_FIELDS[stage])
+            f = self.path / STAGE_FILES[stage]
+            if f.is_symlink() and self.path.resolve() not in f.resolve().parents:
+                raise ValueError(
+                    f"{f} is a symbolic link to {f.resolve()}, outside the run directory; a resume would append to "
+                    "that file: replace the link by a copy of the file"
+                )
+            s = JsonlStore(f, REQUIRED_FIELDS[stage])
             s.load()
             self.stores[stage] = s
         return self.stores[stage]

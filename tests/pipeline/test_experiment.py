@@ -45,6 +45,8 @@ def test_score_samples_resume_recomputes_nothing(tmp_path, monkeypatch):
         "name": "fake:overlap",
         "fingerprint": "fake-overlap-v1",
         "is_nli": False,
+        "dtype": None,
+        "device_kind": None,
     }
     assert cfg["config"]["data"]["sha256"] == store.sha256_file(inp)
     assert len(cfg["invocations"]) == 2
@@ -80,7 +82,8 @@ def test_run_experiment_with_fakes_resumes_without_loading_models(tmp_path, monk
     ):
         assert (out / f).is_file(), f
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["provenance"]["model"] == {"spec": "fake", "fingerprint": "fake-llm-v1"}
+    model = {"spec": "fake", "fingerprint": "fake-llm-v1", "dtype": None, "device_kind": None}
+    assert cfg["provenance"]["model"] == model
     assert cfg["config"]["scoring"]["correctness_metric"] == "rougeL"
 
     m = pd.read_csv(out / "metrics.csv")
@@ -331,13 +334,25 @@ def test_a_smaller_limit_on_a_finished_run_is_noted_and_recorded(tmp_path, monke
     out = tmp_path / "run"
     experiment.score_samples(fakes.samples_config(inp), out)
     rec = json.loads((out / "config.json").read_text())
-    assert rec["outputs"] == {"n_questions": 6, "stored_questions": 6, "limit": None, "invocation": 0}
+    assert rec["outputs"] == {
+        "n_questions": 6,
+        "stored_questions": 6,
+        "limit": None,
+        "invocation": 0,
+        "input_questions": 6,
+    }
     capsys.readouterr()
     experiment.score_samples(fakes.with_limit(fakes.samples_config(inp), 3), out)
     err = capsys.readouterr().err
     assert "now describe this call's 3 questions (--limit 3), not all 6 stored" in err
     rec = json.loads((out / "config.json").read_text())
-    assert rec["outputs"] == {"n_questions": 3, "stored_questions": 6, "limit": 3, "invocation": 1}
+    assert rec["outputs"] == {
+        "n_questions": 3,
+        "stored_questions": 6,
+        "limit": 3,
+        "invocation": 1,
+        "input_questions": 3,
+    }
     assert rec["config"]["data"]["limit"] == 3 and rec["invocations"][1]["notes"]
     assert len(pd.read_csv(out / "scores.csv")) == 3
 
@@ -439,3 +454,179 @@ def test_huge_log_probs_give_no_numpy_warning(tmp_path, monkeypatch):
         out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
     s = pd.read_csv(out / "skipped.csv")
     assert "SE" in set(s["method"])  # skipped, with its reason, instead of a leaked warning
+
+
+# --------------------------------------------------------------------------------------------------
+# Fingerprints cover every setting that changes a number (issue 16, item 5)
+
+
+def _cli_args(inp: Path, out: Path) -> list[str]:
+    return ["score-samples", str(inp), "--output", str(out), "--entailment", "fake:", "--n-boot", "20", "--no-progress"]
+
+
+def _beta_run(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    from shapley import cli
+
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 8)
+    out = tmp_path / "run"
+    assert cli.main([*_cli_args(inp, out), "--beta", "0.3"]) == 0
+    return inp, out
+
+
+def test_a_config_json_that_lost_a_setting_is_refused_not_filled_in(tmp_path, monkeypatch, capsys):
+    """The issue's case: run with --beta 0.3, delete scoring.beta from config.json, resume without --beta."""
+    from shapley import cli
+
+    inp, out = _beta_run(tmp_path, monkeypatch)
+    rec = json.loads((out / "config.json").read_text())
+    del rec["config"]["scoring"]["beta"]
+    (out / "config.json").write_text(json.dumps(rec))
+    before = (out / "scores.jsonl").read_bytes()
+    capsys.readouterr()
+    rc = cli.main(["score-samples", str(inp), "--output", str(out), "--entailment", "fake:", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "'scoring.beta'" in err and str(out / "config.json") in err
+    assert (out / "scores.jsonl").read_bytes() == before
+
+
+def test_score_records_are_recomputed_when_config_json_was_edited_to_other_scoring_settings(tmp_path, monkeypatch):
+    inp, out = _beta_run(tmp_path, monkeypatch)
+    rec = json.loads((out / "config.json").read_text())
+    rec["config"]["scoring"]["beta"] = 0.5  # hand-edited (or damaged) to the default
+    (out / "config.json").write_text(json.dumps(rec))
+    from shapley import cli
+
+    assert cli.main(_cli_args(inp, out)) == 0
+    fresh = tmp_path / "fresh"
+    assert cli.main(_cli_args(inp, fresh)) == 0
+    a = store.JsonlStore(out / "scores.jsonl").load(repair=False)
+    b = store.JsonlStore(fresh / "scores.jsonl").load(repair=False)
+    assert {k: r["scores"]["Shap"] for k, r in a.items()} == {k: r["scores"]["Shap"] for k, r in b.items()}
+    assert (out / "scores.csv").read_bytes() == (fresh / "scores.csv").read_bytes()
+
+
+@pytest.mark.parametrize(("key", "stored"), [("dtype", "bfloat16"), ("device_kind", "cuda")])
+def test_a_resume_in_another_dtype_or_on_another_device_kind_is_refused(tmp_path, monkeypatch, key, stored):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 6)
+    out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
+    rec = json.loads((out / "config.json").read_text())
+    rec["provenance"]["entailment"][key] = stored
+    (out / "config.json").write_text(json.dumps(rec))
+    (out / "entailment.jsonl").write_bytes(b"".join((out / "entailment.jsonl").read_bytes().splitlines(True)[:-1]))
+    with pytest.raises(ValueError, match=f"entailment model's {key.replace('_', ' ')} changed"):
+        experiment.score_samples(fakes.samples_config(inp), out)
+
+
+def test_compute_kind_reads_dtype_and_device_of_a_torch_model():
+    torch = pytest.importorskip("torch")
+    model = types.SimpleNamespace(model=torch.nn.Linear(2, 2).to(torch.bfloat16))
+    assert experiment.compute_kind(model) == {"dtype": "bfloat16", "device_kind": "cpu"}
+    assert experiment.compute_kind(types.SimpleNamespace()) == {"dtype": None, "device_kind": None}
+
+
+# --------------------------------------------------------------------------------------------------
+# Damaged hidden-state files, full disks, links and undecodable paths (issue 17)
+
+
+def _hidden_run(tmp_path: Path, monkeypatch) -> tuple[Path, object, type]:
+    fakes.install_fake_entail(monkeypatch)
+    gen = fakes.install_fake_generator(monkeypatch, hidden_dim=6)
+    fakes.install_fake_dataset(monkeypatch, n=12)
+    config = fakes.run_config(n_samples=3, limit=None, n_boot=20)
+    out = experiment.run_experiment(config, tmp_path / "run")
+    return out, config, gen
+
+
+def _damage_and_resume(out: Path, config, damage) -> list[str]:
+    files = sorted((out / "hidden").iterdir())
+    damage(files[0])
+    before = (out / "metrics.csv").read_bytes()
+    with pytest.warns(store.CorruptRecordWarning, match="hidden-state file"):
+        experiment.run_experiment(config, out)
+    assert (out / "metrics.csv").read_bytes() == before  # regenerated (the fake is deterministic): same numbers
+    return sorted(p.name for p in (out / "hidden").iterdir())
+
+
+def test_a_truncated_hidden_state_file_is_a_damaged_record_recomputed(tmp_path, monkeypatch):
+    out, config, _ = _hidden_run(tmp_path, monkeypatch)
+    _damage_and_resume(out, config, lambda f: f.write_bytes(f.read_bytes()[: f.stat().st_size // 2]))
+    assert "ER" in set(pd.read_csv(out / "metrics.csv")["method"])
+
+
+def test_a_hidden_state_file_resaved_with_another_shape_is_a_damaged_record(tmp_path, monkeypatch):
+    import numpy as np
+
+    out, config, _ = _hidden_run(tmp_path, monkeypatch)
+
+    def reshape(f: Path) -> None:
+        with np.load(f) as z:
+            ids, hidden = z["ids"], z["hidden"]
+        np.savez(f.with_suffix(""), ids=ids, hidden=hidden[:, :, None])  # (m, d, 1): same bytes and checksum
+
+    _damage_and_resume(out, config, reshape)
+    assert "ER" in set(pd.read_csv(out / "metrics.csv")["method"])
+
+
+def test_a_full_disk_on_the_first_config_json_leaves_nothing_and_the_command_can_be_rerun(tmp_path, monkeypatch):
+    import errno
+
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 4)
+    out = tmp_path / "run"
+    real = os.write
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store.os, "write", full)
+    with pytest.raises(OSError, match="No space"):
+        experiment.score_samples(fakes.samples_config(inp), out)
+    monkeypatch.setattr(store.os, "write", real)
+    assert not out.exists()  # neither .config.json.tmp-PID nor .lock, nor the directory it created
+    out.mkdir()
+    (out / f".config.json.tmp-{os.getpid() + 1}").write_text("{")  # left by an older version
+    (out / ".lock").write_text("")
+    experiment.score_samples(fakes.samples_config(inp), out)  # only our own temporaries: counts as empty
+    assert (out / "metrics.csv").is_file()
+    assert not list(out.glob(".*.tmp-*"))
+
+
+def test_an_atomic_write_that_fails_removes_its_temporary_file(tmp_path, monkeypatch):
+    import errno
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store.os, "write", full)
+    with pytest.raises(OSError):
+        store.atomic_write_text(tmp_path / "metrics.csv", "a,b\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_resume_refuses_a_stage_file_linked_outside_the_run(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 4)
+    out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
+    outside = tmp_path / "elsewhere.jsonl"
+    (out / "scores.jsonl").rename(outside)
+    (out / "scores.jsonl").symlink_to(outside)
+    before = outside.read_bytes()
+    with pytest.raises(ValueError, match="symbolic link.*outside the run directory"):
+        experiment.score_samples(fakes.samples_config(inp), out)
+    assert outside.read_bytes() == before
+
+
+def test_an_output_path_of_invalid_utf8_is_named_and_nothing_is_left(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 4)
+    bad = tmp_path / os.fsdecode(b"run-\xff")
+    with pytest.raises(ValueError, match=r"output directory .*run-\\udcff.*not valid UTF-8"):
+        experiment.score_samples(fakes.samples_config(inp), bad)
+    assert not bad.exists()

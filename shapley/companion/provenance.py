@@ -1,0 +1,181 @@
+"""What each run was: where it is, the commands and commits that built it (from its ``config.json``), and the
+settings the runs share."""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from shapley.companion.htmltable import Col, Html, html_table
+from shapley.pipeline.evaluate import load_metrics
+from shapley.pipeline.settings import REPO_ROOT
+from shapley.pipeline.store import RunHistory, read_config, read_record, run_history
+
+
+def relative_path(path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the repository root when it lies inside it, else absolute."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(p)
+
+
+def discover_runs(root: str | os.PathLike[str]) -> list[Path]:
+    """Run directories under ``root`` (any depth) that have finished their metrics stage, sorted."""
+    return sorted(p.parent for p in Path(root).rglob("metrics.csv") if (p.parent / "config.json").exists())
+
+
+def question_count(run_dir: str | os.PathLike[str]) -> int | None:
+    """Questions scored in a run (``n_questions`` of its ``metrics.csv``), None when it does not say."""
+    m = load_metrics(run_dir)
+    return int(m["n_questions"].max()) if "n_questions" in m and len(m) else None
+
+
+def recorded_invocations(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every invocation recorded in a run's ``config.json``, first to last, resumes included.
+
+    Each: ``time``, ``command`` (the recorded command line, never rebuilt: ``run_history(d).commands``),
+    ``resumed``, ``commit`` and ``dirty`` (the source tree's state for that invocation; the run's creation
+    provenance when the invocation does not record it, as in schema-1 files).
+    """
+    rec = read_record(run_dir) or {}
+    prov = rec.get("provenance", {})
+    git0 = prov.get("git") or {}
+    invs = rec.get("invocations") or [{"time": prov.get("created"), "command_line": prov.get("command_line")}]
+    commands = run_history(rec).commands
+    out = []
+    for k, (inv, command) in enumerate(zip(invs, commands, strict=True)):
+        git = inv.get("git") or (git0 if k == 0 else {})
+        out.append(
+            {
+                "time": (inv.get("time") or "")[:16].replace("T", " "),
+                "command": command,
+                "resumed": bool(inv.get("resumed", k > 0)),
+                "commit": git.get("commit"),
+                "dirty": git.get("dirty"),
+            }
+        )
+    return out
+
+
+def provenance_flags(history: RunHistory) -> list[str]:
+    """What a reader must know about how a run was made (from ``shapley.pipeline.store.run_history``):
+    ``dirty`` (some invocation ran from a source tree that differed from its commit), ``multi-commit``
+    (invocations at different commits), ``commit unknown`` (no invocation recorded its commit)."""
+    flags = []
+    if history.dirty:
+        flags.append("dirty")
+    if history.multi_commit:
+        flags.append("multi-commit")
+    if not history.commits:
+        flags.append("commit unknown")
+    return flags
+
+
+def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """One row per run: where it is, what it covered, the commit(s) it ran from, and its flags.
+
+    Columns: run, dataset, model, entailment, questions, samples, accuracy, commits, invocations, flags
+    (a list: see :func:`provenance_flags`).
+    """
+    rows = []
+    for d in run_dirs:
+        cfg = read_config(d)
+        m = load_metrics(d)
+        history = run_history(d)
+        commits = [c[:7] for c in history.commits]
+        rows.append(
+            {
+                "run": relative_path(d),
+                "dataset": cfg.data.dataset,
+                "model": cfg.model,
+                "entailment": cfg.entailment.backend,
+                "questions": question_count(d),
+                "samples": cfg.n_samples,
+                "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
+                "commits": ", ".join(commits),
+                "invocations": len(history.commands),
+                "flags": provenance_flags(history),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+    """:func:`provenance_table` for readers; a flagged run is marked in its row."""
+    t = provenance_table(run_dirs)
+    t["run_html"] = [html.escape(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
+    t["flag_text"] = [
+        "<br>".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
+    ]
+    t["commits"] = [c.replace(", ", "<br>") for c in t["commits"]]
+    cols = [
+        Col("run_html", "Run (under results/)", raw=True),
+        Col("model", "Model"),
+        Col("questions", "Questions", decimals=0),
+        Col("samples", "Samples", decimals=0),
+        Col("accuracy", "Accuracy", decimals=2),
+        Col("commits", "Commit(s)", raw=True),
+        Col("flag_text", "Flags", raw=True),
+    ]
+    caption = (
+        "The runs this page reads, from each run's <code>config.json</code> and <code>metrics.csv</code>; "
+        "every invocation is listed below the table. "
+        "Accuracy: share of judged answers counted correct. <em>dirty</em>: an invocation ran from a source "
+        "tree that differed from its commit; <em>multi-commit</em>: the run was resumed at another commit."
+    )
+    classes = ["flagged" if fl else "" for fl in t["flags"]]
+    return html_table(t, cols, caption=caption, row_classes=classes, css="provenance")
+
+
+def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+    """Every recorded invocation of every run, as recorded: a folding list per run, resumes marked."""
+    items = []
+    for d in run_dirs:
+        lines = []
+        for inv in recorded_invocations(d):
+            state = "resumed" if inv["resumed"] else "created"
+            commit = f", commit {html.escape(str(inv['commit'])[:7])}" if inv["commit"] else ""
+            dirty = " (dirty)" if inv["dirty"] else ""
+            lines.append(
+                f'<li><span class="when">{html.escape(inv["time"])}, {state}{commit}{dirty}</span><br>'
+                f'<code class="cmd">{html.escape(inv["command"])}</code></li>'
+            )
+        n = len(lines)
+        items.append(
+            f"<details><summary><code>{html.escape(relative_path(d))}</code>: {n} invocation{'s' * (n != 1)}"
+            f"</summary><ul>{''.join(lines)}</ul></details>"
+        )
+    return Html(f'<div class="commands">{"".join(items)}</div>')
+
+
+def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+    """The generation and scoring settings of ``run_dirs`` as recorded in their ``config.json``: each setting's
+    distinct values, joined ("0.5" or "5, 10"). Settings of ``score-samples`` runs (no generation) are skipped."""
+    seen: dict[str, list[Any]] = {}
+    for d in run_dirs:
+        cfg = read_config(d)
+        values: dict[str, Any] = {"beta": cfg.scoring.beta, "psd_policy": cfg.scoring.psd_policy}
+        values["n_samples"] = cfg.n_samples
+        if cfg.generation is not None:
+            g = cfg.generation
+            values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, top_p=g.top_p)
+            values.update(chat_template=g.chat_template, n_shots=cfg.data.n_shots)
+        for k, v in values.items():
+            if v not in seen.setdefault(k, []):
+                seen[k].append(v)
+
+    def ordered(vs: list[Any]) -> list[Any]:
+        try:
+            return sorted(vs)
+        except TypeError:
+            return vs
+
+    return {k: ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in ordered(vs)) for k, vs in seen.items()}

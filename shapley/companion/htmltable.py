@@ -17,6 +17,20 @@ from typing import Any
 import pandas as pd
 
 
+def esc(value: Any) -> str:
+    """``value`` as text escaped for HTML element content and quoted attribute values (``<``, ``>``, ``&``, quotes).
+
+    >>> esc("</td><!--")
+    '&lt;/td&gt;&lt;!--'
+    """
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def code(value: Any) -> str:
+    """``value`` (a path, a command, a name read from a file) as an inline ``<code>`` span, escaped."""
+    return f"<code>{esc(value)}</code>"
+
+
 class Html(str):
     """A string of HTML that Jupyter displays as HTML (``_repr_html_``)."""
 
@@ -70,7 +84,7 @@ def html_table(
         if isinstance(rows, pd.DataFrame)
         else list(rows)
     )
-    head = "".join(f'<th class="{"num" if c.numeric else ""}">{html.escape(c.header)}</th>' for c in cols)
+    head = "".join(f'<th class="{"num" if c.numeric else ""}">{esc(c.header)}</th>' for c in cols)
     body = []
     for k, r in enumerate(records):
         if row_classes is not None and row_classes[k] == "group":  # a heading row across the whole table
@@ -81,10 +95,10 @@ def html_table(
         for c in cols:
             text, cls = _cell(r.get(c.key), c)
             cells.append(f'<td class="{cls}">{text}</td>')
-        rc = f' class="{row_classes[k]}"' if row_classes is not None and row_classes[k] else ""
+        rc = f' class="{esc(row_classes[k])}"' if row_classes is not None and row_classes[k] else ""
         body.append(f"<tr{rc}>{''.join(cells)}</tr>")
     return Html(
-        f'<table class="companion {css}"><caption>{caption}</caption>'
+        f'<table class="companion {esc(css)}"><caption>{caption}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
 
@@ -98,3 +112,30 @@ def with_interval(value: float, lo: float, hi: float, *, decimals: int) -> str:
     """HTML cell text: ``value`` over a small "[lo, hi]" (2 decimals), the interval left out when ``lo`` is NaN."""
     ci = "" if math.isnan(lo) else f'<br><span class="ci">[{lo:.2f}, {hi:.2f}]</span>'
     return f"{value:.{decimals}f}{ci}"
+
+
+def bullets_html(items: Sequence[str]) -> Html:
+    """A bulleted list for readers; each item is HTML whose strings from files were escaped (:func:`esc`).
+
+    Used where a page states findings from a cell: an HTML list, unlike Markdown output, renders the same in
+    every output area and carries no TeX (write β, not ``$\\beta$``).
+    """
+    return Html('<ul class="findings">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
+
+
+def short_labels(names: Sequence[str]) -> dict[str, str]:
+    """Each distinct path-like name -> its shortest tail of ``/``-separated parts that no other name shares.
+
+    >>> short_labels(["results/a/x", "results/b/x", "results/a/y"])
+    {'results/a/x': 'a/x', 'results/b/x': 'b/x', 'results/a/y': 'y'}
+    """
+    distinct = list(dict.fromkeys(str(n) for n in names))
+    out = {}
+    for name in distinct:
+        parts = name.split("/")
+        for k in range(1, len(parts) + 1):
+            tail = "/".join(parts[-k:])
+            if not any(o != name and (o == tail or o.endswith("/" + tail)) for o in distinct):
+                break
+        out[name] = tail
+    return out

@@ -1,23 +1,37 @@
 """Paired comparisons and answer selection: each run's ``comparisons.csv`` and ``selection.csv``, counted and
-shown for readers."""
+shown for readers.
+
+Significance is DeLong's paired test for correlated AUROCs, Holm-adjusted within each run (the deterministic
+test: it cannot depend on a bootstrap seed). A ``comparisons.csv`` that carries the adjusted value (column
+:data:`DELONG_HOLM_COLUMN`) is read as written; for a run written before the file carried it, the adjustment is
+computed here from its ``delong_p`` column over the run's comparisons (:func:`delong_outcomes`), which is the same
+family and the same :func:`shapley.core.metrics.holm`. The bootstrap gives the intervals only.
+"""
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from shapley.companion.htmltable import Col, Html, html_table, pinned_scroll, with_interval
+from shapley.companion.htmltable import Col, Html, code, esc, html_table, with_interval
 from shapley.companion.provenance import relative_path
+from shapley.core.metrics import holm
 from shapley.pipeline.evaluate import SIGNIFICANCE
 from shapley.pipeline.store import read_config
 
-COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "p_value", "p_holm", "outcome")
+COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p")
+"""Columns the book needs in every ``comparisons.csv`` (other columns are kept as read)."""
+
+DELONG_HOLM_COLUMN = "delong_p_holm"
+"""The Holm-adjusted DeLong p-value, when the run wrote it; otherwise computed by :func:`delong_outcomes`."""
+
+OUTCOMES = ("win", "tie", "loss", "undefined")
 SELECTION_COLUMNS = ("strategy", "accuracy", "n", "lo", "hi")
 
 
@@ -68,30 +82,74 @@ def load_selection(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     return _read_csvs(run_dirs, "selection.csv", SELECTION_COLUMNS)
 
 
+def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Each comparison's Holm-adjusted DeLong p-value and the outcome it decides, in the input's row order.
+
+    ``delong_holm``: the run's :data:`DELONG_HOLM_COLUMN` where written, else Holm's adjustment of ``delong_p``
+    over that run's comparisons (NaN p-values do not count in the family). ``outcome``: ``win`` / ``loss`` (the
+    method is better / worse than its reference: adjusted p below :data:`SIGNIFICANCE`, sign of
+    ``delta_auroc``), ``tie`` (no significant difference) or ``undefined`` (no AUROC difference or no p-value:
+    the run's answers are all in one correctness class). ``holm_source``: ``written`` or ``computed here``.
+
+    >>> c = pd.DataFrame({"run": ["a", "a"], "delta_auroc": [0.1, -0.1], "delong_p": [0.01, 0.04]})
+    >>> delong_outcomes(c)[["delong_holm", "outcome"]].values.tolist()
+    [[0.02, 'win'], [0.04, 'loss']]
+    """
+    out = pd.DataFrame(index=comparisons.index, columns=["delong_holm", "outcome", "holm_source"], dtype=object)
+    if comparisons.empty:
+        return out.astype({"delong_holm": float})
+    adjusted = pd.Series(math.nan, index=comparisons.index, dtype=float)
+    source = pd.Series("computed here", index=comparisons.index, dtype=object)
+    written = comparisons.get(DELONG_HOLM_COLUMN)
+    for _, idx in comparisons.groupby("run", sort=False).groups.items():
+        if written is not None and written.loc[idx].notna().any():
+            adjusted.loc[idx] = written.loc[idx].astype(float)
+            source.loc[idx] = "written"
+        else:
+            adjusted.loc[idx] = holm(comparisons.loc[idx, "delong_p"].to_numpy(dtype=np.float64))
+    delta = comparisons["delta_auroc"].astype(float)
+    significant = adjusted < SIGNIFICANCE
+    outcome = np.where(significant & (delta > 0), "win", np.where(significant & (delta < 0), "loss", "tie"))
+    outcome = np.where(delta.isna() | adjusted.isna(), "undefined", outcome)
+    out["delong_holm"] = adjusted
+    out["outcome"] = outcome
+    out["holm_source"] = source
+    return out.astype({"delong_holm": float})
+
+
 def _outcomes(comparisons: pd.DataFrame) -> pd.Series:
-    """Each row's outcome as written, but ``undefined`` where its AUROC difference is undefined (NaN)."""
-    return comparisons["outcome"].where(comparisons["delta_auroc"].notna(), "undefined")
+    """Each row's outcome by DeLong's test, Holm-adjusted within its run (:func:`delong_outcomes`)."""
+    return delong_outcomes(comparisons)["outcome"]
 
 
 def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Wins, ties and losses of each method against its reference, counted over runs.
 
-    ``outcome`` is read as written in ``comparisons.csv`` (``win``, ``tie`` or ``loss`` of ``method``
-    against ``reference``, a win or loss meaning a Holm-adjusted p-value below 0.05), except that a comparison
-    whose ``delta_auroc`` is undefined (one correctness class; its ``note`` says so) counts as ``undefined``, not
-    as a tie. Columns: method, reference, runs, win, tie, loss, undefined; sorted by wins minus losses, best first.
+    Outcomes are those of :func:`delong_outcomes` (DeLong's paired test, Holm-adjusted within each run; a
+    difference that is undefined, one correctness class, counts as ``undefined``, not as a tie); an ``outcome``
+    column written in the file is not used. Columns: method, reference, runs, win, tie, loss, undefined; sorted
+    by wins minus losses, best first.
     """
     cols = ["method", "reference", "runs", "win", "tie", "loss", "undefined"]
     if comparisons.empty:
         return pd.DataFrame(columns=cols)
-    bad = set(comparisons["outcome"]) - {"win", "tie", "loss"}
-    if bad:
-        raise ValueError(f"comparisons.csv: unknown outcome(s) {sorted(bad)}; expected win, tie or loss")
     counts = pd.crosstab([comparisons["method"], comparisons["reference"]], _outcomes(comparisons))
     counts = counts.reindex(columns=cols[3:], fill_value=0).reset_index()
     counts.insert(2, "runs", counts[cols[3:]].sum(axis=1))
     order = (counts["win"] - counts["loss"]).sort_values(ascending=False, kind="stable").index
     return counts.loc[order, cols].reset_index(drop=True)
+
+
+def _test_words(comparisons: pd.DataFrame) -> str:
+    """How the outcomes were decided, for captions: names the runs whose Holm adjustment was computed here."""
+    computed = sorted(set(comparisons.loc[delong_outcomes(comparisons)["holm_source"] == "computed here", "run"]))
+    words = f"DeLong's paired test, Holm-adjusted within each run, p below {SIGNIFICANCE:g}"
+    if computed:
+        words += (
+            f" (the adjustment computed here from <code>delong_p</code> for {len(computed)} run"
+            f"{'s' * (len(computed) != 1)} written before <code>comparisons.csv</code> carried it)"
+        )
+    return words
 
 
 def comparison_summary_html(comparisons: pd.DataFrame) -> Html:
@@ -108,86 +166,111 @@ def comparison_summary_html(comparisons: pd.DataFrame) -> Html:
     ]
     caption = (
         "Paired comparisons on the same questions, counted over the runs (each run's "
-        "<code>comparisons.csv</code>): <em>better</em> or <em>worse</em> only where the Holm-adjusted "
-        f"p-value of the paired bootstrap is below {SIGNIFICANCE:g}; <em>undefined</em>: the run's answers are "
-        "all correct or all wrong, so no AUROC exists."
+        f"<code>comparisons.csv</code>): <em>better</em> or <em>worse</em> only where {_test_words(comparisons)}; "
+        "<em>undefined</em>: the run's answers are all correct or all wrong, so no AUROC exists."
     )
     return html_table(s, cols, caption=caption, css="measured-table")
 
 
+def delong_p_text(p: float) -> str:
+    """A DeLong p-value for readers: 3 decimals, ``< 0.001`` below that, ``–`` when undefined.
+
+    >>> delong_p_text(0.0123), delong_p_text(1e-7), delong_p_text(float("nan"))
+    ('0.012', '< 0.001', '–')
+    """
+    if math.isnan(p):
+        return "–"
+    return "< 0.001" if p < 0.0005 else f"{p:.3f}"
+
+
 def comparisons_html(comparisons: pd.DataFrame, run: str) -> Html:
-    """One run's paired differences: method minus reference AUROC, its interval and the Holm-adjusted p."""
-    c = comparisons[comparisons["run"] == run].copy()
-    c["outcome_text"] = [f'<span class="outcome-{html.escape(o)}">{html.escape(o)}</span>' for o in c["outcome"]]
-    n_boot = c["n_boot"] if "n_boot" in c else pd.Series(math.nan, index=c.index)
-    c["p_text"] = [p_value_text(float(p), float(b)) for p, b in zip(c["p_holm"], n_boot, strict=True)]
+    """One run's paired differences: method minus reference AUROC, its bootstrap interval, the Holm-adjusted
+    DeLong p and the outcome it decides."""
+    mask = comparisons["run"] == run
+    c = comparisons[mask].copy()
+    decided = delong_outcomes(comparisons)[mask]
+    c["outcome_text"] = [f'<span class="outcome-{esc(o)}">{esc(o)}</span>' for o in decided["outcome"]]
+    c["p_text"] = [delong_p_text(float(p)) for p in decided["delong_holm"]]
     cols = [
         Col("method", "Method"),
         Col("reference", "Against"),
         Col("delta_auroc", "Δ AUROC", decimals=3),
         Col("lo", "95% low", decimals=3),
         Col("hi", "95% high", decimals=3),
-        Col("p_text", "Holm p", decimals=3),  # text already formatted by p_value_text; numeric alignment
+        Col("p_text", "DeLong p (Holm)", decimals=3),  # text already formatted; numeric alignment
         Col("outcome_text", "Outcome", raw=True),
     ]
     caption = (
-        f"Paired AUROC differences in <code>{html.escape(run)}</code> (its <code>comparisons.csv</code>). "
-        "A p-value written <em>&lt; 2/B</em>: no bootstrap resample of the B crossed zero."
+        f"Paired AUROC differences in {code(run)} (its <code>comparisons.csv</code>): bootstrap interval; "
+        f"outcome by {_test_words(c)}."
     )
     return html_table(c, cols, caption=caption, css="measured-table")
 
 
 def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Each method's AUROC minus its reference's, one row per method, one column per run, with the run's outcome.
+    """Each method's AUROC minus its reference's, one row per run, one column per method, with the outcome of
+    :func:`delong_outcomes`.
 
-    Cells are ``(delta_auroc, outcome)`` pairs (None where the run has no such comparison); rows keep the order of
-    :func:`comparison_summary` (wins minus losses, best first).
+    Cells are ``(delta_auroc, outcome)`` pairs (None where the run has no such comparison); columns keep the
+    order of :func:`comparison_summary` (wins minus losses, best first).
     """
     if comparisons.empty:
-        return pd.DataFrame(columns=["method"])
-    runs = list(dict.fromkeys(comparisons["run"]))
+        return pd.DataFrame(columns=["run"])
+    outcome = _outcomes(comparisons)
     cells = {
         (m, run): (float(d), str(o))
         for m, run, d, o in zip(
-            comparisons["method"], comparisons["run"], comparisons["delta_auroc"], comparisons["outcome"], strict=True
+            comparisons["method"], comparisons["run"], comparisons["delta_auroc"], outcome, strict=True
         )
     }
     methods = list(comparison_summary(comparisons)["method"])
-    return pd.DataFrame([{"method": m, **{run: cells.get((m, run)) for run in runs}} for m in methods])
+    runs = list(dict.fromkeys(comparisons["run"]))
+    return pd.DataFrame([{"run": run, **{m: cells.get((m, run)) for m in methods}} for run in runs])
 
 
-_OUTCOME_MARK = {"win": "▲", "loss": "▼", "tie": ""}
+_OUTCOME_MARK = {"win": "▲", "loss": "▼", "tie": "", "undefined": ""}
 
 
-def comparison_grid_html(comparisons: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
-    """:func:`comparison_grid` for readers: Δ AUROC to 3 decimals, ▲/▼ (and bold) where the method is
-    significantly better/worse than the reference; ``labels``: short run headers."""
+def _grid_cell(cell: tuple[float, str] | None) -> str:
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+        return "–"
+    delta, outcome = cell
+    shown = round(delta, 2)
+    text = "na" if math.isnan(delta) else (f"{shown:+.2f}" if shown else "0.00")
+    text += _OUTCOME_MARK.get(outcome, "")
+    return f'<span class="outcome-{esc(outcome)}">{esc(text)}</span>'
+
+
+def comparison_grid_html(
+    comparisons: pd.DataFrame, labels: Mapping[str, str] | None = None, *, per_table: int = 8
+) -> Html:
+    """:func:`comparison_grid` for readers, sized for the text column: runs as rows (``labels``: short run names),
+    methods as columns, at most ``per_table`` methods per table (the tables follow one another, each with its own
+    caption and no scroll box). Δ AUROC to 2 decimals, ▲/▼ (and bold) where the method is significantly
+    better/worse than the reference (:func:`delong_outcomes`)."""
     grid = comparison_grid(comparisons)
     labels = labels or {}
-    runs = [c for c in grid.columns if c != "method"]
-    rows = []
-    for rec in grid.to_dict("records"):
-        row = {"method": rec["method"]}
-        for run in runs:
-            cell = rec[run]
-            if cell is None or (isinstance(cell, float) and math.isnan(cell)):
-                row[run] = "–"
-                continue
-            delta, outcome = cell
-            shown = round(delta, 3)
-            text = "na" if math.isnan(delta) else (f"{shown:+.3f}" if shown else "0.000")
-            text += _OUTCOME_MARK.get(outcome, "")
-            row[run] = f'<span class="outcome-{html.escape(outcome)}">{html.escape(text)}</span>'
-        rows.append(row)
+    methods = [c for c in grid.columns if c != "run"]
     reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else "Shap"
-    cols = [Col("method", "Method")] + [Col(r, labels.get(r, r), raw=True) for r in runs]
-    caption = (
-        f"AUROC of each method minus that of {html.escape(reference)}, per run, on the same questions. "
-        f"▲ / ▼ (bold): significantly better / worse (paired bootstrap, Holm-adjusted p below {SIGNIFICANCE:g}); "
-        "unmarked: no significant difference; na: undefined (the run's answers are all correct or all wrong); "
-        "– : not compared in that run."
-    )
-    return pinned_scroll(html_table(rows, cols, caption=caption, css="measured-table"))
+    n_tables = max(1, -(-len(methods) // per_table))
+    size = max(1, -(-len(methods) // n_tables))  # as even as possible: 17 methods at 8 a table -> 6, 6, 5
+    chunks = [methods[k : k + size] for k in range(0, len(methods), size)] or [[]]
+    parts = []
+    for k, chunk in enumerate(chunks):
+        rows = [
+            {"run": labels.get(str(rec["run"]), str(rec["run"])), **{m: _grid_cell(rec[m]) for m in chunk}}
+            for rec in grid.to_dict("records")
+        ]
+        part = f" (methods {k * size + 1}–{k * size + len(chunk)} of {len(methods)})" if len(chunks) > 1 else ""
+        caption = (
+            f"AUROC of each method minus that of {esc(reference)}, per run, on the same questions{part}. "
+            f"▲ / ▼ (bold): significantly better / worse ({_test_words(comparisons)}); "
+            "unmarked: no significant difference; na: undefined (the run's answers are all correct or all wrong); "
+            "– : not compared in that run."
+        )
+        cols = [Col("run", "Run")] + [Col(m, m, raw=True) for m in chunk]
+        parts.append(html_table(rows, cols, caption=caption, css="measured-table grid"))
+    return Html("".join(parts))
 
 
 def selection_pivot(selection: pd.DataFrame) -> pd.DataFrame:
@@ -254,3 +337,84 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
         "run's <code>selection.csv</code>). – : the strategy does not apply to that run (the file's note says why)."
     )
     return html_table(rows, cols, caption=caption, css="measured-table")
+
+
+SELECTION_TEST_AGAINST = ("against", "reference")
+"""Column of ``selection.csv`` naming the strategy a row's paired test compares it with (first one present)."""
+SELECTION_TEST_P = ("mcnemar_p_holm", "p_mcnemar_holm", "mcnemar_p", "p_mcnemar")
+"""Columns that may carry the exact paired (McNemar) p-value of a row against its ``against`` strategy, in order
+of preference; a name ending in ``holm`` is read as already Holm-adjusted within the run, any other is adjusted
+here over the run's tests. A ``selection.csv`` with none of them records no paired test (old format)."""
+
+
+def selection_tests(selection: pd.DataFrame) -> pd.DataFrame:
+    """The exact paired tests between answer-selection strategies that the runs' ``selection.csv`` record.
+
+    Columns: run, strategy, against, delta (accuracy of ``strategy`` minus that of ``against``), p_holm (Holm
+    within the run), outcome (``higher`` / ``lower`` / ``no significant difference``, at :data:`SIGNIFICANCE`).
+    Empty when no run records a test (files written before the test existed).
+    """
+    cols = ["run", "strategy", "against", "delta", "p_holm", "outcome"]
+    against = next((c for c in SELECTION_TEST_AGAINST if c in selection), None)
+    pcol = next((c for c in SELECTION_TEST_P if c in selection), None)
+    if selection.empty or against is None or pcol is None:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for run, g in selection.groupby("run", sort=False):
+        tested = g[g[against].notna() & g[pcol].notna()]
+        if tested.empty:
+            continue
+        raw = tested[pcol].to_numpy(dtype=np.float64)
+        adjusted = raw if pcol.endswith("holm") else holm(raw)
+        accuracy = dict(zip(g["strategy"], g["accuracy"], strict=True))
+        for (_, r), p in zip(tested.iterrows(), adjusted, strict=True):
+            delta = float(r["accuracy"]) - float(accuracy.get(r[against], math.nan))
+            word = "higher" if delta > 0 else "lower"
+            rows.append(
+                {
+                    "run": run,
+                    "strategy": r["strategy"],
+                    "against": r[against],
+                    "delta": delta,
+                    "p_holm": float(p),
+                    "outcome": word if p < SIGNIFICANCE else "no significant difference",
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def selection_findings(
+    selection: pd.DataFrame, question_sets: Mapping[str, str], strategy: str = "min_phi", against: str = "first"
+) -> str:
+    """What the runs support about ``strategy`` against ``against``, as an HTML sentence for the results page.
+
+    Only a paired test on the same questions supports a difference (:func:`selection_tests`); without one the
+    sentence says that none is recorded and makes no claim. ``question_sets`` maps each run to the key of the
+    questions it scored (:func:`shapley.companion.provenance.question_sets`): runs on the same questions are not
+    independent evidence, and the sentence counts distinct question sets beside runs.
+    """
+    both = selection.dropna(subset=["accuracy"])
+    runs = [r for r in dict.fromkeys(both["run"]) if {strategy, against} <= set(both.loc[both["run"] == r, "strategy"])]
+    if not runs:
+        return f"No run applies both {code(strategy)} and {code(against)}."
+    sets = {question_sets.get(r, r) for r in runs}
+    shared = len(runs) - len(sets)
+    where = f"{len(runs)} runs on {len(sets)} distinct question sets"
+    if shared:
+        where += " (runs on the same questions at different n are not independent evidence)"
+    t = selection_tests(selection)
+    t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]
+    if t.empty:
+        return (
+            f"Over {where}, the runs record no exact paired test between {code(strategy)} and {code(against)} "
+            "(their <code>selection.csv</code> predates it; regenerate), and overlapping bootstrap intervals are "
+            "not a paired test, so this page makes no claim that either returns more accurate answers."
+        )
+    counts = t["outcome"].value_counts()
+    return (
+        f"Over {where}, an exact paired test on the same questions (Holm-adjusted within each run, p below "
+        f"{SIGNIFICANCE:g}) finds {code(strategy)} more accurate than {code(against)} in "
+        f"{int(counts.get('higher', 0))} of the {len(t)} runs tested, less accurate in "
+        f"{int(counts.get('lower', 0))}, and no significant difference in "
+        f"{int(counts.get('no significant difference', 0))}."
+    )

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from shapley.companion.htmltable import Col, Html, html_table
+from shapley.companion.htmltable import Col, Html, esc, html_table
 from shapley.pipeline.evaluate import load_metrics
 from shapley.pipeline.settings import REPO_ROOT
 from shapley.pipeline.store import RunHistory, read_config, read_record, run_history
@@ -102,7 +102,8 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
                 "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
                 "commits": ", ".join(commits),
                 "invocations": len(history.commands),
-                "flags": provenance_flags(history),
+                "flags": provenance_flags(history) + [f"stale {name}" for name in stale_derived(d)[0]],
+                "derived_verified": stale_derived(d)[1],
             }
         )
     return pd.DataFrame(rows)
@@ -115,7 +116,7 @@ def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
     t["flag_text"] = [
         "<br>".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
     ]
-    t["commits"] = [c.replace(", ", "<br>") for c in t["commits"]]
+    t["commits"] = ["<br>".join(esc(c) for c in cs.split(", ")) for cs in t["commits"]]
     cols = [
         Col("run_html", "Run (under results/)", raw=True),
         Col("model", "Model"),
@@ -129,8 +130,16 @@ def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
         "The runs this page reads, from each run's <code>config.json</code> and <code>metrics.csv</code>; "
         "every invocation is listed below the table. "
         "Accuracy: share of judged answers counted correct. <em>dirty</em>: an invocation ran from a source "
-        "tree that differed from its commit; <em>multi-commit</em>: the run was resumed at another commit."
+        "tree that differed from its commit; <em>multi-commit</em>: the run was resumed at another commit; "
+        "<em>stale FILE</em>: a derived file (metrics, comparisons, selection, β sweep) covers another number of "
+        "questions than the run holds, so the page must not be read for that run until it is rebuilt."
     )
+    unverified = [r for r, ok in zip(t["run"], t["derived_verified"], strict=True) if not ok]
+    if unverified:
+        caption += (
+            f" Derived files of {len(unverified)} of {len(t)} runs: <em>unverified (old format)</em>, their runs "
+            "record no freshness check, so only their question counts were compared."
+        )
     classes = ["flagged" if fl else "" for fl in t["flags"]]
     return html_table(t, cols, caption=caption, row_classes=classes, css="provenance")
 
@@ -179,3 +188,55 @@ def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, st
             return vs
 
     return {k: ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in ordered(vs)) for k, vs in seen.items()}
+
+
+def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+    """Which runs scored the same questions: run (repository-relative) -> a key of its input data (the data
+    file's recorded sha256, or its path or dataset name, with the question limit and shard). Runs with equal keys
+    scored the same questions (e.g. the same answers at n = 5, 10, 20 samples)."""
+    out = {}
+    for d in run_dirs:
+        data = ((read_record(d) or {}).get("config") or {}).get("data") or {}
+        origin = data.get("sha256") or data.get("path") or data.get("dataset")
+        out[relative_path(d)] = f"{origin}|limit={data.get('limit')}|shard={data.get('shard')}"
+    return out
+
+
+DERIVED_FILES = ("metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")
+"""Files computed from a run's stage files; each must describe the questions the run holds now."""
+
+_COUNT_COLUMNS = {
+    "metrics.csv": "n_questions",
+    "comparisons.csv": "n",
+    "selection.csv": "n",
+    "beta_sweep.csv": "n",
+}
+
+
+def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
+    """Derived files of a run that do not match its stage files, and whether that was fully verified.
+
+    Returns ``(stale, verified)``. ``stale`` names each derived file (:data:`DERIVED_FILES`) whose question count
+    (its largest ``n``) exceeds or falls short of the count the run's ``config.json`` records
+    (``outputs.n_questions``): the case of a sweep left over from an earlier ``--limit``. ``verified`` is False
+    for runs whose record holds no freshness record of their derived files (old format): only the counts are
+    checked, and the book says "unverified (old format)".
+
+    TODO(lead, after merging H1): where ``shapley.pipeline.evaluate`` provides the full freshness check of
+    derived files against stage files (issue 16 item 6), call it here: extend ``stale`` with its answer and
+    return ``verified=True`` for runs that carry its record.
+    """
+    rec = read_record(run_dir) or {}
+    n = (rec.get("outputs") or {}).get("n_questions")
+    stale = []
+    for name, col in _COUNT_COLUMNS.items():
+        path = Path(run_dir) / name
+        if n is None or not path.exists():
+            continue
+        f = pd.read_csv(path)
+        counts = pd.to_numeric(f[col], errors="coerce").dropna() if col in f else pd.Series(dtype=float)
+        if name == "selection.csv" or name == "comparisons.csv":
+            counts = counts[counts > 0]  # a strategy or comparison that does not apply counts 0 questions
+        if len(counts) and int(counts.max()) != int(n):
+            stale.append(name)
+    return stale, False

@@ -33,32 +33,43 @@ from shapley.companion.costs import load_benchmark as load_benchmark
 from shapley.companion.costs import seconds_per_question as seconds_per_question
 from shapley.companion.htmltable import Col as Col
 from shapley.companion.htmltable import Html as Html
+from shapley.companion.htmltable import bullets_html as bullets_html
+from shapley.companion.htmltable import code as code
+from shapley.companion.htmltable import esc as esc
 from shapley.companion.htmltable import html_table as html_table
 from shapley.companion.htmltable import pinned_scroll as pinned_scroll
-from shapley.companion.htmltable import with_interval
+from shapley.companion.htmltable import short_labels, with_interval
 from shapley.companion.paired import comparison_grid as comparison_grid
 from shapley.companion.paired import comparison_grid_html as comparison_grid_html
 from shapley.companion.paired import comparison_summary as comparison_summary
 from shapley.companion.paired import comparison_summary_html as comparison_summary_html
 from shapley.companion.paired import comparisons_html as comparisons_html
+from shapley.companion.paired import delong_outcomes as delong_outcomes
 from shapley.companion.paired import load_comparisons as load_comparisons
 from shapley.companion.paired import load_selection as load_selection
 from shapley.companion.paired import outcome_counts as outcome_counts
 from shapley.companion.paired import p_value_text as p_value_text
+from shapley.companion.paired import selection_findings as selection_findings
 from shapley.companion.paired import selection_head_to_head as selection_head_to_head
 from shapley.companion.paired import selection_html as selection_html
 from shapley.companion.paired import selection_pivot as selection_pivot
+from shapley.companion.paired import selection_tests as selection_tests
 from shapley.companion.provenance import commands_html as commands_html
 from shapley.companion.provenance import discover_runs as discover_runs
 from shapley.companion.provenance import provenance_flags as provenance_flags
 from shapley.companion.provenance import provenance_html as provenance_html
 from shapley.companion.provenance import provenance_table as provenance_table
 from shapley.companion.provenance import question_count as question_count
+from shapley.companion.provenance import question_sets as question_sets
 from shapley.companion.provenance import recorded_invocations as recorded_invocations
 from shapley.companion.provenance import relative_path
 from shapley.companion.provenance import settings_summary as settings_summary
+from shapley.companion.provenance import stale_derived as stale_derived
 from shapley.pipeline.evaluate import load_metrics, load_skipped, runs_table
 from shapley.pipeline.store import read_config
+
+short_run_labels = short_labels
+"""Short run names for table rows: the shortest tail of each run's path that no other run shares."""
 
 # ---------------------------------------------------------------------------------------------------
 # Measured AUROCs in the paper's layout
@@ -250,7 +261,7 @@ def beta_pivot_html(ablation: pd.DataFrame, labels: Mapping[str, str] | None = N
     labels = labels or {}
     sources = [c for c in wide.columns if c != "beta"]
     cols = [Col("beta", "β", decimals=2)] + [Col(s, labels.get(s, s), decimals=3, raw=True) for s in sources]
-    left_out = f" Left out (AUROC undefined at every β): {', '.join(dropped)}." if dropped else ""
+    left_out = f" Left out (AUROC undefined at every β): {esc(', '.join(dropped))}." if dropped else ""
     caption = (
         "Measured AUROC of Shap at each β, recomputed from each run's stored entailment matrices by "
         "<code>python -m shapley beta-sweep</code> (each run's <code>beta_sweep.csv</code>). "

@@ -12,8 +12,8 @@ def plain(text: object) -> str:
     """A string read from a file (a method, a run label), written so matplotlib draws it literally: its dollar
     signs escaped, so that no pair of them is parsed as mathtext (which draws it wrongly or fails to draw).
 
-    >>> plain("$x$ <b>")
-    '\\$x\\$ <b>'
+    >>> print(plain("$x$ <b>"))
+    \\$x\\$ <b>
     """
     return str(text).replace("$", r"\$")
 

@@ -126,8 +126,8 @@ def bullets_html(items: Sequence[str]) -> Html:
 def short_labels(names: Sequence[str]) -> dict[str, str]:
     """Each distinct path-like name -> its shortest tail of ``/``-separated parts that no other name shares.
 
-    >>> short_labels(["results/a/x", "results/b/x", "results/a/y"])
-    {'results/a/x': 'a/x', 'results/b/x': 'b/x', 'results/a/y': 'y'}
+    >>> short_labels(["runs/a/x", "runs/b/x", "runs/a/y"])
+    {'runs/a/x': 'a/x', 'runs/b/x': 'b/x', 'runs/a/y': 'y'}
     """
     distinct = list(dict.fromkeys(str(n) for n in names))
     out = {}

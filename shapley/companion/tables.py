@@ -374,3 +374,33 @@ def mozart_html(beta: float = 0.5) -> Html:
         "(reported, Tables 1-2)."
     )
     return html_table(rows, cols, caption=caption, css="measured-table")
+
+
+def method_coverage(run_dirs: Sequence[str | os.PathLike[str]], method: str) -> dict[str, list[str]]:
+    """Where ``method`` has a number: runs (repository-relative) by what their files say about it.
+
+    Keys: ``measured`` (a defined AUROC in ``metrics.csv``), ``undefined`` (a row, AUROC undefined: one
+    correctness class), ``skipped`` (in ``skipped.csv`` for every question, no row), ``not computed`` (the run's
+    method list leaves it out). Statements in the book about which runs hold which method are computed from this.
+    """
+    out: dict[str, list[str]] = {"measured": [], "undefined": [], "skipped": [], "not computed": []}
+    for d in run_dirs:
+        m = load_metrics(d)
+        row = m[m["method"] == method]
+        skipped = load_skipped(d)
+        if len(row) and not math.isnan(float(row["auroc"].iloc[0])):
+            key = "measured"
+        elif len(row):
+            key = "undefined"
+        elif len(skipped) and method in set(skipped["method"]):
+            key = "skipped"
+        else:
+            key = "not computed"
+        out[key].append(relative_path(d))
+    return out
+
+
+def methods_without_auroc(run_dirs: Sequence[str | os.PathLike[str]], methods: Sequence[str]) -> list[str]:
+    """Those of ``methods`` that have no defined AUROC in any of ``run_dirs`` (skipped, not computed or
+    undefined there), in the given order."""
+    return [m for m in methods if not method_coverage(run_dirs, m)["measured"]]

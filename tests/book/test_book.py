@@ -105,7 +105,7 @@ def _offline_prefix() -> list[str]:
 
 @functools.cache
 def build_book() -> BookBuild:
-    """Run scripts/build_book.sh once per process (shared with tests/test_book_browser.py), without network
+    """Run scripts/build_book.sh once per process (shared with tests/book/test_book_browser.py), without network
     where the machine allows it (:func:`_offline_prefix`)."""
     import time
 
@@ -195,7 +195,7 @@ def _is_remote(url: str) -> bool:
 
 
 def _reported_numbers() -> set[float]:
-    """Every number held in shapley.paper (tables, worked example, hyper-parameters)."""
+    """Every number held in shapley.companion.reported (tables, worked example, hyper-parameters)."""
     from shapley.companion import reported as paper
 
     nums: set[float] = set()
@@ -325,7 +325,7 @@ def test_custom_css_on_every_page(built: Path):
 
 
 def test_reported_marks_are_paper_numbers(built: Path):
-    """Every number the prose marks as reported ([x]{.reported}) exists in shapley.paper."""
+    """Every number the prose marks as reported ([x]{.reported}) exists in shapley.companion.reported."""
     known = _reported_numbers()
     marks = 0
     for page in toc_pages():
@@ -335,7 +335,7 @@ def test_reported_marks_are_paper_numbers(built: Path):
                 marks += 1
                 value = round(float(tok), 6)
                 assert any(math.isclose(value, k, abs_tol=1e-9) for k in known), (
-                    f"{page}: {text!r} is marked reported but is not in shapley.paper"
+                    f"{page}: {text!r} is marked reported but is not in shapley.companion.reported"
                 )
     assert marks > 0
 

@@ -116,3 +116,47 @@ def cost_estimate_html(models: Sequence[Sequence[str]], questions: int) -> Html:
         "counts, published GPU peaks and the assumed shares of them (ranges: closed-book to passage prompts)."
     )
     return html_table(cost_estimate(models, questions), cols, caption=caption)
+
+
+REGENERATION_FILE = "regeneration.json"
+"""Written under ``results/`` by ``scripts/regenerate_results.sh`` (``make results``): start, end, seconds, commit,
+jobs, cpu_count."""
+
+EARLIER_REGENERATION_HOURS = 2.0
+"""Wall-clock hours ``make results`` took on this 2-core machine before the prefix cache (issue 19's "about 2
+hours", timed by hand before the script recorded its own time)."""
+
+
+def regeneration_html(results: str | os.PathLike[str]) -> Html:
+    """How long the last ``make results`` took, from ``results/regeneration.json``, beside the earlier figure; a
+    note when the file is absent (runs regenerated before the script recorded its time)."""
+    path = Path(results) / REGENERATION_FILE
+    if not path.exists():
+        return Html(
+            '<p class="not-run"><em>Regeneration time: not recorded</em> (the committed runs predate '
+            f"<code>{REGENERATION_FILE}</code>; <code>make results</code> writes it).</p>"
+        )
+    rec = json.loads(path.read_text())
+    rows = [
+        {
+            "what": "this regeneration",
+            "hours": float(rec["seconds"]) / 3600.0,
+            "commit": str(rec.get("commit", ""))[:7],
+            "when": f"{rec.get('start', '')} – {rec.get('end', '')}",
+            "cores": rec.get("cpu_count"),
+        },
+        {"what": "before the prefix cache", "hours": EARLIER_REGENERATION_HOURS, "commit": "", "when": "", "cores": 2},
+    ]
+    cols = [
+        Col("what", "Run of make results"),
+        Col("hours", "Hours (wall clock)", decimals=2),
+        Col("cores", "CPU cores", decimals=0),
+        Col("commit", "Commit"),
+        Col("when", "Start – end (UTC)"),
+    ]
+    caption = (
+        f"Measured: how long <code>make results</code> took, recorded by <code>scripts/regenerate_results.sh</code> "
+        f"in <code>results/{REGENERATION_FILE}</code>; the earlier figure is the hand-timed one from before the "
+        "script recorded its time."
+    )
+    return html_table(rows, cols, caption=caption, css="measured-table")

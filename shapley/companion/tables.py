@@ -30,6 +30,7 @@ from shapley.companion.costs import Workload as Workload
 from shapley.companion.costs import cost_estimate as cost_estimate
 from shapley.companion.costs import cost_estimate_html as cost_estimate_html
 from shapley.companion.costs import load_benchmark as load_benchmark
+from shapley.companion.costs import regeneration_html as regeneration_html
 from shapley.companion.costs import seconds_per_question as seconds_per_question
 from shapley.companion.htmltable import Col as Col
 from shapley.companion.htmltable import Html as Html

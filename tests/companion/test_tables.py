@@ -302,3 +302,12 @@ def test_outcome_counts_and_selection_head_to_head():
     h = tables.selection_head_to_head(sel, "min_phi").set_index("against")
     assert h.loc["first"].tolist() == [2, 1, 1, 0, 1]  # r1: higher, intervals apart; r2: equal, overlapping
     assert h.loc["greedy"].tolist() == [1, 0, 1, 0, 1]  # greedy does not apply in r1
+
+
+def test_regeneration_time_is_rendered_or_said_missing(tmp_path):
+    assert "not recorded" in tables.regeneration_html(tmp_path)
+    (tmp_path / "regeneration.json").write_text(
+        json.dumps({"start": "s", "end": "e", "seconds": 5400, "commit": "<b>" + "a" * 39, "cpu_count": 2})
+    )
+    page = tables.regeneration_html(tmp_path)
+    assert "1.50" in page and "2.00" in page and "&lt;b&gt;" in page and "<b>" not in page

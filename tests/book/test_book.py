@@ -370,3 +370,30 @@ def test_prose_chapters_in_our_own_words():
         w = words(path.read_text(encoding="utf-8"))
         copied = {" ".join(w[i : i + 8]) for i in range(len(w) - 7) if tuple(w[i : i + 8]) in grams}
         assert not copied, f"{path.name} repeats the paper verbatim: {sorted(copied)[:3]}"
+
+
+TEX_IN_TEXT = re.compile(r"\$[^$\n]*\\[A-Za-z]+[^$\n]*\$|\\\(|\\\[|\\(?:beta|alpha|le|ge|Rightarrow|frac)\b")
+
+
+def test_no_literal_tex_in_cell_outputs(built: Path):
+    """Cell outputs are outside what MathJax typesets: TeX written there shows as ``$\\beta$`` (issue 18, item 10).
+    Outputs write symbols in Unicode (β) instead."""
+    for page in toc_pages():
+        for out in article(page).select("div.cell_output"):
+            for skip in out.find_all(["script", "style", "img"]):
+                skip.decompose()
+            text = out.get_text(" ")
+            found = TEX_IN_TEXT.findall(text)
+            assert not found, f"{page}: literal TeX in a cell output: {found[:3]}"
+
+
+def test_no_stderr_blocks(built: Path):
+    """No page shows a cell's stderr (progress bars, warnings): a first build, with empty model caches, must
+    look like every later one (issue 18, item 12)."""
+    for page in toc_pages():
+        blocks = article(page).select("div.output.stderr, div.stderr")
+        assert not blocks, f"{page}: {len(blocks)} stderr block(s), first: {blocks[0].get_text()[:200]!r}"
+
+
+def test_the_tex_check_can_fail():
+    assert TEX_IN_TEXT.findall("At $\\beta$ = 0.5") and not TEX_IN_TEXT.findall("At β = 0.5, $5 and $6")

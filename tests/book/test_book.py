@@ -380,8 +380,8 @@ def test_no_literal_tex_in_cell_outputs(built: Path):
     Outputs write symbols in Unicode (β) instead."""
     for page in toc_pages():
         for out in article(page).select("div.cell_output"):
-            for skip in out.find_all(["script", "style", "img"]):
-                skip.decompose()
+            for skip in out.find_all(["script", "style", "img"]) + out.select(".math"):
+                skip.decompose()  # .math: typeset by MathJax (e.g. sympy's LaTeX output)
             text = out.get_text(" ")
             found = TEX_IN_TEXT.findall(text)
             assert not found, f"{page}: literal TeX in a cell output: {found[:3]}"

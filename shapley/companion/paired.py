@@ -146,8 +146,9 @@ def _test_words(comparisons: pd.DataFrame) -> str:
     words = f"DeLong's paired test, Holm-adjusted within each run, p below {SIGNIFICANCE:g}"
     if computed:
         words += (
-            f" (the adjustment computed here from <code>delong_p</code> for {len(computed)} run"
-            f"{'s' * (len(computed) != 1)} written before <code>comparisons.csv</code> carried it)"
+            f"; for {len(computed)} run"
+            f"{'s' * (len(computed) != 1)} written before <code>comparisons.csv</code> carried the adjusted value, "
+            "the adjustment is computed here from <code>delong_p</code>"
         )
     return words
 

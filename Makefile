@@ -43,9 +43,10 @@ constraints: setup
 	  $(BIN)/python -m pip freeze --exclude-editable | grep -v -E '^(torch|pip|setuptools|wheel)=='; } > $(CONSTRAINTS)
 
 # Headless Chromium for the browser test of the built book (Debian package; needs root).
+# The browser test needs chromium and one font; recommends (avahi, cups, samba libraries) are not installed.
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; \
 	  else echo "note: chromium missing and not root: the browser test will be skipped"; fi; }
 
 # One torch/BLAS thread: on 2 shared cores, oversubscribed threads made model tests many times slower.

@@ -8,6 +8,24 @@ import numpy as np
 import pandas as pd
 
 
+def plain(text: object) -> str:
+    """A string read from a file (a method, a run label), written so matplotlib draws it literally: its dollar
+    signs escaped, so that no pair of them is parsed as mathtext (which draws it wrongly or fails to draw).
+
+    >>> print(plain("$x$ <b>"))
+    \\$x\\$ <b>
+    """
+    return str(text).replace("$", r"\$")
+
+
+def _bars(ax, d: pd.DataFrame, colours: list[str], capsize: float) -> None:
+    """Horizontal AUROC bars with their intervals, one per row of ``d``, labelled literally by method."""
+    err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
+    ys = np.arange(len(d))
+    ax.barh(ys, d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=capsize)
+    ax.set_yticks(ys, [plain(m) for m in d["method"]])
+
+
 def _plt():
     """pyplot with whatever backend is active (inline in the book's notebooks, Agg in scripts and tests)."""
     import matplotlib.pyplot as plt
@@ -58,16 +76,15 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
         )
         ax.set_axis_off()
         if title:
-            ax.set_title(title, fontsize=10)
+            ax.set_title(plain(title), fontsize=10)
         return fig
     colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
-    err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
-    ax.barh(d["method"], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=2)
+    _bars(ax, d, colours, capsize=2)
     ax.axvline(0.5, color="black", lw=0.8)
     ax.set_xlabel("AUROC (0.5 = chance), 95% bootstrap CI")
     ax.set_xlim(min(0.3, float(d["auroc_lo"].min()) - 0.02), max(0.9, float(d["auroc_hi"].max()) + 0.02))
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(plain(title), fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -85,7 +102,7 @@ def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
             continue
         g = g.sort_values("n_samples")
         lw = 2.5 if method == "Shap" else 1.2
-        ax.plot(g["n_samples"], g["auroc"], "o-", lw=lw, label=method)
+        ax.plot(g["n_samples"], g["auroc"], "o-", lw=lw, label=plain(method))
         ax.fill_between(g["n_samples"], g["auroc_lo"], g["auroc_hi"], alpha=0.08)
     ax.set_xlabel("samples per question n")
     ax.set_ylabel("AUROC")
@@ -113,9 +130,9 @@ def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *,
         colour = f"C{k % 10}"
         ref = g.loc[(g["beta"] - at).abs() < 1e-9, "auroc"]
         if g["auroc"].notna().any() and len(ref) and not np.isnan(ref.iloc[0]):
-            ax.plot(g["beta"], g["auroc"] - ref.iloc[0], "o-", ms=3, color=colour, label=str(source))
+            ax.plot(g["beta"], g["auroc"] - ref.iloc[0], "o-", ms=3, color=colour, label=plain(source))
         if (g["frac_not_psd"] > 0).any():
-            ax2.plot(g["beta"], g["frac_not_psd"], "o-", ms=3, color=colour, label=str(source))
+            ax2.plot(g["beta"], g["frac_not_psd"], "o-", ms=3, color=colour, label=plain(source))
     if reported is not None:
         r = reported.sort_values("beta").drop_duplicates("beta")
         ref = r.loc[(r["beta"] - at).abs() < 1e-9, "auroc"]
@@ -151,7 +168,7 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
         ax.set_axis_off()
     for ax, (label, m) in zip(axes.flat, metrics.items(), strict=False):
         d = m.dropna(subset=["auroc"]).sort_values("auroc")
-        ax.set_title(label, fontsize=9)
+        ax.set_title(plain(label), fontsize=9)
         if d.empty:
             ax.text(
                 0.5,
@@ -165,8 +182,7 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
             ax.set_yticks([])
             continue
         colours = ["tab:red" if x == highlight else "tab:blue" for x in d["method"]]
-        err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
-        ax.barh(d["method"], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=1.5)
+        _bars(ax, d, colours, capsize=1.5)
         ax.axvline(0.5, color="black", lw=0.8)
         ax.tick_params(axis="y", labelsize=7)
         ax.set_xlim(0.2, 1.0)

@@ -7,7 +7,7 @@ Everything in this module is labelled ``source="reported"``: it is what the pape
 project measured. Values are kept exactly as printed (AUROC to 3 decimals in Tables 3-4, 4-5 decimals in
 Table 5, uncertainties to 2 decimals in Tables 1-2). Where the paper's own numbers can be checked against
 each other, the outcome of the check is recorded here too (``TABLE3_AVERAGE_CHECK``,
-``TABLE4_TEXT_CLAIMS_CHECK``, ``TABLE1_HEADER_NOTE``) and ``tests/test_paper.py`` recomputes it.
+``TABLE4_TEXT_CLAIMS_CHECK``, ``TABLE1_HEADER_NOTE``) and ``tests/companion/test_reported.py`` recomputes it.
 
 Accessors return tidy :class:`pandas.DataFrame` objects (pandas is imported lazily so that importing this
 module needs nothing beyond the standard library).
@@ -162,7 +162,7 @@ TABLE3_BOLD: MappingProxyType[tuple[str, str], str] = MappingProxyType(
         ("average", "-"): "Shap",
     }
 )
-#: Finding (recomputed in tests/test_paper.py with exact fractions): every printed average equals the
+#: Finding (recomputed in tests/companion/test_reported.py with exact fractions): every printed average equals the
 #: mean of the six printed entries TRUNCATED to 3 decimals. ``mean_x1000`` is that mean in thousandths,
 #: ``rounded`` the mean rounded to nearest at 3 decimals (None for an exact tie). Rounding gives the
 #: printed value in 4 columns, a different one in 2 (MaxE 0.647, Shap 0.756) and a tie in 1 (MaxL: mean

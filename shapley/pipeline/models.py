@@ -9,6 +9,8 @@ entailment judge and the NLI backends all load through here.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
 import hashlib
 import importlib.util
@@ -17,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +286,23 @@ def _gguf_cache_dir(folder: str, gguf_file: str) -> tuple[Path, str]:
     return cache_dir() / "models" / f"{stem}-{fp[:16]}", fp
 
 
+@contextlib.contextmanager
+def quiet_gguf_conversion() -> Iterator[None]:
+    """Silence the progress bar that ``transformers`` draws on stderr while it dequantises a GGUF file.
+
+    The conversion runs only while the model cache is empty, so without this a first build of the book shows
+    blocks of "Converting and de-quantizing GGUF tensors" that no later build shows.
+    """
+    from transformers import modeling_gguf_pytorch_utils as gguf
+
+    original = gguf.tqdm
+    gguf.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        gguf.tqdm = original
+
+
 def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, Any, str]:
     """Load a GGUF model, via a dequantised ``save_pretrained`` copy cached under cache_dir()/models."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -292,8 +312,9 @@ def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, An
         model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(target)
         return model, tokenizer, fp
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)  # dequantised to fp32
+    with quiet_gguf_conversion():
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)  # dequantised to fp32
     # The tensors are already dequantised: drop the GGUF quantiser so the copy is a plain checkpoint.
     if getattr(model, "hf_quantizer", None) is not None:
         model.hf_quantizer = None  # type: ignore[assignment]

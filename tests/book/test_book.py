@@ -105,7 +105,7 @@ def _offline_prefix() -> list[str]:
 
 @functools.cache
 def build_book() -> BookBuild:
-    """Run scripts/build_book.sh once per process (shared with tests/test_book_browser.py), without network
+    """Run scripts/build_book.sh once per process (shared with tests/book/test_book_browser.py), without network
     where the machine allows it (:func:`_offline_prefix`)."""
     import time
 
@@ -195,7 +195,7 @@ def _is_remote(url: str) -> bool:
 
 
 def _reported_numbers() -> set[float]:
-    """Every number held in shapley.paper (tables, worked example, hyper-parameters)."""
+    """Every number held in shapley.companion.reported (tables, worked example, hyper-parameters)."""
     from shapley.companion import reported as paper
 
     nums: set[float] = set()
@@ -325,7 +325,7 @@ def test_custom_css_on_every_page(built: Path):
 
 
 def test_reported_marks_are_paper_numbers(built: Path):
-    """Every number the prose marks as reported ([x]{.reported}) exists in shapley.paper."""
+    """Every number the prose marks as reported ([x]{.reported}) exists in shapley.companion.reported."""
     known = _reported_numbers()
     marks = 0
     for page in toc_pages():
@@ -335,7 +335,7 @@ def test_reported_marks_are_paper_numbers(built: Path):
                 marks += 1
                 value = round(float(tok), 6)
                 assert any(math.isclose(value, k, abs_tol=1e-9) for k in known), (
-                    f"{page}: {text!r} is marked reported but is not in shapley.paper"
+                    f"{page}: {text!r} is marked reported but is not in shapley.companion.reported"
                 )
     assert marks > 0
 
@@ -370,3 +370,30 @@ def test_prose_chapters_in_our_own_words():
         w = words(path.read_text(encoding="utf-8"))
         copied = {" ".join(w[i : i + 8]) for i in range(len(w) - 7) if tuple(w[i : i + 8]) in grams}
         assert not copied, f"{path.name} repeats the paper verbatim: {sorted(copied)[:3]}"
+
+
+TEX_IN_TEXT = re.compile(r"\$[^$\n]*\\[A-Za-z]+[^$\n]*\$|\\\(|\\\[|\\(?:beta|alpha|le|ge|Rightarrow|frac)\b")
+
+
+def test_no_literal_tex_in_cell_outputs(built: Path):
+    """Cell outputs are outside what MathJax typesets: TeX written there shows as ``$\\beta$`` (issue 18, item 10).
+    Outputs write symbols in Unicode (β) instead."""
+    for page in toc_pages():
+        for out in article(page).select("div.cell_output"):
+            for skip in out.find_all(["script", "style", "img"]) + out.select(".math"):
+                skip.decompose()  # .math: typeset by MathJax (e.g. sympy's LaTeX output)
+            text = out.get_text(" ")
+            found = TEX_IN_TEXT.findall(text)
+            assert not found, f"{page}: literal TeX in a cell output: {found[:3]}"
+
+
+def test_no_stderr_blocks(built: Path):
+    """No page shows a cell's stderr (progress bars, warnings): a first build, with empty model caches, must
+    look like every later one (issue 18, item 12)."""
+    for page in toc_pages():
+        blocks = article(page).select("div.output.stderr, div.stderr")
+        assert not blocks, f"{page}: {len(blocks)} stderr block(s), first: {blocks[0].get_text()[:200]!r}"
+
+
+def test_the_tex_check_can_fail():
+    assert TEX_IN_TEXT.findall("At $\\beta$ = 0.5") and not TEX_IN_TEXT.findall("At β = 0.5, $5 and $6")

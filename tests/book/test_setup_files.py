@@ -91,3 +91,14 @@ def test_the_notebooks_extra_brings_jupyterlab_pinned_in_constraints():
     }
     for name in names:
         assert name.replace("_", "-") in pins, f"{name} (notebooks extra) has no exact version in constraints.txt"
+
+
+def test_system_deps_install_the_minimum():
+    makefile = (ROOT / "Makefile").read_text()
+    installs = [line for line in makefile.splitlines() if "apt-get install" in line]
+    assert installs and all("--no-install-recommends" in line for line in installs)
+    assert not any("apt-get upgrade" in line or "dist-upgrade" in line for line in makefile.splitlines())
+
+
+def test_readme_offers_the_torch_choice_before_the_commands_that_install_it():
+    assert README.index(f"TORCH_INDEX={CPU_INDEX}") < README.index("make book    #")

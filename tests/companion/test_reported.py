@@ -1,4 +1,4 @@
-"""Internal consistency of the transcription in shapley/paper.py (the paper's *reported* numbers).
+"""Internal consistency of the transcription in shapley/companion/reported.py (the paper's *reported* numbers).
 
 Every finding recorded in the data module is recomputed here from the transcribed tables; where the LaTeX
 source is at hand (../shared/paper), the transcription itself is re-parsed from it and compared.

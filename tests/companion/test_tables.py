@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from shapley.companion import provenance, tables
 from shapley.companion import reported as paper
-from shapley.companion import tables
 from shapley.pipeline import evaluate, store
 from tests import fakes
 
@@ -107,7 +107,7 @@ def _config(d, invocations, git0):
 
 
 def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monkeypatch):
-    monkeypatch.setattr(tables, "read_record", lambda d: json.loads((Path(d) / "config.json").read_text()))
+    monkeypatch.setattr(provenance, "read_record", lambda d: json.loads((Path(d) / "config.json").read_text()))
     clean = {"commit": "a" * 40, "dirty": False}
     d = _config(
         tmp_path / "run",
@@ -134,58 +134,113 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
     assert "--limit 100" in tables.commands_html([d]) and "resumed" in tables.commands_html([d])
 
 
-def test_comparison_summary_counts_outcomes_per_method():
-    comp = pd.DataFrame(
-        {
-            "method": ["SE", "SE", "DSE", "SE"],
-            "reference": ["Shap"] * 4,
-            "delta_auroc": [0.1, -0.01, -0.2, -0.0001],
-            "lo": [0.05, -0.05, -0.3, -0.02],
-            "hi": [0.15, 0.03, -0.1, 0.02],
-            "p_value": [0.001, 0.5, 0.001, 0.9],
-            "p_holm": [0.002, 0.5, 0.002, 0.9],
-            "outcome": ["win", "tie", "loss", "tie"],
-            "run": ["r1", "r2", "r1", "r3"],
-        }
+def _comparisons(**extra):
+    base = {
+        "method": ["SE", "SE", "DSE", "SE"],
+        "reference": ["Shap"] * 4,
+        "delta_auroc": [0.1, -0.01, -0.2, -0.0001],
+        "lo": [0.05, -0.05, -0.3, -0.02],
+        "hi": [0.15, 0.03, -0.1, 0.02],
+        "delong_p": [0.001, 0.5, 0.001, 0.9],
+        # the bootstrap's outcome as an old file wrote it: deliberately different, it must not be used
+        "outcome": ["tie", "win", "tie", "loss"],
+        "run": ["r1", "r2", "r1", "r3"],
+    }
+    return pd.DataFrame({**base, **extra})
+
+
+def test_comparison_outcomes_follow_delong_holm_within_each_run_not_the_written_bootstrap_outcome():
+    comp = _comparisons()
+    d = tables.delong_outcomes(comp)
+    # r1 holds two tests: Holm doubles the smaller p-value there; r2 and r3 one test each
+    assert d["delong_holm"].tolist() == pytest.approx([0.002, 0.5, 0.002, 0.9])
+    assert d["outcome"].tolist() == ["win", "tie", "loss", "tie"]
+    assert set(d["holm_source"]) == {"computed here"}
+    # a file that carries the adjusted column is read as written
+    written = tables.delong_outcomes(comp.assign(delong_p_holm=[0.2, 0.01, 0.03, 0.9]))
+    assert written["outcome"].tolist() == ["tie", "loss", "loss", "tie"] and set(written["holm_source"]) == {"written"}
+    # one correctness class: no difference, no p -> undefined, never a tie
+    one_class = tables.delong_outcomes(
+        comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0], delong_p=[0.001, math.nan, 0.001, math.nan])
     )
+    assert one_class["outcome"].tolist() == ["win", "undefined", "loss", "undefined"]
+    # Holm counts only the defined tests of a run
+    assert one_class["delong_holm"].iloc[0] == pytest.approx(0.002)
+
+
+def test_comparison_summary_counts_outcomes_per_method():
+    comp = _comparisons()
     s = tables.comparison_summary(comp).set_index("method")
     assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
     assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
-    # an undefined difference (one correctness class) is written "tie" with a note; it is not counted as one
     undefined = tables.comparison_summary(comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0])).set_index("method")
     assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
     assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
-    assert "Holm" in tables.comparison_summary_html(comp)
-    assert "loss" in tables.comparisons_html(comp, "r1")
-    grid = tables.comparison_grid(comp).set_index("method")
-    assert grid.loc["SE", "r1"] == (0.1, "win") and grid.loc["DSE", "r1"] == (-0.2, "loss")
-    assert grid.loc["DSE", "r2"] is None  # DSE was not compared in r2
+    assert "DeLong" in tables.comparison_summary_html(comp) and "computed here" in tables.comparison_summary_html(comp)
+    assert "loss" in tables.comparisons_html(comp, "r1") and "0.002" in tables.comparisons_html(comp, "r1")
+    grid = tables.comparison_grid(comp).set_index("run")
+    assert grid.loc["r1", "SE"] == (0.1, "win") and grid.loc["r1", "DSE"] == (-0.2, "loss")
+    assert grid.loc["r2", "DSE"] is None  # DSE was not compared in r2
     page = tables.comparison_grid_html(comp, {"r1": "first run"})
-    assert (
-        "first run" in page and "+0.100▲" in page and "-0.200▼" in page and "-0.010<" in page and "-0.000" not in page
-    )
-    with pytest.raises(ValueError, match="unknown outcome"):
-        tables.comparison_summary(comp.assign(outcome="better"))
+    assert "first run" in page and "+0.10▲" in page and "-0.20▼" in page and "-0.01<" in page and "-0.00" not in page
     assert tables.comparison_summary(comp.iloc[:0]).empty
 
 
-def test_comparisons_show_a_zero_p_value_at_the_bootstrap_resolution():
+def test_comparison_grid_is_split_into_narrow_tables_with_runs_as_rows():
+    methods = [f"M{k}" for k in range(17)]
     comp = pd.DataFrame(
         {
-            "method": ["SE", "DSE"],
-            "reference": ["Shap", "Shap"],
-            "delta_auroc": [0.1, -0.01],
-            "lo": [0.05, -0.05],
-            "hi": [0.15, 0.03],
-            "p_value": [0.0, 0.5],
-            "p_holm": [0.0, 0.5],
-            "outcome": ["win", "tie"],
-            "run": ["r1", "r1"],
-            "n_boot": [500.0, 500.0],
+            "method": methods * 2,
+            "reference": "Shap",
+            "delta_auroc": 0.01,
+            "lo": 0.0,
+            "hi": 0.02,
+            "delong_p": 0.5,
+            "run": ["results/a/run_one"] * 17 + ["results/b/run_two"] * 17,
         }
     )
-    page = tables.comparisons_html(comp, "r1")
-    assert "&lt; 0.004" in page and "0.500" in page and "0.000" not in page
+    page = tables.comparison_grid_html(comp, tables.short_run_labels(comp["run"]))
+    assert page.count("<table") == 3 and page.count("<caption>") == 3 and "scroll" not in page
+    assert [t.count("<th class") for t in page.split("<table")[1:]] == [7, 7, 6]  # run column + 6, 6, 5 methods
+    assert "run_one" in page and "results/a" not in page
+    assert "methods 13–17 of 17" in page
+
+
+def test_selection_findings_claim_only_what_a_paired_test_supports():
+    sel = pd.DataFrame(
+        {
+            "run": ["r1"] * 2 + ["r2"] * 2 + ["r3"] * 2,
+            "strategy": ["first", "min_phi"] * 3,
+            "accuracy": [0.5, 0.6, 0.5, 0.55, 0.4, 0.45],
+            "n": 100,
+            "lo": 0.0,
+            "hi": 1.0,
+        }
+    )
+    sets = {"r1": "q", "r2": "q", "r3": "other"}  # r1 and r2 scored the same questions
+    text = tables.selection_findings(sel, sets, "min_phi", "first")
+    assert "3 runs on 2 distinct question sets" in text and "not independent" in text
+    assert "no exact paired test" in text and "more accurate than" not in text
+    tested = sel.assign(against=[None, "first"] * 3, mcnemar_p=[None, 0.001, None, 0.4, None, 0.03])
+    t = tables.selection_tests(tested)
+    assert t["outcome"].tolist() == ["higher", "no significant difference", "higher"]
+    text = tables.selection_findings(tested, sets, "min_phi", "first")
+    assert "more accurate than <code>first</code> in 2 of the 3 runs tested" in text
+    assert tables.selection_tests(sel).empty
+
+
+def test_stale_derived_files_are_flagged(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    rec = json.loads((Path(__file__).resolve().parents[2] / "results/smollm2/squad/config.json").read_text())
+    rec["outputs"]["n_questions"] = 8
+    (d / "config.json").write_text(json.dumps(rec))
+    pd.DataFrame({"method": ["Shap"], "n_questions": [8]}).to_csv(d / "metrics.csv", index=False)
+    pd.DataFrame({"beta": [0.5], "n": [5]}).to_csv(d / "beta_sweep.csv", index=False)  # left from --limit 5
+    pd.DataFrame({"strategy": ["first", "greedy"], "n": [8, 0]}).to_csv(d / "selection.csv", index=False)
+    assert tables.stale_derived(d) == (["beta_sweep.csv"], False)
+    pd.DataFrame({"beta": [0.5], "n": [8]}).to_csv(d / "beta_sweep.csv", index=False)
+    assert tables.stale_derived(d) == ([], False)
 
 
 def test_selection_pivot_and_csv_loading(tmp_path):
@@ -232,7 +287,7 @@ def test_load_comparisons_reads_each_runs_bootstrap_size(tmp_path):
 
 def test_outcome_counts_and_selection_head_to_head():
     comp = pd.DataFrame(
-        {"outcome": ["win", "tie", "loss", "tie"], "delta_auroc": [0.1, 0.0, -0.2, math.nan], "run": ["a"] * 4}
+        {"delong_p": [0.001, 0.5, 0.002, math.nan], "delta_auroc": [0.1, 0.0, -0.2, math.nan], "run": ["a"] * 4}
     )
     assert tables.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
     sel = pd.DataFrame(
@@ -247,3 +302,12 @@ def test_outcome_counts_and_selection_head_to_head():
     h = tables.selection_head_to_head(sel, "min_phi").set_index("against")
     assert h.loc["first"].tolist() == [2, 1, 1, 0, 1]  # r1: higher, intervals apart; r2: equal, overlapping
     assert h.loc["greedy"].tolist() == [1, 0, 1, 0, 1]  # greedy does not apply in r1
+
+
+def test_regeneration_time_is_rendered_or_said_missing(tmp_path):
+    assert "not recorded" in tables.regeneration_html(tmp_path)
+    (tmp_path / "regeneration.json").write_text(
+        json.dumps({"start": "s", "end": "e", "seconds": 5400, "commit": "<b>" + "a" * 39, "cpu_count": 2})
+    )
+    page = tables.regeneration_html(tmp_path)
+    assert "1.50" in page and "2.00" in page and "&lt;b&gt;" in page and "<b>" not in page

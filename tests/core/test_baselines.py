@@ -1,4 +1,4 @@
-"""Tests for shapley.baselines: worked examples, invariants (hypothesis) and every ValueError path."""
+"""Tests for shapley.core.baselines: worked examples, invariants (hypothesis) and every ValueError path."""
 
 from __future__ import annotations
 

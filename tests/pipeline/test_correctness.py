@@ -1,4 +1,4 @@
-"""Correctness criteria (shapley.correctness): Rouge-L and BLEU on hand-made examples."""
+"""Correctness criteria (shapley.pipeline.correctness): Rouge-L and BLEU on hand-made examples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dataset loaders and prompt templates (shapley.data).
+"""Dataset loaders and prompt templates (shapley.pipeline.data).
 
 Loaders run on the real files of ../shared/data (skipped with a reason when the folder is missing); WMT-14 and
 the generic JSONL format run on small files written to tmp_path. The online path is never exercised: the

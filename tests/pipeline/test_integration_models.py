@@ -1,7 +1,7 @@
 """End to end with the real packaged models: SmolLM2-135M-Instruct (GGUF) and all-MiniLM-L6-v2.
 
 Slow (the first run dequantises the GGUF file, about 25 s, and caches the result under
-``shapley.settings.cache_dir()/models``); skipped when the model packages are not installed.
+``shapley.pipeline.settings.cache_dir()/models``); skipped when the model packages are not installed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,162 @@
+"""Benchmark files and the paper-scale cost estimate of the reproduction chapter."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from shapley.companion import reported
+from shapley.companion.htmltable import Col, Html, html_table
+
+
+def load_benchmark(path: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Read a benchmark JSON written by ``benchmarks/*.py``: (metadata without rows, rows as a DataFrame)."""
+    meta = json.loads(Path(path).read_text())
+    rows = meta.pop("rows", [])
+    return meta, pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU's published peaks and the share of them we assume a run reaches."""
+
+    name: str
+    bf16_tflops: float  # dense bf16 peak, TFLOP/s
+    bandwidth_tbs: float  # memory bandwidth, TB/s
+    memory_gb: float
+    compute_share: float = 0.4  # of the peak, when reading prompts
+    bandwidth_share: float = 0.7  # of the peak, when decoding
+
+
+A100 = Gpu("A100-80GB", 312.0, 2.039, 80.0)
+H100 = Gpu("H100-SXM", 989.0, 3.35, 80.0)
+GPU_SIZES_GB = (24.0, 40.0, 80.0)
+"""Memory of the GPUs one would pick from (RTX 4090, A100-40GB, A100/H100-80GB)."""
+
+#: Parameters (billions) of the paper's models, from their model cards.
+MODEL_PARAMS_B: Mapping[str, float] = {
+    "L-7B": 6.74,
+    "F-7B": 7.22,
+    "M-7B": 7.24,
+    "L-8B": 8.03,
+    "D-8B": 8.03,
+    "G-7B": 8.54,
+    "L-13B": 13.0,
+    "Q-14B": 14.7,
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one question costs in model passes (our pipeline's defaults)."""
+
+    prompt_copies: int = 13  # 10 samples + greedy + p(True) + ask-for-confidence
+    decode_steps: int = 96  # at most 32 new tokens in each of 3 sequential generate calls
+    memory_headroom: float = 1.2  # weights x this must fit: key-value cache and activations
+    short_prompt_tokens: int = 200  # closed-book few-shot prompt
+    long_prompt_tokens: int = 700  # few-shot prompt with a passage (CoQA, SQuAD)
+
+
+def seconds_per_question(params_b: float, prompt_tokens: int, gpu: Gpu, w: Workload = Workload()) -> float:
+    """Estimated seconds per question: reading the prompt copies (compute-bound) plus decoding (bandwidth-bound).
+
+    Reading costs ``2 * params * tokens`` FLOPs per copy; each decoding step reads every weight (bf16, 2 bytes).
+    """
+    prefill = 2 * params_b * 1e9 * prompt_tokens * w.prompt_copies / (gpu.bf16_tflops * 1e12 * gpu.compute_share)
+    decode = w.decode_steps * 2 * params_b * 1e9 / (gpu.bandwidth_tbs * 1e12 * gpu.bandwidth_share)
+    return prefill + decode
+
+
+def cost_estimate(models: Sequence[Sequence[str]], questions: int, w: Workload = Workload()) -> pd.DataFrame:
+    """Planning estimate per group of models: weights, the smallest GPU that holds them, seconds per
+    question on an A100 and an H100 (short to long prompts) and hours for ``questions`` questions on an A100.
+
+    Computed from :data:`MODEL_PARAMS_B`, :class:`Gpu` and :class:`Workload`; nothing here is measured.
+    """
+    rows = []
+    for group in models:
+        params = [MODEL_PARAMS_B[m] for m in group]
+        gb = [2 * p for p in params]
+        fits = next(s for s in GPU_SIZES_GB if max(gb) * w.memory_headroom <= s)
+        a_lo = min(seconds_per_question(p, w.short_prompt_tokens, A100, w) for p in params)
+        a_hi = max(seconds_per_question(p, w.long_prompt_tokens, A100, w) for p in params)
+        h_lo = min(seconds_per_question(p, w.short_prompt_tokens, H100, w) for p in params)
+        h_hi = max(seconds_per_question(p, w.long_prompt_tokens, H100, w) for p in params)
+        rows.append(
+            {
+                "models": ", ".join(reported.MODELS[m] for m in group),
+                "weights": f"{min(gb):.1f}–{max(gb):.1f}" if min(gb) != max(gb) else f"{gb[0]:.1f}",
+                "gpu_gb": fits,
+                "a100_s": f"{a_lo:.1f}–{a_hi:.1f}",
+                "h100_s": f"{h_lo:.1f}–{h_hi:.1f}",
+                "a100_h": f"{a_lo * questions / 3600:.1f}–{a_hi * questions / 3600:.1f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cost_estimate_html(models: Sequence[Sequence[str]], questions: int) -> Html:
+    """:func:`cost_estimate` for readers."""
+    cols = [
+        Col("models", "Models (bf16)"),
+        Col("weights", "Weights (GB)", decimals=1),
+        Col("gpu_gb", "Smallest GPU (GB)", decimals=0),
+        Col("a100_s", "A100 (s per question)", decimals=1),
+        Col("h100_s", "H100 (s per question)", decimals=1),
+        Col("a100_h", f"A100 hours, {questions} questions", decimals=1),
+    ]
+    caption = (
+        "Estimate, not measured: computed by <code>shapley.companion.tables.cost_estimate</code> from parameter "
+        "counts, published GPU peaks and the assumed shares of them (ranges: closed-book to passage prompts)."
+    )
+    return html_table(cost_estimate(models, questions), cols, caption=caption)
+
+
+REGENERATION_FILE = "regeneration.json"
+"""Written under ``results/`` by ``scripts/regenerate_results.sh`` (``make results``): start, end, seconds, commit,
+jobs, cpu_count."""
+
+EARLIER_REGENERATION_HOURS = 2.0
+"""Wall-clock hours ``make results`` took on this 2-core machine before the prefix cache (issue 19's "about 2
+hours", timed by hand before the script recorded its own time)."""
+
+
+def regeneration_html(results: str | os.PathLike[str]) -> Html:
+    """How long the last ``make results`` took, from ``results/regeneration.json``, beside the earlier figure; a
+    note when the file is absent (runs regenerated before the script recorded its time)."""
+    path = Path(results) / REGENERATION_FILE
+    if not path.exists():
+        return Html(
+            '<p class="not-run"><em>Regeneration time: not recorded</em> (the committed runs predate '
+            f"<code>{REGENERATION_FILE}</code>; <code>make results</code> writes it).</p>"
+        )
+    rec = json.loads(path.read_text())
+    rows = [
+        {
+            "what": "this regeneration",
+            "hours": float(rec["seconds"]) / 3600.0,
+            "commit": str(rec.get("commit", ""))[:7],
+            "when": f"{rec.get('start', '')} – {rec.get('end', '')}",
+            "cores": rec.get("cpu_count"),
+        },
+        {"what": "before the prefix cache", "hours": EARLIER_REGENERATION_HOURS, "commit": "", "when": "", "cores": 2},
+    ]
+    cols = [
+        Col("what", "Run of make results"),
+        Col("hours", "Hours (wall clock)", decimals=2),
+        Col("cores", "CPU cores", decimals=0),
+        Col("commit", "Commit"),
+        Col("when", "Start – end (UTC)"),
+    ]
+    caption = (
+        f"Measured: how long <code>make results</code> took, recorded by <code>scripts/regenerate_results.sh</code> "
+        f"in <code>results/{REGENERATION_FILE}</code>; the earlier figure is the hand-timed one from before the "
+        "script recorded its time."
+    )
+    return html_table(rows, cols, caption=caption, css="measured-table")

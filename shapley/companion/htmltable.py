@@ -1,0 +1,141 @@
+"""HTML tables for readers: :func:`html_table` writes human column headers, numbers right-aligned with a fixed
+number of decimals and a caption; every cell that is not declared raw HTML is escaped.
+
+Every string that comes from a file (a ``config.json``, a CSV) and lands in HTML goes through :func:`esc`
+(text) or :func:`code` (an inline ``<code>`` span); raw columns (``Col(raw=True)``) only ever hold HTML
+built here from escaped parts.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+
+def esc(value: Any) -> str:
+    """``value`` as text escaped for HTML element content and quoted attribute values (``<``, ``>``, ``&``, quotes).
+
+    >>> esc("</td><!--")
+    '&lt;/td&gt;&lt;!--'
+    """
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def code(value: Any) -> str:
+    """``value`` (a path, a command, a name read from a file) as an inline ``<code>`` span, escaped."""
+    return f"<code>{esc(value)}</code>"
+
+
+class Html(str):
+    """A string of HTML that Jupyter displays as HTML (``_repr_html_``)."""
+
+    def _repr_html_(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column of :func:`html_table`: the frame's key, its header, and how cells are written.
+
+    ``decimals``: a number column (right-aligned, fixed decimals; NaN is written ``na``); ``fmt``: a format
+    spec instead (e.g. ``".1e"``); ``raw``: the cells are already HTML (otherwise they are escaped).
+    """
+
+    key: str
+    header: str
+    decimals: int | None = None
+    na: str = "–"
+    raw: bool = False
+    fmt: str | None = None
+
+    @property
+    def numeric(self) -> bool:
+        return self.decimals is not None or self.fmt is not None
+
+
+def _cell(value: Any, col: Col) -> tuple[str, str]:
+    """(text, css class) of one cell."""
+    if col.numeric:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return html.escape(col.na), "num"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return format(value, col.fmt or f".{col.decimals}f"), "num"
+    text = "" if value is None else str(value)
+    return (text if col.raw else html.escape(text)), ("num" if col.numeric else "")
+
+
+def html_table(
+    rows: pd.DataFrame | Sequence[Mapping[str, Any]],
+    cols: Sequence[Col],
+    *,
+    caption: str,
+    row_classes: Sequence[str] | None = None,
+    css: str = "",
+) -> Html:
+    """A table for readers: ``cols`` in order, ``caption`` above (HTML allowed), optional class per row
+    (class ``group``: a heading row, its first column's cell across the table)."""
+    records: list[Mapping[str, Any]] = (
+        [{str(k): v for k, v in r.items()} for r in rows.to_dict("records")]
+        if isinstance(rows, pd.DataFrame)
+        else list(rows)
+    )
+    head = "".join(f'<th class="{"num" if c.numeric else ""}">{esc(c.header)}</th>' for c in cols)
+    body = []
+    for k, r in enumerate(records):
+        if row_classes is not None and row_classes[k] == "group":  # a heading row across the whole table
+            text, _ = _cell(r.get(cols[0].key), cols[0])
+            body.append(f'<tr class="group"><td colspan="{len(cols)}">{text}</td></tr>')
+            continue
+        cells = []
+        for c in cols:
+            text, cls = _cell(r.get(c.key), c)
+            cells.append(f'<td class="{cls}">{text}</td>')
+        rc = f' class="{esc(row_classes[k])}"' if row_classes is not None and row_classes[k] else ""
+        body.append(f"<tr{rc}>{''.join(cells)}</tr>")
+    return Html(
+        f'<table class="companion {esc(css)}"><caption>{caption}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def pinned_scroll(table: str) -> Html:
+    """Wrap a table that cannot fit the column in a horizontal scroll box whose first column stays in view."""
+    return Html(f'<div class="scroll-pinned">{table}</div>')
+
+
+def with_interval(value: float, lo: float, hi: float, *, decimals: int) -> str:
+    """HTML cell text: ``value`` over a small "[lo, hi]" (2 decimals), the interval left out when ``lo`` is NaN."""
+    ci = "" if math.isnan(lo) else f'<br><span class="ci">[{lo:.2f}, {hi:.2f}]</span>'
+    return f"{value:.{decimals}f}{ci}"
+
+
+def bullets_html(items: Sequence[str]) -> Html:
+    """A bulleted list for readers; each item is HTML whose strings from files were escaped (:func:`esc`).
+
+    Used where a page states findings from a cell: an HTML list, unlike Markdown output, renders the same in
+    every output area and carries no TeX (write β, not ``$\\beta$``).
+    """
+    return Html('<ul class="findings">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
+
+
+def short_labels(names: Sequence[str]) -> dict[str, str]:
+    """Each distinct path-like name -> its shortest tail of ``/``-separated parts that no other name shares.
+
+    >>> short_labels(["runs/a/x", "runs/b/x", "runs/a/y"])
+    {'runs/a/x': 'a/x', 'runs/b/x': 'b/x', 'runs/a/y': 'y'}
+    """
+    distinct = list(dict.fromkeys(str(n) for n in names))
+    out = {}
+    for name in distinct:
+        parts = name.split("/")
+        for k in range(1, len(parts) + 1):
+            tail = "/".join(parts[-k:])
+            if not any(o != name and (o == tail or o.endswith("/" + tail)) for o in distinct):
+                break
+        out[name] = tail
+    return out

@@ -1,0 +1,421 @@
+"""Paired comparisons and answer selection: each run's ``comparisons.csv`` and ``selection.csv``, counted and
+shown for readers.
+
+Significance is DeLong's paired test for correlated AUROCs, Holm-adjusted within each run (the deterministic
+test: it cannot depend on a bootstrap seed). A ``comparisons.csv`` that carries the adjusted value (column
+:data:`DELONG_HOLM_COLUMN`) is read as written; for a run written before the file carried it, the adjustment is
+computed here from its ``delong_p`` column over the run's comparisons (:func:`delong_outcomes`), which is the same
+family and the same :func:`shapley.core.metrics.holm`. The bootstrap gives the intervals only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from shapley.companion.htmltable import Col, Html, code, esc, html_table, with_interval
+from shapley.companion.provenance import relative_path
+from shapley.core.metrics import holm
+from shapley.pipeline.evaluate import SIGNIFICANCE
+from shapley.pipeline.store import read_config
+
+COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p")
+"""Columns the book needs in every ``comparisons.csv`` (other columns are kept as read)."""
+
+DELONG_HOLM_COLUMN = "delong_p_holm"
+"""The Holm-adjusted DeLong p-value, when the run wrote it; otherwise computed by :func:`delong_outcomes`."""
+
+OUTCOMES = ("win", "tie", "loss", "undefined")
+SELECTION_COLUMNS = ("strategy", "accuracy", "n", "lo", "hi")
+
+
+def _read_csvs(run_dirs: Sequence[str | os.PathLike[str]], name: str, columns: Sequence[str]) -> pd.DataFrame:
+    frames = []
+    for d in run_dirs:
+        path = Path(d) / name
+        if path.exists():
+            f = pd.read_csv(path)
+            missing = [c for c in columns if c not in f.columns]
+            if missing:
+                raise ValueError(f"{path}: missing columns {missing} (expected {list(columns)})")
+            frames.append(f.assign(run=relative_path(d)))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*columns, "run"])
+
+
+def load_comparisons(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """The ``comparisons.csv`` of every run that has one, stacked, with columns ``run`` and ``n_boot`` (the run's
+    bootstrap resamples from its config.json, NaN where unknown); empty if no run has one."""
+    frames = _read_csvs(run_dirs, "comparisons.csv", COMPARISON_COLUMNS)
+    resamples = {relative_path(d): _n_boot(d) for d in run_dirs if (Path(d) / "comparisons.csv").exists()}
+    return frames.assign(n_boot=[resamples.get(r, math.nan) for r in frames["run"]])
+
+
+def _n_boot(run_dir: str | os.PathLike[str]) -> float:
+    try:
+        return float(read_config(run_dir).scoring.n_boot)
+    except (OSError, ValueError, KeyError, TypeError):
+        return math.nan
+
+
+def p_value_text(p: float, n_boot: float) -> str:
+    """A bootstrap p-value for readers, 3 decimals; 0 (no resample on the far side of zero) is written as below
+    the test's resolution, ``< 2/n_boot``, since the smallest p it can give above 0 is 2/n_boot.
+
+    >>> p_value_text(0.0, 1000), p_value_text(0.0123, 1000), p_value_text(float("nan"), 1000)
+    ('< 0.002', '0.012', '–')
+    """
+    if math.isnan(p):
+        return "–"
+    if p == 0 and n_boot > 0:
+        return f"< {2 / n_boot:.3g}"
+    return f"{p:.3f}"
+
+
+def load_selection(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """The ``selection.csv`` of every run that has one, stacked, with a ``run`` column (empty if none)."""
+    return _read_csvs(run_dirs, "selection.csv", SELECTION_COLUMNS)
+
+
+def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Each comparison's Holm-adjusted DeLong p-value and the outcome it decides, in the input's row order.
+
+    ``delong_holm``: the run's :data:`DELONG_HOLM_COLUMN` where written, else Holm's adjustment of ``delong_p``
+    over that run's comparisons (NaN p-values do not count in the family). ``outcome``: ``win`` / ``loss`` (the
+    method is better / worse than its reference: adjusted p below :data:`SIGNIFICANCE`, sign of
+    ``delta_auroc``), ``tie`` (no significant difference) or ``undefined`` (no AUROC difference or no p-value:
+    the run's answers are all in one correctness class). ``holm_source``: ``written`` or ``computed here``.
+
+    >>> c = pd.DataFrame({"run": ["a", "a"], "delta_auroc": [0.1, -0.1], "delong_p": [0.01, 0.04]})
+    >>> delong_outcomes(c)[["delong_holm", "outcome"]].values.tolist()
+    [[0.02, 'win'], [0.04, 'loss']]
+    """
+    out = pd.DataFrame(index=comparisons.index, columns=["delong_holm", "outcome", "holm_source"], dtype=object)
+    if comparisons.empty:
+        return out.astype({"delong_holm": float})
+    adjusted = pd.Series(math.nan, index=comparisons.index, dtype=float)
+    source = pd.Series("computed here", index=comparisons.index, dtype=object)
+    written = comparisons.get(DELONG_HOLM_COLUMN)
+    for _, idx in comparisons.groupby("run", sort=False).groups.items():
+        if written is not None and written.loc[idx].notna().any():
+            adjusted.loc[idx] = written.loc[idx].astype(float)
+            source.loc[idx] = "written"
+        else:
+            adjusted.loc[idx] = holm(comparisons.loc[idx, "delong_p"].to_numpy(dtype=np.float64))
+    delta = comparisons["delta_auroc"].astype(float)
+    significant = adjusted < SIGNIFICANCE
+    outcome = np.where(significant & (delta > 0), "win", np.where(significant & (delta < 0), "loss", "tie"))
+    outcome = np.where(delta.isna() | adjusted.isna(), "undefined", outcome)
+    out["delong_holm"] = adjusted
+    out["outcome"] = outcome
+    out["holm_source"] = source
+    return out.astype({"delong_holm": float})
+
+
+def _outcomes(comparisons: pd.DataFrame) -> pd.Series:
+    """Each row's outcome by DeLong's test, Holm-adjusted within its run (:func:`delong_outcomes`)."""
+    return delong_outcomes(comparisons)["outcome"]
+
+
+def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Wins, ties and losses of each method against its reference, counted over runs.
+
+    Outcomes are those of :func:`delong_outcomes` (DeLong's paired test, Holm-adjusted within each run; a
+    difference that is undefined, one correctness class, counts as ``undefined``, not as a tie); an ``outcome``
+    column written in the file is not used. Columns: method, reference, runs, win, tie, loss, undefined; sorted
+    by wins minus losses, best first.
+    """
+    cols = ["method", "reference", "runs", "win", "tie", "loss", "undefined"]
+    if comparisons.empty:
+        return pd.DataFrame(columns=cols)
+    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], _outcomes(comparisons))
+    counts = counts.reindex(columns=cols[3:], fill_value=0).reset_index()
+    counts.insert(2, "runs", counts[cols[3:]].sum(axis=1))
+    order = (counts["win"] - counts["loss"]).sort_values(ascending=False, kind="stable").index
+    return counts.loc[order, cols].reset_index(drop=True)
+
+
+def _test_words(comparisons: pd.DataFrame) -> str:
+    """How the outcomes were decided, for captions: names the runs whose Holm adjustment was computed here."""
+    computed = sorted(set(comparisons.loc[delong_outcomes(comparisons)["holm_source"] == "computed here", "run"]))
+    words = f"DeLong's paired test, Holm-adjusted within each run, p below {SIGNIFICANCE:g}"
+    if computed:
+        words += (
+            f"; for {len(computed)} run"
+            f"{'s' * (len(computed) != 1)} written before <code>comparisons.csv</code> carried the adjusted value, "
+            "the adjustment is computed here from <code>delong_p</code>"
+        )
+    return words
+
+
+def comparison_summary_html(comparisons: pd.DataFrame) -> Html:
+    """:func:`comparison_summary` for readers."""
+    s = comparison_summary(comparisons)
+    cols = [
+        Col("method", "Method"),
+        Col("reference", "Against"),
+        Col("runs", "Runs", decimals=0),
+        Col("win", "Better", decimals=0),
+        Col("tie", "No significant difference", decimals=0),
+        Col("loss", "Worse", decimals=0),
+        Col("undefined", "Undefined", decimals=0),
+    ]
+    caption = (
+        "Paired comparisons on the same questions, counted over the runs (each run's "
+        f"<code>comparisons.csv</code>): <em>better</em> or <em>worse</em> only where {_test_words(comparisons)}; "
+        "<em>undefined</em>: the run's answers are all correct or all wrong, so no AUROC exists."
+    )
+    return html_table(s, cols, caption=caption, css="measured-table")
+
+
+def delong_p_text(p: float) -> str:
+    """A DeLong p-value for readers: 3 decimals, ``< 0.001`` below that, ``–`` when undefined.
+
+    >>> delong_p_text(0.0123), delong_p_text(1e-7), delong_p_text(float("nan"))
+    ('0.012', '< 0.001', '–')
+    """
+    if math.isnan(p):
+        return "–"
+    return "< 0.001" if p < 0.0005 else f"{p:.3f}"
+
+
+def comparisons_html(comparisons: pd.DataFrame, run: str) -> Html:
+    """One run's paired differences: method minus reference AUROC, its bootstrap interval, the Holm-adjusted
+    DeLong p and the outcome it decides."""
+    mask = comparisons["run"] == run
+    c = comparisons[mask].copy()
+    decided = delong_outcomes(comparisons)[mask]
+    c["outcome_text"] = [f'<span class="outcome-{esc(o)}">{esc(o)}</span>' for o in decided["outcome"]]
+    c["p_text"] = [delong_p_text(float(p)) for p in decided["delong_holm"]]
+    cols = [
+        Col("method", "Method"),
+        Col("reference", "Against"),
+        Col("delta_auroc", "Δ AUROC", decimals=3),
+        Col("lo", "95% low", decimals=3),
+        Col("hi", "95% high", decimals=3),
+        Col("p_text", "DeLong p (Holm)", decimals=3),  # text already formatted; numeric alignment
+        Col("outcome_text", "Outcome", raw=True),
+    ]
+    caption = (
+        f"Paired AUROC differences in {code(run)} (its <code>comparisons.csv</code>): bootstrap interval; "
+        f"outcome by {_test_words(c)}."
+    )
+    return html_table(c, cols, caption=caption, css="measured-table")
+
+
+def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Each method's AUROC minus its reference's, one row per run, one column per method, with the outcome of
+    :func:`delong_outcomes`.
+
+    Cells are ``(delta_auroc, outcome)`` pairs (None where the run has no such comparison); columns keep the
+    order of :func:`comparison_summary` (wins minus losses, best first).
+    """
+    if comparisons.empty:
+        return pd.DataFrame(columns=["run"])
+    outcome = _outcomes(comparisons)
+    cells = {
+        (m, run): (float(d), str(o))
+        for m, run, d, o in zip(
+            comparisons["method"], comparisons["run"], comparisons["delta_auroc"], outcome, strict=True
+        )
+    }
+    methods = list(comparison_summary(comparisons)["method"])
+    runs = list(dict.fromkeys(comparisons["run"]))
+    return pd.DataFrame([{"run": run, **{m: cells.get((m, run)) for m in methods}} for run in runs])
+
+
+_OUTCOME_MARK = {"win": "▲", "loss": "▼", "tie": "", "undefined": ""}
+
+
+def _grid_cell(cell: tuple[float, str] | None) -> str:
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+        return "–"
+    delta, outcome = cell
+    shown = round(delta, 2)
+    text = "na" if math.isnan(delta) else (f"{shown:+.2f}" if shown else "0.00")
+    text += _OUTCOME_MARK.get(outcome, "")
+    return f'<span class="outcome-{esc(outcome)}">{esc(text)}</span>'
+
+
+def comparison_grid_html(
+    comparisons: pd.DataFrame, labels: Mapping[str, str] | None = None, *, per_table: int = 8
+) -> Html:
+    """:func:`comparison_grid` for readers, sized for the text column: runs as rows (``labels``: short run names),
+    methods as columns, at most ``per_table`` methods per table (the tables follow one another, each with its own
+    caption and no scroll box). Δ AUROC to 2 decimals, ▲/▼ (and bold) where the method is significantly
+    better/worse than the reference (:func:`delong_outcomes`)."""
+    grid = comparison_grid(comparisons)
+    labels = labels or {}
+    methods = [c for c in grid.columns if c != "run"]
+    reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else "Shap"
+    n_tables = max(1, -(-len(methods) // per_table))
+    size = max(1, -(-len(methods) // n_tables))  # as even as possible: 17 methods at 8 a table -> 6, 6, 5
+    chunks = [methods[k : k + size] for k in range(0, len(methods), size)] or [[]]
+    parts = []
+    for k, chunk in enumerate(chunks):
+        rows = [
+            {"run": labels.get(str(rec["run"]), str(rec["run"])), **{m: _grid_cell(rec[m]) for m in chunk}}
+            for rec in grid.to_dict("records")
+        ]
+        part = f" (methods {k * size + 1}–{k * size + len(chunk)} of {len(methods)})" if len(chunks) > 1 else ""
+        caption = (
+            f"AUROC of each method minus that of {esc(reference)}, per run, on the same questions{part}. "
+            f"▲ / ▼ (bold): significantly better / worse ({_test_words(comparisons)}); "
+            "unmarked: no significant difference; na: undefined (the run's answers are all correct or all wrong); "
+            "– : not compared in that run."
+        )
+        cols = [Col("run", "Run")] + [Col(m, m, raw=True) for m in chunk]
+        parts.append(html_table(rows, cols, caption=caption, css="measured-table grid"))
+    return Html("".join(parts))
+
+
+def selection_pivot(selection: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy of the answer each strategy returns, one row per strategy, one column per run."""
+    if selection.empty:
+        return pd.DataFrame(columns=["strategy"])
+    wide = selection.pivot(index="strategy", columns="run", values="accuracy")
+    order = list(dict.fromkeys(selection["strategy"]))
+    return wide.reindex(order).reset_index()
+
+
+def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
+    """How many comparisons of ``comparisons.csv`` rows are ``win``, ``tie``, ``loss`` and ``undefined`` (no
+    AUROC difference: one correctness class), over all runs; keys in that order."""
+    outcome = _outcomes(comparisons)
+    return {k: int((outcome == k).sum()) for k in ("win", "tie", "loss", "undefined")}
+
+
+def selection_head_to_head(selection: pd.DataFrame, strategy: str = "min_phi") -> pd.DataFrame:
+    """``strategy``'s accuracy against each other strategy over the runs where both apply (point estimates).
+
+    Columns: against, runs, higher, equal, lower (counts of runs where ``strategy`` is higher, equal or lower),
+    overlapping (runs where the two bootstrap intervals overlap, so the difference is not established).
+    """
+    wide = selection.dropna(subset=["accuracy"]).set_index(["run", "strategy"])
+    rows = []
+    for other in dict.fromkeys(selection["strategy"]):
+        if other == strategy:
+            continue
+        runs = [r for r in dict.fromkeys(selection["run"]) if (r, strategy) in wide.index and (r, other) in wide.index]
+        a = [wide.loc[(r, strategy)] for r in runs]
+        b = [wide.loc[(r, other)] for r in runs]
+        d = [x["accuracy"] - y["accuracy"] for x, y in zip(a, b, strict=True)]
+        overlap = sum(bool(x["lo"] <= y["hi"] and y["lo"] <= x["hi"]) for x, y in zip(a, b, strict=True))
+        rows.append(
+            {
+                "against": other,
+                "runs": len(runs),
+                "higher": sum(v > 1e-12 for v in d),
+                "equal": sum(abs(v) <= 1e-12 for v in d),
+                "lower": sum(v < -1e-12 for v in d),
+                "overlapping": overlap,
+            }
+        )
+    return pd.DataFrame(rows, columns=["against", "runs", "higher", "equal", "lower", "overlapping"])
+
+
+def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
+    """The accuracy of each strategy's answer for readers: one row per run (``labels``: short run names), one
+    column per strategy, accuracy to 2 decimals with its bootstrap interval below."""
+    labels = labels or {}
+    strategies = list(dict.fromkeys(selection["strategy"]))
+    rows = []
+    for run, group in selection.groupby("run", sort=False):
+        row: dict[str, Any] = {"run": labels.get(str(run), str(run))}
+        for r in group.to_dict("records"):
+            row[r["strategy"]] = (
+                "–" if math.isnan(r["accuracy"]) else with_interval(r["accuracy"], r["lo"], r["hi"], decimals=2)
+            )
+        rows.append(row)
+    cols = [Col("run", "Run")] + [Col(s, s, raw=True, decimals=2) for s in strategies]
+    caption = (
+        "Accuracy of the one answer each strategy returns per question, with its 95% bootstrap interval (each "
+        "run's <code>selection.csv</code>). – : the strategy does not apply to that run (the file's note says why)."
+    )
+    return html_table(rows, cols, caption=caption, css="measured-table")
+
+
+SELECTION_TEST_AGAINST = ("against", "reference")
+"""Column of ``selection.csv`` naming the strategy a row's paired test compares it with (first one present)."""
+SELECTION_TEST_P = ("mcnemar_p_holm", "p_mcnemar_holm", "mcnemar_p", "p_mcnemar")
+"""Columns that may carry the exact paired (McNemar) p-value of a row against its ``against`` strategy, in order
+of preference; a name ending in ``holm`` is read as already Holm-adjusted within the run, any other is adjusted
+here over the run's tests. A ``selection.csv`` with none of them records no paired test (old format)."""
+
+
+def selection_tests(selection: pd.DataFrame) -> pd.DataFrame:
+    """The exact paired tests between answer-selection strategies that the runs' ``selection.csv`` record.
+
+    Columns: run, strategy, against, delta (accuracy of ``strategy`` minus that of ``against``), p_holm (Holm
+    within the run), outcome (``higher`` / ``lower`` / ``no significant difference``, at :data:`SIGNIFICANCE`).
+    Empty when no run records a test (files written before the test existed).
+    """
+    cols = ["run", "strategy", "against", "delta", "p_holm", "outcome"]
+    against = next((c for c in SELECTION_TEST_AGAINST if c in selection), None)
+    pcol = next((c for c in SELECTION_TEST_P if c in selection), None)
+    if selection.empty or against is None or pcol is None:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for run, g in selection.groupby("run", sort=False):
+        tested = g[g[against].notna() & g[pcol].notna()]
+        if tested.empty:
+            continue
+        raw = tested[pcol].to_numpy(dtype=np.float64)
+        adjusted = raw if pcol.endswith("holm") else holm(raw)
+        accuracy = dict(zip(g["strategy"], g["accuracy"], strict=True))
+        for (_, r), p in zip(tested.iterrows(), adjusted, strict=True):
+            delta = float(r["accuracy"]) - float(accuracy.get(r[against], math.nan))
+            word = "higher" if delta > 0 else "lower"
+            rows.append(
+                {
+                    "run": run,
+                    "strategy": r["strategy"],
+                    "against": r[against],
+                    "delta": delta,
+                    "p_holm": float(p),
+                    "outcome": word if p < SIGNIFICANCE else "no significant difference",
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def selection_findings(
+    selection: pd.DataFrame, question_sets: Mapping[str, str], strategy: str = "min_phi", against: str = "first"
+) -> str:
+    """What the runs support about ``strategy`` against ``against``, as an HTML sentence for the results page.
+
+    Only a paired test on the same questions supports a difference (:func:`selection_tests`); without one the
+    sentence says that none is recorded and makes no claim. ``question_sets`` maps each run to the key of the
+    questions it scored (:func:`shapley.companion.provenance.question_sets`): runs on the same questions are not
+    independent evidence, and the sentence counts distinct question sets beside runs.
+    """
+    both = selection.dropna(subset=["accuracy"])
+    runs = [r for r in dict.fromkeys(both["run"]) if {strategy, against} <= set(both.loc[both["run"] == r, "strategy"])]
+    if not runs:
+        return f"No run applies both {code(strategy)} and {code(against)}."
+    sets = {question_sets.get(r, r) for r in runs}
+    shared = len(runs) - len(sets)
+    where = f"{len(runs)} runs on {len(sets)} distinct question sets"
+    if shared:
+        where += " (runs on the same questions at different n are not independent evidence)"
+    t = selection_tests(selection)
+    t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]
+    if t.empty:
+        return (
+            f"Over {where}, the runs record no exact paired test between {code(strategy)} and {code(against)} "
+            "(their <code>selection.csv</code> predates it; regenerate), and overlapping bootstrap intervals are "
+            "not a paired test, so this page makes no claim that either returns more accurate answers."
+        )
+    counts = t["outcome"].value_counts()
+    return (
+        f"Over {where}, an exact paired test on the same questions (Holm-adjusted within each run, p below "
+        f"{SIGNIFICANCE:g}) finds {code(strategy)} more accurate than {code(against)} in "
+        f"{int(counts.get('higher', 0))} of the {len(t)} runs tested, less accurate in "
+        f"{int(counts.get('lower', 0))}, and no significant difference in "
+        f"{int(counts.get('no significant difference', 0))}."
+    )

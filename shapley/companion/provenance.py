@@ -1,0 +1,242 @@
+"""What each run was: where it is, the commands and commits that built it (from its ``config.json``), and the
+settings the runs share."""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from shapley.companion.htmltable import Col, Html, esc, html_table
+from shapley.pipeline.evaluate import load_metrics
+from shapley.pipeline.settings import REPO_ROOT
+from shapley.pipeline.store import RunHistory, read_config, read_record, run_history
+
+
+def relative_path(path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the repository root when it lies inside it, else absolute."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(p)
+
+
+def discover_runs(root: str | os.PathLike[str]) -> list[Path]:
+    """Run directories under ``root`` (any depth) that have finished their metrics stage, sorted."""
+    return sorted(p.parent for p in Path(root).rglob("metrics.csv") if (p.parent / "config.json").exists())
+
+
+def question_count(run_dir: str | os.PathLike[str]) -> int | None:
+    """Questions scored in a run (``n_questions`` of its ``metrics.csv``), None when it does not say."""
+    m = load_metrics(run_dir)
+    return int(m["n_questions"].max()) if "n_questions" in m and len(m) else None
+
+
+def recorded_invocations(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every invocation recorded in a run's ``config.json``, first to last, resumes included.
+
+    Each: ``time``, ``command`` (the recorded command line, never rebuilt: ``run_history(d).commands``),
+    ``resumed``, ``commit`` and ``dirty`` (the source tree's state for that invocation; the run's creation
+    provenance when the invocation does not record it, as in schema-1 files).
+    """
+    rec = read_record(run_dir) or {}
+    prov = rec.get("provenance", {})
+    git0 = prov.get("git") or {}
+    invs = rec.get("invocations") or [{"time": prov.get("created"), "command_line": prov.get("command_line")}]
+    commands = run_history(rec).commands
+    out = []
+    for k, (inv, command) in enumerate(zip(invs, commands, strict=True)):
+        git = inv.get("git") or (git0 if k == 0 else {})
+        out.append(
+            {
+                "time": (inv.get("time") or "")[:16].replace("T", " "),
+                "command": command,
+                "resumed": bool(inv.get("resumed", k > 0)),
+                "commit": git.get("commit"),
+                "dirty": git.get("dirty"),
+            }
+        )
+    return out
+
+
+def provenance_flags(history: RunHistory) -> list[str]:
+    """What a reader must know about how a run was made (from ``shapley.pipeline.store.run_history``):
+    ``dirty`` (some invocation ran from a source tree that differed from its commit), ``multi-commit``
+    (invocations at different commits), ``commit unknown`` (no invocation recorded its commit)."""
+    flags = []
+    if history.dirty:
+        flags.append("dirty")
+    if history.multi_commit:
+        flags.append("multi-commit")
+    if not history.commits:
+        flags.append("commit unknown")
+    return flags
+
+
+def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """One row per run: where it is, what it covered, the commit(s) it ran from, and its flags.
+
+    Columns: run, dataset, model, entailment, questions, samples, accuracy, commits, invocations, flags
+    (a list: see :func:`provenance_flags`).
+    """
+    rows = []
+    for d in run_dirs:
+        cfg = read_config(d)
+        m = load_metrics(d)
+        history = run_history(d)
+        commits = [c[:7] for c in history.commits]
+        rows.append(
+            {
+                "run": relative_path(d),
+                "dataset": cfg.data.dataset,
+                "model": cfg.model,
+                "entailment": cfg.entailment.backend,
+                "questions": question_count(d),
+                "samples": cfg.n_samples,
+                "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
+                "commits": ", ".join(commits),
+                "invocations": len(history.commands),
+                "flags": provenance_flags(history) + [f"stale {name}" for name in stale_derived(d)[0]],
+                "derived_verified": stale_derived(d)[1],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+    """:func:`provenance_table` for readers; a flagged run is marked in its row."""
+    t = provenance_table(run_dirs)
+    t["run_html"] = [html.escape(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
+    t["flag_text"] = [
+        "<br>".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
+    ]
+    t["commits"] = ["<br>".join(esc(c) for c in cs.split(", ")) for cs in t["commits"]]
+    cols = [
+        Col("run_html", "Run (under results/)", raw=True),
+        Col("model", "Model"),
+        Col("questions", "Questions", decimals=0),
+        Col("samples", "Samples", decimals=0),
+        Col("accuracy", "Accuracy", decimals=2),
+        Col("commits", "Commit(s)", raw=True),
+        Col("flag_text", "Flags", raw=True),
+    ]
+    caption = (
+        "The runs this page reads, from each run's <code>config.json</code> and <code>metrics.csv</code>; "
+        "every invocation is listed below the table. "
+        "Accuracy: share of judged answers counted correct. <em>dirty</em>: an invocation ran from a source "
+        "tree that differed from its commit; <em>multi-commit</em>: the run was resumed at another commit; "
+        "<em>stale FILE</em>: a derived file (metrics, comparisons, selection, β sweep) covers another number of "
+        "questions than the run holds, so the page must not be read for that run until it is rebuilt."
+    )
+    unverified = [r for r, ok in zip(t["run"], t["derived_verified"], strict=True) if not ok]
+    if unverified:
+        caption += (
+            f" Derived files of {len(unverified)} of {len(t)} runs: <em>unverified (old format)</em>, their runs "
+            "record no freshness check, so only their question counts were compared."
+        )
+    classes = ["flagged" if fl else "" for fl in t["flags"]]
+    return html_table(t, cols, caption=caption, row_classes=classes, css="provenance")
+
+
+def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+    """Every recorded invocation of every run, as recorded: a folding list per run, resumes marked."""
+    items = []
+    for d in run_dirs:
+        lines = []
+        for inv in recorded_invocations(d):
+            state = "resumed" if inv["resumed"] else "created"
+            commit = f", commit {html.escape(str(inv['commit'])[:7])}" if inv["commit"] else ""
+            dirty = " (dirty)" if inv["dirty"] else ""
+            lines.append(
+                f'<li><span class="when">{html.escape(inv["time"])}, {state}{commit}{dirty}</span><br>'
+                f'<code class="cmd">{html.escape(inv["command"])}</code></li>'
+            )
+        n = len(lines)
+        items.append(
+            f"<details><summary><code>{html.escape(relative_path(d))}</code>: {n} invocation{'s' * (n != 1)}"
+            f"</summary><ul>{''.join(lines)}</ul></details>"
+        )
+    return Html(f'<div class="commands">{"".join(items)}</div>')
+
+
+def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+    """The generation and scoring settings of ``run_dirs`` as recorded in their ``config.json``: each setting's
+    distinct values, joined ("0.5" or "5, 10"). Settings of ``score-samples`` runs (no generation) are skipped."""
+    seen: dict[str, list[Any]] = {}
+    for d in run_dirs:
+        cfg = read_config(d)
+        values: dict[str, Any] = {"beta": cfg.scoring.beta, "psd_policy": cfg.scoring.psd_policy}
+        values["n_samples"] = cfg.n_samples
+        if cfg.generation is not None:
+            g = cfg.generation
+            values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, top_p=g.top_p)
+            values.update(chat_template=g.chat_template, n_shots=cfg.data.n_shots)
+        for k, v in values.items():
+            if v not in seen.setdefault(k, []):
+                seen[k].append(v)
+
+    def ordered(vs: list[Any]) -> list[Any]:
+        try:
+            return sorted(vs)
+        except TypeError:
+            return vs
+
+    return {k: ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in ordered(vs)) for k, vs in seen.items()}
+
+
+def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+    """Which runs scored the same questions: run (repository-relative) -> a key of its input data (the data
+    file's recorded sha256, or its path or dataset name, with the question limit and shard). Runs with equal keys
+    scored the same questions (e.g. the same answers at n = 5, 10, 20 samples)."""
+    out = {}
+    for d in run_dirs:
+        data = ((read_record(d) or {}).get("config") or {}).get("data") or {}
+        origin = data.get("sha256") or data.get("path") or data.get("dataset")
+        out[relative_path(d)] = f"{origin}|limit={data.get('limit')}|shard={data.get('shard')}"
+    return out
+
+
+DERIVED_FILES = ("metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")
+"""Files computed from a run's stage files; each must describe the questions the run holds now."""
+
+_COUNT_COLUMNS = {
+    "metrics.csv": "n_questions",
+    "comparisons.csv": "n",
+    "selection.csv": "n",
+    "beta_sweep.csv": "n",
+}
+
+
+def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
+    """Derived files of a run that do not match its stage files, and whether that was fully verified.
+
+    Returns ``(stale, verified)``. ``stale`` names each derived file (:data:`DERIVED_FILES`) whose question count
+    (its largest ``n``) exceeds or falls short of the count the run's ``config.json`` records
+    (``outputs.n_questions``): the case of a sweep left over from an earlier ``--limit``. ``verified`` is False
+    for runs whose record holds no freshness record of their derived files (old format): only the counts are
+    checked, and the book says "unverified (old format)".
+
+    TODO(lead, after merging H1): where ``shapley.pipeline.evaluate`` provides the full freshness check of
+    derived files against stage files (issue 16 item 6), call it here: extend ``stale`` with its answer and
+    return ``verified=True`` for runs that carry its record.
+    """
+    rec = read_record(run_dir) or {}
+    n = (rec.get("outputs") or {}).get("n_questions")
+    stale = []
+    for name, col in _COUNT_COLUMNS.items():
+        path = Path(run_dir) / name
+        if n is None or not path.exists():
+            continue
+        f = pd.read_csv(path)
+        counts = pd.to_numeric(f[col], errors="coerce").dropna() if col in f else pd.Series(dtype=float)
+        if name == "selection.csv" or name == "comparisons.csv":
+            counts = counts[counts > 0]  # a strategy or comparison that does not apply counts 0 questions
+        if len(counts) and int(counts.max()) != int(n):
+            stale.append(name)
+    return stale, False

@@ -340,57 +340,60 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
     return html_table(rows, cols, caption=caption, css="measured-table")
 
 
-SELECTION_TEST_AGAINST = ("against", "reference")
-"""Column of ``selection.csv`` naming the strategy a row's paired test compares it with (first one present)."""
-SELECTION_TEST_P = ("mcnemar_p_holm", "p_mcnemar_holm", "mcnemar_p", "p_mcnemar")
-"""Columns that may carry the exact paired (McNemar) p-value of a row against its ``against`` strategy, in order
-of preference; a name ending in ``holm`` is read as already Holm-adjusted within the run, any other is adjusted
-here over the run's tests. A ``selection.csv`` with none of them records no paired test (old format)."""
+SELECTION_TEST_COLUMNS = ("strategy_a", "strategy_b", "accuracy_a", "accuracy_b", "p_holm")
+"""Columns of ``selection_tests.csv`` (:func:`shapley.pipeline.selection.selection_tests`) read here: McNemar's exact
+paired test between two strategies on the same questions, Holm-adjusted within the run."""
 
 
-def selection_tests(selection: pd.DataFrame) -> pd.DataFrame:
-    """The exact paired tests between answer-selection strategies that the runs' ``selection.csv`` record.
+def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """The ``selection_tests.csv`` of every run that has one, stacked, with a ``run`` column; empty if none (runs
+    written before the test existed)."""
+    return _read_csvs(run_dirs, "selection_tests.csv", SELECTION_TEST_COLUMNS)
 
-    Columns: run, strategy, against, delta (accuracy of ``strategy`` minus that of ``against``), p_holm (Holm
-    within the run), outcome (``higher`` / ``lower`` / ``no significant difference``, at :data:`SIGNIFICANCE`).
-    Empty when no run records a test (files written before the test existed).
+
+def selection_tests(tests: pd.DataFrame) -> pd.DataFrame:
+    """The runs' exact paired tests between answer-selection strategies, each pair read in both directions.
+
+    ``tests``: :func:`load_selection_tests`. Columns: run, strategy, against, delta (accuracy of ``strategy``
+    minus that of ``against``), p_holm (Holm within the run, as written), outcome (``higher`` / ``lower`` /
+    ``no significant difference`` at :data:`SIGNIFICANCE`, ``undefined`` where the test could not be run).
     """
     cols = ["run", "strategy", "against", "delta", "p_holm", "outcome"]
-    against = next((c for c in SELECTION_TEST_AGAINST if c in selection), None)
-    pcol = next((c for c in SELECTION_TEST_P if c in selection), None)
-    if selection.empty or against is None or pcol is None:
-        return pd.DataFrame(columns=cols)
     rows = []
-    for run, g in selection.groupby("run", sort=False):
-        tested = g[g[against].notna() & g[pcol].notna()]
-        if tested.empty:
-            continue
-        raw = tested[pcol].to_numpy(dtype=np.float64)
-        adjusted = raw if pcol.endswith("holm") else holm(raw)
-        accuracy = dict(zip(g["strategy"], g["accuracy"], strict=True))
-        for (_, r), p in zip(tested.iterrows(), adjusted, strict=True):
-            delta = float(r["accuracy"]) - float(accuracy.get(r[against], math.nan))
-            word = "higher" if delta > 0 else "lower"
+    for r in tests.to_dict("records"):
+        p = float(r["p_holm"])
+        for a, b, sign in (("a", "b", 1.0), ("b", "a", -1.0)):
+            delta = sign * (float(r["accuracy_a"]) - float(r["accuracy_b"]))
+            if math.isnan(p) or math.isnan(delta):
+                word = "undefined"
+            elif p < SIGNIFICANCE and delta != 0:
+                word = "higher" if delta > 0 else "lower"
+            else:
+                word = "no significant difference"
             rows.append(
                 {
-                    "run": run,
-                    "strategy": r["strategy"],
-                    "against": r[against],
+                    "run": r["run"],
+                    "strategy": r[f"strategy_{a}"],
+                    "against": r[f"strategy_{b}"],
                     "delta": delta,
-                    "p_holm": float(p),
-                    "outcome": word if p < SIGNIFICANCE else "no significant difference",
+                    "p_holm": p,
+                    "outcome": word,
                 }
             )
     return pd.DataFrame(rows, columns=cols)
 
 
 def selection_findings(
-    selection: pd.DataFrame, question_sets: Mapping[str, str], strategy: str = "min_phi", against: str = "first"
+    selection: pd.DataFrame,
+    tests: pd.DataFrame,
+    question_sets: Mapping[str, str],
+    strategy: str = "min_phi",
+    against: str = "first",
 ) -> str:
     """What the runs support about ``strategy`` against ``against``, as an HTML sentence for the results page.
 
-    Only a paired test on the same questions supports a difference (:func:`selection_tests`); without one the
-    sentence says that none is recorded and makes no claim. ``question_sets`` maps each run to the key of the
+    Only a paired test on the same questions supports a difference (``tests``, :func:`load_selection_tests`); without
+    one the sentence says that none is recorded and makes no claim. ``question_sets`` maps each run to the key of the
     questions it scored (:func:`shapley.companion.provenance.question_sets`): runs on the same questions are not
     independent evidence, and the sentence counts distinct question sets beside runs.
     """
@@ -403,12 +406,12 @@ def selection_findings(
     where = f"{len(runs)} runs on {len(sets)} distinct question sets"
     if shared:
         where += " (runs on the same questions at different n are not independent evidence)"
-    t = selection_tests(selection)
+    t = selection_tests(tests)
     t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]
     if t.empty:
         return (
             f"Over {where}, the runs record no exact paired test between {code(strategy)} and {code(against)} "
-            "(their <code>selection.csv</code> predates it; regenerate), and overlapping bootstrap intervals are "
+            "(they predate <code>selection_tests.csv</code>; regenerate), and overlapping bootstrap intervals are "
             "not a paired test, so this page makes no claim that either returns more accurate answers."
         )
     counts = t["outcome"].value_counts()
@@ -417,5 +420,7 @@ def selection_findings(
         f"{SIGNIFICANCE:g}) finds {code(strategy)} more accurate than {code(against)} in "
         f"{int(counts.get('higher', 0))} of the {len(t)} runs tested, less accurate in "
         f"{int(counts.get('lower', 0))}, and no significant difference in "
-        f"{int(counts.get('no significant difference', 0))}."
+        f"{int(counts.get('no significant difference', 0))}"
+        + (f"; the test is undefined in {int(counts['undefined'])}" if counts.get("undefined", 0) else "")
+        + "."
     )

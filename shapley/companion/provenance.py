@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from shapley.companion.htmltable import Col, Html, esc, html_table
+from shapley.pipeline import derived
 from shapley.pipeline.evaluate import load_metrics
 from shapley.pipeline.settings import REPO_ROOT
 from shapley.pipeline.store import RunHistory, read_config, read_record, run_history
@@ -222,9 +223,8 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
     for runs whose record holds no freshness record of their derived files (old format): only the counts are
     checked, and the book says "unverified (old format)".
 
-    TODO(lead, after merging H1): where ``shapley.pipeline.evaluate`` provides the full freshness check of
-    derived files against stage files (issue 16 item 6), call it here: extend ``stale`` with its answer and
-    return ``verified=True`` for runs that carry its record.
+    Runs that carry a freshness record (``derived.json``, :mod:`shapley.pipeline.derived`) are checked against
+    their stage files' content and settings as well, and are ``verified`` when every derived file is fresh.
     """
     rec = read_record(run_dir) or {}
     n = (rec.get("outputs") or {}).get("n_questions")
@@ -239,4 +239,7 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
             counts = counts[counts > 0]  # a strategy or comparison that does not apply counts 0 questions
         if len(counts) and int(counts.max()) != int(n):
             stale.append(name)
-    return stale, False
+    status = derived.derived_status(run_dir)
+    stale += [name for name, s in status.items() if s.startswith("stale") and name not in stale]
+    verified = bool(status) and all(s == "fresh" for s in status.values())
+    return stale, verified

@@ -40,6 +40,7 @@ from shapley.companion.htmltable import esc as esc
 from shapley.companion.htmltable import html_table as html_table
 from shapley.companion.htmltable import pinned_scroll as pinned_scroll
 from shapley.companion.htmltable import short_labels, with_interval
+from shapley.companion.paired import SELECTION_TEST_COLUMNS as SELECTION_TEST_COLUMNS
 from shapley.companion.paired import comparison_grid as comparison_grid
 from shapley.companion.paired import comparison_grid_html as comparison_grid_html
 from shapley.companion.paired import comparison_summary as comparison_summary
@@ -48,6 +49,7 @@ from shapley.companion.paired import comparisons_html as comparisons_html
 from shapley.companion.paired import delong_outcomes as delong_outcomes
 from shapley.companion.paired import load_comparisons as load_comparisons
 from shapley.companion.paired import load_selection as load_selection
+from shapley.companion.paired import load_selection_tests as load_selection_tests
 from shapley.companion.paired import outcome_counts as outcome_counts
 from shapley.companion.paired import p_value_text as p_value_text
 from shapley.companion.paired import selection_findings as selection_findings

@@ -413,13 +413,12 @@ def beta_table(
     Returns ``(summary, per_question)``: summary has one row per beta with ``beta, auroc, auroc_lo,
     auroc_hi, n, n_not_psd, n_repaired, min_eig_min`` (CI only when ``n_boot > 0``); per_question has
     ``id, beta, Shap, psd, min_eig, repaired``. ``psd_policy`` defaults to the run's. ``n_boot``: 0 (no
-    interval) or the resamples to start from, at least :data:`shapley.core.metrics.MIN_BOOT` (then the interval
-    comes with ``auroc_lo_mcse``, ``auroc_hi_mcse`` and the resamples drawn, ``n_boot``).
+    interval) or the resamples to start from, raised to :data:`shapley.core.metrics.MIN_BOOT` as everywhere in
+    a run (the interval is never drawn from fewer; it comes with ``auroc_lo_mcse``, ``auroc_hi_mcse`` and the
+    resamples drawn, ``n_boot``).
     """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or 0 < n_boot < metrics.MIN_BOOT:
-        raise ValueError(f"n_boot must be 0 (no interval) or an integer >= {metrics.MIN_BOOT}; got {n_boot!r}")
-    if n_boot < 0:
-        raise ValueError(f"n_boot must be 0 (no interval) or an integer >= {metrics.MIN_BOOT}; got {n_boot!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot == 1 or n_boot < 0:
+        raise ValueError(f"n_boot must be 0 (no interval) or an integer >= 2; got {n_boot!r}")
     cfg = read_config(run_dir)
     policy = psd_policy or cfg.scoring.psd_policy
     ent = JsonlStore(Path(run_dir) / STAGE_FILES["entailment"]).load(repair=False)
@@ -442,7 +441,7 @@ def beta_table(
         row.update(dict.fromkeys(("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse"), math.nan))
         row["n_boot"] = 0
         if len(g) and n_boot:
-            r = method_metrics(g["Shap"].to_numpy(), c, n_boot=n_boot, seed=seed)
+            r = method_metrics(g["Shap"].to_numpy(), c, n_boot=max(int(n_boot), metrics.MIN_BOOT), seed=seed)
             row.update({k: r[k] for k in ("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse")})
             row["n_boot"] = r["n_boot"]
         elif len(g):

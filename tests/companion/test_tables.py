@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -218,15 +219,30 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
         }
     )
     sets = {"r1": "q", "r2": "q", "r3": "other"}  # r1 and r2 scored the same questions
-    text = tables.selection_findings(sel, sets, "min_phi", "first")
+    none = pd.DataFrame(columns=["run", *tables.SELECTION_TEST_COLUMNS])
+    text = tables.selection_findings(sel, none, sets, "min_phi", "first")
     assert "3 runs on 2 distinct question sets" in text and "not independent" in text
     assert "no exact paired test" in text and "more accurate than" not in text
-    tested = sel.assign(against=[None, "first"] * 3, mcnemar_p=[None, 0.001, None, 0.4, None, 0.03])
-    t = tables.selection_tests(tested)
-    assert t["outcome"].tolist() == ["higher", "no significant difference", "higher"]
-    text = tables.selection_findings(tested, sets, "min_phi", "first")
+    assert tables.selection_tests(none).empty
+    tests = pd.DataFrame(  # selection_tests.csv rows as shapley.pipeline.selection writes them, one per pair
+        {
+            "run": ["r1", "r2", "r3"],
+            "strategy_a": ["first", "min_phi", "first"],
+            "strategy_b": ["min_phi", "first", "min_phi"],
+            "accuracy_a": [0.5, 0.55, 0.4],
+            "accuracy_b": [0.6, 0.5, 0.45],
+            "p_holm": [0.001, 0.4, 0.03],
+        }
+    )
+    t = tables.selection_tests(tests)
+    mine = t[t["strategy"] == "min_phi"]
+    assert mine["outcome"].tolist() == ["higher", "no significant difference", "higher"]
+    assert t[t["strategy"] == "first"]["outcome"].tolist() == ["lower", "no significant difference", "lower"]
+    assert np.allclose(mine["delta"], [0.1, 0.05, 0.05])
+    text = tables.selection_findings(sel, tests, sets, "min_phi", "first")
     assert "more accurate than <code>first</code> in 2 of the 3 runs tested" in text
-    assert tables.selection_tests(sel).empty
+    undefined = tests.assign(p_holm=[float("nan"), 0.4, 0.03])
+    assert "undefined in 1" in tables.selection_findings(sel, undefined, sets, "min_phi", "first")
 
 
 def test_stale_derived_files_are_flagged(tmp_path):

@@ -747,3 +747,66 @@ def test_a_cache_filled_by_another_run_gives_the_same_bits(backend_specs, kind, 
     assert warm.stats["cache_hits"] > 0 and warm.stats["pairs_scored"] > 0  # part served, part computed
     for x, y in zip(cold, got, strict=True):
         _same(x, y)
+
+
+# --------------------------------------------------------------------------------------------------
+# --entail-cache paths that cannot hold the cache (reliability issue 17, item 6)
+
+
+def test_a_directory_as_cache_is_refused_naming_it(tmp_path):
+    with pytest.raises(ValueError, match=f"{tmp_path}.*is a directory"):
+        EntailmentCache(tmp_path)
+
+
+def test_a_device_as_cache_is_refused_and_left_in_place():
+    with pytest.raises(ValueError, match="/dev/null is not a regular file"):
+        EntailmentCache("/dev/null")
+    import os
+    import stat
+
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # not moved aside as a "corrupt" cache
+
+
+def test_a_cache_in_a_folder_that_cannot_be_made_is_refused(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ValueError, match=f"{blocker / 'c.sqlite'}: cannot"):
+        EntailmentCache(blocker / "c.sqlite")
+
+
+def test_a_read_only_folder_is_refused_naming_the_path(tmp_path, monkeypatch):
+    import os
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        if os.geteuid() == 0:  # root writes anywhere: check the refusal through os.access's answer
+            monkeypatch.setattr(os, "access", lambda *a, **k: False)
+        with pytest.raises(ValueError, match=f"{folder / 'c.sqlite'}.*no permission"):
+            EntailmentCache(folder / "c.sqlite")
+    finally:
+        folder.chmod(0o755)
+
+
+def test_sqlite_open_errors_become_value_errors_naming_the_path(tmp_path, monkeypatch):
+    import sqlite3
+
+    def refuse(*args, **kwargs):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(sqlite3, "connect", refuse)
+    with pytest.raises(ValueError, match=f"{tmp_path / 'c.sqlite'}.*cannot open it"):
+        EntailmentCache(tmp_path / "c.sqlite")
+
+
+def test_the_input_file_as_cache_is_refused(tmp_path):
+    from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings
+
+    data = tmp_path / "samples.jsonl"
+    data.write_text("{}\n")
+    settings = DataSettings(dataset="custom", source="file", path=str(data))
+    with pytest.raises(ValueError, match="--entail-cache .* is the input file"):
+        RunConfig("score-samples", settings, runtime=RuntimeSettings(entail_cache=str(data)))
+    assert data.read_text() == "{}\n"
+    RunConfig("score-samples", settings, runtime=RuntimeSettings(entail_cache=str(tmp_path / "c.sqlite")))

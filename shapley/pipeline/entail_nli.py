@@ -2,7 +2,8 @@
 
 Forward passes follow the batch rule of :mod:`shapley.pipeline.entail_base`: one question's pairs alone,
 sorted by decreasing token length (ties in the group's canonical pair order), cut into passes of at most
-``PASS_LIMITS[device kind]`` pairs and padded tokens, each padded to its longest pair. Every limit is a
+``PASS_LIMITS[device kind]`` pairs and padded tokens, a new pass where a pair is much shorter than the
+pass's longest (the ``fill`` limit), each padded to its longest pair. Every limit is a
 constant, never the free memory or the ``batch_size`` setting, so a pair's probabilities are the same in
 every call. Groups are tokenised in chunks of growing size (``FIRST_CHUNK_PAIRS`` pairs first, then twice
 as many each time) so that the host tokenises while the device runs the previous chunk's passes.
@@ -37,28 +38,37 @@ from shapley.pipeline.models import (
 
 __all__ = ["FIRST_CHUNK_PAIRS", "PASS_LIMITS", "HFNLIBackend", "pass_limits", "plan_token_batches"]
 
-#: fixed limits of one forward pass by device kind: (pairs, padded tokens or None); part of the cache key
-PASS_LIMITS: dict[str, tuple[int, int | None]] = {"cpu": (32, None), "cuda": (512, 16384)}
+#: fixed limits of one forward pass by device kind: (pairs, padded tokens or None, fill); part of the cache key.
+#: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every
+#: padded token; a GPU for every pass, so it packs fuller passes)
+PASS_LIMITS: dict[str, tuple[int, int | None, float]] = {"cpu": (32, None, 0.75), "cuda": (512, 16384, 0.0)}
 #: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
 FIRST_CHUNK_PAIRS = 1024
 
 
-def pass_limits(device: torch.device) -> tuple[int, int | None]:
-    """(pairs, padded tokens or None) per forward pass on ``device``'s kind (other kinds: the CPU's)."""
+def pass_limits(device: torch.device) -> tuple[int, int | None, float]:
+    """(pairs, padded tokens or None, fill) of a forward pass on ``device``'s kind (other kinds: the CPU's)."""
     return PASS_LIMITS.get(device.type, PASS_LIMITS["cpu"])
 
 
-def plan_token_batches(lengths: np.ndarray, max_pairs: int, max_tokens: int | None) -> list[np.ndarray]:
-    """Batches of pair indices: pairs sorted by decreasing token length, each batch at most ``max_pairs``
-    pairs and, with a budget, at most ``max_tokens`` padded tokens (pairs x its longest pair; a pair longer
-    than the budget goes alone)."""
-    order = np.argsort(-np.asarray(lengths), kind="stable")
+def plan_token_batches(
+    lengths: np.ndarray, max_pairs: int, max_tokens: int | None, fill: float = 0.0
+) -> list[np.ndarray]:
+    """Batches of pair indices: pairs sorted by decreasing token length (ties in index order), each batch at
+    most ``max_pairs`` pairs and, with a budget, at most ``max_tokens`` padded tokens (pairs x its longest
+    pair; a pair longer than the budget goes alone); a batch also ends before a pair shorter than ``fill``
+    times its longest pair (so at most a fraction ``1 - fill`` of a row is padding)."""
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
     batches, start = [], 0
     while start < len(order):
         longest = int(lengths[order[start]])
         size = max_pairs if max_tokens is None else max(1, min(max_pairs, max_tokens // max(1, longest)))
-        batches.append(order[start : start + size])
-        start += size
+        end = min(start + size, len(order))
+        short = np.nonzero(lengths[order[start + 1 : end]] < fill * longest)[0]
+        end = start + 1 + int(short[0]) if len(short) else end
+        batches.append(order[start:end])
+        start = end
     return batches
 
 
@@ -117,14 +127,15 @@ class HFNLIBackend(EntailmentBackend):
             not isinstance(max_batch_tokens, int) or isinstance(max_batch_tokens, bool) or max_batch_tokens < 1
         ):
             raise ValueError(f"max_batch_tokens must be None or an integer >= 1, got {max_batch_tokens!r}")
-        pairs, tokens = pass_limits(self.device)
-        self.max_batch_pairs = pairs
+        pairs, tokens, fill = pass_limits(self.device)
+        self.max_batch_pairs, self.pass_fill = pairs, fill
         self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else tokens
         self.computation.update(
             device=self.device.type,
             dtype=str(self.dtype).removeprefix("torch."),
             pass_pairs=self.max_batch_pairs,
             pass_tokens=self.max_batch_tokens,
+            pass_fill=self.pass_fill,
         )
         self.stats["batch_size"] = {"pairs": self.max_batch_pairs, "tokens": self.max_batch_tokens}
 
@@ -177,7 +188,10 @@ class HFNLIBackend(EntailmentBackend):
         batches, at = [], 0
         for size in sizes:
             batches += [
-                b + at for b in plan_token_batches(lengths[at : at + size], self.max_batch_pairs, self.max_batch_tokens)
+                b + at
+                for b in plan_token_batches(
+                    lengths[at : at + size], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill
+                )
             ]
             at += size
         pad = int(self.tokenizer.pad_token_id or 0)

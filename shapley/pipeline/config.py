@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from shapley.core.psd import PSD_POLICIES
@@ -327,6 +328,10 @@ class RunConfig:
             )
         else:
             _check(self.generation is None, "a 'score-samples' configuration has no generation settings")
+        cache = self.runtime.entail_cache_arg()
+        if isinstance(cache, str) and self.data.path is not None:
+            same = Path(cache).expanduser().resolve() == Path(self.data.path).expanduser().resolve()
+            _check(not same, f"--entail-cache {cache} is the input file {self.data.path}; give the cache its own path")
 
     # --- derived labels ---------------------------------------------------------------------------
     @property

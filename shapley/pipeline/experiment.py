@@ -663,8 +663,9 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
     backend = LazyBackend(config.entailment, config.runtime, None if bs is None else max(bs, 8))
     if check_resumable(output, config) is None:
         loaded = generator.get()  # models that cannot load fail before the output directory exists
-        if config.generation is not None and config.generation.rows_per_batch is None:  # record the automatic size
-            generator.config.rows_per_batch = loaded.batch_rows()
+        rows_of = getattr(loaded, "batch_rows", None)
+        if config.generation is not None and config.generation.rows_per_batch is None and callable(rows_of):
+            generator.config.rows_per_batch = int(rows_of())  # a new run records its automatic size
             gen_settings = dataclasses.replace(config.generation, rows_per_batch=generator.config.rows_per_batch)
             config = config.replace(generation=gen_settings)
         backend.get()

@@ -133,6 +133,7 @@ class PromptsMixin:
         return prompt, (split if split >= MIN_PREFIX_TOKENS else 0)
 
     # ---------------------------------------------------------------------------------------------
+    @torch.inference_mode()
     def _prefix_cache(self, prefix: tuple[int, ...]) -> Any | None:
         """The key-value cache of ``prefix`` (one row), computed on first use; None (and the prefix cache off,
         with a note) when this model's cache cannot be reused."""
@@ -176,6 +177,7 @@ class PromptsMixin:
         hidden = None if head is None else head.take()
         return PromptState(len(prompt), out.logits[:, -1, :], out.past_key_values, hidden)
 
+    @torch.inference_mode()
     def _expand(self, state: PromptState, rows: int, extra: int) -> Any:
         """A cache of ``rows`` copies of the prompt's cache, for ``extra`` more tokens: preallocated (static)
         when that is on and works for this model, else a dynamic copy. The prompt's own cache is left as is."""

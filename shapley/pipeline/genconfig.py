@@ -14,7 +14,7 @@ import torch
 
 from shapley.pipeline.records import QARecord
 
-#: rows per decoding batch on a CPU when ``GenerationConfig.batch_size`` is None
+#: least rows per decoding batch on a CPU when no size is set (a question's 1 + n_samples rows when more)
 CPU_BATCH_ROWS = 8
 #: upper bound of an automatic batch (rows) on CUDA
 MAX_AUTO_ROWS = 1024
@@ -34,7 +34,8 @@ class GenerationConfig:
 
     ``temperature`` 0 means greedy sampling; ``top_k`` 0 and ``top_p`` 1 switch those filters off.
     ``stop``: answers end at the first of these strings. ``batch_size``: rows (sequences) per decoding batch;
-    ``None`` = automatic (8 on a CPU, from free memory on CUDA; see the module docstring).
+    ``None`` = automatic (on a CPU 8, or a question's rows when more; from free memory on CUDA; see the module
+    docstring).
     ``p_true`` / ``a4c``: also compute p(True) and the ask-for-confidence reply for the greedy answer.
     ``hidden_state``: keep the greedy answer's last-token hidden state (for ER).
     ``chat_template``: wrap prompts in the tokenizer's chat template (``None`` = when it has one). The

@@ -172,14 +172,15 @@ class DecodingMixin:
 
     def batch_rows(self, context_tokens: int | None = None) -> int:
         """Rows per decoding batch: ``config.rows_per_batch`` (a run's recorded size), else ``config.batch_size``,
-        else 8 on a CPU, else what the key-value cache of ``context_tokens`` tokens per row (default: 512 +
-        max_new_tokens) fits in the free device memory; never more than a size that ran out of memory before."""
+        else on a CPU 8 or a question's ``1 + n_samples`` rows if more, else what the key-value cache of
+        ``context_tokens`` tokens per row (default: 512 + max_new_tokens) fits in the free device memory; never more
+        than a size that ran out of memory before."""
         if self.config.rows_per_batch is not None:
             rows = self.config.rows_per_batch
         elif self.config.batch_size is not None:
             rows = self.config.batch_size
-        elif self.device.type != "cuda":
-            rows = CPU_BATCH_ROWS
+        elif self.device.type != "cuda":  # a question's rows in one batch: its cache is copied once
+            rows = max(CPU_BATCH_ROWS, 1 + self.config.n_samples)
         else:
             context = context_tokens or ASSUMED_PROMPT_TOKENS + self.config.max_new_tokens
             per_row = kv_cache_bytes_per_token(self.model) * context + 48 * self._vocab_size()

@@ -36,10 +36,11 @@ call, shard or resume point. Across rows-per-batch settings the numbers agree up
 (batched matrix products of other shapes round differently), which is why a run records its rows per batch
 and a resume reuses it. On CUDA in bf16 that noise is at the 1e-3 level and can change a sampled token.
 
-Batch sizes: ``GenerationConfig.rows_per_batch`` (a run's recorded size), else ``batch_size``, else automatic:
-8 on a CPU and, on CUDA, as many rows as the key-value cache of the longest prompt fits in the free device
-memory (``torch.cuda.mem_get_info``). A batch that runs out of memory is split in half and retried, and later
-batches stay at the smaller size; the sizes used are counted in ``Generator.stats``.
+Batch sizes: ``GenerationConfig.rows_per_batch`` (a run's recorded size), else ``batch_size``, else automatic: on a
+CPU 8, or a question's ``1 + n_samples`` rows when more, and, on CUDA, as many rows as the key-value cache of the
+longest prompt fits in the free device memory (``torch.cuda.mem_get_info``). A batch that runs out of memory is
+split in half and retried, and later batches stay at the smaller size; the sizes used are counted in
+``Generator.stats``.
 
 Code: prompts and the prefix cache in :mod:`shapley.pipeline.genprompts`, decoding in
 :mod:`shapley.pipeline.gendecode`, self-evaluation in :mod:`shapley.pipeline.genselfeval`, settings and pure

@@ -813,3 +813,9 @@ def test_rows_per_batch_setting_wins_over_the_runtime_batch_size(tiny):
         GenerationConfig(rows_per_batch=0)
     with pytest.raises(ValueError, match="prefix_cache"):
         GenerationConfig(prefix_cache="yes")  # type: ignore[arg-type]
+
+
+def test_automatic_cpu_rows_hold_a_whole_question(tiny):
+    """On a CPU the automatic size is 8 rows, or a question's 1 + n_samples rows when more (one cache copy)."""
+    assert gen(tiny, batch_size=None, n_samples=10).batch_rows() == 11
+    assert gen(tiny, batch_size=None, n_samples=3).batch_rows() == 8

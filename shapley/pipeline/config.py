@@ -143,7 +143,11 @@ class GenerationSettings:
     ``model``: ``smollm2`` (packaged), a local path or a hub id. ``temperature`` 0 is greedy; ``top_k`` 0 and
     ``top_p`` 1 switch those filters off. ``p_true`` / ``a4c``: also ask the p(True) and confidence prompts.
     ``chat_template``: wrap prompts in the tokenizer's chat template (default: the raw few-shot string, as in
-    the paper). ``dtype``: model dtype (``None``: bf16 on CUDA, fp32 on CPU).
+    the paper). ``dtype``: model dtype (``None``: bf16 on CUDA, fp32 on CPU). ``rows_per_batch``: rows per
+    decoding batch (``None``: a new run chooses it automatically and records it; a resume and each shard reuse
+    the recorded value). ``prefix_cache``: prefill each dataset's shared few-shot block once (see
+    :mod:`shapley.pipeline.genprompts`); a run written before these settings existed reads as ``None`` rows and
+    no prefix cache. Both move numbers by float round-off only, but a run keeps one value of each.
     """
 
     model: str = "smollm2"
@@ -156,9 +160,16 @@ class GenerationSettings:
     p_true: bool = True
     a4c: bool = True
     dtype: str | None = None
+    rows_per_batch: int | None = None
+    prefix_cache: bool = True
 
     def __post_init__(self) -> None:
         _check(isinstance(self.model, str) and bool(self.model.strip()), "--model must be a non-empty spec")
+        _check(
+            self.rows_per_batch is None or (_is_int(self.rows_per_batch) and self.rows_per_batch >= 1),
+            f"--rows-per-batch must be >= 1; got {self.rows_per_batch!r}",
+        )
+        _check(isinstance(self.prefix_cache, bool), f"prefix_cache must be true or false; got {self.prefix_cache!r}")
         _check(_is_int(self.n_samples) and self.n_samples >= 1, f"--n-samples must be >= 1; got {self.n_samples!r}")
         _check(
             _is_number(self.temperature) and 0.0 <= self.temperature < float("inf"),
@@ -377,6 +388,8 @@ class RunConfig:
             values = dict(group)
             if name == "data":
                 values.setdefault("reference_field", None)  # written before the setting existed (schema <= 2)
+            if name == "generation":
+                values.setdefault("prefix_cache", False)  # written before the prefix cache existed: whole prompts
             if name == "scoring" and "methods" in values:
                 values["methods"] = tuple(values["methods"])
             kw[name] = kind(**values)
@@ -443,6 +456,7 @@ class RunConfig:
                     if k in s
                 },
                 model=s["model"],
+                prefix_cache=False,  # schema 1 runs prefilled whole prompts
             )
         scoring = ScoringSettings(
             methods=tuple(s["methods"]) if s.get("methods") else score.DEFAULT_METHODS,

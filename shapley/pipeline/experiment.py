@@ -48,6 +48,7 @@ from shapley.pipeline.store import (
     RunDir,
     check_resumable,
     fingerprint,
+    read_record,
     record_checksum,
     repo_relative,
     sha256_file,
@@ -448,6 +449,20 @@ def _generation_stage(
     return gens
 
 
+def _recorded_generation_path(config: RunConfig, output: str | os.PathLike[str]) -> RunConfig:
+    """A resume decodes as its run did: the rows per batch and the prefix-cache setting recorded in its
+    ``config.json`` (an old run: no prefix cache) replace unset or default ones."""
+    stored = read_record(output) if Path(output).is_dir() else None
+    if stored is None or config.generation is None:
+        return config
+    recorded = RunConfig.from_stored(stored).generation
+    if recorded is None:
+        return config
+    rows = config.generation.rows_per_batch or recorded.rows_per_batch
+    gen = dataclasses.replace(config.generation, rows_per_batch=rows, prefix_cache=recorded.prefix_cache)
+    return config.replace(generation=gen)
+
+
 def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: Sequence[str] | None = None) -> Path:
     """The whole experiment (``python -m shapley run``): data -> generate -> entail -> score -> metrics.
 
@@ -462,11 +477,17 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
     placed = take_shard(all_records, config.data.shard, key=lambda r: r.id)
     records = [r for _, r in placed]
     position = {r.id: pos for pos, r in placed}
+    config = _recorded_generation_path(config, output)
     generator = LazyGenerator(config)
     bs = config.runtime.batch_size
     backend = LazyBackend(config.entailment, config.runtime, None if bs is None else max(bs, 8))
     if check_resumable(output, config) is None:
-        generator.get()  # models that cannot load fail before the output directory exists
+        loaded = generator.get()  # models that cannot load fail before the output directory exists
+        rows_of = getattr(loaded, "batch_rows", None)
+        if config.generation is not None and config.generation.rows_per_batch is None and callable(rows_of):
+            generator.config.rows_per_batch = int(rows_of())  # a new run records its automatic size
+            gen_settings = dataclasses.replace(config.generation, rows_per_batch=generator.config.rows_per_batch)
+            config = config.replace(generation=gen_settings)
         backend.get()
     with RunDir.open(output, config, argv=argv) as run:
         fps = _store_questions(run, records)

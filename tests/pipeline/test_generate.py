@@ -107,6 +107,11 @@ def gen(tiny, **kw) -> Generator:
     return Generator(model, GenerationConfig(**base), tokenizer=tok)
 
 
+def decode(g, prompts, seeds, steps, keep_hidden=False):
+    """Row r of prompt ``prompts[r]`` with seed ``seeds[r]`` (None: greedy), each prompt on its own."""
+    return [g.decode_prompt(p, [s], steps, keep_hidden)[0] for p, s in zip(prompts, seeds, strict=True)]
+
+
 def test_shapes_and_ranges(tiny):
     g = gen(tiny)
     out = g.generate(records())
@@ -134,7 +139,7 @@ def test_logprobs_match_a_full_forward_pass(tiny):
     model, _ = tiny
     g = gen(tiny, temperature=0.7, top_k=20, top_p=0.9, stop=())
     prompts = [g._encode(r.prompt) for r in records()]  # different lengths -> left padding
-    decoded = g._decode(prompts, [None, 11, 12], 8)
+    decoded = decode(g, prompts, [None, 11, 12], 8)
     for prompt, d in zip(prompts, decoded, strict=True):
         assert len(d.tokens) == len(d.logprobs) == len(d.entropies) > 0
         ids = torch.tensor([prompt + d.tokens])
@@ -149,7 +154,7 @@ def test_logprobs_match_a_full_forward_pass(tiny):
 
 def test_greedy_row_is_argmax(tiny):
     g = gen(tiny, stop=())
-    d = g._decode([g._encode("Q: hi\nA:")], [None], 6)[0]
+    d = g.decode_prompt(g._encode("Q: hi\nA:"), [None], 6)[0]
     assert len(d.tokens) == 6
     model, _ = tiny
     ids = g._encode("Q: hi\nA:")
@@ -334,10 +339,10 @@ def test_out_of_memory_batch_is_split_and_retried(tiny):
     g = gen(tiny, batch_size=16)
     inner = g._decode
 
-    def limited(prompts, *args, **kw):
-        if len(prompts) > 3:
+    def limited(state, seeds, *args, **kw):
+        if len(seeds) > 3:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (fake)")
-        return inner(prompts, *args, **kw)
+        return inner(state, seeds, *args, **kw)
 
     g._decode = limited
     with pytest.warns(RuntimeWarning, match="out of device memory"):
@@ -348,10 +353,10 @@ def test_out_of_memory_batch_is_split_and_retried(tiny):
             np.concatenate(x.sample_token_logprobs), np.concatenate(y.sample_token_logprobs), atol=1e-4
         )
         assert x.p_true == pytest.approx(y.p_true, abs=1e-5)
-    assert g.stats["oom_splits"] >= 2 and max(g.stats["batch_rows_used"]) <= 3
+    assert g.stats["oom_splits"] >= 1 and max(g.stats["batch_rows_used"]) <= 3
     assert g.batch_rows() <= 4  # later batches start at the size that worked
 
-    def always(prompts, *args, **kw):
+    def always(state, seeds, *args, **kw):
         raise torch.OutOfMemoryError("fake")
 
     g._decode = always
@@ -379,7 +384,7 @@ def test_hidden_state_is_the_last_kept_tokens_final_hidden_state(tiny):
     for kw in [dict(stop=(), max_new_tokens=5), dict(stop=("a", "e", "\n"), max_new_tokens=12)]:
         g = gen(tiny, n_samples=1, **kw)
         prompts = [g._encode(r.prompt) for r in records()]
-        decoded = g._decode(prompts, [None, 3, None], kw["max_new_tokens"], keep_hidden=True)
+        decoded = decode(g, prompts, [None, 3, None], kw["max_new_tokens"], keep_hidden=True)
         assert decoded[1].hidden is None  # sampled rows keep none
         for prompt, d in [(prompts[0], decoded[0]), (prompts[2], decoded[2])]:
             ids = torch.tensor([prompt + d.tokens])
@@ -409,7 +414,7 @@ def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
     """The decoding loop moves data to the host once per step (plus a constant number of times per batch)."""
     g = gen(tiny, stop=("\n",), max_new_tokens=12)
     g._lookup_tables()
-    prompts = [g._encode(r.prompt) for r in records()]
+    prompt = g._encode(records()[2].prompt)
     counts = {"n": 0}
     for name in ("cpu", "tolist", "item", "numpy"):
         original = getattr(torch.Tensor, name)
@@ -420,7 +425,7 @@ def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
 
         monkeypatch.setattr(torch.Tensor, name, counted)
     steps_before = g.stats["decode_steps"]
-    g._decode(prompts, [None, 1, 2], 12, keep_hidden=True)
+    g.decode_prompt(prompt, [None, 1, 2], 12, keep_hidden=True)
     steps = g.stats["decode_steps"] - steps_before
     assert steps >= 5
     assert counts["n"] <= 2 * steps + 8  # one .cpu() and its .numpy() per step, and a few per batch
@@ -430,7 +435,7 @@ def test_eos_stops_and_is_not_kept(tiny):
     model, tok = tiny
     g = gen(tiny, stop=())
     g._eos_ids = set(range(len(tok)))  # every token ends the sequence at once
-    d = g._decode([g._encode("Q: hi\nA:")], [5], 5)[0]
+    d = g.decode_prompt(g._encode("Q: hi\nA:"), [5], 5)[0]
     assert d.tokens == [] and d.text == "" and d.logprobs == []
 
 
@@ -646,3 +651,171 @@ def test_runs_without_hidden_states_skip_er_as_before(tmp_path, monkeypatch):
     assert not (out / "hidden").exists()
     m = pd.read_csv(out / "metrics.csv").set_index("method")
     assert "ER" not in m.index or not np.isfinite(m.loc["ER", "auroc"])
+
+
+# --------------------------------------------------------------------------------------------------
+# one prefill per question; a question's numbers do not depend on the other questions (issues 16 and 19)
+
+SHOTS = "Q: What is the capital of France?\nA: Paris\nQ: Who wrote Hamlet?\nA: Shakespeare\n"
+
+
+def shared_records(n: int = 4) -> list[QARecord]:
+    """Records of one toy dataset: the same few-shot block, then each question."""
+    return [
+        QARecord(
+            id=f"s{i}",
+            dataset="toy",
+            question=f"What is {i} plus {i}?",
+            references=(str(2 * i),),
+            prompt=f"{SHOTS}Q: What is {i} plus {i}?\nA:",
+        )
+        for i in range(n)
+    ]
+
+
+def _fields(o: Generation) -> tuple:
+    hidden = None if o.hidden is None else o.hidden.tobytes()
+    return (
+        o.samples,
+        o.answer,
+        o.sample_token_logprobs,
+        o.sample_token_entropies,
+        o.answer_token_logprobs,
+        o.answer_token_entropies,
+        o.p_true,
+        o.a4c_text,
+        hidden,
+    )
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8, 44])
+@pytest.mark.parametrize("prefix_cache", [False, True])
+def test_a_question_is_generated_alike_alone_or_with_others(tiny, rows, prefix_cache):
+    """Bit for bit: texts, log-probabilities, entropies, p(True), A4C and the hidden state of a question are
+    the same alone, after other questions, in another order, or split into other calls, at every
+    rows-per-batch setting (with and without the prefix cache)."""
+    recs = records(3) + shared_records(3)
+    kw = dict(n_samples=10, rows_per_batch=rows, prefix_cache=prefix_cache, max_new_tokens=8)
+    together = gen(tiny, **kw).generate(recs)
+    reordered = gen(tiny, **kw).generate(recs[::-1])[::-1]
+    for i, rec in enumerate(recs):
+        alone = gen(tiny, **kw).generate([rec])[0]
+        assert _fields(alone) == _fields(together[i]) == _fields(reordered[i]), rec.id
+
+
+def _count_prefills(model) -> tuple[dict[str, int], object]:
+    counts = {"prefills": 0, "steps": 0}
+
+    def hook(_module, _args, kwargs):
+        ids = kwargs.get("input_ids")
+        counts["prefills" if ids is not None and ids.shape[1] > 1 else "steps"] += 1
+
+    return counts, model.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8, 11, 44])
+def test_one_prefill_per_question_at_every_rows_per_batch(tiny, rows):
+    """Each question's prompt is prefilled once, whatever the rows per batch; with the prefix cache the shared
+    few-shot block is prefilled once for all questions, and each question prefills only its suffix."""
+    model, _ = tiny
+    base = dict(n_samples=10, rows_per_batch=rows, p_true=False, a4c=False, max_new_tokens=6)
+    for prefix_cache, extra in [(False, 0), (True, 1)]:
+        g = gen(tiny, prefix_cache=prefix_cache, **base)
+        counts, handle = _count_prefills(model)
+        try:
+            g.generate(shared_records(4))
+        finally:
+            handle.remove()
+        assert counts["prefills"] == 4 + extra, (prefix_cache, counts)
+        assert g.stats["prompt_prefills"] == 4 and g.stats["prefix_prefills"] == extra
+        assert g.stats["decode_batches"] == 4 * math.ceil(11 / rows)
+        assert max(g.stats["batch_rows_used"]) == min(rows, 11)
+
+
+def test_shared_prefix_is_the_template_head_in_token_ids(tiny):
+    """The cached prefix is the common token-id prefix of the prompt and its template head: the same for
+    every question of a dataset, ending before the question, and not dependent on the other records."""
+    from shapley.pipeline.genprompts import MIN_PREFIX_TOKENS, common_prefix_length, template_head
+
+    g = gen(tiny)
+    recs = shared_records(4)
+    assert template_head(recs[1]) == SHOTS + "Q: "
+    splits = {g.record_prompt(r)[1] for r in recs}
+    assert len(splits) == 1
+    split = splits.pop()
+    prompts = [g.record_prompt(r)[0] for r in recs]
+    assert MIN_PREFIX_TOKENS <= split <= common_prefix_length(prompts[0], prompts[1])
+    assert g._decode_text(prompts[0][:split]) in SHOTS + "Q: "
+    assert gen(tiny, prefix_cache=False).record_prompt(recs[0])[1] == 0
+    short = QARecord(id="x", dataset="toy", question="Hi?", references=("a",), prompt="Q: Hi?\nA:")
+    assert g.record_prompt(short)[1] == 0  # a prefix shorter than MIN_PREFIX_TOKENS is not cached
+    coqa = QARecord(
+        id="c",
+        dataset="coqa",
+        question="Who?",
+        references=("a",),
+        prompt=SHOTS + "Passage: P Q.\nQ: Who?\nA:",
+        context="P Q.",
+    )
+    assert template_head(coqa) == SHOTS + "Passage: "
+
+
+def test_prefix_cache_agrees_with_whole_prompt_prefill(tiny):
+    """Cached vs uncached on a CPU in fp32, temperature 1, same seeds: identical texts on >= 99% of rows, and
+    log-probabilities within 1e-4 up to the first differing token."""
+    recs = shared_records(8)
+    kw = dict(n_samples=10, max_new_tokens=10, stop=(), p_true=True, a4c=False)
+    on, off = gen(tiny, prefix_cache=True, **kw), gen(tiny, prefix_cache=False, **kw)
+    a, b = on.generate(recs), off.generate(recs)
+    assert on.stats["prefix_prefills"] == 1 and on.stats["prefix_tokens_reused"] > 0
+    assert off.stats["prefix_prefills"] == 0
+    same = rows = 0
+    for x, y in zip(a, b, strict=True):
+        pairs = [(x.answer, y.answer, x.answer_token_logprobs, y.answer_token_logprobs)]
+        pairs += list(zip(x.samples, y.samples, x.sample_token_logprobs, y.sample_token_logprobs, strict=True))
+        for tx, ty, lx, ly in pairs:
+            rows += 1
+            same += tx == ty
+            n = next((i for i, (p, q) in enumerate(zip(lx, ly, strict=False)) if abs(p - q) > 1e-4), None)
+            assert n is None or tx != ty, (tx, ty)
+        np.testing.assert_allclose(x.hidden.astype(float), y.hidden.astype(float), atol=1e-2)
+        assert x.p_true == pytest.approx(y.p_true, abs=1e-6)
+    assert rows == 88 and same / rows >= 0.99
+
+
+def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeypatch):
+    """A cache whose layers are not plain dynamic ones: whole-prompt prefills, the same outputs, and a note."""
+    from shapley.pipeline import genprompts
+
+    g = gen(tiny, prefix_cache=True, p_true=False, a4c=False)
+    original = g._forward
+
+    def forward(**kw):
+        out = original(**kw)
+        if kw["input_ids"].shape[1] > 1 and "past_key_values" not in kw:
+            for layer in out.past_key_values.layers:
+                layer.__class__ = type("OtherLayer", (layer.__class__,), {})
+        return out
+
+    monkeypatch.setattr(g, "_forward", forward)
+    out = g.generate(shared_records(2))
+    assert g.stats["prefix_cache"].startswith("off (this model's cache layers")
+    assert g.stats["prompt_prefills"] == 2 and g.stats["prefix_tokens_reused"] == 0
+    reference = gen(tiny, prefix_cache=False, p_true=False, a4c=False).generate(shared_records(2))
+    assert [_fields(o) for o in out] == [_fields(o) for o in reference]
+    assert genprompts.PREFIX_CACHE_ENTRIES >= 1
+
+
+def test_rows_per_batch_setting_wins_over_the_runtime_batch_size(tiny):
+    assert gen(tiny, batch_size=5, rows_per_batch=3).batch_rows() == 3
+    assert gen(tiny, batch_size=5).batch_rows() == 5
+    with pytest.raises(ValueError, match="rows_per_batch"):
+        GenerationConfig(rows_per_batch=0)
+    with pytest.raises(ValueError, match="prefix_cache"):
+        GenerationConfig(prefix_cache="yes")  # type: ignore[arg-type]
+
+
+def test_automatic_cpu_rows_hold_a_whole_question(tiny):
+    """On a CPU the automatic size is 8 rows, or a question's 1 + n_samples rows when more (one cache copy)."""
+    assert gen(tiny, batch_size=None, n_samples=10).batch_rows() == 11
+    assert gen(tiny, batch_size=None, n_samples=3).batch_rows() == 8

@@ -163,3 +163,42 @@ def test_smollm2_hidden_state_and_static_cache(smollm2):
         assert a.hidden.shape == (model.config.hidden_size,) and a.hidden.dtype == np.float16
         assert (a.answer, a.samples) == (b.answer, b.samples)
         np.testing.assert_allclose(a.answer_token_logprobs, b.answer_token_logprobs, atol=1e-3)
+
+
+@needs_smollm2
+def test_smollm2_prefix_cache_agrees_with_whole_prompt_prefill(smollm2):
+    """Cached vs uncached on a CPU in fp32 at temperature 1, same seeds: identical texts on >= 99% of rows and
+    log-probabilities within 1e-4 up to the first differing token; the shared 5-shot block is prefilled once."""
+    from shapley.pipeline.generate import GenerationConfig, Generator
+    from shapley.pipeline.records import QARecord
+
+    model, tok, _ = smollm2
+    shots = "Answer the question as following examples.\nExamples:\n" + "".join(
+        f"Q: {q}\nA: {a}\n"
+        for q, a in [
+            ("What is the capital of Italy?", "Rome"),
+            ("Who painted the Mona Lisa?", "Leonardo da Vinci"),
+            ("What is the largest ocean on Earth?", "The Pacific Ocean"),
+            ("How many legs does a spider have?", "Eight"),
+            ("Which gas do plants absorb from the air?", "Carbon dioxide"),
+        ]
+    )
+    recs = [
+        QARecord(id=f"p{i}", dataset="toy", question=q, references=("x",), prompt=f"{shots}Q: {q}\nA:")
+        for i, q in enumerate(["What is the capital of France?", "Which planet is known as the Red Planet?"])
+    ]
+    base = dict(n_samples=10, max_new_tokens=16, seed=5, progress=False, p_true=False, a4c=False, hidden_state=False)
+    cached = Generator(model, GenerationConfig(**base, prefix_cache=True), tokenizer=tok)
+    whole = Generator(model, GenerationConfig(**base, prefix_cache=False), tokenizer=tok)
+    a, b = cached.generate(recs), whole.generate(recs)
+    assert cached.stats["prefix_prefills"] == 1 and cached.stats["prefix_tokens_reused"] >= 2 * 60
+    same = rows = 0
+    for x, y in zip(a, b, strict=True):
+        pairs = [(x.answer, y.answer, x.answer_token_logprobs, y.answer_token_logprobs)]
+        pairs += list(zip(x.samples, y.samples, x.sample_token_logprobs, y.sample_token_logprobs, strict=True))
+        for tx, ty, lx, ly in pairs:
+            rows += 1
+            same += tx == ty
+            first = next((i for i, (p, q) in enumerate(zip(lx, ly, strict=False)) if abs(p - q) > 1e-4), None)
+            assert first is None or tx != ty, (tx, ty)
+    assert rows == 22 and same / rows >= 0.99

@@ -151,8 +151,8 @@ _LIMIT_HELP = (
     "questions; a K below what the run already holds is noted and recorded in config.json (outputs)"
 )
 _BATCH_HELP = (
-    "Batching may move entailment probabilities by about 1e-7 and generation log-probabilities by about 1e-5; "
-    "the sizes used are recorded per call, and a resume with other sizes is noted"
+    "Entailment passes are fixed per question and device kind, so batch sizes never move an entailment probability; "
+    "the sizes used are recorded per call"
 )
 
 
@@ -262,8 +262,20 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
         "--batch-size",
         type=_positive_int,
         default=None,
-        help="rows (generation) and pairs (entailment) per forward pass (default: 8 and 32 on a CPU, from free "
-        "memory on a GPU). " + _BATCH_HELP,
+        help="generation rows per decoding batch for a new run, like --rows-per-batch (default: 8, or a question's "
+        "rows when more, on a CPU; from free memory on a GPU). " + _BATCH_HELP,
+    )
+    run.add_argument(
+        "--rows-per-batch",
+        type=_positive_int,
+        default=None,
+        help="generation rows per decoding batch, recorded in config.json; a resume and every shard reuse the "
+        "recorded value (other sizes round differently, so a different value is refused on resume)",
+    )
+    run.add_argument(
+        "--no-prefix-cache",
+        action="store_true",
+        help="prefill each whole prompt instead of reusing the dataset's shared few-shot block (recorded setting)",
     )
     run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
     run.add_argument("--n-shots", type=_integer, default=5, help="few-shot examples per prompt (5)")
@@ -307,7 +319,8 @@ def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
         "--batch-size",
         type=_positive_int,
         default=None,
-        help="entailment pairs per forward pass (default: 32 on a CPU, from free memory on a GPU). " + _BATCH_HELP,
+        help="kept for older scripts: entailment pairs per forward pass are fixed per question and device kind "
+        "(at most 32 on a CPU). " + _BATCH_HELP,
     )
     ss.add_argument(
         "--reference-field",
@@ -419,14 +432,19 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         p_true=not a.no_p_true,
         a4c=not a.no_a4c,
         dtype=a.dtype,
+        rows_per_batch=a.rows_per_batch,
+        prefix_cache=not a.no_prefix_cache,
     )
     return RunConfig("run", data, generation, entailment, _scoring(a), runtime, a.seed)
 
 
 def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
     from shapley.pipeline import experiment
+    from shapley.pipeline.entail_cache import check_cache_path
 
     config = config_from_args(a)
+    if config.runtime.entail_cache is not None:  # before generation, not when the entailment stage opens it
+        check_cache_path(Path(config.runtime.entail_cache))
     if config.command == "run":
         path = experiment.run_experiment(config, a.output, argv=argv)
     else:

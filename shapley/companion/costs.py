@@ -127,6 +127,11 @@ EARLIER_REGENERATION_HOURS = 2.0
 hours", timed by hand before the script recorded its own time)."""
 
 
+EARLIER_SQUAD_SECONDS_PER_QUESTION = 18.0
+"""Seconds per SQuAD question of the generation stage (real SmolLM2, CPU, one thread) before each question was
+prefilled once and the shared few-shot block cached: issue 19's outside measurement, for comparison only."""
+
+
 def regeneration_html(results: str | os.PathLike[str]) -> Html:
     """How long the last ``make results`` took, from ``results/regeneration.json``, beside the earlier figure; a
     note when the file is absent (runs regenerated before the script recorded its time)."""

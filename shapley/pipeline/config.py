@@ -31,13 +31,13 @@ from typing import Any, Literal
 from shapley.core.psd import PSD_POLICIES
 from shapley.pipeline import score
 from shapley.pipeline.samples import REFERENCE_FIELDS
-from shapley.pipeline.schemas import _V1_REQUIRED, _V1_TYPES, SCHEMA_2_OPTIONAL, SCHEMA_3_KEYS
+from shapley.pipeline.schemas import _V1_REQUIRED, _V1_TYPES, SCHEMA_2_OPTIONAL, SCHEMA_3_OPTIONAL, SCHEMA_4_KEYS
 
-CONFIG_SCHEMA = 3
+CONFIG_SCHEMA = 4
 """Version of the layout of ``config.json``; 1 (the flat ``settings`` mapping) and 2 (groups without
 ``data.reference_field``, invocations without batch sizes) are still read."""
 
-READ_SCHEMAS = (1, 2, CONFIG_SCHEMA)
+READ_SCHEMAS = (1, 2, 3, CONFIG_SCHEMA)
 
 COMMANDS = ("run", "score-samples")
 SOURCES = ("auto", "local", "online", "file")
@@ -264,11 +264,11 @@ class RuntimeSettings:
     default file, ``"none"`` for no cache, else the path of a sqlite file; give each concurrent shard its own,
     since sqlite on a network file system is unsafe with several writers).
 
-    Batching is not bit-exact: the batch a text is computed in (its size, its neighbours, their padding) moves
-    entailment probabilities by about 1e-7 (below 1e-6) and generation token log-probabilities by about 1e-5
-    (float round-off in padded matrix products; a sampled token can then differ in rare near-ties). A run
-    therefore records, per invocation, the batch sizes its models actually used (``batch_sizes`` in
-    ``config.json``), and a resume with other sizes is noted there (see
+    Batch sizes do not move numbers: entailment forward passes hold one question's pairs alone, cut by fixed
+    limits per device kind (:mod:`shapley.pipeline.entail_base`), and generation decodes each question's rows on
+    their own, in the run's recorded rows per batch (``generation.rows_per_batch``; other sizes round
+    differently, so a resume reuses it). A run still records, per invocation, the batch sizes its models used
+    (``batch_sizes`` in ``config.json``), and a resume with other sizes is noted there (see
     :meth:`shapley.pipeline.store.RunDir.record_batch_sizes`).
     """
 
@@ -397,14 +397,15 @@ class RunConfig:
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> RunConfig:
-        """The configuration of a parsed ``config.json`` (schema 3 or 2, or the flat schema 1).
+        """The configuration of a parsed ``config.json`` (schema 4, 3 or 2, or the flat schema 1).
 
         A key that the file's schema defines but that the file lacks is refused (``ValueError`` naming it,
-        see :data:`SCHEMA_3_KEYS`); a schema-2 file may lack the keys of :data:`SCHEMA_2_OPTIONAL`."""
+        see :data:`SCHEMA_4_KEYS`); a schema-3 file may lack the keys of :data:`SCHEMA_3_OPTIONAL`, a schema-2 file
+        those and the keys of :data:`SCHEMA_2_OPTIONAL`."""
         if not isinstance(stored, Mapping):
             raise ValueError(f"config.json must hold a JSON object; got {type(stored).__name__}")
         schema = stored.get("schema", 1)
-        if schema in (2, CONFIG_SCHEMA):
+        if schema in (2, 3, CONFIG_SCHEMA):
             if "config" not in stored:
                 raise ValueError(f"config.json (schema {schema}) has no 'config' object")
             _check_schema_keys(stored["config"], schema)
@@ -520,11 +521,11 @@ def _check_v1_types(s: Mapping[str, Any]) -> None:
 
 
 def _check_schema_keys(config: Any, schema: int) -> None:
-    """Refuse a schema-2/3 ``config`` object that lacks a key its schema defines (``ValueError`` naming it)."""
+    """Refuse a schema-2/3/4 ``config`` object that lacks a key its schema defines (``ValueError`` naming it)."""
     if not isinstance(config, Mapping):
         raise ValueError(f"a run configuration must be a JSON object; got {type(config).__name__}")
-    optional = SCHEMA_2_OPTIONAL if schema == 2 else frozenset()
-    for key in SCHEMA_3_KEYS:
+    optional = {2: SCHEMA_2_OPTIONAL | SCHEMA_3_OPTIONAL, 3: SCHEMA_3_OPTIONAL}.get(schema, frozenset())
+    for key in SCHEMA_4_KEYS:
         group, _, name = key.rpartition(".")
         if key in optional or (group and config.get(group) is None and group == "generation"):
             continue

@@ -9,8 +9,8 @@
   union as one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
   ``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded
   run uses (:func:`shapley.pipeline.evaluate.write_run_outputs`): the bootstrap intervals, the ER fit,
-  ``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files, up to the
-  entailment model's batch-composition noise (about 1e-7 on a GPU) in the scores.
+  ``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files byte for byte (each
+  question's generation and entailment are computed on their own, see ``tests/pipeline/test_invariance.py``).
 
 The merge refuses (``ValueError`` naming the problem, before anything is written): a directory that is not a
 sharded run; a shard that is running (the merge holds every shard's lock while it reads and writes); shards of

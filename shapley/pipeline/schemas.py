@@ -64,6 +64,14 @@ SCHEMA_2_OPTIONAL: frozenset[str] = frozenset({"data.reference_field", "data.sha
 """Keys of :data:`SCHEMA_3_KEYS` that a schema-2 file may lack (written before they existed; documented
 migration: ``reference_field`` reads as ``None``, the others as their defaults)."""
 
+SCHEMA_4_KEYS: tuple[str, ...] = (*SCHEMA_3_KEYS, "generation.rows_per_batch", "generation.prefix_cache")
+"""Every key a schema-4 ``config.json`` holds: schema 3's and the generation path's recorded settings (rows per
+decoding batch, shared-prefix cache), so that a resume and every shard decode the way the run began."""
+
+SCHEMA_3_OPTIONAL: frozenset[str] = frozenset({"generation.rows_per_batch", "generation.prefix_cache"})
+"""Keys of :data:`SCHEMA_4_KEYS` that a schema-3 (or 2) file may lack: written before they existed; documented
+migration: ``prefix_cache`` reads as ``False`` (whole prompts were prefilled), ``rows_per_batch`` as ``None``."""
+
 _V1_REQUIRED = ("command", "dataset", "entailment")
 _V1_TYPES: dict[str, tuple[str, Any]] = {
     "seed": ("an integer", _is_int),

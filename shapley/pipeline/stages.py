@@ -223,6 +223,7 @@ class LazyBackend:
             "name": getattr(b, "name", spec),
             "fingerprint": getattr(b, "fingerprint", None),
             "is_nli": bool(getattr(b, "is_nli", False)),
+            "computation": getattr(b, "computation", None),
             **compute_kind(b),
         }
 

@@ -2,7 +2,7 @@
 
 A run is a directory::
 
-    config.json        {"schema": 3, "config": RunConfig, "provenance": {...}, "invocations": [...],
+    config.json        {"schema": 4, "config": RunConfig, "provenance": {...}, "invocations": [...],
                         "outputs"?: {...}} (see :meth:`RunDir.open`)
     questions.jsonl    run only: one record per question: its id and ``sha256``, the fingerprint of the question
                        as the data module builds it (question, references, prompt, context). No dataset text:
@@ -143,9 +143,11 @@ LOCK_FILE = ".lock"
 TEST_SLEEP_ENV = "SHAPLEY_TEST_SLEEP_PER_QUESTION"
 TEST_CALL_LOG_ENV = "SHAPLEY_TEST_CALL_LOG"
 
-COMPUTE_KEYS = ("fingerprint", "dtype", "device_kind")
+COMPUTE_KEYS = ("fingerprint", "dtype", "device_kind", "computation")
 """What a run's model information in provenance pins (:meth:`RunDir.record_fingerprint`): the weights, the dtype
-they compute in and the kind of device; every number a model stores depends on all three."""
+they compute in, the kind of device and, for entailment, how its forward passes are formed (the backend's
+``computation``: batching rule and pass limits, :mod:`shapley.pipeline.entail_base`); every number a model stores
+depends on all of them."""
 
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "questions": ("id",),
@@ -426,8 +428,8 @@ class RunDir:
             return None
         message = (
             f"the {stage} stage ran with batch sizes {sizes} in this call but {others[-1]} in an earlier one: "
-            f"{STAGE_FILES.get(stage, stage)} mixes records computed with both (batching may move entailment "
-            "probabilities by about 1e-7 and generation log-probabilities by about 1e-5)"
+            f"{STAGE_FILES.get(stage, stage)} holds records of both calls (entailment passes are fixed per question "
+            "and do not depend on these sizes; generation reuses the run's recorded rows per batch)"
         )
         self.note(message)
         return message

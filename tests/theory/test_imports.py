@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shapley.theory import axiom_search, axioms, cosine, properties, search, symbolic, worstcase
+from shapley.theory import axiom_search, axioms, cosine, properties, property_checks, search, symbolic, worstcase
 
 PKG = Path(__file__).resolve().parents[2] / "shapley"
 OPTIONAL = {"hypothesis": "search.py", "sympy": "symbolic.py"}
@@ -52,7 +52,9 @@ def test_theory_core_modules_import_without_the_extra() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", [axiom_search, axioms, cosine, properties, search, symbolic, worstcase], ids=lambda m: m.__name__
+    "module",
+    [axiom_search, axioms, cosine, properties, property_checks, search, symbolic, worstcase],
+    ids=lambda m: m.__name__,
 )
 def test_doctests(module) -> None:
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -439,8 +439,6 @@ QUOTES: MappingProxyType[str, str] = MappingProxyType(
 )
 
 
-
-
 def _readings(rule: Rule) -> tuple[Reading, ...]:
     return rule.readings_from() if rule.readings_from is not None else rule.readings
 

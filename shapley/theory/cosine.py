@@ -169,6 +169,10 @@ def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0
     return out
 
 
+SWEEP_SETTINGS: dict[str, int] = {"n_starts": 6, "seed": 0, "n_min": 8}
+"""The sweep the book quotes (PSD page and the ``beta-0.5-psd`` verdict): :func:`search_sweep` with these."""
+
+
 def search_first_indefinite_n(results: list[CosineSearch]) -> int | None:
     """The smallest n among ``results`` whose found ``lambda_min(R_beta)`` is negative, else None."""
     return next((r.n for r in results if r.min_eig_R < 0), None)

@@ -157,7 +157,8 @@ def test_the_beta_05_note_quotes_the_cosine_judge_search():
     from shapley.theory import cosine
 
     f = verdicts.facts()
-    found = cosine.search_min_eigenvalue(verdicts.COSINE_SEARCH_N, 0.5, n_starts=8, seed=0)
+    found = cosine.search_sweep(verdicts.COSINE_SEARCH_N, 0.5, **cosine.SWEEP_SETTINGS)[-1]
+    assert found.n == verdicts.COSINE_SEARCH_N
     assert f["cos_search_min"] == f"{found.min_eig_R:.2f}" and found.min_eig_R > 0
     assert int(f["cos_circle_n"]) == cosine.circle_first_indefinite_n(0.5) > verdicts.COSINE_SEARCH_N
 

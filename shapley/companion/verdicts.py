@@ -9,22 +9,40 @@ One vocabulary, used strictly (:data:`VERDICT_KINDS`, meanings in :data:`MEANING
 * ``not reproducible here``: settling it needs what this environment lacks; the note says why and
   :attr:`Rule.command` is the exact command that would settle it with a GPU and the real models.
 
-No number is typed into a note: notes are templates whose ``{fields}`` are filled by :func:`facts`, which
-computes them (from the package, from the paper's transcribed numbers, or from the runs under
-``results/``). ``tests/book/test_prose_numbers.py`` scans the templates for decimal numbers.
+No number is typed into a note: notes are templates whose ``{fields}`` are filled by :func:`facts`
+(:mod:`shapley.companion.verdict_facts`), which computes them (from the package, from the paper's
+transcribed numbers, or from the runs under ``results/``). ``tests/book/test_prose_numbers.py`` scans the
+templates for decimal numbers.
 Each claim also carries at most one sentence quoted from the paper (:data:`QUOTES`), verbatim.
 """
 
 from __future__ import annotations
 
-import functools
-import math
+import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from shapley.companion.verdict_facts import COSINE_SEARCH_N, facts
+
+__all__ = [
+    "BADGES",
+    "COSINE_SEARCH_N",
+    "MEANINGS",
+    "QUOTES",
+    "VERDICTS",
+    "VERDICT_KINDS",
+    "Reading",
+    "Rule",
+    "facts",
+    "paper_scale_command",
+    "typeset",
+    "verdict_table",
+    "verdicts_html",
+]
 
 REPRODUCED = "reproduced"
 CONSISTENT = "consistent"
@@ -136,13 +154,23 @@ _RULES: tuple[Rule, ...] = (
         "The definition as written (eq. 8, printed matrix as C, beta = 0.5) gives {moz_paper1} and {moz_paper2} "
         "nats, not {rep_moz_shap1} and {rep_moz_shap2}. Of the {moz_n_readings} readings tried, {moz_n_match} "
         "gives both printed values at beta = 0.5; with beta left free, {moz_n_fit} fits both, a one-parameter "
-        "fit to two numbers, which is not evidence. The direction (the unrelated answer raises the "
-        "uncertainty) does hold under the definition.",
+        "fit to two numbers, which is not evidence. The direction of the change is judged apart "
+        "(mozart-rise).",
         (
             "shapley.companion.mozart.verdict_facts",
             "shapley.companion.mozart.readings_tried",
             "shapley.companion.mozart.fitted_beta_table",
         ),
+    ),
+    Rule(
+        "mozart-rise",
+        REPRODUCED,
+        ("notebooks/mozart",),
+        "Under the definition as written the uncertainty rises from {moz_paper1} to {moz_paper2} nats when da "
+        "Vinci replaces Beethoven, and it rises under {moz_n_rise} of the {moz_n_finite} other readings with "
+        "finite values (the exception, total correlation, measures redundancy and moves the other way by "
+        "construction). The printed values differ (mozart-shapley); the direction does not.",
+        ("shapley.companion.mozart.verdict_facts", "shapley.companion.mozart.readings_table"),
     ),
     Rule(
         "prop-3.1-existence",
@@ -163,13 +191,24 @@ _RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "beta-0.5-psd",
-        REPRODUCED,
-        ("notebooks/results", "notebooks/psd"),
-        "On our data: {psd05_not} of {psd05_total} kernel matrices (all questions of {psd05_runs} runs) are "
-        "not PSD at beta = 0.5. Caveat, proved: the worst case (two groups of answers) gives "
-        "beta*(n) < 0.5 from n = {psd05_first_n} on (beta*({psd05_first_n}) = {beta_star8}), so no "
-        "beta = 0.5 guarantee holds for every input.",
-        ("shapley.companion.tables.psd_at_beta", f"{_W}.beta_caveat", f"{_W}.two_group_C"),
+        NOT_HERE,
+        ("notebooks/psd", "notebooks/results"),
+        "Our judge is not the paper's. With the embedding stand-in, {psd05_not} of {psd05_total} kernel "
+        "matrices (all questions of {psd05_runs} runs, at most {psd05_max_n} answers) are not PSD at "
+        "beta = 0.5, but that judge (clipped cosine of unit vectors) could hardly fail there: the lowest "
+        "smallest eigenvalue of R that a search over {cos_search_n} unit vectors finds (a bound for every "
+        "smaller n too) is {cos_search_min}. It can fail at larger n: {cos_circle_n} vectors evenly spaced on a "
+        "circle give an indefinite R. Caveat, proved: for a general entailment matrix, beta*(n) < 0.5 from "
+        "n = {psd05_first_n} on (beta*({psd05_first_n}) = {beta_star8}), so no beta = 0.5 guarantee holds "
+        "from that size. An indefinite matrix in a run would contradict the claim.",
+        (
+            "shapley.companion.tables.psd_at_beta",
+            "shapley.theory.cosine.search_min_eigenvalue",
+            "shapley.theory.cosine.circle_first_indefinite_n",
+            f"{_W}.beta_caveat",
+        ),
+        command=paper_scale_command("triviaqa", "L-7B") + " && python -m shapley beta-sweep "
+        "runs/triviaqa-llama-2-7b-hf --n-boot 1000",
     ),
     Rule(
         "diffent-high-dim",
@@ -193,7 +232,8 @@ _RULES: tuple[Rule, ...] = (
         CONTRADICTED,
         (_PROPS,),
         "Property 3 fails in both readings (shrunk counterexamples), and on the paper's degenerate witness "
-        "the Shapley values are undefined. In the sentence reading Properties 1-2 "
+        "the Shapley values are undefined. For the same reason Property 1 with an exact copy is undefined "
+        "(the copy makes R singular), and a near copy breaks it. In the sentence reading Properties 1-2 "
         "fail too, but there the kernel never lets a duplicate reach correlation 1 nor an unrelated answer "
         "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
@@ -358,6 +398,7 @@ VERDICTS: MappingProxyType[str, Rule] = MappingProxyType({r.claim_id: r for r in
 QUOTES: MappingProxyType[str, str] = MappingProxyType(
     {
         "mozart-shapley": "the Shapley uncertainty is computed at 0.40, but it rises to 0.51 in this context",
+        "mozart-rise": "it rises to 0.51 in this context",
         "prop-3.1-existence": "for finite sentences, the correlation matrix generated by … can be proved to be "
         "positive semi-definite",
         "prop-3.1-bound": "The hyper-parameter … ensures positive semi-definiteness of the correlation matrix "
@@ -398,165 +439,22 @@ QUOTES: MappingProxyType[str, str] = MappingProxyType(
 )
 
 
-# ---------------------------------------------------------------------------------------------------
-# The numbers the notes quote, computed
-# ---------------------------------------------------------------------------------------------------
-
-
-def _f(x: float, decimals: int = 3) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{decimals}f}"
-
-
-def _rep(x: float) -> str:
-    """A reported number as printed (Python's shortest repr, which keeps the printed digits)."""
-    return repr(float(x)) if len(repr(float(x))) <= 7 else f"{x:.3f}"
-
-
-@functools.cache
-def _mozart_facts() -> dict[str, str]:
-    from shapley.companion import mozart, reported
-
-    base = mozart.baseline_uncertainties(1)
-    v = mozart.verdict_facts()
-    printed = reported.MOZART_UNCERTAINTY
-    return {
-        "moz_like": _f(base["likelihood"]),
-        "moz_sem": _f(base["semantic_likelihood"]),
-        "rep_moz_like": f"{printed['table1']['likelihood']:.2f}",
-        "rep_moz_sem": f"{printed['table1']['semantic_likelihood']:.2f}",
-        "rep_moz_shap1": f"{printed['table1']['shapley']:.2f}",
-        "rep_moz_shap2": f"{printed['table2']['shapley']:.2f}",
-        "moz_paper1": _f(v["paper_definition"][0], 2),
-        "moz_paper2": _f(v["paper_definition"][1], 2),
-        "moz_n_readings": str(v["readings_tried"]),
-        "moz_n_match": str(len(v["fit_both_at_beta"])),
-        "moz_n_fit": str(len(v["fit_both_beta_free"])),
-    }
-
-
-@functools.cache
-def _psd_facts() -> dict[str, str]:
-    from shapley.core.metrics import auroc
-    from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
-    from shapley.theory import worstcase
-
-    caveat = worstcase.beta_caveat(0.5)
-    return {
-        "bound_paper10": _f(paper_beta_bound(10)),
-        "bound_gersh10": _f(gershgorin_beta_bound(10)),
-        "beta_star10": _f(worstcase.beta_star(10)),
-        "beta_star8": _f(caveat["beta_star_at"]),
-        "psd05_first_n": str(caveat["n_fail"]),
-        "auroc_reversed": _f(auroc([2.0, 1.0], [True, False]), 0),
-    }
-
-
-def _row(rows: Mapping[tuple[str, str], tuple[float, ...]], methods: tuple[str, ...], key: tuple[str, str]):
-    return dict(zip(methods, rows[key], strict=True))
-
-
-def _shap_best(values: Mapping[str, float]) -> bool:
-    return all(values["Shap"] > v for m, v in values.items() if m != "Shap")
-
-
-def _above(values: Mapping[str, float]) -> str:
-    """The methods printed above Shap in a row, with their values: "SE (0.792) and DSE (0.797)"."""
-    above = [f"{m} ({_rep(v)})" for m, v in values.items() if v > values["Shap"]]
-    return " and ".join([", ".join(above[:-1]), above[-1]]) if len(above) > 1 else "".join(above)
-
-
-@functools.cache
-def _table_facts() -> dict[str, str]:
-    from shapley.companion import reported as rp
-
-    t3 = {k: _row(rp.TABLE3_ROWS, rp.TABLE3_METHODS, k) for k in rp.TABLE3_ROWS}
-    t4 = {k: _row(rp.TABLE4_ROWS, rp.TABLE4_METHODS, k) for k in rp.TABLE4_ROWS}
-    gaps = {k: max(v.values()) - v["Shap"] for k, v in t4.items()}
-    worst = max(gaps, key=lambda k: gaps[k])
-    nq = t4[("nq_open", "F-7B")]
-    claim_nq: Mapping[str, Any] = next(c for c in rp.TABLE4_TEXT_CLAIMS_CHECK if c["claim_id"] == "t4-nq-f7b-ne")
-    gemma = t3[("wmt14", "G-7B")]
-    return {
-        "t3_rows": str(len(t3)),
-        "t3_shap_best": str(sum(_shap_best(v) for v in t3.values())),
-        "rep_t3_gemma_avge": _rep(gemma["AvgE"]),
-        "rep_t3_gemma_shap": _rep(gemma["Shap"]),
-        "rep_t3_avg_shap": _rep(rp.TABLE3_AVERAGE[rp.TABLE3_METHODS.index("Shap")]),
-        "t4_rows": str(len(t4)),
-        "t4_per_dataset": str(len(rp.TABLE4_MODELS)),
-        "t4_shap_best": str(sum(_shap_best(v) for v in t4.values())),
-        "t4_squad_best": str(sum(_shap_best(v) for (d, _), v in t4.items() if d == "squad")),
-        "t4_bioasq_best": str(sum(_shap_best(v) for (d, _), v in t4.items() if d == "bioasq")),
-        "t4_max_gap": _f(gaps[worst]),
-        "t4_max_gap_row": f"{max(t4[worst], key=lambda m: t4[worst][m])} on {rp.DATASETS[worst[0]]}, "
-        f"{rp.MODELS[worst[1]]}",
-        "rep_t4_squad_l13b_shap": _rep(t4[("squad", "L-13B")]["Shap"]),
-        "rep_t4_squad_l13b_dse": _rep(t4[("squad", "L-13B")]["DSE"]),
-        "rep_t4_bioasq_m7b_shap": _rep(t4[("bioasq", "M-7B")]["Shap"]),
-        "rep_t4_bioasq_m7b_se": _rep(t4[("bioasq", "M-7B")]["SE"]),
-        "rep_t4_squad_d8b_shap": _rep(t4[("squad", "D-8B")]["Shap"]),
-        "t4_squad_d8b_above": _above(t4[("squad", "D-8B")]),
-        "rep_t4_svamp_q14b_er": _rep(t4[("svamp", "Q-14B")]["ER"]),
-        "t4_nq_gap_abs": _f(nq["Shap"] - nq["NE"]),
-        "t4_nq_gap_rel": f"{100 * (nq['Shap'] / nq['NE'] - 1):.1f}%",
-        "rep_t4_nq_claimed": f"{100 * float(claim_nq['claimed']):.1f}%",
-        "t4_nq_above": _above(nq),
-    }
-
-
-def _measured_facts(results: Path) -> dict[str, str]:
-    """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
-    from shapley.companion import reported, tables
-
-    runs = tables.discover_runs(results)
-    psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
-    counts = [n for n in (tables.question_count(d) for d in runs) if n is not None]
-    out = {
-        "psd05_not": str(psd["n_not_psd"]),
-        "psd05_total": str(psd["n"]),
-        "psd05_runs": str(psd["runs"]),
-        "q_min": str(min(counts)) if counts else "n/a",
-        "q_max": str(max(counts)) if counts else "n/a",
-        **dict.fromkeys(("t5_span", "t5_ci", "t5_psd_max", "t5_not_psd1", "t5_n1", "t5_auroc1"), "n/a"),
-    }
-    llama = results / "triviaqa_llama13b" / "minilm_n10"
-    if (llama / "beta_sweep.csv").exists():
-        sweep = tables.beta_ablation({"LLaMA-13B": llama})
-        grid = sweep[sweep["beta"].isin([b for b, _ in reported.TABLE5_ROUND1])]
-        ok = grid[grid["n_not_psd"] == 0]
-        last = grid.sort_values("beta").iloc[-1]
-        out.update(
-            t5_span=_f(float(ok["auroc"].max() - ok["auroc"].min())),
-            t5_ci=_f(float((ok["auroc_hi"] - ok["auroc_lo"]).median())),
-            t5_psd_max=f"{ok['beta'].max():g}",
-            t5_not_psd1=str(int(last["n_not_psd"])),
-            t5_n1=str(int(last["n"])),
-            t5_auroc1=_f(float(last["auroc"])),
-        )
-    return out
-
-
-def facts(results: str | Path | None = None) -> dict[str, str]:
-    """Every ``{field}`` of the note templates, computed (formatted as shown). ``results``: the folder of
-    committed runs (default: the repository's ``results/``)."""
-    from shapley.pipeline.settings import REPO_ROOT
-
-    root = Path(results) if results is not None else REPO_ROOT / "results"
-    # a new dict: the cached ones stay intact
-    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}
-
-
 def _readings(rule: Rule) -> tuple[Reading, ...]:
     return rule.readings_from() if rule.readings_from is not None else rule.readings
 
 
 def _measured_verdict(rule: Rule, f: Mapping[str, str]) -> str:
-    """``beta-0.5-psd`` is decided by the runs: none indefinite -> reproduced, some -> contradicted."""
+    """Verdicts decided by computed facts.
+
+    ``beta-0.5-psd``: only a counterexample in the runs decides it (-> contradicted); with none, the stand-in
+    judge cannot settle the paper's claim (-> not reproducible here). ``mozart-rise``: reproduced when the
+    paper's definition rises from Table 1 to Table 2, contradicted when it does not.
+    """
+    if rule.claim_id == "mozart-rise":
+        return REPRODUCED if f["moz_rises"] == "yes" else CONTRADICTED
     if rule.claim_id != "beta-0.5-psd":
         return rule.verdict
-    if f["psd05_total"] in ("0", "n/a"):
-        return NOT_HERE
-    return REPRODUCED if f["psd05_not"] == "0" else CONTRADICTED
+    return CONTRADICTED if f["psd05_not"] not in ("0", "n/a") else NOT_HERE
 
 
 def verdict_table(results: str | Path | None = None) -> Any:
@@ -593,6 +491,41 @@ def verdict_table(results: str | Path | None = None) -> Any:
     return pd.DataFrame(rows)
 
 
+_MINUS_INF = '<span style="white-space:nowrap">\u2212\u221e</span>'
+_MATH = (
+    (re.compile(r"(?<![\w-])-inf\b|\(-inf\)"), None),
+    (re.compile(r"&lt;="), "\u2264"),
+    (re.compile(r"&gt;="), "\u2265"),
+    (re.compile(r"\bbeta\b"), "\u03b2"),
+    (re.compile(r"\blambda\b"), "\u03bb"),
+    (re.compile(r"\bphi\b"), "\u03c6"),
+)
+
+
+def typeset(text: str) -> str:
+    """Escape ``text`` for HTML and write its ASCII maths as typography, the way the book's maths reads:
+    ``beta <= 1/(n+1)`` becomes ``β ≤ 1/(n+1)``; ``-inf`` becomes a minus sign and infinity that never wrap
+    apart (a ``white-space: nowrap`` span). Identifiers such as ``beta_star`` are left alone.
+
+    Examples:
+        >>> typeset("beta <= 1/(n+1), |lambda| <= n, beta_star")
+        'β ≤ 1/(n+1), |λ| ≤ n, beta_star'
+        >>> typeset("h = -inf")
+        'h = <span style="white-space:nowrap">−∞</span>'
+    """
+    import html
+
+    out = html.escape(text)
+    for pattern, repl in _MATH:
+        if repl is None:
+            out = pattern.sub(
+                lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'), out
+            )
+        else:
+            out = pattern.sub(repl, out)
+    return out
+
+
 def _badge(verdict: str) -> str:
     import html
 
@@ -603,10 +536,10 @@ def _why_cell(r: Any, base: str) -> str:
     import html
     import posixpath
 
-    parts = [html.escape(r["note"])]
+    parts = [typeset(r["note"])]
     if r["readings"]:
         items = "".join(
-            f"<li><em>{html.escape(name)}</em>: {_badge(v)} {html.escape(note)}</li>" for name, v, note in r["readings"]
+            f"<li><em>{typeset(name)}</em>: {_badge(v)} {typeset(note)}</li>" for name, v, note in r["readings"]
         )
         parts.append(f'<ul class="readings">{items}</ul>')
     if r["command"]:
@@ -633,7 +566,7 @@ def verdicts_html(from_page: str = "book/claims", results: str | Path | None = N
     for _, r in t.iterrows():
         quote = f'<q class="paper-quote">{html.escape(r["quote"])}</q><br>' if r["quote"] else ""
         claim = (
-            f"<strong>{html.escape(r['where'])}</strong><br>{quote}{html.escape(r['claim'])}"
+            f"<strong>{html.escape(r['where'])}</strong><br>{quote}{typeset(r['claim'])}"
             f"<br><small><code>{html.escape(r['id'])}</code></small>"
         )
         body.append(f"<tr><td>{claim}</td><td>{_badge(r['verdict'])}</td><td>{_why_cell(r, base)}</td></tr>")

@@ -26,7 +26,13 @@ The search (:func:`search_cell`) is a seeded random search followed by a greedy 
 table needs neither hypothesis nor a GPU: each (estimator, property, reading) cell draws from its own
 ``numpy`` generator seeded by ``(seed, crc32(cell name))``, so a run with fewer examples replays a prefix of
 a longer one. Verdicts: ``"fails"`` (with the shrunk counterexample), ``"no counterexample in N examples"``
-(never "holds": nothing here is a proof), ``"not applicable"``.
+(a search is not a proof), ``"not applicable"``, and for the cells settled by hand (:data:`KNOWN`):
+``"fails"`` with a hand-built witness the search's grid misses, ``"proved"`` where a derivation settles the
+cell (the search still runs, and a counterexample would overrule the proof's verdict, so a wrong proof shows),
+``"undefined"`` where the property cannot be judged on any input of the cell.
+
+The estimators, the property checks and the search live in :mod:`shapley.theory.axiom_search`; their public
+names are importable from here too.
 
 Run ``python -m shapley.theory --out results/axioms`` (``make axioms``) for the full-size table.
 """
@@ -36,458 +42,219 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import zlib
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from itertools import combinations
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from shapley.core import baselines
-from shapley.core.entropy import game_shapley_values, gaussian_entropy
-from shapley.core.kernel import kernel_matrix
 from shapley.theory import properties as pr
+from shapley.theory.axiom_search import (
+    CLUSTER_THRESHOLD,
+    ESTIMATORS,
+    FAILS,
+    FULL_MAX_EXAMPLES,
+    N_RANGES,
+    NOT_APPLICABLE,
+    PROPERTIES,
+    READINGS,
+    SENTENCE_BETA,
+    SHRINK_BUDGET,
+    TENTHS,
+    CellResult,
+    Estimator,
+    Example,
+    applicable,
+    cell_rng,
+    check,
+    check_property1,
+    check_property2,
+    check_property3,
+    coalition_worths,
+    estimator,
+    estimator_shapley,
+    grid_text,
+    no_counterexample,
+    search_cell,
+    shrink,
+    value,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SENTENCE_BETA = 0.5
-"""Kernel scale of Shap in the sentence reading (the paper's default; R is PSD for every C up to n = 7)."""
+__all__ = [
+    "CLUSTER_THRESHOLD",
+    "ESTIMATORS",
+    "FAILS",
+    "FULL_MAX_EXAMPLES",
+    "KNOWN",
+    "N_RANGES",
+    "NOT_APPLICABLE",
+    "PROPERTIES",
+    "PROVED",
+    "READINGS",
+    "SENTENCE_BETA",
+    "SHRINK_BUDGET",
+    "TENTHS",
+    "UNDEFINED",
+    "CellResult",
+    "Estimator",
+    "Example",
+    "KnownCell",
+    "applicable",
+    "axiom_rows",
+    "axiom_table",
+    "cell_id",
+    "cell_result",
+    "cell_rng",
+    "check",
+    "check_property1",
+    "check_property2",
+    "check_property3",
+    "coalition_worths",
+    "counterexample_lines",
+    "describe",
+    "estimator",
+    "estimator_shapley",
+    "grid_text",
+    "main",
+    "no_counterexample",
+    "prefix_mismatches",
+    "search_cell",
+    "settings",
+    "short_verdict",
+    "shrink",
+    "value",
+    "verdict_grid",
+    "with_known_cells",
+    "write_axiom_table",
+]
 
-CLUSTER_THRESHOLD = 0.5
-"""Strict bidirectional entailment threshold of the clustering estimators (the pipeline's default)."""
+PROVED = "proved"
+"""Verdict of a cell settled by a derivation (and not refuted by its search)."""
 
-N_RANGES: dict[str, tuple[int, int]] = {"1": (3, 6), "2": (3, 6), "3": (3, 5)}
-"""Number of answers drawn per property (Property 3 adds g: joint matrices up to 6 x 6)."""
-
-FULL_MAX_EXAMPLES = 2000
-"""Examples per cell of the stored full-size table (``make axioms``)."""
-
-SHRINK_BUDGET = 400
-"""Most property checks the greedy shrinker may spend on one counterexample."""
-
-PROPERTIES = ("1", "2", "3")
-READINGS = ("sentence", "rv")
-FAILS = "fails"
-NOT_APPLICABLE = "not applicable"
-
-Matrix = NDArray[np.float64]
-
-
-def no_counterexample(n_examples: int) -> str:
-    """The verdict of a search that found nothing: ``"no counterexample in N examples"``."""
-    return f"no counterexample in {n_examples} examples"
-
-
-# ---------------------------------------------------------------------------------------------------
-# Estimators as set functions
-# ---------------------------------------------------------------------------------------------------
-
-
-def _clusters(C: Matrix) -> NDArray[np.int64]:
-    return baselines.semantic_clusters(C, rule="bidirectional", threshold=CLUSTER_THRESHOLD)
-
-
-def _loglik(p: NDArray[np.float64] | None) -> NDArray[np.float64]:
-    assert p is not None, "this estimator needs likelihoods"
-    return np.log(p)
-
-
-@dataclass(frozen=True)
-class Estimator:
-    """An uncertainty estimator as a function of a matrix (and likelihoods), per reading.
-
-    ``sentence(C, p)`` takes a symmetric entailment matrix C (n, n) and likelihoods p (n,) or None;
-    ``rv(R)`` takes a correlation matrix, or is None when the estimator cannot ("not applicable");
-    ``rv_nonnegative``: the rv reading is restricted to correlation matrices with entries in [0, 1].
-    """
-
-    name: str
-    sentence: Callable[[Matrix, NDArray[np.float64] | None], float]
-    rv: Callable[[Matrix], float] | None
-    uses_likelihoods: bool
-    rv_nonnegative: bool
-    description: str
-
-
-def _shap_sentence(C: Matrix, p: NDArray[np.float64] | None) -> float:
-    return gaussian_entropy(kernel_matrix(C, SENTENCE_BETA))
-
-
-ESTIMATORS: tuple[Estimator, ...] = (
-    Estimator("Shap", _shap_sentence, gaussian_entropy, False, False, "Gaussian entropy of the kernel matrix"),
-    Estimator(
-        "SE",
-        lambda C, p: baselines.semantic_entropy(_loglik(p), _clusters(C)),
-        None,
-        True,
-        False,
-        "semantic entropy",
-    ),
-    Estimator("DSE", lambda C, p: baselines.discrete_semantic_entropy(_clusters(C)), None, False, False, "discrete SE"),
-    Estimator("NumSet", lambda C, p: baselines.num_semantic_sets(_clusters(C)), None, False, False, "semantic sets"),
-    Estimator("EigV", lambda C, p: baselines.eigv(C), baselines.eigv, False, True, "sum of Laplacian eigen-gaps"),
-    Estimator("Deg", lambda C, p: baselines.degree(C), baselines.degree, False, True, "1 - mean degree"),
-    Estimator("Ecc", lambda C, p: baselines.eccentricity(C), baselines.eccentricity, False, True, "eccentricity"),
-    Estimator(
-        "KLE",
-        lambda C, p: baselines.kernel_language_entropy(C),
-        baselines.kernel_language_entropy,
-        False,
-        True,
-        "kernel language entropy",
-    ),
-    Estimator("NE", lambda C, p: baselines.predictive_entropy(_loglik(p)), None, True, False, "predictive entropy"),
-)
-"""Every estimator judged, in display order: Shap, SE, DSE, NumSet, EigV, Deg, Ecc, KLE and NE (predictive
-entropy; lexical similarity needs texts, which no entailment matrix provides)."""
-
-
-def estimator(name: str) -> Estimator:
-    """Look an estimator up by name (``KeyError`` naming the known ones)."""
-    for e in ESTIMATORS:
-        if e.name == name:
-            return e
-    raise KeyError(f"unknown estimator {name!r}; known: {[e.name for e in ESTIMATORS]}")
-
-
-def applicable(est: Estimator, reading: str) -> bool:
-    """Whether ``est`` can be judged in ``reading`` (every estimator takes an entailment matrix)."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}; got {reading!r}")
-    return reading == "sentence" or est.rv is not None
-
-
-def value(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> float:
-    """U of the answers whose matrix is ``M`` (and likelihoods ``p``) in ``reading``."""
-    if reading == "sentence":
-        return float(est.sentence(M, p))
-    if est.rv is None:
-        raise ValueError(f"{est.name} cannot take a correlation matrix (not applicable in the rv reading)")
-    return float(est.rv(M))
-
-
-def coalition_worths(
-    est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None, apart: tuple[int, int] | None = None
-) -> Matrix:
-    """``v(S) = U(answers in S)`` for all ``2**n`` coalitions S, indexed by bitmask; ``v(empty) = 0``.
-
-    ``apart=(a, b)``: leave every coalition holding both a and b as NaN (Property 3 never puts the old
-    answer and g together, and their joint matrix need not be a valid input).
-
-    Examples:
-        >>> v = coalition_worths(estimator("NumSet"), "sentence", np.array([[1.0, 1.0], [1.0, 1.0]]))
-        >>> v.tolist()  # both answers in one semantic set
-        [0.0, 1.0, 1.0, 1.0]
-    """
-    n = M.shape[0]
-    v = np.zeros(2**n)
-    both = 0 if apart is None else (1 << apart[0]) | (1 << apart[1])
-    for mask in range(1, 2**n):
-        if both and mask & both == both:
-            v[mask] = math.nan
-            continue
-        idx = [k for k in range(n) if mask >> k & 1]
-        v[mask] = value(est, reading, M[np.ix_(idx, idx)], None if p is None else p[idx])
-    return v
-
-
-def estimator_shapley(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> Matrix:
-    """Exact Shapley values (n,) of U as a set function (:func:`coalition_worths`); they sum to U(all).
-
-    Examples:
-        >>> C = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-        >>> estimator_shapley(estimator("NumSet"), "sentence", C).round(3).tolist()
-        [0.5, 0.5, 1.0]
-    """
-    return game_shapley_values(coalition_worths(est, reading, M, p))
-
-
-def _subgame_value(worths: Matrix, players: Sequence[int], who: int) -> float:
-    """Shapley value of ``who`` in the sub-game on ``players`` (global indices into the ``worths`` masks)."""
-    local = np.zeros(2 ** len(players))
-    for mask in range(1, local.size):
-        local[mask] = worths[sum(1 << players[k] for k in range(len(players)) if mask >> k & 1)]
-    return float(game_shapley_values(local)[list(players).index(who)])
+UNDEFINED = "undefined"
+"""Verdict of a cell whose property cannot be judged on any of its inputs."""
 
 
 # ---------------------------------------------------------------------------------------------------
-# The three properties for one estimator and one input
+# Cells settled by hand: witnesses off the search's grid, proofs, and cells that cannot be judged
 # ---------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Example:
-    """One input of a search. ``params``: the upper triangle of C (sentence) or of the C-vine partial
-    correlations (rv), over n answers (n + 1 for Property 3, whose last answer is g); ``p``: likelihoods
-    (n, or n + 1 with g's last for Properties 2 and 3) or None; ``j``: Property 3's replaced answer."""
-
-    reading: str
-    n_total: int
-    params: tuple[float, ...]
-    p: tuple[float, ...] | None
-    j: int
-
-    def matrix(self) -> Matrix:
-        """The matrix the estimator sees: C itself (sentence) or the correlation matrix (rv)."""
-        n = self.n_total
-        P = np.zeros((n, n))
-        P[np.triu_indices(n, 1)] = self.params
-        if self.reading == "rv":
-            return pr.corr_from_partials(P)
-        return P + P.T + np.eye(n)
-
-    def likelihoods(self) -> NDArray[np.float64] | None:
-        """The likelihoods as an array, or None."""
-        return None if self.p is None else np.asarray(self.p, dtype=np.float64)
+def _sentence_example(C: np.ndarray, j: int = 0) -> Example:
+    n = C.shape[0]
+    return Example("sentence", n, tuple(float(x) for x in C[np.triu_indices(n, 1)]), None, j)
 
 
-def _duplicate(M: Matrix, reading: str, i: int, m: int) -> Matrix:
-    return pr.sentence_duplicate(M, i, m) if reading == "sentence" else pr.rv_duplicate(M, i, m, 1.0)
+def property2_hub_example() -> Example:
+    """The Property 2 hub (:func:`shapley.theory.properties.property2_witness_sentence`: n = 6, link 0.05)
+    as a search example. Its size lies inside the search's range, but 0.05 lies off the tenths grid."""
+    return _sentence_example(pr.property2_witness_sentence())
 
 
-def _unrelated(M: Matrix, reading: str, i: int) -> Matrix:
-    return pr.sentence_unrelated(M, i) if reading == "sentence" else pr.rv_independent(M, i)
-
-
-def _with(p: NDArray[np.float64] | None, i: int, q: float | None) -> NDArray[np.float64] | None:
-    if p is None or q is None:
-        return p
-    out = p.copy()
-    out[i] = q
-    return out
-
-
-def check_property1(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> pr.PropertyCheck:
-    """Property 1 for U: replacing any answer by a duplicate of U's argmin-Shapley answer m (lowest index among
-    ties) must not raise U, and must lower it strictly unless the replaced answer is itself a minimiser.
-
-    ``M``: C (sentence) or R (rv), (n, n); ``p``: likelihoods (n,) or None; the duplicate carries ``p[m]``.
-    """
-    worths = coalition_worths(est, reading, M, p)
-    phi = game_shapley_values(worths)
-    m = int(np.flatnonzero(phi <= phi.min() + pr.TOL)[0])
-    old = float(worths[-1])
-    rows = []
-    for i in range(M.shape[0]):
-        q = None if p is None else float(p[m])
-        new = value(est, reading, _duplicate(M, reading, i, m), _with(p, i, q))
-        required = "<" if phi[i] > phi[m] + pr.TOL else "<="
-        rows.append(pr.Replacement(i, old, new, required, pr._relation(old, new, required)))
-    return pr.PropertyCheck("1", reading, all(r.holds for r in rows), tuple(rows), {"argmin": m, "phi": phi})
-
-
-def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> pr.PropertyCheck:
-    """Property 2 for U: replacing any answer by an unrelated one must not lower U, and must raise it strictly
-    if the replaced answer was related to another one (some off-diagonal entry of its row is non-zero).
-
-    ``M``: C or R, (n, n); ``p``: (n + 1,) likelihoods, the unrelated answer's last, or None.
-    """
-    p_ans, q = (None, None) if p is None else (p[:-1], float(p[-1]))
-    old = value(est, reading, M, p_ans)
-    rows = []
-    for i in range(M.shape[0]):
-        related = bool(np.any(np.abs(np.delete(M[i], i)) > pr.TOL))
-        new = value(est, reading, _unrelated(M, reading, i), _with(p_ans, i, q))
-        required = ">" if related else ">="
-        rows.append(pr.Replacement(i, old, new, required, pr._relation(old, new, required)))
-    return pr.PropertyCheck("2", reading, all(r.holds for r in rows), tuple(rows))
-
-
-def check_property3(
-    est: Estimator, reading: str, M: Matrix, j: int, p: NDArray[np.float64] | None = None
-) -> pr.PropertyCheck:
-    """Property 3 for U on one joint matrix over (answers 0..n-1, g = n), (n + 1, n + 1): if g's Shapley
-    value in the sub-game on X + {g} beats s_j's on X + {s_j} for every non-empty X of the other answers,
-    then U(answers with g in place of s_j) must exceed U(answers). ``p``: (n + 1,) likelihoods or None."""
-    n = M.shape[0] - 1
-    worths = coalition_worths(est, reading, M, p, apart=(j, n))
+def property3_hub_example() -> Example:
+    """The Property 3 hub (:func:`shapley.theory.properties.property3_witness_sentence`: n = 7, links 0.1 and
+    0.005) as a joint matrix over (answers 0..n-1, g = n); g's row is the unrelated answer's, and the
+    (s_j, g) entry, which no coalition uses, is 0. Both its size and 0.005 lie outside the search's domain."""
+    C_old, C_new, j = pr.property3_witness_sentence()
+    n = C_old.shape[0]
+    J = np.eye(n + 1)
+    J[:n, :n] = C_old
     others = [k for k in range(n) if k != j]
-    margin, tightest = math.inf, cast(tuple[int, ...], ())
-    for size in range(1, n):
-        for X in combinations(others, size):
-            d = _subgame_value(worths, sorted((*X, n)), n) - _subgame_value(worths, sorted((*X, j)), j)
-            if d < margin:
-                margin, tightest = d, X
-    old = float(worths[(1 << n) - 1])
-    new = float(worths[((1 << n) - 1) & ~(1 << j) | (1 << n)])
-    premise = margin > pr.TOL
-    conclusion = pr._relation(old, new, ">")
-    row = pr.Replacement(j, old, new, ">" if premise else "(premise false)", conclusion or not premise)
-    detail = {"premise": premise, "premise_margin": margin, "tightest_X": tightest, "conclusion": conclusion}
-    return pr.PropertyCheck("3", reading, row.holds, (row,), detail)
-
-
-def _check_example(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck:
-    M, p = ex.matrix(), ex.likelihoods()
-    if prop == "1":
-        return check_property1(est, ex.reading, M, p)
-    if prop == "2":
-        return check_property2(est, ex.reading, M, p)
-    return check_property3(est, ex.reading, M, ex.j, p)
-
-
-def check(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
-    """Property ``prop`` for ``est`` on ``ex``; None when U's Shapley values are undefined there."""
-    try:
-        return _check_example(est, prop, ex)
-    except ValueError as exc:
-        if "undefined" not in str(exc):
-            raise
-        return None  # a marginal (-inf) - (-inf): the property cannot be judged on this input
-
-
-# ---------------------------------------------------------------------------------------------------
-# Seeded random search and greedy shrinking
-# ---------------------------------------------------------------------------------------------------
-
-
-TENTHS = 9
-"""Inner values are drawn from the tenths 1/10 ... TENTHS/10 (with a sign in the random-variable reading)."""
-
-
-def grid_text(signed: bool = False) -> str:
-    """The set of inner values the search draws, as text for the book.
-
-    Examples:
-        >>> grid_text(), grid_text(signed=True)
-        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}')
-    """
-    top = TENTHS / 10
-    return "{" + (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}" + "}"
-
-
-def _draw(rng: np.random.Generator, est: Estimator, prop: str, reading: str, n_range: tuple[int, int]) -> Example:
-    """One random example. Sentence entries: 0 or 1 with probability 1/4 each, else uniform on
-    {0.1, ..., 0.9}; rv partial correlations: 0 with probability 1/4, else uniform on {-0.9, ..., 0.9}
-    ({0.1, ..., 0.9} for the non-negative domain); likelihoods uniform on {0.1, ..., 0.9}."""
-    n = int(rng.integers(n_range[0], n_range[1] + 1))
-    n_total = n + (prop == "3")
-    m = n_total * (n_total - 1) // 2
-    if reading == "sentence":
-        kind = rng.integers(0, 4, m)
-        vals = np.where(kind == 0, 0, np.where(kind == 1, 10, rng.integers(1, TENTHS + 1, m)))
-    else:
-        mags = rng.integers(1, TENTHS + 1, m)
-        signs = np.ones(m, dtype=np.int64) if est.rv_nonnegative else rng.choice([-1, 1], m)
-        vals = np.where(rng.integers(0, 4, m) == 0, 0, mags * signs)
-    n_lik = n_total if prop == "3" else n + (prop == "2")
-    p = tuple(rng.integers(1, TENTHS + 1, n_lik) / 10) if est.uses_likelihoods else None
-    j = int(rng.integers(0, n)) if prop == "3" else 0
-    return Example(reading, n_total, tuple(vals / 10), p, j)
-
-
-def _rank_param(v: float, reading: str) -> int:
-    k = round(10 * v)
-    if reading == "sentence":
-        return {0: 0, 10: 1, 5: 2}.get(k, 3 + k)
-    return 2 * abs(k) + (k < 0)
-
-
-def _complexity(ex: Example) -> tuple[int, int, int, int]:
-    lik = 0 if ex.p is None else sum(2 * abs(round(10 * q) - 5) + (q < 0.5) for q in ex.p)
-    return ex.n_total, sum(_rank_param(v, ex.reading) for v in ex.params), lik, ex.j
-
-
-def _drop(ex: Example, k: int, prop: str) -> Example:
-    """``ex`` without answer k (a row and column of the parameter matrix, and its likelihood)."""
-    n = ex.n_total
-    P = np.zeros((n, n))
-    P[np.triu_indices(n, 1)] = ex.params
-    keep = [i for i in range(n) if i != k]
-    sub = P[np.ix_(keep, keep)]
-    p = None
-    if ex.p is not None:
-        # Property 2 stores g's likelihood last, after the n answers' ones.
-        p = tuple(q for i, q in enumerate(ex.p) if i != k)
-    j = ex.j - (k < ex.j) if prop == "3" else 0
-    return replace(ex, n_total=n - 1, params=tuple(sub[np.triu_indices(n - 1, 1)]), p=p, j=j)
-
-
-def _candidates(ex: Example, prop: str) -> Iterator[Example]:
-    """Simpler variants of ``ex``, in the order the shrinker tries them."""
-    n_answers = ex.n_total - (prop == "3")
-    if n_answers > 2:
-        for k in range(n_answers):
-            if not (prop == "3" and k == ex.j):
-                yield _drop(ex, k, prop)
-    for idx, v in enumerate(ex.params):
-        options = [0.0, 1.0, 0.5] if ex.reading == "sentence" else [0.0, -v]
-        options.append(round(v - math.copysign(0.1, v), 1) if v else 0.0)
-        for w in options:
-            yield replace(ex, params=ex.params[:idx] + (w,) + ex.params[idx + 1 :])
-    if ex.p is not None:
-        for idx, q in enumerate(ex.p):
-            for w in (0.5, round(q + math.copysign(0.1, 0.5 - q), 1)):
-                yield replace(ex, p=ex.p[:idx] + (w,) + ex.p[idx + 1 :])
-    for j in range(ex.j):
-        yield replace(ex, j=j)
-
-
-def _fails(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
-    if ex.reading == "rv" and est.rv_nonnegative and min(ex.params, default=0.0) < 0:
-        return None
-    if ex.p is not None and not all(0.0 < q <= 1.0 for q in ex.p):
-        return None
-    chk = check(est, prop, ex)
-    return chk if chk is not None and not chk.holds else None
-
-
-def shrink(est: Estimator, prop: str, ex: Example, budget: int = SHRINK_BUDGET) -> tuple[Example, pr.PropertyCheck]:
-    """Greedy shrink: repeatedly take the first simpler variant (fewer answers, entries nearer 0 / 1 / 0.5,
-    likelihoods nearer 0.5, smaller j) that still fails, until none does or ``budget`` checks are spent.
-    Every accepted step lowers :func:`_complexity`, so it terminates."""
-    found = _fails(est, prop, ex)
-    if found is None:
-        raise ValueError("shrink needs a failing example")
-    spent, improved = 0, True
-    while improved and spent < budget:
-        improved = False
-        for cand in _candidates(ex, prop):
-            if _complexity(cand) >= _complexity(ex):
-                continue
-            spent += 1
-            chk = _fails(est, prop, cand)
-            if chk is not None:
-                ex, found, improved = cand, chk, True
-                break
-            if spent >= budget:
-                break
-    return ex, found
+    J[n, others] = J[others, n] = C_new[j, others]
+    return _sentence_example(J, j)
 
 
 @dataclass(frozen=True)
-class CellResult:
-    """One cell of the table: verdict, examples drawn, and the shrunk counterexample (or None)."""
+class KnownCell:
+    """A cell settled by hand. ``kind``: ``FAILS`` (``witness`` builds the example), ``PROVED`` (``source``
+    names the derivation) or ``UNDEFINED``; ``reason``: one sentence for the book."""
 
-    estimator: str
-    prop: str
-    reading: str
-    verdict: str
-    examples: int
-    example: Example | None
-    check: pr.PropertyCheck | None
+    kind: str
+    source: str
+    reason: str
+    witness: Any = None
 
 
-def cell_rng(seed: int, est: str, prop: str, reading: str) -> np.random.Generator:
-    """The cell's own generator: seeded by (seed, crc32 of the cell's name), independent of the other cells."""
-    return np.random.default_rng([int(seed), zlib.crc32(f"{est}|{prop}|{reading}".encode())])
+_DEG_PROOF = "shapley.theory.symbolic.degree_shapley_affine"
+_DEG_REASON = (
+    "each answer's Shapley value for Deg is affine and decreasing in its degree (symbolic.degree_shapley_affine), "
+    "so {what}"
+)
+
+KNOWN: dict[tuple[str, str, str], KnownCell] = {
+    ("Shap", "2", "sentence"): KnownCell(
+        FAILS,
+        "shapley.theory.properties.property2_witness_sentence",
+        "hand-built hub witness (n = 6, link 0.05): inside the searched sizes, off the tenths grid",
+        property2_hub_example,
+    ),
+    ("Shap", "3", "sentence"): KnownCell(
+        FAILS,
+        "shapley.theory.properties.property3_witness_sentence",
+        "hand-built hub witness (n = 7, links 0.1 and 0.005): beyond the searched sizes and off the grid",
+        property3_hub_example,
+    ),
+    ("Shap", "1", "rv"): KnownCell(
+        UNDEFINED,
+        "shapley.theory.properties.undefined_shapley_message",
+        "an exact copy makes the new R singular, so its Shapley values are (-inf) - (-inf), undefined, as on "
+        "the degenerate example of Proposition 3.6; the cell cannot fail by construction (the total is -inf)",
+    ),
+    **{
+        ("Deg", prop, reading): KnownCell(PROVED, _DEG_PROOF, _DEG_REASON.format(what=what))
+        for reading in READINGS
+        for prop, what in (
+            ("1", "a copy of the highest-degree answer never lowers the total degree"),
+            ("2", "an unrelated answer removes the replaced answer's links"),
+            ("3", "the premise on every singleton sub-game already forces the total degree down"),
+        )
+    },
+}
+"""Cells settled by hand, keyed by (estimator, property, reading)."""
 
 
-def search_cell(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
-    """Draw up to ``max_examples`` seeded examples; shrink the first counterexample (verdict ``"fails"``)."""
-    if not applicable(est, reading):
-        return CellResult(est.name, prop, reading, NOT_APPLICABLE, 0, None, None)
-    rng = cell_rng(seed, est.name, prop, reading)
-    for k in range(1, max_examples + 1):
-        ex = _draw(rng, est, prop, reading, N_RANGES[prop])
-        if _fails(est, prop, ex) is not None:
-            small, chk = shrink(est, prop, ex)
-            return CellResult(est.name, prop, reading, FAILS, k, small, chk)
-    return CellResult(est.name, prop, reading, no_counterexample(max_examples), max_examples, None, None)
+def cell_result(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
+    """The cell's result: :func:`search_cell`, overruled by :data:`KNOWN` where a witness, a proof or the
+    cell's construction settles it. A known witness is checked here (it must fail); a proved cell keeps its
+    search's counterexample if the search finds one."""
+    known = KNOWN.get((est.name, prop, reading))
+    if known is not None and known.kind == FAILS:
+        ex = known.witness()
+        chk = check(est, prop, ex)
+        if chk is None or chk.holds:
+            raise AssertionError(f"the known witness {known.source} no longer breaks {est.name}, Property {prop}")
+        return CellResult(est.name, prop, reading, FAILS, 0, ex, chk)
+    if known is not None and known.kind == UNDEFINED:
+        return CellResult(est.name, prop, reading, UNDEFINED, 0, None, None)
+    res = search_cell(est, prop, reading, max_examples, seed)
+    if known is not None and known.kind == PROVED and res.verdict != FAILS:
+        return CellResult(est.name, prop, reading, PROVED, res.examples, None, None)
+    return res
+
+
+def with_known_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """A stored table (``axiom_table.csv``) with the :data:`KNOWN` cells applied, for tables written before
+    they existed; tables written now already hold them, and applying twice changes nothing."""
+    import pandas as pd
+
+    rows = []
+    for r in table.to_dict("records"):
+        known = KNOWN.get((r["estimator"], str(r["property"]), r["reading"]))
+        if known is not None and not (known.kind == PROVED and r["verdict"] == FAILS):
+            res = cell_result(estimator(r["estimator"]), str(r["property"]), r["reading"], 1)
+            ce = describe(res)
+            r = {
+                **r,
+                "verdict": known.kind,
+                "counterexample": json.dumps(ce, separators=(",", ":")) if ce else "",
+                "examples": int(r["examples"]) if known.kind == PROVED else 0,
+            }
+        rows.append(r)
+    return pd.DataFrame(rows, columns=table.columns).astype(table.dtypes.to_dict())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -517,19 +284,52 @@ def describe(result: CellResult) -> dict[str, Any]:
         out["premise_margin"] = float(f"{chk.detail['premise_margin']:.3g}")
     out.update({"replaced": row.i, "required": f"new {row.required} old", "old": _num(row.old)})
     out.update({"new": _num(row.new), "change": _num(row.new - row.old)})
+    known = KNOWN.get((result.estimator, result.prop, result.reading))
+    if known is not None and known.kind == FAILS:
+        out["witness"] = known.source
     return out
 
 
-def axiom_rows(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One row per (estimator, property, reading): the columns of :func:`axiom_table` as plain dicts."""
-    if int(max_examples) != max_examples or max_examples < 1:
+def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int, int, tuple[Estimator, ...]]:
+    """Validate :func:`axiom_rows`' arguments: ValueError naming the parameter on a wrong kind or value."""
+    if isinstance(max_examples, bool) or not isinstance(max_examples, (int, float, np.integer, np.floating)):
         raise ValueError(f"max_examples must be a positive integer; got {max_examples!r}")
-    chosen = ESTIMATORS if estimators is None else tuple(estimator(name) for name in estimators)
+    if not math.isfinite(max_examples) or int(max_examples) != max_examples or max_examples < 1:
+        raise ValueError(f"max_examples must be a positive integer; got {max_examples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    if estimators is None:
+        return int(max_examples), int(seed), ESTIMATORS
+    if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Sequence):
+        raise ValueError(f"estimators must be a list of estimator names (or None for all); got {estimators!r}")
+    names = list(estimators)
+    if not names:
+        raise ValueError("estimators must name at least one estimator (or be None for all); got an empty list")
+    repeated = sorted({x for x in names if names.count(x) > 1}, key=str)
+    if repeated:
+        raise ValueError(f"estimators must be distinct; repeated: {repeated}")
+    chosen = []
+    for name in names:
+        try:
+            chosen.append(estimator(name))
+        except KeyError as exc:
+            raise ValueError(f"estimators: {exc.args[0]}") from None
+    return int(max_examples), int(seed), tuple(chosen)
+
+
+def axiom_rows(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One row per (estimator, property, reading): the columns of :func:`axiom_table` as plain dicts.
+
+    ``max_examples``: a positive integer; ``seed``: a non-negative integer; ``estimators``: distinct names
+    of :data:`ESTIMATORS` (a list, not one string), or None for all. Anything else is a ValueError naming
+    the parameter.
+    """
+    n_max, seed, chosen = _check_arguments(max_examples, seed, estimators)
     rows = []
     for reading in READINGS:
         for est in chosen:
             for prop in PROPERTIES:
-                res = search_cell(est, prop, reading, int(max_examples), seed)
+                res = cell_result(est, prop, reading, n_max, seed)
                 ce = describe(res)
                 rows.append(
                     {
@@ -546,7 +346,8 @@ def axiom_rows(max_examples: int = 100, seed: int = 0, estimators: Sequence[str]
 
 def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
     """The tidy table: columns ``estimator``, ``property`` ("1", "2", "3"), ``reading`` ("sentence", "rv"),
-    ``verdict`` ("fails", "no counterexample in N examples", "not applicable"), ``counterexample`` (compact
+    ``verdict`` ("fails", "no counterexample in N examples", "not applicable", "proved", "undefined"),
+    ``counterexample`` (compact
     JSON of the shrunk example, :func:`describe`, or empty) and ``examples`` (examples drawn until the first
     counterexample, or N). Needs pandas (installed with the pipeline, test and book extras)."""
     import pandas as pd

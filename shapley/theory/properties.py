@@ -29,495 +29,106 @@ by :func:`prop35_readings` and :func:`prop36_readings`. Comparisons use the abso
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from itertools import combinations
-from typing import Any, Literal, cast
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shapley.core import validate
-from shapley.core.entropy import HALF_LOG_2PIE, gaussian_entropy, shapley_values
+from shapley.core.entropy import HALF_LOG_2PIE, shapley_values
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import gershgorin_beta_bound, is_singular
-
-Reading = Literal["rv", "sentence"]
-READINGS: tuple[str, ...] = ("rv", "sentence")
-
-TOL = 1e-9
-"""Absolute tolerance (nats) for "<=", "<", ">=", ">" between uncertainties and for ties in argmin."""
-
-NEAR_ONE = 1.0 - 1e-6
-"""rho used where an exact copy would make Shapley values (-inf) - (-inf): the limit rho -> 1 is read off here."""
-
-
-# ---------------------------------------------------------------------------------------------------
-# Efficiency: the total IS the joint entropy
-# ---------------------------------------------------------------------------------------------------
-
-
-def efficiency_gap(R: ArrayLike) -> float:
-    """``sum_i phi_i - h(N(0, R))`` in nats (exact Shapley values; zero up to round-off)."""
-    return float(np.sum(shapley_values(R, "exact")) - gaussian_entropy(R))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Totals, argmin, and the replacements
-# ---------------------------------------------------------------------------------------------------
-
-
-def total_uncertainty(R: ArrayLike) -> float:
-    """The paper's ``phi(s) = sum_i phi_i`` (nats) with exact Shapley values; -inf for a singular R.
-
-    For a singular R some Shapley values are (-inf) - (-inf) and undefined, but the total is still the
-    joint entropy by efficiency (its limit along any rho -> 1 path), which is -inf.
-    """
-    A = validate.symmetric_matrix(R, "R")
-    if is_singular(A):
-        return -math.inf
-    return float(np.sum(shapley_values(A, "exact")))
-
-
-def argmin_player(R: ArrayLike) -> int:
-    """Index of the answer with the smallest Shapley value (lowest index among ties within TOL)."""
-    phi = shapley_values(R, "exact")
-    return int(np.flatnonzero(phi <= phi.min() + TOL)[0])
-
-
-def _corr(R: ArrayLike) -> NDArray[np.float64]:
-    A = validate.symmetric_matrix(R, "R")
-    if not np.allclose(np.diag(A), 1.0, atol=1e-12):
-        raise ValueError("R must be a correlation matrix (unit diagonal)")
-    return A
-
-
-def _unit(C: ArrayLike) -> NDArray[np.float64]:
-    A = validate.probability_matrix(C, "C")
-    return validate.symmetric_matrix(A, "C")
-
-
-def rv_duplicate(R: ArrayLike, i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
-    """Correlation matrix after replacing variable i by ``g = rho s_m + sqrt(1 - rho**2) z`` (z independent).
-
-    ``Cov(g, s_k) = rho R[m, k]`` for every remaining k (and ``rho`` with s_m itself when i != m). The
-    result is always PSD because (s, g) is a valid joint Gaussian. rho = 1 gives an exact copy of s_m.
-    """
-    A = _corr(R)
-    if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be in [0, 1]; got {rho!r}")
-    out = A.copy()
-    row = rho * A[m]
-    out[i, :] = row
-    out[:, i] = row
-    out[i, i] = 1.0
-    return out
-
-
-def rv_independent(R: ArrayLike, i: int) -> NDArray[np.float64]:
-    """Correlation matrix after replacing variable i by one independent of all others (row/column e_i)."""
-    out = _corr(R).copy()
-    out[i, :] = 0.0
-    out[:, i] = 0.0
-    out[i, i] = 1.0
-    return out
-
-
-def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
-    """C after replacing answer i by a semantic duplicate of answer m (copy m's row; C(g, m) = 1).
-
-    For i == m the duplicate stands in for m itself and C is unchanged.
-    """
-    A = _unit(C)
-    out = A.copy()
-    out[i, :] = A[m]
-    out[:, i] = A[m]
-    out[i, i] = 1.0
-    if i != m:
-        out[i, m] = out[m, i] = 1.0
-    return out
-
-
-def sentence_unrelated(C: ArrayLike, i: int) -> NDArray[np.float64]:
-    """C after replacing answer i by an answer unrelated to all others (C = 0 off the diagonal)."""
-    out = _unit(C).copy()
-    out[i, :] = 0.0
-    out[:, i] = 0.0
-    out[i, i] = 1.0
-    return out
-
-
-def rv_r_squared(R: ArrayLike) -> NDArray[np.float64]:
-    """Squared multiple correlation of each variable with all the others: ``1 - 1 / (R^{-1})_ii``."""
-    A = _corr(R)
-    return 1.0 - 1.0 / np.diag(np.linalg.inv(A))
-
-
-# ---------------------------------------------------------------------------------------------------
-# The property checks
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Replacement:
-    """One replacement: answer ``i`` replaced by g; totals (nats) before/after and the required relation."""
-
-    i: int
-    old: float
-    new: float
-    required: str
-    holds: bool
-
-
-@dataclass(frozen=True)
-class PropertyCheck:
-    """Outcome of checking one property on one input. ``holds`` is the property's verdict on this input."""
-
-    prop: str
-    reading: str
-    holds: bool
-    rows: tuple[Replacement, ...]
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def failures(self) -> tuple[Replacement, ...]:
-        """The replacements that violate the property."""
-        return tuple(r for r in self.rows if not r.holds)
-
-
-def _relation(old: float, new: float, required: str) -> bool:
-    if required == "<=":
-        return new <= old + TOL
-    if required == "<":
-        return new < old - TOL
-    if required == ">=":
-        return new >= old - TOL
-    if required == ">":
-        return new > old + TOL
-    raise ValueError(required)  # pragma: no cover
-
-
-def _reading(reading: str) -> Reading:
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}; got {reading!r}")
-    return reading  # type: ignore[return-value]
-
-
-BetaSpec = float | str
-
-
-def resolve_beta(beta: BetaSpec, n: int) -> float:
-    """A kernel scale: a number in (0, 1], or ``"gershgorin"`` for the guaranteed-safe 1/(n - 1) of size n."""
-    if isinstance(beta, str):
-        if beta != "gershgorin":
-            raise ValueError(f"beta must be a number in (0, 1] or 'gershgorin'; got {beta!r}")
-        return gershgorin_beta_bound(n)
-    return float(beta)
-
-
-def _beta_R(C: NDArray[np.float64], beta: BetaSpec) -> NDArray[np.float64]:
-    return kernel_matrix(C, resolve_beta(beta, C.shape[0]))
-
-
-def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, beta: BetaSpec = 0.5) -> PropertyCheck:
-    """Property 1 (minimal uncertainty): replacing any answer by a copy of the argmin answer m must not
-    raise the total, and must lower it strictly unless the replaced answer is itself a minimiser.
-
-    Args:
-        M: a correlation matrix R (``reading="rv"``) or a symmetric entailment matrix C (``"sentence"``).
-        rho: correlation of the copy with s_m (rv reading; 1 = exact copy, total -inf).
-        beta: kernel scale (sentence reading): a number or ``"gershgorin"`` (1/(n-1)).
-    """
-    reading = _reading(reading)
-    if reading == "rv":
-        R = _corr(M)
-    else:
-        C = _unit(M)
-        R = _beta_R(C, beta)
-    if is_singular(R):
-        raise ValueError(
-            "R is singular: some Shapley values are (-inf) - (-inf), so the argmin answer of Property 1 is "
-            "undefined (see degenerate_witness and prop36_readings)"
-        )
-    phi = shapley_values(R, "exact")
-    m = argmin_player(R)
-    old = float(np.sum(phi))
-    rows = []
-    for i in range(R.shape[0]):
-        if reading == "rv":
-            new = total_uncertainty(rv_duplicate(R, i, m, rho))
-        else:
-            new = total_uncertainty(_beta_R(sentence_duplicate(C, i, m), beta))
-        required = "<" if phi[i] > phi[m] + TOL else "<="
-        rows.append(Replacement(i, old, new, required, _relation(old, new, required)))
-    return PropertyCheck("1", reading, all(r.holds for r in rows), tuple(rows), {"argmin": m, "phi": phi})
-
-
-def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
-    """Property 2 (maximal uncertainty): replacing any answer by an unrelated one must not lower the total,
-    and must raise it strictly if the replaced answer was related to another one (rv: some R[i, k] != 0;
-    sentence: some C[i, k] > 0)."""
-    reading = _reading(reading)
-    rows = []
-    if reading == "rv":
-        R = _corr(M)
-        old = total_uncertainty(R)
-        for i in range(R.shape[0]):
-            related = bool(np.any(np.abs(np.delete(R[i], i)) > TOL))
-            new = total_uncertainty(rv_independent(R, i))
-            req = ">" if related else ">="
-            rows.append(Replacement(i, old, new, req, _relation(old, new, req)))
-    else:
-        C = _unit(M)
-        old = total_uncertainty(_beta_R(C, beta))
-        for i in range(C.shape[0]):
-            related = bool(np.any(np.delete(C[i], i) > TOL))
-            new = total_uncertainty(_beta_R(sentence_unrelated(C, i), beta))
-            req = ">" if related else ">="
-            rows.append(Replacement(i, old, new, req, _relation(old, new, req)))
-    return PropertyCheck("2", reading, all(r.holds for r in rows), tuple(rows))
-
-
-def _player_value(R: NDArray[np.float64], players: tuple[int, ...], who: int) -> float:
-    sub = R[np.ix_(players, players)]
-    return float(shapley_values(sub, "exact")[players.index(who)])
-
-
-def consistency_premise(R_old: ArrayLike, R_new: ArrayLike, j: int) -> tuple[bool, float, tuple[int, ...]]:
-    """Property 3's premise on correlation matrices that differ only in row/column j (old s_j, new g).
-
-    Returns (premise holds, smallest margin phi_g - phi_{s_j} over all non-empty X, the X attaining it).
-    """
-    A, B = _corr(R_old), _corr(R_new)
-    n = A.shape[0]
-    keep = [k for k in range(n) if k != j]
-    if B.shape != A.shape or not np.allclose(A[np.ix_(keep, keep)], B[np.ix_(keep, keep)], atol=1e-12):
-        raise ValueError("R_old and R_new must agree outside row/column j")
-    worst, worst_X = math.inf, cast(tuple[int, ...], ())
-    for k in range(1, n):
-        for X in combinations(keep, k):
-            players = tuple(sorted(X + (j,)))
-            margin = _player_value(B, players, j) - _player_value(A, players, j)
-            if margin < worst:
-                worst, worst_X = margin, X
-    return bool(worst > TOL), float(worst), worst_X
-
-
-def check_property3(
-    M_old: ArrayLike, M_new: ArrayLike, j: int, reading: Reading = "rv", *, beta: BetaSpec = 0.5
-) -> PropertyCheck:
-    """Property 3 (consistency): if g beats s_j in every sub-game (premise), replacing s_j by g must raise
-    the total. ``M_old``/``M_new`` are correlation matrices (rv) or entailment matrices C (sentence) that
-    differ only in row/column j. ``holds`` is ``not premise or conclusion``."""
-    reading = _reading(reading)
-    if reading == "rv":
-        A, B = _corr(M_old), _corr(M_new)
-    else:
-        A, B = _beta_R(_unit(M_old), beta), _beta_R(_unit(M_new), beta)
-    premise, margin, X = consistency_premise(A, B, j)
-    old, new = total_uncertainty(A), total_uncertainty(B)
-    conclusion = _relation(old, new, ">")
-    row = Replacement(j, old, new, ">" if premise else "(premise false)", conclusion or not premise)
-    return PropertyCheck(
-        "3",
-        reading,
-        row.holds,
-        (row,),
-        {
-            "premise": premise,
-            "premise_margin": margin,
-            "tightest_X": X,
-            "conclusion": conclusion,
-            "R_old": A,
-            "R_new": B,
-        },
-    )
-
-
-def property1_rv_rho_condition(R: ArrayLike) -> dict[str, Any]:
-    """Exact condition for Property 1 in the rv reading with a noisy copy at correlation rho < 1.
-
-    For i != m, the new total is ``h(rest) + 0.5 ln(2 pi e (1 - rho**2))`` and the old one
-    ``h(rest) + h(s_i | rest)``, so the property holds iff ``rho**2 >= R2_i`` (squared multiple correlation
-    of s_i on the others). For i == m the total changes by ``0.5 ln(rho**2 + (1 - rho**2) / v)`` with
-    ``v = 1 - R2_m``, which is > 0 for every rho < 1 unless s_m is uncorrelated with all others.
-
-    Returns a dict: argmin ``m``, ``r2`` (n,), ``rho_min`` = sqrt(max_{i != m} R2_i), and
-    ``fails_at_m_for_rho_below_1`` (bool).
-    """
-    A = _corr(R)
-    m = argmin_player(A)
-    r2 = rv_r_squared(A)
-    others = np.delete(r2, m)
-    return {
-        "m": m,
-        "r2": r2,
-        "rho_min": float(math.sqrt(max(0.0, float(others.max())))) if others.size else 0.0,
-        "fails_at_m_for_rho_below_1": bool(r2[m] > TOL),
-    }
-
-
-# ---------------------------------------------------------------------------------------------------
-# The Appendix A step "every other answer's Shapley value moves the right way"
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepCheck:
-    """Per-answer Shapley values before/after a replacement and the answers that move the wrong way."""
-
-    phi_old: NDArray[np.float64]
-    phi_new: NDArray[np.float64]
-    replaced: int
-    wrong_way: tuple[int, ...]
-    direction: str
-
-
-def appendix_step_property1(R: ArrayLike, i: int, rho: float = NEAR_ONE) -> StepCheck:
-    """Appendix A (Property 1) claims ``phi_k(new) <= phi_k(old)`` for every k != i when s_i is replaced
-    by a copy of the argmin m. Lists the k (other than i and m) whose value goes UP instead.
-    ``rho`` slightly below 1 keeps every value finite (the exact copy gives (-inf) - (-inf) for m and g)."""
-    A = _corr(R)
-    m = argmin_player(A)
-    if i == m:
-        raise ValueError("i must differ from the argmin m (the appendix step is about i != m)")
-    old = shapley_values(A, "exact")
-    new = shapley_values(rv_duplicate(A, i, m, rho), "exact")
-    bad = tuple(k for k in range(A.shape[0]) if k not in (i, m) and new[k] > old[k] + TOL)
-    return StepCheck(old, new, i, bad, "claimed phi_k(new) <= phi_k(old)")
-
-
-def appendix_step_property3(R_old: ArrayLike, R_new: ArrayLike, j: int) -> StepCheck:
-    """Appendix A (Property 3) claims ``phi_k(new) >= phi_k(old)`` for every k != j. Lists violators."""
-    A, B = _corr(R_old), _corr(R_new)
-    old, new = shapley_values(A, "exact"), shapley_values(B, "exact")
-    bad = tuple(k for k in range(A.shape[0]) if k != j and new[k] < old[k] - TOL)
-    return StepCheck(old, new, j, bad, "claimed phi_k(new) >= phi_k(old)")
-
-
-def appendix_step_property2(R: ArrayLike, i: int) -> StepCheck:
-    """Appendix A (Property 2) claims ``phi_k(new) >= phi_k(old)`` for k != i when s_i becomes independent.
-    This one is TRUE (entropy is submodular: dropping s_i from the conditioning sets can only raise each
-    marginal contribution of s_k). Lists violators (expected: none)."""
-    A = _corr(R)
-    old, new = shapley_values(A, "exact"), shapley_values(rv_independent(A, i), "exact")
-    bad = tuple(k for k in range(A.shape[0]) if k != i and new[k] < old[k] - TOL)
-    return StepCheck(old, new, i, bad, "claimed phi_k(new) >= phi_k(old)")
-
-
-# ---------------------------------------------------------------------------------------------------
-# Hand-made witnesses (explained in the notebook)
-# ---------------------------------------------------------------------------------------------------
-
-
-def corr_from_partials(P: ArrayLike) -> NDArray[np.float64]:
-    """Correlation matrix from C-vine partial correlations (Lewandowski, Kurowicka & Joe 2009).
-
-    ``P[k, i]`` (k < i) is the partial correlation of variables k and i given 0..k-1; any values in
-    (-1, 1) give a positive definite correlation matrix, and P = 0 gives the identity. Values of exactly
-    +-1 are allowed and give a singular (still PSD) matrix, the limit of positive definite ones: e.g.
-    ``P[0, 1] = 1`` makes variable 1 an exact copy of variable 0. Only the strict upper triangle of the
-    (n, n) array P is read.
-
-    Examples:
-        >>> corr_from_partials(np.array([[0, 1.0, 0.5], [0, 0, 0.3], [0, 0, 0]]))
-        array([[1. , 1. , 0.5],
-               [1. , 1. , 0.5],
-               [0.5, 0.5, 1. ]])
-    """
-    Pm = np.asarray(P, dtype=np.float64)
-    if Pm.ndim != 2 or Pm.shape[0] != Pm.shape[1]:
-        raise ValueError(f"P must be square; got shape {Pm.shape}")
-    n = Pm.shape[0]
-    iu = np.triu_indices(n, 1)
-    if np.any(np.abs(Pm[iu]) > 1):
-        raise ValueError("partial correlations must lie in [-1, 1]")
-    R = np.eye(n)
-    for k in range(n - 1):
-        for i in range(k + 1, n):
-            p = Pm[k, i]
-            for h in range(k - 1, -1, -1):
-                p = p * math.sqrt((1 - Pm[h, i] ** 2) * (1 - Pm[h, k] ** 2)) + Pm[h, i] * Pm[h, k]
-            R[k, i] = R[i, k] = p
-    return R
-
-
-def random_correlation(n: int, seed: int = 0, max_partial: float = 0.95) -> NDArray[np.float64]:
-    """A random PD correlation matrix: C-vine partial correlations uniform in (-max_partial, max_partial)."""
-    rng = np.random.default_rng(seed)
-    P = np.zeros((n, n))
-    P[np.triu_indices(n, 1)] = rng.uniform(-max_partial, max_partial, n * (n - 1) // 2)
-    return corr_from_partials(P)
-
-
-def property3_witness_rv() -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
-    """A hand-made counterexample to Property 3 in the rv reading: (R_old, R_new, j=2).
-
-    s_1, s_2 correlate 0.5; the old s_3 correlates 0.6 with each. The new g correlates 0.58 with s_1 and
-    -0.1 with s_2: weaker than s_3 against each one alone, so g wins every sub-game, yet together s_1 and
-    s_2 predict g better than they predict s_3 (a suppressor effect) and the total goes down.
-    """
-    R_old = np.array([[1.0, 0.5, 0.6], [0.5, 1.0, 0.6], [0.6, 0.6, 1.0]])
-    R_new = np.array([[1.0, 0.5, 0.58], [0.5, 1.0, -0.1], [0.58, -0.1, 1.0]])
-    return R_old, R_new, 2
-
-
-def hub_C(n: int, eps_hub: float = 0.05, eps_rest: float = 0.0, g_row: bool = False) -> NDArray[np.float64]:
-    """The 'hub' entailment pattern that breaks Properties 2 and 3 in the sentence reading (n >= 3).
-
-    Answers 0..n-2 are the *rest*: answer 0 (the hub) is judged equivalent to each of 1..n-2 (C = 1),
-    which are mutually unrelated (C = 0). The last answer s (index n-1) relates weakly to the hub
-    (C = ``eps_hub``) and to the others (C = ``eps_rest``). With ``g_row=True`` the last answer is instead
-    the unrelated g (C = 0 everywhere), i.e. the matrix after Property 2's replacement.
-
-    Why it matters: with beta = 0.5 the rest's kernel matrix S makes the hub's entry of S^{-1} 1 negative
-    from n = 6 on (the hub is 'explained' by the others), so a little extra similarity to the hub makes
-    s *less* predictable from the rest, not more.
-    """
-    if int(n) != n or n < 3:
-        raise ValueError(f"n must be an integer >= 3; got {n!r}")
-    C = np.zeros((n, n))
-    C[0, 1 : n - 1] = C[1 : n - 1, 0] = 1.0
-    if not g_row:
-        C[n - 1, 1 : n - 1] = C[1 : n - 1, n - 1] = eps_rest
-        C[0, n - 1] = C[n - 1, 0] = eps_hub
-    np.fill_diagonal(C, 1.0)
-    return C
-
-
-def hub_weight(n: int, beta: BetaSpec = 0.5) -> float:
-    """The hub's entry of ``S^{-1} 1`` for the rest's kernel matrix S of :func:`hub_C` (negative means the
-    hub pattern can break Property 2 in the sentence reading)."""
-    C = hub_C(n)
-    S = _beta_R(C, resolve_beta(beta, n))[: n - 1, : n - 1]
-    return float(np.linalg.solve(S, np.ones(n - 1))[0])
-
-
-def property1_witness_sentence() -> NDArray[np.float64]:
-    """C on which Property 1 fails in its strict part in the sentence reading at beta = 0.5.
-
-    This is the example that ``shapley.theory.search.search_counterexample("1", "sentence",
-    n_range=(3, 6), strict_only=True)`` finds and shrinks (the tests check that it still does): answer 1
-    is related to answers 0, 2 and 4; replacing it by a duplicate of the least-uncertain answer raises
-    the total, although answer 1 is not itself a minimiser.
-    """
-    C = np.zeros((5, 5))
-    for (a, b), c in {(0, 1): 0.3, (1, 2): 0.1, (1, 4): 0.8, (3, 4): 0.4}.items():
-        C[a, b] = C[b, a] = c
-    np.fill_diagonal(C, 1.0)
-    return C
-
-
-def property2_witness_sentence(n: int = 6, eps_hub: float = 0.05) -> NDArray[np.float64]:
-    """C on which Property 2 fails in the sentence reading at beta = 0.5 (replace the last answer)."""
-    return hub_C(n, eps_hub)
-
-
-def property3_witness_sentence(
-    n: int = 7, eps_hub: float = 0.1, eps_rest: float = 0.005
-) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
-    """(C_old, C_new, j) on which Property 3 fails in the sentence reading at beta = 0.5: g is the
-    unrelated answer, s_j the last answer of :func:`hub_C` with a small similarity to everyone."""
-    return hub_C(n, eps_hub, eps_rest), hub_C(n, g_row=True), n - 1
-
+from shapley.core.psd import is_singular
+from shapley.theory.property_checks import (
+    NEAR_ONE,
+    READINGS,
+    TOL,
+    BetaSpec,
+    PropertyCheck,
+    Reading,
+    Replacement,
+    StepCheck,
+    _corr,
+    appendix_step_property1,
+    appendix_step_property2,
+    appendix_step_property3,
+    argmin_player,
+    check_property1,
+    check_property2,
+    check_property3,
+    consistency_premise,
+    corr_from_partials,
+    efficiency_gap,
+    hub_C,
+    hub_weight,
+    property1_rv_rho_condition,
+    property1_witness_sentence,
+    property2_witness_sentence,
+    property3_witness_rv,
+    property3_witness_sentence,
+    random_correlation,
+    resolve_beta,
+    rv_duplicate,
+    rv_independent,
+    rv_r_squared,
+    sentence_duplicate,
+    sentence_unrelated,
+    total_uncertainty,
+)
+from shapley.theory.property_checks import (
+    _reading as _reading,  # used by the notebooks
+)
+from shapley.theory.property_checks import (
+    _relation as _relation,  # used by shapley.theory.axiom_search
+)
+
+__all__ = [
+    "BetaSpec",
+    "NEAR_ONE",
+    "PropertyCheck",
+    "READINGS",
+    "Reading",
+    "Replacement",
+    "StepCheck",
+    "TOL",
+    "appendix_step_property1",
+    "appendix_step_property2",
+    "appendix_step_property3",
+    "argmin_player",
+    "check_property1",
+    "check_property2",
+    "check_property3",
+    "consistency_premise",
+    "corr_from_partials",
+    "efficiency_gap",
+    "hub_C",
+    "hub_weight",
+    "property1_rv_rho_condition",
+    "property1_witness_sentence",
+    "property2_witness_sentence",
+    "property3_witness_rv",
+    "property3_witness_sentence",
+    "random_correlation",
+    "resolve_beta",
+    "rv_duplicate",
+    "rv_independent",
+    "rv_r_squared",
+    "sentence_duplicate",
+    "sentence_unrelated",
+    "total_uncertainty",
+    "ReadingVerdict",
+    "degenerate_witness",
+    "degenerate_property1_rows",
+    "undefined_shapley_message",
+    "chain_rule_check",
+    "prop35_readings",
+    "sentence_premise_bounds",
+    "prop36_readings",
+    "violation_score",
+    "step_score",
+    "summarize",
+    "entropy_unit",
+    "is_singular",
+]
 
 # ---------------------------------------------------------------------------------------------------
 # Propositions 3.5 and 3.6, reading by reading: verdict and witness
@@ -678,7 +289,8 @@ def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
             "random variables, non-singular R",
             "contradicted",
             "Property 3 fails (a suppressor effect: g beats s_j in every sub-game, yet the total falls); "
-            "Properties 1-2 hold there, but only because the Shapley total equals h",
+            "Property 2 holds there, but only because the Shapley total equals h; Property 1 is undefined with "
+            "an exact copy (the new R is singular, as in the degenerate example) and fails with a near copy",
             {"property3": check_property3(R_old, R_new, j, "rv"), "R_old": R_old, "R_new": R_new, "j": j},
         ),
         ReadingVerdict(

@@ -94,3 +94,87 @@ def efficiency_symbolic(n: int = 3) -> dict[str, Any]:
     total = sp.expand(sum(phi))
     target = v[players] - v[()]
     return {"phi": phi, "total": total, "target": target, "difference": sp.simplify(total - target)}
+
+
+DEGREE_MAX_N = 6
+"""Largest n for :func:`degree_shapley_affine` (symbolic weights on every pair, 2**n coalitions)."""
+
+
+def degree_pair_weights(n: int) -> tuple[sp.Rational, sp.Rational]:
+    """``(a_n, b_n)``: the Shapley values of one pair game ``g(S) = -2/|S|**2 [i, j in S]`` for a member of
+    the pair (a_n) and for any other player (b_n), exact rationals.
+
+    Every marginal contribution of a non-member is ``-2/(s+1)**2 + 2/s**2 > 0``, so ``b_n > 0``, and
+    efficiency gives ``2 a_n + (n - 2) b_n = -2/n**2 < 0``, so ``a_n < 0``: the slope ``a_n - b_n`` of
+    :func:`degree_shapley_affine` is negative for every n >= 2.
+
+    Examples:
+        >>> degree_pair_weights(3)
+        (-17/108, 5/54)
+    """
+    if int(n) != n or n < 2:
+        raise ValueError(f"n must be an integer >= 2; got {n!r}")
+    n = int(n)
+
+    def f(s: int) -> sp.Rational:
+        return sp.Rational(-2, s**2)
+
+    b = sp.Integer(0)
+    for s in range(2, n):  # coalitions S holding the pair but not the player k, |S| = s
+        w = sp.Rational(math.factorial(s) * math.factorial(n - s - 1), math.factorial(n))
+        b += math.comb(n - 3, s - 2) * w * (f(s + 1) - f(s))
+    a = (f(n) - (n - 2) * b) / 2
+    return sp.nsimplify(a), sp.nsimplify(b)
+
+
+def degree_shapley_affine(n: int = 4) -> dict[str, Any]:
+    """Each answer's Shapley value for Deg is affine and decreasing in its degree (symbolic, any weights).
+
+    Deg of a coalition S is ``v(S) = 1 - (|S| + 2 sum_{i<j in S} W_ij) / |S|**2`` (``baselines.degree``,
+    unit diagonal). Its constant part ``1 - 1/|S|`` is symmetric, so every player gets ``(1 - 1/n)/n``; each
+    pair term is ``W_ij`` times the pair game of :func:`degree_pair_weights`. Summing,
+    ``phi_k = (1 - 1/n)/n + b_n T + (a_n - b_n) d_k`` with ``T = sum_{i<j} W_ij`` and ``d_k = sum_{j != k}
+    W_kj``: affine in the degree d_k, with slope ``a_n - b_n < 0``. Hence, for every W in [0, 1]:
+
+    * Property 1: the argmin answer m has the largest degree; a copy of it in place of s_i changes T by
+      ``1 - W_mi + d_m - d_i >= 0`` (``> 0`` when ``d_i < d_m``), so Deg does not rise (falls strictly
+      unless s_i is itself a minimiser);
+    * Property 2: an unrelated answer changes T by ``-d_i <= 0`` (``< 0`` when s_i is related), so Deg does
+      not fall (rises strictly when s_i was related);
+    * Property 3: in equal-size sub-games ``phi_g - phi_j = a (d_g(X) - d_j(X))``, so the premise says
+      ``d_g(X) < d_j(X)`` for every X, the full X included, which is exactly ``T_new < T_old``: Deg rises.
+
+    Returns the symbols and: ``phi`` (list), ``slope`` (``a_n - b_n``), ``residual`` (each ``phi_k`` minus the
+    affine form, simplified: all 0) and ``decreasing`` (``slope < 0``).
+
+    Examples:
+        >>> d = degree_shapley_affine(3)
+        >>> d["residual"], d["slope"], d["decreasing"]
+        ([0, 0, 0], -1/4, True)
+    """
+    if int(n) != n or not 2 <= n <= DEGREE_MAX_N:
+        raise ValueError(f"n must be an integer in 2..{DEGREE_MAX_N}; got {n!r}")
+    n = int(n)
+    W = {(i, j): sp.Symbol(f"w_{i}{j}") for i, j in combinations(range(n), 2)}
+
+    def v(S: tuple[int, ...]) -> sp.Expr:
+        if not S:
+            return sp.Integer(0)
+        links = sum((W[(i, j)] for i, j in combinations(S, 2)), sp.Integer(0))
+        return 1 - (len(S) + 2 * links) / sp.Integer(len(S)) ** 2
+
+    phi = []
+    for k in range(n):
+        others = [p for p in range(n) if p != k]
+        term = sp.Integer(0)
+        for size in range(n):
+            w = sp.Rational(math.factorial(size) * math.factorial(n - size - 1), math.factorial(n))
+            for X in combinations(others, size):
+                term += w * (v(tuple(sorted((*X, k)))) - v(X))
+        phi.append(sp.expand(term))
+    a, b = degree_pair_weights(n)
+    T = sum(W.values(), sp.Integer(0))
+    degree = [sum((W[(min(k, j), max(k, j))] for j in range(n) if j != k), sp.Integer(0)) for k in range(n)]
+    affine = [sp.Rational(n - 1, n**2) + b * T + (a - b) * d for d in degree]
+    residual = [sp.simplify(p - q) for p, q in zip(phi, affine, strict=True)]
+    return {"W": W, "phi": phi, "slope": a - b, "residual": residual, "decreasing": bool(a - b < 0)}

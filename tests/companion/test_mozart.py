@@ -46,10 +46,22 @@ def test_only_likelihood_weighted_fits_both_with_one_beta() -> None:
     both = [f for f in fits if f["beta_both"]]
     assert [f["key"] for f in both] == ["likelihood_weighted"]
     ((lo, hi),) = both[0]["beta_both"]
-    assert 0.9885 < lo < hi < 0.9895
-    mid = (lo + hi) / 2
-    assert mz.matches_printed(mz.evaluate("likelihood_weighted", 1, mid), 0.40)
-    assert mz.matches_printed(mz.evaluate("likelihood_weighted", 2, mid), 0.51)
+    assert 0 < lo < hi < 1
+    # Derived, not typed: the window's ends are where one table's value reaches its rounding boundary
+    # (printed +- half a unit of the last printed digit), and just outside the window that table no longer rounds
+    # to its printed value, while everywhere inside both do.
+    half = 0.5 * 10**-mz.PRINTED_DECIMALS
+    printed = {1: paper.MOZART_UNCERTAINTY["table1"]["shapley"], 2: paper.MOZART_UNCERTAINTY["table2"]["shapley"]}
+
+    def value(t: int, beta: float) -> float:
+        return mz.evaluate("likelihood_weighted", t, beta)
+
+    for end, step in ((lo, -1e-7), (hi, 1e-7)):
+        at_edge = [t for t in (1, 2) if abs(abs(value(t, end) - printed[t]) - half) < 1e-8]
+        assert at_edge, f"no table at its rounding boundary at beta = {end}"
+        assert not all(mz.matches_printed(value(t, end + step), printed[t]) for t in (1, 2))
+    for beta in np.linspace(lo, hi, 21)[1:-1]:
+        assert all(mz.matches_printed(value(t, beta), printed[t]) for t in (1, 2))
 
 
 def test_qualitative_claim_rises_except_total_correlation() -> None:

@@ -129,7 +129,7 @@ def test_axiom_table_shape_and_vocabulary() -> None:
     df = ax.axiom_table(max_examples=5, seed=0, estimators=["Shap", "SE", "EigV"])
     assert list(df.columns[:5]) == ["estimator", "property", "reading", "verdict", "counterexample"]
     assert len(df) == 3 * 3 * 2
-    ok = {ax.FAILS, ax.NOT_APPLICABLE, "no counterexample in 5 examples"}
+    ok = {ax.FAILS, ax.NOT_APPLICABLE, ax.UNDEFINED, "no counterexample in 5 examples"}
     assert set(df.verdict) <= ok
     assert (df.counterexample != "").eq(df.verdict == ax.FAILS).all()
     for text in df.counterexample[df.verdict == ax.FAILS]:
@@ -151,9 +151,9 @@ def test_stored_full_table_is_reproduced_by_a_short_run() -> None:
     stored = pd.read_csv(RESULTS / "axiom_table.csv", keep_default_na=False, dtype={"property": str})
     settings = json.loads((RESULTS / "axiom_settings.json").read_text())
     assert len(stored) == len(ax.ESTIMATORS) * 6 and settings == ax.settings(settings["max_examples"], settings["seed"])
-    short = ax.axiom_table(max_examples=20, seed=settings["seed"], estimators=["Shap", "SE", "NumSet", "Ecc"])
+    short = ax.axiom_table(max_examples=20, seed=settings["seed"], estimators=["Shap", "SE", "NumSet", "Ecc", "Deg"])
     assert (short.verdict == ax.FAILS).sum() > 0
-    assert ax.prefix_mismatches(short, stored) == []
+    assert ax.prefix_mismatches(short, ax.with_known_cells(stored)) == []
 
 
 def test_prefix_mismatches_detects_a_changed_counterexample() -> None:
@@ -163,3 +163,112 @@ def test_prefix_mismatches_detects_a_changed_counterexample() -> None:
     k = int(np.flatnonzero(full.verdict == ax.FAILS)[0])
     full.loc[k, "counterexample"] = "{}"
     assert ax.prefix_mismatches(short, full) == [tuple(full.loc[k, ["estimator", "property", "reading"]])]
+
+
+# --- cells settled by hand (issue 18, item 3; issue 18, item 2) -------------------------------------
+
+
+def _stored() -> pd.DataFrame:
+    return pd.read_csv(RESULTS / "axiom_table.csv", keep_default_na=False, dtype={"property": str})
+
+
+@pytest.mark.parametrize(
+    ("prop", "example"), [("2", ax.property2_hub_example), ("3", ax.property3_hub_example)], ids=["p2", "p3"]
+)
+def test_the_hand_built_hub_witnesses_break_shap_in_the_sentence_reading(prop, example) -> None:
+    chk = ax.check(ax.estimator("Shap"), prop, example())
+    assert chk is not None and not chk.holds
+    res = ax.cell_result(ax.estimator("Shap"), prop, "sentence", 5)
+    assert res.verdict == ax.FAILS and ax.describe(res)["witness"].endswith("_witness_sentence")
+
+
+def test_the_property2_hub_lies_inside_the_searched_sizes_but_off_the_grid() -> None:
+    ex = ax.property2_hub_example()
+    low, high = ax.N_RANGES["2"]
+    assert low <= ex.n_total <= high
+    off_grid = [v for v in ex.params if round(10 * v) != 10 * v]
+    assert off_grid == [0.05]
+
+
+def test_the_stored_table_shows_the_witnesses_and_the_proofs() -> None:
+    """The committed table (written before the known cells existed) read through ``with_known_cells``."""
+    stored = _stored()
+    table = ax.with_known_cells(stored).set_index(["estimator", "property", "reading"])
+    before = stored.set_index(["estimator", "property", "reading"])
+    for prop in ("2", "3"):
+        assert before.loc[("Shap", prop, "sentence"), "verdict"] != ax.FAILS  # what the issue found
+        assert table.loc[("Shap", prop, "sentence"), "verdict"] == ax.FAILS
+    for reading in ax.READINGS:
+        for prop in ax.PROPERTIES:
+            assert table.loc[("Deg", prop, reading), "verdict"] == ax.PROVED
+    assert table.loc[("Shap", "1", "rv"), "verdict"] == ax.UNDEFINED
+    assert ax.with_known_cells(ax.with_known_cells(stored)).equals(ax.with_known_cells(stored))
+
+
+def test_an_exact_copy_leaves_shaps_values_undefined_so_the_rv_cell_cannot_be_judged() -> None:
+    """The cell used to say 'no counterexample': the new total is -inf for every input, so it could not fail,
+    while the Shapley values on that input are (-inf) - (-inf), the case Proposition 3.6 counts against phi."""
+    R = pr.random_correlation(4, seed=3)
+    R_copy = pr.rv_duplicate(R, 0, 1, 1.0)
+    assert pr.undefined_shapley_message(R_copy) is not None
+    assert ax.value(ax.estimator("Shap"), "rv", R_copy) == -np.inf
+    assert ax.cell_result(ax.estimator("Shap"), "1", "rv", 5).verdict == ax.UNDEFINED
+
+
+def test_deg_shapley_values_are_affine_and_decreasing_in_the_degree() -> None:
+    """The derivation behind the 'proved' Deg cells, symbolic (sympy) and against the package's Deg."""
+    symbolic = pytest.importorskip("shapley.theory.symbolic")
+    for n in range(2, 6):
+        d = symbolic.degree_shapley_affine(n)
+        assert d["residual"] == [0] * n and d["decreasing"]
+    for n in range(2, 25):
+        a, b = symbolic.degree_pair_weights(n)
+        assert a < 0 <= b
+    rng = np.random.default_rng(0)
+    for n in (3, 5, 6):
+        W = rng.random((n, n))
+        W = (W + W.T) / 2
+        np.fill_diagonal(W, 1.0)
+        phi = ax.estimator_shapley(ax.estimator("Deg"), "sentence", W)
+        a, b = (float(x) for x in symbolic.degree_pair_weights(n))
+        d = W.sum(axis=1) - 1
+        T = d.sum() / 2
+        np.testing.assert_allclose(phi, (n - 1) / n**2 + b * T + (a - b) * d, atol=1e-12)
+
+
+@pytest.mark.parametrize("prop", ax.PROPERTIES)
+@pytest.mark.parametrize("reading", ax.READINGS)
+def test_the_proved_deg_cells_survive_their_search(prop, reading) -> None:
+    res = ax.cell_result(ax.estimator("Deg"), prop, reading, 60, seed=1)
+    assert res.verdict == ax.PROVED and res.examples == 60
+
+
+def test_a_proved_cell_that_its_search_refutes_shows_the_counterexample(monkeypatch) -> None:
+    """A wrong proof cannot hide: mark a failing cell as proved and the search's counterexample wins."""
+    monkeypatch.setitem(ax.KNOWN, ("NumSet", "2", "sentence"), ax.KnownCell(ax.PROVED, "nothing", "a wrong proof"))
+    assert ax.cell_result(ax.estimator("NumSet"), "2", "sentence", 50).verdict == ax.FAILS
+
+
+# --- argument checks (issue 17) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"seed": 1.5}, "seed"),
+        ({"seed": -1}, "seed"),
+        ({"seed": True}, "seed"),
+        ({"estimators": "Shap"}, "estimators"),
+        ({"estimators": ["Shap", "Shap"]}, "estimators"),
+        ({"estimators": []}, "estimators"),
+        ({"estimators": ["Nope"]}, "estimators"),
+        ({"max_examples": math.inf}, "max_examples"),
+        ({"max_examples": math.nan}, "max_examples"),
+        ({"max_examples": 2.5}, "max_examples"),
+        ({"max_examples": "3"}, "max_examples"),
+        ({"max_examples": True}, "max_examples"),
+    ],
+)
+def test_axiom_table_refuses_bad_arguments_naming_them(kwargs, name) -> None:
+    with pytest.raises(ValueError, match=name):
+        ax.axiom_table(**{"max_examples": 1, **kwargs})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shapley.theory import axioms, properties, search, symbolic, worstcase
+from shapley.theory import axiom_search, axioms, cosine, properties, property_checks, search, symbolic, worstcase
 
 PKG = Path(__file__).resolve().parents[2] / "shapley"
 OPTIONAL = {"hypothesis": "search.py", "sympy": "symbolic.py"}
@@ -45,12 +45,17 @@ def test_theory_core_modules_import_without_the_extra() -> None:
         "sys.modules['hypothesis'] = None\n"
         "sys.modules['sympy'] = None\n"
         "import shapley.theory, shapley.theory.worstcase, shapley.theory.properties, shapley.theory.axioms\n"
+        "import shapley.theory.cosine\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent)
     assert out.returncode == 0, out.stderr
 
 
-@pytest.mark.parametrize("module", [axioms, properties, search, symbolic, worstcase], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module",
+    [axiom_search, axioms, cosine, properties, property_checks, search, symbolic, worstcase],
+    ids=lambda m: m.__name__,
+)
 def test_doctests(module) -> None:
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0

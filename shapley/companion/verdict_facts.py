@@ -1,0 +1,194 @@
+"""The numbers the verdict notes quote, computed (:func:`facts`): from the package, from the paper's
+transcribed numbers (:mod:`shapley.companion.reported`) and from the committed runs under ``results/``.
+
+:mod:`shapley.companion.verdicts` fills its note templates with these; ``verdicts.facts`` is this module's
+:func:`facts`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+# ---------------------------------------------------------------------------------------------------
+# The numbers the notes quote, computed
+# ---------------------------------------------------------------------------------------------------
+
+
+def _f(x: float, decimals: int = 3) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{decimals}f}"
+
+
+def _rep(x: float) -> str:
+    """A reported number as printed (Python's shortest repr, which keeps the printed digits)."""
+    return repr(float(x)) if len(repr(float(x))) <= 7 else f"{x:.3f}"
+
+
+@functools.cache
+def _mozart_facts() -> dict[str, str]:
+    from shapley.companion import mozart, reported
+
+    base = mozart.baseline_uncertainties(1)
+    v = mozart.verdict_facts()
+    # the readings other than the paper's definition with finite values on both tables
+    others = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is not None]
+    printed = reported.MOZART_UNCERTAINTY
+    return {
+        "moz_like": _f(base["likelihood"]),
+        "moz_sem": _f(base["semantic_likelihood"]),
+        "rep_moz_like": f"{printed['table1']['likelihood']:.2f}",
+        "rep_moz_sem": f"{printed['table1']['semantic_likelihood']:.2f}",
+        "rep_moz_shap1": f"{printed['table1']['shapley']:.2f}",
+        "rep_moz_shap2": f"{printed['table2']['shapley']:.2f}",
+        "moz_paper1": _f(v["paper_definition"][0], 2),
+        "moz_paper2": _f(v["paper_definition"][1], 2),
+        "moz_n_readings": str(v["readings_tried"]),
+        "moz_n_match": str(len(v["fit_both_at_beta"])),
+        "moz_n_fit": str(len(v["fit_both_beta_free"])),
+        "moz_n_rise": str(sum(r["rises"] is True for r in others)),
+        "moz_n_finite": str(len(others)),
+        "moz_rises": "yes" if v["rises_under_paper_definition"] else "no",
+    }
+
+
+COSINE_SEARCH_N = 20
+"""Size of the unit-vector search quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
+
+
+def _cosine_facts() -> dict[str, str]:
+    from shapley.theory import cosine
+
+    found = cosine.search_sweep(COSINE_SEARCH_N, 0.5, **cosine.SWEEP_SETTINGS)[-1]  # as on the PSD page
+    return {
+        "cos_search_n": str(COSINE_SEARCH_N),
+        "cos_search_min": _f(found.min_eig_R, 2),
+        "cos_circle_n": str(cosine.circle_first_indefinite_n(0.5)),
+    }
+
+
+@functools.cache
+def _psd_facts() -> dict[str, str]:
+    from shapley.core.metrics import auroc
+    from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
+    from shapley.theory import worstcase
+
+    caveat = worstcase.beta_caveat(0.5)
+    return {
+        "bound_paper10": _f(paper_beta_bound(10)),
+        "bound_gersh10": _f(gershgorin_beta_bound(10)),
+        "beta_star10": _f(worstcase.beta_star(10)),
+        "beta_star8": _f(caveat["beta_star_at"]),
+        "psd05_first_n": str(caveat["n_fail"]),
+        **_cosine_facts(),
+        "auroc_reversed": _f(auroc([2.0, 1.0], [True, False]), 0),
+    }
+
+
+def _row(rows: Mapping[tuple[str, str], tuple[float, ...]], methods: tuple[str, ...], key: tuple[str, str]):
+    return dict(zip(methods, rows[key], strict=True))
+
+
+def _shap_best(values: Mapping[str, float]) -> bool:
+    return all(values["Shap"] > v for m, v in values.items() if m != "Shap")
+
+
+def _above(values: Mapping[str, float]) -> str:
+    """The methods printed above Shap in a row, with their values: "SE (0.792) and DSE (0.797)"."""
+    above = [f"{m} ({_rep(v)})" for m, v in values.items() if v > values["Shap"]]
+    return " and ".join([", ".join(above[:-1]), above[-1]]) if len(above) > 1 else "".join(above)
+
+
+@functools.cache
+def _table_facts() -> dict[str, str]:
+    from shapley.companion import reported as rp
+
+    t3 = {k: _row(rp.TABLE3_ROWS, rp.TABLE3_METHODS, k) for k in rp.TABLE3_ROWS}
+    t4 = {k: _row(rp.TABLE4_ROWS, rp.TABLE4_METHODS, k) for k in rp.TABLE4_ROWS}
+    gaps = {k: max(v.values()) - v["Shap"] for k, v in t4.items()}
+    worst = max(gaps, key=lambda k: gaps[k])
+    nq = t4[("nq_open", "F-7B")]
+    claim_nq: Mapping[str, Any] = next(c for c in rp.TABLE4_TEXT_CLAIMS_CHECK if c["claim_id"] == "t4-nq-f7b-ne")
+    gemma = t3[("wmt14", "G-7B")]
+    return {
+        "t3_rows": str(len(t3)),
+        "t3_shap_best": str(sum(_shap_best(v) for v in t3.values())),
+        "rep_t3_gemma_avge": _rep(gemma["AvgE"]),
+        "rep_t3_gemma_shap": _rep(gemma["Shap"]),
+        "rep_t3_avg_shap": _rep(rp.TABLE3_AVERAGE[rp.TABLE3_METHODS.index("Shap")]),
+        "t4_rows": str(len(t4)),
+        "t4_per_dataset": str(len(rp.TABLE4_MODELS)),
+        "t4_shap_best": str(sum(_shap_best(v) for v in t4.values())),
+        "t4_squad_best": str(sum(_shap_best(v) for (d, _), v in t4.items() if d == "squad")),
+        "t4_bioasq_best": str(sum(_shap_best(v) for (d, _), v in t4.items() if d == "bioasq")),
+        "t4_max_gap": _f(gaps[worst]),
+        "t4_max_gap_row": f"{max(t4[worst], key=lambda m: t4[worst][m])} on {rp.DATASETS[worst[0]]}, "
+        f"{rp.MODELS[worst[1]]}",
+        "rep_t4_squad_l13b_shap": _rep(t4[("squad", "L-13B")]["Shap"]),
+        "rep_t4_squad_l13b_dse": _rep(t4[("squad", "L-13B")]["DSE"]),
+        "rep_t4_bioasq_m7b_shap": _rep(t4[("bioasq", "M-7B")]["Shap"]),
+        "rep_t4_bioasq_m7b_se": _rep(t4[("bioasq", "M-7B")]["SE"]),
+        "rep_t4_squad_d8b_shap": _rep(t4[("squad", "D-8B")]["Shap"]),
+        "t4_squad_d8b_above": _above(t4[("squad", "D-8B")]),
+        "rep_t4_svamp_q14b_er": _rep(t4[("svamp", "Q-14B")]["ER"]),
+        "t4_nq_gap_abs": _f(nq["Shap"] - nq["NE"]),
+        "t4_nq_gap_rel": f"{100 * (nq['Shap'] / nq['NE'] - 1):.1f}%",
+        "rep_t4_nq_claimed": f"{100 * float(claim_nq['claimed']):.1f}%",
+        "t4_nq_above": _above(nq),
+    }
+
+
+def _n_samples(read_config: Callable[[Any], Any], run_dir: Path) -> int | None:
+    """The run's number of answers per question, or None when its config.json cannot be read."""
+    try:
+        return int(read_config(run_dir).n_samples)
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+
+
+def _measured_facts(results: Path) -> dict[str, str]:
+    """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
+    from shapley.companion import reported, tables
+    from shapley.pipeline.store import read_config
+
+    runs = tables.discover_runs(results)
+    psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
+    counts = [n for n in (tables.question_count(d) for d in runs) if n is not None]
+    swept = [d for d in runs if (Path(d) / "beta_sweep.csv").exists()]
+    sizes = [n for n in (_n_samples(read_config, d) for d in swept) if n is not None]
+    out = {
+        "psd05_not": str(psd["n_not_psd"]),
+        "psd05_total": str(psd["n"]),
+        "psd05_runs": str(psd["runs"]),
+        "psd05_max_n": str(max(sizes)) if sizes else "n/a",
+        "q_min": str(min(counts)) if counts else "n/a",
+        "q_max": str(max(counts)) if counts else "n/a",
+        **dict.fromkeys(("t5_span", "t5_ci", "t5_psd_max", "t5_not_psd1", "t5_n1", "t5_auroc1"), "n/a"),
+    }
+    llama = results / "triviaqa_llama13b" / "minilm_n10"
+    if (llama / "beta_sweep.csv").exists():
+        sweep = tables.beta_ablation({"LLaMA-13B": llama})
+        grid = sweep[sweep["beta"].isin([b for b, _ in reported.TABLE5_ROUND1])]
+        ok = grid[grid["n_not_psd"] == 0]
+        last = grid.sort_values("beta").iloc[-1]
+        out.update(
+            t5_span=_f(float(ok["auroc"].max() - ok["auroc"].min())),
+            t5_ci=_f(float((ok["auroc_hi"] - ok["auroc_lo"]).median())),
+            t5_psd_max=f"{ok['beta'].max():g}",
+            t5_not_psd1=str(int(last["n_not_psd"])),
+            t5_n1=str(int(last["n"])),
+            t5_auroc1=_f(float(last["auroc"])),
+        )
+    return out
+
+
+def facts(results: str | Path | None = None) -> dict[str, str]:
+    """Every ``{field}`` of the note templates, computed (formatted as shown). ``results``: the folder of
+    committed runs (default: the repository's ``results/``)."""
+    from shapley.pipeline.settings import REPO_ROOT
+
+    root = Path(results) if results is not None else REPO_ROOT / "results"
+    # a new dict: the cached ones stay intact
+    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}

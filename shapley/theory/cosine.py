@@ -1,0 +1,217 @@
+"""How indefinite can R get when C comes from a clipped cosine similarity of unit vectors?
+
+The embedding stand-in judge (``embedding:minilm`` in :mod:`shapley.pipeline.entail`) sets
+``P(s_i => s_j) = clip(cos(e_i, e_j), 0, 1)`` with L2-normalised embeddings, so ``C = max(G, 0)`` for a Gram
+matrix ``G`` of unit vectors. The proved worst case of :mod:`shapley.theory.worstcase` (``C = 1`` across two
+groups, ``C = 0`` inside them) is out of its reach: ``C = 1`` across groups forces identical vectors, and then
+``C = 1`` inside the groups too. This module measures what the cosine judge *can* reach:
+
+* :func:`search_min_eigenvalue`: a seeded random-restart local search (L-BFGS on the sphere, analytic
+  gradient) for the smallest ``lambda_min(R_beta)`` over n unit vectors. Any n unit vectors span at most n
+  dimensions, so searching in ``R^n`` covers every embedding dimension ``d >= n`` (MiniLM's 384 included).
+  It is a heuristic: the value it returns is attained (an upper bound on the true minimum), not a proof.
+* :func:`circle_min_eigenvalue`: an exact witness family. n unit vectors equally spaced on a great circle
+  make K circulant, so its eigenvalues are the DFT of one row; the smallest falls roughly linearly in n, so
+  no n-independent guarantee exists for this judge either. :func:`circle_first_indefinite_n` is the first n
+  at which this family makes ``R_beta`` indefinite.
+
+numpy in, numpy out (nats play no role here; everything is an eigenvalue).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import minimize
+
+from shapley.core import validate
+from shapley.core.kernel import kernel_matrix
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < low:
+        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
+
+
+def cosine_C(X: ArrayLike) -> NDArray[np.float64]:
+    """``C = clip(cos(x_i, x_j), 0, 1)`` for the rows of X (normalised here), the embedding judge's C.
+
+    Args:
+        X: (n, d) array of nonzero vectors.
+
+    Returns:
+        (n, n) symmetric array, unit diagonal, entries in [0, 1].
+
+    Examples:
+        >>> cosine_C([[1.0, 0.0], [1.0, 1.0], [-1.0, 0.0]]).round(3).tolist()
+        [[1.0, 0.707, 0.0], [0.707, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    A = np.asarray(X, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] < 1 or not np.all(np.isfinite(A)):
+        raise ValueError(f"X must be a finite (n, d) array; got shape {A.shape}")
+    norms = np.linalg.norm(A, axis=1)
+    if np.any(norms == 0):
+        raise ValueError("X has a zero row; a cosine needs nonzero vectors")
+    U = A / norms[:, None]
+    C = np.clip(U @ U.T, 0.0, 1.0)
+    np.fill_diagonal(C, 1.0)
+    return C
+
+
+def cosine_min_eigenvalue(X: ArrayLike, beta: float = 0.5) -> float:
+    """``lambda_min(R_beta)`` for the cosine judge's C of the rows of X.
+
+    Examples:
+        >>> round(cosine_min_eigenvalue(np.eye(3), 0.5), 4)  # orthogonal: C = I, lambda_min = 1 - beta e^(-1/2)
+        0.6967
+    """
+    return float(np.linalg.eigvalsh(kernel_matrix(cosine_C(X), beta))[0])
+
+
+def _value_and_grad(flat: NDArray[np.float64], n: int, beta: float) -> tuple[float, NDArray[np.float64]]:
+    X = flat.reshape(n, -1)
+    norms = np.maximum(np.linalg.norm(X, axis=1), 1e-12)
+    U = X / norms[:, None]
+    G = np.clip(U @ U.T, -1.0, 1.0)
+    C = np.maximum(G, 0.0)
+    k = np.exp(-((1.0 - C) ** 2) / 2.0)
+    R = beta * k
+    np.fill_diagonal(R, 1.0)
+    lam, V = np.linalg.eigh(R)
+    v = V[:, 0]
+    # d lambda / d G_ij = v_i v_j * beta * k'(C) * [G > 0], k'(c) = (1 - c) k(c); off-diagonal only
+    W = np.outer(v, v) * beta * (1.0 - C) * k * (G > 0)
+    np.fill_diagonal(W, 0.0)
+    # G = U U^T with U = X / |X|: dG_ij/dX_i = (u_j - G_ij u_i) / |x_i|, and W is symmetric
+    grad_U = 2.0 * (W @ U)
+    grad_X = (grad_U - np.sum(grad_U * U, axis=1, keepdims=True) * U) / norms[:, None]
+    return float(lam[0]), grad_X.ravel()
+
+
+@dataclass(frozen=True)
+class CosineSearch:
+    """Outcome of :func:`search_min_eigenvalue`: the best unit vectors found and their ``lambda_min(R_beta)``."""
+
+    n: int
+    beta: float
+    min_eig_R: float
+    X: NDArray[np.float64]
+    n_starts: int
+    evaluations: int
+
+
+def search_min_eigenvalue(
+    n: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, warm: ArrayLike | None = None
+) -> CosineSearch:
+    """Smallest ``lambda_min(R_beta)`` found over n unit vectors under the cosine judge (heuristic, seeded).
+
+    Random restarts: half from Gaussian vectors, half from the circle witness plus noise; each is refined by
+    L-BFGS-B with the analytic gradient of the smallest eigenvalue. ``warm``: optional (m, d) vectors, m <= n,
+    d <= n, used as one more start (padded with random vectors). Vectors live in ``R^n`` (enough for any
+    dimension, see the module docstring). The returned value is attained by ``X`` (check it with
+    :func:`cosine_min_eigenvalue`), so it bounds the true minimum from above.
+
+    Examples:
+        >>> s = search_min_eigenvalue(4, 0.5, n_starts=2, seed=0)
+        >>> abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9, s.min_eig_R > 0
+        (True, True)
+    """
+    n = _check_int(n, "n", 2)
+    n_starts = _check_int(n_starts, "n_starts", 1)
+    seed = _check_int(seed, "seed", 0)
+    b = validate.beta_value(beta)
+    rng = np.random.default_rng(seed)
+    starts = []
+    for start in range(n_starts):
+        X0 = rng.normal(size=(n, n))
+        if start % 2 == 1:
+            X0 = 0.1 * X0
+            X0[:, :2] += circle_vectors(n)
+        starts.append(X0)
+    if warm is not None:
+        W = np.asarray(warm, dtype=np.float64)
+        if W.ndim != 2 or W.shape[0] > n or W.shape[1] > n:
+            raise ValueError(f"warm must be an (m, d) array with m, d <= n = {n}; got shape {W.shape}")
+        X0 = rng.normal(size=(n, n))
+        X0[: W.shape[0]] = 0.0
+        X0[: W.shape[0], : W.shape[1]] = W
+        starts.append(X0)
+    best_val, best_X, evals = math.inf, np.eye(n), 0
+    for X0 in starts:
+        res = minimize(_value_and_grad, X0.ravel(), args=(n, b), jac=True, method="L-BFGS-B")
+        evals += int(res.nfev)
+        for X in (res.x.reshape(n, n), X0):
+            val = cosine_min_eigenvalue(X, b)
+            if val < best_val:
+                best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
+    return CosineSearch(n, b, float(best_val), best_X, len(starts), evals)
+
+
+def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, n_min: int = 2) -> list[CosineSearch]:
+    """:func:`search_min_eigenvalue` for n = n_min..n_max, each size warm-started from the previous best.
+
+    Adding a vector adds a row and column to R, so by Cauchy interlacing the true minimum can only fall
+    as n grows; the warm start makes the found values fall too (the previous vectors plus one new vector are
+    a start whose value is at most the previous best).
+    """
+    n_max = _check_int(n_max, "n_max", 2)
+    n_min = _check_int(n_min, "n_min", 2)
+    if n_min > n_max:
+        raise ValueError(f"n_min ({n_min}) must be at most n_max ({n_max})")
+    out: list[CosineSearch] = []
+    for n in range(n_min, n_max + 1):
+        warm = out[-1].X if out else None
+        out.append(search_min_eigenvalue(n, beta, n_starts, seed + n, warm))
+    return out
+
+
+SWEEP_SETTINGS: dict[str, int] = {"n_starts": 6, "seed": 0, "n_min": 8}
+"""The sweep the book quotes (PSD page and the ``beta-0.5-psd`` verdict): :func:`search_sweep` with these."""
+
+
+def search_first_indefinite_n(results: list[CosineSearch]) -> int | None:
+    """The smallest n among ``results`` whose found ``lambda_min(R_beta)`` is negative, else None."""
+    return next((r.n for r in results if r.min_eig_R < 0), None)
+
+
+def circle_vectors(n: int) -> NDArray[np.float64]:
+    """n unit vectors equally spaced on a circle, shape (n, 2): ``(cos 2 pi k / n, sin 2 pi k / n)``."""
+    n = _check_int(n, "n", 1)
+    t = 2.0 * np.pi * np.arange(n) / n
+    return np.stack([np.cos(t), np.sin(t)], axis=1)
+
+
+def circle_min_eigenvalue(n: int, beta: float = 0.5) -> float:
+    """Exact ``lambda_min(R_beta)`` for :func:`circle_vectors` (n): K is circulant, its eigenvalues are the
+    real DFT of its first row ``k(max(cos(2 pi j / n), 0))``.
+
+    Examples:
+        >>> n = 12
+        >>> abs(circle_min_eigenvalue(n) - cosine_min_eigenvalue(circle_vectors(n))) < 1e-12
+        True
+    """
+    n = _check_int(n, "n", 1)
+    b = validate.beta_value(beta)
+    c = np.maximum(np.cos(2.0 * np.pi * np.arange(n) / n), 0.0)
+    row = np.exp(-((1.0 - c) ** 2) / 2.0)
+    lam_K = float(np.min(np.real(np.fft.fft(row))))
+    return 1.0 + b * (lam_K - 1.0)
+
+
+def circle_first_indefinite_n(beta: float = 0.5, n_max: int = 10_000) -> int | None:
+    """Smallest n at which :func:`circle_vectors` (n) makes ``R_beta`` indefinite; None if none up to n_max.
+
+    Examples:
+        >>> circle_first_indefinite_n(0.5) > 20
+        True
+    """
+    b = validate.beta_value(beta)
+    n_max = _check_int(n_max, "n_max", 1)
+    for n in range(1, n_max + 1):
+        if circle_min_eigenvalue(n, b) < 0:
+            return n
+    return None

@@ -1,0 +1,86 @@
+"""How indefinite R can get under the clipped-cosine (embedding stand-in) judge: ``shapley.theory.cosine``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import check_grad
+
+from shapley.core.kernel import kernel_matrix
+from shapley.core.psd import is_psd
+from shapley.theory import cosine, worstcase
+
+
+def test_cosine_C_is_the_embedding_judges_formula():
+    """entail.py: P = clip(cos(e_i, e_j), 0, 1) on L2-normalised embeddings (symmetric, so C = P)."""
+    X = np.random.default_rng(0).normal(size=(6, 384))
+    E = X / np.linalg.norm(X, axis=1, keepdims=True)
+    P = np.clip(E @ E.T, 0.0, 1.0)
+    np.testing.assert_allclose(cosine.cosine_C(X), P, atol=1e-12)
+
+
+def test_the_gradient_of_the_smallest_eigenvalue_is_right():
+    n = 6
+    x = np.random.default_rng(1).normal(size=n * n)
+    err = check_grad(lambda v: cosine._value_and_grad(v, n, 0.5)[0], lambda v: cosine._value_and_grad(v, n, 0.5)[1], x)
+    assert err < 1e-5
+
+
+def test_the_search_returns_an_attained_value_that_no_general_C_beats():
+    s = cosine.search_min_eigenvalue(8, 0.5, n_starts=4, seed=0)
+    assert s.min_eig_R == pytest.approx(cosine.cosine_min_eigenvalue(s.X, 0.5), abs=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(s.X, axis=1), 1.0)
+    general = 1 + 0.5 * (worstcase.min_kernel_eigenvalue(8) - 1)  # the proved worst case over every C
+    assert general < 0 < s.min_eig_R
+
+
+def test_the_search_beats_the_circle_and_random_vectors():
+    """Not a trivial search: it goes below the circle witness and far below random unit vectors."""
+    n = 16
+    s = cosine.search_min_eigenvalue(n, 0.5, n_starts=6, seed=0)
+    rng = np.random.default_rng(0)
+    random_best = min(cosine.cosine_min_eigenvalue(rng.normal(size=(n, n)), 0.5) for _ in range(200))
+    assert s.min_eig_R < cosine.circle_min_eigenvalue(n, 0.5) < random_best
+
+
+def test_the_sweep_falls_with_n_and_finds_an_indefinite_R_by_30():
+    """Interlacing: the true minimum cannot rise with n, and the warm-started sweep does not either."""
+    runs = cosine.search_sweep(30, 0.5, n_starts=2, seed=0, n_min=18)
+    values = [r.min_eig_R for r in runs]
+    assert all(b <= a + 1e-12 for a, b in zip(values, values[1:], strict=False))
+    first = cosine.search_first_indefinite_n(runs)
+    assert first is not None and 20 < first <= 30
+    witness = next(r for r in runs if r.n == first)
+    assert not is_psd(kernel_matrix(cosine.cosine_C(witness.X), 0.5))
+
+
+def test_the_circle_is_exact_and_its_first_indefinite_n_is_the_first():
+    for n in (3, 8, 13, 40):
+        direct = np.linalg.eigvalsh(kernel_matrix(cosine.cosine_C(cosine.circle_vectors(n)), 0.5))[0]
+        assert cosine.circle_min_eigenvalue(n, 0.5) == pytest.approx(direct, abs=1e-10)
+    n = cosine.circle_first_indefinite_n(0.5)
+    assert n is not None
+    assert cosine.circle_min_eigenvalue(n, 0.5) < 0 <= cosine.circle_min_eigenvalue(n - 1, 0.5)
+    assert not is_psd(kernel_matrix(cosine.cosine_C(cosine.circle_vectors(n)), 0.5))
+    # the minimum keeps falling: no n-independent guarantee for this judge either
+    assert cosine.circle_min_eigenvalue(1000, 0.5) < -5
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: cosine.search_min_eigenvalue(1.5), "n"),
+        (lambda: cosine.search_min_eigenvalue(True), "n"),
+        (lambda: cosine.search_min_eigenvalue(4, n_starts=0), "n_starts"),
+        (lambda: cosine.search_min_eigenvalue(4, seed=-1), "seed"),
+        (lambda: cosine.search_min_eigenvalue(4, beta=1.5), "beta"),
+        (lambda: cosine.search_min_eigenvalue(4, warm=np.ones((5, 2))), "warm"),
+        (lambda: cosine.search_sweep(5, n_min=6), "n_min"),
+        (lambda: cosine.cosine_C(np.zeros((2, 3))), "zero row"),
+        (lambda: cosine.cosine_C([1.0, 2.0]), "X"),
+        (lambda: cosine.circle_vectors(0), "n"),
+    ],
+)
+def test_bad_inputs_are_refused_naming_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

@@ -247,12 +247,15 @@ def test_smollm2_run_in_shards_and_other_batches_equals_the_whole_run(tmp_path):
     config = RunConfig(
         command="run",
         data=DataSettings(dataset="triviaqa", limit=4, n_shots=1),
-        generation=GenerationSettings(model="smollm2", n_samples=3, max_new_tokens=8, p_true=False, a4c=False),
+        generation=GenerationSettings(
+            model="smollm2", n_samples=3, max_new_tokens=8, p_true=False, a4c=False, rows_per_batch=2
+        ),
         entailment=EntailmentSettings(backend="embedding:minilm"),
         runtime=RuntimeSettings(batch_size=8, device="cpu", progress=False, entail_cache="none"),
     )
     config = config.replace(scoring=replace(config.scoring, n_boot=20))
     whole = _finish(experiment.run_experiment(config, tmp_path / "whole"))
+    # The generation path is a recorded run setting (rows per decoding batch); --batch-size then moves nothing.
     two = config.replace(runtime=replace(config.runtime, batch_size=2))
     assert_identical(whole, _finish(experiment.run_experiment(two, tmp_path / "bs2")), RUN_STAGES)
     assert_identical(whole, _merged(config, experiment.run_experiment, tmp_path, k=2), RUN_STAGES)

@@ -134,7 +134,8 @@ def test_each_layer_is_a_subpackage():
     for layer in LAYERS:
         assert (PKG / layer / "__init__.py").is_file(), f"shapley/{layer}/ is missing"
     flat = sorted(p.name for p in PKG.glob("*.py"))
-    assert flat == ["__init__.py", "__main__.py", "cli.py"], f"modules outside the four layers: {flat}"
+    assert flat == ["__init__.py", "__main__.py"], f"modules outside the four layers and the CLI: {flat}"
+    assert (PKG / "cli" / "__init__.py").is_file(), "shapley/cli/ is missing"
 
 
 def test_the_rule_checker_sees_relative_and_absolute_imports(tmp_path):

@@ -1,0 +1,236 @@
+"""Command line: ``python -m shapley run | score-samples | merge | report | beta-sweep``.
+
+* ``run``: the whole experiment, data -> generate -> entail -> score -> metrics, into a resumable run directory.
+* ``score-samples``: score answers generated elsewhere (JSON lines, optionally .gz).
+* ``merge``: join the K shard directories of a run split with ``--shard I/K`` into one run directory.
+* ``report``: AUROC tables across run directories (markdown + CSV).
+* ``beta-sweep``: Table 5's beta ablation recomputed from a run's stored entailment matrices.
+
+Exit status: 0 on success, 2 for bad arguments or input (the message names the problem; for an input file
+the line number and field), 1 for other failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import stat
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from shapley.cli.args import LIST_TYPES as LIST_TYPES
+from shapley.cli.args import PSD_POLICIES as PSD_POLICIES
+from shapley.cli.args import build_parser as build_parser
+from shapley.cli.args import config_from_args as config_from_args
+from shapley.pipeline.data import DATASETS as DATASETS
+
+
+def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
+    from shapley.pipeline import experiment
+    from shapley.pipeline.entail_cache import check_cache_path
+
+    config = config_from_args(a)
+    if config.runtime.entail_cache is not None:  # before generation, not when the entailment stage opens it
+        check_cache_path(Path(config.runtime.entail_cache))
+    if config.command == "run":
+        path = experiment.run_experiment(config, a.output, argv=argv)
+    else:
+        path = experiment.score_samples(config, a.output, argv=argv)
+    _print_summary(path)
+    return 0
+
+
+def _print_summary(path: Path) -> None:
+    from shapley.pipeline import evaluate
+
+    m = evaluate.load_metrics(path)
+    sk = evaluate.load_skipped(path)
+    cols = ["method", "auroc", "auroc_lo", "auroc_hi", "n", "accuracy"]
+    print(f"run directory: {path}")
+    print(evaluate.markdown_table(m[cols]))
+    if len(m) and m["accuracy"].isin([0.0, 1.0]).all():
+        print(
+            "note: all judged answers are "
+            + ("correct" if m["accuracy"].iloc[0] == 1.0 else "incorrect")
+            + ": AUROC and PRR are undefined (NaN)"
+        )
+    for _, r in sk.iterrows():
+        print(f"note: {r['method']} skipped on {r['n_skipped']} of {r['n_questions']} questions: {r['reason']}")
+
+
+def _cmd_merge(a: argparse.Namespace, argv: Sequence[str]) -> int:
+    from shapley.pipeline import merge
+
+    _print_summary(merge.merge_runs(a.shard_dirs, a.output, argv=argv))
+    return 0
+
+
+def _cmd_report(a: argparse.Namespace) -> int:
+    from shapley.pipeline import evaluate, report
+
+    md = evaluate.report(a.run_dirs, a.output)
+    if a.output is None:
+        print(md, end="")
+    else:
+        print("wrote " + " and ".join(str(f) for f in report.report_files(a.output)))
+    return 0
+
+
+def _writable_file(out: Path, flag: str) -> None:
+    """Refuse (ValueError naming ``flag`` and ``out``) an output file whose folder is missing or that is a folder."""
+    if out.is_dir():
+        raise ValueError(f"{flag} {out} is a directory; give a file name")
+    if not out.parent.is_dir():
+        raise ValueError(f"{flag} {out}: its folder {out.parent} does not exist")
+
+
+def _cmd_beta_sweep(a: argparse.Namespace) -> int:
+    from shapley.pipeline import evaluate
+
+    if a.output:
+        _writable_file(Path(a.output), "--output")
+    betas = evaluate.TABLE5_BETAS if a.betas is None else a.betas
+    summary, paths = evaluate.write_beta_sweep(
+        a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output
+    )
+    print(evaluate.markdown_table(summary, digits=5))
+    print("wrote " + " and ".join(str(f) for f in paths))
+    return 0
+
+
+_PATH_ARGS = {  # command -> (dest, how the message names it) of every argument that is a path
+    "run": (("output", "--output"), ("data_path", "--data-path"), ("entail_cache", "--entail-cache")),
+    "score-samples": (("input", "FILE.jsonl"), ("output", "--output"), ("entail_cache", "--entail-cache")),
+    "merge": (("shard_dirs", "SHARD_DIR"), ("output", "--output")),
+    "report": (("run_dirs", "DIR"), ("output", "--output")),
+    "beta-sweep": (("run_dir", "DIR"), ("output", "--output")),
+}
+
+
+def _check_paths(a: argparse.Namespace) -> None:
+    """Path arguments, checked before anything is read or written (``ValueError`` naming the argument).
+
+    A path must be valid UTF-8 (run directories record their paths in JSON); the entries of a list of
+    directories must be distinct; an input file must be a regular file: a pipe such as bash's process
+    substitution ``<(...)`` (``/dev/fd/63``) can be read only once, but the input is read twice (validated in
+    full before scoring starts) and its checksum is recorded so that a resume can check it.
+    """
+    for dest, name in _PATH_ARGS[a.command]:
+        value = getattr(a, dest)
+        paths = [] if value is None or value == "none" else [value] if isinstance(value, str) else list(value)
+        for p in paths:
+            try:
+                p.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"{name} {os.fsencode(p)!r} is not valid UTF-8; run directories record their paths as UTF-8 "
+                    "JSON, so rename it (or use a link with a UTF-8 name)"
+                ) from None
+        if name != "SHARD_DIR":  # merge refuses a repeated shard itself, naming the shard (I/K)
+            _distinct_paths(paths, name)
+    for dest in ("input", "data_path"):
+        _regular_input(getattr(a, dest, None), "FILE.jsonl" if dest == "input" else "--data-path")
+
+
+def _distinct_paths(paths: list[str], name: str) -> None:
+    seen: dict[str, str] = {}
+    for p in paths:
+        key = os.path.realpath(p)
+        if key in seen:
+            again = "" if seen[key] == p else f" (as {seen[key]!r} and {p!r})"
+            raise ValueError(f"{name}: {p!r} is given twice{again}; each entry must be distinct")
+        seen[key] = p
+
+
+def _regular_input(path: str | None, name: str) -> None:
+    if path is None:
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a missing file is reported by the reader, naming it
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ValueError(
+            f"{name} {path} is a pipe or a device (e.g. bash's process substitution <(...)), not a regular file. "
+            "The input is read twice (validated in full before scoring) and its checksum is recorded for "
+            "resuming, which a pipe cannot give: write it to a file first"
+        )
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one line, ``warning: <message>``, without the source path and code line."""
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option, of every subcommand, that takes exactly one value."""
+    out: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out |= _value_options(sub)
+        elif action.option_strings and action.nargs is None:
+            out.update(action.option_strings)
+    return out
+
+
+def _join_dash_values(argv: list[str], options: set[str]) -> list[str]:
+    """``--shard -1/2`` -> ``--shard=-1/2``: a value that starts with '-' and a digit or '.' belongs to its option.
+
+    argparse would otherwise take ``-1/2`` (or ``-1e-3``) for an option and answer "expected one argument";
+    joined, the value reaches its own check, which says what is wrong with it.
+    """
+    out: list[str] = []
+    k = 0
+    while k < len(argv):
+        if argv[k] in options and k + 1 < len(argv) and re.match(r"-[\d.]", argv[k + 1]):
+            out.append(f"{argv[k]}={argv[k + 1]}")
+            k += 2
+        else:
+            out.append(argv[k])
+            k += 1
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status. Warnings print as one line each (``warning: ...``)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    a = parser.parse_args(_join_dash_values(args_list, _value_options(parser)))
+    full_argv = ["python", "-m", "shapley", *args_list]
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _dispatch(a, full_argv)
+
+
+def _dispatch(a: argparse.Namespace, full_argv: list[str]) -> int:
+    try:
+        _check_paths(a)
+        if a.command in ("run", "score-samples"):
+            return _cmd_pipeline(a, full_argv)
+        if a.command == "merge":
+            return _cmd_merge(a, full_argv)
+        if a.command == "report":
+            return _cmd_report(a)
+        return _cmd_beta_sweep(a)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (RuntimeError, OSError) as exc:  # e.g. a run directory in use, a model that is not available
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

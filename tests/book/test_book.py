@@ -395,5 +395,28 @@ def test_no_stderr_blocks(built: Path):
         assert not blocks, f"{page}: {len(blocks)} stderr block(s), first: {blocks[0].get_text()[:200]!r}"
 
 
+RAW_MISSING = re.compile(r"^(?:nan|NaN|None|<NA>|NaT)$")
+"""What pandas prints for a missing value: a table shows "not run", "undefined" or a dash instead (issue 18, 14)."""
+
+
+def _raw_missing_cells(soup) -> list[str]:
+    return [
+        c.get_text(strip=True) for c in soup.select("table td, table th") if RAW_MISSING.match(c.get_text(strip=True))
+    ]
+
+
+def test_no_table_shows_a_raw_missing_value(built: Path):
+    for page in toc_pages():
+        found = _raw_missing_cells(article(page))
+        assert not found, f"{page}: a table cell shows {found[0]!r}; say 'not run', 'undefined' or '–'"
+
+
+def test_the_missing_value_check_can_fail():
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup("<table><tr><td>0.5</td><td>NaN</td><td>None</td><td>not run</td></tr></table>", "html.parser")
+    assert _raw_missing_cells(soup) == ["NaN", "None"]
+
+
 def test_the_tex_check_can_fail():
     assert TEX_IN_TEXT.findall("At $\\beta$ = 0.5") and not TEX_IN_TEXT.findall("At β = 0.5, $5 and $6")

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import os
 import sys
@@ -49,12 +48,12 @@ from shapley.pipeline.settings import REPO_ROOT
 from shapley.pipeline.store import (
     COMPUTE_KEYS,
     CONFIG_FILE,
-    LOCK_FILE,
     STAGE_FILES,
     JsonlStore,
     RunDir,
     atomic_write_bytes,
     encode_record,
+    lock_run_dir,
     read_record,
     repo_relative,
     run_history,
@@ -122,13 +121,10 @@ class Shard:
 
 def _lock_shard(path: Path) -> int:
     """The shard's exclusive lock (``ValueError`` when a run holds it: the shard is still running)."""
-    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        os.close(fd)
+        return lock_run_dir(path)
+    except RuntimeError as exc:
         raise ValueError(f"{path} is in use by another process (a shard still running); merge it once it ends") from exc
-    return fd
 
 
 def _stages(config: RunConfig) -> tuple[str, ...]:

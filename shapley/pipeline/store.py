@@ -377,7 +377,7 @@ class RunDir:
         _check_storable(p, config, args)
         created = not p.exists()
         p.mkdir(parents=True, exist_ok=True)
-        fd = _lock(p)
+        fd = lock_run_dir(p)
         try:
             stored = check_resumable(p, config)  # again, under the lock
             if stored is None:  # temporaries left by a process that failed: stale, since we hold the lock
@@ -515,8 +515,9 @@ class RunDir:
         self.close()
 
 
-def _lock(path: Path) -> int:
-    """An exclusive, non-blocking flock on ``path/.lock``; ``RuntimeError`` when another process holds it."""
+def lock_run_dir(path: Path) -> int:
+    """An exclusive, non-blocking flock on ``path/.lock`` (its file descriptor); ``RuntimeError`` when another
+    process holds it."""
     fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
 from shapley.companion.htmltable import Col, Html, code, esc, html_table
-from shapley.companion.paired import delong_outcomes
-from shapley.companion.provenance import question_sets, relative_path
+from shapley.companion.provenance import relative_path
+from shapley.core import metrics
+from shapley.pipeline.comparisons import outcomes
 from shapley.pipeline.evaluate import load_metrics
 
 REFERENCE = "Shap"
@@ -32,7 +35,7 @@ class JudgeRobustness:
     rank_b (1 = highest AUROC), outcome_a, outcome_b (against :data:`REFERENCE`, DeLong with Holm within each
     run; None where a run has no such comparison), kept (the outcome is the same under both judges).
     ``spearman`` and ``kendall``: rank correlations of the two AUROC orderings over those methods (NaN with fewer
-    than 3). ``same_questions``: whether both runs record the same input data and limit.
+    than 3). ``n_questions``: how many questions both runs scored (the comparison uses those only).
     """
 
     run_a: str
@@ -40,7 +43,7 @@ class JudgeRobustness:
     table: pd.DataFrame
     spearman: float
     kendall: float
-    same_questions: bool
+    n_questions: int
 
     @property
     def n_compared(self) -> int:
@@ -63,28 +66,58 @@ class JudgeRobustness:
         return int(row["rank_a"].iloc[0]), int(row["rank_b"].iloc[0])
 
 
-def _outcomes(run_dir: str | os.PathLike[str]) -> dict[str, str]:
-    path = Path(run_dir) / "comparisons.csv"
-    if not path.exists():
-        return {}
-    c = pd.read_csv(path).assign(run=relative_path(run_dir))
-    c = c[c["reference"] == REFERENCE]
-    return dict(zip(c["method"], delong_outcomes(c)["outcome"], strict=True))
+def _common_scores(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both runs' ``scores.csv`` restricted to the questions both scored, in run a's order, indexed by id."""
+    sa, sb = (pd.read_csv(Path(d) / "scores.csv", dtype={"id": str}).set_index("id") for d in (run_a, run_b))
+    common = [i for i in sa.index if i in sb.index]
+    return sa.loc[common], sb.loc[common]
+
+
+def _methods(scores: pd.DataFrame, run_dir: str | os.PathLike[str]) -> list[str]:
+    """The run's scored methods (its metrics.csv order) that ``scores`` holds a column for."""
+    return [m for m in load_metrics(run_dir)["method"] if m in scores.columns]
+
+
+def _judged(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+    """One run on the common questions: each method's AUROC, and its DeLong comparison with :data:`REFERENCE`
+    (Holm within the run), the way ``comparisons.csv`` decides outcomes
+    (:func:`shapley.pipeline.comparisons.outcomes`)."""
+    c = scores["correct"].astype(bool).to_numpy()
+    ref = scores[REFERENCE].to_numpy(dtype=np.float64) if REFERENCE in scores else np.full(len(scores), np.nan)
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # one correctness class: NaN, reported as undefined
+        for m in methods:
+            u = scores[m].to_numpy(dtype=np.float64)
+            ok = np.isfinite(u)
+            auroc = metrics.auroc(u[ok], c[ok]) if ok.any() else math.nan
+            both = ok & np.isfinite(ref)
+            d = metrics.delong_test(u[both], ref[both], c[both]) if m != REFERENCE and both.any() else None
+            rows.append(
+                {"method": m, "auroc": auroc, "delta": d.delta if d else math.nan, "p": d.p_value if d else math.nan}
+            )
+    t = pd.DataFrame(rows)
+    tested = t["method"] != REFERENCE
+    t["outcome"] = None
+    if tested.any():
+        p_holm = metrics.holm(t.loc[tested, "p"].to_numpy(dtype=np.float64))
+        t.loc[tested, "outcome"] = outcomes(t.loc[tested, "delta"].to_numpy(), p_holm)
+    return t
 
 
 def judge_robustness(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str]) -> JudgeRobustness:
-    """Compare two runs of the same answers scored under two entailment backends (see :class:`JudgeRobustness`).
+    """Compare two runs of the same answers scored under two entailment backends (see :class:`JudgeRobustness`),
+    on the questions both scored: AUROCs and DeLong outcomes are recomputed from their ``scores.csv`` there.
 
-    Raises FileNotFoundError if either run has no ``metrics.csv``.
+    Raises FileNotFoundError if either run has no ``metrics.csv`` or ``scores.csv``.
     """
-    ma, mb = load_metrics(run_a), load_metrics(run_b)
-    both = ma[["method", "auroc"]].merge(mb[["method", "auroc"]], on="method", suffixes=("_a", "_b"))
+    sa, sb = _common_scores(run_a, run_b)
+    methods = [m for m in _methods(sa, run_a) if m in _methods(sb, run_b)]
+    ja, jb = _judged(sa, methods), _judged(sb, methods)
+    both = ja.merge(jb, on="method", suffixes=("_a", "_b"))
     both = both.dropna(subset=["auroc_a", "auroc_b"]).reset_index(drop=True)
     both["rank_a"] = both["auroc_a"].rank(ascending=False, method="min").astype(int)
     both["rank_b"] = both["auroc_b"].rank(ascending=False, method="min").astype(int)
-    oa, ob = _outcomes(run_a), _outcomes(run_b)
-    both["outcome_a"] = pd.Series([oa.get(m) for m in both["method"]], index=both.index, dtype=object)
-    both["outcome_b"] = pd.Series([ob.get(m) for m in both["method"]], index=both.index, dtype=object)
     kept = [
         None if pd.isna(a) or pd.isna(b) or "undefined" in (a, b) else a == b
         for a, b in zip(both["outcome_a"], both["outcome_b"], strict=True)
@@ -95,10 +128,9 @@ def judge_robustness(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str
         tau = float(stats.kendalltau(both["auroc_a"], both["auroc_b"]).statistic)
     else:
         rho = tau = math.nan
-    sets = question_sets([run_a, run_b])
-    same = len(set(sets.values())) == 1
     ordered = both.sort_values(["rank_a", "method"]).reset_index(drop=True)
-    return JudgeRobustness(relative_path(run_a), relative_path(run_b), ordered, rho, tau, same)
+    cols = ["method", "auroc_a", "auroc_b", "rank_a", "rank_b", "outcome_a", "outcome_b", "kept"]
+    return JudgeRobustness(relative_path(run_a), relative_path(run_b), ordered[cols], rho, tau, len(sa))
 
 
 def judge_robustness_html(
@@ -128,10 +160,10 @@ def judge_robustness_html(
         Col("ob", f"vs {REFERENCE}"),
         Col("keep", "Kept?"),
     ]
-    same = "the same questions" if r.same_questions else "<strong>different question sets</strong>"
     caption = (
         f"The same answers scored under two entailment judges ({code(r.run_a)}: {esc(label_a)}; "
-        f"{code(r.run_b)}: {esc(label_b)}), on {same}; correctness is judged by ROUGE-L in both. "
+        f"{code(r.run_b)}: {esc(label_b)}), on the {r.n_questions} questions both scored; correctness is judged by "
+        "ROUGE-L in both, and AUROCs and outcomes are recomputed on those questions. "
         f"<em>vs {REFERENCE}</em>: the paired comparison's outcome (DeLong, Holm-adjusted within each run; n.s.: "
         "no significant difference). Rank correlation of the two orderings: Spearman "
         f"{r.spearman:.2f}, Kendall {r.kendall:.2f}, over {len(r.table)} methods."
@@ -159,7 +191,8 @@ def judge_findings(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
         else "so the paper's claim that Shap orders answers best holds under one judge only"
     )
     return (
-        f"Under a second entailment judge ({esc(label_b)}) {shap}, {claim}; the two orderings of the methods "
+        f"On the {r.n_questions} questions both judges scored, under a second entailment judge ({esc(label_b)}) "
+        f"{shap}, {claim}; the two orderings of the methods "
         f"correlate with Spearman {r.spearman:.2f} (Kendall {r.kendall:.2f}), and {r.n_kept} of {r.n_compared} "
         f"paired comparisons against {REFERENCE} keep their outcome."
     )

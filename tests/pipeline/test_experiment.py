@@ -45,6 +45,7 @@ def test_score_samples_resume_recomputes_nothing(tmp_path, monkeypatch):
         "name": "fake:overlap",
         "fingerprint": "fake-overlap-v1",
         "is_nli": False,
+        "computation": None,  # the fake has no batching rule of its own to pin
         "dtype": None,
         "device_kind": None,
     }

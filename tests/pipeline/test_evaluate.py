@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -182,14 +183,19 @@ def test_derived_files_record_their_inputs_and_go_stale(two_runs, tmp_path):
     assert derived.stale_outputs(a) == ["metrics.csv"]
 
 
-def test_old_runs_are_unverified_not_stale():
+def test_committed_runs_are_fresh_and_old_runs_unverified_not_stale(tmp_path):
     committed = Path(__file__).resolve().parents[2] / "results"
     runs = [committed / "smollm2" / "triviaqa", committed / "triviaqa_llama13b" / "minilm_n10"]
-    for run in runs:
+    for run in runs:  # regenerated with their freshness record (derived.json)
         status = derived.derived_status(run)
-        assert status and set(status.values()) == {derived.OLD_FORMAT}
-        assert derived.stale_outputs(run) == []
-    assert "Not checked against their stage files" in evaluate.report(runs)
+        assert status and set(status.values()) == {"fresh"}, status
+    old = tmp_path / "old"
+    shutil.copytree(runs[0], old)
+    (old / "derived.json").unlink()  # a run written before the record existed
+    status = derived.derived_status(old)
+    assert status and set(status.values()) == {derived.OLD_FORMAT}
+    assert derived.stale_outputs(old) == []
+    assert "Not checked against their stage files" in evaluate.report([old])
 
 
 def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):

@@ -394,7 +394,7 @@ def selection_findings(
 
     Only a paired test on the same questions supports a difference (``tests``, :func:`load_selection_tests`); without
     one the sentence says that none is recorded and makes no claim. ``question_sets`` maps each run to the key of the
-    questions it scored (:func:`shapley.companion.provenance.question_sets`): runs on the same questions are not
+    questions it scored (:func:`shapley.companion.provenance.question_sets`): runs on overlapping questions are not
     independent evidence, and the sentence counts distinct question sets beside runs.
     """
     both = selection.dropna(subset=["accuracy"])
@@ -405,7 +405,7 @@ def selection_findings(
     shared = len(runs) - len(sets)
     where = f"{len(runs)} runs on {len(sets)} distinct question sets"
     if shared:
-        where += " (runs on the same questions at different n are not independent evidence)"
+        where += " (runs on the same or overlapping questions, e.g. at different n, are not independent evidence)"
     t = selection_tests(tests)
     t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]
     if t.empty:

@@ -192,14 +192,15 @@ def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, st
 
 
 def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
-    """Which runs scored the same questions: run (repository-relative) -> a key of its input data (the data
-    file's recorded sha256, or its path or dataset name, with the question limit and shard). Runs with equal keys
-    scored the same questions (e.g. the same answers at n = 5, 10, 20 samples)."""
+    """Which runs scored the same or overlapping questions: run (repository-relative) -> a key of its input data
+    (the data file's recorded sha256, or its path or dataset name, with the shard). Runs with equal keys scored
+    questions of one input, one run's a prefix of the other's when their ``--limit`` differs (e.g. the same answers
+    at n = 5, 10, 20 samples, or the first 200 of them under another judge): not independent evidence."""
     out = {}
     for d in run_dirs:
         data = ((read_record(d) or {}).get("config") or {}).get("data") or {}
         origin = data.get("sha256") or data.get("path") or data.get("dataset")
-        out[relative_path(d)] = f"{origin}|limit={data.get('limit')}|shard={data.get('shard')}"
+        out[relative_path(d)] = f"{origin}|shard={data.get('shard')}"
     return out
 
 

@@ -327,3 +327,18 @@ def test_regeneration_time_is_rendered_or_said_missing(tmp_path):
     )
     page = tables.regeneration_html(tmp_path)
     assert "1.50" in page and "2.00" in page and "&lt;b&gt;" in page and "<b>" not in page
+
+
+def test_runs_on_a_prefix_of_the_same_input_share_a_question_set(tmp_path):
+    rec = json.loads(
+        (Path(__file__).resolve().parents[2] / "results/triviaqa_llama13b/minilm_n10/config.json").read_text()
+    )
+    dirs = []
+    for name, limit, shard in (("all", None, None), ("first200", 200, None), ("shard", None, "1/2")):
+        d = tmp_path / name
+        d.mkdir()
+        rec["config"]["data"].update(limit=limit, shard=shard)
+        (d / "config.json").write_text(json.dumps(rec))
+        dirs.append(d)
+    keys = list(tables.question_sets(dirs).values())
+    assert keys[0] == keys[1] != keys[2]  # a --limit prefix overlaps the whole; another shard holds others

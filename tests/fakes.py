@@ -184,6 +184,39 @@ def make_samples_file(path: Path, n_questions: int = 40, n_samples: int = 6, see
     return rows
 
 
+def make_full_samples_file(path: Path, n_questions: int, fields_seed: int) -> list[dict]:
+    """A score-samples input with every optional field a cross-question step reads: embeddings for ER, p(True),
+    log-probs for SE / NE / largest_cluster, and a judged answer on every other line for 'greedy'. The optional
+    fields are drawn from their own generator, seeded with ``fields_seed``."""
+    rows = make_samples_file(path, n_questions)
+    rng = np.random.default_rng(fields_seed)
+    for k, r in enumerate(rows):
+        r["embedding"] = list(rng.normal(size=4))
+        r["p_true"] = float(rng.random())
+        r["sample_logprobs"] = [list(-rng.uniform(0.01, 2, size=3)) for _ in r["samples"]]
+        if k % 2:
+            r["answer"] = r["samples"][-1]
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return rows
+
+
+def prefix_cache_agreement(cached: list[Any], whole: list[Any]) -> tuple[int, int]:
+    """(rows with identical texts, rows) of two generations of the same records, with and without the prefix
+    cache; asserts that the token log-probabilities of every row agree within 1e-4 unless its texts differ."""
+    same = rows = 0
+    for x, y in zip(cached, whole, strict=True):
+        pairs = [(x.answer, y.answer, x.answer_token_logprobs, y.answer_token_logprobs)]
+        pairs += list(zip(x.samples, y.samples, x.sample_token_logprobs, y.sample_token_logprobs, strict=True))
+        for tx, ty, lx, ly in pairs:
+            rows += 1
+            same += tx == ty
+            first = next((i for i, (p, q) in enumerate(zip(lx, ly, strict=False)) if abs(p - q) > 1e-4), None)
+            assert first is None or tx != ty, (tx, ty)
+    return same, rows
+
+
 # --------------------------------------------------------------------------------------------------
 # Configurations
 

@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests import fakes
+
 # one torch thread (conftest): on a busy 2-core machine two threads contend and decoding gets many times slower
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -192,13 +194,5 @@ def test_smollm2_prefix_cache_agrees_with_whole_prompt_prefill(smollm2):
     whole = Generator(model, GenerationConfig(**base, prefix_cache=False), tokenizer=tok)
     a, b = cached.generate(recs), whole.generate(recs)
     assert cached.stats["prefix_prefills"] == 1 and cached.stats["prefix_tokens_reused"] >= 2 * 60
-    same = rows = 0
-    for x, y in zip(a, b, strict=True):
-        pairs = [(x.answer, y.answer, x.answer_token_logprobs, y.answer_token_logprobs)]
-        pairs += list(zip(x.samples, y.samples, x.sample_token_logprobs, y.sample_token_logprobs, strict=True))
-        for tx, ty, lx, ly in pairs:
-            rows += 1
-            same += tx == ty
-            first = next((i for i, (p, q) in enumerate(zip(lx, ly, strict=False)) if abs(p - q) > 1e-4), None)
-            assert first is None or tx != ty, (tx, ty)
+    same, rows = fakes.prefix_cache_agreement(a, b)
     assert rows == 22 and same / rows >= 0.99

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import importlib.util
 import io
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -109,16 +107,7 @@ def _killed_and_resumed(full: Path, tmp_path: Path, run: Runner, config: RunConf
 
 
 def _samples_input(path: Path, n: int = 30) -> None:
-    rows = fakes.make_samples_file(path, n)
-    rng = np.random.default_rng(7)
-    with open(path, "w", encoding="utf-8") as f:
-        for k, r in enumerate(rows):
-            r["embedding"] = list(rng.normal(size=4))
-            r["p_true"] = float(rng.random())
-            r["sample_logprobs"] = [list(-rng.uniform(0.01, 2, size=3)) for _ in r["samples"]]
-            if k % 2:
-                r["answer"] = r["samples"][-1]
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    fakes.make_full_samples_file(path, n, fields_seed=7)
 
 
 @pytest.fixture()

@@ -50,18 +50,7 @@ def _content(path: Path) -> dict[str, dict]:
 
 
 def _samples_input(path: Path, n: int = 36) -> None:
-    """A score-samples input with every optional field that a cross-question step reads (embeddings for ER,
-    log-probs for SE / NE / largest_cluster, a judged answer on every other line for 'greedy')."""
-    rows = fakes.make_samples_file(path, n)
-    rng = np.random.default_rng(3)
-    with open(path, "w", encoding="utf-8") as f:
-        for k, r in enumerate(rows):
-            r["embedding"] = list(rng.normal(size=4))
-            r["p_true"] = float(rng.random())
-            r["sample_logprobs"] = [list(-rng.uniform(0.01, 2, size=3)) for _ in r["samples"]]
-            if k % 2:
-                r["answer"] = r["samples"][-1]
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    fakes.make_full_samples_file(path, n, fields_seed=3)
 
 
 def _with_shard(config: RunConfig, shard: str | None) -> RunConfig:

@@ -11,8 +11,15 @@ the digest.
 
 :func:`derived_status` recomputes the digests from the stage files and says, per derived file present:
 ``fresh``; ``stale: ...`` (its inputs or its bytes changed since it was computed); ``unverified (old format)``
-(written before ``derived.json`` existed: no record); ``unverified (no stage files)`` (the stage files it
-was computed from are not in the directory, e.g. committed runs whose JSONL files are left out for size).
+(written before ``derived.json`` existed: no record); ``unverified (no stage files)`` (neither the stage files
+it was computed from nor the run's compact copy are in the directory).
+
+Committed runs keep their JSONL stage files out of git and commit the compact copy
+(:data:`shapley.pipeline.store.COMPACT_FILE`: the entailment and score records of the questions that have both,
+without answer text). So each entry also records a *compact digest*: the same digest over exactly what that copy
+holds (:data:`shapley.pipeline.store.TEXT_FIELDS` left out, only questions with records in both stages). Where a
+stage file is absent, the check runs against the compact copy instead, so a clean clone verifies every committed
+run from git alone. The answer text is then not covered; every number is.
 :func:`stale_outputs` lists the stale ones; ``report`` and the book refuse them.
 """
 
@@ -27,11 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.store import (
+    COMPACT_FILE,
+    COMPACT_STAGES,
     STAGE_FILES,
+    TEXT_FIELDS,
     JsonlStore,
     atomic_write_text,
     canonical_json,
     fingerprint,
+    read_compact,
     read_config,
     sha256_file,
 )
@@ -70,6 +81,12 @@ def settings_of(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
 
 
+def _digest(run_dir: str | os.PathLike[str], content: Mapping[str, Any], ids: Sequence[str] | None, args: Any) -> str:
+    body = {"stages": dict(content), "ids": None if ids is None else [str(i) for i in ids]}
+    body.update(settings=settings_of(run_dir), args=dict(args or {}))
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
 def input_digest(
     run_dir: str | os.PathLike[str],
     stages: Sequence[str],
@@ -85,9 +102,39 @@ def input_digest(
             return None
         records = JsonlStore(f).load(repair=False)
         content[stage] = {k: _content(r) for k, r in sorted(records.items())}
-    body = {"stages": content, "ids": None if ids is None else [str(i) for i in ids]}
-    body.update(settings=settings_of(run_dir), args=dict(args or {}))
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    return _digest(run_dir, content, ids, args)
+
+
+def compact_digest(
+    run_dir: str | os.PathLike[str],
+    stages: Sequence[str],
+    ids: Sequence[str] | None,
+    args: Mapping[str, Any] | None = None,
+    *,
+    from_compact: bool,
+) -> str | None:
+    """SHA-256 of what the run's compact copy holds of ``stages`` (records without answer text, of the questions
+    of ``ids``, or of all, that have records in every compact stage), ``ids`` and the settings; read from the
+    stage files, or with ``from_compact`` from :data:`COMPACT_FILE`. None when that source is missing or a stage
+    is not in the compact copy."""
+    d = Path(run_dir)
+    if not set(stages) <= set(COMPACT_STAGES):
+        return None
+    if from_compact:
+        if not (d / COMPACT_FILE).is_file():
+            return None
+        records = read_compact(d)
+    else:
+        if not all((d / STAGE_FILES[s]).is_file() for s in COMPACT_STAGES):
+            return None
+        records = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}
+    both = set.intersection(*(set(records[s]) for s in COMPACT_STAGES))
+    keep = sorted(both if ids is None else both & {str(i) for i in ids})
+    content = {
+        s: {q: {k: v for k, v in _content(records[s][q]).items() if k not in TEXT_FIELDS.get(s, ())} for q in keep}
+        for s in stages
+    }
+    return _digest(run_dir, content, ids, args)
 
 
 def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -116,6 +163,7 @@ def record(
     content of ``stages`` for ``ids`` (and ``args``); other files' entries are kept."""
     rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
     digest = input_digest(run_dir, stages, ids, args)
+    compact = compact_digest(run_dir, stages, ids, args, from_compact=False)
     for name, text in texts.items():
         rec["files"][name] = {
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
@@ -123,6 +171,7 @@ def record(
             "ids": None if ids is None else [str(i) for i in ids],
             "args": dict(args or {}),
             "inputs": digest,
+            "compact_inputs": compact,
         }
     rec["schema"] = SCHEMA
     atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(json.loads(canonical_json(rec)), indent=1) + "\n")
@@ -144,15 +193,19 @@ def _status(run_dir: Path, name: str, entry: Mapping[str, Any] | None, digests: 
         return OLD_FORMAT
     if sha256_file(run_dir / name) != entry.get("sha256"):
         return f"stale: {name} was changed after it was computed"
-    key = fingerprint([entry.get("stages"), entry.get("ids"), entry.get("args")])
+    stages, ids, args = entry.get("stages") or (), entry.get("ids"), entry.get("args")
+    key = fingerprint([stages, ids, args])
     if key not in digests:
-        digests[key] = input_digest(run_dir, entry.get("stages") or (), entry.get("ids"), entry.get("args"))
-    now = digests[key]
+        digests[key] = input_digest(run_dir, stages, ids, args)
+    now, recorded, source = digests[key], entry.get("inputs"), ", ".join(STAGE_FILES.get(s, s) for s in stages)
+    if now is None and entry.get("compact_inputs") is not None:  # stage files left out: check the compact copy
+        if "compact:" + key not in digests:
+            digests["compact:" + key] = compact_digest(run_dir, stages, ids, args, from_compact=True)
+        now, recorded, source = digests["compact:" + key], entry["compact_inputs"], COMPACT_FILE
     if now is None:
         return NO_STAGE_FILES
-    if now != entry.get("inputs"):
-        stages = ", ".join(STAGE_FILES.get(s, s) for s in entry.get("stages") or ())
-        return f"stale: {stages} or the run's settings changed after {name} was computed"
+    if now != recorded:
+        return f"stale: {source} or the run's settings changed after {name} was computed"
     return FRESH
 
 

@@ -183,12 +183,24 @@ def test_derived_files_record_their_inputs_and_go_stale(two_runs, tmp_path):
     assert derived.stale_outputs(a) == ["metrics.csv"]
 
 
-def test_committed_runs_are_fresh_and_old_runs_unverified_not_stale(tmp_path):
+def _committed_runs() -> list[Path]:
     committed = Path(__file__).resolve().parents[2] / "results"
-    runs = [committed / "smollm2" / "triviaqa", committed / "triviaqa_llama13b" / "minilm_n10"]
-    for run in runs:  # regenerated with their freshness record (derived.json)
-        status = derived.derived_status(run)
-        assert status and set(status.values()) == {"fresh"}, status
+    return sorted(c.parent for c in committed.glob("*/*/config.json"))
+
+
+def _without_stage_files(run: Path, dst: Path) -> Path:
+    """A copy of ``run`` as a clean clone has it: the JSONL stage files are git-ignored for most committed runs."""
+    shutil.copytree(run, dst, ignore=shutil.ignore_patterns(*store.STAGE_FILES.values()))
+    return dst
+
+
+def test_committed_runs_are_fresh_from_git_alone_and_old_runs_unverified_not_stale(tmp_path):
+    runs = _committed_runs()
+    assert len(runs) >= 10, runs
+    for run in runs:  # in place (stage files where this checkout has them) and as a clean clone has them
+        for d in (run, _without_stage_files(run, tmp_path / "clone" / run.parent.name / run.name)):
+            status = derived.derived_status(d)
+            assert status and set(status.values()) == {"fresh"}, (d, status)
     old = tmp_path / "old"
     shutil.copytree(runs[0], old)
     (old / "derived.json").unlink()  # a run written before the record existed
@@ -196,6 +208,45 @@ def test_committed_runs_are_fresh_and_old_runs_unverified_not_stale(tmp_path):
     assert status and set(status.values()) == {derived.OLD_FORMAT}
     assert derived.stale_outputs(old) == []
     assert "Not checked against their stage files" in evaluate.report([old])
+
+
+def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
+    """A run whose JSONL stage files are absent is checked against stages.jsonl.gz: fresh while it matches, stale
+    (naming the copy) once a number in it changes, unverified only when the copy is absent too."""
+    a = _copy_run(two_runs[0], tmp_path / "a")
+    ids = list(store.JsonlStore(a / "scores.jsonl").load())
+    evaluate.write_run_outputs(a, ids, embeddings={r["id"]: r["embedding"] for r in _rows(a)})
+    evaluate.write_beta_sweep(a, [0.3, 0.5], n_boot=100)
+    store.write_compact(a, ids)
+    b = _without_stage_files(a, tmp_path / "b")
+    assert set(derived.derived_status(b).values()) == {"fresh"}
+    assert all("answer" not in r["scores"] for r in _compact_lines(b))  # the copy holds no answer text
+    # one correctness label changed in the copy, its line's checksum made to match: every derived file is stale
+    lines = _compact_lines(b)
+    lines[0]["scores"]["correct"] = not lines[0]["scores"]["correct"]
+    _write_compact_lines(b, lines)
+    status = derived.derived_status(b)
+    assert all(s.startswith("stale: stages.jsonl.gz") for s in status.values()), status
+    with pytest.raises(ValueError, match=r"metrics\.csv"):
+        evaluate.report([b])
+    (b / store.COMPACT_FILE).unlink()
+    assert set(derived.derived_status(b).values()) == {derived.NO_STAGE_FILES}
+
+
+def _compact_lines(run: Path) -> list[dict]:
+    import gzip
+
+    return [json.loads(line) for line in gzip.decompress((run / store.COMPACT_FILE).read_bytes()).splitlines()]
+
+
+def _write_compact_lines(run: Path, lines: list[dict]) -> None:
+    import gzip
+
+    out = b""
+    for rec in lines:
+        rec.pop("_sha256", None)
+        out += store.encode_record(rec)
+    (run / store.COMPACT_FILE).write_bytes(gzip.compress(out, mtime=0))
 
 
 def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):

@@ -4,6 +4,11 @@ Sampling: one uniform number per row and step, drawn up front from the row's own
 the token by inverse CDF of the sampling distribution (temperature, then top-k, then top-p) in one vectorised
 operation on the model's device. The loop stays on the device and synchronises with the host once per step
 (to learn which rows ended). Stop strings are looked for incrementally (:class:`StopChecker`).
+
+Ended rows leave the forward passes: with a growing (dynamic) cache, a step after which rows ended keeps only the
+rows still generating (and the greedy rows whose hidden state is wanted), so later steps cost what the live rows
+cost. Which rows stay is a function of the tokens alone, so the numbers depend only on the inputs and the recorded
+settings. A preallocated (static) cache keeps its batch whole.
 """
 
 from __future__ import annotations
@@ -104,6 +109,11 @@ class _HiddenTrack:
         self.buf: torch.Tensor | None = None
         self.filled = -1
 
+    def follow(self, batch_rows: np.ndarray) -> None:
+        """The batch now holds the rows ``batch_rows`` (in order): find the tracked rows among them."""
+        where = {int(r): i for i, r in enumerate(batch_rows)}
+        self.index = torch.tensor([where[r] for r in self.rows], dtype=torch.long, device=self.index.device)
+
     def record(self, position: int, h: torch.Tensor | None) -> None:
         if not self.rows or h is None:
             return
@@ -121,6 +131,49 @@ class _HiddenTrack:
         chosen = self.buf[torch.arange(len(self.rows), device=self.buf.device), at]
         host = chosen.float().clamp(-65504.0, 65504.0).cpu().numpy().astype(np.float16)
         return {r: host[i] for i, r in enumerate(self.rows) if kept[r] <= self.filled}
+
+
+class _LiveRows:
+    """The rows of a decoding batch that still take part in the forward passes, and their per-row state.
+
+    ``rows`` (host) and ``index`` (device) are the batch rows, in order, that the cache, ``mask``, ``pos``, ``u``
+    and ``sampled`` hold. :meth:`keep` drops the rows that ended (greedy rows whose hidden state is wanted stay
+    until the end) when the cache is a growing one."""
+
+    def __init__(
+        self, owner: Any, state: PromptState, seeds: Sequence[int | None], steps: int, wanted: Sequence[int], cache: Any
+    ):
+        b, device = len(seeds), owner.device
+        self.owner = owner
+        self.rows = np.arange(b)
+        self.index = torch.arange(b, device=device)
+        self.stay = np.isin(np.arange(b), np.asarray(wanted, dtype=np.int64))
+        self.cache = cache
+        self.compact = type(cache).__name__ != "StaticCache" and hasattr(cache, "batch_select_indices")
+        self.mask = torch.ones((b, state.length), dtype=torch.long, device=device)
+        self.pos = torch.full((b, 1), state.length - 1, dtype=torch.long, device=device)
+        self.u = owner._uniforms(seeds, steps)
+        self.sampled = torch.tensor([s is not None for s in seeds], device=device)
+
+    def spread(self, nxt: torch.Tensor, b: int) -> torch.Tensor:
+        """The live rows' tokens (len(rows),) placed in a (b,) vector (0 for rows that left)."""
+        if len(self.rows) == b:
+            return nxt
+        return torch.zeros(b, dtype=nxt.dtype, device=nxt.device).index_copy(0, self.index, nxt)
+
+    def keep(self, track: _Track, nxt: torch.Tensor, hid: _HiddenTrack) -> torch.Tensor:
+        """Drop the rows that ended at this step; returns ``nxt`` of the rows that stay."""
+        at = np.flatnonzero(track.alive[self.rows] | self.stay[self.rows])
+        if not self.compact or len(at) == len(self.rows):
+            return nxt
+        sel = torch.from_numpy(at).to(self.index.device)
+        self.cache.batch_select_indices(sel)
+        self.owner.stats["rows_dropped"] += len(self.rows) - len(at)
+        self.rows, self.index = self.rows[at], self.index.index_select(0, sel)
+        self.mask, self.pos, self.sampled = self.mask[sel], self.pos[sel], self.sampled[sel]
+        self.u = None if self.u is None else self.u[sel]
+        hid.follow(self.rows)
+        return nxt[sel]
 
 
 class DecodingMixin:
@@ -326,37 +379,36 @@ class DecodingMixin:
     ) -> list[_Decoded]:
         """Decode one batch of rows of one prefilled prompt: row r is greedy when ``seeds[r] is None``, else
         sampled with that seed. With ``keep_hidden``, greedy rows also get their last kept token's hidden
-        state. Every row starts from a copy of the prompt's cache: no padding, no other prompt."""
+        state. Every row starts from a copy of the prompt's cache: no padding, no other prompt. Ended rows leave
+        the batch (see the module docstring)."""
         b, steps = len(seeds), max_new_tokens
         self.stats["decode_batches"] += 1
         if b not in self.stats["batch_rows_used"]:
             self.stats["batch_rows_used"] = sorted([*self.stats["batch_rows_used"], b])
         tables = self._lookup_tables()
-        u = self._uniforms(seeds, steps)
-        sampled = torch.tensor([s is not None for s in seeds], device=self.device)
         wanted = [r for r, s in enumerate(seeds) if s is None] if keep_hidden and self._head is not None else []
         head = _HeadInput(self._head if wanted else None)
         try:
             cache = self._expand(state, b, steps)
+            live = _LiveRows(self, state, seeds, steps, wanted, cache)
             logits = state.logits.expand(b, -1)
-            mask = torch.ones((b, state.length), dtype=torch.long, device=self.device)
-            pos = torch.full((b, 1), state.length - 1, dtype=torch.long, device=self.device)
             hid = _HiddenTrack(wanted, steps, self.device)
             hid.record(0, None if state.hidden is None or not wanted else state.hidden.expand(b, -1))
             track = _Track.start(b, steps, self.device)
             nxt = torch.zeros(b, dtype=torch.long, device=self.device)
             for step in range(steps):
-                nxt, lp, ent = self._next_tokens(logits, None if u is None else u[:, step], sampled)
-                track.logprobs[:, step], track.entropies[:, step] = lp, ent
-                if self._advance(track, nxt, step, tables) or step == steps - 1:
+                nxt, lp, ent = self._next_tokens(logits, None if live.u is None else live.u[:, step], live.sampled)
+                track.logprobs[live.index, step], track.entropies[live.index, step] = lp, ent
+                if self._advance(track, live.spread(nxt, b), step, tables) or step == steps - 1:
                     break
-                feed = torch.where(track.alive_dev, nxt, self._pad_id)
-                logits, cache, mask, pos = self._step(feed, cache, mask, pos)
+                nxt = live.keep(track, nxt, hid)
+                feed = torch.where(track.alive_dev[live.index], nxt, self._pad_id)
+                logits, live.cache, live.mask, live.pos = self._step(feed, live.cache, live.mask, live.pos)
                 hid.record(step + 1, head.take())
             result = self._finish(track, tables[0])
             kept = {r: len(result[r].tokens) for r in wanted}
             if hid.buf is not None and max(kept.values()) > hid.filled:  # a greedy row kept its last token: feed it
-                self._step(nxt, cache, mask, pos)
+                self._step(nxt, live.cache, live.mask, live.pos)
                 hid.record(hid.filled + 1, head.take())
             for r, vec in hid.vectors(kept).items():
                 result[r].hidden = vec

@@ -141,6 +141,7 @@ class Generator(PromptsMixin, DecodingMixin, SelfEvalMixin):
             "decode_batches": 0,
             "batch_rows_used": [],
             "decode_steps": 0,
+            "rows_dropped": 0,
             "tokens_generated": 0,
             "stop_checks": 0,
             "oom_splits": 0,

@@ -412,6 +412,32 @@ def test_static_cache_gives_the_same_outputs(tiny):
         assert x.p_true == pytest.approx(y.p_true, abs=1e-5)
 
 
+def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
+    """With a growing cache, rows that ended leave the forward passes; every row's tokens, log-probabilities and
+    the greedy rows' hidden states still equal a plain forward pass over prompt + its own answer, and the static
+    cache (whose batch stays whole) gives the same texts."""
+    model, _ = tiny
+    outs = {}
+    for static in (False, True):
+        g = gen(tiny, stop=("a", "e", "\n"), max_new_tokens=12, static_cache=static)
+        prompt = g._encode(records(1)[0].prompt)
+        seeds = [*range(1, 6), None, *range(6, 11), None]  # greedy rows after rows that may leave first
+        outs[static] = g.decode_prompt(prompt, seeds, 12, True)
+        lengths = {len(d.tokens) for d in outs[static]}
+        assert len(lengths) > 2, lengths  # rows end at different steps
+        assert (g.stats["rows_dropped"] > 0) is (not static)
+    assert [d.text for d in outs[False]] == [d.text for d in outs[True]]
+    for seed, d in zip(seeds, outs[False], strict=True):
+        ids = torch.tensor([prompt + d.tokens])
+        with torch.no_grad():
+            out = model(input_ids=ids, output_hidden_states=True)
+        logp = torch.log_softmax(out.logits[0].float(), -1)[len(prompt) - 1 : len(prompt) - 1 + len(d.tokens)]
+        np.testing.assert_allclose(d.logprobs, logp.gather(-1, torch.tensor(d.tokens)[:, None])[:, 0], atol=1e-4)
+        if seed is None:
+            h = model.model(input_ids=ids).last_hidden_state[0, -1].detach()
+            np.testing.assert_allclose(d.hidden.astype(np.float32), h.numpy(), rtol=2e-3, atol=2e-3)
+
+
 def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
     """The decoding loop moves data to the host once per step (plus a constant number of times per batch)."""
     g = gen(tiny, stop=("\n",), max_new_tokens=12)

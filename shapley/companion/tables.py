@@ -24,6 +24,7 @@ import pandas as pd
 from shapley.companion import reported
 from shapley.companion.costs import A100 as A100
 from shapley.companion.costs import EARLIER_SQUAD_SECONDS_PER_QUESTION as EARLIER_SQUAD_SECONDS_PER_QUESTION
+from shapley.companion.costs import GENERATION_TARGET_VS_TRANSFORMERS as GENERATION_TARGET_VS_TRANSFORMERS
 from shapley.companion.costs import H100 as H100
 from shapley.companion.costs import MODEL_PARAMS_B as MODEL_PARAMS_B
 from shapley.companion.costs import Gpu as Gpu

@@ -81,10 +81,59 @@ def settings_of(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
 
 
-def _digest(run_dir: str | os.PathLike[str], content: Mapping[str, Any], ids: Sequence[str] | None, args: Any) -> str:
-    body = {"stages": dict(content), "ids": None if ids is None else [str(i) for i in ids]}
-    body.update(settings=settings_of(run_dir), args=dict(args or {}))
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+class _Records:
+    """The stored records of one run directory, each source read at most once: the stage files (whole records) and
+    the compact copy; the run's settings likewise."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]):
+        self.dir = Path(run_dir)
+        self._stages: dict[str, dict[str, dict[str, Any]]] = {}
+        self._compact: dict[str, dict[str, dict[str, Any]]] | None = None
+        self._settings: dict[str, Any] | None = None
+
+    def stage_files(self, stages: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]] | None:
+        """``{stage: {id: record}}`` from the stage files (None if one of them is missing)."""
+        if not all((self.dir / STAGE_FILES[s]).is_file() for s in stages):
+            return None
+        for s in stages:
+            if s not in self._stages:
+                self._stages[s] = JsonlStore(self.dir / STAGE_FILES[s]).load(repair=False)
+        return {s: self._stages[s] for s in stages}
+
+    def compact(self) -> dict[str, dict[str, dict[str, Any]]] | None:
+        """``{stage: {id: record}}`` from :data:`COMPACT_FILE` (None if there is none)."""
+        if self._compact is None and (self.dir / COMPACT_FILE).is_file():
+            self._compact = read_compact(self.dir)
+        return self._compact
+
+    def digest(self, content: Mapping[str, Any], ids: Sequence[str] | None, args: Any) -> str:
+        if self._settings is None:
+            self._settings = settings_of(self.dir)
+        body = {"stages": dict(content), "ids": None if ids is None else [str(i) for i in ids]}
+        body.update(settings=self._settings, args=dict(args or {}))
+        return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+    def full_digest(self, stages: Sequence[str], ids: Sequence[str] | None, args: Any) -> str | None:
+        records = self.stage_files(stages)
+        if records is None:
+            return None
+        return self.digest({s: {k: _content(r) for k, r in sorted(records[s].items())} for s in stages}, ids, args)
+
+    def compact_digest(
+        self, stages: Sequence[str], ids: Sequence[str] | None, args: Any, *, from_compact: bool
+    ) -> str | None:
+        if not set(stages) <= set(COMPACT_STAGES):
+            return None
+        records = self.compact() if from_compact else self.stage_files(COMPACT_STAGES)
+        if records is None:
+            return None
+        both = set.intersection(*(set(records[s]) for s in COMPACT_STAGES))
+        keep = sorted(both if ids is None else both & {str(i) for i in ids})
+        drop = {s: set(TEXT_FIELDS.get(s, ())) for s in stages}
+        content = {
+            s: {q: {k: v for k, v in _content(records[s][q]).items() if k not in drop[s]} for q in keep} for s in stages
+        }
+        return self.digest(content, ids, args)
 
 
 def input_digest(
@@ -95,14 +144,7 @@ def input_digest(
 ) -> str | None:
     """SHA-256 of the content of ``stages``' stored records, ``ids`` and the settings (None if a stage file is
     missing)."""
-    content: dict[str, Any] = {}
-    for stage in stages:
-        f = Path(run_dir) / STAGE_FILES[stage]
-        if not f.is_file():
-            return None
-        records = JsonlStore(f).load(repair=False)
-        content[stage] = {k: _content(r) for k, r in sorted(records.items())}
-    return _digest(run_dir, content, ids, args)
+    return _Records(run_dir).full_digest(stages, ids, args)
 
 
 def compact_digest(
@@ -117,24 +159,7 @@ def compact_digest(
     of ``ids``, or of all, that have records in every compact stage), ``ids`` and the settings; read from the
     stage files, or with ``from_compact`` from :data:`COMPACT_FILE`. None when that source is missing or a stage
     is not in the compact copy."""
-    d = Path(run_dir)
-    if not set(stages) <= set(COMPACT_STAGES):
-        return None
-    if from_compact:
-        if not (d / COMPACT_FILE).is_file():
-            return None
-        records = read_compact(d)
-    else:
-        if not all((d / STAGE_FILES[s]).is_file() for s in COMPACT_STAGES):
-            return None
-        records = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}
-    both = set.intersection(*(set(records[s]) for s in COMPACT_STAGES))
-    keep = sorted(both if ids is None else both & {str(i) for i in ids})
-    content = {
-        s: {q: {k: v for k, v in _content(records[s][q]).items() if k not in TEXT_FIELDS.get(s, ())} for q in keep}
-        for s in stages
-    }
-    return _digest(run_dir, content, ids, args)
+    return _Records(run_dir).compact_digest(stages, ids, args, from_compact=from_compact)
 
 
 def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -162,8 +187,9 @@ def record(
     """Record in ``derived.json`` that the files ``texts`` (name -> text as written) come from the current
     content of ``stages`` for ``ids`` (and ``args``); other files' entries are kept."""
     rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
-    digest = input_digest(run_dir, stages, ids, args)
-    compact = compact_digest(run_dir, stages, ids, args, from_compact=False)
+    records = _Records(run_dir)  # each stage file read once for both digests
+    digest = records.full_digest(stages, ids, args)
+    compact = records.compact_digest(stages, ids, args, from_compact=False)
     for name, text in texts.items():
         rec["files"][name] = {
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
@@ -188,19 +214,19 @@ def forget(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
         atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(rec, indent=1, sort_keys=True) + "\n")
 
 
-def _status(run_dir: Path, name: str, entry: Mapping[str, Any] | None, digests: dict[str, str | None]) -> str:
+def _status(records: _Records, name: str, entry: Mapping[str, Any] | None, digests: dict[str, str | None]) -> str:
     if entry is None:
         return OLD_FORMAT
-    if sha256_file(run_dir / name) != entry.get("sha256"):
+    if sha256_file(records.dir / name) != entry.get("sha256"):
         return f"stale: {name} was changed after it was computed"
     stages, ids, args = entry.get("stages") or (), entry.get("ids"), entry.get("args")
     key = fingerprint([stages, ids, args])
     if key not in digests:
-        digests[key] = input_digest(run_dir, stages, ids, args)
+        digests[key] = records.full_digest(stages, ids, args)
     now, recorded, source = digests[key], entry.get("inputs"), ", ".join(STAGE_FILES.get(s, s) for s in stages)
     if now is None and entry.get("compact_inputs") is not None:  # stage files left out: check the compact copy
         if "compact:" + key not in digests:
-            digests["compact:" + key] = compact_digest(run_dir, stages, ids, args, from_compact=True)
+            digests["compact:" + key] = records.compact_digest(stages, ids, args, from_compact=True)
         now, recorded, source = digests["compact:" + key], entry["compact_inputs"], COMPACT_FILE
     if now is None:
         return NO_STAGE_FILES
@@ -215,9 +241,10 @@ def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
     path = Path(run_dir)
     rec = read(path)
     files = rec["files"] if rec is not None else {}
+    records = _Records(path)  # each stage file and the compact copy read once for all entries
     digests: dict[str, str | None] = {}
     return {
-        name: _status(path, name, files.get(name), digests)
+        name: _status(records, name, files.get(name), digests)
         for name in (*RUN_OUTPUTS, *SWEEP_OUTPUTS)
         if (path / name).is_file()
     }

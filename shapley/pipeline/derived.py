@@ -44,6 +44,7 @@ from shapley.pipeline.store import (
     fingerprint,
     read_compact,
     read_config,
+    read_json_file,
     sha256_file,
 )
 
@@ -167,10 +168,7 @@ def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     f = Path(run_dir) / DERIVED_FILE
     if not f.is_file():
         return None
-    try:
-        rec = json.loads(f.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{f} is not valid JSON ({exc})") from exc
+    rec = read_json_file(f)
     if not isinstance(rec, dict) or not isinstance(rec.get("files"), dict):
         raise ValueError(f"{f}: expected an object with a 'files' object")
     return rec

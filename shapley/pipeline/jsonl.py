@@ -105,6 +105,16 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+def read_json_file(path: str | os.PathLike[str], *, refusal: str = "") -> Any:
+    """The parsed JSON of the file ``path`` (which must exist); ``ValueError`` naming the file when it is not valid
+    JSON (UTF-8), with ``refusal`` appended to the message."""
+    f = Path(path)
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{f} is not valid JSON ({exc}){refusal}") from exc
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``; on failure
     (e.g. a full disk) the temp file is removed and ``path`` is untouched."""

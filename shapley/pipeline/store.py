@@ -81,6 +81,7 @@ from shapley.pipeline.jsonl import (
     encode_record,
     fingerprint,
     read_compact,
+    read_json_file,
     record_checksum,
     sha256_file,
     write_compact,
@@ -127,6 +128,7 @@ __all__ = [
     "package_versions",
     "provenance",
     "read_compact",
+    "read_json_file",
     "read_config",
     "read_record",
     "record_checksum",
@@ -169,10 +171,7 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     f = Path(path) / CONFIG_FILE
     if not f.is_file():
         return None
-    try:
-        rec = json.loads(f.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{f} is not valid JSON ({exc}); refusing to use this run directory") from exc
+    rec = read_json_file(f, refusal="; refusing to use this run directory")
     try:
         RunConfig.from_stored(rec)
         _check_record_shape(rec)

@@ -217,6 +217,17 @@ def prefix_cache_agreement(cached: list[Any], whole: list[Any]) -> tuple[int, in
     return same, rows
 
 
+def local_data_dir() -> Path:
+    """The local data folder (``../shared/data`` or ``SHAPLEY_DATA_DIR``); the calling test is skipped, with the
+    reason, where there is none."""
+    from shapley.pipeline.settings import data_dir
+
+    try:
+        return data_dir()
+    except FileNotFoundError as e:
+        pytest.skip(f"local data folder not available ({e})")
+
+
 # --------------------------------------------------------------------------------------------------
 # Configurations
 

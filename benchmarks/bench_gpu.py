@@ -2,17 +2,17 @@
 
 Stages (each row has ``stage`` and ``engine``; each ``shapley`` row has ``ratio_vs_transformers``):
 
-* ``generate``: :class:`shapley.pipeline.generate.Generator` (n samples + the greedy answer, untempered token
+* ``generate``: :class:`shapley.pipeline.generate.generator.Generator` (n samples + the greedy answer, untempered token
   log-probs and entropies, stop string, hidden state) against ``transformers`` ``generate`` keeping the same
   outputs: sampled rows, raw logits kept (``output_logits``) and turned into log-probs and entropies, the same
   stop string, dynamic cache; and, as a second transformers row, the static cache (``cache_implementation=
   "static"``, which transformers may compile). Equal batch: every row of every question at once. Throughput
   is new tokens per second (end-of-sequence tokens not counted).
-* ``nli``: :class:`shapley.pipeline.entail.HFNLIBackend` with its defaults (bf16 on CUDA, token-budget
+* ``nli``: :class:`shapley.pipeline.entail.backends.HFNLIBackend` with its defaults (bf16 on CUDA, token-budget
   batches, a fresh sqlite cache: tokenisation, de-duplication, cache look-ups and writes all counted) against a
   plain forward of the same model on the same unique pairs, tokenised beforehand, sorted by length and cut
   into batches of at most 16,384 tokens (only the forward passes are timed). Throughput is unique pairs/s.
-* ``end_to_end``: ``python -m shapley run`` through the package API (:func:`shapley.pipeline.experiment.
+* ``end_to_end``: ``python -m shapley run`` through the package API (:func:`shapley.pipeline.experiment.pipelines.
   run_experiment`, one :class:`RunConfig`, automatic batch sizes) on a local JSONL dataset, questions per
   minute; the models are built before the clock starts (model loading excluded), and a two-question run warms
   up first. Its ``transformers`` row is derived, not measured: the time the generate row's transformers
@@ -205,7 +205,7 @@ def write_questions(path: Path, rng: np.random.Generator, n: int) -> Path:
 def squad_shaped_records(tok: Any, rng: np.random.Generator, n: int, tiny: bool) -> list[Any]:
     """SQuAD-shaped open-book prompts: a shared 5-shot block of about 1,130 tokens (85% of the prompt), then each
     question's own passage and question (about 170 tokens); a tenth of that with ``tiny``."""
-    from shapley.pipeline.records import QARecord
+    from shapley.pipeline.rundir.records import QARecord
 
     shared_target, passage_words = (60, 8) if tiny else (1130, 110)
     words = syllable_words(rng, 4000 + n * (passage_words + 10))
@@ -239,7 +239,7 @@ def nli_items(args: argparse.Namespace, rng: np.random.Generator) -> tuple[list[
     path = Path(args.nli_data) if args.nli_data else None
     if path is None:
         try:
-            from shapley.pipeline.settings import data_dir
+            from shapley.pipeline.rundir.settings import data_dir
 
             path = data_dir() / "triviaqa_llama13b_samples.jsonl.gz"
         except Exception:  # noqa: BLE001 - no data folder configured
@@ -319,7 +319,7 @@ def transformers_generate(model: Any, tok: Any, prompts: list[str], args: argpar
 def generate_stage(
     model: Any, tok: Any, records: list[Any], args: argparse.Namespace, prompts_label: str = "short 5-shot trivia"
 ) -> list[dict]:
-    from shapley.pipeline.generate import GenerationConfig, Generator
+    from shapley.pipeline.generate.generator import GenerationConfig, Generator
 
     device = next(model.parameters()).device
     rows = len(records) * (args.samples + 1)
@@ -384,7 +384,7 @@ def generate_stage(
 
 def plain_forward(backend: Any, pairs: list[tuple[str, str]], budget: int) -> tuple[dict, dict]:
     """The same model's forward alone: pairs tokenised beforehand, length-sorted, batches of <= budget tokens."""
-    from shapley.pipeline.entail import plan_token_batches
+    from shapley.pipeline.entail.backends import plan_token_batches
 
     model, tok, device = backend.model, backend.tokenizer, backend.device
     enc = tok([p for p, _ in pairs], [h for _, h in pairs], truncation=True, max_length=backend.max_length)
@@ -414,7 +414,7 @@ def plain_forward(backend: Any, pairs: list[tuple[str, str]], budget: int) -> tu
 
 
 def nli_stage(folder: Path, items: list, source: str, device: torch.device, tmp: Path) -> list[dict]:
-    from shapley.pipeline.entail import EntailmentCache, HFNLIBackend
+    from shapley.pipeline.entail.backends import EntailmentCache, HFNLIBackend
 
     backend = HFNLIBackend(str(folder), device=device, cache=tmp / "warm.sqlite", progress=False)
     backend.score(items[:8])  # warm-up
@@ -456,7 +456,6 @@ def nli_stage(folder: Path, items: list, source: str, device: torch.device, tmp:
 
 def end_to_end(model: Any, tok: Any, folder: Path, data: Path, args: argparse.Namespace, tmp: Path) -> dict:
     """``python -m shapley run`` through the package API, models built beforehand (loading excluded)."""
-    from shapley.pipeline import entail, experiment, generate, score
     from shapley.pipeline.config import (
         DataSettings,
         EntailmentSettings,
@@ -465,6 +464,10 @@ def end_to_end(model: Any, tok: Any, folder: Path, data: Path, args: argparse.Na
         RuntimeSettings,
         ScoringSettings,
     )
+    from shapley.pipeline.entail import backends as entail
+    from shapley.pipeline.experiment import pipelines as experiment
+    from shapley.pipeline.generate import generator as generate
+    from shapley.pipeline.score import scores as score
 
     device = next(model.parameters()).device
     try:
@@ -494,7 +497,7 @@ def end_to_end(model: Any, tok: Any, folder: Path, data: Path, args: argparse.Na
     entail.load_backend = lambda spec, **kw: backend  # type: ignore[assignment]
     try:
         experiment.run_experiment(config(2), tmp / "e2e-warm")
-        from shapley.pipeline.entail import EntailmentCache
+        from shapley.pipeline.entail.backends import EntailmentCache
 
         backend.cache = EntailmentCache(tmp / "e2e.sqlite")
         out, seconds = timed(device, lambda: experiment.run_experiment(config(args.e2e_questions), tmp / "e2e"))
@@ -622,7 +625,7 @@ def main(argv: list[str] | None = None) -> Path:
     name = device_name(device)
     slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     out = args.output or RESULTS / f"bench_gpu_{'tiny_' if args.tiny else ''}{slug}.json"
-    from shapley.pipeline.store import git_info
+    from shapley.pipeline.rundir.store import git_info
 
     meta: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -652,7 +655,7 @@ def main(argv: list[str] | None = None) -> Path:
     lines = corpus(rng, 3000 if args.tiny else 60000)
     tok = lm_tokenizer(lines, 600 if args.tiny else 32000)
     model = build_llama(tok, args.tiny, device, dtype)
-    from shapley.pipeline import data
+    from shapley.pipeline.data import datasets as data
 
     with tempfile.TemporaryDirectory(prefix="bench_gpu_") as d:
         tmp = Path(d)

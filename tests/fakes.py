@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shapley.pipeline import data, entail, generate
 from shapley.pipeline.config import (
     DataSettings,
     EntailmentSettings,
@@ -27,7 +26,10 @@ from shapley.pipeline.config import (
     RuntimeSettings,
     ScoringSettings,
 )
-from shapley.pipeline.records import Generation, QARecord
+from shapley.pipeline.data import datasets as data
+from shapley.pipeline.entail import backends as entail
+from shapley.pipeline.generate import generator as generate
+from shapley.pipeline.rundir.records import Generation, QARecord
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +79,7 @@ class FakeEntail:
 
 
 def install_fake_entail(monkeypatch: pytest.MonkeyPatch | None = None) -> FakeEntail:
-    """Replace :func:`shapley.pipeline.entail.load_backend` by the fake (for good without ``monkeypatch``)."""
+    """Replace :func:`shapley.pipeline.entail.backends.load_backend` by the fake (for good without ``monkeypatch``)."""
     fake = FakeEntail()
     if monkeypatch is None:
         entail.load_backend = fake.load_backend  # type: ignore[assignment]
@@ -91,7 +93,7 @@ def install_fake_entail(monkeypatch: pytest.MonkeyPatch | None = None) -> FakeEn
 
 
 class FakeGenerator:
-    """Stands in for :class:`shapley.pipeline.generate.Generator`: deterministic samples drawn from the
+    """Stands in for :class:`shapley.pipeline.generate.generator.Generator`: deterministic samples drawn from the
     reference, Rome and Vienna; counts its constructions (model loads) in ``FakeGenerator.constructed``.
     With ``hidden_dim`` > 0 the greedy answer also gets a float16 hidden state that separates correct from
     wrong answers (so that ER has something to find)."""
@@ -220,7 +222,7 @@ def prefix_cache_agreement(cached: list[Any], whole: list[Any]) -> tuple[int, in
 def local_data_dir() -> Path:
     """The local data folder (``../shared/data`` or ``SHAPLEY_DATA_DIR``); the calling test is skipped, with the
     reason, where there is none."""
-    from shapley.pipeline.settings import data_dir
+    from shapley.pipeline.rundir.settings import data_dir
 
     try:
         return data_dir()
@@ -262,7 +264,7 @@ def with_limit(config: RunConfig, limit: int | None) -> RunConfig:
 def make_two_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """Two score-samples runs over the same 40 fake questions (with embeddings and p_true): ``a`` with every
     method at beta 0.5, ``b`` with Shap, LexSim and SE at beta 0.3."""
-    from shapley.pipeline import experiment
+    from shapley.pipeline.experiment import pipelines as experiment
 
     install_fake_entail(monkeypatch)
     inp = tmp_path / "in.jsonl"

@@ -144,7 +144,7 @@ def test_the_rule_checker_sees_relative_and_absolute_imports(tmp_path):
     node = ast.parse("from ..pipeline import store\nfrom . import psd\n").body
     got = [_resolve(fake, n) for n in node]  # type: ignore[arg-type]
     assert "shapley.pipeline" in got[0] and "shapley.pipeline.store" in got[0]
-    assert _layer("shapley.pipeline.store") == "pipeline" and "pipeline" not in ALLOWED["core"]
+    assert _layer("shapley.pipeline.rundir.store") == "pipeline" and "pipeline" not in ALLOWED["core"]
     assert "shapley.core.psd" in got[1]
 
 

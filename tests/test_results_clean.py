@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from shapley.pipeline.store import CONFIG_FILE, run_history
+from shapley.pipeline.rundir.store import CONFIG_FILE, run_history
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
@@ -25,7 +25,7 @@ DATASET_TEXT_FIELDS = frozenset({"question", "references", "prompt", "context", 
 """Fields that would hold dataset text in a stored record."""
 
 QUESTION_FIELDS = frozenset({"id", "sha256", "chunk", "upstream_sha256", "_sha256"})
-"""All that a record of ``questions.jsonl`` may hold (ids and fingerprints, see shapley.pipeline.store)."""
+"""All that a record of ``questions.jsonl`` may hold (ids and fingerprints, see shapley.pipeline.rundir.store)."""
 
 
 def _committed(pattern: str) -> list[Path]:

@@ -26,12 +26,12 @@ from shapley.cli.args import LIST_TYPES as LIST_TYPES
 from shapley.cli.args import PSD_POLICIES as PSD_POLICIES
 from shapley.cli.args import build_parser as build_parser
 from shapley.cli.args import config_from_args as config_from_args
-from shapley.pipeline.data import DATASETS as DATASETS
+from shapley.pipeline.data.datasets import DATASETS as DATASETS
 
 
 def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
-    from shapley.pipeline import experiment
-    from shapley.pipeline.entail_cache import check_cache_path
+    from shapley.pipeline.entail.cache import check_cache_path
+    from shapley.pipeline.experiment import pipelines as experiment
 
     config = config_from_args(a)
     if config.runtime.entail_cache is not None:  # before generation, not when the entailment stage opens it
@@ -45,7 +45,7 @@ def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _print_summary(path: Path) -> None:
-    from shapley.pipeline import evaluate
+    from shapley.pipeline.evaluate import metrics as evaluate
 
     m = evaluate.load_metrics(path)
     sk = evaluate.load_skipped(path)
@@ -63,14 +63,15 @@ def _print_summary(path: Path) -> None:
 
 
 def _cmd_merge(a: argparse.Namespace, argv: Sequence[str]) -> int:
-    from shapley.pipeline import merge
+    from shapley.pipeline.experiment import merge
 
     _print_summary(merge.merge_runs(a.shard_dirs, a.output, argv=argv))
     return 0
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from shapley.pipeline import evaluate, report
+    from shapley.pipeline.evaluate import metrics as evaluate
+    from shapley.pipeline.evaluate import report
 
     md = evaluate.report(a.run_dirs, a.output)
     if a.output is None:
@@ -89,7 +90,7 @@ def _writable_file(out: Path, flag: str) -> None:
 
 
 def _cmd_beta_sweep(a: argparse.Namespace) -> int:
-    from shapley.pipeline import evaluate
+    from shapley.pipeline.evaluate import metrics as evaluate
 
     if a.output:
         _writable_file(Path(a.output), "--output")

@@ -10,9 +10,6 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-# Only light modules at import time, so that ``--help`` answers at once (issue 18): the pipeline's heavy parts
-# (pandas, scipy, torch, transformers) are imported by the command that needs them.
-from shapley.pipeline import score as _score
 from shapley.pipeline.config import (
     DEFAULT_ENTAILMENT,
     DataSettings,
@@ -23,8 +20,12 @@ from shapley.pipeline.config import (
     ScoringSettings,
     parse_shard,
 )
-from shapley.pipeline.data import DATASETS
-from shapley.pipeline.samples import REFERENCE_FIELDS
+from shapley.pipeline.data.datasets import DATASETS
+from shapley.pipeline.data.samples import REFERENCE_FIELDS
+
+# Only light modules at import time, so that ``--help`` answers at once (issue 18): the pipeline's heavy parts
+# (pandas, scipy, torch, transformers) are imported by the command that needs them.
+from shapley.pipeline.score import scores as _score
 
 PSD_POLICIES = ("nearest", "clip", "shrink", "raise")
 """The ``--psd-policy`` choices (those of :mod:`shapley.core.psd`)."""

@@ -21,8 +21,8 @@ from scipy import stats
 from shapley.companion.htmltable import Col, Html, code, esc, html_table
 from shapley.companion.provenance import relative_path
 from shapley.core import metrics
-from shapley.pipeline.comparisons import outcomes
-from shapley.pipeline.evaluate import load_metrics
+from shapley.pipeline.evaluate.comparisons import outcomes
+from shapley.pipeline.evaluate.metrics import load_metrics
 
 REFERENCE = "Shap"
 
@@ -81,7 +81,7 @@ def _methods(scores: pd.DataFrame, run_dir: str | os.PathLike[str]) -> list[str]
 def _judged(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
     """One run on the common questions: each method's AUROC, and its DeLong comparison with :data:`REFERENCE`
     (Holm within the run), the way ``comparisons.csv`` decides outcomes
-    (:func:`shapley.pipeline.comparisons.outcomes`)."""
+    (:func:`shapley.pipeline.evaluate.comparisons.outcomes`)."""
     c = scores["correct"].astype(bool).to_numpy()
     ref = scores[REFERENCE].to_numpy(dtype=np.float64) if REFERENCE in scores else np.full(len(scores), np.nan)
     rows = []

@@ -22,8 +22,8 @@ import pandas as pd
 from shapley.companion.htmltable import Col, Html, code, esc, html_table, with_interval
 from shapley.companion.provenance import relative_path
 from shapley.core.metrics import holm
-from shapley.pipeline.evaluate import SIGNIFICANCE
-from shapley.pipeline.store import read_config
+from shapley.pipeline.evaluate.metrics import SIGNIFICANCE
+from shapley.pipeline.rundir.store import read_config
 
 COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p")
 """Columns the book needs in every ``comparisons.csv`` (other columns are kept as read)."""
@@ -341,8 +341,8 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
 
 
 SELECTION_TEST_COLUMNS = ("strategy_a", "strategy_b", "accuracy_a", "accuracy_b", "p_holm")
-"""Columns of ``selection_tests.csv`` (:func:`shapley.pipeline.selection.selection_tests`) read here: McNemar's exact
-paired test between two strategies on the same questions, Holm-adjusted within the run."""
+"""Columns of ``selection_tests.csv`` (:func:`shapley.pipeline.evaluate.selection.selection_tests`) read here:
+McNemar's exact paired test between two strategies on the same questions, Holm-adjusted within the run."""
 
 
 def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:

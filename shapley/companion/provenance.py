@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 
 from shapley.companion.htmltable import Col, Html, esc, html_table
-from shapley.pipeline import derived
-from shapley.pipeline.evaluate import load_metrics
-from shapley.pipeline.settings import REPO_ROOT
-from shapley.pipeline.store import RunHistory, read_config, read_record, run_history
+from shapley.pipeline.evaluate.metrics import load_metrics
+from shapley.pipeline.rundir import derived
+from shapley.pipeline.rundir.settings import REPO_ROOT
+from shapley.pipeline.rundir.store import RunHistory, read_config, read_record, run_history
 
 
 def relative_path(path: str | os.PathLike[str]) -> str:
@@ -67,7 +67,7 @@ def recorded_invocations(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]
 
 
 def provenance_flags(history: RunHistory) -> list[str]:
-    """What a reader must know about how a run was made (from ``shapley.pipeline.store.run_history``):
+    """What a reader must know about how a run was made (from ``shapley.pipeline.rundir.store.run_history``):
     ``dirty`` (some invocation ran from a source tree that differed from its commit), ``multi-commit``
     (invocations at different commits), ``commit unknown`` (no invocation recorded its commit)."""
     flags = []
@@ -224,7 +224,7 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
     for runs whose record holds no freshness record of their derived files (old format): only the counts are
     checked, and the book says "unverified (old format)".
 
-    Runs that carry a freshness record (``derived.json``, :mod:`shapley.pipeline.derived`) are checked against
+    Runs that carry a freshness record (``derived.json``, :mod:`shapley.pipeline.rundir.derived`) are checked against
     their stage files' content and settings as well, and are ``verified`` when every derived file is fresh.
     """
     rec = read_record(run_dir) or {}

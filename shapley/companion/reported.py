@@ -66,7 +66,7 @@ HF_MODEL_GUESS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-#: Dataset keys (same spelling as ``shapley.pipeline.data.DATASETS``) -> name as printed in the paper.
+#: Dataset keys (same spelling as ``shapley.pipeline.data.datasets.DATASETS``) -> name as printed in the paper.
 DATASETS: MappingProxyType[str, str] = MappingProxyType(
     {
         "coqa": "CoQA",
@@ -79,7 +79,8 @@ DATASETS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-#: Method column labels of Tables 3-4 -> (what it is, source paper, the method name in ``shapley.pipeline.score``).
+#: Method column labels of Tables 3-4 -> (what it is, source paper, the method name in
+#: ``shapley.pipeline.score.scores``).
 #: The mapping to our method names is ours: the paper gives only the labels and the citations. Table 3's
 #: "SU" (semantic uncertainty) is the same quantity as Table 4's "SE". For "NE" the paper does not say
 #: whether the sequence likelihoods are length-normalised (our ``NE`` is not, our ``LNE`` is). We map it to

@@ -70,8 +70,8 @@ from shapley.companion.provenance import recorded_invocations as recorded_invoca
 from shapley.companion.provenance import relative_path
 from shapley.companion.provenance import settings_summary as settings_summary
 from shapley.companion.provenance import stale_derived as stale_derived
-from shapley.pipeline.evaluate import load_metrics, load_skipped, runs_table
-from shapley.pipeline.store import read_config
+from shapley.pipeline.evaluate.metrics import load_metrics, load_skipped, runs_table
+from shapley.pipeline.rundir.store import read_config
 
 short_run_labels = short_labels
 """Short run names for table rows: the shortest tail of each run's path that no other run shares."""

@@ -151,7 +151,7 @@ def _n_samples(read_config: Callable[[Any], Any], run_dir: Path) -> int | None:
 def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
     from shapley.companion import reported, tables
-    from shapley.pipeline.store import read_config
+    from shapley.pipeline.rundir.store import read_config
 
     runs = tables.discover_runs(results)
     psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
@@ -187,7 +187,7 @@ def _measured_facts(results: Path) -> dict[str, str]:
 def facts(results: str | Path | None = None) -> dict[str, str]:
     """Every ``{field}`` of the note templates, computed (formatted as shown). ``results``: the folder of
     committed runs (default: the repository's ``results/``)."""
-    from shapley.pipeline.settings import REPO_ROOT
+    from shapley.pipeline.rundir.settings import REPO_ROOT
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact

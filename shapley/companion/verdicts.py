@@ -355,7 +355,7 @@ _RULES: tuple[Rule, ...] = (
         "{t5_psd_max} (every R PSD there), while its 95% interval is {t5_ci} wide: the grid cannot single out a "
         "best beta. At beta = 1, {t5_not_psd1} of {t5_n1} matrices are not PSD and are repaired, and the AUROC "
         "falls to {t5_auroc1}.",
-        ("shapley.pipeline.evaluate.beta_table", "shapley.companion.tables.beta_pivot"),
+        ("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_pivot"),
         command=paper_scale_command("triviaqa", "L-7B") + " && python -m shapley beta-sweep "
         "runs/triviaqa-llama-2-7b-hf --n-boot 1000",
     ),
@@ -373,7 +373,7 @@ _RULES: tuple[Rule, ...] = (
         "Sec. 4 and Appendix B state the same thresholds, and we implement them as stated. The BLEU scale is "
         "not stated; we read the threshold on a 0-1 scale (on sacrebleu's 0-100 scale it would pass almost "
         "every translation).",
-        ("shapley.pipeline.correctness.is_correct",),
+        ("shapley.pipeline.score.correctness.is_correct",),
     ),
     Rule(
         "setup-opt-range",

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from shapley.core.psd import PSD_POLICIES
-from shapley.pipeline import score
-from shapley.pipeline.samples import REFERENCE_FIELDS
-from shapley.pipeline.schemas import _V1_REQUIRED, _V1_TYPES, SCHEMA_2_OPTIONAL, SCHEMA_3_OPTIONAL, SCHEMA_4_KEYS
+from shapley.pipeline.data.samples import REFERENCE_FIELDS
+from shapley.pipeline.rundir.schemas import _V1_REQUIRED, _V1_TYPES, SCHEMA_2_OPTIONAL, SCHEMA_3_OPTIONAL, SCHEMA_4_KEYS
+from shapley.pipeline.score import scores as score
 
 CONFIG_SCHEMA = 4
 """Version of the layout of ``config.json``; 1 (the flat ``settings`` mapping) and 2 (groups without
@@ -97,12 +97,12 @@ class DataSettings:
     the first K questions. ``n_samples`` (``score-samples``): keep the first N samples of each line.
     ``model_label`` (``score-samples``): the model that generated the input, for the tables.
     ``reference_field`` (``score-samples``): the input field holding the reference answers, ``references``
-    or ``answer`` (see :data:`shapley.pipeline.samples.REFERENCE_FIELDS`). ``None`` only in configurations
+    or ``answer`` (see :data:`shapley.pipeline.data.samples.REFERENCE_FIELDS`). ``None`` only in configurations
     read from a run directory written before the setting existed (the old implicit fallback: ``references``
     when a line has it, else ``answer``); such a run resumes with either explicit value, since the input's
     fingerprint pins the file and only the value that reproduces the fallback reads it without error.
     ``shard``: ``"I/K"`` keeps only the questions (after ``limit``) whose id falls in shard I of K
-    (:func:`shapley.pipeline.merge.shard_of`); ``python -m shapley merge`` joins the K run directories.
+    (:func:`shapley.pipeline.experiment.merge.shard_of`); ``python -m shapley merge`` joins the K run directories.
     """
 
     dataset: str
@@ -146,7 +146,7 @@ class GenerationSettings:
     the paper). ``dtype``: model dtype (``None``: bf16 on CUDA, fp32 on CPU). ``rows_per_batch``: rows per
     decoding batch (``None``: a new run chooses it automatically and records it; a resume and each shard reuse
     the recorded value). ``prefix_cache``: prefill each dataset's shared few-shot block once (see
-    :mod:`shapley.pipeline.genprompts`); a run written before these settings existed reads as ``None`` rows and
+    :mod:`shapley.pipeline.generate.prompts`); a run written before these settings existed reads as ``None`` rows and
     no prefix cache. Both move numbers by float round-off only, but a run keeps one value of each.
     """
 
@@ -246,7 +246,7 @@ class ScoringSettings:
         _check(_is_int(self.n_boot) and self.n_boot >= 1, f"--n-boot must be >= 1; got {self.n_boot!r}")
 
     def options(self) -> score.ScoreOptions:
-        """The methods' settings as :class:`shapley.pipeline.score.ScoreOptions`."""
+        """The methods' settings as :class:`shapley.pipeline.score.scores.ScoreOptions`."""
         return score.ScoreOptions(
             beta=self.beta,
             psd_policy=self.psd_policy,
@@ -265,11 +265,11 @@ class RuntimeSettings:
     since sqlite on a network file system is unsafe with several writers).
 
     Batch sizes do not move numbers: entailment forward passes hold one question's pairs alone, cut by fixed
-    limits per device kind (:mod:`shapley.pipeline.entail_base`), and generation decodes each question's rows on
+    limits per device kind (:mod:`shapley.pipeline.entail.base`), and generation decodes each question's rows on
     their own, in the run's recorded rows per batch (``generation.rows_per_batch``; other sizes round
     differently, so a resume reuses it). A run still records, per invocation, the batch sizes its models used
     (``batch_sizes`` in ``config.json``), and a resume with other sizes is noted there (see
-    :meth:`shapley.pipeline.store.RunDir.record_batch_sizes`).
+    :meth:`shapley.pipeline.rundir.store.RunDir.record_batch_sizes`).
     """
 
     batch_size: int | None = None
@@ -289,7 +289,7 @@ class RuntimeSettings:
         )
 
     def entail_cache_arg(self) -> bool | str:
-        """The ``cache`` argument of :func:`shapley.pipeline.entail.load_backend` for this setting."""
+        """The ``cache`` argument of :func:`shapley.pipeline.entail.backends.load_backend` for this setting."""
         if self.entail_cache is None:
             return True
         return False if self.entail_cache.strip().lower() == "none" else self.entail_cache

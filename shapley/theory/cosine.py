@@ -1,6 +1,6 @@
 """How indefinite can R get when C comes from a clipped cosine similarity of unit vectors?
 
-The embedding stand-in judge (``embedding:minilm`` in :mod:`shapley.pipeline.entail`) sets
+The embedding stand-in judge (``embedding:minilm`` in :mod:`shapley.pipeline.entail.backends`) sets
 ``P(s_i => s_j) = clip(cos(e_i, e_j), 0, 1)`` with L2-normalised embeddings, so ``C = max(G, 0)`` for a Gram
 matrix ``G`` of unit vectors. The proved worst case of :mod:`shapley.theory.worstcase` (``C = 1`` across two
 groups, ``C = 0`` inside them) is out of its reach: ``C = 1`` across groups forces identical vectors, and then

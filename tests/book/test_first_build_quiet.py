@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from shapley.pipeline import models
+from shapley.pipeline.generate import models
 
 
 def test_gguf_conversion_bar_is_silenced_and_restored():

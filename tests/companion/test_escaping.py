@@ -14,7 +14,7 @@ import matplotlib
 import pandas as pd
 
 from shapley.companion import htmltable, paired, plots, provenance, tables
-from shapley.pipeline import store
+from shapley.pipeline.rundir import store
 
 matplotlib.use("Agg")
 

@@ -358,7 +358,7 @@ def test_transcription_matches_latex_source():
 
 
 def test_method_labels_map_to_pipeline_methods():
-    """Every column label of Tables 3-4 names a method the pipeline computes (shapley.pipeline.score.METHODS)."""
-    score = pytest.importorskip("shapley.pipeline.score")
+    """Every column label of Tables 3-4 names a method the pipeline computes (shapley.pipeline.score.scores.METHODS)."""
+    score = pytest.importorskip("shapley.pipeline.score.scores")
     for label, (_, _, ours) in paper.METHODS.items():
-        assert ours in score.METHODS, f"paper column {label!r} -> {ours!r} is not a shapley.pipeline.score method"
+        assert ours in score.METHODS, f"paper column {label!r} -> {ours!r} is not a score.scores method"

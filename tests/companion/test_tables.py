@@ -12,7 +12,8 @@ import pytest
 
 from shapley.companion import provenance, tables
 from shapley.companion import reported as paper
-from shapley.pipeline import evaluate, store
+from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.rundir import store
 from tests import fakes
 
 
@@ -224,7 +225,7 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
     assert "3 runs on 2 distinct question sets" in text and "not independent" in text
     assert "no exact paired test" in text and "more accurate than" not in text
     assert tables.selection_tests(none).empty
-    tests = pd.DataFrame(  # selection_tests.csv rows as shapley.pipeline.selection writes them, one per pair
+    tests = pd.DataFrame(  # selection_tests.csv rows as shapley.pipeline.evaluate.selection writes them, one per pair
         {
             "run": ["r1", "r2", "r3"],
             "strategy_a": ["first", "min_phi", "first"],

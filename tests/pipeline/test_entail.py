@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from shapley.pipeline.entail import (  # noqa: E402
+from shapley.pipeline.entail.backends import (  # noqa: E402
     EmbeddingBackend,
     EntailmentCache,
     EntailmentCacheWarning,
@@ -24,7 +24,7 @@ from shapley.pipeline.entail import (  # noqa: E402
     load_backend,
     nli_label_indices,
 )
-from shapley.pipeline.models import ModelNotAvailableError  # noqa: E402
+from shapley.pipeline.generate.models import ModelNotAvailableError  # noqa: E402
 
 CORPUS = [
     "paris is the capital of france",
@@ -474,7 +474,7 @@ def test_corrupt_cache_file_is_rebuilt_with_a_warning_naming_it(nli_dir, tmp_pat
 def test_locked_cache_is_not_mistaken_for_corruption(tmp_path):
     import sqlite3
 
-    from shapley.pipeline.entail import _corrupt
+    from shapley.pipeline.entail.backends import _corrupt
 
     assert not _corrupt(sqlite3.OperationalError("database is locked"))
     assert _corrupt(sqlite3.DatabaseError("file is not a database"))
@@ -564,7 +564,7 @@ def test_fast_tokenizer_path_gives_the_tokenizers_ids(nli_dir):
 def test_chunked_tokenisation_scores_every_pair_once(nli_dir, monkeypatch):
     """Questions are tokenised in chunks of growing size (so that the device works while the host tokenises);
     each pair once, with the same numbers as in one chunk."""
-    from shapley.pipeline import entail_nli
+    from shapley.pipeline.entail import nli as entail_nli
 
     whole = HFNLIBackend(str(nli_dir), cache=False, device="cpu").score(items3())
     monkeypatch.setattr(entail_nli, "FIRST_CHUNK_PAIRS", 4)
@@ -585,7 +585,7 @@ def test_cache_keys_of_many_pairs_equal_the_single_key():
 
 
 def test_plan_token_batches():
-    from shapley.pipeline.entail import plan_token_batches
+    from shapley.pipeline.entail.backends import plan_token_batches
 
     lengths = np.array([3, 10, 7, 7, 2, 50])
     batches = plan_token_batches(lengths, max_pairs=3, max_tokens=21)

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 from shapley.core import metrics as M
-from shapley.pipeline import derived, evaluate, store
-from shapley.pipeline import report as report_module
+from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.evaluate import report as report_module
+from shapley.pipeline.rundir import derived, store
 from tests import fakes
 
 

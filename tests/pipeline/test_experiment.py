@@ -16,7 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shapley.pipeline import data, entail, experiment, generate, store
+from shapley.pipeline.data import datasets as data
+from shapley.pipeline.entail import backends as entail
+from shapley.pipeline.experiment import pipelines as experiment
+from shapley.pipeline.generate import generator as generate
+from shapley.pipeline.rundir import store
 from tests import fakes
 from tests.fakes import make_samples_file
 

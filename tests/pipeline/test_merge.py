@@ -19,8 +19,11 @@ import pandas as pd
 import pytest
 
 from shapley import cli
-from shapley.pipeline import entail, experiment, merge, store
 from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings, parse_shard
+from shapley.pipeline.entail import backends as entail
+from shapley.pipeline.experiment import merge
+from shapley.pipeline.experiment import pipelines as experiment
+from shapley.pipeline.rundir import store
 from tests import fakes
 
 OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "selection.csv", "comparisons.csv")
@@ -67,7 +70,7 @@ def test_shard_of_is_a_fixed_partition():
     assert [merge.shard_of(x, 5) for x in ("東京", "", "q1", "Zürich")] == [
         int.from_bytes(hashlib.sha256(x.encode("utf-8")).digest()[:8], "big") % 5 for x in ("東京", "", "q1", "Zürich")
     ]  # the documented rule (first 8 bytes of SHA-256 of the UTF-8 id, big-endian, mod k), non-ASCII included
-    code = "from shapley.pipeline.merge import shard_of; print([shard_of(f'q{i}', 3) for i in range(8)])"
+    code = "from shapley.pipeline.experiment.merge import shard_of; print([shard_of(f'q{i}', 3) for i in range(8)])"
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(fakes.REPO)}  # another salt of hash()
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.stdout.strip() == "[0, 1, 2, 1, 2, 0, 1, 1]", r.stderr

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from shapley.pipeline.samples import read_samples_file
+from shapley.pipeline.data.samples import read_samples_file
 from tests.fakes import make_samples_file
 
 # --------------------------------------------------------------------------------------------------

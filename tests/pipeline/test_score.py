@@ -9,7 +9,7 @@ import pytest
 
 import shapley
 from shapley.core.metrics import auroc
-from shapley.pipeline import score
+from shapley.pipeline.score import scores as score
 
 
 def _bipartite(n: int = 8) -> np.ndarray:
@@ -174,7 +174,7 @@ def test_input_validation():
 
 
 def test_from_generation_treats_empty_token_lists_as_missing():
-    from shapley.pipeline.records import Generation
+    from shapley.pipeline.rundir.records import Generation
 
     g = Generation(id="g", samples=["a", "b"], answer="a", p_true=0.5)
     x = score.ScoreInputs.from_generation(g, score.ScoreInputs(entail=np.eye(2)))

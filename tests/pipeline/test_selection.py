@@ -13,9 +13,11 @@ import pytest
 
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.metrics import holm
-from shapley.pipeline import experiment, selection, store
 from shapley.pipeline.config import ScoringSettings
-from shapley.pipeline.score import ScoreInputs
+from shapley.pipeline.evaluate import selection
+from shapley.pipeline.experiment import pipelines as experiment
+from shapley.pipeline.rundir import store
+from shapley.pipeline.score.scores import ScoreInputs
 from tests import fakes
 
 # Answer 1 agrees with both others (0.9 either way); answers 0 and 2 hardly agree (0.05).

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shapley.pipeline import store as runs
 from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig
-from shapley.pipeline.experiment import run_stage
-from shapley.pipeline.settings import REPO_ROOT
+from shapley.pipeline.experiment.pipelines import run_stage
+from shapley.pipeline.rundir import store as runs
+from shapley.pipeline.rundir.settings import REPO_ROOT
 from tests import fakes
 
 # --------------------------------------------------------------------------------------------------
@@ -458,7 +458,8 @@ def test_a_run_without_its_stage_files_is_recomputed_from_the_compact_copy(tmp_p
     import gzip
 
     from shapley import cli
-    from shapley.pipeline import evaluate, experiment
+    from shapley.pipeline.evaluate import metrics as evaluate
+    from shapley.pipeline.experiment import pipelines as experiment
 
     fakes.install_fake_entail(monkeypatch)
     inp = tmp_path / "in.jsonl"

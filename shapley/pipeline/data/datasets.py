@@ -1,0 +1,506 @@
+"""Dataset loaders and few-shot prompt templates (pipeline stage 1: data -> generate).
+
+Every loader returns ``list[QARecord]`` with the full model input in ``prompt``. The entry point is
+:func:`load_dataset`; :data:`DATASETS` lists the names it accepts.
+
+Where the data comes from (``source``)
+--------------------------------------
+* ``"local"``: a file on disk. The file is ``path`` when given, else the environment variable
+  ``SHAPLEY_<NAME>_PATH`` (e.g. ``SHAPLEY_SQUAD_PATH``), else
+  ``shapley.pipeline.rundir.settings.data_dir()`` joined with the file name in :data:`LOCAL_FILES` (the files
+  described in ``../shared/data/SOURCES.md``).
+* ``"online"``: the Hugging Face ``datasets`` library with the usual hub ids (:data:`ONLINE_SOURCES`).
+  BioASQ has no official hub copy (registration on bioasq.org is required): it is local-only.
+  The generic ``"jsonl"`` format is local-only too. Without network the hub client retries for ~25 s before
+  :class:`DatasetUnavailableError` (naming the local-file alternative); ``HF_HUB_OFFLINE=1`` fails at once.
+* ``"auto"`` (default): local when the file exists, else online. A ``path`` that does not exist is an error,
+  never a silent fallback to the network.
+
+Prompt templates (Appendix B of the paper: introduction, r examples formatted like the target, then the
+target question followed by ``"A:"``; the reference answer is never part of the prompt)
+-------------------------------------------------------------------------------------------------------
+* TriviaQA, NQ-Open, BioASQ and context-free JSONL (closed book): the paper's TriviaQA introduction
+  ``"Answer the question as following examples."``, ``"Examples:"``, r ``Q:``/``A:`` pairs, the target ``Q:``.
+* CoQA: the paper's introduction ``"Reading the passage and answer given questions accordingly."``,
+  ``"Passage: <story>"``, ``"Examples:"`` and up to r earlier turns of the same conversation, then the target.
+* SQuAD and JSONL with ``context`` (open book): an introduction in our own words; each example carries its own
+  passage (``Passage:``/``Q:``/``A:`` blocks separated by blank lines), then the target passage and question.
+* WMT-14 fr->en: no introduction; ``"Q: What is the English translation of the following sentence? <fr>"``
+  then ``"A: <en>"`` for every example, and the target's ``Q:`` line.
+* SVAMP: a short instruction in our own words asking for the final number, then Q/A examples.
+With ``n_shots=0`` the prompt holds no examples (and a zero-shot introduction where the paper's wording refers
+to examples).
+
+Few-shot examples, evaluation records and ``seed``
+--------------------------------------------------
+The items of a dataset are permuted with ``numpy.random.default_rng(seed)``. The first items of the
+permutation form the example pool: r = ``n_shots`` examples, shared by every prompt of the dataset. Pool items
+are never evaluated, and for SQuAD (and JSONL with context) the whole passage of an example is withheld from
+evaluation, so that no evaluated question shares a passage with an example. The remaining items, in permuted
+order, are the evaluation records; ``limit`` keeps the first ``limit`` of them. Same arguments -> same records
+and identical prompts.
+
+CoQA is the one exception, by the nature of the dataset: its questions are turns of a conversation about one
+story ("what did he do next?"), and the paper's examples are "question-answer pairs related to the given
+passage". The examples of turn t are therefore the (at most r) turns immediately before t in the same
+story, with their gold answers -- the conversation history, as in Kuhn et al. (2023), whose set-up the paper
+follows. Those earlier turns are themselves evaluated as separate records; the target turn's own answer never
+appears in its prompt. The permutation only decides the order of the records (and so what ``limit`` keeps).
+
+Per-dataset notes
+-----------------
+* TriviaQA, local: ``triviaqa_llama13b_samples.jsonl.gz`` (500 rc.nocontext validation questions) with its
+  single reference ``answer``; online: ``answer.value`` plus its ``aliases``.
+  :func:`load_triviaqa_llama13b_samples` exposes that file's real LLaMA-13B samples for scoring.
+* CoQA: each question of each story is a record, id ``<story id>_<turn id>``, context = story,
+  references = the answer plus the ``additional_answers`` of the same turn (deduplicated); ``"unknown"``
+  answers are kept.
+* SQuAD v1.1: context = paragraph, references = every annotated answer text (deduplicated).
+* NQ-Open: references = the answer aliases; id ``nq_open_<line index>`` (the file has no ids).
+* SVAMP: question = ``Body + " " + Question``; reference = the answer as a number string
+  (``51.0`` -> ``"51"``).
+* BioASQ: closed book (no snippets/context are given to the model). Only questions with an ``exact_answer``
+  (factoid, list, yes/no; summaries have none). Factoid: every synonym of every candidate is a reference.
+  List: one reference, the first synonym of each item joined by ``", "`` (naming one item is not the answer).
+  Yes/no: ``"yes"`` or ``"no"``.
+* WMT-14 fr->en: local JSONL lines ``{"id"?, "fr", "en"}`` or ``{"translation": {"fr", "en"}}``.
+* Generic JSONL: lines ``{"id", "question", "references": [...], "context"?}``; blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shapley.pipeline.data.files import (
+    _LOCAL_PARSERS,
+    _clean,
+    _coqa_items,
+    _Item,
+    _make_item,
+    _need,
+    _read_jsonl,
+    _svamp_items,
+    _triviaqa_answers,
+    _wmt_items,
+)
+from shapley.pipeline.data.files import GZIP_MAGIC as GZIP_MAGIC
+from shapley.pipeline.data.files import WMT_QUESTION as WMT_QUESTION
+from shapley.pipeline.data.files import DatasetUnavailableError as DatasetUnavailableError
+from shapley.pipeline.data.files import check_input_file as check_input_file
+from shapley.pipeline.data.files import iter_text_lines as iter_text_lines
+from shapley.pipeline.rundir.records import QARecord
+from shapley.pipeline.rundir.settings import data_dir
+
+DATASETS = ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
+SOURCES = ("auto", "local", "online")
+
+#: file name of each dataset inside ``shapley.pipeline.rundir.settings.data_dir()`` (None: no default file).
+LOCAL_FILES: dict[str, str | None] = {
+    "triviaqa": "triviaqa_llama13b_samples.jsonl.gz",
+    "coqa": "coqa_test.json.gz",
+    "wmt14": "wmt14_fr-en_test.jsonl",
+    "squad": "squad_v1.1_dev.json.gz",
+    "bioasq": "bioasq_9b-11b_golden.json.gz",
+    "nq_open": "nq_open_dev.jsonl",
+    "svamp": "svamp.json",
+    "jsonl": None,
+}
+
+#: ``datasets.load_dataset`` arguments per dataset: (hub id, config name, splits).
+ONLINE_SOURCES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
+    "triviaqa": ("mandarjoshi/trivia_qa", "rc.nocontext", ("validation",)),
+    "coqa": ("stanfordnlp/coqa", None, ("validation",)),
+    "wmt14": ("wmt/wmt14", "fr-en", ("test",)),
+    "squad": ("rajpurkar/squad", None, ("validation",)),
+    "nq_open": ("google-research-datasets/nq_open", "nq_open", ("validation",)),
+    "svamp": ("ChilleD/SVAMP", None, ("train", "test")),
+}
+
+BIOASQ_URL = "http://participants-area.bioasq.org/datasets/"
+TRIVIAQA_SAMPLES_FILE = "triviaqa_llama13b_samples.jsonl.gz"
+
+# Template strings. The CoQA and TriviaQA introductions and the WMT question are the paper's (Appendix B).
+INTRO_COQA = "Reading the passage and answer given questions accordingly."
+INTRO_CLOSED_BOOK = "Answer the question as following examples."
+INTRO_CLOSED_BOOK_ZERO_SHOT = "Answer the question."
+INTRO_OPEN_BOOK = "Read each passage and answer its question with a short span, like in the examples."
+INTRO_OPEN_BOOK_ZERO_SHOT = "Read the passage and answer the question with a short span."
+INTRO_SVAMP = "Solve each math word problem. Reply with the final number only."
+
+
+# ----------------------------------------------------------------------------------- online sources
+def _local_hint(name: str) -> str:
+    fname = LOCAL_FILES.get(name)
+    where = f"SHAPLEY_DATA_DIR/{fname}" if fname else "a file of your own"
+    return (
+        f"use a local copy instead: load_dataset({name!r}, source='local', path=...) or put it at {where} "
+        f"(or set SHAPLEY_{name.upper()}_PATH); see ../shared/data/SOURCES.md"
+    )
+
+
+def _fetch_hub_rows(name: str) -> list[dict[str, Any]]:
+    """Download the split(s) of ``ONLINE_SOURCES[name]`` with ``datasets`` and return plain row dicts."""
+    hub_id, config, splits = ONLINE_SOURCES[name]
+    try:
+        import datasets  # heavy and optional: only for online loading
+    except ImportError as e:
+        raise DatasetUnavailableError(
+            f"online loading of {name!r} needs the 'datasets' package (pip install datasets); or {_local_hint(name)}"
+        ) from e
+    rows: list[dict[str, Any]] = []
+    for split in splits:
+        try:
+            ds = datasets.load_dataset(hub_id, config, split=split)
+        except Exception as e:  # network, hub and cache errors all surface here
+            raise DatasetUnavailableError(
+                f"could not load {name!r} from the Hugging Face hub "
+                f"({hub_id}, config={config}, split={split}): "
+                f"{type(e).__name__}: {e}. Offline? {_local_hint(name)}"
+            ) from e
+        rows.extend(dict(r) for r in ds)
+    return rows
+
+
+def _online_triviaqa(rows: list[dict[str, Any]]) -> list[_Item]:
+    return [
+        _make_item("triviaqa", r.get("question_id", f"triviaqa_{i}"), r["question"], _triviaqa_answers(r["answer"]))
+        for i, r in enumerate(rows)
+    ]
+
+
+def _online_coqa(rows: list[dict[str, Any]]) -> list[_Item]:
+    stories = []
+    for i, r in enumerate(rows):
+        ans = r["answers"]  # columnar: {"input_text": [...], "answer_start": [...], "answer_end": [...]}
+        texts = ans["input_text"] if isinstance(ans, dict) else [a["input_text"] for a in ans]
+        stories.append(
+            {
+                "id": r.get("id", f"coqa_validation_{i}"),
+                "story": r["story"],
+                "questions": [{"input_text": q, "turn_id": k + 1} for k, q in enumerate(r["questions"])],
+                "answers": [{"input_text": a, "turn_id": k + 1} for k, a in enumerate(texts)],
+            }
+        )
+    return _coqa_items(stories, "stanfordnlp/coqa")
+
+
+def _online_wmt14(rows: list[dict[str, Any]]) -> list[_Item]:
+    return _wmt_items(((i + 1, r) for i, r in enumerate(rows)), "wmt/wmt14 fr-en test")
+
+
+def _online_squad(rows: list[dict[str, Any]]) -> list[_Item]:
+    contexts: dict[str, str] = {}
+    items = []
+    for r in rows:
+        group = contexts.setdefault(r["context"], f"{r.get('title', '')}#{len(contexts)}")
+        items.append(
+            _make_item("squad", r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group)
+        )
+    return items
+
+
+def _online_nq_open(rows: list[dict[str, Any]]) -> list[_Item]:
+    return [_make_item("nq_open", f"nq_open_{i}", r["question"], r["answer"]) for i, r in enumerate(rows)]
+
+
+def _online_svamp(rows: list[dict[str, Any]]) -> list[_Item]:
+    return _svamp_items(rows, "ChilleD/SVAMP")
+
+
+_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[_Item]]] = {
+    "triviaqa": _online_triviaqa,
+    "coqa": _online_coqa,
+    "wmt14": _online_wmt14,
+    "squad": _online_squad,
+    "nq_open": _online_nq_open,
+    "svamp": _online_svamp,
+}
+
+
+def _load_online(name: str) -> list[_Item]:
+    if name == "bioasq":
+        raise DatasetUnavailableError(
+            "BioASQ has no official copy on the Hugging Face hub: register at "
+            f"{BIOASQ_URL} to download the task B golden test batches, then load them with "
+            "load_dataset('bioasq', source='local', path=...) or put them at "
+            f"SHAPLEY_DATA_DIR/{LOCAL_FILES['bioasq']} (BioASQ JSON: questions[].body/type/exact_answer)"
+        )
+    if name == "jsonl":
+        raise ValueError("the generic 'jsonl' dataset is local-only: pass path=... to a JSON-lines file")
+    return _ONLINE_CONVERTERS[name](_fetch_hub_rows(name))
+
+
+# ------------------------------------------------------------------------------------ path resolution
+def _normalise_name(name: str) -> str:
+    if not isinstance(name, str):
+        raise ValueError(f"dataset name must be a string, got {type(name).__name__}; valid: {', '.join(DATASETS)}")
+    key = name.strip().lower().replace("-", "_")
+    key = {"trivia_qa": "triviaqa", "nq": "nq_open", "nqopen": "nq_open", "wmt": "wmt14"}.get(key, key)
+    if key not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    return key
+
+
+def local_path(name: str, path: str | os.PathLike[str] | None = None) -> Path | None:
+    """Where the local file of ``name`` would be read from (it may not exist); None when none is configured.
+
+    Order: ``path`` argument, env ``SHAPLEY_<NAME>_PATH``, ``data_dir() / LOCAL_FILES[name]``.
+    """
+    name = _normalise_name(name)
+    if path is not None:
+        return Path(path)
+    env = os.environ.get(f"SHAPLEY_{name.upper()}_PATH")
+    if env:
+        return Path(env)
+    fname = LOCAL_FILES[name]
+    if fname is None:
+        return None
+    try:
+        return data_dir() / fname
+    except FileNotFoundError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------- prompts
+def _qa_lines(question: str, answer: str | None) -> list[str]:
+    return [f"Q: {question}", "A:" if answer is None else f"A: {answer}"]
+
+
+def _closed_book_prompt(examples: Sequence[_Item], target: _Item, intro: str, zero_shot_intro: str) -> str:
+    lines = [intro if examples else zero_shot_intro]
+    if examples:
+        lines.append("Examples:")
+    for ex in examples:
+        lines += _qa_lines(ex.question, ex.references[0])
+    lines += _qa_lines(target.question, None)
+    return "\n".join(lines)
+
+
+def _open_book_prompt(examples: Sequence[_Item], target: _Item) -> str:
+    def block(item: _Item, answer: str | None) -> str:
+        head = [f"Passage: {item.context}"] if item.context else []
+        return "\n".join(head + _qa_lines(item.question, answer))
+
+    intro = INTRO_OPEN_BOOK if examples else INTRO_OPEN_BOOK_ZERO_SHOT
+    parts = [intro + ("\nExamples:" if examples else "")]
+    parts += [block(ex, ex.references[0]) for ex in examples]
+    parts.append(block(target, None))
+    return "\n\n".join(parts)
+
+
+def _wmt_prompt(examples: Sequence[_Item], target: _Item) -> str:
+    lines: list[str] = []
+    for ex in examples:
+        lines += _qa_lines(ex.question, ex.references[0])
+    lines += _qa_lines(target.question, None)
+    return "\n".join(lines)
+
+
+def _coqa_prompt(history: Sequence[_Item], target: _Item) -> str:
+    lines = [INTRO_COQA, f"Passage: {target.context}"]
+    if history:
+        lines.append("Examples:")
+    for ex in history:
+        lines += _qa_lines(ex.question, ex.references[0])
+    lines += _qa_lines(target.question, None)
+    return "\n".join(lines)
+
+
+def _prompt_for(name: str, examples: Sequence[_Item], target: _Item) -> str:
+    if name == "wmt14":
+        return _wmt_prompt(examples, target)
+    if name == "svamp":
+        return _closed_book_prompt(examples, target, INTRO_SVAMP, INTRO_SVAMP)
+    if name == "squad" or (name == "jsonl" and target.context):
+        return _open_book_prompt(examples, target)
+    return _closed_book_prompt(examples, target, INTRO_CLOSED_BOOK, INTRO_CLOSED_BOOK_ZERO_SHOT)
+
+
+# -------------------------------------------------------------------------------- split and build
+def _split_pool(items: Sequence[_Item], n_shots: int, seed: int) -> tuple[list[_Item], list[_Item]]:
+    """Seeded permutation -> (r examples from distinct groups, evaluation items outside those groups)."""
+    order = np.random.default_rng(seed).permutation(len(items))
+    shuffled = [items[int(i)] for i in order]
+    pool: list[_Item] = []
+    used_groups: set[str] = set()
+    for it in shuffled:
+        if len(pool) == n_shots:
+            break
+        g = it.group if it.group is not None else f"id:{it.id}"
+        if g in used_groups:
+            continue
+        pool.append(it)
+        used_groups.add(g)
+    if len(pool) < n_shots:
+        raise ValueError(f"only {len(pool)} distinct examples available, fewer than n_shots={n_shots}")
+    pool_ids = {it.id for it in pool}
+    evaluated = [it for it in shuffled if it.id not in pool_ids and (it.group is None or it.group not in used_groups)]
+    if not evaluated:
+        raise ValueError(
+            f"no evaluation records left after reserving n_shots={n_shots} examples from {len(items)} items"
+        )
+    return pool, evaluated
+
+
+def _build_records(name: str, items: Sequence[_Item], n_shots: int, seed: int, limit: int | None) -> list[QARecord]:
+    if not items:
+        raise ValueError(f"{name}: the source holds no usable records")
+    ids = [it.id for it in items]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"{name}: duplicate record id {dup!r}")
+    if name == "coqa":
+        by_story: dict[str, list[_Item]] = {}
+        for it in items:
+            by_story.setdefault(it.group or "", []).append(it)
+        history: dict[str, list[_Item]] = {}
+        for turns in by_story.values():
+            turns.sort(key=lambda t: t.turn or 0)
+            for k, it in enumerate(turns):
+                history[it.id] = turns[max(0, k - n_shots) : k] if n_shots else []
+        order = np.random.default_rng(seed).permutation(len(items))
+        evaluated = [items[int(i)] for i in order]
+        pairs = [(it, history[it.id]) for it in evaluated]
+    else:
+        pool, evaluated = _split_pool(items, n_shots, seed)
+        pairs = [(it, pool) for it in evaluated]
+    if limit is not None:
+        pairs = pairs[:limit]
+    out = []
+    for it, examples in pairs:
+        prompt = _coqa_prompt(examples, it) if name == "coqa" else _prompt_for(name, examples, it)
+        out.append(
+            QARecord(
+                id=it.id,
+                dataset=name,
+                question=it.question,
+                references=it.references,
+                prompt=prompt,
+                context=it.context,
+            )
+        )
+    return out
+
+
+def few_shot_example_ids(
+    name: str,
+    *,
+    n_shots: int = 5,
+    seed: int = 0,
+    source: str = "auto",
+    path: str | os.PathLike[str] | None = None,
+) -> list[str]:
+    """Ids of the items used as few-shot examples by ``load_dataset`` with the same arguments.
+
+    Not defined for CoQA (its examples are the earlier turns of each conversation): raises ValueError.
+    """
+    name = _normalise_name(name)
+    if name == "coqa":
+        raise ValueError("CoQA has no shared example pool: each turn's examples are the preceding turns")
+    _check_int("n_shots", n_shots)
+    pool, _ = _split_pool(_load_items(name, source, path), n_shots, seed)
+    return [it.id for it in pool]
+
+
+def _check_int(label: str, value: Any, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{label} must be a non-negative integer{' or None' if allow_none else ''}, got {value!r}")
+
+
+def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[_Item]:
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source == "online":
+        if path is not None:
+            raise ValueError("path is for local files; drop it or use source='local'/'auto'")
+        return _load_online(name)
+    file = local_path(name, path)
+    if file is not None and file.is_file():
+        return _LOCAL_PARSERS[name](file)
+    if path is not None:
+        check_input_file(path, f"{name}: local file")
+    if source == "local" or name == "jsonl":
+        if name == "jsonl":
+            raise ValueError("the generic 'jsonl' dataset needs path=... to a JSON-lines file")
+        tried = str(file) if file is not None else f"SHAPLEY_DATA_DIR/{LOCAL_FILES[name]} (no data folder found)"
+        raise FileNotFoundError(
+            f"{name}: no local file at {tried}; pass path=..., set SHAPLEY_{name.upper()}_PATH or "
+            "SHAPLEY_DATA_DIR, or use source='online'"
+        )
+    return _load_online(name)
+
+
+def load_dataset(
+    name: str,
+    *,
+    limit: int | None = None,
+    n_shots: int = 5,
+    seed: int = 0,
+    source: str = "auto",
+    path: str | os.PathLike[str] | None = None,
+) -> list[QARecord]:
+    """Load dataset ``name`` (one of :data:`DATASETS`) as prompted :class:`QARecord` objects.
+
+    ``n_shots``: r few-shot examples per prompt (CoQA: at most r earlier turns). ``seed``: the permutation
+    that picks the example pool and orders the evaluation records. ``limit``: keep the first ``limit``
+    evaluation records (None: all). ``source``: "auto" | "local" | "online"; ``path``: a local file (see
+    module docs). Returns the evaluation records only; the examples never appear among them (CoQA: see
+    module docs).
+    """
+    name = _normalise_name(name)
+    _check_int("n_shots", n_shots)
+    _check_int("limit", limit, allow_none=True)
+    _check_int("seed", seed)
+    items = _load_items(name, source, path)
+    return _build_records(name, items, int(n_shots), int(seed), None if limit is None else int(limit))
+
+
+# ------------------------------------------------------------------------ real LLaMA-13B samples
+def load_triviaqa_llama13b_samples(
+    path: str | os.PathLike[str] | None = None,
+    n_samples: int | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The 500 TriviaQA questions of ``triviaqa_llama13b_samples.jsonl.gz`` with their real LLaMA-13B samples.
+
+    Returns score-samples dicts ``{"id", "question", "references": [answer], "samples": [...]}`` in file
+    order; ``samples`` are the file's ``samples_cleaned`` with surrounding whitespace stripped (a few are
+    empty strings and are kept, so every question has the same number of samples). ``n_samples``: keep
+    the first n of the 20; ``limit``: keep the first ``limit`` questions.
+    """
+    _check_int("limit", limit, allow_none=True)
+    if n_samples is not None:
+        _check_int("n_samples", n_samples)
+        if n_samples < 1:
+            raise ValueError(f"n_samples must be at least 1, got {n_samples}")
+    file = Path(path) if path is not None else data_dir() / TRIVIAQA_SAMPLES_FILE
+    if not file.is_file():
+        raise FileNotFoundError(
+            f"LLaMA-13B TriviaQA samples not found at {file}; pass path=... or set SHAPLEY_DATA_DIR"
+        )
+    out = []
+    for lineno, row in _read_jsonl(file):
+        where = f"{file}, line {lineno}"
+        samples = [str(s).strip() for s in _need(row, "samples_cleaned", where)]
+        if n_samples is not None:
+            if len(samples) < n_samples:
+                raise ValueError(f"{where}: only {len(samples)} samples, fewer than n_samples={n_samples}")
+            samples = samples[:n_samples]
+        out.append(
+            {
+                "id": str(_need(row, "id", where)),
+                "question": _clean(_need(row, "question", where)),
+                "references": [_clean(_need(row, "answer", where))],
+                "samples": samples,
+            }
+        )
+        if limit is not None and len(out) >= limit:
+            break
+    return out

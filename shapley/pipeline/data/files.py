@@ -1,0 +1,356 @@
+"""Reading the local dataset files: one parser per file format, each returning plain items with file-and-line
+errors (part of :mod:`shapley.pipeline.data.datasets`, which loads, shuffles and prompts them; every public name is also
+importable from there).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WMT_QUESTION = "What is the English translation of the following sentence?"
+"""The paper's question for WMT-14 (Appendix B)."""
+
+
+class DatasetUnavailableError(RuntimeError):
+    """The online source could not be reached (offline, missing ``datasets``) or does not exist."""
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One question before prompting. ``group``: items sharing it never straddle examples/evaluation."""
+
+    id: str
+    question: str
+    references: tuple[str, ...]
+    context: str | None = None
+    group: str | None = None
+    turn: int | None = None
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def _clean(text: str) -> str:
+    """Single-line text: whitespace runs (newlines included) become one space."""
+    return " ".join(str(text).split())
+
+
+def _dedupe(texts: Iterable[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for t in texts:
+        c = _clean(t)
+        if c and c not in out:
+            out.append(c)
+    return tuple(out)
+
+
+def _make_item(
+    dataset: str,
+    id_: Any,
+    question: Any,
+    references: Iterable[Any],
+    *,
+    context: str | None = None,
+    group: str | None = None,
+    turn: int | None = None,
+) -> _Item:
+    q = _clean(question) if question is not None else ""
+    if not q:
+        raise ValueError(f"{dataset}: record {id_!r} has an empty question")
+    refs = _dedupe(str(r) for r in references if r is not None)
+    if not refs:
+        raise ValueError(f"{dataset}: record {id_!r} has no non-empty reference answer")
+    ctx = context.strip() if isinstance(context, str) and context.strip() else None
+    return _Item(id=str(id_), question=q, references=refs, context=ctx, group=group, turn=turn)
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def check_input_file(path: str | os.PathLike[str], what: str = "input file") -> Path:
+    """``path`` as a :class:`~pathlib.Path` if it is a readable regular file.
+
+    Raises ``ValueError`` for a directory, ``FileNotFoundError`` when nothing is there (both name the path).
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{what} {p} is a directory, not a file")
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} {p} does not exist")
+    return p
+
+
+def _open_binary(path: Path) -> Any:
+    """The file's bytes, decompressed when its name ends in ``.gz``; a name that contradicts the content
+    (gzip data without ``.gz``, or ``.gz`` on plain text) is refused naming the file."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+    gz = path.suffix == ".gz"
+    if gz and head and head != GZIP_MAGIC:
+        raise ValueError(f"{path}, line 1: the name ends in .gz but the file is not gzip-compressed; rename it")
+    if not gz and head == GZIP_MAGIC:
+        raise ValueError(f"{path}, line 1: the file is gzip-compressed but its name does not end in .gz; rename it")
+    return gzip.open(path, "rb") if gz else open(path, "rb")
+
+
+def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) of every line of a UTF-8 text file, gunzipped when named ``.gz``.
+
+    Raises ``ValueError`` naming the file and the line for a truncated or corrupt gzip stream, invalid
+    UTF-8, and a name that contradicts the compression (see :func:`_open_binary`).
+    """
+    p = Path(path)
+    gz = p.suffix == ".gz"
+    lineno = 0
+    with _open_binary(p) as f:
+        lines = iter(f)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                return
+            except (EOFError, OSError, zlib.error) as exc:
+                if not gz:
+                    raise
+                raise ValueError(
+                    f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
+                ) from exc
+            lineno += 1
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{p}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1})"
+                ) from exc
+            yield lineno, text
+
+
+def _read_json(path: Path) -> Any:
+    text = "".join(line for _, line in iter_text_lines(path))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from e
+
+
+def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) for every non-blank line."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for lineno, line in iter_text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}, line {lineno}: not valid JSON ({e})") from e
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
+        rows.append((lineno, obj))
+    return rows
+
+
+def _need(obj: dict[str, Any], key: str, where: str) -> Any:
+    if key not in obj:
+        raise ValueError(f"{where}: missing field {key!r}")
+    return obj[key]
+
+
+def _format_number(x: Any) -> str:
+    """``51.0`` -> ``"51"``, ``2.5`` -> ``"2.5"``; strings pass through."""
+    if isinstance(x, str):
+        try:
+            x = float(x)
+        except ValueError:
+            return x.strip()
+    v = float(x)
+    if v.is_integer():
+        return str(int(v))
+    return repr(v)
+
+
+# ------------------------------------------------------------------------------ local file parsers
+def _triviaqa_answers(answer: Any) -> list[str]:
+    """The single-string answer of the local file, or a hub-style ``{"value", "aliases"}`` dict."""
+    if isinstance(answer, str):
+        return [answer]
+    if isinstance(answer, dict):
+        return [answer.get("value", "")] + list(answer.get("aliases", []))
+    if isinstance(answer, list):
+        return [str(a) for a in answer]
+    return []
+
+
+def _parse_triviaqa(path: Path) -> list[_Item]:
+    items = []
+    for lineno, row in _read_jsonl(path):
+        where = f"{path}, line {lineno}"
+        id_ = row.get("id", row.get("question_id"))
+        if id_ is None:
+            raise ValueError(f"{where}: missing field 'id'")
+        refs = _triviaqa_answers(_need(row, "answer", where))
+        items.append(_make_item("triviaqa", id_, _need(row, "question", where), refs))
+    return items
+
+
+def _coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[_Item]:
+    items = []
+    for s_idx, story in enumerate(stories):
+        sid = str(story.get("id", f"story{s_idx}"))
+        text = _need(story, "story", f"{where}, story {sid}")
+        questions = _need(story, "questions", f"{where}, story {sid}")
+        answers = _need(story, "answers", f"{where}, story {sid}")
+        if len(questions) != len(answers):
+            raise ValueError(f"{where}, story {sid}: {len(questions)} questions but {len(answers)} answers")
+        extra: dict[int, list[str]] = {}
+        for alt in (story.get("additional_answers") or {}).values():
+            for a in alt:
+                extra.setdefault(int(a["turn_id"]), []).append(a["input_text"])
+        for k, (q, a) in enumerate(zip(questions, answers, strict=True)):
+            turn = int(q.get("turn_id", k + 1))
+            refs = [a["input_text"], *extra.get(turn, [])]
+            items.append(_make_item("coqa", f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
+    return items
+
+
+def _parse_coqa(path: Path) -> list[_Item]:
+    obj = _read_json(path)
+    return _coqa_items(_need(obj, "data", str(path)), str(path))
+
+
+def _squad_items(articles: Iterable[dict[str, Any]], where: str) -> list[_Item]:
+    items = []
+    for a_idx, article in enumerate(articles):
+        for p_idx, para in enumerate(_need(article, "paragraphs", f"{where}, article {a_idx}")):
+            group = f"{article.get('title', a_idx)}#{p_idx}"
+            for qa in para["qas"]:
+                refs = [ans["text"] for ans in qa.get("answers", [])]
+                items.append(_make_item("squad", qa["id"], qa["question"], refs, context=para["context"], group=group))
+    return items
+
+
+def _parse_squad(path: Path) -> list[_Item]:
+    obj = _read_json(path)
+    return _squad_items(_need(obj, "data", str(path)), str(path))
+
+
+def _parse_nq_open(path: Path) -> list[_Item]:
+    items = []
+    for i, (lineno, row) in enumerate(_read_jsonl(path)):
+        where = f"{path}, line {lineno}"
+        ans = _need(row, "answer", where)
+        refs = [ans] if isinstance(ans, str) else list(ans)
+        items.append(_make_item("nq_open", row.get("id", f"nq_open_{i}"), _need(row, "question", where), refs))
+    return items
+
+
+def _svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[_Item]:
+    items = []
+    for i, row in enumerate(rows):
+        w = f"{where}, problem {i}"
+        if "Body" in row or "Question" in row:
+            question = f"{str(row.get('Body', '')).strip()} {str(_need(row, 'Question', w)).strip()}"
+        else:
+            question = _need(row, "question_concat", w)
+        id_ = row.get("ID", row.get("id", f"svamp_{i}"))
+        items.append(_make_item("svamp", id_, question, [_format_number(_need(row, "Answer", w))]))
+    return items
+
+
+def _parse_svamp(path: Path) -> list[_Item]:
+    obj = _read_json(path)
+    if not isinstance(obj, list):
+        raise ValueError(f"{path}: expected a JSON list of SVAMP problems")
+    return _svamp_items(obj, str(path))
+
+
+def _flatten(x: Any) -> list[str]:
+    if isinstance(x, str):
+        return [x]
+    out: list[str] = []
+    for y in x:
+        out.extend(_flatten(y))
+    return out
+
+
+def _bioasq_references(q: dict[str, Any]) -> list[str]:
+    exact = q["exact_answer"]
+    qtype = q.get("type", "")
+    if qtype == "yesno" or isinstance(exact, str):
+        return [_flatten(exact)[0].strip().lower()] if _flatten(exact) else []
+    if qtype == "list":
+        items = [_flatten(entry) for entry in exact]
+        firsts = [next((s.strip() for s in syn if s.strip()), "") for syn in items]
+        return [", ".join(f for f in firsts if f)]
+    return _flatten(exact)
+
+
+def _parse_bioasq(path: Path) -> list[_Item]:
+    obj = _read_json(path)
+    items = []
+    for q in _need(obj, "questions", str(path)):
+        if "exact_answer" not in q:
+            continue
+        items.append(_make_item("bioasq", q["id"], q["body"], _bioasq_references(q)))
+    return items
+
+
+def _wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[_Item]:
+    items = []
+    for i, (lineno, row) in enumerate(rows):
+        w = f"{where}, line {lineno}"
+        pair = row.get("translation", row)
+        if not isinstance(pair, dict):
+            raise ValueError(f"{w}: 'translation' must be an object with 'fr' and 'en'")
+        fr = _clean(_need(pair, "fr", w))
+        en = _need(pair, "en", w)
+        if not fr:
+            raise ValueError(f"{w}: empty French source sentence")
+        items.append(_make_item("wmt14", row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
+    return items
+
+
+def _parse_wmt14(path: Path) -> list[_Item]:
+    return _wmt_items(_read_jsonl(path), str(path))
+
+
+def _parse_jsonl(path: Path) -> list[_Item]:
+    items = []
+    seen: set[str] = set()
+    for lineno, row in _read_jsonl(path):
+        where = f"{path}, line {lineno}"
+        id_ = str(_need(row, "id", where))
+        question = _need(row, "question", where)
+        refs = _need(row, "references", where)
+        if isinstance(refs, str) or not isinstance(refs, list):
+            raise ValueError(f"{where}: field 'references' must be a list of strings")
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"{where}: field 'question' is empty")
+        if not any(isinstance(r, str) and r.strip() for r in refs):
+            raise ValueError(f"{where}: field 'references' holds no non-empty string")
+        if id_ in seen:
+            raise ValueError(f"{where}: duplicate id {id_!r}")
+        seen.add(id_)
+        context = row.get("context")
+        if context is not None and not isinstance(context, str):
+            raise ValueError(f"{where}: field 'context' must be a string")
+        items.append(
+            _make_item("jsonl", id_, question, refs, context=context, group=_clean(context) if context else None)
+        )
+    return items
+
+
+_LOCAL_PARSERS: dict[str, Callable[[Path], list[_Item]]] = {
+    "triviaqa": _parse_triviaqa,
+    "coqa": _parse_coqa,
+    "wmt14": _parse_wmt14,
+    "squad": _parse_squad,
+    "bioasq": _parse_bioasq,
+    "nq_open": _parse_nq_open,
+    "svamp": _parse_svamp,
+    "jsonl": _parse_jsonl,
+}

@@ -1,0 +1,206 @@
+"""The entailment pair cache: one sqlite file of scored pairs (plain rows, no pickle), checksummed rows.
+
+A row is keyed by the SHA-256 of everything that determines its two numbers (:meth:`EntailmentCache.keys`):
+the backend name, the model fingerprint, ``with_question``, a ``context`` string (how the pair was
+computed: the batching rule, dtype, device kind and the pair's question group, see
+:mod:`shapley.pipeline.entail.base`) and the two texts. A path that cannot hold the cache (a directory, a
+device such as ``/dev/null``, a folder without write permission) raises ``ValueError`` naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import stat
+import struct
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from shapley.pipeline.rundir.settings import cache_dir
+
+__all__ = ["EntailmentCache", "EntailmentCacheWarning", "TruncatedInputWarning", "check_cache_path"]
+
+
+class EntailmentCacheWarning(UserWarning):
+    """The entailment cache held bad rows (recomputed) or was not a readable database (rebuilt)."""
+
+
+class TruncatedInputWarning(UserWarning):
+    """Some inputs were longer than the entailment model reads and were cut."""
+
+
+def _corrupt(exc: BaseException) -> bool:
+    """A sqlite error that means the file is damaged or not a database (not a lock or a busy file)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name in {"SQLITE_CORRUPT", "SQLITE_NOTADB"}:
+        return True
+    benign = (sqlite3.OperationalError, sqlite3.IntegrityError, sqlite3.ProgrammingError)
+    return isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, benign)
+
+
+class EntailmentCache:
+    """Persistent pair cache in one sqlite file (plain rows, no pickle).
+
+    A row holds the sha256 key of (backend name, fingerprint, with_question, premise, hypothesis) (:meth:`key`), the
+    backend name and fingerprint (for inspection / pruning), the two probabilities and a checksum of key
+    and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum matches and whose
+    values are probabilities; others are counted in ``rejected`` and recomputed by the caller. A file that
+    is not a readable database is moved aside with a warning and replaced by an empty cache."""
+
+    COLUMNS = "key, backend, fingerprint, with_question, entail, contradict, checksum"
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = Path(path) if path is not None else cache_dir() / "entail" / "entail.sqlite"
+        check_cache_path(self.path)
+        self.rejected = 0
+        self.rebuilt: list[Path] = []
+        try:
+            self._guarded(self._create)
+        except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute
+            raise ValueError(f"entailment cache {self.path}: cannot open it as an sqlite database ({exc})") from exc
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        con = sqlite3.connect(self.path, timeout=60)
+        try:
+            with con:  # one transaction, committed on success
+                yield con
+        finally:
+            con.close()
+
+    def _create(self) -> None:
+        with self._connect() as con:
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, "
+                "with_question INTEGER, entail REAL NOT NULL, contradict REAL, checksum TEXT)"
+            )
+            columns = {row[1] for row in con.execute("PRAGMA table_info(pairs)")}
+            if "checksum" not in columns:  # a cache written before rows were checksummed: its rows are redone
+                con.execute("ALTER TABLE pairs ADD COLUMN checksum TEXT")
+            con.execute("SELECT COUNT(*) FROM pairs").fetchone()
+
+    def _rebuild(self, exc: BaseException) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                src.rename(Path(str(aside) + suffix))
+        self.rebuilt.append(aside)
+        warnings.warn(
+            f"entailment cache {self.path} is not a readable sqlite database ({type(exc).__name__}: {exc}); "
+            f"moved it to {aside} and started an empty cache (its pairs will be scored again)",
+            EntailmentCacheWarning,
+            stacklevel=3,
+        )
+        self._create()
+
+    def _guarded(self, op: Callable[[], Any]) -> Any:
+        """Run ``op``; a damaged file is rebuilt once and ``op`` retried."""
+        try:
+            return op()
+        except sqlite3.DatabaseError as exc:
+            if not _corrupt(exc):
+                raise
+            self._rebuild(exc)
+        return op()
+
+    @staticmethod
+    def key(
+        backend: str, fingerprint: str, with_question: bool, premise: str, hypothesis: str, context: str = ""
+    ) -> str:
+        """SHA-256 (hex) naming one scored pair: of the backend, fingerprint, with_question and (when given) the
+        computation ``context`` (as JSON) and the SHA-256 of each text."""
+        return EntailmentCache.keys(backend, fingerprint, with_question, [(premise, hypothesis)], context)[0]
+
+    @staticmethod
+    def keys(
+        backend: str, fingerprint: str, with_question: bool, pairs: Sequence[tuple[str, str]], context: str = ""
+    ) -> list[str]:
+        """:meth:`key` of many (premise, hypothesis) pairs, each distinct text hashed once."""
+        fields: list[Any] = [backend, fingerprint, bool(with_question)] + ([context] if context else [])
+        head = json.dumps(fields, ensure_ascii=False) + "\x1f"
+        text_hash: dict[str, str] = {}
+        sha = hashlib.sha256
+        for p, h in pairs:
+            for t in (p, h):
+                if t not in text_hash:
+                    text_hash[t] = sha(t.encode("utf-8")).hexdigest()
+        return [sha((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
+
+    @staticmethod
+    def row_checksum(key: str, entail: float, contradict: float | None) -> str:
+        """SHA-256 (hex) of a row's key and the exact bytes of its values (float64; a flag for no contradiction)."""
+        values = struct.pack("<d?d", entail, contradict is None, 0.0 if contradict is None else contradict)
+        return hashlib.sha256(key.encode() + values).hexdigest()
+
+    @staticmethod
+    def _valid(key: str, e: Any, c: Any, checksum: Any) -> bool:
+        def prob(v: Any) -> bool:
+            return isinstance(v, float) and 0.0 <= v <= 1.0
+
+        return prob(e) and (c is None or prob(c)) and checksum == EntailmentCache.row_checksum(key, e, c)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[float, float | None]]:
+        """Valid cached values of ``keys``; bad rows are left out (and counted in ``rejected``)."""
+
+        def read() -> dict[str, tuple[float, float | None]]:
+            found: dict[str, tuple[float, float | None]] = {}
+            with self._connect() as con:
+                for start in range(0, len(keys), 500):
+                    chunk = list(keys[start : start + 500])
+                    marks = ",".join("?" * len(chunk))
+                    query = f"SELECT key, entail, contradict, checksum FROM pairs WHERE key IN ({marks})"
+                    rows = con.execute(query, chunk).fetchall()
+                    for k, e, c, checksum in rows:
+                        if self._valid(k, e, c, checksum):
+                            found[k] = (e, c)
+                        else:
+                            self.rejected += 1
+            return found
+
+        return self._guarded(read)
+
+    def put_many(self, rows: Sequence[tuple[str, str, str, bool, float, float | None]]) -> None:
+        """Store (key, backend, fingerprint, with_question, entail, contradict) rows with their checksums."""
+        full = [(*r, self.row_checksum(r[0], r[4], r[5])) for r in rows]
+
+        def write() -> None:
+            with self._connect() as con:
+                con.executemany(f"INSERT OR REPLACE INTO pairs ({self.COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", full)
+
+        self._guarded(write)
+
+    def __len__(self) -> int:
+        def count() -> int:
+            with self._connect() as con:
+                return int(con.execute("SELECT COUNT(*) FROM pairs").fetchone()[0])
+
+        return int(self._guarded(count))
+
+
+def check_cache_path(path: Path) -> None:
+    """``ValueError`` naming ``path`` unless it can hold the cache: an existing regular file (or none yet) in a
+    folder that exists (or can be made) and can be written. Never follows up by moving a device aside."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise ValueError(f"entailment cache {path}: cannot read it ({exc})") from exc
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise ValueError(f"entailment cache {path} is a directory; give the path of a file (e.g. {path}/entail.sqlite)")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"entailment cache {path} is not a regular file (a device, pipe or socket); give a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"entailment cache {path}: cannot create its folder ({exc})") from exc
+    if not os.access(path.parent, os.W_OK | os.X_OK) or (info is not None and not os.access(path, os.R_OK | os.W_OK)):
+        raise ValueError(f"entailment cache {path}: no permission to write it (or its folder {path.parent})")

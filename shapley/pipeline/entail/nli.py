@@ -1,0 +1,306 @@
+"""The NLI backend (``hf:``): a sequence classifier, its tokenisation and its forward passes.
+
+Forward passes follow the batch rule of :mod:`shapley.pipeline.entail.base`: one question's pairs alone,
+sorted by decreasing token length (ties in the group's canonical pair order), cut into passes of at most
+``PASS_LIMITS[device kind]`` pairs and padded tokens, a new pass where a pair is much shorter than the
+pass's longest (the ``fill`` limit), each padded to its longest pair. Every limit is a
+constant, never the free memory or the ``batch_size`` setting, so a pair's probabilities are the same in
+every call. Groups are tokenised in chunks of growing size (``FIRST_CHUNK_PAIRS`` pairs first, then twice
+as many each time) so that the host tokenises while the device runs the previous chunk's passes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from shapley.pipeline.entail.base import (
+    DEFAULT_NLI_MODEL,
+    EntailmentBackend,
+    GroupScores,
+    _local_model_folder,
+    group_matrices,
+    group_pairs,
+    nli_label_indices,
+)
+from shapley.pipeline.generate.models import (
+    default_device,
+    default_dtype,
+    is_out_of_memory,
+    path_fingerprint,
+    release_device_memory,
+)
+
+__all__ = ["FIRST_CHUNK_PAIRS", "PASS_LIMITS", "HFNLIBackend", "pass_limits", "plan_token_batches"]
+
+#: fixed limits of one forward pass by device kind: (pairs, padded tokens or None, fill); part of the cache key.
+#: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every
+#: padded token; a GPU for every pass, so it packs fuller passes)
+PASS_LIMITS: dict[str, tuple[int, int | None, float]] = {"cpu": (32, None, 0.75), "cuda": (512, 16384, 0.0)}
+#: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
+FIRST_CHUNK_PAIRS = 1024
+
+
+def pass_limits(device: torch.device) -> tuple[int, int | None, float]:
+    """(pairs, padded tokens or None, fill) of a forward pass on ``device``'s kind (other kinds: the CPU's)."""
+    return PASS_LIMITS.get(device.type, PASS_LIMITS["cpu"])
+
+
+def plan_token_batches(
+    lengths: np.ndarray, max_pairs: int, max_tokens: int | None, fill: float = 0.0
+) -> list[np.ndarray]:
+    """Batches of pair indices: pairs sorted by decreasing token length (ties in index order), each batch at
+    most ``max_pairs`` pairs and, with a budget, at most ``max_tokens`` padded tokens (pairs x its longest
+    pair; a pair longer than the budget goes alone); a batch also ends before a pair shorter than ``fill``
+    times its longest pair (so at most a fraction ``1 - fill`` of a row is padding)."""
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        longest = int(lengths[order[start]])
+        size = max_pairs if max_tokens is None else max(1, min(max_pairs, max_tokens // max(1, longest)))
+        end = min(start + size, len(order))
+        short = np.nonzero(lengths[order[start + 1 : end]] < fill * longest)[0]
+        end = start + 1 + int(short[0]) if len(short) else end
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
+@dataclass
+class _Packed:
+    """All batches of one call, padded and laid end to end in flat tensors (moved to the device at once)."""
+
+    ids: torch.Tensor  # flat int64: batch after batch, each (pairs, longest) row-major
+    types: torch.Tensor | None  # same layout, token type ids
+    lengths: torch.Tensor  # (m,) int64: the pairs' lengths in batch order
+    spans: list[tuple[int, int, int, int]]  # per batch: (flat offset, first pair, pairs, longest)
+    order: np.ndarray  # (m,) pair index of each position in batch order
+
+
+class HFNLIBackend(EntailmentBackend):
+    """NLI sequence classifier (``hf:``): entail = P(entailment | premise, hypothesis).
+
+    ``dtype``: None = bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes follow the
+    batch rule (one question's pairs, by decreasing token length, at most :data:`PASS_LIMITS` pairs and
+    padded tokens for the device kind); ``batch_size`` does not change them. ``max_batch_tokens``: another
+    padded-token limit per pass (it changes the passes, so it is part of ``computation`` and of the cache key).
+    ``max_length``: tokens per pair (capped by the model's and tokenizer's limits; longer pairs are cut,
+    warned about and counted)."""
+
+    is_nli = True
+
+    def __init__(
+        self,
+        spec: str = DEFAULT_NLI_MODEL,
+        *,
+        device: str | torch.device | None = None,
+        batch_size: int | None = None,
+        cache: bool | str | os.PathLike[str] = True,
+        max_length: int = 512,
+        progress: bool | None = None,
+        dtype: str | torch.dtype | None = None,
+        max_batch_tokens: int | None = None,
+    ):
+        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        folder = _local_model_folder("hf", spec)
+        self.name = f"hf:{spec}"
+        self.device = default_device(device)
+        self.dtype = default_dtype(self.device, dtype)
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=self.dtype)
+        self.model = self.model.to(self.device).eval()
+        self.entail_index, self.contradict_index = nli_label_indices(self.model.config.id2label)
+        self.has_contradiction = self.contradict_index is not None
+        limits = [max_length, getattr(self.model.config, "max_position_embeddings", None)]
+        limits.append(getattr(self.tokenizer, "model_max_length", None))
+        self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < 1_000_000))
+        self.fingerprint = path_fingerprint(folder)
+        if max_batch_tokens is not None and (
+            not isinstance(max_batch_tokens, int) or isinstance(max_batch_tokens, bool) or max_batch_tokens < 1
+        ):
+            raise ValueError(f"max_batch_tokens must be None or an integer >= 1, got {max_batch_tokens!r}")
+        pairs, tokens, fill = pass_limits(self.device)
+        self.max_batch_pairs, self.pass_fill = pairs, fill
+        self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else tokens
+        self.computation.update(
+            device=self.device.type,
+            dtype=str(self.dtype).removeprefix("torch."),
+            pass_pairs=self.max_batch_pairs,
+            pass_tokens=self.max_batch_tokens,
+            pass_fill=self.pass_fill,
+        )
+        self.stats["batch_size"] = {"pairs": self.max_batch_pairs, "tokens": self.max_batch_tokens}
+
+    def _encode_all(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
+        """Untruncated token ids (and token type ids when the model takes them) of every pair, in one call; with
+        a fast tokenizer straight from its Rust backend (the same ids, without per-pair Python conversion)."""
+        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
+        raw = getattr(self.tokenizer, "backend_tokenizer", None) if getattr(self.tokenizer, "is_fast", False) else None
+        if raw is not None:
+            raw.no_truncation()
+            raw.no_padding()
+            encode = getattr(raw, "encode_batch_fast", raw.encode_batch)
+            encs = encode(list(zip(premises, hypotheses, strict=True)), add_special_tokens=True)
+            return [e.ids for e in encs], ([e.type_ids for e in encs] if want_types else None)
+        enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
+        types = enc.get("token_type_ids") if want_types else None
+        return list(enc["input_ids"]), (None if types is None else list(types))
+
+    def _tokenize(
+        self, premises: list[str], hypotheses: list[str]
+    ) -> tuple[list[list[int]], list[list[int]] | None, int]:
+        """(token ids, token type ids or None, number of pairs cut to ``max_length``)."""
+        ids, types = self._encode_all(premises, hypotheses)
+        long = [i for i, x in enumerate(ids) if len(x) > self.max_length]
+        if long:
+            cut = self.tokenizer(
+                [premises[i] for i in long],
+                [hypotheses[i] for i in long],
+                truncation=True,
+                max_length=self.max_length,
+                return_attention_mask=False,
+            )
+            for j, i in enumerate(long):
+                ids[i] = cut["input_ids"][j]
+                if types is not None:
+                    types[i] = cut["token_type_ids"][j]
+        return ids, types, len(long)
+
+    def tokenize(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
+        """Token ids (and token type ids) of every pair; pairs over ``max_length`` are cut (longest first, as
+        the tokenizer does), warned about and counted in ``stats["truncated_texts"]``."""
+        ids, types, cut = self._tokenize(premises, hypotheses)
+        self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
+        return ids, types
+
+    def _pack(self, ids: list[list[int]], types: list[list[int]] | None, sizes: Sequence[int]) -> _Packed:
+        """Cut each group's pairs (``sizes``: pairs per group, consecutive in ``ids``) into passes by the batch
+        rule (:func:`plan_token_batches` within the group) and pad each pass, all on the host."""
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        batches, at = [], 0
+        for size in sizes:
+            batches += [
+                b + at
+                for b in plan_token_batches(
+                    lengths[at : at + size], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill
+                )
+            ]
+            at += size
+        pad = int(self.tokenizer.pad_token_id or 0)
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        total = sum(len(b) * int(lengths[b[0]]) for b in batches)
+        flat_ids = np.full(total, pad, dtype=np.int64)
+        flat_types = None if types is None else np.zeros(total, dtype=np.int64)
+        spans, offset, first = [], 0, 0
+        for b in batches:
+            longest = int(lengths[b[0]])
+            for r, i in enumerate(b):
+                at = offset + r * longest + (longest - int(lengths[i]) if left else 0)
+                flat_ids[at : at + lengths[i]] = ids[i]
+                if flat_types is not None and types is not None:
+                    flat_types[at : at + lengths[i]] = types[i]
+            spans.append((offset, first, len(b), longest))
+            offset += len(b) * longest
+            first += len(b)
+        order = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
+        return _Packed(
+            ids=torch.from_numpy(flat_ids),
+            types=None if flat_types is None else torch.from_numpy(flat_types),
+            lengths=torch.from_numpy(lengths[order]),
+            spans=spans,
+            order=order,
+        )
+
+    def _forward_batch(
+        self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor, left: bool
+    ) -> torch.Tensor:
+        """(pairs, 2) probabilities (entailment, contradiction or 0) of one padded batch, on the device; a batch
+        that runs out of memory is split in half."""
+        try:
+            cols = torch.arange(ids.shape[1], device=ids.device)
+            if left:
+                mask = cols[None, :] >= (ids.shape[1] - lengths)[:, None]
+            else:
+                mask = cols[None, :] < lengths[:, None]
+            kw: dict[str, Any] = {"input_ids": ids, "attention_mask": mask.long()}
+            if types is not None:
+                kw["token_type_ids"] = types
+            probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
+            self.stats["forward_passes"] += 1
+            self.stats["batch_max"] = max(self.stats["batch_max"], int(ids.shape[0]))
+            con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
+            return torch.stack([probs[:, self.entail_index], con], dim=-1)
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
+            if not is_out_of_memory(exc) or ids.shape[0] <= 1:
+                raise
+        release_device_memory(self.device)
+        self._note_split()
+        h = (ids.shape[0] + 1) // 2
+        parts = [(slice(0, h)), slice(h, None)]
+        return torch.cat(
+            [self._forward_batch(ids[p], None if types is None else types[p], lengths[p], left) for p in parts]
+        )
+
+    def _to_device(self, t: torch.Tensor) -> torch.Tensor:
+        """Host-to-device copy that does not wait for the device (pinned memory) on CUDA."""
+        if self.device.type == "cuda":
+            return t.pin_memory().to(self.device, non_blocking=True)
+        return t.to(self.device)
+
+    def _launch(self, packed: _Packed, left: bool, bar: Any) -> list[torch.Tensor]:
+        """Queue the forward passes of one packed chunk (no synchronisation); their probabilities stay on the
+        device, in the chunk's batch order."""
+        ids, lengths = self._to_device(packed.ids), self._to_device(packed.lengths)
+        types = None if packed.types is None else self._to_device(packed.types)
+        out = []
+        for offset, first, pairs, longest in packed.spans:
+            flat = slice(offset, offset + pairs * longest)
+            part_types = None if types is None else types[flat].view(pairs, longest)
+            out.append(
+                self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs], left)
+            )
+            bar.update(pairs)
+        return out
+
+    @torch.inference_mode()
+    def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
+        """Groups in chunks of growing size: each chunk is tokenised and its forward passes queued while the
+        device still runs the previous chunk's; one copy back at the end."""
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        out: list[torch.Tensor] = []
+        orders: list[np.ndarray] = []
+        flat: list[tuple[list[str], list[str]]] = [group_pairs(g) for g in groups]
+        sizes = [len(p) for p, _ in flat]
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        truncated, first, want = 0, 0, FIRST_CHUNK_PAIRS
+        with self._bar(int(starts[-1]), f"entail {self.name}") as bar:
+            while first < len(groups):
+                last = first + 1
+                while last < len(groups) and starts[last] - starts[first] < want:
+                    last += 1
+                premises = [p for g in range(first, last) for p in flat[g][0]]
+                hypotheses = [h for g in range(first, last) for h in flat[g][1]]
+                ids, types, cut = self._tokenize(premises, hypotheses)
+                packed = self._pack(ids, types, sizes[first:last])
+                out += self._launch(packed, left, bar)
+                orders.append(packed.order + starts[first])
+                truncated += cut
+                first, want = last, want * 2
+        self._note_truncated(truncated, self.max_length, "premise-hypothesis pair(s)")
+        probs = torch.cat(out).cpu().double().numpy() if out else np.zeros((0, 2))  # the only copy back
+        order = np.concatenate(orders) if orders else np.zeros(0, dtype=np.int64)
+        ent, con = np.zeros(int(starts[-1])), np.zeros(int(starts[-1]))
+        ent[order], con[order] = probs[:, 0], probs[:, 1]
+        results = []
+        for g, texts in enumerate(groups):
+            span = slice(int(starts[g]), int(starts[g + 1]))
+            results.append(group_matrices(len(texts), ent[span], con[span] if self.has_contradiction else None))
+        return results

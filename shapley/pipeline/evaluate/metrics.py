@@ -1,0 +1,490 @@
+"""Metrics over a run's scores (``scores.csv``, ``metrics.csv``, ``skipped.csv``) and tables across runs.
+
+Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment.pipelines`):
+
+* ``scores.csv``: one row per question: ``id, correct, correctness_value, correctness_metric, answer``, one
+  column per method (empty where the method was skipped for that question, and on ER's training half),
+  then the diagnostics (``shap_psd_repaired``, ``shap_min_eig``, ``n_clusters``, ...).
+* ``metrics.csv``: one row per *computed* method, columns exactly :data:`METRICS_COLUMNS` followed by
+  :data:`EXTRA_COLUMNS`. ``n`` is the number of questions the method was evaluated on (a method skipped on
+  some questions is evaluated on the others; ER on its held-out half) and ``accuracy`` the share of correct
+  answers among those n. AUROC is :func:`shapley.core.metrics.auroc` (P(an incorrect answer is more uncertain
+  than a correct one)); ``auroc_lo``/``auroc_hi`` its percentile bootstrap interval (95 %, seeded with the run's
+  seed; :func:`shapley.core.metrics.bootstrap_interval`: from the run's ``n_boot`` resamples, at least
+  :data:`shapley.core.metrics.MIN_BOOT`, doubled until each end's Monte-Carlo standard error
+  ``auroc_lo_mcse``/``auroc_hi_mcse`` is at most :data:`shapley.core.metrics.MCSE_TARGET`, at most
+  :data:`shapley.core.metrics.MAX_BOOT`; ``n_boot`` says how many). Scores are rounded to 12 significant
+  digits before ranking (:func:`shapley.core.metrics.round_scores`). ``+-inf`` scores (e.g. ``Shap`` of a
+  singular R) are ranked at the extremes (replaced by min - 1 / max + 1 of the finite scores, which leaves
+  every rank-based metric unchanged). ``note`` explains anything unusual.
+* ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
+  n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
+  as a row of NaNs in ``metrics.csv``.
+* ``comparisons.csv``: is the difference significant: each method against ``Shap`` on the questions both
+  scored, DeLong's paired test Holm-adjusted across the run's methods deciding ``outcome`` win / tie / loss /
+  undefined, a paired bootstrap interval of the AUROC difference
+  (:func:`shapley.pipeline.evaluate.comparisons.compare_methods`).
+* ``selection.csv``: which answer to return: per strategy (``first``, ``greedy``, ``largest_cluster``,
+  ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
+  (:func:`shapley.pipeline.evaluate.selection.selection_table`, from the stored score records), and
+  ``selection_tests.csv``, McNemar's exact test between strategies
+  (:func:`shapley.pipeline.evaluate.selection.selection_tests`).
+* ``derived.json``: the stage-file content each derived file was computed from
+  (:mod:`shapley.pipeline.rundir.derived`; :func:`shapley.pipeline.rundir.derived.stale_outputs`).
+
+Ids in CSV files: every CSV output with an ``id`` column writes it through :func:`csv_text`, which escapes
+an id that a spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a
+carriage return) by prefixing a single quote, as spreadsheet tools expect; an id starting with a quote gets
+one more, so that :func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and
+``"null"`` included, never a missing value).
+
+Across runs: :func:`shapley.pipeline.evaluate.report.runs_table` and :func:`shapley.pipeline.evaluate.report.report`
+(``python -m shapley report DIR...``), re-exported here; :func:`beta_table` recomputes Table 5's beta ablation
+from a run's stored entailment matrices and :func:`write_beta_sweep` writes it (``beta_sweep.csv``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from shapley.core import metrics
+from shapley.pipeline.config import RunConfig
+from shapley.pipeline.evaluate import selection
+from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS as COMPARISON_COLUMNS
+from shapley.pipeline.evaluate.comparisons import REFERENCE_METHOD as REFERENCE_METHOD
+from shapley.pipeline.evaluate.comparisons import SIGNIFICANCE as SIGNIFICANCE
+from shapley.pipeline.evaluate.comparisons import compare_methods, rankable
+from shapley.pipeline.evaluate.report import EXTRA_COLUMNS as EXTRA_COLUMNS
+from shapley.pipeline.evaluate.report import METRICS_COLUMNS as METRICS_COLUMNS
+from shapley.pipeline.evaluate.report import load_metrics as load_metrics
+from shapley.pipeline.evaluate.report import markdown_table as markdown_table
+from shapley.pipeline.evaluate.report import report as report
+from shapley.pipeline.evaluate.report import runs_table as runs_table
+from shapley.pipeline.rundir import derived
+from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore, RunDir, atomic_write_text, read_config, read_record
+from shapley.pipeline.score import scores as _score
+
+SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
+
+
+TABLE5_BETAS: tuple[float, ...] = (
+    0.1,
+    0.2,
+    0.3,
+    0.4,
+    0.42,
+    0.44,
+    0.46,
+    0.48,
+    0.5,
+    0.52,
+    0.54,
+    0.56,
+    0.58,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+)
+
+
+CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+"""Leading characters that make a spreadsheet read a cell as a formula (escaped in CSV outputs)."""
+
+
+def escape_csv_id(text: str) -> str:
+    """``text`` as written to a CSV cell: a quote prefixed where it starts like a formula (or with a quote)."""
+    return "'" + text if text.startswith((*CSV_FORMULA_PREFIXES, "'")) else text
+
+
+def unescape_csv_id(text: str) -> str:
+    """Inverse of :func:`escape_csv_id`."""
+    return text[1:] if text.startswith("'") else text
+
+
+CSV_TEXT_COLUMNS = ("id", "answer")
+"""Columns of free text (question ids, the model's answers) that CSV outputs escape and loaders read back as
+strings, exactly."""
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV text (no index), its :data:`CSV_TEXT_COLUMNS` escaped with :func:`escape_csv_id`."""
+    escaped = {c: [escape_csv_id(str(v)) for v in df[c]] for c in CSV_TEXT_COLUMNS if c in df}
+    return df.assign(**escaped).to_csv(index=False)
+
+
+def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
+    """A CSV written by :func:`csv_text`, its :data:`CSV_TEXT_COLUMNS` read back exactly, as strings (no value
+    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
+    df = pd.read_csv(path, **kw)
+    text = [c for c in CSV_TEXT_COLUMNS if c in df]
+    if text:
+        raw = pd.read_csv(path, usecols=text, dtype=str, keep_default_na=False)
+        for c in text:
+            df[c] = [unescape_csv_id(v) for v in raw[c]]
+    return df
+
+
+def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """Flat DataFrame of stored score records (one row per question, see the module docstring)."""
+    names = list(_score.METHODS) if methods is None else list(methods)
+    diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
+    rows = []
+    for r in records:
+        row: dict[str, Any] = {
+            "id": str(r["id"]),
+            "correct": bool(r["correct"]),
+            "correctness_value": r.get("correctness_value"),
+            "correctness_metric": r.get("correctness_metric"),
+            "answer": r.get("answer"),
+        }
+        for m in names:
+            v = r["scores"].get(m)
+            row[m] = math.nan if v is None else float(v)
+        for k in diag_keys:
+            row[k] = r.get("diagnostics", {}).get(k)
+        rows.append(row)
+    cols = ["id", "correct", "correctness_value", "correctness_metric", "answer", *names, *diag_keys]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def method_metrics(
+    uncertainty: Sequence[float] | np.ndarray,
+    correct: Sequence[bool] | np.ndarray,
+    *,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """AUROC with bootstrap CI (and its ends' MC errors, resamples drawn), AUARC, PRR, n and accuracy of one
+    method (NaN scores must be removed; ``n_boot``: the resamples to start from, at least
+    :data:`shapley.core.metrics.MIN_BOOT`)."""
+    u, n_inf = rankable(np.asarray(uncertainty, dtype=np.float64))
+    c = np.asarray(correct, dtype=bool)
+    notes = []
+    if n_inf:
+        notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
+    if c.all() or not c.any():
+        notes.append("one correctness class only: AUROC and PRR undefined")
+    out: dict[str, Any]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        auroc = metrics.auroc(u, c)
+        ci = metrics.bootstrap_interval(
+            metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), alpha=alpha, seed=seed
+        )
+        out = {
+            "auroc": auroc,
+            "auroc_lo": ci.lo,
+            "auroc_hi": ci.hi,
+            "auarc": metrics.auarc(u, c),
+            "prr": metrics.prr(u, c),
+            "n": int(u.size),
+            "accuracy": float(c.mean()),
+        }
+    out.update(auroc_lo_mcse=ci.lo_mcse, auroc_hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
+    if max(ci.lo_mcse, ci.hi_mcse) > metrics.MCSE_TARGET:
+        notes.append(f"interval ends' Monte-Carlo error above {metrics.MCSE_TARGET:g} after {ci.n_boot} resamples")
+    out["note"] = "; ".join(notes)
+    return out
+
+
+def compute_metrics(
+    scores: pd.DataFrame,
+    *,
+    methods: Sequence[str],
+    skipped: Mapping[str, Counter[str]] | None = None,
+    labels: Mapping[str, Any] | None = None,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    notes: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`).
+
+    ``skipped``: method -> Counter of reasons over questions; ``labels``: model, entailment, dataset,
+    entailment_is_stand_in; ``notes``: extra per-method notes.
+    """
+    labels = dict(labels or {})
+    skipped = skipped or {}
+    n_q = len(scores)
+    rows, srows = [], []
+    correct = scores["correct"].to_numpy(dtype=bool)
+    for m in methods:
+        reasons = skipped.get(m, Counter())
+        n_sk = int(sum(reasons.values()))
+        if n_sk:
+            srows.append(
+                {
+                    "method": m,
+                    "n_skipped": n_sk,
+                    "n_questions": n_q,
+                    "reason": "; ".join(f"{why} ({k})" for why, k in reasons.most_common()),
+                }
+            )
+        u = scores[m].to_numpy(dtype=np.float64) if m in scores else np.full(n_q, np.nan)
+        ok = ~np.isnan(u)
+        if not ok.any():
+            if not n_sk:
+                srows.append({"method": m, "n_skipped": n_q, "n_questions": n_q, "reason": "no scores"})
+            continue
+        r = method_metrics(u[ok], correct[ok], n_boot=n_boot, alpha=alpha, seed=seed)
+        note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
+        if n_sk:
+            note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
+        rows.append(
+            {
+                "method": m,
+                **r,
+                "model": labels.get("model"),
+                "entailment": labels.get("entailment"),
+                "dataset": labels.get("dataset"),
+                "note": "; ".join(note),
+                "entailment_is_stand_in": labels.get("entailment_is_stand_in"),
+                "n_questions": n_q,
+                "n_skipped": n_sk,
+            }
+        )
+    metrics = pd.DataFrame(rows, columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS])
+    return metrics, pd.DataFrame(srows, columns=list(SKIPPED_COLUMNS))
+
+
+def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
+    ent = record.get("provenance", {}).get("entailment") or {}
+    is_nli = ent.get("is_nli")
+    return {
+        "model": config.model,
+        "entailment": config.entailment.backend,
+        "dataset": config.data.dataset,
+        "entailment_is_stand_in": None if is_nli is None else (not is_nli),
+    }
+
+
+def _open_outputs(
+    run: RunDir | str | os.PathLike[str],
+) -> tuple[Path, RunConfig, dict[str, Any], dict[str, dict[str, Any]]]:
+    """(path, config, config.json record, stored score records) of a run directory, open or not."""
+    if isinstance(run, RunDir):
+        return run.path, run.config, run.record, run.store("scores").records
+    path = Path(run)
+    record = _read_record(path)
+    return path, RunConfig.from_stored(record), record, JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
+
+
+def _embedding_regression(
+    df: pd.DataFrame,
+    ids: Sequence[str],
+    embeddings: Mapping[str, Sequence[float]] | None,
+    seed: int,
+    skipped: dict[str, Counter[str]],
+) -> str:
+    """Fill ``df["ER"]`` (fit on a seeded half of the questions with embeddings); returns the metrics note."""
+    have = [i for i in ids if embeddings is not None and i in embeddings]
+    if len(have) < len(ids):
+        skipped["ER"]["missing input: embeddings"] += len(ids) - len(have)
+    if not have or embeddings is None:
+        return ""
+    rows = [ids.index(i) for i in have]
+    try:
+        er = _score.embedding_regression_scores(
+            np.asarray([embeddings[i] for i in have], dtype=np.float64),
+            df["correct"].to_numpy(dtype=bool)[rows],
+            seed=seed,
+        )
+    except ValueError as exc:
+        skipped["ER"][f"error: {exc}"] += len(have)
+        return ""
+    df.loc[rows, "ER"] = er
+    n_test = int((~np.isnan(er)).sum())
+    return f"fitted on {len(er) - n_test} questions, evaluated on the other {n_test}"
+
+
+def write_run_outputs(
+    run: RunDir | str | os.PathLike[str],
+    ids: Sequence[str] | None = None,
+    *,
+    embeddings: Mapping[str, Sequence[float]] | None = None,
+) -> Path:
+    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv``, ``comparisons.csv`` and ``selection.csv`` of a run
+    (for ``ids``; default: all stored), in the order of ``ids``.
+
+    ``embeddings`` (id -> vector) enables ``ER`` (fit on a seeded half, see
+    :func:`shapley.pipeline.score.scores.embedding_regression_scores`). ``selection.csv`` is
+    :func:`shapley.pipeline.evaluate.selection.selection_table` of the stored records. Returns the run directory.
+    """
+    path, config, record, recs = _open_outputs(run)
+    ids = list(recs) if ids is None else [str(i) for i in ids]
+    missing = [i for i in ids if i not in recs]
+    if missing:
+        raise ValueError(f"{path}: no stored scores for {len(missing)} question(s), e.g. {missing[:3]}")
+    records = [recs[i] for i in ids]
+    methods = list(config.scoring.methods)
+    df = scores_frame(records, methods)
+    skipped: dict[str, Counter[str]] = {m: Counter() for m in methods}
+    for r in records:
+        for m, why in r["skipped"].items():
+            if m in skipped:
+                skipped[m][why] += 1
+    notes: dict[str, str] = {}
+    if "Shap" in methods and "shap_psd_repaired" in df:
+        k = int(df["shap_psd_repaired"].fillna(False).astype(bool).sum())
+        if k:
+            notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
+    if "ER" in methods:
+        notes["ER"] = _embedding_regression(df, ids, embeddings, config.seed, skipped)
+    metrics, skipped_df = compute_metrics(
+        df,
+        methods=methods,
+        skipped=skipped,
+        labels=_run_labels(config, record),
+        n_boot=config.scoring.n_boot,
+        seed=config.seed,
+        notes=notes,
+    )
+    chosen = selection.selection_table(
+        records, threshold=config.scoring.threshold, n_boot=config.scoring.n_boot, seed=config.seed
+    )
+    compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
+    tests = selection.selection_tests(records, threshold=config.scoring.threshold)
+    texts = {
+        "scores.csv": csv_text(df),
+        "metrics.csv": metrics.to_csv(index=False),
+        "skipped.csv": skipped_df.to_csv(index=False),
+        "selection.csv": chosen.to_csv(index=False),
+        selection.TESTS_FILE: tests.to_csv(index=False),
+        "comparisons.csv": compared.to_csv(index=False),
+    }
+    for name, text in texts.items():
+        atomic_write_text(path / name, text)
+    derived.record(path, texts, stages=("scores",), ids=ids)
+    stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
+    if stale:
+        derived.forget(path, list(derived.SWEEP_OUTPUTS))
+        warnings.warn(
+            f"{path}: removed {', '.join(stale)}: computed from other stage-file content; rerun beta-sweep",
+            UserWarning,
+            stacklevel=2,
+        )
+    return path
+
+
+def _read_record(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    rec = read_record(run_dir)
+    if rec is None:
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
+    return rec
+
+
+def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """A run's per-question scores: ``scores.csv`` if written, else built from ``scores.jsonl``."""
+    f = Path(run_dir) / "scores.csv"
+    if f.is_file():
+        return read_csv_ids(f)
+    recs = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
+    return scores_frame(list(recs.values()), read_config(run_dir).scoring.methods)
+
+
+def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """A run's ``skipped.csv`` (empty frame with :data:`SKIPPED_COLUMNS` if absent)."""
+    f = Path(run_dir) / "skipped.csv"
+    if not f.is_file():
+        return pd.DataFrame(columns=list(SKIPPED_COLUMNS))
+    return pd.read_csv(f)
+
+
+def beta_table(
+    run_dir: str | os.PathLike[str],
+    betas: Sequence[float] = TABLE5_BETAS,
+    *,
+    psd_policy: str | None = None,
+    n_boot: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Recompute ``Shap`` for each beta from a run's ``entailment.jsonl`` and its correctness labels.
+
+    Returns ``(summary, per_question)``: summary has one row per beta with ``beta, auroc, auroc_lo,
+    auroc_hi, n, n_not_psd, n_repaired, min_eig_min`` (CI only when ``n_boot > 0``); per_question has
+    ``id, beta, Shap, psd, min_eig, repaired``. ``psd_policy`` defaults to the run's. ``n_boot``: 0 (no
+    interval) or the resamples to start from, raised to :data:`shapley.core.metrics.MIN_BOOT` as everywhere in
+    a run (the interval is never drawn from fewer; it comes with ``auroc_lo_mcse``, ``auroc_hi_mcse`` and the
+    resamples drawn, ``n_boot``).
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot == 1 or n_boot < 0:
+        raise ValueError(f"n_boot must be 0 (no interval) or an integer >= 2; got {n_boot!r}")
+    cfg = read_config(run_dir)
+    policy = psd_policy or cfg.scoring.psd_policy
+    ent = JsonlStore(Path(run_dir) / STAGE_FILES["entailment"]).load(repair=False)
+    sc = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
+    ids = [i for i in sc if i in ent]
+    if not ids:
+        raise ValueError(f"{run_dir}: no questions with both entailment and scores")
+    rows = []
+    for i in ids:
+        for d in _score.beta_sweep(np.asarray(ent[i]["entail"], dtype=np.float64), betas, psd_policy=policy):
+            rows.append({"id": i, **d})
+    per_q = pd.DataFrame(rows, columns=["id", "beta", "Shap", "psd", "min_eig", "repaired"])
+    correct = {i: bool(sc[i]["correct"]) for i in ids}
+    summary = []
+    seed = cfg.seed
+    for b, g in per_q.groupby("beta", sort=True):
+        g = g[~g["Shap"].isna()]
+        c = np.array([correct[i] for i in g["id"]], dtype=bool)
+        row: dict[str, Any] = {"beta": float(b)}  # type: ignore[arg-type]
+        row.update(dict.fromkeys(("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse"), math.nan))
+        row["n_boot"] = 0
+        if len(g) and n_boot:
+            r = method_metrics(g["Shap"].to_numpy(), c, n_boot=max(int(n_boot), metrics.MIN_BOOT), seed=seed)
+            row.update({k: r[k] for k in ("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse")})
+            row["n_boot"] = r["n_boot"]
+        elif len(g):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                row["auroc"] = metrics.auroc(rankable(g["Shap"].to_numpy())[0], c)
+        all_b = per_q[per_q["beta"] == b]
+        row.update(
+            n=int(len(g)),
+            n_not_psd=int((~all_b["psd"].astype(bool)).sum()),
+            n_repaired=int(all_b["repaired"].astype(bool).sum()),
+            min_eig_min=float(all_b["min_eig"].min()),
+        )
+        summary.append(row)
+    columns = ["beta", "auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse"]
+    columns += ["n_boot", "n", "n_not_psd", "n_repaired", "min_eig_min"]
+    return pd.DataFrame(summary, columns=columns), per_q
+
+
+def write_beta_sweep(
+    run_dir: str | os.PathLike[str],
+    betas: Sequence[float] = TABLE5_BETAS,
+    *,
+    psd_policy: str | None = None,
+    n_boot: int = 0,
+    output: str | os.PathLike[str] | None = None,
+) -> tuple[pd.DataFrame, list[Path]]:
+    """:func:`beta_table` written to ``output`` (default ``run_dir/beta_sweep.csv``) and the per-question table
+    beside it (``<stem>_per_question.csv``). In the run directory both are recorded in ``derived.json``
+    (:mod:`shapley.pipeline.rundir.derived`), so that a later change of the stage files marks them stale and the next
+    metrics stage removes them. Returns (summary, paths written)."""
+    summary, per_q = beta_table(run_dir, betas, psd_policy=psd_policy, n_boot=n_boot)
+    out = Path(output) if output is not None else Path(run_dir) / derived.SWEEP_OUTPUTS[0]
+    paths = [out, out.with_name(out.stem + "_per_question.csv")]
+    texts = [summary.to_csv(index=False), csv_text(per_q)]
+    for f, text in zip(paths, texts, strict=True):
+        try:
+            atomic_write_text(f, text)
+        except OSError as exc:  # the message names the output, not the temporary file written first
+            raise OSError(f"cannot write {f}: {exc.strerror or exc}") from exc
+    if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():
+        args = {"betas": [float(b) for b in betas], "psd_policy": psd_policy, "n_boot": int(n_boot)}
+        names = dict(zip(derived.SWEEP_OUTPUTS, texts, strict=True))
+        derived.record(run_dir, names, stages=("entailment", "scores"), ids=None, args=args)
+    return summary, paths

@@ -1,0 +1,293 @@
+"""Which answer to return: one answer per question chosen by each strategy, and how often it is correct.
+
+Strategies (:data:`STRATEGIES`), each choosing among the n sampled answers of a question unless said otherwise:
+
+* ``first``: the first sample.
+* ``greedy``: the judged answer when it is a greedy (most likely) answer: always in ``run`` (the generator's
+  greedy answer); in ``score-samples`` only when the input line gives an ``answer`` field. Without one the
+  judged answer is the first sample, so ``greedy`` is *skipped* there (it would only repeat ``first``) and
+  ``selection.csv`` says so in its ``note``.
+* ``largest_cluster``: a member of the biggest semantic cluster (the run's clustering rule; among clusters of
+  equal size the one met first). Its most likely member when the samples' log-probabilities exist (the
+  log-likelihood ``SE`` uses, see ``--se-aggregation``), else its first member in sample order.
+* ``medoid``: the sample with the highest mean similarity ``W = (P + P^T) / 2`` to the other samples.
+* ``min_phi``: the sample with the smallest exact Shapley value of the run's kernel matrix R (the run's beta
+  and PSD policy), i.e. the one that adds least uncertainty. Skipped for n > :data:`PHI_MAX_N` (2**n subset
+  entropies) or when R cannot be used (``psd_policy="raise"`` on an indefinite R).
+
+Ties go to the first sample in order (``numpy.argmax`` / ``argmin``), after rounding the compared values to 12
+significant digits (:func:`shapley.core.metrics.round_scores`), so that values equal in exact arithmetic tie.
+The choice is made at the scoring stage (:func:`choose`), where every input is at hand, and stored in each score
+record (``selected``: strategy -> sample index, ``phi``: the Shapley values in nats, ``sample_correctness``:
+each sample's correctness value under the run's metric, ``answer_source``: what the judged answer is), so that
+:func:`selection_table` recomputes ``selection.csv`` from stored records alone (``python -m shapley merge``
+does so on the union of shards).
+
+Is one strategy more accurate than another? :func:`selection_tests` (``selection_tests.csv``) pairs the two
+strategies' answers question by question and applies McNemar's exact test: under "equally accurate", each
+question where exactly one of the two is correct is equally likely to favour either, so the count favouring the
+first is Binomial(discordant, 1/2); the p-value is two-sided and exact, Holm-adjusted over the run's pairs.
+Overlapping or separate bootstrap intervals in ``selection.csv`` say nothing about this paired question.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from shapley.core import baselines, metrics
+from shapley.core.entropy import shapley_values
+from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.pipeline.config import ScoringSettings
+from shapley.pipeline.score.scores import ScoreInputs
+
+STRATEGIES: tuple[str, ...] = ("first", "greedy", "largest_cluster", "medoid", "min_phi")
+SAMPLE_STRATEGIES: tuple[str, ...] = ("first", "largest_cluster", "medoid", "min_phi")
+"""The strategies that pick one of the samples (``greedy`` is the judged answer instead)."""
+
+SELECTION_COLUMNS: tuple[str, ...] = ("strategy", "accuracy", "n", "lo", "hi", "lo_mcse", "hi_mcse", "n_boot", "note")
+
+TESTS_FILE = "selection_tests.csv"
+TEST_COLUMNS: tuple[str, ...] = (
+    "strategy_a",
+    "strategy_b",
+    "n",
+    "accuracy_a",
+    "accuracy_b",
+    "a_only",
+    "b_only",
+    "p_mcnemar",
+    "p_holm",
+    "outcome",
+    "note",
+)
+"""Columns of ``selection_tests.csv`` (see :func:`selection_tests`)."""
+
+SIGNIFICANCE = 0.05
+"""A strategy is more accurate than another in a run when the Holm-adjusted McNemar p-value is below this."""
+
+PHI_MAX_N = 20
+"""Largest n for which ``min_phi`` computes the exact Shapley values (2**n log-determinants per question: the
+paper's n = 10 costs about a thousand, n = 20 about a million)."""
+
+ANSWER_SOURCES = ("greedy", "input", "first_sample")
+"""What the judged answer of a score record is: the generator's greedy answer (``run``), the input's ``answer``
+field (``score-samples``), or the first sample (``score-samples`` without an ``answer`` field)."""
+
+
+def _phi(x: ScoreInputs, scoring: ScoringSettings) -> tuple[list[float] | None, str]:
+    P = np.asarray(x.entail, dtype=np.float64)
+    n = P.shape[0]
+    if n > PHI_MAX_N:
+        return None, f"n = {n} > {PHI_MAX_N} samples: exact Shapley values not computed"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            R = kernel_matrix(correlation_matrix(P), scoring.beta)
+            phi = shapley_values(R, "exact", psd_policy=scoring.psd_policy)
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        return None, f"error: {exc}"
+    if np.isnan(phi).any():
+        return None, "Shapley values are NaN"
+    return [float(v) for v in phi], ""
+
+
+def _largest_cluster(x: ScoreInputs, scoring: ScoringSettings) -> int | None:
+    rule = cast(Literal["bidirectional", "non_contradiction"], scoring.cluster_rule)
+    if rule == "non_contradiction" and x.contradict is None:
+        return None
+    labels = baselines.semantic_clusters(x.entail, x.contradict if rule == "non_contradiction" else None, rule=rule)
+    sizes = np.bincount(labels)
+    members = np.flatnonzero(labels == int(np.argmax(sizes)))  # labels number clusters in order of appearance
+    if x.sample_logprobs is None or not x.has("sample_logprobs"):
+        return int(members[0])
+    agg = np.mean if scoring.se_aggregation == "mean" else np.sum
+    ll = metrics.round_scores(np.array([float(agg(x.sample_logprobs[i])) for i in members]))
+    return int(members[int(np.argmax(ll))])
+
+
+def _medoid(P: np.ndarray) -> int:
+    n = P.shape[0]
+    if n == 1:
+        return 0
+    W = (P + P.T) / 2.0
+    mean_to_others = (W.sum(axis=1) - np.diag(W)) / (n - 1)
+    return int(np.argmax(metrics.round_scores(mean_to_others)))
+
+
+def choose(x: ScoreInputs, scoring: ScoringSettings) -> tuple[dict[str, int | None], list[float] | None, str]:
+    """The sample each strategy of :data:`SAMPLE_STRATEGIES` picks for one question, and the exact Shapley values.
+
+    Returns ``(selected, phi, phi_note)``: ``selected`` maps strategy -> sample index (``None`` where it cannot
+    choose, e.g. without an entailment matrix); ``phi`` is the (n,) list of per-answer Shapley values (nats) of
+    the run's R, or ``None`` where they are not computed, ``phi_note`` then saying why (see the module
+    docstring); ``phi_note`` is empty when ``phi`` is computed.
+    """
+    n = 0 if x.samples is None else len(x.samples)
+    selected: dict[str, int | None] = dict.fromkeys(SAMPLE_STRATEGIES)
+    if n == 0:
+        return selected, None, "no samples"
+    selected["first"] = 0
+    if x.entail is None:
+        return selected, None, "no entailment matrix"
+    P = np.asarray(x.entail, dtype=np.float64)
+    selected["largest_cluster"] = _largest_cluster(x, scoring)
+    selected["medoid"] = _medoid(P)
+    phi, why = _phi(x, scoring)
+    if phi is not None:
+        selected["min_phi"] = int(np.argmin(metrics.round_scores(np.asarray(phi))))
+    return selected, phi, why
+
+
+def _greedy_correct(r: Mapping[str, Any]) -> bool | None:
+    source = r.get("answer_source")
+    if source in ("greedy", "input"):
+        return bool(r["correct"])
+    return None
+
+
+def _picks(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float) -> tuple[list[bool], str]:
+    """Correctness of the answer ``strategy`` picks, over the questions where it picks one; and a note."""
+    out: list[bool] = []
+    if strategy == "greedy":
+        for r in records:
+            g = _greedy_correct(r)
+            if g is not None:
+                out.append(g)
+        missing = len(records) - len(out)
+        if not missing:
+            return out, ""
+        if all(r.get("answer_source") is None for r in records):
+            return out, "the stored records do not say what the judged answer is (made by an older version)"
+        return out, (
+            f"no greedy answer on {missing} of {len(records)} questions: the input gives no 'answer' field "
+            "(the judged answer is then the first sample, counted under 'first')"
+        )
+    old = 0
+    for r in records:
+        values, picked = r.get("sample_correctness"), (r.get("selected") or {}).get(strategy)
+        if values is None or "selected" not in r:
+            old += 1
+            continue
+        if picked is not None:
+            out.append(float(values[picked]) > threshold)
+    note = ""
+    if old:
+        note = f"{old} record(s) lack sample_correctness/selected (made by an older version): not counted"
+    elif len(out) < len(records):
+        note = f"no choice on {len(records) - len(out)} of {len(records)} questions"
+        if strategy == "min_phi":
+            why = Counter(str(r.get("phi_note") or "") for r in records if r.get("phi") is None)
+            note += "".join(f"; {k} ({v})" for k, v in why.most_common() if k)
+    return out, note
+
+
+def selection_table(
+    records: Sequence[Mapping[str, Any]], *, threshold: float, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> pd.DataFrame:
+    """``selection.csv``: per strategy, the accuracy of the answers it picks, over ``n`` questions, with a
+    percentile bootstrap interval ``[lo, hi]`` of the questions, seeded, the Monte-Carlo standard errors of its
+    ends ``lo_mcse``/``hi_mcse`` and the resamples drawn ``n_boot``
+    (:func:`shapley.core.metrics.bootstrap_interval`, starting from ``n_boot``, at least
+    :data:`shapley.core.metrics.MIN_BOOT`). Intervals only: compare strategies with :func:`selection_tests`.
+
+    A sample counts as correct when its stored correctness value exceeds ``threshold`` (the run's rule for the
+    judged answer). A strategy that picks no answer anywhere has ``n = 0``, NaN accuracy and a ``note``.
+    """
+    rows = []
+    for s in STRATEGIES:
+        c, note = _picks(records, s, threshold)
+        row: dict[str, Any] = {"strategy": s, "n": len(c), "n_boot": 0}
+        row.update(dict.fromkeys(("accuracy", "lo", "hi", "lo_mcse", "hi_mcse"), math.nan))
+        if c:
+            arr = np.asarray(c, dtype=bool)
+            row["accuracy"] = float(arr.mean())
+            ci = metrics.bootstrap_interval(
+                metrics.accuracy, np.zeros(arr.size), arr, n_boot=max(n_boot, metrics.MIN_BOOT), alpha=alpha, seed=seed
+            )
+            row.update(lo=ci.lo, hi=ci.hi, lo_mcse=ci.lo_mcse, hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
+        row["note"] = note
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
+
+
+def _correct_by_question(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float) -> dict[str, bool]:
+    """Question id -> whether the answer ``strategy`` picks is correct, where it picks one."""
+    out: dict[str, bool] = {}
+    for r in records:
+        if strategy == "greedy":
+            g = _greedy_correct(r)
+            if g is not None:
+                out[str(r["id"])] = g
+            continue
+        values, picked = r.get("sample_correctness"), (r.get("selected") or {}).get(strategy)
+        if values is not None and picked is not None:
+            out[str(r["id"])] = float(values[picked]) > threshold
+    return out
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (a right and b wrong, and the reverse).
+
+    Under "equally accurate" ``a_only`` is Binomial(a_only + b_only, 1/2); p is the exact two-sided binomial
+    p-value, 1 without discordant pairs.
+
+    Examples:
+        >>> round(mcnemar_exact(9, 1), 4)  # P(X <= 1 or X >= 9), X ~ Bin(10, 1/2) = 22/1024
+        0.0215
+        >>> mcnemar_exact(3, 3), mcnemar_exact(0, 0)
+        (1.0, 1.0)
+    """
+    for name, v in (("a_only", a_only), ("b_only", b_only)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer count; got {v!r}")
+    n = int(a_only) + int(b_only)
+    return 1.0 if n == 0 else float(binomtest(int(a_only), n, 0.5).pvalue)
+
+
+def _test_row(a: str, b: str, ca: dict[str, bool], cb: dict[str, bool], order: list[str]) -> dict[str, Any]:
+    both = [i for i in order if i in ca and i in cb]
+    row: dict[str, Any] = {"strategy_a": a, "strategy_b": b, "n": len(both), "note": ""}
+    if not both:
+        row.update(dict.fromkeys(("accuracy_a", "accuracy_b", "p_mcnemar"), math.nan), a_only=0, b_only=0)
+        row["note"] = "no question where both strategies pick an answer"
+        return row
+    x = np.array([ca[i] for i in both], dtype=bool)
+    y = np.array([cb[i] for i in both], dtype=bool)
+    a_only, b_only = int((x & ~y).sum()), int((~x & y).sum())
+    row.update(accuracy_a=float(x.mean()), accuracy_b=float(y.mean()), a_only=a_only, b_only=b_only)
+    row["p_mcnemar"] = mcnemar_exact(a_only, b_only)
+    return row
+
+
+def selection_tests(records: Sequence[Mapping[str, Any]], *, threshold: float) -> pd.DataFrame:
+    """``selection_tests.csv``: every pair of :data:`STRATEGIES` (in that order, ``strategy_a`` first) on the
+    ``n`` questions where both pick an answer: their accuracies there, the discordant counts ``a_only`` (a's
+    answer correct, b's not) and ``b_only``, McNemar's exact two-sided ``p_mcnemar`` (:func:`mcnemar_exact`),
+    ``p_holm`` (Holm's adjustment over the run's pairs) and ``outcome``: ``a better`` / ``b better`` where
+    ``p_holm`` < :data:`SIGNIFICANCE`, ``no significant difference`` otherwise, ``undefined`` without shared
+    questions. Deterministic: no resampling.
+    """
+    order = [str(r["id"]) for r in records]
+    correct = {s: _correct_by_question(records, s, threshold) for s in STRATEGIES}
+    rows = [
+        _test_row(a, b, correct[a], correct[b], order)
+        for k, a in enumerate(STRATEGIES)
+        for b in STRATEGIES[k + 1 :]
+        if correct[a] and correct[b]
+    ]
+    out = pd.DataFrame(rows, columns=list(TEST_COLUMNS))
+    if rows:
+        out["p_holm"] = metrics.holm(out["p_mcnemar"].to_numpy(dtype=np.float64))
+        significant = out["p_holm"] < SIGNIFICANCE
+        better = np.where(out["a_only"] > out["b_only"], "a better", "b better")
+        out["outcome"] = np.where(significant, better, "no significant difference")
+        out.loc[out["p_mcnemar"].isna(), "outcome"] = "undefined"
+    return out

@@ -1,0 +1,414 @@
+"""Runs that fan out: a deterministic split of the questions into K shards, and the merge of the K run directories.
+
+* ``--shard I/K`` (``run`` and ``score-samples``; :attr:`shapley.pipeline.config.DataSettings.shard`) keeps the
+  questions, after ``--limit``, whose id falls in shard I (from 0) of K: :func:`shard_of`, a SHA-256 of the id
+  (not Python's salted ``hash``), so that every process, machine and Python version splits alike. Each shard
+  is its own resumable run directory; every score record keeps ``position``, the question's place in the
+  unsharded input, so that the merge restores the unsharded order.
+* :func:`merge_runs` (``python -m shapley merge SHARD_DIR... --output DIR``) checks the shards, writes their
+  union as one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
+  ``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded
+  run uses (:func:`shapley.pipeline.evaluate.metrics.write_run_outputs`): the bootstrap intervals, the ER fit,
+  ``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files byte for byte (each
+  question's generation and entailment are computed on their own, see ``tests/pipeline/test_invariance.py``).
+
+The merge refuses (``ValueError`` naming the problem, before anything is written): a directory that is not a
+sharded run; a shard that is running (the merge holds every shard's lock while it reads and writes); shards of
+different result settings or ``--limit`` (:meth:`RunConfig.result_settings` without the shard) or different
+model fingerprints, dtypes or device kinds; a shard given twice or missing (I of K, each present once); an
+unfinished shard (its last call did not write its outputs, e.g. a resume with a larger ``--limit`` that was
+killed; or the shards together miss some of the input's questions under the ``--limit``: a hole or a tail); a
+question stored in a shard it does not belong to, or in two shards; gaps in the positions.
+
+A ``run`` merge copies the shards' hidden-state files (``hidden/``), so that ER is refitted on the union and a
+resume of the merged directory regenerates nothing. The merged ``config.json`` records in
+``provenance.merged_from`` (:data:`MERGED_FROM`), one entry per shard: its directory (relative to the
+repository), shard label, questions, the commits and dirty flags of all its invocations (``commits``,
+``dirty``; :func:`shapley.pipeline.rundir.store.run_history` counts them, so a merged run is flagged as any run), and
+the batch sizes each invocation used (``batch_sizes``); shards that used different batch sizes are noted in the
+merge's invocation. A merge killed at any point can be run again into the same output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from shapley.pipeline.config import RunConfig, flag_of, parse_shard
+from shapley.pipeline.data.samples import read_samples_file
+from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader
+from shapley.pipeline.rundir.settings import REPO_ROOT
+from shapley.pipeline.rundir.store import (
+    COMPUTE_KEYS,
+    CONFIG_FILE,
+    STAGE_FILES,
+    JsonlStore,
+    RunDir,
+    atomic_write_bytes,
+    encode_record,
+    lock_run_dir,
+    read_record,
+    repo_relative,
+    run_history,
+    sha256_file,
+    write_compact,
+)
+
+T = TypeVar("T")
+
+MERGED_FROM = "merged_from"
+"""Key of ``config.json``'s provenance listing the shards a merged run directory was made from."""
+
+
+def shard_of(qid: str, k: int) -> int:
+    """The shard (0..k-1) of question id ``qid``: the first 8 bytes of SHA-256(id, UTF-8), big-endian, mod k.
+
+    Examples:
+        >>> [shard_of(f"q{i}", 3) for i in range(8)]  # fixed: the split never changes between versions
+        [0, 1, 2, 1, 2, 0, 1, 1]
+        >>> shard_of("anything", 1)
+        0
+    """
+    if k < 1:
+        raise ValueError(f"the number of shards must be >= 1; got {k}")
+    digest = hashlib.sha256(str(qid).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % k
+
+
+def take_shard(items: Sequence[T], shard: str | None, key: Callable[[T], str]) -> list[tuple[int, T]]:
+    """``(position, item)`` for the items of ``shard`` (``"I/K"``; ``None``: all), ``position`` counted in
+    ``items`` (the questions after ``--limit``), order kept."""
+    pairs = list(enumerate(items))
+    if shard is None:
+        return pairs
+    i, k = parse_shard(shard)
+    return [(pos, it) for pos, it in pairs if shard_of(key(it), k) == i]
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading and checking the shards
+
+
+@dataclasses.dataclass
+class Shard:
+    """One shard's run directory as the merge reads it (stores loaded read-only)."""
+
+    path: Path
+    record: dict[str, Any]
+    config: RunConfig
+    index: int
+    count: int
+    stores: dict[str, dict[str, dict[str, Any]]]
+    lock_fd: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.path} (shard {self.index}/{self.count})"
+
+    def release(self) -> None:
+        """Give the shard's lock back (taken by :func:`read_shard`)."""
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+
+def _lock_shard(path: Path) -> int:
+    """The shard's exclusive lock (``ValueError`` when a run holds it: the shard is still running)."""
+    try:
+        return lock_run_dir(path)
+    except RuntimeError as exc:
+        raise ValueError(f"{path} is in use by another process (a shard still running); merge it once it ends") from exc
+
+
+def _stages(config: RunConfig) -> tuple[str, ...]:
+    if config.command == "run":
+        return ("questions", "generations", "entailment", "scores")
+    return ("entailment", "scores")
+
+
+def read_shard(path: str | os.PathLike[str]) -> Shard:
+    """Load one shard directory; ``ValueError`` / ``FileNotFoundError`` naming it when it cannot be merged."""
+    p = Path(path)
+    record = read_record(p)
+    if record is None:
+        raise FileNotFoundError(f"{p} is not a run directory (no {CONFIG_FILE})")
+    config = RunConfig.from_stored(record)
+    if config.data.shard is None:
+        raise ValueError(f"{p} is not a sharded run (made without --shard)")
+    i, k = parse_shard(config.data.shard)
+    fd = _lock_shard(p)
+    try:
+        record = read_record(p) or record  # again, under the lock
+        config = RunConfig.from_stored(record)
+        stores = {s: JsonlStore(p / STAGE_FILES[s]).load(repair=False) for s in _stages(config)}
+        shard = Shard(p, record, config, i, k, stores, fd)
+        _check_finished(shard)
+    except BaseException:
+        os.close(fd)
+        raise
+    return shard
+
+
+def _check_finished(s: Shard) -> None:
+    ids = {stage: set(recs) for stage, recs in s.stores.items()}
+    scored = ids["scores"]
+    for stage, have in ids.items():
+        if have != scored:
+            raise ValueError(
+                f"{s.name} is unfinished: {len(have ^ scored)} question(s) are in {STAGE_FILES[stage]} or "
+                f"{STAGE_FILES['scores']} but not both; rerun its command to complete it"
+            )
+    if not (s.path / "metrics.csv").is_file():
+        raise ValueError(f"{s.name} is unfinished: no metrics.csv; rerun its command to complete it")
+    outputs = s.record.get("outputs") or {}
+    last = len(s.record.get("invocations") or []) - 1
+    if outputs.get("invocation") != last or outputs.get("limit") != s.config.data.limit:
+        raise ValueError(
+            f"{s.name} is unfinished: its last call (--limit {s.config.data.limit}) did not write its outputs "
+            "(killed, or still running); rerun its command to complete it"
+        )
+    for qid, r in s.stores["scores"].items():
+        if shard_of(qid, s.count) != s.index:
+            raise ValueError(
+                f"{s.name}: question {qid!r} belongs to shard {shard_of(qid, s.count)}/{s.count}, not this one "
+                "(overlapping or mislabelled shards)"
+            )
+        if not isinstance(r.get("position"), int):
+            raise ValueError(f"{s.name}: the score record of {qid!r} has no 'position' (made by an older version)")
+        limit = s.config.data.limit
+        if limit is not None and r["position"] >= limit:
+            raise ValueError(
+                f"{s.name} stores questions beyond its --limit {limit} (an earlier call had a larger one); "
+                "rerun it with the --limit of its stored questions"
+            )
+
+
+def _merged_config(config: RunConfig) -> RunConfig:
+    return config.replace(
+        data=dataclasses.replace(config.data, shard=None),
+        runtime=dataclasses.replace(config.runtime, entail_cache=None),
+    )
+
+
+def _comparable(config: RunConfig) -> dict[str, Any]:
+    keys = {k: v for k, v in config.result_settings().items() if k != "data.shard"}
+    keys["data.limit"] = config.data.limit  # the split is made after --limit: the shards must share it
+    return keys
+
+
+def check_shards(shards: Sequence[Shard]) -> None:
+    """Same settings, same model fingerprints, each of the K shards exactly once (``ValueError`` otherwise)."""
+    if not shards:
+        raise ValueError("merge needs at least one shard directory")
+    first = shards[0]
+    ref = _comparable(first.config)
+    for s in shards[1:]:
+        other = _comparable(s.config)
+        for key in sorted(set(ref) | set(other)):
+            if ref.get(key) != other.get(key):
+                raise ValueError(
+                    f"shards of different settings: {key!r} ({flag_of(key)}) is {ref.get(key)!r} in {first.path} "
+                    f"but {other.get(key)!r} in {s.path}"
+                )
+        for kind in ("model", "entailment"):
+            x = first.record.get("provenance", {}).get(kind) or {}
+            y = s.record.get("provenance", {}).get(kind) or {}
+            for key in COMPUTE_KEYS:
+                a, b = x.get(key), y.get(key)
+                if key in x and key in y and a is not None and b is not None and a != b:
+                    raise ValueError(
+                        f"shards of different {kind} models: {key} {a!r} in {first.path}, {b!r} in {s.path}"
+                    )
+    counts = sorted({s.count for s in shards})
+    if len(counts) > 1:
+        raise ValueError(f"shards of different counts K: {', '.join(f'/{k}' for k in counts)}")
+    k = counts[0]
+    seen: dict[int, Path] = {}
+    for s in shards:
+        if s.index in seen:
+            raise ValueError(f"shard {s.index}/{k} given twice: {seen[s.index]} and {s.path}")
+        seen[s.index] = s.path
+    missing = [i for i in range(k) if i not in seen]
+    if missing:
+        raise ValueError(f"missing shard(s) {', '.join(f'{i}/{k}' for i in missing)}")
+
+
+def union_order(shards: Sequence[Shard]) -> list[tuple[str, Shard]]:
+    """Every question id with its shard, in the unsharded order (by ``position``); ``ValueError`` for an id in
+    two shards, or positions that are not exactly 0..N-1."""
+    owner: dict[str, Shard] = {}
+    by_pos: dict[int, str] = {}
+    for s in shards:
+        for qid, r in s.stores["scores"].items():
+            if qid in owner:
+                raise ValueError(f"overlapping shards: question {qid!r} is in {owner[qid].path} and in {s.path}")
+            owner[qid] = s
+            pos = int(r["position"])
+            if pos in by_pos:
+                raise ValueError(f"position {pos} is held by {by_pos[pos]!r} and {qid!r}: the shards do not fit")
+            by_pos[pos] = qid
+    totals = {s.record.get("outputs", {}).get("input_questions") for s in shards} - {None}
+    if len(totals) > 1:
+        raise ValueError(f"the shards were made from inputs of different sizes {sorted(totals)}")
+    total = max(totals) if totals else (max(by_pos) + 1 if by_pos else 0)
+    gaps = sorted(set(range(total)) - set(by_pos))
+    if gaps:
+        raise ValueError(
+            f"the shards miss {len(gaps)} question(s) of the input (positions {gaps[:5]}...): a shard is unfinished "
+            "or was made from a different input"
+        )
+    return [(by_pos[p], owner[by_pos[p]]) for p in range(total)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing the union
+
+
+def _check_output(output: Path, shards: Sequence[Shard]) -> None:
+    if any(output.resolve() == s.path.resolve() for s in shards):
+        raise ValueError(f"--output {output} is one of the shard directories")
+    rec = read_record(output) if output.is_dir() else None
+    if rec is not None and MERGED_FROM not in rec.get("provenance", {}):
+        raise ValueError(f"--output {output} holds a run that is not a merge; choose a new directory")
+
+
+def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> None:
+    """Copy every hidden-state file that a merged generation record points to into ``output/hidden/`` (the
+    names are digests of their content, so the shards' files never collide)."""
+    names = {
+        (s.path, ref["file"])
+        for q, s in order
+        if isinstance(ref := s.stores["generations"][q].get(HIDDEN_KEY), Mapping) and isinstance(ref.get("file"), str)
+    }
+    for src_dir, name in sorted(names):
+        src, dst = src_dir / name, output / name
+        if Path(name).is_absolute() or ".." in Path(name).parts or Path(name).parts[0] != HIDDEN_DIR:
+            continue  # never copied from or to outside the run directories; the reader refuses it too
+        if src.is_file() and not (dst.is_file() and sha256_file(dst) == sha256_file(src)):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(dst, src.read_bytes())
+
+
+def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], output: Path) -> dict[str, Any] | None:
+    """Per-question embeddings for ER: the hidden states of the generations (``run``, read from ``output``'s
+    copies) or the input file's (``score-samples``, when the file is still where it was and unchanged, else a
+    note on stderr); ``None`` when there are none."""
+    if config.command == "run":
+        reader = HiddenStateReader(output)
+        vectors = {q: reader.get(q, s.stores["generations"][q].get(HIDDEN_KEY)) for q, s in order}
+        return {q: v.astype("float64").tolist() for q, v in vectors.items() if v is not None} or None
+    if "ER" not in config.scoring.methods or config.data.path is None:
+        return None
+    path = Path(config.data.path)
+    path = path if path.is_absolute() else REPO_ROOT / path  # stored relative to the repository
+    if not path.is_file() or sha256_file(path) != config.data.sha256:
+        why = "is missing" if not path.is_file() else "has changed"
+        print(f"note: the input file {path} {why}: ER cannot be refitted on the union and is skipped", file=sys.stderr)
+        return None
+    items = read_samples_file(
+        path,
+        n_samples=config.data.n_samples,
+        limit=config.data.limit,
+        reference_field=config.data.reference_field or "references",
+    )
+    ids = {q for q, _ in order}
+    return {it.id: it.embedding for it in items if it.id in ids and it.embedding is not None} or None
+
+
+def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:
+    out = []
+    for s in sorted(shards, key=lambda s: s.index):
+        prov = s.record.get("provenance", {})
+        history = run_history(s.record)
+        invocations = s.record.get("invocations") or []
+        out.append(
+            {
+                "dir": repo_relative(s.path),
+                "shard": s.config.data.shard,
+                "n_questions": len(s.stores["scores"]),
+                "created": prov.get("created"),
+                "questions_sha256": prov.get("questions_sha256"),
+                "git": prov.get("git"),
+                "commits": list(history.commits),
+                "dirty": history.dirty,
+                "batch_sizes": [inv.get("batch_sizes") for inv in invocations if isinstance(inv, Mapping)],
+                "device": prov.get("device"),
+            }
+        )
+    return out
+
+
+def _batch_note(merged_from: Sequence[Mapping[str, Any]]) -> str | None:
+    """A note when the shards (or their invocations) used different batch sizes for a stage."""
+    seen: dict[str, list[tuple[str, Any]]] = {}
+    for entry in merged_from:
+        for sizes in entry["batch_sizes"]:
+            for stage, value in (sizes or {}).items():
+                if all(v != value for _, v in seen.get(stage, [])):
+                    seen.setdefault(stage, []).append((str(entry["shard"]), value))
+    mixed = {stage: values for stage, values in seen.items() if len(values) > 1}
+    if not mixed:
+        return None
+    listed = "; ".join(f"{stage}: " + ", ".join(f"{v} (shard {sh})" for sh, v in vals) for stage, vals in mixed.items())
+    return (
+        f"the shards ran with different batch sizes ({listed}): the merged records mix them (see "
+        "provenance.merged_from[].batch_sizes)"
+    )
+
+
+def merge_runs(
+    shard_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, argv: Sequence[str] | None = None
+) -> Path:
+    """Merge the K shard directories of one sharded run into ``output`` (see the module docstring).
+
+    ``output`` must be new, empty, or an earlier merge output (rewritten). Returns the merged run directory.
+    """
+    out = Path(output)
+    shards: list[Shard] = []
+    read: dict[Path, Shard] = {}
+    try:
+        for d in shard_dirs:  # a directory given twice is read (and locked) once; check_shards names it
+            key = Path(d).resolve()
+            if key not in read:
+                read[key] = read_shard(d)
+            shards.append(read[key])
+        return _merge(shards, out, argv)
+    finally:
+        for s in read.values():
+            with contextlib.suppress(OSError):
+                s.release()
+
+
+def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Path:
+    check_shards(shards)
+    order = union_order(shards)
+    _check_output(out, shards)
+    config = _merged_config(shards[0].config)
+    first_prov: Mapping[str, Any] = shards[0].record.get("provenance", {})
+    merged_from = _provenance(shards)
+    with RunDir.open(out, config, argv=argv, extra_provenance={MERGED_FROM: merged_from}) as run:
+        if config.command == "run":
+            _copy_hidden_states(run.path, order)  # before the records that point to them
+        for stage in _stages(config):
+            data = b"".join(encode_record(s.stores[stage][q]) for q, s in order)
+            atomic_write_bytes(run.path / STAGE_FILES[stage], data)
+        prov = run.record["provenance"]
+        for kind in ("model", "entailment"):
+            if first_prov.get(kind) is not None:
+                prov[kind] = first_prov[kind]
+        run.save_config()
+        note = _batch_note(merged_from)
+        if note:
+            run.note(note)
+            print(f"note: {note}", file=sys.stderr)
+        run.record_outputs(len(order), input_questions=len(order))
+        evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run.path))
+        write_compact(run.path, [q for q, _ in order])
+        return run.path

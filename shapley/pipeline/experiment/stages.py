@@ -1,0 +1,270 @@
+"""The stage runner and the lazily loaded models of the pipelines (:mod:`shapley.pipeline.experiment.pipelines`).
+
+:func:`run_stage` computes and stores, chunk by chunk, what a stage file does not hold yet; :class:`LazyBackend`
+and :class:`LazyGenerator` load their models on first use, so that a fully resumed run never loads one. Every
+public name is also importable from :mod:`shapley.pipeline.experiment.pipelines`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from tqdm.auto import tqdm
+
+from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
+from shapley.pipeline.entail import backends as entail
+from shapley.pipeline.generate import generator as generate
+from shapley.pipeline.rundir.store import (
+    CHUNK_KEY,
+    TEST_CALL_LOG_ENV,
+    TEST_SLEEP_ENV,
+    UPSTREAM_KEY,
+    JsonlStore,
+    RunDir,
+    StaleRecordWarning,
+    fingerprint,
+)
+
+T = TypeVar("T")
+
+
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage runner
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    for i in range(0, len(items), max(1, size)):
+        yield list(items[i : i + max(1, size)])
+
+
+def _stale(store: JsonlStore, keys: Mapping[str, str]) -> list[str]:
+    """Ids whose stored record was computed from other inputs than ``keys[id]`` (records without the field,
+    written before it existed, are trusted)."""
+    return [
+        k
+        for k, up in keys.items()
+        if k in store and store.records[k].get(UPSTREAM_KEY, up) != up  # absent: an older record, trusted
+    ]
+
+
+def run_stage(
+    store: JsonlStore,
+    stage: str,
+    items: Sequence[T],
+    compute: Callable[[list[T]], list[dict[str, Any]]],
+    *,
+    key: Callable[[T], str],
+    chunk_size: int = 1,
+    progress: bool = True,
+    upstream: Callable[[T], str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Compute and store the records of ``items`` that ``store`` does not hold yet.
+
+    ``compute(chunk)`` returns one record (with ``"id"``) per item of the chunk, in order. A chunk's records
+    are appended together, with one write, and each carries the ids of its chunk (``chunk``, when the chunk
+    holds several items), so that a chunk torn by a crash is recomputed whole (see
+    :mod:`shapley.pipeline.rundir.store`). ``upstream(item)``: the fingerprint of the item's inputs, stored as
+    ``upstream_sha256``; a stored record with another fingerprint is discarded (with a
+    :class:`~shapley.pipeline.rundir.store.StaleRecordWarning`) and recomputed. Returns the store's ``{id: record}``.
+    """
+    ups = {key(it): upstream(it) for it in items} if upstream is not None else {}
+    stale = _stale(store, ups)
+    if stale:
+        warnings.warn(
+            f"{store.path}: {len(stale)} record(s) were computed from inputs that changed since (e.g. "
+            f"{stale[:3]}); recomputing them",
+            StaleRecordWarning,
+            stacklevel=2,
+        )
+        store.discard(stale)
+    pending = [it for it in items if key(it) not in store]
+    sleep = float(os.environ.get(TEST_SLEEP_ENV) or 0.0)
+    log_path = os.environ.get(TEST_CALL_LOG_ENV)
+    with tqdm(total=len(items), initial=len(items) - len(pending), desc=stage, unit="q", disable=not progress) as bar:
+        for chunk in _batches(pending, chunk_size):
+            records = compute(chunk)
+            if len(records) != len(chunk):
+                raise RuntimeError(f"stage {stage}: {len(records)} records for {len(chunk)} items")
+            ids = [key(it) for it in chunk]
+            for k, rec in zip(ids, records, strict=True):
+                if str(rec["id"]) != k:
+                    raise RuntimeError(f"stage {stage}: record id {rec['id']!r} for item {k!r}")
+                if len(chunk) > 1:
+                    rec[CHUNK_KEY] = ids
+                if upstream is not None:
+                    rec[UPSTREAM_KEY] = ups[k]
+            if sleep:
+                time.sleep(sleep * len(chunk))
+            store.append_many(records)
+            if log_path:
+                with open(log_path, "a", encoding="utf-8") as f:
+                    f.write("".join(f"{stage}\t{k}\n" for k in ids))
+            bar.update(len(chunk))
+    return store.records
+
+
+# --------------------------------------------------------------------------------------------------
+# Lazily loaded models
+
+
+@contextlib.contextmanager
+def quiet_model_loading(quiet: bool) -> Iterator[None]:
+    """With ``quiet``: no progress bar (e.g. transformers' "Loading weights") and only errors logged by the
+    model libraries while the block runs; their previous settings are restored afterwards."""
+    if not quiet:
+        yield
+        return
+    hf_logging: Any
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        hf_logging = None
+    loggers = [logging.getLogger(name) for name in ("sentence_transformers", "huggingface_hub")]
+    levels = [lg.level for lg in loggers]
+    bars = hf_logging.is_progress_bar_enabled() if hf_logging else False
+    verbosity = hf_logging.get_verbosity() if hf_logging else None
+    try:
+        if hf_logging:
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+        if hf_logging:
+            if bars:
+                hf_logging.enable_progress_bar()
+            if verbosity is not None:
+                hf_logging.set_verbosity(verbosity)
+
+
+def used_batch_size(model: Any, configured: int | None) -> Any:
+    """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
+    be chosen from free memory), else its ``batch_size`` (or its config's), else ``configured``."""
+    stats = getattr(model, "stats", None)
+    if isinstance(stats, Mapping) and stats.get("batch_size") is not None:
+        return stats["batch_size"]
+    for obj in (model, getattr(model, "config", None)):
+        if isinstance(getattr(obj, "batch_size", None), int):
+            return obj.batch_size  # type: ignore[union-attr]
+    return configured
+
+
+def compute_kind(obj: Any) -> dict[str, str | None]:
+    """How a loaded model computes: its ``dtype`` and the kind of its ``device`` (``cpu``, ``cuda``, ...), read
+    from the object or the first parameter of its ``model`` (``None`` where neither says). Part of the model
+    information in provenance (:meth:`shapley.pipeline.rundir.store.RunDir.record_fingerprint`): a resume in another
+    dtype or on another device kind would mix records computed two ways, and is refused."""
+    dtype, device = getattr(obj, "dtype", None), getattr(obj, "device", None)
+    inner = getattr(obj, "model", None)
+    if inner is not None and (dtype is None or device is None):
+        with contextlib.suppress(Exception):  # not a torch module: nothing to read
+            param = next(inner.parameters())
+            dtype = dtype if dtype is not None else param.dtype
+            device = device if device is not None else param.device
+    kind = getattr(device, "type", None) if device is not None and not isinstance(device, str) else device
+    return {
+        "dtype": None if dtype is None else str(dtype).removeprefix("torch."),
+        "device_kind": None if kind is None else str(kind).split(":")[0],
+    }
+
+
+def scoring_fingerprint(scoring: ScoringSettings) -> str:
+    """The fingerprint of the scoring settings that change a score record (all but ``n_boot``, which only the
+    metrics use): part of every score record's ``upstream_sha256``, so that a score computed with other
+    settings is recomputed, whatever ``config.json`` says."""
+    d = dataclasses.asdict(scoring)
+    d.pop("n_boot")
+    return fingerprint(d)
+
+
+class LazyBackend:
+    """Loads the entailment backend on first use (a fully resumed run never loads it)."""
+
+    def __init__(self, settings: EntailmentSettings, runtime: RuntimeSettings, batch_size: int | None) -> None:
+        self.settings, self.runtime, self.batch_size = settings, runtime, batch_size
+        self._backend: Any = None
+        self.recorded = False
+
+    def get(self) -> Any:
+        if self._backend is None:
+            with quiet_model_loading(not self.runtime.progress):
+                self._backend = entail.load_backend(
+                    self.settings.backend,
+                    device=self.runtime.device,
+                    batch_size=self.batch_size,
+                    cache=self.runtime.entail_cache_arg(),
+                    progress=None if self.runtime.progress else False,
+                )
+        return self._backend
+
+    @property
+    def loaded(self) -> bool:
+        return self._backend is not None
+
+    def info(self) -> dict[str, Any]:
+        b = self.get()
+        spec = self.settings.backend
+        return {
+            "spec": spec,
+            "name": getattr(b, "name", spec),
+            "fingerprint": getattr(b, "fingerprint", None),
+            "is_nli": bool(getattr(b, "is_nli", False)),
+            "computation": getattr(b, "computation", None),
+            **compute_kind(b),
+        }
+
+
+class LazyGenerator:
+    """Builds the generator (and loads the model) on first use."""
+
+    def __init__(self, config: RunConfig) -> None:
+        assert config.generation is not None
+        g = config.generation
+        self.model = g.model
+        self.progress = config.runtime.progress
+        sampling = {k: v for k, v in dataclasses.asdict(g).items() if k != "model"}  # the same names
+        self.config = generate.GenerationConfig(
+            **sampling,
+            seed=config.seed,
+            batch_size=config.runtime.batch_size,
+            device=config.runtime.device,
+            progress=False,  # run_stage shows the bar
+        )
+        self._gen: Any = None
+        self.recorded = False
+
+    def get(self) -> Any:
+        if self._gen is None:
+            with quiet_model_loading(not self.progress):
+                self._gen = generate.Generator(self.model, self.config)
+        return self._gen
+
+    @property
+    def loaded(self) -> bool:
+        return self._gen is not None
+
+    def info(self) -> dict[str, Any]:
+        gen = self.get()
+        return {"spec": self.model, "fingerprint": getattr(gen, "fingerprint", None), **compute_kind(gen)}
+
+
+def _record_batch_sizes(run: RunDir, stage: str, model: Any, configured: int | None, chunk: int) -> None:
+    """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted)."""
+    message = run.record_batch_sizes(stage, {"batch_size": used_batch_size(model, configured), "chunk": chunk})
+    if message:
+        _note(message)

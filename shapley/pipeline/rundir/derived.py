@@ -1,0 +1,264 @@
+"""Which stage-file content each derived file of a run was computed from, and whether it still matches.
+
+The derived files (:data:`RUN_OUTPUTS`, written by :func:`shapley.pipeline.evaluate.metrics.write_run_outputs`, and
+:data:`SWEEP_OUTPUTS`, written by :func:`shapley.pipeline.evaluate.metrics.write_beta_sweep`) are functions of the run's
+per-question records and settings. ``derived.json`` in the run directory records, for each derived file, the
+SHA-256 of its bytes and an *input digest*: the SHA-256 of the canonical JSON of the stage files' records it was
+computed from (every stored record of those stages, keyed by id, without bookkeeping: :data:`BOOKKEEPING_KEYS`
+and keys starting with ``_``), the ids it describes, in order, and the settings that change its numbers (the
+run's scoring settings and seed, and a sweep's own arguments). Hidden-state files (ER's input) are not part of
+the digest.
+
+:func:`derived_status` recomputes the digests from the stage files and says, per derived file present:
+``fresh``; ``stale: ...`` (its inputs or its bytes changed since it was computed); ``unverified (old format)``
+(written before ``derived.json`` existed: no record); ``unverified (no stage files)`` (neither the stage files
+it was computed from nor the run's compact copy are in the directory).
+
+Committed runs keep their JSONL stage files out of git and commit the compact copy
+(:data:`shapley.pipeline.rundir.store.COMPACT_FILE`: the entailment and score records of the questions that have both,
+without answer text). So each entry also records a *compact digest*: the same digest over exactly what that copy
+holds (:data:`shapley.pipeline.rundir.store.TEXT_FIELDS` left out, only questions with records in both stages). Where a
+stage file is absent, the check runs against the compact copy instead, so a clean clone verifies every committed
+run from git alone. The answer text is then not covered; every number is.
+:func:`stale_outputs` lists the stale ones; ``report`` and the book refuse them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from shapley.pipeline.rundir.store import (
+    COMPACT_FILE,
+    COMPACT_STAGES,
+    STAGE_FILES,
+    TEXT_FIELDS,
+    JsonlStore,
+    atomic_write_text,
+    canonical_json,
+    fingerprint,
+    read_compact,
+    read_config,
+    read_json_file,
+    sha256_file,
+)
+
+DERIVED_FILE = "derived.json"
+SCHEMA = 1
+
+RUN_OUTPUTS: tuple[str, ...] = (
+    "scores.csv",
+    "metrics.csv",
+    "skipped.csv",
+    "comparisons.csv",
+    "selection.csv",
+    "selection_tests.csv",
+)
+"""Derived files computed from the ``scores`` stage (score records) and the run's settings."""
+
+SWEEP_OUTPUTS: tuple[str, ...] = ("beta_sweep.csv", "beta_sweep_per_question.csv")
+"""Derived files computed from the ``entailment`` and ``scores`` stages and the sweep's arguments."""
+
+BOOKKEEPING_KEYS = frozenset({"chunk", "position", "upstream_sha256", "provenance", "timing", "timings"})
+"""Record fields that say how a record was computed or stored, not what it holds: left out of the digests."""
+
+OLD_FORMAT = "unverified (old format)"
+NO_STAGE_FILES = "unverified (no stage files)"
+FRESH = "fresh"
+
+
+def _content(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in BOOKKEEPING_KEYS and not k.startswith("_")}
+
+
+def settings_of(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The settings that change the derived numbers: the run's scoring settings and seed."""
+    config = read_config(run_dir)
+    return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
+
+
+class _Records:
+    """The stored records of one run directory, each source read at most once: the stage files (whole records) and
+    the compact copy; the run's settings likewise."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]):
+        self.dir = Path(run_dir)
+        self._stages: dict[str, dict[str, dict[str, Any]]] = {}
+        self._compact: dict[str, dict[str, dict[str, Any]]] | None = None
+        self._settings: dict[str, Any] | None = None
+
+    def stage_files(self, stages: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]] | None:
+        """``{stage: {id: record}}`` from the stage files (None if one of them is missing)."""
+        if not all((self.dir / STAGE_FILES[s]).is_file() for s in stages):
+            return None
+        for s in stages:
+            if s not in self._stages:
+                self._stages[s] = JsonlStore(self.dir / STAGE_FILES[s]).load(repair=False)
+        return {s: self._stages[s] for s in stages}
+
+    def compact(self) -> dict[str, dict[str, dict[str, Any]]] | None:
+        """``{stage: {id: record}}`` from :data:`COMPACT_FILE` (None if there is none)."""
+        if self._compact is None and (self.dir / COMPACT_FILE).is_file():
+            self._compact = read_compact(self.dir)
+        return self._compact
+
+    def digest(self, content: Mapping[str, Any], ids: Sequence[str] | None, args: Any) -> str:
+        if self._settings is None:
+            self._settings = settings_of(self.dir)
+        body = {"stages": dict(content), "ids": None if ids is None else [str(i) for i in ids]}
+        body.update(settings=self._settings, args=dict(args or {}))
+        return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+    def full_digest(self, stages: Sequence[str], ids: Sequence[str] | None, args: Any) -> str | None:
+        records = self.stage_files(stages)
+        if records is None:
+            return None
+        return self.digest({s: {k: _content(r) for k, r in sorted(records[s].items())} for s in stages}, ids, args)
+
+    def compact_digest(
+        self, stages: Sequence[str], ids: Sequence[str] | None, args: Any, *, from_compact: bool
+    ) -> str | None:
+        if not set(stages) <= set(COMPACT_STAGES):
+            return None
+        records = self.compact() if from_compact else self.stage_files(COMPACT_STAGES)
+        if records is None:
+            return None
+        both = set.intersection(*(set(records[s]) for s in COMPACT_STAGES))
+        keep = sorted(both if ids is None else both & {str(i) for i in ids})
+        drop = {s: set(TEXT_FIELDS.get(s, ())) for s in stages}
+        content = {
+            s: {q: {k: v for k, v in _content(records[s][q]).items() if k not in drop[s]} for q in keep} for s in stages
+        }
+        return self.digest(content, ids, args)
+
+
+def input_digest(
+    run_dir: str | os.PathLike[str],
+    stages: Sequence[str],
+    ids: Sequence[str] | None,
+    args: Mapping[str, Any] | None = None,
+) -> str | None:
+    """SHA-256 of the content of ``stages``' stored records, ``ids`` and the settings (None if a stage file is
+    missing)."""
+    return _Records(run_dir).full_digest(stages, ids, args)
+
+
+def compact_digest(
+    run_dir: str | os.PathLike[str],
+    stages: Sequence[str],
+    ids: Sequence[str] | None,
+    args: Mapping[str, Any] | None = None,
+    *,
+    from_compact: bool,
+) -> str | None:
+    """SHA-256 of what the run's compact copy holds of ``stages`` (records without answer text, of the questions
+    of ``ids``, or of all, that have records in every compact stage), ``ids`` and the settings; read from the
+    stage files, or with ``from_compact`` from :data:`COMPACT_FILE`. None when that source is missing or a stage
+    is not in the compact copy."""
+    return _Records(run_dir).compact_digest(stages, ids, args, from_compact=from_compact)
+
+
+def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The parsed ``derived.json`` (None when absent); a damaged one raises ValueError naming it."""
+    f = Path(run_dir) / DERIVED_FILE
+    if not f.is_file():
+        return None
+    rec = read_json_file(f)
+    if not isinstance(rec, dict) or not isinstance(rec.get("files"), dict):
+        raise ValueError(f"{f}: expected an object with a 'files' object")
+    return rec
+
+
+def record(
+    run_dir: str | os.PathLike[str],
+    texts: Mapping[str, str],
+    *,
+    stages: Sequence[str],
+    ids: Sequence[str] | None,
+    args: Mapping[str, Any] | None = None,
+) -> None:
+    """Record in ``derived.json`` that the files ``texts`` (name -> text as written) come from the current
+    content of ``stages`` for ``ids`` (and ``args``); other files' entries are kept."""
+    rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
+    records = _Records(run_dir)  # each stage file read once for both digests
+    digest = records.full_digest(stages, ids, args)
+    compact = records.compact_digest(stages, ids, args, from_compact=False)
+    for name, text in texts.items():
+        rec["files"][name] = {
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "stages": list(stages),
+            "ids": None if ids is None else [str(i) for i in ids],
+            "args": dict(args or {}),
+            "inputs": digest,
+            "compact_inputs": compact,
+        }
+    rec["schema"] = SCHEMA
+    atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(json.loads(canonical_json(rec)), indent=1) + "\n")
+
+
+def forget(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
+    """Remove the files ``names`` and their entries in ``derived.json``."""
+    for name in names:
+        (Path(run_dir) / name).unlink(missing_ok=True)
+    rec = read(run_dir)
+    if rec is not None and any(n in rec["files"] for n in names):
+        for n in names:
+            rec["files"].pop(n, None)
+        atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(rec, indent=1, sort_keys=True) + "\n")
+
+
+def _status(records: _Records, name: str, entry: Mapping[str, Any] | None, digests: dict[str, str | None]) -> str:
+    if entry is None:
+        return OLD_FORMAT
+    if sha256_file(records.dir / name) != entry.get("sha256"):
+        return f"stale: {name} was changed after it was computed"
+    stages, ids, args = entry.get("stages") or (), entry.get("ids"), entry.get("args")
+    key = fingerprint([stages, ids, args])
+    if key not in digests:
+        digests[key] = records.full_digest(stages, ids, args)
+    now, recorded, source = digests[key], entry.get("inputs"), ", ".join(STAGE_FILES.get(s, s) for s in stages)
+    if now is None and entry.get("compact_inputs") is not None:  # stage files left out: check the compact copy
+        if "compact:" + key not in digests:
+            digests["compact:" + key] = records.compact_digest(stages, ids, args, from_compact=True)
+        now, recorded, source = digests["compact:" + key], entry["compact_inputs"], COMPACT_FILE
+    if now is None:
+        return NO_STAGE_FILES
+    if now != recorded:
+        return f"stale: {source} or the run's settings changed after {name} was computed"
+    return FRESH
+
+
+def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """Each derived file present in ``run_dir`` -> ``fresh``, ``stale: <why>``, :data:`OLD_FORMAT` or
+    :data:`NO_STAGE_FILES` (see the module docstring)."""
+    path = Path(run_dir)
+    rec = read(path)
+    files = rec["files"] if rec is not None else {}
+    records = _Records(path)  # each stage file and the compact copy read once for all entries
+    digests: dict[str, str | None] = {}
+    return {
+        name: _status(records, name, files.get(name), digests)
+        for name in (*RUN_OUTPUTS, *SWEEP_OUTPUTS)
+        if (path / name).is_file()
+    }
+
+
+def stale_outputs(run_dir: str | os.PathLike[str]) -> list[str]:
+    """The derived files of ``run_dir`` that no longer match its stage files or settings (see
+    :func:`derived_status`; files of the old format or without stage files are not listed)."""
+    return [name for name, s in derived_status(run_dir).items() if s.startswith("stale")]
+
+
+def check_fresh(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
+    """Raise ValueError naming the file if one of ``names`` in ``run_dir`` is stale."""
+    status = derived_status(run_dir)
+    for name in names:
+        if status.get(name, "").startswith("stale"):
+            raise ValueError(
+                f"{Path(run_dir) / name}: {status[name]}; recompute it (resume the run, or rerun beta-sweep)"
+            )

@@ -1,0 +1,358 @@
+"""Append-only checksummed JSON lines, atomic writes, and the compact text-free copy of a run's records.
+
+The storage layer of :mod:`shapley.pipeline.rundir.store` (see its docstring for the guarantees); every public name is
+also importable from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CHECKSUM_KEY = "_sha256"
+
+CHUNK_KEY = "chunk"
+UPSTREAM_KEY = "upstream_sha256"
+
+STAGE_FILES = {
+    "questions": "questions.jsonl",
+    "generations": "generations.jsonl",
+    "entailment": "entailment.jsonl",
+    "scores": "scores.jsonl",
+}
+
+
+COMPACT_FILE = "stages.jsonl.gz"
+"""The compact, text-free copy of a run's entailment and score records (:func:`write_compact`), committed where
+the stage files are too large or hold text that is not ours to publish (the LLaMA-13B answers of Lin et al.)."""
+
+COMPACT_STAGES: tuple[str, ...] = ("entailment", "scores")
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {"scores": ("answer",)}
+"""Fields of a stage's records that hold answer text, left out of :data:`COMPACT_FILE`."""
+
+
+class CorruptRecordWarning(UserWarning):
+    """A stored line was torn, corrupt or duplicated; it was dropped and its question will be redone."""
+
+
+class StaleRecordWarning(UserWarning):
+    """A stored record was computed from inputs that have changed since; it is recomputed."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Canonical JSON lines with checksums
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, (tuple, set, frozenset)):
+        return list(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"cannot store {type(o).__name__} in JSON")
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON text: sorted keys, no spaces, UTF-8 kept, exact float repr (NaN/Infinity allowed)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+
+
+def record_checksum(record: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``record`` without its checksum field."""
+    body = {k: v for k, v in record.items() if k != CHECKSUM_KEY}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def fingerprint(obj: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``obj`` (e.g. the inputs a stored record was computed from)."""
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
+
+
+def encode_record(record: Mapping[str, Any]) -> bytes:
+    """One stored line (with trailing newline): the record, normalised through JSON, plus its checksum."""
+    body = json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
+    body[CHECKSUM_KEY] = record_checksum(body)
+    return (canonical_json(body) + "\n").encode("utf-8")
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """SHA-256 (hex) of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def read_json_file(path: str | os.PathLike[str], *, refusal: str = "") -> Any:
+    """The parsed JSON of the file ``path`` (which must exist); ``ValueError`` naming the file when it is not valid
+    JSON (UTF-8), with ``refusal`` appended to the message."""
+    f = Path(path)
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{f} is not valid JSON ({exc}){refusal}") from exc
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``; on failure
+    (e.g. a full disk) the temp file is removed and ``path`` is untouched."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                k = os.write(fd, view)
+                view = view[k:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, p)
+    except BaseException:  # e.g. a full disk: no temporary file is left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(p.parent)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """:func:`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+class JsonlStore:
+    """Append-only JSON-lines file of records keyed by ``id`` (see the module docstring for guarantees).
+
+    Call :meth:`load` before :meth:`append` on an existing file: it verifies every line and repairs the
+    file, so that an append never follows a torn line.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], required: Sequence[str] = ("id",)) -> None:
+        self.path = Path(path)
+        self.required = tuple(dict.fromkeys(("id", *required)))
+        self.records: dict[str, dict[str, Any]] = {}
+        self._loaded = False
+        self.problems: list[tuple[int, str]] = []
+
+    def _check_line(self, line: bytes) -> tuple[dict[str, Any] | None, str]:
+        try:
+            rec = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return None, f"not valid JSON ({exc.__class__.__name__})"
+        if not isinstance(rec, dict):
+            return None, "not a JSON object"
+        stored = rec.pop(CHECKSUM_KEY, None)
+        if stored is None:
+            return None, f"no {CHECKSUM_KEY} field"
+        if stored != record_checksum(rec):
+            return None, "checksum mismatch"
+        miss = [k for k in self.required if k not in rec]
+        if miss:
+            return None, f"missing field(s) {miss}"
+        return rec, ""
+
+    def load(self, *, repair: bool = True) -> dict[str, dict[str, Any]]:
+        """Read and verify every line; drop (with a :class:`CorruptRecordWarning`) torn, corrupt and duplicate
+        lines and, with ``repair``, rewrite the file atomically without them (readers that do not own the run,
+        like the report, pass ``repair=False``). Returns ``{id: record}`` in file order."""
+        self.records = {}
+        self.problems = []
+        self._loaded = repair
+        if not self.path.exists():
+            if not repair:  # a reader: the run's compact copy stands in for a stage file left out of git
+                self.records = read_compact(self.path.parent).get(_STAGE_OF_FILE.get(self.path.name, ""), {})
+            return self.records
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        tail_torn = lines[-1] != b""
+        if not tail_torn:
+            lines = lines[:-1]
+        rewrite = False
+        linenos: dict[str, int] = {}
+        for lineno, line in enumerate(lines, start=1):
+            last_unterminated = tail_torn and lineno == len(lines)
+            if not line.strip():
+                self.problems.append((lineno, "blank line"))
+                rewrite = True
+                continue
+            rec, why = self._check_line(line)
+            if rec is None:
+                if last_unterminated:
+                    why += " (unterminated last line: torn write)"
+                self.problems.append((lineno, why))
+                rewrite = True
+                continue
+            if last_unterminated:
+                rewrite = True  # a valid record that lost only its newline: keep it, fix the file
+            key = str(rec["id"])
+            if key in self.records:
+                self.problems.append((lineno, f"duplicate id {key!r} (the first valid record is kept)"))
+                rewrite = True
+                continue
+            self.records[key] = rec
+            linenos[key] = lineno
+        rewrite |= self._drop_incomplete_tail_chunk(linenos)
+        for lineno, why in self.problems:
+            warnings.warn(
+                f"{self.path}: line {lineno} dropped: {why}; its question will be recomputed if needed",
+                CorruptRecordWarning,
+                stacklevel=2,
+            )
+        if rewrite and repair:
+            atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
+        return self.records
+
+    def _drop_incomplete_tail_chunk(self, linenos: Mapping[str, int]) -> bool:
+        """Drop the records of the file's last chunk if some of its records are missing (a torn write)."""
+        if not self.records:
+            return False
+        last = next(reversed(self.records.values()))
+        chunk = last.get(CHUNK_KEY)
+        if not isinstance(chunk, list) or all(str(i) in self.records for i in chunk):
+            return False
+        present = [str(i) for i in chunk if str(i) in self.records]
+        for key in present:
+            self.problems.append(
+                (linenos[key], f"its chunk {chunk} was not stored whole (torn write); the chunk is recomputed whole")
+            )
+            del self.records[key]
+        return True
+
+    def _check_new(self, records: Sequence[Mapping[str, Any]]) -> None:
+        if not self._loaded and self.path.exists():
+            raise RuntimeError(f"{self.path}: call load() before append() so that the file is verified first")
+        keys = [str(r.get("id")) for r in records]
+        for record, key in zip(records, keys, strict=True):
+            miss = [k for k in self.required if k not in record]
+            if miss:
+                raise ValueError(f"record for {self.path.name} lacks required field(s) {miss}")
+            if key in self.records or keys.count(key) > 1:
+                raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append one record atomically (single ``os.write`` with ``O_APPEND``, then ``fsync``)."""
+        self.append_many([record])
+
+    def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
+        a torn tail that :meth:`load` detects (see the module docstring on chunks)."""
+        self._check_new(records)
+        self._loaded = True
+        if not records:
+            return
+        lines = [encode_record(r) for r in records]
+        data = b"".join(lines)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        for line in lines:
+            rec = json.loads(line)
+            del rec[CHECKSUM_KEY]
+            self.records[str(rec["id"])] = rec
+
+    def discard(self, keys: Iterable[str]) -> None:
+        """Remove the records of ``keys`` (to be recomputed): the file is rewritten atomically without them."""
+        gone = {str(k) for k in keys} & set(self.records)
+        if not gone:
+            return
+        if not self._loaded and self.path.exists():
+            raise RuntimeError(f"{self.path}: call load() before discard()")
+        self.records = {k: r for k, r in self.records.items() if k not in gone}
+        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
+
+    def rewrite(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the whole file atomically by ``records`` (e.g. a layout migration)."""
+        self.records = {}
+        self._check_new(records)
+        self._loaded = True
+        body = [json.loads(encode_record(r)) for r in records]
+        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in body))
+        for rec in body:
+            del rec[CHECKSUM_KEY]
+            self.records[str(rec["id"])] = rec
+
+    def __contains__(self, key: object) -> bool:
+        return str(key) in self.records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+# --------------------------------------------------------------------------------------------------
+# The compact copy of the entailment and score records
+
+_STAGE_OF_FILE = {f: stage for stage, f in STAGE_FILES.items()}
+
+
+def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
+    """Write ``run_dir/stages.jsonl.gz`` (:data:`COMPACT_FILE`): for each of ``ids`` (in order) that has both, its
+    entailment and score records, without bookkeeping (``chunk``, ``upstream_sha256``) and without answer text
+    (:data:`TEXT_FIELDS`). One checksummed line per question (``{"id", "entailment", "scores"}``), gzip with no
+    timestamp, so that equal records give equal bytes. What ``beta-sweep``, the selection table and ``report``
+    read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent. Returns its path."""
+    d = Path(run_dir)
+    stages = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}
+    drop = {CHUNK_KEY, UPSTREAM_KEY}
+    lines = []
+    for qid in ids:
+        if not all(qid in stages[s] for s in COMPACT_STAGES):
+            continue
+        rec: dict[str, Any] = {"id": qid}
+        for s in COMPACT_STAGES:
+            rec[s] = {k: v for k, v in stages[s][qid].items() if k not in drop and k not in TEXT_FIELDS.get(s, ())}
+        lines.append(encode_record(rec))
+    out = d / COMPACT_FILE
+    atomic_write_bytes(out, gzip.compress(b"".join(lines), compresslevel=9, mtime=0))
+    return out
+
+
+def read_compact(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{stage: {id: record}}`` from ``run_dir/stages.jsonl.gz`` (empty when there is none). ``ValueError`` naming
+    the file and line for a line that is not intact (a committed file is never repaired)."""
+    f = Path(run_dir) / COMPACT_FILE
+    out: dict[str, dict[str, dict[str, Any]]] = {s: {} for s in COMPACT_STAGES}
+    if not f.is_file():
+        return out
+    try:
+        raw = gzip.decompress(f.read_bytes())
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{f} is not a readable gzip file ({exc})") from exc
+    for lineno, line in enumerate(raw.splitlines(), start=1):
+        try:
+            rec = json.loads(line)
+            ok = isinstance(rec, dict) and rec.pop(CHECKSUM_KEY, None) == record_checksum(rec)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            ok = False
+        if not ok or not all(isinstance(rec.get(s), dict) for s in COMPACT_STAGES):
+            raise ValueError(f"{f}, line {lineno}: not an intact record (checksum or layout)")
+        for s in COMPACT_STAGES:
+            out[s][str(rec["id"])] = rec[s]
+    return out

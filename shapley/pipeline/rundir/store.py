@@ -1,0 +1,526 @@
+"""Run directories: append-only checksummed JSON lines, atomic writes, provenance, and the run's config.
+
+A run is a directory::
+
+    config.json        {"schema": 4, "config": RunConfig, "provenance": {...}, "invocations": [...],
+                        "outputs"?: {...}} (see :meth:`RunDir.open`)
+    questions.jsonl    run only: one record per question: its id and ``sha256``, the fingerprint of the question
+                       as the data module builds it (question, references, prompt, context). No dataset text:
+                       the questions are rebuilt from the data file (whose fingerprint is ``config.data.sha256``)
+                       on every call. Older runs stored the whole question here; they are still read, and
+                       rewritten to ids and fingerprints when resumed.
+    generations.jsonl  run only: one Generation per question (samples, token log-probs, p(True), A4C reply)
+    entailment.jsonl   one record per question: n, entail (n x n nested lists), contradict (or null)
+    scores.jsonl       one record per question: correctness, scores {method: float}, skipped {method: reason},
+                       diagnostics (shap_psd_repaired, shap_min_eig, n_clusters, ...)
+    scores.csv, metrics.csv, skipped.csv   written by :mod:`shapley.pipeline.evaluate.metrics`
+    stages.jsonl.gz    the entailment and score records without answer text or bookkeeping (gzip, no timestamp;
+                       :func:`write_compact`), rewritten with the outputs; readers (``repair=False``) fall back to
+                       it when a stage file is absent, so that a run whose JSONL files are left out of git (the
+                       LLaMA-13B runs) still recomputes its beta sweep, selection table and report
+    hidden/            run only: the judged answers' hidden states (``.npz``, :mod:`shapley.pipeline.rundir.records`)
+    .lock              advisory lock (flock) so that two processes never write one run
+
+Storage guarantees (:class:`JsonlStore`):
+
+* Every record is one line of canonical JSON (sorted keys, Python's float repr, which round-trips
+  exactly) with a ``_sha256`` field: the SHA-256 of the canonical JSON of the record without it.
+* A line is appended with a single ``os.write`` on a descriptor opened with ``O_APPEND``, then
+  ``fsync``: a crash leaves at most one torn line, at the end.
+* On resume every line is verified (JSON, checksum, required fields, one record per id). A torn or
+  corrupt line anywhere (not only the last) is reported with a warning and its question is recomputed;
+  the file is first rewritten atomically (temp file + ``os.replace``) with only the valid records, so
+  later appends never follow garbage. Duplicate ids keep the first valid record.
+* Nothing already valid is recomputed; settings that change results must match the stored config
+  (``ValueError`` naming the key, see :meth:`shapley.pipeline.config.RunConfig.result_settings`).
+* No pickle anywhere: JSON lines and CSV only. Matrices are nested lists of floats (exact).
+* Chunks are atomic: the records that a stage computes together (one batch of questions, whose numbers may
+  depend on the batch's composition) are appended with one write (:meth:`JsonlStore.append_many`), each
+  carrying the ids of its chunk (``chunk``). A write torn by a crash leaves the file's last chunk incomplete;
+  :meth:`JsonlStore.load` then drops what is left of that chunk, so that the chunk is recomputed whole, with
+  the same composition, and a resumed run equals an uninterrupted one.
+* Records that depend on another stage carry the fingerprint of their inputs (``upstream_sha256``, e.g. the
+  checksum of the generation record an entailment record was computed from). A stored record whose inputs
+  changed (an upstream record was redone) is recomputed. Records written before this field existed are
+  trusted.
+
+Test hooks (read from the environment, for the resumption tests only; unset in normal use):
+
+* ``SHAPLEY_TEST_SLEEP_PER_QUESTION``: seconds to sleep before storing each computed record of any stage.
+* ``SHAPLEY_TEST_CALL_LOG``: path of a file to which ``"<stage>\\t<id>\\n"`` is appended after each record
+  a stage computes and stores (counts recomputations).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig, flag_of
+from shapley.pipeline.rundir.jsonl import (
+    CHECKSUM_KEY,
+    CHUNK_KEY,
+    COMPACT_FILE,
+    COMPACT_STAGES,
+    STAGE_FILES,
+    TEXT_FIELDS,
+    UPSTREAM_KEY,
+    CorruptRecordWarning,
+    JsonlStore,
+    StaleRecordWarning,
+    atomic_write_bytes,
+    atomic_write_text,
+    canonical_json,
+    encode_record,
+    fingerprint,
+    read_compact,
+    read_json_file,
+    record_checksum,
+    sha256_file,
+    write_compact,
+)
+from shapley.pipeline.rundir.provenance import (
+    SOURCE_PATHS,
+    VERSIONED_PACKAGES,
+    device_info,
+    git_info,
+    package_versions,
+    provenance,
+    repo_relative,
+)
+
+__all__ = [
+    "CHECKSUM_KEY",
+    "CHUNK_KEY",
+    "COMPACT_FILE",
+    "COMPACT_STAGES",
+    "COMPUTE_KEYS",
+    "CONFIG_FILE",
+    "LOCK_FILE",
+    "REQUIRED_FIELDS",
+    "SOURCE_PATHS",
+    "STAGE_FILES",
+    "TEST_CALL_LOG_ENV",
+    "TEST_SLEEP_ENV",
+    "TEXT_FIELDS",
+    "UPSTREAM_KEY",
+    "VERSIONED_PACKAGES",
+    "CorruptRecordWarning",
+    "JsonlStore",
+    "RunDir",
+    "RunHistory",
+    "StaleRecordWarning",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "canonical_json",
+    "check_resumable",
+    "device_info",
+    "encode_record",
+    "fingerprint",
+    "git_info",
+    "package_versions",
+    "provenance",
+    "read_compact",
+    "read_json_file",
+    "read_config",
+    "read_record",
+    "record_checksum",
+    "repo_relative",
+    "run_history",
+    "sha256_file",
+    "stored_nothing",
+    "write_compact",
+]
+
+CONFIG_FILE = "config.json"
+LOCK_FILE = ".lock"
+
+TEST_SLEEP_ENV = "SHAPLEY_TEST_SLEEP_PER_QUESTION"
+TEST_CALL_LOG_ENV = "SHAPLEY_TEST_CALL_LOG"
+
+COMPUTE_KEYS = ("fingerprint", "dtype", "device_kind", "computation")
+"""What a run's model information in provenance pins (:meth:`RunDir.record_fingerprint`): the weights, the dtype
+they compute in, the kind of device and, for entailment, how its forward passes are formed (the backend's
+``computation``: batching rule and pass limits, :mod:`shapley.pipeline.entail.base`); every number a model stores
+depends on all of them."""
+
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "questions": ("id",),
+    "generations": ("id", "samples", "answer"),
+    "entailment": ("id", "n", "entail", "contradict"),
+    "scores": ("id", "correct", "correctness_value", "scores", "skipped", "diagnostics"),
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Run directories
+
+
+def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The parsed ``config.json`` of run directory ``path`` (None if it has none).
+
+    Raises ``ValueError`` naming the file when it is not valid JSON or holds no readable configuration.
+    """
+    f = Path(path) / CONFIG_FILE
+    if not f.is_file():
+        return None
+    rec = read_json_file(f, refusal="; refusing to use this run directory")
+    try:
+        RunConfig.from_stored(rec)
+        _check_record_shape(rec)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"{f}: not a readable shapley run configuration ({exc})") from exc
+    return rec
+
+
+def _check_record_shape(rec: Mapping[str, Any]) -> None:
+    """The parts of ``config.json`` besides the configuration: provenance an object, invocations a list of
+    objects, outputs an object."""
+    for key in ("provenance", "outputs"):
+        if key in rec and not isinstance(rec[key], Mapping):
+            raise ValueError(f"{key!r} must be a JSON object; got {type(rec[key]).__name__}")
+    inv = rec.get("invocations", [])
+    if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
+        raise ValueError("'invocations' must be a list of JSON objects")
+
+
+@dataclass(frozen=True)
+class RunHistory:
+    """How a run directory was made (:func:`run_history`): every invocation's command line, in order; the
+    git commits they ran at (distinct, in order of first use); whether any ran from a dirty tree (None:
+    unknown for every invocation)."""
+
+    commands: tuple[str, ...]
+    commits: tuple[str, ...]
+    dirty: bool | None
+
+    @property
+    def multi_commit(self) -> bool:
+        """The invocations ran at more than one commit."""
+        return len(self.commits) > 1
+
+    @property
+    def clean(self) -> bool:
+        """One commit, never dirty: the run reproduces from that commit."""
+        return len(self.commits) == 1 and self.dirty is False
+
+
+def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
+    """The recorded command lines and commits of a run directory (or of its parsed ``config.json``).
+
+    Reads every schema (schema 1 recorded the first invocation's git state in ``provenance`` only). A merged run
+    (``provenance.merged_from``, :mod:`shapley.pipeline.experiment.merge`) also counts the commits and dirty flags
+    of every shard's invocations (each entry's ``commits`` and ``dirty``), so that it is flagged as any run would be.
+    """
+    rec = run if isinstance(run, Mapping) else read_record(run)
+    if rec is None:
+        raise FileNotFoundError(f"{run} is not a run directory (no {CONFIG_FILE})")
+    prov = rec.get("provenance") or {}
+    invocations = list(rec.get("invocations") or [])
+    if not invocations:
+        invocations = [{"command_line": prov.get("command_line", ""), "git": prov.get("git")}]
+    commands, commits, dirty = [], [], []
+    for k, inv in enumerate(invocations):
+        commands.append(str(inv.get("command_line", "")))
+        git = inv.get("git") or (prov.get("git") if k == 0 else None) or {}
+        if git.get("commit") and git["commit"] not in commits:
+            commits.append(git["commit"])
+        dirty.append(git.get("dirty"))
+    for shard in prov.get("merged_from") or []:
+        if not isinstance(shard, Mapping):
+            continue
+        commits += [c for c in shard.get("commits") or [] if c not in commits]
+        dirty.append(shard.get("dirty"))
+    known = [d for d in dirty if d is not None]
+    return RunHistory(tuple(commands), tuple(commits), None if not known else any(known))
+
+
+def read_config(path: str | os.PathLike[str]) -> RunConfig:
+    """The :class:`RunConfig` of an existing run directory (``FileNotFoundError`` if it has no config.json)."""
+    rec = read_record(path)
+    if rec is None:
+        raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
+    return RunConfig.from_stored(rec)
+
+
+def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str, Any] | None:
+    """Read-only check that ``path`` is new, or a run made with the same result-affecting settings.
+
+    Returns the stored ``config.json`` (None for a new run). Raises ``ValueError`` naming the first differing
+    setting, or when ``path`` exists, is not empty and is not a run directory.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"output {p} exists and is not a directory")
+    rec = read_record(p) if p.is_dir() else None
+    if rec is None:
+        if p.is_dir() and not stored_nothing(p):
+            raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
+        return None
+    diff = RunConfig.from_stored(rec).differences(config)
+    if diff:
+        key, (old, new) = next(iter(diff.items()))
+        raise ValueError(
+            f"cannot resume {p}: setting {key!r} ({flag_of(key)}) differs (stored {old!r}, now {new!r}); "
+            "use a new --output directory, or the stored setting"
+        )
+    return rec
+
+
+def _is_own_temporary(name: str) -> bool:
+    """A temporary file of :func:`atomic_write_bytes` (``.<name>.tmp-<pid>``) or the lock file."""
+    return name == LOCK_FILE or (name.startswith(".") and ".tmp-" in name and name.rsplit("-", 1)[-1].isdigit())
+
+
+def stored_nothing(path: Path) -> bool:
+    """Whether ``path`` holds nothing but the project's own temporary files and lock (counts as empty)."""
+    return path.is_dir() and all(_is_own_temporary(x.name) for x in path.iterdir())
+
+
+def _remove_own_files(path: Path, *, rmdir: bool, keep_lock: bool = False) -> None:
+    with contextlib.suppress(OSError):
+        for x in path.iterdir():
+            if _is_own_temporary(x.name) and not (keep_lock and x.name == LOCK_FILE):
+                x.unlink()
+        if rmdir:
+            path.rmdir()
+
+
+def _check_storable(path: Path, config: RunConfig, argv: Sequence[str]) -> None:
+    """``ValueError`` naming the value when the run directory's path, a setting or the command line holds text
+    that cannot be written as UTF-8 (e.g. a file name of invalid UTF-8 bytes, read as lone surrogates)."""
+    values = [("the output directory", str(path)), *((f"argument {a!r}", a) for a in argv)]
+    values += [(f"setting {k!r}", v) for k, v in config.flat().items() if isinstance(v, str)]
+    for what, text in values:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{what} ({text!r}) holds bytes that are not valid UTF-8 ({exc.reason}); config.json cannot record "
+                "it: rename the file or directory"
+            ) from exc
+
+
+def _invocation_record(stored: Mapping[str, Any] | None, config: RunConfig, argv: Sequence[str]) -> dict[str, Any]:
+    """The ``config.json`` record of a new run (``stored`` None), or ``stored`` with this invocation appended."""
+    prov = provenance(argv)
+    invocation: dict[str, Any] = {
+        "time": prov["created"],
+        "command_line": prov["command_line"],
+        "cwd": prov["cwd"],
+        "git": prov["git"],
+    }
+    if stored is None:
+        return {
+            "schema": CONFIG_SCHEMA,
+            "config": config.to_dict(),
+            "provenance": prov,
+            "invocations": [{**invocation, "resumed": False}],
+        }
+    record = dict(stored)
+    old = RunConfig.from_stored(stored).flat()
+    changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
+    if record.get("schema", 1) != CONFIG_SCHEMA:
+        invocation["migrated_from_schema"] = record.get("schema", 1)
+        record.pop("settings", None)
+    record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
+    record.setdefault("invocations", [])
+    record["invocations"].append(
+        {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
+    )
+    return record
+
+
+class RunDir:
+    """An open run directory holding an exclusive lock; use as a context manager.
+
+    :meth:`open` creates it (writing ``config.json``) or resumes it (after :func:`check_resumable`),
+    appending a record of this invocation to ``record["invocations"]``. ``config`` is this call's
+    :class:`RunConfig`; ``record`` the whole ``config.json`` (provenance and invocations included).
+
+    Each invocation records its time, command line, git state and, as the stages run, the batch sizes its
+    models actually used (``batch_sizes``, :meth:`record_batch_sizes`) and any ``notes`` (:meth:`note`).
+    ``record["outputs"]`` says which questions the CSV outputs describe (:meth:`record_outputs`).
+    """
+
+    def __init__(self, path: Path, config: RunConfig, record: dict[str, Any], lock_fd: int) -> None:
+        self.path = path
+        self.config = config
+        self.record = record
+        self._lock_fd: int | None = lock_fd
+        self.resumed = False
+        self.stores: dict[str, JsonlStore] = {}
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        config: RunConfig,
+        *,
+        argv: Sequence[str] | None = None,
+        extra_provenance: Mapping[str, Any] | None = None,
+    ) -> RunDir:
+        """Create or resume the run directory ``path`` under its lock; ``extra_provenance`` is written into
+        ``record["provenance"]`` with the first ``config.json`` (e.g. a merge's ``merged_from``, so that a merge
+        killed right after it is recognised as one and can be restarted)."""
+        p = Path(path)
+        check_resumable(p, config)  # before creating anything
+        args = list(sys.argv if argv is None else argv)
+        _check_storable(p, config, args)
+        created = not p.exists()
+        p.mkdir(parents=True, exist_ok=True)
+        fd = lock_run_dir(p)
+        try:
+            stored = check_resumable(p, config)  # again, under the lock
+            if stored is None:  # temporaries left by a process that failed: stale, since we hold the lock
+                _remove_own_files(p, rmdir=False, keep_lock=True)
+            record = _invocation_record(stored, config, args)
+            record.setdefault("provenance", {}).update(extra_provenance or {})
+            run = cls(p, config, record, fd)
+            run.resumed = stored is not None
+            run.save_config()
+        except BaseException:
+            os.close(fd)
+            if stored_nothing(p):  # a failed first write (e.g. a full disk) leaves nothing behind
+                _remove_own_files(p, rmdir=created)
+            raise
+        return run
+
+    def save_config(self) -> None:
+        atomic_write_text(self.path / CONFIG_FILE, json.dumps(self.record, indent=2, ensure_ascii=False) + "\n")
+
+    @property
+    def invocation(self) -> dict[str, Any]:
+        """This call's entry of ``record["invocations"]``."""
+        inv: dict[str, Any] = self.record["invocations"][-1]
+        return inv
+
+    def note(self, message: str) -> None:
+        """Keep ``message`` in this invocation's ``notes`` (the caller prints it)."""
+        self.invocation.setdefault("notes", []).append(message)
+        self.save_config()
+
+    def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> str | None:
+        """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``).
+
+        Returns a note (also kept with :meth:`note`) when an earlier call of this run stored records of
+        ``stage`` with other sizes: the stage's records then mix both (see
+        :class:`shapley.pipeline.config.RuntimeSettings` for what batching may change).
+        """
+        sizes = json.loads(canonical_json(dict(sizes)))
+        earlier = [
+            inv["batch_sizes"][stage]
+            for inv in self.record["invocations"][:-1]
+            if isinstance(inv.get("batch_sizes"), Mapping) and stage in inv["batch_sizes"]
+        ]
+        self.invocation.setdefault("batch_sizes", {})[stage] = sizes
+        self.save_config()
+        others = [e for e in earlier if e != sizes]
+        if not others:
+            return None
+        message = (
+            f"the {stage} stage ran with batch sizes {sizes} in this call but {others[-1]} in an earlier one: "
+            f"{STAGE_FILES.get(stage, stage)} holds records of both calls (entailment passes are fixed per question "
+            "and do not depend on these sizes; generation reuses the run's recorded rows per batch)"
+        )
+        self.note(message)
+        return message
+
+    def record_outputs(self, n_questions: int, input_questions: int | None = None) -> str | None:
+        """Record that the CSV outputs describe this call's ``n_questions`` questions (``record["outputs"]``).
+
+        ``input_questions``: how many questions the unsharded input holds under this call's ``--limit`` (a shard
+        covers some of them; ``merge`` checks that the shards together hold them all). ``outputs.invocation``
+        is this call's index in ``invocations``: a later call that was killed before its outputs leaves it
+        behind, and ``merge`` refuses such a shard as unfinished.
+
+        Returns a note (kept with :meth:`note`) when the run stores scores of more questions than that (a
+        ``--limit`` below what an earlier call covered).
+        """
+        stored = len(self.store("scores"))
+        self.record["outputs"] = {
+            "n_questions": n_questions,
+            "stored_questions": stored,
+            "limit": self.config.data.limit,
+            "invocation": len(self.record["invocations"]) - 1,
+        }
+        if input_questions is not None:
+            self.record["outputs"]["input_questions"] = input_questions
+        self.save_config()
+        if n_questions >= stored:
+            return None
+        message = (
+            f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
+            f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
+            "rerun with a larger --limit, or none, to cover them all"
+        )
+        self.note(message)
+        return message
+
+    def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
+        """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli",
+        "dtype", "device_kind"}).
+
+        Raises ``ValueError`` if a value of :data:`COMPUTE_KEYS` stored before for ``kind`` differs: the resumed
+        run would mix outputs of two different models, or of one model computing in two dtypes or on two kinds
+        of device. A key that an older run did not store is not compared.
+        """
+        prov = self.record["provenance"]
+        old = prov.get(kind)
+        for key in COMPUTE_KEYS:
+            if old is not None and (key == "fingerprint" or key in old) and old.get(key) != info.get(key):
+                what = "fingerprint" if key == "fingerprint" else key.replace("_", " ")
+                raise ValueError(
+                    f"cannot resume {self.path}: the {kind} model's {what} changed "
+                    f"(stored {old.get(key)!r}, now {info.get(key)!r}); its stored records were computed with the "
+                    "stored one: resume where it ran (--device, --dtype), or use a new --output directory"
+                )
+        prov[kind] = json.loads(canonical_json(dict(info)))
+        prov["device"] = device_info()
+        self.save_config()
+
+    def store(self, stage: str) -> JsonlStore:
+        """The verified (loaded and repaired) store of ``stage`` (a key of :data:`STAGE_FILES`)."""
+        if stage not in self.stores:
+            f = self.path / STAGE_FILES[stage]
+            if f.is_symlink() and self.path.resolve() not in f.resolve().parents:
+                raise ValueError(
+                    f"{f} is a symbolic link to {f.resolve()}, outside the run directory; a resume would append to "
+                    "that file: replace the link by a copy of the file"
+                )
+            s = JsonlStore(f, REQUIRED_FIELDS[stage])
+            s.load()
+            self.stores[stage] = s
+        return self.stores[stage]
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def lock_run_dir(path: Path) -> int:
+    """An exclusive, non-blocking flock on ``path/.lock`` (its file descriptor); ``RuntimeError`` when another
+    process holds it."""
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise RuntimeError(f"run directory {path} is in use by another process") from exc
+    return fd

@@ -1,0 +1,112 @@
+"""Is a generated answer correct? (pipeline stage: generations + references -> 0/1 labels).
+
+The paper's criteria (Section 4): question answering counts an answer as correct when its Rouge-L F-measure
+against the reference exceeds 0.3; translation (WMT-14) when its BLEU score exceeds 0.3. With several
+references the best one counts (maximum over references).
+
+* :func:`rouge_l`: ``rouge_score.rouge_scorer.RougeScorer(["rougeL"])`` F-measure, in [0, 1]. Its tokeniser
+  lower-cases and keeps only ``[a-z0-9]`` runs, so text in other scripts scores 0; no stemming.
+* :func:`bleu`: ``sacrebleu.sentence_bleu(prediction, references).score / 100`` (sacrebleu's default
+  sentence-level smoothing), in [0, 1].
+* An empty (or whitespace-only) prediction scores 0.0 under both metrics: it is never correct.
+* References: a non-empty sequence of strings (a single string is taken as one reference); an empty sequence,
+  or one holding only blank strings, raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+METRICS = ("rougeL", "bleu")
+
+#: correctness metric used for each dataset name of ``shapley.pipeline.data.datasets.DATASETS``.
+CORRECTNESS_FOR: dict[str, str] = {
+    "triviaqa": "rougeL",
+    "coqa": "rougeL",
+    "wmt14": "bleu",
+    "squad": "rougeL",
+    "bioasq": "rougeL",
+    "nq_open": "rougeL",
+    "svamp": "rougeL",
+    "jsonl": "rougeL",
+}
+
+
+def _check(prediction: Any, references: Any) -> tuple[str, list[str]]:
+    if not isinstance(prediction, str):
+        raise ValueError(f"prediction must be a string, got {type(prediction).__name__}")
+    if isinstance(references, str):
+        references = [references]
+    if not isinstance(references, Sequence):
+        raise ValueError(f"references must be a sequence of strings, got {type(references).__name__}")
+    refs = list(references)
+    if not refs:
+        raise ValueError("references is empty: at least one reference answer is needed")
+    bad = [type(r).__name__ for r in refs if not isinstance(r, str)]
+    if bad:
+        raise ValueError(f"every reference must be a string, got {', '.join(sorted(set(bad)))}")
+    if not any(r.strip() for r in refs):
+        raise ValueError("references hold only blank strings: at least one non-empty reference is needed")
+    return prediction, refs
+
+
+@lru_cache(maxsize=1)
+def _rouge_scorer():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"])
+
+
+def rouge_l(prediction: str, references: Sequence[str]) -> float:
+    """Rouge-L F-measure of ``prediction`` against its best reference, in [0, 1] (0.0: empty prediction)."""
+    prediction, refs = _check(prediction, references)
+    if not prediction.strip():
+        return 0.0
+    scorer = _rouge_scorer()
+    return float(max(scorer.score(ref, prediction)["rougeL"].fmeasure for ref in refs))
+
+
+def bleu(prediction: str, references: Sequence[str]) -> float:
+    """Sentence BLEU of ``prediction`` against ``references`` (sacrebleu, multi-reference), in [0, 1].
+
+    sacrebleu scores all references jointly (n-gram counts clipped by the maximum over references), the usual
+    multi-reference BLEU. 0.0 for an empty prediction.
+    """
+    prediction, refs = _check(prediction, references)
+    if not prediction.strip():
+        return 0.0
+    import sacrebleu
+
+    score = sacrebleu.sentence_bleu(prediction, [r for r in refs if r.strip()]).score / 100.0
+    return float(min(1.0, max(0.0, score)))
+
+
+def similarity(prediction: str, references: Sequence[str], metric: str = "rougeL") -> float:
+    """Score in [0, 1] under ``metric`` ("rougeL" or "bleu")."""
+    if metric == "rougeL":
+        return rouge_l(prediction, references)
+    if metric == "bleu":
+        return bleu(prediction, references)
+    raise ValueError(f"unknown correctness metric {metric!r}; valid: {', '.join(METRICS)}")
+
+
+def is_correct(prediction: str, references: Sequence[str], *, metric: str = "rougeL", threshold: float = 0.3) -> bool:
+    """True when the ``metric`` score of ``prediction`` is strictly greater than ``threshold`` (in [0, 1])."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown correctness metric {metric!r}; valid: {', '.join(METRICS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        raise ValueError(f"threshold must be a finite number in [0, 1], got {threshold!r}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must lie in [0, 1], got {threshold}")
+    return similarity(prediction, references, metric) > threshold
+
+
+def metric_for(dataset: str) -> str:
+    """Correctness metric of a dataset name (``CORRECTNESS_FOR``); ValueError for an unknown name."""
+    try:
+        return CORRECTNESS_FOR[dataset]
+    except KeyError:
+        raise ValueError(f"unknown dataset {dataset!r}; valid names: {', '.join(CORRECTNESS_FOR)}") from None

@@ -1,0 +1,545 @@
+"""Every uncertainty method on every question: the scoring stage of the pipeline.
+
+A method is a :class:`MethodSpec` in :data:`METHODS` (name -> spec). Its ``needs`` name the per-question
+inputs it reads; a method whose inputs are missing for a question is *skipped* for that question, with
+the reason recorded (never a crash, never a silent 0). Every score follows one convention: **higher =
+more uncertain** (nats for the entropies).
+
+Inputs (:class:`ScoreInputs`, one question):
+
+==================  ========================================================================
+``samples``         n sampled answers (``list[str]``, n >= 1; empty strings are kept as answers)
+``entail``          (n, n) entailment probabilities, ``entail[i, j] = P(s_i => s_j)``
+``contradict``      (n, n) contradiction probabilities (optional; only the clustering rule uses it)
+``sample_logprobs`` per-sample token log-probabilities (nats), one list per sample
+``answer_logprobs`` token log-probabilities of the judged (most likely) answer
+``answer_entropies`` next-token entropies (nats) along the judged answer
+``p_true``          the model's probability that the judged answer is true
+``a4c_text``        the model's raw ask-for-confidence reply
+``embeddings``      one embedding vector of the judged answer (for ``ER``)
+==================  ========================================================================
+
+Methods (short names of the paper's tables; Table 3's ``SU`` is :data:`"SE"` here):
+
+* ``Shap``: the paper's Shapley uncertainty = ``shapley.shapley_uncertainty(P, beta)`` (one log-det by
+  the efficiency identity). Real entailment matrices can make R non-PSD, so the pipeline's default
+  ``psd_policy`` is :data:`DEFAULT_PSD_POLICY` (``"nearest"``: Higham's nearest correlation matrix); each
+  question records ``shap_psd_repaired`` and ``shap_min_eig`` (minimum eigenvalue of R before repair) in
+  its diagnostics, so repaired questions can be counted or excluded later.
+* ``Shap_sum`` (opt-in, n <= :data:`SHAP_SUM_MAX_N`): the explicit sum of the exact Shapley values;
+  equal to ``Shap`` up to round-off (efficiency), kept to show it on real data.
+* ``SE`` semantic entropy (Kuhn et al.; likelihood of a sample = exp(sum of its token log-probs)),
+  ``DSE`` discrete semantic entropy, ``NumSet`` number of semantic sets, ``NE`` predictive (naive)
+  entropy, ``LNE`` length-normalised predictive entropy, ``LexSim`` lexical similarity,
+  ``EigV``/``Deg``/``Ecc`` (Lin et al.) and ``KLE`` on ``W = (P + P.T) / 2``, ``MaxL``/``AvgL``/
+  ``MaxE``/``AvgE`` (SelfCheckGPT-style, from the judged answer's tokens), ``P(T)`` = 1 - p(True),
+  ``A4C`` verbalised confidence.
+* ``ER`` embedding regression: needs correctness labels of *other* questions, so it is not a per-question
+  method; :func:`embedding_regression_scores` fits it on a seeded half of the questions and scores the
+  other half (NaN on the training half) at the metrics stage.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal, TypeVar, cast
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from shapley.core import baselines
+from shapley.core.entropy import shapley_uncertainty, shapley_values
+from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.core.psd import is_psd, min_eigenvalue
+
+T = TypeVar("T")
+
+INPUT_NAMES: tuple[str, ...] = (
+    "samples",
+    "entail",
+    "contradict",
+    "sample_logprobs",
+    "answer_logprobs",
+    "answer_entropies",
+    "p_true",
+    "a4c_text",
+    "embeddings",
+)
+
+DEFAULT_PSD_POLICY = "nearest"
+"""PSD policy of the pipeline for ``Shap``: real entailment matrices can make R indefinite (see
+:mod:`shapley.core.psd`); ``"nearest"`` repairs R minimally and the event is recorded per question."""
+
+SHAP_SUM_MAX_N = 12
+"""Largest n for ``Shap_sum`` (2**n subset entropies per question)."""
+
+CLUSTER_RULE = "bidirectional"
+CLUSTER_THRESHOLD = 0.5
+SE_AGGREGATION = "mean"
+"""How ``SE`` turns a sample's token log-probs into its log-likelihood: ``"mean"`` (the default:
+length-normalised, as in the released code of Kuhn et al. 2023 and Farquhar et al. 2024, which keeps long
+samples from vanishing from the cluster masses) or ``"sum"`` (the plain sequence log-probability)."""
+SE_AGGREGATIONS = ("sum", "mean")
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs
+
+
+@dataclass
+class ScoreInputs:
+    """Everything the methods may read for one question (missing inputs are ``None``)."""
+
+    id: str = ""
+    samples: list[str] | None = None
+    entail: NDArray[np.float64] | None = None
+    contradict: NDArray[np.float64] | None = None
+    sample_logprobs: list[list[float]] | None = None
+    answer_logprobs: list[float] | None = None
+    answer_entropies: list[float] | None = None
+    p_true: float | None = None
+    a4c_text: str | None = None
+    embeddings: NDArray[np.float64] | None = None
+
+    def __post_init__(self) -> None:
+        if self.samples is not None:
+            if isinstance(self.samples, str) or not all(isinstance(s, str) for s in self.samples):
+                raise ValueError(f"question {self.id!r}: samples must be a list of strings")
+            self.samples = list(self.samples)
+        n = None if self.samples is None else len(self.samples)
+        for name in ("entail", "contradict"):
+            M = getattr(self, name)
+            if M is None:
+                continue
+            A = np.asarray(M, dtype=np.float64)
+            if A.ndim != 2 or A.shape[0] != A.shape[1]:
+                raise ValueError(f"question {self.id!r}: {name} must be a square matrix; got shape {A.shape}")
+            if n is not None and A.shape[0] != n:
+                raise ValueError(f"question {self.id!r}: {name} is {A.shape[0]}x{A.shape[0]} but there are {n} samples")
+            setattr(self, name, A)
+        if self.sample_logprobs is not None:
+            lp = [list(map(float, t)) for t in self.sample_logprobs]
+            if n is not None and len(lp) != n:
+                raise ValueError(
+                    f"question {self.id!r}: sample_logprobs has {len(lp)} entries but there are {n} samples"
+                )
+            self.sample_logprobs = lp
+        if self.embeddings is not None:
+            self.embeddings = np.asarray(self.embeddings, dtype=np.float64).ravel()
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ScoreInputs:
+        """Build from a mapping with (a subset of) the field names; unknown keys are ignored."""
+        return cls(**{k: d[k] for k in ("id", *INPUT_NAMES) if k in d})
+
+    @classmethod
+    def from_generation(cls, gen: Any, entailment: Any = None, embeddings: ArrayLike | None = None) -> ScoreInputs:
+        """From a :class:`~shapley.pipeline.rundir.records.Generation` and an entailment result (``.entail``,
+        ``.contradict``).
+
+        Empty per-token lists count as missing (a generator that did not record log-probs).
+        """
+        n = len(gen.samples)
+        slp = gen.sample_token_logprobs if len(gen.sample_token_logprobs) == n and n > 0 else None
+        return cls(
+            id=str(gen.id),
+            samples=list(gen.samples),
+            entail=None if entailment is None else entailment.entail,
+            contradict=None if entailment is None else getattr(entailment, "contradict", None),
+            sample_logprobs=slp,
+            answer_logprobs=list(gen.answer_token_logprobs) or None,
+            answer_entropies=list(gen.answer_token_entropies) or None,
+            p_true=gen.p_true,
+            a4c_text=gen.a4c_text,
+            embeddings=None if embeddings is None else np.asarray(embeddings, dtype=np.float64),
+        )
+
+    def has(self, name: str) -> bool:
+        """Whether input ``name`` is available (non-empty)."""
+        v = getattr(self, name)
+        if v is None:
+            return False
+        if name in ("samples", "answer_logprobs", "answer_entropies"):
+            return len(v) > 0
+        if name == "sample_logprobs":
+            return len(v) > 0 and all(len(t) > 0 for t in v)
+        if name == "p_true":
+            return not (isinstance(v, float) and math.isnan(v))
+        return True
+
+    def missing(self, needs: Iterable[str]) -> list[str]:
+        """The subset of ``needs`` that is not available."""
+        return [k for k in needs if not self.has(k)]
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Settings of the methods (everything that changes a number); the scoring functions take one of these.
+
+    ``beta``: the kernel scale of ``Shap``; ``psd_policy``: what ``Shap`` does with a non-PSD R;
+    ``cluster_rule`` / ``cluster_threshold``: semantic clustering for SE, DSE, NumSet; ``se_aggregation``: a
+    sample's log-likelihood for SE (``"mean"`` or ``"sum"`` of its token log-probs).
+    """
+
+    beta: float = 0.5
+    psd_policy: str = DEFAULT_PSD_POLICY
+    cluster_rule: str = CLUSTER_RULE
+    cluster_threshold: float = CLUSTER_THRESHOLD
+    se_aggregation: str = SE_AGGREGATION
+
+    def __post_init__(self) -> None:
+        if self.se_aggregation not in SE_AGGREGATIONS:
+            raise ValueError(f"se_aggregation must be one of {SE_AGGREGATIONS}; got {self.se_aggregation!r}")
+
+
+def _req(value: T | None) -> T:
+    """An input that the method's ``needs`` guarantee to be present (checked before the method runs)."""
+    assert value is not None
+    return value
+
+
+class _Context:
+    """Per-question cache of quantities shared by several methods."""
+
+    def __init__(self, x: ScoreInputs, opts: ScoreOptions) -> None:
+        self.x = x
+        self.opts = opts
+
+    @cached_property
+    def W(self) -> NDArray[np.float64]:
+        return np.asarray(correlation_matrix(_req(self.x.entail)))
+
+    @cached_property
+    def clusters(self) -> NDArray[np.int64]:
+        contradict = self.x.contradict if self.opts.cluster_rule == "non_contradiction" else None
+        return np.asarray(
+            baselines.semantic_clusters(
+                self.x.entail,
+                contradict,
+                rule=cast(Literal["bidirectional", "non_contradiction"], self.opts.cluster_rule),
+                threshold=self.opts.cluster_threshold,
+            )
+        )
+
+    @cached_property
+    def log_likelihoods(self) -> NDArray[np.float64]:
+        """Sequence log-likelihoods (sum of token log-probs), shape (n,)."""
+        assert self.x.sample_logprobs is not None
+        return np.array([float(np.sum(t)) for t in self.x.sample_logprobs])
+
+    @cached_property
+    def se_log_likelihoods(self) -> NDArray[np.float64]:
+        """Log-likelihoods used by ``SE``: sums or per-token means (``ScoreOptions.se_aggregation``)."""
+        assert self.x.sample_logprobs is not None
+        if self.opts.se_aggregation == "mean":
+            return np.array([float(np.mean(t)) for t in self.x.sample_logprobs])
+        return self.log_likelihoods
+
+
+# --------------------------------------------------------------------------------------------------
+# Method registry
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One uncertainty method: ``func(ctx) -> float`` (higher = more uncertain) and the inputs it needs."""
+
+    name: str
+    func: Callable[[_Context], float] | None
+    needs: tuple[str, ...]
+    description: str
+    per_question: bool = True
+
+
+def _shap(c: _Context) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # PSD repairs are recorded in the diagnostics
+        return float(shapley_uncertainty(_req(c.x.entail), c.opts.beta, psd_policy=c.opts.psd_policy))
+
+
+def _shap_sum(c: _Context) -> float:
+    n = c.W.shape[0]
+    if n > SHAP_SUM_MAX_N:
+        raise ValueError(f"Shap_sum enumerates 2**n subsets; n = {n} > {SHAP_SUM_MAX_N}")
+    R = kernel_matrix(c.W, c.opts.beta)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.sum(shapley_values(R, "exact", psd_policy=c.opts.psd_policy)))
+
+
+def _spec(name: str, func: Callable[[_Context], float], needs: Sequence[str], description: str) -> MethodSpec:
+    return MethodSpec(name, func, tuple(needs), description)
+
+
+METHODS: dict[str, MethodSpec] = {
+    s.name: s
+    for s in (
+        _spec("Shap", _shap, ["entail"], "Shapley uncertainty h(N(0, R)), R = kernel(beta) of (P+P^T)/2"),
+        _spec("Shap_sum", _shap_sum, ["entail"], "explicit sum of exact Shapley values (n <= 12; = Shap)"),
+        _spec(
+            "SE",
+            lambda c: baselines.semantic_entropy(c.se_log_likelihoods, c.clusters),
+            ["samples", "entail", "sample_logprobs"],
+            "semantic entropy (Kuhn et al. 2023); sample log-likelihood = sum (default) or mean of token log-probs",
+        ),
+        _spec(
+            "DSE",
+            lambda c: baselines.discrete_semantic_entropy(c.clusters),
+            ["samples", "entail"],
+            "discrete semantic entropy (cluster frequencies)",
+        ),
+        _spec(
+            "NumSet",
+            lambda c: baselines.num_semantic_sets(c.clusters),
+            ["samples", "entail"],
+            "number of semantic sets",
+        ),
+        _spec(
+            "NE",
+            lambda c: baselines.predictive_entropy(c.log_likelihoods),
+            ["samples", "sample_logprobs"],
+            "predictive (naive) entropy, -mean log p(s)",
+        ),
+        _spec(
+            "LNE",
+            lambda c: baselines.length_normalised_predictive_entropy(_req(c.x.sample_logprobs)),
+            ["samples", "sample_logprobs"],
+            "length-normalised predictive entropy",
+        ),
+        _spec(
+            "LexSim",
+            lambda c: baselines.lexical_similarity(_req(c.x.samples)),
+            ["samples"],
+            "1 - mean pairwise Rouge-L of the samples",
+        ),
+        _spec("EigV", lambda c: baselines.eigv(c.W), ["entail"], "sum of eigenvalues of the graph Laplacian"),
+        _spec("Deg", lambda c: baselines.degree(c.W), ["entail"], "1 - mean degree of W"),
+        _spec("Ecc", lambda c: baselines.eccentricity(c.W), ["entail"], "eccentricity of the spectral embedding"),
+        _spec("KLE", lambda c: baselines.kernel_language_entropy(c.W), ["entail"], "kernel language entropy"),
+        _spec(
+            "MaxL",
+            lambda c: baselines.selfcheck_maxl(_req(c.x.answer_logprobs)),
+            ["answer_logprobs"],
+            "max over tokens of -log p",
+        ),
+        _spec(
+            "AvgL",
+            lambda c: baselines.selfcheck_avgl(_req(c.x.answer_logprobs)),
+            ["answer_logprobs"],
+            "mean over tokens of -log p",
+        ),
+        _spec(
+            "MaxE",
+            lambda c: baselines.selfcheck_maxe(_req(c.x.answer_entropies)),
+            ["answer_entropies"],
+            "max token entropy",
+        ),
+        _spec(
+            "AvgE",
+            lambda c: baselines.selfcheck_avge(_req(c.x.answer_entropies)),
+            ["answer_entropies"],
+            "mean token entropy",
+        ),
+        _spec("P(T)", lambda c: baselines.p_true_uncertainty(_req(c.x.p_true)), ["p_true"], "1 - p(True)"),
+        _spec(
+            "A4C",
+            lambda c: baselines.verbalised_uncertainty(_req(c.x.a4c_text)),
+            ["a4c_text"],
+            "1 - verbalised confidence (ask for confidence)",
+        ),
+    )
+}
+METHODS["ER"] = MethodSpec(
+    "ER",
+    None,
+    ("embeddings",),
+    "embedding regression: logistic regression on answer embeddings, fit on a seeded half of the "
+    "questions (computed at the metrics stage: embedding_regression_scores)",
+    per_question=False,
+)
+
+DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m not in ("Shap_sum",))
+"""Methods computed when none are named: everything except the opt-in ``Shap_sum``."""
+
+PER_QUESTION_METHODS: tuple[str, ...] = tuple(m for m, s in METHODS.items() if s.per_question)
+
+
+def resolve_methods(methods: Iterable[str] | None) -> tuple[str, ...]:
+    """Validate method names (``None`` -> :data:`DEFAULT_METHODS`); ValueError names the unknown ones."""
+    if methods is None:
+        return DEFAULT_METHODS
+    out = tuple(methods)
+    unknown = [m for m in out if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; known: {list(METHODS)}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate method names in {list(out)}")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring
+
+
+@dataclass
+class QuestionScores:
+    """Result for one question: ``scores`` (method -> float; only computed methods), ``skipped``
+    (method -> reason) and ``diagnostics`` (e.g. ``shap_psd_repaired``, ``shap_min_eig``, ``n_clusters``)."""
+
+    id: str
+    scores: dict[str, float] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+def shap_diagnostics(P: ArrayLike, beta: float, psd_policy: str) -> dict[str, Any]:
+    """Whether R(beta) built from P is PSD and whether ``psd_policy`` would repair it.
+
+    Returns ``{"shap_psd": bool, "shap_psd_repaired": bool, "shap_min_eig": float}``.
+    """
+    R = kernel_matrix(correlation_matrix(P), beta)
+    lam = float(min_eigenvalue(R))
+    psd = bool(is_psd(R))
+    return {"shap_psd": psd, "shap_psd_repaired": (not psd) and psd_policy != "raise", "shap_min_eig": lam}
+
+
+def score_question_detailed(
+    inputs: ScoreInputs | Mapping[str, Any],
+    *,
+    methods: Iterable[str] | None = None,
+    options: ScoreOptions | None = None,
+) -> QuestionScores:
+    """Run every requested per-question method on one question.
+
+    A method is skipped (reason in ``.skipped``) when an input it needs is missing, when it raises a
+    ``ValueError``/``ArithmeticError``/``LinAlgError`` (e.g. ``psd_policy="raise"`` on a non-PSD R), or when
+    it returns NaN. ``+-inf`` is kept (a valid ranking value, e.g. ``Shap`` of a singular R). ``ER`` is
+    never computed here (see :func:`embedding_regression_scores`).
+    """
+    x = inputs if isinstance(inputs, ScoreInputs) else ScoreInputs.from_dict(inputs)
+    opts = options if options is not None else ScoreOptions()
+    ctx = _Context(x, opts)
+    out = QuestionScores(id=x.id)
+    if x.samples is not None:
+        out.diagnostics["n_samples"] = len(x.samples)
+        out.diagnostics["n_empty_samples"] = sum(1 for s in x.samples if not s.strip())
+    names = resolve_methods(methods)
+    if x.has("entail") and any(METHODS[m].per_question and "entail" in METHODS[m].needs for m in names):
+        try:
+            out.diagnostics.update(shap_diagnostics(_req(x.entail), opts.beta, opts.psd_policy))
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            out.diagnostics["shap_error"] = str(exc)
+    for name in names:
+        spec = METHODS[name]
+        if not spec.per_question:
+            continue
+        miss = x.missing(spec.needs)
+        if miss:
+            out.skipped[name] = "missing input: " + ", ".join(miss)
+            continue
+        assert spec.func is not None
+        try:
+            value = float(spec.func(ctx))
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            out.skipped[name] = f"error: {exc}"
+            continue
+        if math.isnan(value):
+            out.skipped[name] = "method returned NaN"
+            continue
+        out.scores[name] = value
+    if "clusters" in ctx.__dict__:
+        out.diagnostics["n_clusters"] = int(len(np.unique(ctx.clusters)))
+    return out
+
+
+def score_question(
+    inputs: ScoreInputs | Mapping[str, Any],
+    *,
+    methods: Iterable[str] | None = None,
+    options: ScoreOptions | None = None,
+) -> dict[str, float]:
+    """Scores (method -> float, higher = more uncertain) of the methods that could be computed.
+
+    See :func:`score_question_detailed` for the skipped methods' reasons and the PSD diagnostics.
+    """
+    return score_question_detailed(inputs, methods=methods, options=options).scores
+
+
+def score_many(
+    inputs: Iterable[ScoreInputs | Mapping[str, Any]],
+    *,
+    methods: Iterable[str] | None = None,
+    options: ScoreOptions | None = None,
+    progress: bool = False,
+) -> list[QuestionScores]:
+    """:func:`score_question_detailed` for each question, in order (optional tqdm progress bar)."""
+    names = resolve_methods(methods)
+    items: Iterable[Any] = inputs
+    if progress:
+        from tqdm.auto import tqdm
+
+        items = tqdm(list(inputs), desc="score", unit="q")
+    return [score_question_detailed(x, methods=names, options=options) for x in items]
+
+
+# --------------------------------------------------------------------------------------------------
+# Beta sweep (Table 5) and embedding regression
+
+
+def beta_sweep(P: ArrayLike, betas: Sequence[float], *, psd_policy: str = DEFAULT_PSD_POLICY) -> list[dict[str, Any]]:
+    """``Shap`` of one entailment matrix for each beta, recording whether R(beta) is PSD.
+
+    Returns one dict per beta: ``beta``, ``Shap`` (NaN when ``psd_policy="raise"`` and R is not PSD),
+    ``psd`` (R(beta) PSD before any repair), ``min_eig`` (its minimum eigenvalue) and ``repaired``.
+    """
+    out = []
+    for b in betas:
+        d = shap_diagnostics(P, float(b), psd_policy)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                value = float(shapley_uncertainty(P, float(b), psd_policy=psd_policy))
+        except ValueError:
+            value = math.nan
+        out.append(
+            {
+                "beta": float(b),
+                "Shap": value,
+                "psd": d["shap_psd"],
+                "min_eig": d["shap_min_eig"],
+                "repaired": d["shap_psd_repaired"],
+            }
+        )
+    return out
+
+
+def embedding_regression_scores(
+    embeddings: ArrayLike, correct: ArrayLike, *, seed: int = 0, test_fraction: float = 0.5
+) -> NDArray[np.float64]:
+    """``ER`` uncertainty for every question: fit on a seeded random split of the questions, score the rest.
+
+    The split is ``baselines.train_test_split_indices(m, test_fraction, seed)``; training rows get NaN,
+    so they never enter the AUROC (the metrics' ``n`` counts the test half only).
+
+    Args:
+        embeddings: (m, d) one embedding per question (of the judged answer).
+        correct: (m,) booleans (correctness of the judged answers).
+        seed: seed of the split.
+        test_fraction: share of questions scored (the rest is fitted on), in (0, 1).
+
+    Raises:
+        ValueError: shape mismatch, fewer than 2 questions, or a training split with a single class.
+    """
+    X = np.asarray(embeddings, dtype=np.float64)
+    y = np.asarray(correct, dtype=bool)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"embeddings must be (m, d) and correct (m,); got {X.shape} and {y.shape}")
+    train, test = baselines.train_test_split_indices(X.shape[0], test_fraction, seed)
+    model = baselines.EmbeddingRegression().fit(X[train], y[train])
+    out = np.full(X.shape[0], np.nan)
+    out[test] = np.asarray(model.uncertainty(X[test]), dtype=np.float64)
+    return out

@@ -111,7 +111,7 @@ def time_shapley(model: Any, tok: Any, recs: list[QARecord], prefix: bool, args:
     t0 = time.perf_counter()
     prompt, split = g.record_prompt(recs[0])
     if split:
-        g._prefix_cache(tuple(prompt[:split]))  # once per run, whatever the number of questions
+        g.prompts.prefix_cache(tuple(prompt[:split]))  # once per run, whatever the number of questions
     setup = time.perf_counter() - t0
     t0 = time.perf_counter()
     g.generate(recs)

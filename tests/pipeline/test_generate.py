@@ -140,7 +140,7 @@ def test_logprobs_match_a_full_forward_pass(tiny):
     """Cached, left-padded, batched decoding gives the same untempered log-probs as one plain forward pass."""
     model, _ = tiny
     g = gen(tiny, temperature=0.7, top_k=20, top_p=0.9, stop=())
-    prompts = [g._encode(r.prompt) for r in records()]  # different lengths -> left padding
+    prompts = [g.prompts.encode(r.prompt) for r in records()]  # different lengths -> left padding
     decoded = decode(g, prompts, [None, 11, 12], 8)
     for prompt, d in zip(prompts, decoded, strict=True):
         assert len(d.tokens) == len(d.logprobs) == len(d.entropies) > 0
@@ -156,10 +156,10 @@ def test_logprobs_match_a_full_forward_pass(tiny):
 
 def test_greedy_row_is_argmax(tiny):
     g = gen(tiny, stop=())
-    d = g.decode_prompt(g._encode("Q: hi\nA:"), [None], 6)[0]
+    d = g.decode_prompt(g.prompts.encode("Q: hi\nA:"), [None], 6)[0]
     assert len(d.tokens) == 6
     model, _ = tiny
-    ids = g._encode("Q: hi\nA:")
+    ids = g.prompts.encode("Q: hi\nA:")
     for tok_id in d.tokens:
         with torch.no_grad():
             nxt = int(model(input_ids=torch.tensor([ids])).logits[0, -1].argmax())
@@ -302,8 +302,8 @@ def test_generation_with_the_filter_equals_checking_every_row(tiny):
     stop = ("\n", "a")
     fast = gen(tiny, stop=stop, max_new_tokens=12)
     slow = gen(tiny, stop=stop, max_new_tokens=12)
-    checker, eos, table = slow._lookup_tables()
-    slow._tables = (checker, eos, torch.ones_like(table))
+    checker, eos, table = slow.decoder._lookup_tables()
+    slow.decoder._tables = (checker, eos, torch.ones_like(table))
     a, b = fast.generate(records()), slow.generate(records())
     assert [o.to_dict() for o in a] == [o.to_dict() for o in b]
     assert fast.stats["stop_checks"] < slow.stats["stop_checks"]
@@ -339,14 +339,14 @@ def test_out_of_memory_batch_is_split_and_retried(tiny):
     the outputs are those of an unconstrained run, and the sizes used are counted."""
     reference = gen(tiny, batch_size=16).generate(records())
     g = gen(tiny, batch_size=16)
-    inner = g._decode
+    inner = g.decoder._decode
 
     def limited(state, seeds, *args, **kw):
         if len(seeds) > 3:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (fake)")
         return inner(state, seeds, *args, **kw)
 
-    g._decode = limited
+    g.decoder._decode = limited
     with pytest.warns(RuntimeWarning, match="out of device memory"):
         out = g.generate(records())
     for x, y in zip(out, reference, strict=True):  # same texts; statistics up to batch-composition noise
@@ -361,12 +361,12 @@ def test_out_of_memory_batch_is_split_and_retried(tiny):
     def always(state, seeds, *args, **kw):
         raise torch.OutOfMemoryError("fake")
 
-    g._decode = always
+    g.decoder._decode = always
     with pytest.raises(torch.OutOfMemoryError), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         g.generate(records(1))  # a single row that does not fit is an error, not an endless loop
     other = gen(tiny)
-    other._decode = lambda *a, **k: (_ for _ in ()).throw(ValueError("not memory"))
+    other.decoder._decode = lambda *a, **k: (_ for _ in ()).throw(ValueError("not memory"))
     with pytest.raises(ValueError, match="not memory"):
         other.generate(records(1))
 
@@ -385,7 +385,7 @@ def test_hidden_state_is_the_last_kept_tokens_final_hidden_state(tiny):
     model, tok = tiny
     for kw in [dict(stop=(), max_new_tokens=5), dict(stop=("a", "e", "\n"), max_new_tokens=12)]:
         g = gen(tiny, n_samples=1, **kw)
-        prompts = [g._encode(r.prompt) for r in records()]
+        prompts = [g.prompts.encode(r.prompt) for r in records()]
         decoded = decode(g, prompts, [None, 3, None], kw["max_new_tokens"], keep_hidden=True)
         assert decoded[1].hidden is None  # sampled rows keep none
         for prompt, d in [(prompts[0], decoded[0]), (prompts[2], decoded[2])]:
@@ -420,7 +420,7 @@ def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
     outs = {}
     for static in (False, True):
         g = gen(tiny, stop=("a", "e", "\n"), max_new_tokens=12, static_cache=static)
-        prompt = g._encode(records(1)[0].prompt)
+        prompt = g.prompts.encode(records(1)[0].prompt)
         seeds = [*range(1, 6), None, *range(6, 11), None]  # greedy rows after rows that may leave first
         outs[static] = g.decode_prompt(prompt, seeds, 12, True)
         lengths = {len(d.tokens) for d in outs[static]}
@@ -441,8 +441,8 @@ def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
 def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
     """The decoding loop moves data to the host once per step (plus a constant number of times per batch)."""
     g = gen(tiny, stop=("\n",), max_new_tokens=12)
-    g._lookup_tables()
-    prompt = g._encode(records()[2].prompt)
+    g.decoder._lookup_tables()
+    prompt = g.prompts.encode(records()[2].prompt)
     counts = {"n": 0}
     for name in ("cpu", "tolist", "item", "numpy"):
         original = getattr(torch.Tensor, name)
@@ -462,8 +462,8 @@ def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
 def test_eos_stops_and_is_not_kept(tiny):
     model, tok = tiny
     g = gen(tiny, stop=())
-    g._eos_ids = set(range(len(tok)))  # every token ends the sequence at once
-    d = g.decode_prompt(g._encode("Q: hi\nA:"), [5], 5)[0]
+    g.decoder.eos_ids = set(range(len(tok)))  # every token ends the sequence at once
+    d = g.decode_prompt(g.prompts.encode("Q: hi\nA:"), [5], 5)[0]
     assert d.tokens == [] and d.text == "" and d.logprobs == []
 
 
@@ -499,8 +499,8 @@ def test_chat_template_option(tiny):
     auto = Generator(model, GenerationConfig(chat_template=None, progress=False), tokenizer=chat_tok)
     forced_off = Generator(model, GenerationConfig(chat_template=False), tokenizer=chat_tok)
     assert auto.use_chat_template and not forced_off.use_chat_template
-    assert chat_tok.decode(auto._encode("hi", "Answer:")).endswith("<bot>Answer:")
-    assert chat_tok.decode(forced_off._encode("hi", "Answer:")) == "hi\nAnswer:"
+    assert chat_tok.decode(auto.prompts.encode("hi", "Answer:")).endswith("<bot>Answer:")
+    assert chat_tok.decode(forced_off.prompts.encode("hi", "Answer:")) == "hi\nAnswer:"
     out = auto.generate(records(1))
     assert len(out[0].samples) == 10
 
@@ -773,7 +773,7 @@ def test_shared_prefix_is_the_template_head_in_token_ids(tiny):
     split = splits.pop()
     prompts = [g.record_prompt(r)[0] for r in recs]
     assert MIN_PREFIX_TOKENS <= split <= common_prefix_length(prompts[0], prompts[1])
-    assert g._decode_text(prompts[0][:split]) in SHOTS + "Q: "
+    assert g.prompts.decode_text(prompts[0][:split]) in SHOTS + "Q: "
     assert gen(tiny, prefix_cache=False).record_prompt(recs[0])[1] == 0
     short = QARecord(id="x", dataset="toy", question="Hi?", references=("a",), prompt="Q: Hi?\nA:")
     assert g.record_prompt(short)[1] == 0  # a prefix shorter than MIN_PREFIX_TOKENS is not cached
@@ -809,7 +809,7 @@ def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeyp
     from shapley.pipeline.generate import prompts as genprompts
 
     g = gen(tiny, prefix_cache=True, p_true=False, a4c=False)
-    original = g._forward
+    original = g.lm.forward
 
     def forward(**kw):
         out = original(**kw)
@@ -818,7 +818,7 @@ def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeyp
                 layer.__class__ = type("OtherLayer", (layer.__class__,), {})
         return out
 
-    monkeypatch.setattr(g, "_forward", forward)
+    monkeypatch.setattr(g.lm, "forward", forward)
     out = g.generate(shared_records(2))
     assert g.stats["prefix_cache"].startswith("off (this model's cache layers")
     assert g.stats["prompt_prefills"] == 2 and g.stats["prefix_tokens_reused"] == 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -32,12 +32,13 @@ from shapley.pipeline.generate.config import (
     truncate_at_stop,
 )
 from shapley.pipeline.generate.models import (
+    CausalLM,
     free_device_memory,
     is_out_of_memory,
     kv_cache_bytes_per_token,
     release_device_memory,
 )
-from shapley.pipeline.generate.prompts import PromptState
+from shapley.pipeline.generate.prompts import PromptBuilder, PromptState
 from shapley.pipeline.rundir.records import QARecord
 
 T = TypeVar("T")
@@ -176,33 +177,59 @@ class _LiveRows:
         return nxt[sel]
 
 
-class DecodingMixin:
-    """Batch sizes, forward passes and the decoding loop (part of
-    :class:`~shapley.pipeline.generate.generator.Generator`)."""
+class Decoder:
+    """Batch sizes and the decoding loop (the decoding part of :class:`~shapley.pipeline.generate.generator.Generator`).
 
-    model: Any
-    tokenizer: Any
-    config: Any
-    device: torch.device
-    stats: dict[str, Any]
-    _head: torch.nn.Module | None
-    _pad_id: int
-    _eos_ids: set[int]
-    _takes_positions: bool
-    _takes_logits_to_keep: bool
-    _tables: tuple[StopChecker, torch.Tensor, torch.Tensor] | None
-    _row_cap: int | None
+    State: the end-of-sequence ids and the padding id, the output head (for hidden states), the stop-string
+    lookup tables (built on first use) and the row cap left by an out-of-memory split. Prompts are encoded,
+    prefilled and copied by its :class:`~shapley.pipeline.generate.prompts.PromptBuilder`; counts its work in
+    ``stats`` (the generator's counters)."""
 
-    if TYPE_CHECKING:  # provided by the other parts of Generator
+    def __init__(self, lm: CausalLM, config: Any, stats: dict[str, Any], prompts: PromptBuilder) -> None:
+        self.lm = lm
+        self.model = lm.model
+        self.tokenizer = lm.tokenizer
+        self.device = lm.device
+        self.config = config
+        self.stats = stats
+        self.prompts = prompts
+        self.eos_ids = self._collect_eos_ids()
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else (sorted(self.eos_ids)[0] if self.eos_ids else 0))
+        head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
+        self.head: torch.nn.Module | None = head if isinstance(head, torch.nn.Module) else None
+        self._tables: tuple[StopChecker, torch.Tensor, torch.Tensor] | None = None
+        self._row_cap: int | None = None
 
-        def _encode(self, body: str, prefix: str = "") -> list[int]: ...
+    def _collect_eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for src in (
+            self.tokenizer.eos_token_id,
+            getattr(self.model.generation_config, "eos_token_id", None)
+            if getattr(self.model, "generation_config", None) is not None
+            else None,
+        ):
+            if src is None:
+                continue
+            ids.update(int(i) for i in (src if isinstance(src, (list, tuple)) else [src]))
+        return ids
 
-        def _decode_text(self, ids: Sequence[int]) -> str: ...
-
-        def _expand(self, state: PromptState, rows: int, extra: int) -> Any: ...
+    def decode_prompt(
+        self, prompt: list[int], seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool = False, split: int = 0
+    ) -> list[Any]:
+        """Rows ``seeds`` (None: greedy) of one prompt (token ids): one prefill (of the tokens after the cached
+        shared prefix of length ``split``), then batches of :meth:`batch_rows` rows from copies of its cache."""
+        keep_hidden = keep_hidden and self.head is not None
+        head = _HeadInput(self.head if keep_hidden else None)
+        try:
+            state = self.prompts.prefill(prompt, split, head if keep_hidden else None)
+        finally:
+            head.close()
+        self.stats["batch_size"] = self.batch_rows(state.length + new_tokens)
+        return self.decode_rows(state, seeds, new_tokens, keep_hidden=keep_hidden)
 
     def _vocab_size(self) -> int:
-        weight = getattr(self._head, "weight", None)
+        weight = getattr(self.head, "weight", None)
         if isinstance(weight, torch.Tensor) and weight.dim() == 2:
             return int(weight.shape[0])
         return int(getattr(self.model.config, "vocab_size", None) or len(self.tokenizer))
@@ -214,13 +241,13 @@ class DecodingMixin:
             batch = getattr(self.tokenizer, "batch_decode", None)
             checker = StopChecker(
                 self.config.stop,
-                self._decode_text,
+                self.prompts.decode_text,
                 vocab,
                 batch_decode=None if batch is None else lambda ids: batch(ids, skip_special_tokens=True),
                 known_tokens=len(self.tokenizer),
             )
             eos = torch.zeros(vocab, dtype=torch.bool)
-            eos[[i for i in self._eos_ids if 0 <= i < vocab]] = True
+            eos[[i for i in self.eos_ids if 0 <= i < vocab]] = True
             self._tables = (checker, eos.to(self.device), torch.from_numpy(checker.table).to(self.device))
         return self._tables
 
@@ -250,11 +277,11 @@ class DecodingMixin:
         CUDA, the longest prompt of ``records`` (if given) sets the memory estimate."""
         context = None
         if records and self.config.batch_size is None and self.device.type == "cuda":
-            context = self._context_tokens([self._encode(r.prompt or _fallback_prompt(r)) for r in records], 0)
+            context = self._context_tokens([self.prompts.encode(r.prompt or _fallback_prompt(r)) for r in records], 0)
             context = None if context is None else context + self.config.max_new_tokens
         return max(1, self.batch_rows(context) // (1 + self.config.n_samples))
 
-    def _in_batches(self, items: Sequence[T], rows: int, run: Callable[[list[T]], list[Any]]) -> list[Any]:
+    def in_batches(self, items: Sequence[T], rows: int, run: Callable[[list[T]], list[Any]]) -> list[Any]:
         """``run`` over consecutive batches of ``rows`` items (fewer after an out-of-memory split)."""
         out: list[Any] = []
         start = 0
@@ -283,20 +310,13 @@ class DecodingMixin:
         )
         return self._split_on_oom(items[:half], run) + self._split_on_oom(items[half:], run)
 
-    def _forward(self, **kw: Any) -> Any:
-        if not self._takes_positions:
-            kw.pop("position_ids", None)
-        if self._takes_logits_to_keep:
-            kw["logits_to_keep"] = 1
-        return self.model(**kw)
-
     def _step(
         self, feed: torch.Tensor, cache: Any, mask: torch.Tensor, pos: torch.Tensor
     ) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:
         """Feed one token per row; returns (logits (B,V), cache, mask, positions)."""
         mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
         pos = pos + 1
-        out = self._forward(
+        out = self.lm.forward(
             input_ids=feed[:, None], attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True
         )
         return out.logits[:, -1, :], out.past_key_values, mask, pos
@@ -370,7 +390,7 @@ class DecodingMixin:
         out = []
         for r in range(len(track.alive)):
             tokens = track.tokens[r, : track.length[r]].tolist()
-            m, text = truncate_at_stop(tokens, self._decode_text, checker.stop)
+            m, text = truncate_at_stop(tokens, self.prompts.decode_text, checker.stop)
             out.append(_Decoded(tokens[:m], lps[r, :m].tolist(), ents[r, :m].tolist(), text))
         return out
 
@@ -387,10 +407,10 @@ class DecodingMixin:
         if b not in self.stats["batch_rows_used"]:
             self.stats["batch_rows_used"] = sorted([*self.stats["batch_rows_used"], b])
         tables = self._lookup_tables()
-        wanted = [r for r, s in enumerate(seeds) if s is None] if keep_hidden and self._head is not None else []
-        head = _HeadInput(self._head if wanted else None)
+        wanted = [r for r, s in enumerate(seeds) if s is None] if keep_hidden and self.head is not None else []
+        head = _HeadInput(self.head if wanted else None)
         try:
-            cache = self._expand(state, b, steps)
+            cache = self.prompts.expand(state, b, steps)
             live = _LiveRows(self, state, seeds, steps, wanted, cache)
             logits = state.logits.expand(b, -1)
             hid = _HiddenTrack(wanted, steps, self.device)
@@ -403,7 +423,7 @@ class DecodingMixin:
                 if self._advance(track, live.spread(nxt, b), step, tables) or step == steps - 1:
                     break
                 nxt = live.keep(track, nxt, hid)
-                feed = torch.where(track.alive_dev[live.index], nxt, self._pad_id)
+                feed = torch.where(track.alive_dev[live.index], nxt, self.pad_id)
                 logits, live.cache, live.mask, live.pos = self._step(feed, live.cache, live.mask, live.pos)
                 hid.record(step + 1, head.take())
             result = self._finish(track, tables[0])
@@ -417,7 +437,7 @@ class DecodingMixin:
         finally:
             head.close()
 
-    def _decode_rows(
+    def decode_rows(
         self, state: PromptState, seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool
     ) -> list[_Decoded]:
         """Decode the rows ``seeds`` of one prefilled prompt in batches of :meth:`batch_rows` rows (a batch
@@ -427,4 +447,4 @@ class DecodingMixin:
         def run(chunk: list[int | None]) -> list[_Decoded]:
             return self._decode(state, chunk, new_tokens, keep_hidden)
 
-        return self._in_batches(list(seeds), size, run)
+        return self.in_batches(list(seeds), size, run)

@@ -51,12 +51,11 @@ Models are loaded by :mod:`shapley.pipeline.generate.models`.
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import torch
+import numpy as np
 from tqdm.auto import tqdm
 
 from shapley.pipeline.generate.config import (
@@ -69,10 +68,10 @@ from shapley.pipeline.generate.config import (
     p_true_prompt,
     truncate_at_stop,
 )
-from shapley.pipeline.generate.decode import DecodingMixin, _HeadInput
-from shapley.pipeline.generate.models import load_model, model_fingerprint
-from shapley.pipeline.generate.prompts import PromptsMixin
-from shapley.pipeline.generate.selfeval import SelfEvalMixin
+from shapley.pipeline.generate.decode import Decoder
+from shapley.pipeline.generate.models import CausalLM, load_model, model_fingerprint
+from shapley.pipeline.generate.prompts import PromptBuilder
+from shapley.pipeline.generate.selfeval import SelfEvaluator
 from shapley.pipeline.rundir.records import Generation, QARecord
 
 __all__ = [
@@ -87,7 +86,7 @@ __all__ = [
 ]
 
 
-class Generator(PromptsMixin, DecodingMixin, SelfEvalMixin):
+class Generator:
     """Generation stage over a causal LM.
 
     ``Generator(spec_or_model, config, tokenizer=None)``: a model spec (see :func:`resolve_model`) is
@@ -118,24 +117,9 @@ class Generator(PromptsMixin, DecodingMixin, SelfEvalMixin):
             self.tokenizer = tokenizer
         self.model = model.eval()
         self.fingerprint = fp
-        self.device = next(self.model.parameters()).device
-        params = inspect.signature(self.model.forward).parameters
-        self._takes_positions = "position_ids" in params
-        self._takes_logits_to_keep = "logits_to_keep" in params
-        self._eos_ids = self._collect_eos_ids()
-        pad = self.tokenizer.pad_token_id
-        self._pad_id = int(pad if pad is not None else (sorted(self._eos_ids)[0] if self._eos_ids else 0))
-        use_chat = self.config.chat_template
-        has_template = bool(getattr(self.tokenizer, "chat_template", None))
-        if use_chat and not has_template:
-            raise ValueError("chat_template=True but the tokenizer has no chat template")
-        self.use_chat_template = has_template if use_chat is None else bool(use_chat)
-        self._class_token_ids(_TRUE_FALSE)  # fail early when the tokenizer cannot tell A from B
-        head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
-        self._head = head if isinstance(head, torch.nn.Module) else None
-        self._tables: tuple[StopChecker, torch.Tensor, torch.Tensor] | None = None
-        self._row_cap: int | None = None
-        self._static = self.device.type == "cuda" if self.config.static_cache is None else self.config.static_cache
+        self.lm = CausalLM(self.model, self.tokenizer)
+        self.device = self.lm.device
+        static = self.device.type == "cuda" if self.config.static_cache is None else self.config.static_cache
         self.stats: dict[str, Any] = {
             "batch_size": None,
             "decode_batches": 0,
@@ -145,25 +129,35 @@ class Generator(PromptsMixin, DecodingMixin, SelfEvalMixin):
             "tokens_generated": 0,
             "stop_checks": 0,
             "oom_splits": 0,
-            "cache": "static" if self._static else "dynamic",
+            "cache": "static" if static else "dynamic",
         }
-        self._init_prompts()
+        self.prompts = PromptBuilder(self.lm, self.config, self.stats, static)
+        self.use_chat_template = self.prompts.use_chat_template
+        self.prompts.class_token_ids(_TRUE_FALSE)  # fail early when the tokenizer cannot tell A from B
+        self.decoder = Decoder(self.lm, self.config, self.stats, self.prompts)
+        self.self_evaluator = SelfEvaluator(self.lm, self.config, self.prompts, self.decoder)
+        self.prompts.count_prefills()
 
     # ---------------------------------------------------------------------------------------------
-    def _collect_eos_ids(self) -> set[int]:
-        ids: set[int] = set()
-        for src in (
-            self.tokenizer.eos_token_id,
-            getattr(self.model.generation_config, "eos_token_id", None)
-            if getattr(self.model, "generation_config", None) is not None
-            else None,
-        ):
-            if src is None:
-                continue
-            ids.update(int(i) for i in (src if isinstance(src, (list, tuple)) else [src]))
-        return ids
+    def record_prompt(self, record: QARecord) -> tuple[list[int], int]:
+        """(token ids of the record's prompt, length of its shared prefix; 0 when none is cached)."""
+        return self.prompts.record_prompt(record)
 
-    # ---------------------------------------------------------------------------------------------
+    def batch_rows(self, context_tokens: int | None = None) -> int:
+        """Rows per decoding batch (see :meth:`~shapley.pipeline.generate.decode.Decoder.batch_rows`)."""
+        return self.decoder.batch_rows(context_tokens)
+
+    def questions_per_batch(self, records: Sequence[QARecord] | None = None) -> int:
+        """Questions whose ``1 + n_samples`` rows fit one decoding batch (at least 1)."""
+        return self.decoder.questions_per_batch(records)
+
+    def class_probabilities(
+        self, prompts: Sequence[tuple[str, str]], classes: Mapping[str, Sequence[str]]
+    ) -> np.ndarray:
+        """Next-token probabilities of answer classes, normalised over the classes; shape (N, C) (see
+        :meth:`~shapley.pipeline.generate.selfeval.SelfEvaluator.class_probabilities`)."""
+        return self.self_evaluator.class_probabilities(prompts, classes)
+
     def generate(self, records: Sequence[QARecord]) -> list[Generation]:
         """Samples, greedy answer, token statistics, p(True), A4C and (optionally) the greedy answer's
         hidden state for each record (same order); each record on its own (see the module docstring)."""
@@ -177,7 +171,7 @@ class Generator(PromptsMixin, DecodingMixin, SelfEvalMixin):
         with tqdm(total=len(records), desc="generate", unit="q", disable=disable) as bar:
             for record in records:
                 gen = self._generate_one(record)
-                self._self_evaluate(record, gen)
+                self.self_evaluator.evaluate(record, gen)
                 results.append(gen)
                 bar.update(1)
         return results
@@ -185,16 +179,9 @@ class Generator(PromptsMixin, DecodingMixin, SelfEvalMixin):
     def decode_prompt(
         self, prompt: list[int], seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool = False, split: int = 0
     ) -> list[Any]:
-        """Rows ``seeds`` (None: greedy) of one prompt (token ids): one prefill (of the tokens after the cached
-        shared prefix of length ``split``), then batches of :meth:`batch_rows` rows from copies of its cache."""
-        keep_hidden = keep_hidden and self._head is not None
-        head = _HeadInput(self._head if keep_hidden else None)
-        try:
-            state = self._prefill_prompt(prompt, split, head if keep_hidden else None)
-        finally:
-            head.close()
-        self.stats["batch_size"] = self.batch_rows(state.length + new_tokens)
-        return self._decode_rows(state, seeds, new_tokens, keep_hidden=keep_hidden)
+        """Rows ``seeds`` (None: greedy) of one prompt (token ids), see :meth:`Decoder.decode_prompt
+        <shapley.pipeline.generate.decode.Decoder.decode_prompt>`."""
+        return self.decoder.decode_prompt(prompt, seeds, new_tokens, keep_hidden, split)
 
     def _generate_one(self, record: QARecord) -> Generation:
         """Greedy answer plus ``n_samples`` samples of one question, decoded from one prefill of its prompt."""

@@ -14,6 +14,7 @@ import functools
 import gc
 import hashlib
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -380,3 +381,26 @@ def load_model(
             fp = path_fingerprint(folder)
     model = model.to(device=dev, dtype=dt).eval()
     return model, tokenizer, fp
+
+
+class CausalLM:
+    """A loaded causal LM and its tokenizer: the one forward pass the prompt builder, the decoder and the
+    self-evaluator of :class:`~shapley.pipeline.generate.generator.Generator` share. State: the model, its
+    tokenizer, its device and which optional arguments its ``forward`` takes."""
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device: torch.device = next(model.parameters()).device
+        params = inspect.signature(model.forward).parameters
+        self.takes_positions = "position_ids" in params
+        self.takes_logits_to_keep = "logits_to_keep" in params
+
+    def forward(self, **kw: Any) -> Any:
+        """The model's output for ``kw``; drops ``position_ids`` where the model takes none and keeps only the
+        last position's logits where it can."""
+        if not self.takes_positions:
+            kw.pop("position_ids", None)
+        if self.takes_logits_to_keep:
+            kw["logits_to_keep"] = 1
+        return self.model(**kw)

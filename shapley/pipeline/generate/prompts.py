@@ -12,7 +12,7 @@ question's own record, never of which other questions are in the run, shard or b
 numbers do not depend on them. A prefix shorter than :data:`MIN_PREFIX_TOKENS` is not cached.
 
 A prefilled prompt (:class:`PromptState`, one row) is expanded into each decoding batch of its rows by
-copying its cache (:meth:`PromptsMixin._expand`), into a preallocated static cache when that is on.
+copying its cache (:meth:`PromptBuilder.expand`), into a preallocated static cache when that is on.
 Models whose cache layers are not plain dynamic ones fall back to a whole-prompt prefill, with a note in
 ``stats["prefix_cache"]``.
 """
@@ -23,12 +23,12 @@ import copy
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from shapley.pipeline.generate.config import _fallback_prompt
-from shapley.pipeline.generate.models import is_out_of_memory
+from shapley.pipeline.generate.models import CausalLM, is_out_of_memory
 from shapley.pipeline.rundir.records import QARecord
 
 #: prefixes (token-id tuples) whose key-value caches are kept
@@ -66,29 +66,35 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-class PromptsMixin:
-    """Encoding and prefilling of prompts (part of :class:`shapley.pipeline.generate.generator.Generator`)."""
+class PromptBuilder:
+    """Encodes prompts and prefills them (the prompt part of :class:`~shapley.pipeline.generate.generator.Generator`).
 
-    model: Any
-    tokenizer: Any
-    config: Any
-    device: torch.device
-    stats: dict[str, Any]
-    use_chat_template: bool
-    _static: bool
+    State: whether prompts use the chat template, the shared-prefix caches (:data:`PREFIX_CACHE_ENTRIES` most
+    recent) and the template heads' token ids, whether the prefix cache and the static cache are (still) on.
+    Counts its prefills in ``stats`` (the generator's counters)."""
 
-    if TYPE_CHECKING:  # provided by the other parts of Generator
-
-        def _forward(self, **kw: Any) -> Any: ...
-
-    def _init_prompts(self) -> None:
+    def __init__(self, lm: CausalLM, config: Any, stats: dict[str, Any], static: bool) -> None:
+        self.lm = lm
+        self.tokenizer = lm.tokenizer
+        self.device = lm.device
+        self.config = config
+        self.stats = stats
+        use_chat = config.chat_template
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        if use_chat and not has_template:
+            raise ValueError("chat_template=True but the tokenizer has no chat template")
+        self.use_chat_template = has_template if use_chat is None else bool(use_chat)
+        self._static = static
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._head_ids: dict[str, list[int]] = {}
-        self._prefix_ok = bool(self.config.prefix_cache)
+        self._prefix_ok = bool(config.prefix_cache)
+
+    def count_prefills(self) -> None:
+        """Add this part's counters to ``stats`` (after the generator's own, so the keys keep their order)."""
         self.stats.update(prompt_prefills=0, prefix_prefills=0, prefix_tokens_reused=0)
         self.stats["prefix_cache"] = "on" if self._prefix_ok else "off"
 
-    def _class_token_ids(self, variants: Mapping[str, Sequence[str]]) -> dict[str, list[int]]:
+    def class_token_ids(self, variants: Mapping[str, Sequence[str]]) -> dict[str, list[int]]:
         """First token id of each spelling variant per class, dropping ids shared between classes."""
         firsts: dict[str, set[int]] = {}
         for cls, forms in variants.items():
@@ -107,7 +113,7 @@ class PromptsMixin:
             out[cls] = keep
         return out
 
-    def _encode(self, body: str, prefix: str = "") -> list[int]:
+    def encode(self, body: str, prefix: str = "") -> list[int]:
         """Token ids of a prompt; with the chat template, ``body`` is the user turn and ``prefix`` starts
         the assistant turn."""
         if self.use_chat_template:
@@ -118,30 +124,30 @@ class PromptsMixin:
         text = body + ("\n" + prefix if prefix else "")
         return list(self.tokenizer.encode(text, add_special_tokens=True))
 
-    def _decode_text(self, ids: Sequence[int]) -> str:
+    def decode_text(self, ids: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
 
     def record_prompt(self, record: QARecord) -> tuple[list[int], int]:
         """(token ids of the record's prompt, length of its shared prefix; 0 when none is cached)."""
-        prompt = self._encode(record.prompt or _fallback_prompt(record))
+        prompt = self.encode(record.prompt or _fallback_prompt(record))
         if not self._prefix_ok:
             return prompt, 0
         head = template_head(record)
         if head not in self._head_ids:
-            self._head_ids[head] = self._encode(head) if head else []
+            self._head_ids[head] = self.encode(head) if head else []
         split = min(common_prefix_length(prompt, self._head_ids[head]), len(prompt) - 1)
         return prompt, (split if split >= MIN_PREFIX_TOKENS else 0)
 
     # ---------------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def _prefix_cache(self, prefix: tuple[int, ...]) -> Any | None:
+    def prefix_cache(self, prefix: tuple[int, ...]) -> Any | None:
         """The key-value cache of ``prefix`` (one row), computed on first use; None (and the prefix cache off,
         with a note) when this model's cache cannot be reused."""
         if prefix in self._prefixes:
             self._prefixes.move_to_end(prefix)
             return self._prefixes[prefix]
         ids = torch.tensor([list(prefix)], dtype=torch.long, device=self.device)
-        cache = self._forward(input_ids=ids, use_cache=True).past_key_values
+        cache = self.lm.forward(input_ids=ids, use_cache=True).past_key_values
         self.stats["prefix_prefills"] += 1
         kinds = {type(layer).__name__ for layer in getattr(cache, "layers", [None])}
         if kinds != {"DynamicLayer"}:
@@ -155,19 +161,19 @@ class PromptsMixin:
         return cache
 
     @torch.inference_mode()
-    def _prefill_prompt(self, prompt: list[int], split: int = 0, head: Any = None) -> PromptState:
+    def prefill(self, prompt: list[int], split: int = 0, head: Any = None) -> PromptState:
         """Prefill one prompt once; with ``split`` > 0 only the tokens after its cached shared prefix.
         ``head``: a :class:`~shapley.pipeline.generate.decode._HeadInput` to read the last hidden state from."""
         if not prompt:
             raise ValueError("cannot generate from an empty prompt")
         self.stats["prompt_prefills"] += 1
-        past = self._prefix_cache(tuple(prompt[:split])) if split > 0 and self._prefix_ok else None
+        past = self.prefix_cache(tuple(prompt[:split])) if split > 0 and self._prefix_ok else None
         if past is None:
-            out = self._forward(input_ids=torch.tensor([prompt], device=self.device), use_cache=True)
+            out = self.lm.forward(input_ids=torch.tensor([prompt], device=self.device), use_cache=True)
         else:
             self.stats["prefix_tokens_reused"] += split
             n = len(prompt)
-            out = self._forward(
+            out = self.lm.forward(
                 input_ids=torch.tensor([prompt[split:]], device=self.device),
                 attention_mask=torch.ones((1, n), dtype=torch.long, device=self.device),
                 position_ids=torch.arange(split, n, device=self.device)[None],
@@ -178,7 +184,7 @@ class PromptsMixin:
         return PromptState(len(prompt), out.logits[:, -1, :], out.past_key_values, hidden)
 
     @torch.inference_mode()
-    def _expand(self, state: PromptState, rows: int, extra: int) -> Any:
+    def expand(self, state: PromptState, rows: int, extra: int) -> Any:
         """A cache of ``rows`` copies of the prompt's cache, for ``extra`` more tokens: preallocated (static)
         when that is on and works for this model, else a dynamic copy. The prompt's own cache is left as is."""
         index = torch.zeros(rows, dtype=torch.long, device=self.device)
@@ -199,7 +205,7 @@ class PromptsMixin:
         try:
             from transformers import StaticCache
 
-            static = StaticCache(config=self.model.config, max_cache_len=max_len)
+            static = StaticCache(config=self.lm.model.config, max_cache_len=max_len)
             layers, sources = getattr(static, "layers", []), getattr(cache, "layers", [])
             if len(layers) != len(sources) or not layers:
                 raise TypeError("cache layers differ")

@@ -7,45 +7,36 @@ so its p(True) and A4C reply do not depend on which questions share its run, sha
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from shapley.pipeline.generate.config import _TRUE_FALSE, a4c_prompt, p_true_prompt
-from shapley.pipeline.generate.prompts import PromptState
+from shapley.pipeline.generate.decode import Decoder
+from shapley.pipeline.generate.models import CausalLM
+from shapley.pipeline.generate.prompts import PromptBuilder
 from shapley.pipeline.rundir.records import Generation, QARecord
 
 
-class SelfEvalMixin:
-    """p(True), A4C and class probabilities (part of :class:`shapley.pipeline.generate.generator.Generator`)."""
+class SelfEvaluator:
+    """p(True), A4C and class probabilities (the self-evaluation part of
+    :class:`~shapley.pipeline.generate.generator.Generator`).
 
-    config: Any
-    device: torch.device
-    _pad_id: int
+    State: none of its own beyond the settings; it encodes through the prompt builder and batches, pads and
+    decodes through the decoder it is given."""
 
-    if TYPE_CHECKING:  # provided by the other parts of Generator
-
-        def _encode(self, body: str, prefix: str = "") -> list[int]: ...
-
-        def _forward(self, **kw: Any) -> Any: ...
-
-        def _class_token_ids(self, variants: Mapping[str, Sequence[str]]) -> dict[str, list[int]]: ...
-
-        def batch_rows(self, context_tokens: int | None = None) -> int: ...
-
-        def _in_batches(self, items: Sequence[Any], rows: int, run: Any) -> list[Any]: ...
-
-        def _prefill_prompt(self, prompt: list[int], split: int = 0, head: Any = None) -> PromptState: ...
-
-        def _decode_rows(
-            self, state: PromptState, seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool
-        ) -> Any: ...
+    def __init__(self, lm: CausalLM, config: Any, prompts: PromptBuilder, decoder: Decoder) -> None:
+        self.lm = lm
+        self.device = lm.device
+        self.config = config
+        self.prompts = prompts
+        self.decoder = decoder
 
     def _padded_logits(self, prompts: Sequence[list[int]]) -> torch.Tensor:
         """Last-position logits (B, V) of left-padded prompts, one forward pass."""
         length = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), length), self._pad_id, dtype=torch.long)
+        ids = torch.full((len(prompts), length), self.decoder.pad_id, dtype=torch.long)
         mask = torch.zeros((len(prompts), length), dtype=torch.long)
         for r, p in enumerate(prompts):
             if p:
@@ -55,7 +46,7 @@ class SelfEvalMixin:
         kw: dict[str, Any] = {"input_ids": ids, "use_cache": False}
         if len(prompts) > 1 or not bool(mask.all()):
             kw.update(attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
-        return self._forward(**kw).logits[:, -1, :]
+        return self.lm.forward(**kw).logits[:, -1, :]
 
     @torch.inference_mode()
     def class_probabilities(
@@ -67,8 +58,8 @@ class SelfEvalMixin:
         enabled). ``classes``: class name -> spelling variants (e.g. ``{"A": (" A", "A")}``); a class's
         probability is the summed probability of the first tokens of its variants (tokens shared by
         several classes are dropped). One forward pass per :meth:`batch_rows` prompts (left-padded)."""
-        ids = self._class_token_ids(classes)
-        encoded = [self._encode(body, prefix) for body, prefix in prompts]
+        ids = self.prompts.class_token_ids(classes)
+        encoded = [self.prompts.encode(body, prefix) for body, prefix in prompts]
         if not encoded:
             return np.zeros((0, len(ids)), dtype=np.float64)
 
@@ -77,15 +68,15 @@ class SelfEvalMixin:
             per_class = torch.stack([torch.logsumexp(logp[:, v], dim=-1) for v in ids.values()], dim=-1)
             return list(torch.softmax(per_class, dim=-1).cpu().double().numpy())
 
-        rows = self._in_batches(encoded, self.batch_rows(max(len(p) for p in encoded) + 1), run)
+        rows = self.decoder.in_batches(encoded, self.decoder.batch_rows(max(len(p) for p in encoded) + 1), run)
         return np.stack(rows).astype(np.float64)
 
-    def _self_evaluate(self, record: QARecord, gen: Generation) -> None:
+    def evaluate(self, record: QARecord, gen: Generation) -> None:
         """p(True) and the A4C reply of one question's greedy answer (in place), each prompt on its own."""
         cfg = self.config
         if cfg.p_true:
             probs = self.class_probabilities([p_true_prompt(record.question, gen.samples, gen.answer)], _TRUE_FALSE)
             gen.p_true = float(probs[0, 0])
         if cfg.a4c:
-            state = self._prefill_prompt(self._encode(*a4c_prompt(record.question, gen.answer)))
-            gen.a4c_text = self._decode_rows(state, [None], cfg.a4c_max_new_tokens, keep_hidden=False)[0].text
+            state = self.prompts.prefill(self.prompts.encode(*a4c_prompt(record.question, gen.answer)))
+            gen.a4c_text = self.decoder.decode_rows(state, [None], cfg.a4c_max_new_tokens, keep_hidden=False)[0].text

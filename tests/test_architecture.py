@@ -163,3 +163,116 @@ def test_public_api_names():
         assert callable(getattr(shapley, name))
     for name in ("auroc", "auarc", "prr", "bootstrap_ci"):
         assert callable(getattr(shapley.metrics, name))
+
+
+# --- the pipeline's stage packages -------------------------------------------------------------------------------
+
+PIPELINE = PKG / "pipeline"
+#: the stages in the order the data flows; a stage may import the run directory, the run configuration and
+#: earlier stages, never a later one. ``experiment`` (the orchestration) may import every stage.
+STAGES = ("data", "generate", "entail", "score", "evaluate")
+#: what the other parts of pipeline/ may import: the run directory imports no stage (only the run
+#: configuration); ``config`` names every stage's settings, so it reads the vocabularies of the data and score
+#: stages (reference fields, method names), never the stages after them.
+OTHERS: dict[str, set[str]] = {
+    "rundir": {"rundir", "config"},
+    "config": {"config", "rundir", "data", "score"},
+    "experiment": {"rundir", "config", *STAGES, "experiment"},
+    "": {""},
+}
+
+
+def allowed_parts(part: str) -> set[str]:
+    """The parts of pipeline/ (sub-package names, or ``config``) that ``part`` may import."""
+    if part in STAGES:
+        return {"rundir", "config", *STAGES[: STAGES.index(part) + 1]}
+    return OTHERS[part]
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["shapley", "pipeline"]:
+        return None
+    return parts[2] if len(parts) > 2 else ""
+
+
+def stage_violations(imports: dict[str, set[str]]) -> list[str]:
+    """``module imports target`` for every import (module -> the package's modules it imports) that breaks the
+    stage order."""
+    bad = []
+    for module, targets in sorted(imports.items()):
+        me = _part(module)
+        if me is None:
+            continue
+        for target in sorted(targets):
+            other = _part(target)
+            if other is not None and other != "" and other not in allowed_parts(me):
+                bad.append(f"{module} imports {target}")
+    return bad
+
+
+def test_stages_import_only_earlier_stages():
+    imports = {_module_name(p): package_imports(p) for p in sorted(PIPELINE.rglob("*.py"))}
+    assert {_part(m) for m in imports} <= {*STAGES, *OTHERS}, "a part of pipeline/ the stage rule does not know"
+    assert not stage_violations(imports), stage_violations(imports)
+
+
+def test_the_stage_checker_sees_a_later_stage():
+    """The checker itself: an entail module importing evaluate, or the run directory importing a stage, fails."""
+    fake = PIPELINE / "entail" / "fake.py"
+    source = ast.parse("from ..evaluate import metrics\nfrom shapley.pipeline.generate import models\n").body
+    imports = {"shapley.pipeline.entail.fake": {n for node in source for n in _resolve(fake, node)}}  # type: ignore[arg-type]
+    imports["shapley.pipeline.rundir.fake"] = {"shapley.pipeline.score.scores"}
+    imports["shapley.pipeline.experiment.fake"] = {"shapley.pipeline.evaluate.metrics"}
+    bad = stage_violations(imports)
+    assert "shapley.pipeline.entail.fake imports shapley.pipeline.evaluate.metrics" in bad
+    assert "shapley.pipeline.rundir.fake imports shapley.pipeline.score.scores" in bad
+    assert not [b for b in bad if "generate" in b or "experiment" in b], bad
+
+
+def test_pipeline_top_level_shows_the_stages():
+    top = sorted(p.name for p in PIPELINE.iterdir() if p.name != "__init__.py" and not p.name.startswith((".", "_")))
+    assert len(top) <= 8, f"pipeline/ holds {len(top)} modules and packages besides __init__.py: {top}"
+    assert {*STAGES, "rundir", "experiment"} <= {p.removesuffix(".py") for p in top}
+
+
+def crowded_prefixes(names: list[str]) -> dict[str, list[str]]:
+    """First-three-letter prefixes shared by 3 or more of ``names`` (module names without ``.py``)."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name[:3], []).append(name)
+    return {k: sorted(v) for k, v in groups.items() if len(v) >= 3}
+
+
+@pytest.mark.parametrize(
+    "folder", sorted({p.parent for p in PKG.rglob("*.py")}), ids=lambda p: str(p.relative_to(PKG.parent))
+)
+def test_no_folder_spells_a_subfolder_in_file_names(folder):
+    names = [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
+    assert not crowded_prefixes(names), f"{folder.relative_to(PKG.parent)}: {crowded_prefixes(names)}; make a package"
+
+
+def test_the_prefix_checker_sees_a_crowd():
+    assert crowded_prefixes(["genconfig", "gendecode", "generate", "models"]) == {
+        "gen": ["genconfig", "gendecode", "generate"]
+    }
+    assert crowded_prefixes(["base", "cache", "nli"]) == {}
+
+
+def _mixin_classes(tree: ast.AST) -> list[str]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(b) for b in node.bases]
+            if node.name.endswith("Mixin") or any(b.endswith("Mixin") for b in bases):
+                out.append(node.name)
+    return out
+
+
+def test_no_mixins_in_the_pipeline():
+    found = {
+        str(p.relative_to(PKG.parent)): _mixin_classes(ast.parse(p.read_text(encoding="utf-8")))
+        for p in PIPELINE.rglob("*.py")
+    }
+    assert not {k: v for k, v in found.items() if v}, found
+    assert _mixin_classes(ast.parse("class A(PromptsMixin, B):\n    pass\nclass C:\n    pass\n")) == ["A"]

@@ -2,7 +2,9 @@
 
 core imports nothing outside core; theory imports core; pipeline imports core; companion may import core,
 theory and pipeline; the CLI imports pipeline and companion. No module imports the package's own modules
-through importlib, and there is no import circle between the package's modules.
+through importlib, and there is no import circle between the package's modules. Inside the pipeline, a stage
+package imports the run directory, the run configuration and earlier stages only (data < generate < entail <
+score < evaluate); there is no mixin, at most 8 parts at its top, and no folder spells a sub-folder in file names.
 """
 
 from __future__ import annotations

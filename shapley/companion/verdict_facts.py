@@ -148,9 +148,22 @@ def _n_samples(read_config: Callable[[Any], Any], run_dir: Path) -> int | None:
         return None
 
 
+_T5_FIELDS = (
+    "t5_span",
+    "t5_ci",
+    "t5_psd_max",
+    "t5_not_psd1",
+    "t5_n1",
+    "t5_auroc1",
+    "t5_neginf1",
+    "t5_neginf1_repaired",
+    "t5_auroc1_finite",
+)
+
+
 def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
-    from shapley.companion import reported, tables
+    from shapley.companion import reported, singular, tables
     from shapley.pipeline.store import read_config
 
     runs = tables.discover_runs(results)
@@ -165,7 +178,7 @@ def _measured_facts(results: Path) -> dict[str, str]:
         "psd05_max_n": str(max(sizes)) if sizes else "n/a",
         "q_min": str(min(counts)) if counts else "n/a",
         "q_max": str(max(counts)) if counts else "n/a",
-        **dict.fromkeys(("t5_span", "t5_ci", "t5_psd_max", "t5_not_psd1", "t5_n1", "t5_auroc1"), "n/a"),
+        **dict.fromkeys(_T5_FIELDS, "n/a"),
     }
     llama = results / "triviaqa_llama13b" / "minilm_n10"
     if (llama / "beta_sweep.csv").exists():
@@ -180,6 +193,12 @@ def _measured_facts(results: Path) -> dict[str, str]:
             t5_not_psd1=str(int(last["n_not_psd"])),
             t5_n1=str(int(last["n"])),
             t5_auroc1=_f(float(last["auroc"])),
+        )
+        inf = singular.infinite_scores(llama, float(last["beta"]))
+        out.update(
+            t5_neginf1=str(inf.n_neginf),
+            t5_neginf1_repaired=str(inf.n_neginf_repaired),
+            t5_auroc1_finite=_f(inf.auroc_finite),
         )
     return out
 

@@ -353,8 +353,11 @@ _RULES: tuple[Rule, ...] = (
         "The grid needs LLaMA2-7B with DeBERTa-MNLI. On the real LLaMA-13B TriviaQA answers (stand-in "
         "entailment), the measured AUROC spans {t5_span} over the paper's first-round grid up to beta = "
         "{t5_psd_max} (every R PSD there), while its 95% interval is {t5_ci} wide: the grid cannot single out a "
-        "best beta. At beta = 1, {t5_not_psd1} of {t5_n1} matrices are not PSD and are repaired, and the AUROC "
-        "falls to {t5_auroc1}.",
+        "best beta. At beta = 1 the AUROC falls to {t5_auroc1}. There {t5_not_psd1} of {t5_n1} matrices are not "
+        "PSD and are repaired, and two answers the judge scores as equivalent (C = 1, e.g. duplicates) put an "
+        "entry 1 beside R's unit diagonal: a PSD R is then singular, and Shap = -inf for {t5_neginf1} questions "
+        "({t5_neginf1_repaired} of them repaired). A -inf score ranks as the most certain; without those "
+        "questions the AUROC is {t5_auroc1_finite}.",
         ("shapley.pipeline.evaluate.beta_table", "shapley.companion.tables.beta_pivot"),
         command=paper_scale_command("triviaqa", "L-7B") + " && python -m shapley beta-sweep "
         "runs/triviaqa-llama-2-7b-hf --n-boot 1000",

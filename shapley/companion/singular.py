@@ -31,9 +31,10 @@ class InfiniteScores:
     """Shap at one beta on one run's questions.
 
     ``n``: questions scored; ``n_neginf``: Shap = -inf; ``n_repaired``: R not PSD, repaired by the run's policy;
-    ``n_neginf_repaired``: both; ``n_equal_pair``: questions with two answers at C[i, j] = 1 (at beta = 1 R is
+    ``n_neginf_repaired``: both; ``n_equal_pair``: questions with two answers at C[i, j] = 1 (at beta = 1, R is
     then singular or not PSD); ``n_neginf_equal``: -inf questions among those; ``auroc``: all questions (-inf
-    ranked as the most certain, as every metric of a run ranks it); ``auroc_finite``: the questions with a finite Shap only (NaN when one class is left)."""
+    ranked as the most certain, as every metric of a run ranks it); ``auroc_finite``: the questions with a finite
+    Shap only (NaN when one class is left)."""
 
     beta: float
     n: int

@@ -69,6 +69,25 @@ def _cosine_facts() -> dict[str, str]:
     }
 
 
+NEAR_COPY_RHOS = (0.99, 0.999)
+"""rho of the near copies whose Property 1 failure the prop-3.6 note quotes."""
+
+
+@functools.cache
+def _near_copy_facts() -> dict[str, str]:
+    """Property 1 with a near copy (rho < 1) of the minimiser m replacing m itself: the rise of the total (nats)
+    on the hand-made 3-answer matrix of the properties page, for each rho of :data:`NEAR_COPY_RHOS`."""
+    from shapley.theory import properties as pr
+
+    R = pr.property3_witness_rv()[0]
+    m = pr.argmin_player(R)
+    rise = [pr.total_uncertainty(pr.rv_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]
+    return {
+        "p1_rhos": " and ".join(f"{r:g}" for r in NEAR_COPY_RHOS),
+        "p1_rises": " and ".join(f"{x:.1e}" for x in rise),
+    }
+
+
 @functools.cache
 def _psd_facts() -> dict[str, str]:
     from shapley.core.metrics import auroc
@@ -210,4 +229,4 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
-    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}
+    return {**_mozart_facts(), **_near_copy_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}

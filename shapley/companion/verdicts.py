@@ -232,8 +232,12 @@ _RULES: tuple[Rule, ...] = (
         CONTRADICTED,
         (_PROPS,),
         "Property 3 fails in both readings (shrunk counterexamples), and on the paper's degenerate witness "
-        "the Shapley values are undefined. For the same reason Property 1 with an exact copy is undefined "
-        "(the copy makes R singular), and a near copy breaks it. In the sentence reading Properties 1-2 "
+        "the Shapley values are undefined. For the same reason Property 1 with an exact copy (its premise, "
+        "rho = 1) is undefined: the copy makes R singular. A near copy (rho < 1) lies outside that premise; "
+        "replacing the minimiser by one raises the total by 1/2 ln(rho^2 + (1 - rho^2) / (1 - R^2)) nats, which "
+        "vanishes as rho -> 1 (R^2: the minimiser's squared multiple correlation with the others; on a "
+        "3-answer matrix: {p1_rises} nats at rho = {p1_rhos}). In the sentence "
+        "reading Properties 1-2 "
         "fail too, but there the kernel never lets a duplicate reach correlation 1 nor an unrelated answer "
         "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "

@@ -183,6 +183,7 @@ _T5_FIELDS = (
 def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
     from shapley.companion import reported, singular, tables
+    from shapley.companion.htmltable import count_range
     from shapley.pipeline.store import read_config
 
     runs = tables.discover_runs(results)
@@ -197,6 +198,7 @@ def _measured_facts(results: Path) -> dict[str, str]:
         "psd05_max_n": str(max(sizes)) if sizes else "n/a",
         "q_min": str(min(counts)) if counts else "n/a",
         "q_max": str(max(counts)) if counts else "n/a",
+        "q_range": count_range(counts),
         **dict.fromkeys(_T5_FIELDS, "n/a"),
     }
     llama = results / "triviaqa_llama13b" / "minilm_n10"

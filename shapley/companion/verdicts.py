@@ -285,7 +285,7 @@ _RULES: tuple[Rule, ...] = (
         CONSISTENT,
         (_T3,),
         "Shap has the highest printed average ({rep_t3_avg_shap}). The printed averages are truncated, not "
-        "rounded, means of the {t3_rows} rows (reported.TABLE3_AVERAGE_CHECK).",
+        "rounded, means of the {t3_rows} rows.",
     ),
     Rule(
         "t4-competitive",
@@ -370,7 +370,7 @@ _RULES: tuple[Rule, ...] = (
         "setup-8000",
         NOT_HERE,
         ("book/experiments",),
-        "Our runs score {q_min} to {q_max} questions per dataset on a CPU; the paper's count needs a GPU.",
+        "Our runs score {q_range} questions per dataset on a CPU; the paper's count needs a GPU.",
         command=paper_scale_command("coqa", "L-7B"),
     ),
     Rule(

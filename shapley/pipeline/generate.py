@@ -57,7 +57,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from shapley.pipeline.genconfig import (
     _TRUE_FALSE,
@@ -73,6 +72,7 @@ from shapley.pipeline.gendecode import DecodingMixin, _HeadInput
 from shapley.pipeline.genprompts import PromptsMixin
 from shapley.pipeline.genselfeval import SelfEvalMixin
 from shapley.pipeline.models import load_model, model_fingerprint
+from shapley.pipeline.progress import tqdm
 from shapley.pipeline.records import Generation, QARecord
 
 __all__ = [

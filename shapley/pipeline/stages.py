@@ -17,10 +17,9 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from tqdm.auto import tqdm
-
 from shapley.pipeline import entail, generate
 from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
+from shapley.pipeline.progress import tqdm
 from shapley.pipeline.store import (
     CHUNK_KEY,
     TEST_CALL_LOG_ENV,

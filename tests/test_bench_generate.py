@@ -18,7 +18,8 @@ def test_bench_generate_tiny(tmp_path):
     out = tmp_path / "bench_generate_cpu.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "benchmarks/bench_generate.py", "--tiny", "--questions", "2", "--output", str(out)],
+        [sys.executable, "benchmarks/bench_generate.py", "--tiny", "--questions", "2", "--repeats", "2"]
+        + ["--reference-repeats", "2", "--output", str(out)],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -36,6 +37,16 @@ def test_bench_generate_tiny(tmp_path):
     assert cached["prefix_tokens"] > 0 and plain["prefix_tokens"] == 0
     assert cached["prompt_prefills"] == plain["prompt_prefills"] == 2  # one per question
     assert all("seconds_per_question" in r and r["questions"] == 2 for r in meta["rows"])  # no timing asserted
+    assert meta["benchmark_version"] == 2 and meta["repeats"] == meta["reference_repeats"] == 2
+    assert meta["total_seconds"] > 0 and "untimed" in meta["warm_up"]
+    for r in meta["rows"]:
+        runs = r["seconds_per_question_runs"]
+        assert len(runs) == r["repeats"] == 2
+        assert r["seconds_per_question_min"] == min(runs) and r["seconds_per_question_max"] == max(runs)
+        assert r["speedup_vs_transformers_min"] <= r["speedup_vs_transformers"] <= r["speedup_vs_transformers_max"]
+    ref = modes["transformers_generate"]["seconds_per_question"]
+    setup_per_q = cached["setup_seconds"] / 2
+    assert cached["speedup_with_setup"] == pytest.approx(ref / (cached["seconds_per_question"] + setup_per_q))
 
 
 @pytest.mark.slow

@@ -191,14 +191,16 @@ def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str
             "Generation on a CPU: not measured with the current benchmark (the stored file predates the warm-up "
             "and repeats of `benchmarks/bench_generate.py`; `make results` remeasures it)."
         )
-    by_mode = rows[rows["dataset"] == dataset].set_index("mode")
-    if not {"shapley_prefix_cache", "transformers_generate"} <= set(by_mode.index):
+    by_mode: dict[str, dict[Any, Any]] = {
+        str(r["mode"]): r for r in rows[rows["dataset"] == dataset].to_dict("records")
+    }
+    if not {"shapley_prefix_cache", "transformers_generate"} <= set(by_mode):
         return f"Generation on a CPU: {dataset} not measured."
-    ours, ref = by_mode.loc["shapley_prefix_cache"], by_mode.loc["transformers_generate"]
+    ours, ref = by_mode["shapley_prefix_cache"], by_mode["transformers_generate"]
     target = GENERATION_TARGET_VS_TRANSFORMERS
     ratio = float(ours["speedup_vs_transformers"])
 
-    def runs(r: pd.Series) -> str:
+    def runs(r: Mapping[str, Any]) -> str:
         n = int(r["repeats"])
         if n == 1:
             return "1 run"

@@ -20,6 +20,6 @@ with warnings.catch_warnings():
     from tqdm import auto as _auto
 
 if find_spec("ipywidgets") is not None:  # pragma: no cover - not installed in the project's environment
-    tqdm = _auto.tqdm  # type: ignore[misc]
+    tqdm = _auto.tqdm
 
 __all__ = ["tqdm"]

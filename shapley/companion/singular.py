@@ -10,10 +10,12 @@ repaired (not PSD) matrices and the AUROC with and without the -inf questions. A
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -94,7 +96,13 @@ def _equal_pair(P: np.ndarray) -> bool:
 
 def infinite_scores(run_dir: str | os.PathLike[str], beta: float = 1.0) -> InfiniteScores:
     """:class:`InfiniteScores` of ``run_dir`` at ``beta``, recomputed from its stored entailment matrices and
-    correctness labels (the run's PSD policy)."""
+    correctness labels (the run's PSD policy). Cached per (resolved directory, beta) within a process: a page that
+    quotes it twice (its own table and a verdict note) computes it once."""
+    return _infinite_scores(str(Path(run_dir).resolve()), float(beta))
+
+
+@functools.lru_cache(maxsize=16)
+def _infinite_scores(run_dir: str, beta: float) -> InfiniteScores:
     _, per_q = evaluate.beta_table(run_dir, [beta])
     scores = JsonlStore(os.path.join(run_dir, STAGE_FILES["scores"])).load(repair=False)
     ent = JsonlStore(os.path.join(run_dir, STAGE_FILES["entailment"])).load(repair=False)

@@ -67,3 +67,27 @@ def test_count_infinite_refuses_mixed_betas_and_reports_one_class_as_undefined()
     r = singular.count_infinite(per_q, pd.Series([False, True, True], index=ids), pd.Series(False, index=ids))
     assert math.isnan(r.auroc_finite) and r.auroc == pytest.approx(0.0)
     assert "undefined (one class left)" in singular.findings(r, "x")
+
+
+def test_committed_run_counts_match_an_independent_eigenvalue_count():
+    """On the committed LLaMA-13B run: a question's Shap is -inf at beta = 1 exactly when its R is PSD and holds
+    an off-diagonal 1 (counted here from the stored matrices with numpy alone); none of those is repaired."""
+    from pathlib import Path
+
+    from shapley.pipeline.store import STAGE_FILES, JsonlStore
+
+    run = Path(__file__).resolve().parents[2] / "results" / "triviaqa_llama13b" / "minilm_n10"
+    if not (run / "stages.jsonl.gz").exists():
+        pytest.skip("the committed run is absent")
+    ent = JsonlStore(run / STAGE_FILES["entailment"]).load(repair=False)
+    singular_psd = 0
+    for rec in ent.values():
+        P = np.asarray(rec["entail"], dtype=np.float64)
+        C = (P + P.T) / 2
+        R = np.exp(-((1 - C) ** 2) / 2)  # beta = 1
+        np.fill_diagonal(R, 1.0)
+        has_one = (R[~np.eye(len(R), dtype=bool)] >= 1 - 1e-12).any()
+        singular_psd += bool(has_one and np.linalg.eigvalsh(R).min() >= -1e-9)
+    r = singular.infinite_scores(run, 1.0)
+    assert r.n_neginf == singular_psd == r.n_neginf_equal and r.n_neginf_repaired == 0
+    assert r.n == len(ent) and r.auroc < r.auroc_finite

@@ -18,7 +18,8 @@ def test_bench_generate_tiny(tmp_path):
     out = tmp_path / "bench_generate_cpu.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "benchmarks/bench_generate.py", "--tiny", "--questions", "2", "--output", str(out)],
+        [sys.executable, "benchmarks/bench_generate.py", "--tiny", "--questions", "2", "--repeats", "2"]
+        + ["--reference-repeats", "2", "--output", str(out)],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -36,6 +37,20 @@ def test_bench_generate_tiny(tmp_path):
     assert cached["prefix_tokens"] > 0 and plain["prefix_tokens"] == 0
     assert cached["prompt_prefills"] == plain["prompt_prefills"] == 2  # one per question
     assert all("seconds_per_question" in r and r["questions"] == 2 for r in meta["rows"])  # no timing asserted
+    assert meta["benchmark_version"] == 2 and meta["repeats"] == meta["reference_repeats"] == 2
+    assert "total_seconds" in meta and "untimed" in meta["warm_up"]
+    reference = modes["transformers_generate"]
+    for r in meta["rows"]:
+        runs = r["seconds_per_question_runs"]
+        assert len(runs) == r["repeats"] == 2
+        assert r["seconds_per_question_min"] == min(runs) and r["seconds_per_question_max"] == max(runs)
+        # the range pairs the extremes: the reference's fastest run over this mode's slowest, and back
+        low = reference["seconds_per_question_min"] / r["seconds_per_question_max"]
+        high = reference["seconds_per_question_max"] / r["seconds_per_question_min"]
+        assert (r["speedup_vs_transformers_min"], r["speedup_vs_transformers_max"]) == pytest.approx((low, high))
+    ref = modes["transformers_generate"]["seconds_per_question"]
+    setup_per_q = cached["setup_seconds"] / 2
+    assert cached["speedup_with_setup"] == pytest.approx(ref / (cached["seconds_per_question"] + setup_per_q))
 
 
 @pytest.mark.slow
@@ -60,3 +75,31 @@ def test_bench_gpu_tiny_has_squad_shaped_generate_rows(tmp_path):
     ours = next(r for r in squad if r["engine"] == "shapley")
     assert ours["generator_stats"]["prefix_tokens_reused"] > 0 and ours["ratio_vs_transformers"] > 0
     assert "generate_squad_shaped_at_least_1.0_of_transformers_static" in meta["targets_met"]
+
+
+def _rows(**prefix: float) -> list[dict]:
+    ours = {"dataset": "squad", "mode": "shapley_prefix_cache", "questions": 4, "repeats": 3, "setup_seconds": 3.4}
+    ours |= {"seconds_per_question": 4.0, "seconds_per_question_min": 3.9, "seconds_per_question_max": 4.4}
+    ours |= {"speedup_vs_transformers": 12.5, "speedup_vs_transformers_min": 11.4, "speedup_vs_transformers_max": 12.8}
+    ours |= {"speedup_with_setup": 10.3, **prefix}
+    ref = {"dataset": "squad", "mode": "transformers_generate", "questions": 4, "repeats": 1}
+    ref |= {"seconds_per_question": 50.0, "seconds_per_question_min": 50.0, "seconds_per_question_max": 50.0}
+    return [ours, ref]
+
+
+def test_performance_page_states_the_claim_from_the_file_and_refuses_an_old_file():
+    import pandas as pd
+
+    from shapley.companion import costs
+
+    text = costs.generation_finding({"benchmark_version": 2}, pd.DataFrame(_rows()))
+    assert "4.00 s per question (median of 3 runs, 3.90 to 4.40)" in text and "one-off 3.4 s" in text
+    assert "50.0 s per question (1 run)" in text and "12.5 times faster (from 11.4 to 12.8" in text
+    assert "10.3 times with the prefix prefill charged" in text and "meets the target of 12 times" in text
+    slower = costs.generation_finding({"benchmark_version": 2}, pd.DataFrame(_rows(speedup_vs_transformers=9.2)))
+    assert "misses the target" in slower
+    old = {"rows": [{"dataset": "squad", "mode": "shapley_prefix_cache", "speedup_vs_transformers": 17.9}]}
+    assert "not measured with the current benchmark" in costs.generation_finding(old, pd.DataFrame(old["rows"]))
+    committed = ROOT / "results" / "bench_generate_cpu.json"
+    meta, rows = costs.load_benchmark(committed)
+    assert costs.generation_finding(meta, rows)  # the committed file, whichever version, gives a sentence

@@ -170,7 +170,8 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
         "--se-aggregation",
         choices=_score.SE_AGGREGATIONS,
         default=_score.SE_AGGREGATION,
-        help="SE sample log-likelihood: sum of token log-probs (default) or their mean (length-normalised)",
+        help=f"SE sample log-likelihood: sum of token log-probs or their mean (length-normalised); default "
+        f"{_score.SE_AGGREGATION}",
     )
     g.add_argument("--threshold", type=_unit, default=0.3, help="an answer is correct if its score > this (0.3)")
     g.add_argument("--n-boot", type=_n_boot, default=1000, help="bootstrap resamples for the AUROC CI, >= 2 (1000)")
@@ -348,10 +349,15 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
     bs = sub.add_parser(
         "beta-sweep",
         help="Table 5: AUROC of Shap for several beta from a run's stored entailment",
-        description="Recompute Shap for each beta from DIR/entailment.jsonl and report AUROC, and how many "
-        "questions have a non-PSD R at each beta.",
+        description="Recompute Shap for each beta from DIR's stored entailment matrices and report AUROC, and how "
+        "many questions have a non-PSD R at each beta.",
     )
-    bs.add_argument("run_dir", metavar="DIR", help="a run directory holding entailment.jsonl and scores.jsonl")
+    bs.add_argument(
+        "run_dir",
+        metavar="DIR",
+        help="a run directory with its entailment and score records: entailment.jsonl and scores.jsonl, or the "
+        "compact stages.jsonl.gz that stands in for them (as in the committed runs)",
+    )
     bs.add_argument(
         "--betas",
         type=_betas,

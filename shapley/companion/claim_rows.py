@@ -117,8 +117,7 @@ _CLAIM_ROWS: tuple[tuple[str, str, str, str, str], ...] = (
         "Sec. 4, Table 3 Average row",
         "empirical",
         "Averaged over the six rows, Shapley uncertainty has the highest AUROC (0.755).",
-        "Consistent; the Average row equals the truncated (not rounded) mean of the printed entries, "
-        "see TABLE3_AVERAGE_CHECK.",
+        "Consistent; the Average row equals the truncated (not rounded) mean of the printed entries.",
     ),
     (
         "t4-competitive",

@@ -169,3 +169,51 @@ def regeneration_html(results: str | os.PathLike[str]) -> Html:
         "script recorded its time."
     )
     return html_table(rows, cols, caption=caption, css="measured-table")
+
+
+GENERATION_BENCHMARK_VERSION = 2
+"""``benchmark_version`` of ``results/bench_generate_cpu.json`` that the performance page states claims from
+(warm-up per mode, repeats with their spread, the one-off prefix prefill apart)."""
+
+
+def generation_current(meta: Mapping[str, Any]) -> bool:
+    """Whether a generation benchmark file was written by the current benchmark (see
+    :data:`GENERATION_BENCHMARK_VERSION`)."""
+    return meta.get("benchmark_version") == GENERATION_BENCHMARK_VERSION
+
+
+def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str = "squad") -> str:
+    """One sentence on the prefix-cached generator against transformers ``generate`` on ``dataset``, from the
+    benchmark file: medians, their spread over the repeats, the one-off prefix prefill and the question count. A
+    file from an earlier benchmark version gets a sentence saying it is not a current measurement."""
+    if not generation_current(meta):
+        return (
+            "Generation on a CPU: not measured with the current benchmark (the stored file predates the warm-up "
+            "and repeats of `benchmarks/bench_generate.py`; `make results` remeasures it)."
+        )
+    by_mode: dict[str, dict[Any, Any]] = {
+        str(r["mode"]): r for r in rows[rows["dataset"] == dataset].to_dict("records")
+    }
+    if not {"shapley_prefix_cache", "transformers_generate"} <= set(by_mode):
+        return f"Generation on a CPU: {dataset} not measured."
+    ours, ref = by_mode["shapley_prefix_cache"], by_mode["transformers_generate"]
+    target = GENERATION_TARGET_VS_TRANSFORMERS
+    ratio = float(ours["speedup_vs_transformers"])
+
+    def runs(r: Mapping[str, Any]) -> str:
+        n = int(r["repeats"])
+        if n == 1:
+            return "1 run"
+        return f"median of {n} runs, {r['seconds_per_question_min']:.2f} to {r['seconds_per_question_max']:.2f}"
+
+    return (
+        f"Generation ({dataset}, {int(ours['questions'])} questions, CPU, one thread, each mode after an untimed "
+        f"warm-up call) with the prefix cache: {float(ours['seconds_per_question']):.2f} s per question "
+        f"({runs(ours)}), plus a one-off {float(ours['setup_seconds']):.1f} s per run to prefill the shared "
+        f"few-shot prefix; transformers `generate` doing the same work: {float(ref['seconds_per_question']):.1f} s "
+        f"per question ({runs(ref)}). That is {ratio:.1f} times faster (from "
+        f"{float(ours['speedup_vs_transformers_min']):.1f} to {float(ours['speedup_vs_transformers_max']):.1f} "
+        f"over the runs; {float(ours['speedup_with_setup']):.1f} times with the prefix prefill charged to these "
+        f"{int(ours['questions'])} questions), which {'meets' if ratio >= target else 'misses'} the target of "
+        f"{target:.0f} times."
+    )

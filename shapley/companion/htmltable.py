@@ -123,6 +123,18 @@ def bullets_html(items: Sequence[str]) -> Html:
     return Html('<ul class="findings">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
 
 
+def count_range(counts: Sequence[int]) -> str:
+    """``"a to b"`` for the smallest and largest of ``counts``, one number when they are equal, ``"n/a"`` when empty.
+
+    >>> count_range([100, 500, 200]), count_range([100, 100]), count_range([])
+    ('100 to 500', '100', 'n/a')
+    """
+    if not len(counts):
+        return "n/a"
+    lo, hi = min(counts), max(counts)
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
+
+
 def short_labels(names: Sequence[str]) -> dict[str, str]:
     """Each distinct path-like name -> its shortest tail of ``/``-separated parts that no other name shares.
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from shapley.companion import reported
 from shapley.companion.htmltable import Col, Html, code, esc, html_table
 from shapley.companion.provenance import relative_path
 from shapley.core import metrics
@@ -171,28 +172,75 @@ def judge_robustness_html(
     return html_table(t, cols, caption=caption, css="measured-table")
 
 
-def judge_findings(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str], label_b: str) -> str:
-    """HTML sentence: whether the paper's ordering claims (Shap ranks first; methods' standing against Shap)
-    survive the change of judge, computed from :func:`judge_robustness`, or that the run is not there yet."""
+PAPER_BASELINES: frozenset[str] = frozenset(v[2] for v in reported.METHODS.values()) - {REFERENCE}
+"""Our names of the methods the paper's tables compare Shap with."""
+
+
+def claim_status(outcomes_vs_reference: dict[str, str]) -> str:
+    """Whether one judge's paired comparisons support the paper's claim that Shap orders answers best.
+
+    ``outcomes_vs_reference``: method -> outcome from the method's side against :data:`REFERENCE` (``win``,
+    ``tie``, ``loss``, ``undefined``; DeLong, Holm within the run). Only :data:`PAPER_BASELINES` count:
+    ``supported`` when Shap is significantly better than every one compared, ``contradicted`` when one is
+    significantly better than Shap, ``not supported`` otherwise, ``not tested`` when none is compared.
+
+    >>> claim_status({"DSE": "loss", "SE": "loss", "LexSim": "win"})
+    'supported'
+    >>> claim_status({"DSE": "tie", "SE": "loss"}), claim_status({"DSE": "win"}), claim_status({"LexSim": "loss"})
+    ('not supported', 'contradicted', 'not tested')
+    """
+    paper = [o for m, o in outcomes_vs_reference.items() if m in PAPER_BASELINES and o != "undefined"]
+    if not paper:
+        return "not tested"
+    if "win" in paper:
+        return "contradicted"
+    return "supported" if all(o == "loss" for o in paper) else "not supported"
+
+
+def _listing(methods: list[str]) -> str:
+    """``A, B`` with the methods the paper never compares marked."""
+    return ", ".join(esc(m) if m in PAPER_BASELINES else f"{esc(m)} (not compared in the paper)" for m in methods)
+
+
+def _judge_status(outcomes_vs_reference: dict[str, str], label: str) -> str:
+    """One judge's status of the claim, with its ties with paper baselines and Shap's significant wins/losses."""
+    by: dict[str, list[str]] = {}
+    for m, o in outcomes_vs_reference.items():
+        by.setdefault(o, []).append(m)
+    parts = []
+    ties = [m for m in by.get("tie", []) if m in PAPER_BASELINES]
+    if ties:
+        parts.append(f"no significant difference with {_listing(ties)}")
+    if by.get("loss"):
+        parts.append(f"significantly better than {_listing(by['loss'])}")
+    if by.get("win"):
+        parts.append(f"significantly worse than {_listing(by['win'])}")
+    if not by.get("win") and not by.get("loss"):
+        parts.append(
+            f"none of its {sum(o != 'undefined' for o in outcomes_vs_reference.values())} comparisons significant"
+        )
+    return f"{claim_status(outcomes_vs_reference)} under {esc(label)} ({REFERENCE}: {'; '.join(parts)})"
+
+
+def judge_findings(
+    run_a: str | os.PathLike[str], run_b: str | os.PathLike[str], label_b: str, label_a: str = "the first judge"
+) -> str:
+    """HTML sentence: whether the paper's claim that Shap orders answers best is supported under each judge, by
+    the paired comparisons (DeLong, Holm within each run; :func:`claim_status`), with the ties with the paper's
+    baselines and Shap's significant wins and losses; then the rank correlation of the two orderings (point
+    estimates) and how many outcomes survive the change of judge. Or that the run is not there yet."""
     if not (Path(run_b) / "metrics.csv").exists():
         return f"The second judge ({esc(label_b)}) has not been run yet (<code>make results</code>)."
     r = judge_robustness(run_a, run_b)
-    rank_a, rank_b = r.reference_rank()
-    if rank_a is None or rank_b is None:
-        shap = f"{REFERENCE} has no defined AUROC under one of the judges"
-    else:
-        shap = f"{REFERENCE} ranks {rank_a} of {len(r.table)} under the first judge and {rank_b} under {esc(label_b)}"
-    first = rank_a == 1 and rank_b == 1
-    claim = (
-        "so the paper's claim that Shap orders answers best survives the change of judge"
-        if first
-        else "so the paper's claim that Shap orders answers best holds under neither judge"
-        if rank_a != 1 and rank_b != 1
-        else "so the paper's claim that Shap orders answers best holds under one judge only"
-    )
+    t = r.table[r.table["method"] != REFERENCE]
+    status = [
+        _judge_status({m: o for m, o in zip(t["method"], t[col], strict=True) if isinstance(o, str)}, label)
+        for col, label in (("outcome_a", label_a), ("outcome_b", label_b))
+    ]
     return (
-        f"On the {r.n_questions} questions both judges scored, under a second entailment judge ({esc(label_b)}) "
-        f"{shap}, {claim}; the two orderings of the methods "
-        f"correlate with Spearman {r.spearman:.2f} (Kendall {r.kendall:.2f}), and {r.n_kept} of {r.n_compared} "
-        f"paired comparisons against {REFERENCE} keep their outcome."
+        f"On the {r.n_questions} questions both judges scored, the paper's claim that {REFERENCE} orders answers "
+        f"best (tested against its baselines by DeLong's paired test, Holm-adjusted within each run) is "
+        f"{status[0]}, and {status[1]}. The two orderings of the methods by AUROC correlate with Spearman "
+        f"{r.spearman:.2f} (Kendall {r.kendall:.2f}), and {r.n_kept} of {r.n_compared} paired comparisons "
+        f"against {REFERENCE} keep their outcome."
     )

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from shapley.companion.htmltable import Col, Html, code, esc, html_table, with_interval
+from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, with_interval
 from shapley.companion.provenance import relative_path
 from shapley.core.metrics import holm
 from shapley.pipeline.evaluate.metrics import SIGNIFICANCE
@@ -102,8 +102,11 @@ def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
     source = pd.Series("computed here", index=comparisons.index, dtype=object)
     written = comparisons.get(DELONG_HOLM_COLUMN)
     for _, idx in comparisons.groupby("run", sort=False).groups.items():
+        nothing_to_adjust = comparisons.loc[idx, "delong_p"].isna().all()  # e.g. one correctness class only
         if written is not None and written.loc[idx].notna().any():
             adjusted.loc[idx] = written.loc[idx].astype(float)
+            source.loc[idx] = "written"
+        elif nothing_to_adjust:  # NaN p-values: NaN, as written or computed
             source.loc[idx] = "written"
         else:
             adjusted.loc[idx] = holm(comparisons.loc[idx, "delong_p"].to_numpy(dtype=np.float64))
@@ -144,11 +147,11 @@ def _test_words(comparisons: pd.DataFrame) -> str:
     """How the outcomes were decided, for captions: names the runs whose Holm adjustment was computed here."""
     computed = sorted(set(comparisons.loc[delong_outcomes(comparisons)["holm_source"] == "computed here", "run"]))
     words = f"DeLong's paired test, Holm-adjusted within each run, p below {SIGNIFICANCE:g}"
+    labels = short_labels(sorted(set(comparisons["run"])))
     if computed:
         words += (
-            f"; for {len(computed)} run"
-            f"{'s' * (len(computed) != 1)} written before <code>comparisons.csv</code> carried the adjusted value, "
-            "the adjustment is computed here from <code>delong_p</code>"
+            f"; for {', '.join(code(labels[r]) for r in computed)}, whose <code>comparisons.csv</code> has no adjusted "
+            "value, the adjustment is computed here from <code>delong_p</code>"
         )
     return words
 

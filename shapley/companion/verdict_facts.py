@@ -69,6 +69,25 @@ def _cosine_facts() -> dict[str, str]:
     }
 
 
+NEAR_COPY_RHOS = (0.99, 0.999)
+"""rho of the near copies whose Property 1 failure the prop-3.6 note quotes."""
+
+
+@functools.cache
+def _near_copy_facts() -> dict[str, str]:
+    """Property 1 with a near copy (rho < 1) of the minimiser m replacing m itself: the rise of the total (nats)
+    on the hand-made 3-answer matrix of the properties page, for each rho of :data:`NEAR_COPY_RHOS`."""
+    from shapley.theory import properties as pr
+
+    R = pr.property3_witness_rv()[0]
+    m = pr.argmin_player(R)
+    rise = [pr.total_uncertainty(pr.rv_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]
+    return {
+        "p1_rhos": " and ".join(f"{r:g}" for r in NEAR_COPY_RHOS),
+        "p1_rises": " and ".join(f"{x:.1e}" for x in rise),
+    }
+
+
 @functools.cache
 def _psd_facts() -> dict[str, str]:
     from shapley.core.metrics import auroc
@@ -148,9 +167,23 @@ def _n_samples(read_config: Callable[[Any], Any], run_dir: Path) -> int | None:
         return None
 
 
+_T5_FIELDS = (
+    "t5_span",
+    "t5_ci",
+    "t5_psd_max",
+    "t5_not_psd1",
+    "t5_n1",
+    "t5_auroc1",
+    "t5_neginf1",
+    "t5_neginf1_repaired",
+    "t5_auroc1_finite",
+)
+
+
 def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
-    from shapley.companion import reported, tables
+    from shapley.companion import reported, singular, tables
+    from shapley.companion.htmltable import count_range
     from shapley.pipeline.rundir.store import read_config
 
     runs = tables.discover_runs(results)
@@ -165,7 +198,8 @@ def _measured_facts(results: Path) -> dict[str, str]:
         "psd05_max_n": str(max(sizes)) if sizes else "n/a",
         "q_min": str(min(counts)) if counts else "n/a",
         "q_max": str(max(counts)) if counts else "n/a",
-        **dict.fromkeys(("t5_span", "t5_ci", "t5_psd_max", "t5_not_psd1", "t5_n1", "t5_auroc1"), "n/a"),
+        "q_range": count_range(counts),
+        **dict.fromkeys(_T5_FIELDS, "n/a"),
     }
     llama = results / "triviaqa_llama13b" / "minilm_n10"
     if (llama / "beta_sweep.csv").exists():
@@ -181,6 +215,12 @@ def _measured_facts(results: Path) -> dict[str, str]:
             t5_n1=str(int(last["n"])),
             t5_auroc1=_f(float(last["auroc"])),
         )
+        inf = singular.infinite_scores(llama, float(last["beta"]))
+        out.update(
+            t5_neginf1=str(inf.n_neginf),
+            t5_neginf1_repaired=str(inf.n_neginf_repaired),
+            t5_auroc1_finite=_f(inf.auroc_finite),
+        )
     return out
 
 
@@ -191,4 +231,4 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
-    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}
+    return {**_mozart_facts(), **_near_copy_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}

@@ -232,8 +232,12 @@ _RULES: tuple[Rule, ...] = (
         CONTRADICTED,
         (_PROPS,),
         "Property 3 fails in both readings (shrunk counterexamples), and on the paper's degenerate witness "
-        "the Shapley values are undefined. For the same reason Property 1 with an exact copy is undefined "
-        "(the copy makes R singular), and a near copy breaks it. In the sentence reading Properties 1-2 "
+        "the Shapley values are undefined. For the same reason Property 1 with an exact copy (its premise, "
+        "rho = 1) is undefined: the copy makes R singular. A near copy (rho < 1) lies outside that premise; "
+        "replacing the minimiser by one raises the total by 1/2 ln(rho^2 + (1 - rho^2) / (1 - R^2)) nats, which "
+        "vanishes as rho -> 1 (R^2: the minimiser's squared multiple correlation with the others; on a "
+        "3-answer matrix: {p1_rises} nats at rho = {p1_rhos}). In the sentence "
+        "reading Properties 1-2 "
         "fail too, but there the kernel never lets a duplicate reach correlation 1 nor an unrelated answer "
         "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
@@ -281,7 +285,7 @@ _RULES: tuple[Rule, ...] = (
         CONSISTENT,
         (_T3,),
         "Shap has the highest printed average ({rep_t3_avg_shap}). The printed averages are truncated, not "
-        "rounded, means of the {t3_rows} rows (reported.TABLE3_AVERAGE_CHECK).",
+        "rounded, means of the {t3_rows} rows.",
     ),
     Rule(
         "t4-competitive",
@@ -353,8 +357,11 @@ _RULES: tuple[Rule, ...] = (
         "The grid needs LLaMA2-7B with DeBERTa-MNLI. On the real LLaMA-13B TriviaQA answers (stand-in "
         "entailment), the measured AUROC spans {t5_span} over the paper's first-round grid up to beta = "
         "{t5_psd_max} (every R PSD there), while its 95% interval is {t5_ci} wide: the grid cannot single out a "
-        "best beta. At beta = 1, {t5_not_psd1} of {t5_n1} matrices are not PSD and are repaired, and the AUROC "
-        "falls to {t5_auroc1}.",
+        "best beta. At beta = 1 the AUROC falls to {t5_auroc1}. There {t5_not_psd1} of {t5_n1} matrices are not "
+        "PSD and are repaired, and two answers the judge scores as equivalent (C = 1, e.g. duplicates) put an "
+        "entry 1 beside R's unit diagonal: a PSD R is then singular, and Shap = -inf for {t5_neginf1} questions "
+        "({t5_neginf1_repaired} of them repaired). A -inf score ranks as the most certain; without those "
+        "questions the AUROC is {t5_auroc1_finite}.",
         ("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_pivot"),
         command=paper_scale_command("triviaqa", "L-7B") + " && python -m shapley beta-sweep "
         "runs/triviaqa-llama-2-7b-hf --n-boot 1000",
@@ -363,7 +370,7 @@ _RULES: tuple[Rule, ...] = (
         "setup-8000",
         NOT_HERE,
         ("book/experiments",),
-        "Our runs score {q_min} to {q_max} questions per dataset on a CPU; the paper's count needs a GPU.",
+        "Our runs score {q_range} questions per dataset on a CPU; the paper's count needs a GPU.",
         command=paper_scale_command("coqa", "L-7B"),
     ),
     Rule(

@@ -290,7 +290,8 @@ def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
             "contradicted",
             "Property 3 fails (a suppressor effect: g beats s_j in every sub-game, yet the total falls); "
             "Property 2 holds there, but only because the Shapley total equals h; Property 1 is undefined with "
-            "an exact copy (the new R is singular, as in the degenerate example) and fails with a near copy",
+            "an exact copy (the new R is singular, as in the degenerate example); a near copy (rho < 1, outside the "
+            "premise) can raise the total, by an amount that vanishes as rho -> 1",
             {"property3": check_property3(R_old, R_new, j, "rv"), "R_old": R_old, "R_new": R_new, "j": j},
         ),
         ReadingVerdict(

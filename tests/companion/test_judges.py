@@ -50,7 +50,10 @@ def test_judge_robustness_recomputes_on_the_questions_both_runs_scored(tmp_path)
     page = judges.judge_robustness_html(a, b, "MiniLM", "SmolLM2 judge")
     assert "on the 80 questions both scored" in page and "Spearman" in page
     words = judges.judge_findings(a, b, "SmolLM2 judge")
-    assert "On the 80 questions both judges scored" in words and "holds under one judge only" in words
+    assert "On the 80 questions both judges scored" in words
+    status_a = judges.claim_status(dict(zip(t.index, t["outcome_a"], strict=True)))
+    status_b = judges.claim_status(dict(zip(t.index, t["outcome_b"], strict=True)))
+    assert f"is {status_a} under the first judge" in words and f"and {status_b} under SmolLM2 judge" in words
     assert f"{r.n_kept} of {r.n_compared} paired comparisons" in words and not math.isnan(r.spearman)
 
 
@@ -59,3 +62,34 @@ def test_judge_robustness_says_when_the_second_run_is_missing(tmp_path):
     page = judges.judge_robustness_html(a, tmp_path / "absent", "MiniLM", "SmolLM2 judge")
     assert "not yet run" in page and "make results" in page
     assert "has not been run yet" in judges.judge_findings(a, tmp_path / "absent", "SmolLM2 judge")
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "status"),
+    [
+        ({"SE": "loss", "DSE": "loss", "Shap": "undefined"}, "supported"),  # significant wins over every baseline
+        ({"SE": "loss", "DSE": "tie"}, "not supported"),  # one tie is enough
+        ({"SE": "tie", "DSE": "tie", "LexSim": "win"}, "not supported"),  # a loss outside the paper's baselines
+        ({"SE": "loss", "DSE": "win"}, "contradicted"),  # a paper baseline significantly better
+        ({"LexSim": "loss", "SE": "undefined"}, "not tested"),  # no paper baseline with a defined outcome
+    ],
+)
+def test_claim_status_rests_on_the_paired_outcomes_against_the_paper_baselines(outcomes, status):
+    assert judges.claim_status(outcomes) == status
+
+
+def test_judge_findings_names_ties_and_significant_outcomes_from_the_data(tmp_path):
+    strong, weak = _informative(3.0), _informative(0.0)  # Shap far better than ER (a paper baseline) under a
+    a = _run(tmp_path / "a", {"Shap": strong, "ER": weak, "LexSim": _informative(0.1)})
+    b = _run(tmp_path / "b", {"Shap": weak, "ER": weak, "LexSim": strong})  # under b: ER ties, LexSim wins
+    r = judges.judge_robustness(a, b)
+    t = r.table.set_index("method")
+    assert (t.loc["ER", "outcome_a"], t.loc["ER", "outcome_b"], t.loc["LexSim", "outcome_b"]) == ("loss", "tie", "win")
+    words = judges.judge_findings(a, b, "judge B", "judge A")
+    assert (
+        "is supported under judge A (Shap: significantly better than LexSim (not compared in the paper), ER)" in words
+    )
+    assert (
+        "not supported under judge B (Shap: no significant difference with ER; significantly worse than LexSim "
+        "(not compared in the paper))" in words
+    )

@@ -168,6 +168,11 @@ def test_comparison_outcomes_follow_delong_holm_within_each_run_not_the_written_
     assert one_class["outcome"].tolist() == ["win", "undefined", "loss", "undefined"]
     # Holm counts only the defined tests of a run
     assert one_class["delong_holm"].iloc[0] == pytest.approx(0.002)
+    # a run with no defined test (r2, r3 here) has nothing to adjust: never reported as adjusted here
+    assert one_class["holm_source"].tolist() == ["computed here", "written", "computed here", "written"]
+    words = tables.comparison_summary_html(one_class_runs := comp.assign(delong_p=[0.001, math.nan, 0.001, math.nan]))
+    assert "<code>r1</code>, whose <code>comparisons.csv</code> has no adjusted value" in words
+    assert "r2" not in words.split("DeLong")[1].split("</caption>")[0] and not one_class_runs.empty
 
 
 def test_comparison_summary_counts_outcomes_per_method():

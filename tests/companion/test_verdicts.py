@@ -256,3 +256,20 @@ def test_html_shows_quote_badge_readings_command_and_links():
     assert h.count("<tr>") == len(paper.CLAIMS) + 1
     assert '<q class="paper-quote">' in h and 'class="verdict-depends"' in h and "Command: <code>" in h
     assert 'href="../notebooks/properties.html"' in h and 'href="method.html"' in h
+
+
+def test_prop36_near_copy_rise_matches_the_chain_rule_and_vanishes_as_rho_tends_to_one():
+    import math
+
+    import numpy as np
+
+    from shapley.companion import verdict_facts
+    from shapley.theory import properties as pr
+
+    R = pr.property3_witness_rv()[0]
+    m = pr.argmin_player(R)
+    r2 = 1.0 - 1.0 / np.linalg.inv(R)[m, m]  # independent: squared multiple correlation of m with the others
+    rises = [0.5 * math.log(rho**2 + (1 - rho**2) / (1 - r2)) for rho in verdict_facts.NEAR_COPY_RHOS]
+    f = verdict_facts.facts()
+    assert f["p1_rises"] == " and ".join(f"{x:.1e}" for x in rises)
+    assert rises[0] > rises[1] > 0 and f["p1_rises"] in verdicts.verdict_table().set_index("id").loc["prop-3.6", "note"]

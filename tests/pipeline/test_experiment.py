@@ -407,6 +407,24 @@ def test_run_with_a_model_that_cannot_load_creates_nothing(tmp_path, monkeypatch
     assert not (tmp_path / "run").exists()
 
 
+def test_run_checks_the_entailment_model_before_loading_the_generator(tmp_path, monkeypatch):
+    """The default DeBERTa cannot load offline: that fails first, not after the (slower) generator loaded."""
+    fakes.install_fake_dataset(monkeypatch)
+
+    class NotToBeLoaded:
+        def __init__(self, *a, **k):
+            raise AssertionError("the generator was loaded before the entailment model was checked")
+
+    def missing_backend(spec, **kw):
+        raise OSError(f"entailment model {spec!r} is not available offline")
+
+    monkeypatch.setattr(generate, "Generator", NotToBeLoaded)
+    monkeypatch.setattr(entail, "load_backend", missing_backend)
+    with pytest.raises(OSError, match="not available offline"):
+        experiment.run_experiment(fakes.run_config(), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_run_with_undecodable_question_text_creates_nothing(tmp_path, monkeypatch):
     fakes.install_fake_entail(monkeypatch)
     fakes.install_fake_generator(monkeypatch)

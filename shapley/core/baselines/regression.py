@@ -90,8 +90,8 @@ class EmbeddingRegression:
             )
         if np.unique(y).size < 2:
             raise ValueError(
-                f"correct_train holds a single class ({'all correct' if y[0] == 1 else 'all incorrect'}); "
-                "logistic regression needs both correct and incorrect examples"
+                f"the training answers are {'all correct' if y[0] == 1 else 'all incorrect'}: logistic "
+                "regression needs both correct and incorrect examples"
             )
         model = make_pipeline(
             StandardScaler(),

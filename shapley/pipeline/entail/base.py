@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarning, TruncatedInputWarning
 from shapley.pipeline.generate.models import ModelNotAvailableError, hf_offline, local_snapshot, looks_like_hub_id
+from shapley.pipeline.rundir.progress import tqdm
 
 __all__ = [
     "BATCH_RULE",

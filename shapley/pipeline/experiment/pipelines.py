@@ -485,13 +485,15 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
     bs = config.runtime.batch_size
     backend = LazyBackend(config.entailment, config.runtime, None if bs is None else max(bs, 8))
     if check_resumable(output, config) is None:
-        loaded = generator.get()  # models that cannot load fail before the output directory exists
+        # models that cannot load fail before the output directory exists; the entailment model first, since
+        # it is the one that cannot load offline by default (DeBERTa), and the generator takes longer to load
+        backend.get()
+        loaded = generator.get()
         rows_of = getattr(loaded, "batch_rows", None)
         if config.generation is not None and config.generation.rows_per_batch is None and callable(rows_of):
             generator.config.rows_per_batch = int(rows_of())  # a new run records its automatic size
             gen_settings = dataclasses.replace(config.generation, rows_per_batch=generator.config.rows_per_batch)
             config = config.replace(generation=gen_settings)
-        backend.get()
     with RunDir.open(output, config, argv=argv) as run:
         fps = _store_questions(run, records)
         gens = _generation_stage(run, records, generator, fps)

@@ -17,11 +17,10 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from tqdm.auto import tqdm
-
 from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.generate import generator as generate
+from shapley.pipeline.rundir.progress import tqdm
 from shapley.pipeline.rundir.store import (
     CHUNK_KEY,
     TEST_CALL_LOG_ENV,

@@ -56,7 +56,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from shapley.pipeline.generate.config import (
     _TRUE_FALSE,
@@ -72,6 +71,7 @@ from shapley.pipeline.generate.decode import Decoder
 from shapley.pipeline.generate.models import CausalLM, load_model, model_fingerprint
 from shapley.pipeline.generate.prompts import PromptBuilder
 from shapley.pipeline.generate.selfeval import SelfEvaluator
+from shapley.pipeline.rundir.progress import tqdm
 from shapley.pipeline.rundir.records import Generation, QARecord
 
 __all__ = [

@@ -480,7 +480,7 @@ def score_many(
     names = resolve_methods(methods)
     items: Iterable[Any] = inputs
     if progress:
-        from tqdm.auto import tqdm
+        from shapley.pipeline.rundir.progress import tqdm
 
         items = tqdm(list(inputs), desc="score", unit="q")
     return [score_question_detailed(x, methods=names, options=options) for x in items]

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DETECTOR = ROOT / "scripts" / "book_failures.py"

@@ -55,18 +55,49 @@ def _mozart_facts() -> dict[str, str]:
 
 
 COSINE_SEARCH_N = 20
-"""Size of the unit-vector search quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
+"""Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
 
 
-def _cosine_facts() -> dict[str, str]:
-    from shapley.theory import cosine
+def _cosine_facts(results: Path) -> dict[str, str]:
+    """The committed clipped-cosine searches (``results/theory/cosine_search.json``, ``make theory-results``)."""
+    from shapley.theory import cosine, cosine_results
 
-    found = cosine.search_sweep(COSINE_SEARCH_N, 0.5, **cosine.SWEEP_SETTINGS)[-1]  # as on the PSD page
+    out = {"cos_search_n": str(COSINE_SEARCH_N), "cos_circle_n": str(cosine.circle_first_indefinite_n(0.5))}
+    try:
+        record = cosine_results.load(results / "theory")
+    except FileNotFoundError:
+        return {
+            **out,
+            **dict.fromkeys(
+                ("cos_search_min", "cos_witness_n", "cos_witness_dim", "cos_witness_min", "cos_dims", "cos_sizes"),
+                "n/a",
+            ),
+        }
+    found = next(r for r in record["sweep"] if r["n"] == COSINE_SEARCH_N)
+    w = record["witness"]
+    grid = record["freshness"]["settings"]["dimension_search"]
     return {
-        "cos_search_n": str(COSINE_SEARCH_N),
-        "cos_search_min": _f(found.min_eig_R, 2),
-        "cos_circle_n": str(cosine.circle_first_indefinite_n(0.5)),
+        **out,
+        "cos_search_min": _f(found["min_eig_R"]),
+        "cos_witness_n": str(w["n"]),
+        "cos_witness_dim": str(w["dim"]),
+        # recomputed from the committed vectors, not copied from the record
+        "cos_witness_min": _f(cosine.cosine_min_eigenvalue(cosine_results.witness_vectors(record), w["beta"]), 4),
+        "cos_dims": f"{min(grid['dims'])} to {max(grid['dims'])}",
+        "cos_sizes": ", ".join(str(n) for n in grid["sizes"]),
     }
+
+
+def _judge_counts(results: Path, beta: float) -> str:
+    """Non-PSD kernel matrices at ``beta`` per judge: "0 of 2100 under embedding:minilm (9 runs) and ..."."""
+    from shapley.companion import tables
+
+    by_judge = tables.psd_at_beta_by_judge(tables.discover_runs(results), beta)
+    parts = [
+        f"{c['n_not_psd']} of {c['n']} under {judge} ({c['runs']} run{'s' if c['runs'] != 1 else ''})"
+        for judge, c in by_judge.items()
+    ]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else "".join(parts) or "n/a"
 
 
 @functools.cache
@@ -82,7 +113,6 @@ def _psd_facts() -> dict[str, str]:
         "beta_star10": _f(worstcase.beta_star(10)),
         "beta_star8": _f(caveat["beta_star_at"]),
         "psd05_first_n": str(caveat["n_fail"]),
-        **_cosine_facts(),
         "auroc_reversed": _f(auroc([2.0, 1.0], [True, False]), 0),
     }
 
@@ -162,6 +192,7 @@ def _measured_facts(results: Path) -> dict[str, str]:
         "psd05_not": str(psd["n_not_psd"]),
         "psd05_total": str(psd["n"]),
         "psd05_runs": str(psd["runs"]),
+        "psd05_judges": _judge_counts(results, reported.HYPERPARAMETERS["beta"]),
         "psd05_max_n": str(max(sizes)) if sizes else "n/a",
         "q_min": str(min(counts)) if counts else "n/a",
         "q_max": str(max(counts)) if counts else "n/a",
@@ -191,4 +222,4 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
-    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}
+    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_cosine_facts(root), **_measured_facts(root)}

@@ -58,11 +58,20 @@ COSINE_SEARCH_N = 20
 """Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
 
 
-def _cosine_facts(results: Path) -> dict[str, str]:
-    """The committed clipped-cosine searches (``results/theory/cosine_search.json``, ``make theory-results``)."""
+def psd_judge_facts(results: str | Path) -> dict[str, str]:
+    """The facts of the ``beta-0.5-psd`` note that are cheap to compute (the PSD and limitations pages glue
+    them; :func:`facts` holds them too): the committed clipped-cosine searches (``results/theory``, ``make
+    theory-results``), the non-PSD counts per judge and the most answers per question of the swept runs."""
+    from shapley.companion import reported
     from shapley.theory import cosine, cosine_results
 
-    out = {"cos_search_n": str(COSINE_SEARCH_N), "cos_circle_n": str(cosine.circle_first_indefinite_n(0.5))}
+    results = Path(results)
+    out = {
+        "cos_search_n": str(COSINE_SEARCH_N),
+        "cos_circle_n": str(cosine.circle_first_indefinite_n(0.5)),
+        "psd05_judges": _judge_counts(results, reported.HYPERPARAMETERS["beta"]),
+        "psd05_max_n": _max_n(results),
+    }
     try:
         record = cosine_results.load(results / "theory")
     except FileNotFoundError:
@@ -86,6 +95,16 @@ def _cosine_facts(results: Path) -> dict[str, str]:
         "cos_dims": f"{min(grid['dims'])} to {max(grid['dims'])}",
         "cos_sizes": ", ".join(str(n) for n in grid["sizes"]),
     }
+
+
+def _max_n(results: Path) -> str:
+    """The most answers per question among the runs with a beta sweep ('n/a' when none)."""
+    from shapley.companion import tables
+    from shapley.pipeline.store import read_config
+
+    swept = [d for d in tables.discover_runs(results) if (Path(d) / "beta_sweep.csv").exists()]
+    sizes = [n for n in (_n_samples(read_config, d) for d in swept) if n is not None]
+    return str(max(sizes)) if sizes else "n/a"
 
 
 def _judge_counts(results: Path, beta: float) -> str:
@@ -181,19 +200,14 @@ def _n_samples(read_config: Callable[[Any], Any], run_dir: Path) -> int | None:
 def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
     from shapley.companion import reported, tables
-    from shapley.pipeline.store import read_config
 
     runs = tables.discover_runs(results)
     psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
     counts = [n for n in (tables.question_count(d) for d in runs) if n is not None]
-    swept = [d for d in runs if (Path(d) / "beta_sweep.csv").exists()]
-    sizes = [n for n in (_n_samples(read_config, d) for d in swept) if n is not None]
     out = {
         "psd05_not": str(psd["n_not_psd"]),
         "psd05_total": str(psd["n"]),
         "psd05_runs": str(psd["runs"]),
-        "psd05_judges": _judge_counts(results, reported.HYPERPARAMETERS["beta"]),
-        "psd05_max_n": str(max(sizes)) if sizes else "n/a",
         "q_min": str(min(counts)) if counts else "n/a",
         "q_max": str(max(counts)) if counts else "n/a",
         **dict.fromkeys(("t5_span", "t5_ci", "t5_psd_max", "t5_not_psd1", "t5_n1", "t5_auroc1"), "n/a"),
@@ -222,4 +236,4 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
-    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **_cosine_facts(root), **_measured_facts(root)}
+    return {**_mozart_facts(), **_psd_facts(), **_table_facts(), **psd_judge_facts(root), **_measured_facts(root)}

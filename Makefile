@@ -75,7 +75,7 @@ book: setup
 notebooks: $(LAB_STAMP)
 	@for nb in $(NOTEBOOKS); do \
 	  echo "make notebooks: $$nb"; \
-	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" \
+	  $(THREADS) $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" \
 	    $(BIN)/jupytext --to ipynb --execute "$$nb" || exit 1; \
 	done
 

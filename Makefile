@@ -100,6 +100,7 @@ results: setup
 # The page computations over ~10 s, committed with freshness records (results/theory; also run by `make results`).
 theory-results: setup
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.cosine_results --out results/theory
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.psd_results --out results/theory
 
 # Seconds each book page takes to execute, one thread (results/bench_notebooks.json; run by `make results`).
 bench-notebooks: setup

@@ -41,10 +41,15 @@ def _cell_preview(traceback: str) -> list[str]:
     return [line for line in lines[rules[0] + 1 : rules[1]] if line.strip()]
 
 
+_ERROR = re.compile(r"^[\w.]*(Error|Exception|Interrupt|Exit)\w*:? ")
+
+
 def _error_line(traceback: str) -> str:
+    """The last ``SomeError: message`` line (the kernel's error, or nbclient's timeout), else the last line."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", traceback)  # the kernel's colours
-    ansi_free = [line for line in text.splitlines() if line.strip() and not line.startswith(_RULE)]
-    return ansi_free[-1].strip() if ansi_free else "(no traceback text)"
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith(_RULE)]
+    errors = [line for line in lines if _ERROR.match(line)]
+    return errors[-1] if errors else lines[-1] if lines else "(no traceback text)"
 
 
 def parse_failure(page: Path, traceback: str) -> Failure:
@@ -64,8 +69,11 @@ def failures(cache_dir: Path) -> list[Failure]:
     """Every page whose last execution left a traceback in the jupyter-cache at ``cache_dir``."""
     if not cache_dir.exists():
         return []
-    from jupyter_cache import get_cache
-
+    try:
+        from jupyter_cache import get_cache
+    except ImportError as err:  # exit 2 below: "could not check", not "a page failed"
+        print(f"book_failures: cannot read {cache_dir}: {err}", file=sys.stderr)
+        raise SystemExit(2) from err
     records = get_cache(str(cache_dir)).list_project_records()
     return [parse_failure(Path(r.uri), r.traceback) for r in records if r.traceback]
 

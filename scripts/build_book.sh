@@ -41,6 +41,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM
 export MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 
 PY="$(dirname "$JB")/python"
+[[ -x "$PY" ]] || PY="$ROOT/.venv/bin/python"
 [[ -x "$PY" ]] || PY=python3
 mkdir -p "$ROOT/_build"
 FAILURES=(env PYTHONPATH="$ROOT" "$PY" "$ROOT/scripts/book_failures.py" --cache "$ROOT/_build/.jupyter_cache" --touch)
@@ -51,10 +52,16 @@ start=$(date +%s)
 # -W: warnings are errors; -n: nitpicky (every cross-reference must resolve); --keep-going: report all.
 status=0
 "$JB" build "$ROOT" --builder html -W -n --keep-going "$@" || status=$?
-if ! "${FAILURES[@]}" >"$ROOT/_build/failed_pages.txt"; then
+check=0
+"${FAILURES[@]}" >"$ROOT/_build/failed_pages.txt" 2>&1 || check=$?
+if [[ $check -eq 1 ]]; then
   echo "build_book: FAILED: a page's execution failed (it runs again on the next build):" >&2
   cat "$ROOT/_build/failed_pages.txt" >&2
   exit 1
+elif [[ $check -ne 0 ]]; then
+  echo "build_book: FAILED: could not read the execution cache (scripts/book_failures.py, exit $check):" >&2
+  tail -5 "$ROOT/_build/failed_pages.txt" >&2
+  exit "$check"
 fi
 if [[ $status -ne 0 ]]; then
   echo "build_book: FAILED (jupyter-book exit status $status): the warnings above (-W makes each an error)" >&2

@@ -89,3 +89,22 @@ def test_the_build_script_checks_the_cache_after_the_build_and_fails_last():
     assert script.index("book_failures.py") < build < script.index('"${FAILURES[@]}" >"$ROOT/_build/failed_pages.txt"')
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         assert f"{var}=${{{var}:-1}}" in script
+
+
+def test_a_timed_out_cell_is_named_with_the_timeout(tmp_path):
+    """The issue's case: a cell stopped at the execution timeout (nbclient's CellTimeoutError, for real)."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import book_failures
+    finally:
+        sys.path.pop(0)
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(60)")]
+    result = single_nb_execution(nb, cwd=str(tmp_path), timeout=1, allow_errors=False)
+    page = tmp_path / "slow.md"
+    page.write_text("# Slow\n\n```{code-cell} ipython3\nimport time\ntime.sleep(60)\n```\n")
+    f = book_failures.parse_failure(page, result.exc_string)
+    assert (f.line, f.cell) == (4, "import time")
+    assert f.error.startswith("nbclient.exceptions.CellTimeoutError: A cell timed out")

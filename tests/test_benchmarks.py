@@ -63,3 +63,33 @@ def test_bench_gpu_tiny_on_cpu_without_the_packages_the_gpu_machine_lacks(tmp_pa
     e2e = next(r for r in rows if r["stage"] == "end_to_end" and r["engine"] == "shapley")
     assert e2e["correctness_metric"].startswith("bleu") and "LexSim" not in e2e["methods"]
     assert set(meta["targets_met"].values()) == {None}  # no verdict from a tiny run
+
+
+def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goals(tmp_path):
+    """Issue 23: every executable page, against 10 s (90 s for the experiment page), with the load average; the
+    page reads the goals from the JSON (the pages are listed here, not executed)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_notebooks as bn
+    finally:
+        sys.path.pop(0)
+    from shapley.companion import costs
+
+    pages = bn.pages()
+    assert {"notebooks/psd", "notebooks/experiment", "book/claims"} <= set(pages)
+    assert bn.target("notebooks/experiment") == 90 and bn.target("notebooks/psd") == 10
+    assert costs.page_times(tmp_path) is None and "not measured yet" in costs.page_times_html(tmp_path)
+    (tmp_path / "bench_notebooks.json").write_text(
+        json.dumps(
+            {
+                "date": "2026-01-01",
+                "target_s": 10.0,
+                "experiment_page": "notebooks/experiment",
+                "experiment_target_s": 90.0,
+                "machine": {"cpu": "X", "cores": 2, "load_average_before": [0.1, 0, 0]},
+                "rows": [{"page": "notebooks/psd", "seconds": 12.5, "target_s": 10.0, "target_met": False}],
+            }
+        )
+    )
+    html = costs.page_times_html(tmp_path)
+    assert "notebooks/psd" in html and "12.5" in html and "load average 0.1" in html

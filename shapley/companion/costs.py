@@ -217,3 +217,39 @@ def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str
         f"{int(ours['questions'])} questions), which {'meets' if ratio >= target else 'misses'} the target of "
         f"{target:.0f} times."
     )
+
+
+PAGE_TIMES_FILE = "bench_notebooks.json"
+
+
+def page_times(results: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame] | None:
+    """``results/bench_notebooks.json`` (``benchmarks/bench_notebooks.py``): metadata (goals, machine, load
+    average) and one row per page (``page``, ``seconds``, ``target_s``, ``target_met``); None when absent."""
+    path = Path(results) / PAGE_TIMES_FILE
+    return load_benchmark(path) if path.exists() else None
+
+
+def page_times_html(results: str | os.PathLike[str]) -> Html:
+    """The seconds each book page took to execute, against its goal, with the machine it ran on."""
+    found = page_times(results)
+    if found is None:
+        return Html(
+            '<p class="not-run"><em>Page execution times: not measured yet</em> (<code>make bench-notebooks</code> '
+            f"writes <code>results/{PAGE_TIMES_FILE}</code>).</p>"
+        )
+    meta, rows = found
+    rows = rows.assign(met=rows["target_met"].map({True: "yes", False: "no"}))
+    m = meta.get("machine", {})
+    load = m.get("load_average_before", ["?"])[0]
+    caption = (
+        f"Measured: seconds each page took to execute, one at a time (<code>results/{PAGE_TIMES_FILE}</code>, "
+        f"{meta.get('date', '?')}, {m.get('cpu', '?')}, {m.get('cores', '?')} cores, one BLAS thread, load average "
+        f"{load} when it started)."
+    )
+    cols = [
+        Col("page", "Page"),
+        Col("seconds", "Seconds", decimals=1),
+        Col("target_s", "Goal (s)", decimals=0),
+        Col("met", "Goal met"),
+    ]
+    return html_table(rows, cols, caption=caption, css="measured-table")

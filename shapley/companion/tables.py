@@ -296,6 +296,26 @@ def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict
     return out
 
 
+def run_judge(run_dir: str | os.PathLike[str]) -> str:
+    """The entailment backend a run used (``embedding:minilm``, ``llm:smollm2``, ...), from its config.json;
+    ``"unknown"`` when that cannot be read."""
+    from shapley.pipeline.rundir.store import read_config
+
+    try:
+        return str(read_config(run_dir).entailment.backend)
+    except (ValueError, KeyError, TypeError, OSError):
+        return "unknown"
+
+
+def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, dict[str, int]]:
+    """:func:`psd_at_beta` per entailment backend (:func:`run_judge`), judges in first-seen order."""
+    groups: dict[str, list[str | os.PathLike[str]]] = {}
+    for d in run_dirs:
+        groups.setdefault(run_judge(d), []).append(d)
+    counts = {judge: psd_at_beta(dirs, beta) for judge, dirs in groups.items()}
+    return {judge: c for judge, c in counts.items() if c["runs"]}
+
+
 def reported_table5_html() -> Html:
     """The paper's Table 5, both rounds side by side (β and AUROC as printed)."""
     r1, r2 = reported.TABLE5_ROUND1, reported.TABLE5_ROUND2

@@ -55,18 +55,68 @@ def _mozart_facts() -> dict[str, str]:
 
 
 COSINE_SEARCH_N = 20
-"""Size of the unit-vector search quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
+"""Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
 
 
-def _cosine_facts() -> dict[str, str]:
-    from shapley.theory import cosine
+def psd_judge_facts(results: str | Path) -> dict[str, str]:
+    """The facts of the ``beta-0.5-psd`` note that are cheap to compute (the PSD and limitations pages glue
+    them; :func:`facts` holds them too): the committed clipped-cosine searches (``results/theory``, ``make
+    theory-results``), the non-PSD counts per judge and the most answers per question of the swept runs."""
+    from shapley.companion import reported
+    from shapley.theory import cosine, cosine_results
 
-    found = cosine.search_sweep(COSINE_SEARCH_N, 0.5, **cosine.SWEEP_SETTINGS)[-1]  # as on the PSD page
-    return {
+    results = Path(results)
+    out = {
         "cos_search_n": str(COSINE_SEARCH_N),
-        "cos_search_min": _f(found.min_eig_R, 2),
         "cos_circle_n": str(cosine.circle_first_indefinite_n(0.5)),
+        "psd05_judges": _judge_counts(results, reported.HYPERPARAMETERS["beta"]),
+        "psd05_max_n": _max_n(results),
     }
+    try:
+        record = cosine_results.load(results / "theory")
+    except FileNotFoundError:
+        return {
+            **out,
+            **dict.fromkeys(
+                ("cos_search_min", "cos_witness_n", "cos_witness_dim", "cos_witness_min", "cos_dims", "cos_sizes"),
+                "n/a",
+            ),
+        }
+    found = next(r for r in record["sweep"] if r["n"] == COSINE_SEARCH_N)
+    w = record["witness"]
+    grid = record["freshness"]["settings"]["dimension_search"]
+    return {
+        **out,
+        "cos_search_min": _f(found["min_eig_R"]),
+        "cos_witness_n": str(w["n"]),
+        "cos_witness_dim": str(w["dim"]),
+        # recomputed from the committed vectors, not copied from the record
+        "cos_witness_min": _f(cosine.cosine_min_eigenvalue(cosine_results.witness_vectors(record), w["beta"]), 4),
+        "cos_dims": f"{min(grid['dims'])} to {max(grid['dims'])}",
+        "cos_sizes": ", ".join(str(n) for n in grid["sizes"]),
+    }
+
+
+def _max_n(results: Path) -> str:
+    """The most answers per question among the runs with a beta sweep ('n/a' when none)."""
+    from shapley.companion import tables
+    from shapley.pipeline.rundir.store import read_config
+
+    swept = [d for d in tables.discover_runs(results) if (Path(d) / "beta_sweep.csv").exists()]
+    sizes = [n for n in (_n_samples(read_config, d) for d in swept) if n is not None]
+    return str(max(sizes)) if sizes else "n/a"
+
+
+def _judge_counts(results: Path, beta: float) -> str:
+    """Non-PSD kernel matrices at ``beta`` per judge: "0 of 2100 under embedding:minilm (9 runs) and ..."."""
+    from shapley.companion import tables
+
+    by_judge = tables.psd_at_beta_by_judge(tables.discover_runs(results), beta)
+    parts = [
+        f"{c['n_not_psd']} of {c['n']} under {judge} ({c['runs']} run{'s' if c['runs'] != 1 else ''})"
+        for judge, c in by_judge.items()
+    ]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else "".join(parts) or "n/a"
 
 
 NEAR_COPY_RHOS = (0.99, 0.999)
@@ -101,7 +151,6 @@ def _psd_facts() -> dict[str, str]:
         "beta_star10": _f(worstcase.beta_star(10)),
         "beta_star8": _f(caveat["beta_star_at"]),
         "psd05_first_n": str(caveat["n_fail"]),
-        **_cosine_facts(),
         "auroc_reversed": _f(auroc([2.0, 1.0], [True, False]), 0),
     }
 
@@ -184,18 +233,14 @@ def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
     from shapley.companion import reported, singular, tables
     from shapley.companion.htmltable import count_range
-    from shapley.pipeline.rundir.store import read_config
 
     runs = tables.discover_runs(results)
     psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
     counts = [n for n in (tables.question_count(d) for d in runs) if n is not None]
-    swept = [d for d in runs if (Path(d) / "beta_sweep.csv").exists()]
-    sizes = [n for n in (_n_samples(read_config, d) for d in swept) if n is not None]
     out = {
         "psd05_not": str(psd["n_not_psd"]),
         "psd05_total": str(psd["n"]),
         "psd05_runs": str(psd["runs"]),
-        "psd05_max_n": str(max(sizes)) if sizes else "n/a",
         "q_min": str(min(counts)) if counts else "n/a",
         "q_max": str(max(counts)) if counts else "n/a",
         "q_range": count_range(counts),
@@ -231,4 +276,11 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
-    return {**_mozart_facts(), **_near_copy_facts(), **_psd_facts(), **_table_facts(), **_measured_facts(root)}
+    return {
+        **_mozart_facts(),
+        **_near_copy_facts(),
+        **_psd_facts(),
+        **_table_facts(),
+        **psd_judge_facts(root),
+        **_measured_facts(root),
+    }

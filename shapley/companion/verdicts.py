@@ -193,16 +193,18 @@ _RULES: tuple[Rule, ...] = (
         "beta-0.5-psd",
         NOT_HERE,
         ("notebooks/psd", "notebooks/results"),
-        "Our judge is not the paper's. With the embedding stand-in, {psd05_not} of {psd05_total} kernel "
-        "matrices (all questions of {psd05_runs} runs, at most {psd05_max_n} answers) are not PSD at "
-        "beta = 0.5, but that judge (clipped cosine of unit vectors) could hardly fail there: the lowest "
-        "smallest eigenvalue of R that a search over {cos_search_n} unit vectors finds (a bound for every "
-        "smaller n too) is {cos_search_min}. It can fail at larger n: {cos_circle_n} vectors evenly spaced on a "
-        "circle give an indefinite R. Caveat, proved: for a general entailment matrix, beta*(n) < 0.5 from "
-        "n = {psd05_first_n} on (beta*({psd05_first_n}) = {beta_star8}), so no beta = 0.5 guarantee holds "
-        "from that size. An indefinite matrix in a run would contradict the claim.",
+        "Our judges are not the paper's. Of the kernel matrices at beta = 0.5 (all questions of {psd05_runs} "
+        "runs, at most {psd05_max_n} answers), {psd05_judges} are not PSD. That settles nothing here: the "
+        "embedding stand-in (clipped cosine of unit vectors) can produce an indefinite R at these sizes. A "
+        "seeded search found {cos_witness_n} unit vectors in {cos_witness_dim} dimensions whose R has smallest "
+        "eigenvalue {cos_witness_min} (searched: n = {cos_sizes} in {cos_dims} dimensions), while a search in "
+        "R^n stopped at {cos_search_min} for n = {cos_search_n}: a search that finds no failure bounds nothing. "
+        "Caveat, proved: for a general entailment matrix, beta*(n) < 0.5 from n = {psd05_first_n} on "
+        "(beta*({psd05_first_n}) = {beta_star8}), so no beta = 0.5 guarantee holds from that size. An "
+        "indefinite matrix in a run would contradict the claim.",
         (
-            "shapley.companion.tables.psd_at_beta",
+            "shapley.companion.tables.psd_at_beta_by_judge",
+            "shapley.theory.cosine.search_in_dimension",
             "shapley.theory.cosine.search_min_eigenvalue",
             "shapley.theory.cosine.circle_first_indefinite_n",
             f"{_W}.beta_caveat",

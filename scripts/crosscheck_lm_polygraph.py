@@ -153,7 +153,7 @@ def _freshness(out: Path, seconds: float) -> None:
     record = {
         "command": "python scripts/crosscheck_lm_polygraph.py --out results/crosscheck",
         "commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "dirty": bool(git("status", "--porcelain", "--", "shapley", "scripts", "pyproject.toml")),
         "seconds": round(seconds, 1),
         "python": sys.version.split()[0],
         "versions": {p: version(p) for p in ("lm_polygraph", "numpy", "scipy", "torch", "shapley")},

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import subprocess
 import sys
 import time
@@ -121,6 +122,85 @@ def random_mats(count: int = 300, n: int = 10, seed: int = 0) -> list[np.ndarray
     return out
 
 
+PEER_NAMES = {
+    "Shap_beta0.5_nearest": "Shap",
+    "EigValLaplacian_NLI_score_entail": "EigV",
+    "DegMat_NLI_score_entail": "Deg",
+    "Eccentricity_NLI_score_entail": "Ecc",
+}
+
+
+def uemanager_run(run: str = "minilm_n10", n_samples: int = 10) -> list[dict[str, object]]:
+    """An LM-Polygraph UEManager run over the committed LLaMA-13B TriviaQA answers: a canned black-box model replays
+    the first ``n_samples`` samples (as our pipeline reads them), our MiniLM calculator gives the matrices, and the
+    ground truth is our committed correctness of each question (``Correct`` for PRR, ``Incorrect`` for AUROC). Rows:
+    LM-Polygraph's AUROC and PRR per method beside our ``metrics.csv`` of the same run."""
+    from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
+    from lm_polygraph.estimators import DegMat, Eccentricity, EigValLaplacian
+    from lm_polygraph.generation_metrics.generation_metric import GenerationMetric
+    from lm_polygraph.ue_metrics import ROCAUC, PredictionRejectionArea
+    from lm_polygraph.utils.builder_enviroment_stat_calculator import BuilderEnvironmentStatCalculator
+    from lm_polygraph.utils.dataset import Dataset
+    from lm_polygraph.utils.manager import UEManager
+
+    from shapley.integrations.lm_polygraph import CannedBlackboxModel, ShapleyUncertainty, stat_calculator_container
+    from shapley.pipeline.jsonl import read_compact
+    from shapley.pipeline.samples import read_samples_file
+
+    class Committed(GenerationMetric):  # type: ignore[misc]
+        """Our committed correctness, carried in the dataset's target texts ("1" / "0")."""
+
+        def __init__(self, flip: bool) -> None:
+            super().__init__(["greedy_texts"], "sequence")
+            self.flip = flip
+
+        def __str__(self) -> str:
+            return "Incorrect" if self.flip else "Correct"
+
+        def __call__(self, stats, target_texts):  # type: ignore[no-untyped-def]
+            y = np.array([float(t) for t in target_texts])
+            return 1.0 - y if self.flip else y
+
+    run_dir = ROOT / "results" / "triviaqa_llama13b" / run
+    correct = {q: bool(r["correct"]) for q, r in read_compact(run_dir)["scores"].items()}
+    items = [it for it in read_samples_file(DATA, n_samples=n_samples, reference_field="answer") if it.id in correct]
+    model = CannedBlackboxModel({it.id: list(it.samples) for it in items})
+    data = Dataset([it.id for it in items], ["1" if correct[it.id] else "0" for it in items], batch_size=50)
+    man = UEManager(
+        data,
+        model,
+        [ShapleyUncertainty(), EigValLaplacian(), DegMat(), Eccentricity()],
+        BuilderEnvironmentStatCalculator(model),
+        register_default_stat_calculators("Blackbox") + [stat_calculator_container("embedding:minilm")],
+        [Committed(False), Committed(True)],
+        [PredictionRejectionArea(), ROCAUC()],
+        processors=[],
+        ignore_exceptions=False,
+        verbose=False,
+    )
+    metrics = man()
+    with open(run_dir / "metrics.csv", newline="") as f:
+        mine = {r["method"]: r for r in csv.DictReader(f)}
+    rows = []
+    for peer, method in PEER_NAMES.items():
+        rows.append(
+            {
+                "run": f"triviaqa_llama13b/{run}",
+                "method": method,
+                "peer": peer,
+                "n_questions": len(items),
+                "auroc_lm_polygraph": float(metrics["sequence", peer, "Incorrect", "roc-auc"]),
+                "auroc_ours": float(mine[method]["auroc"]),
+                "prr_lm_polygraph": float(metrics["sequence", peer, "Correct", "prr"]),
+                "prr_ours": float(mine[method]["prr"]),
+            }
+        )
+    return rows
+
+
+DATA = Path(os.environ.get("SHAPLEY_DATA_DIR", ROOT.parent / "shared" / "data")) / "triviaqa_llama13b_samples.jsonl.gz"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "results" / "crosscheck"))
@@ -139,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
+    manager_rows = uemanager_run()
+    with open(out / "uemanager_triviaqa.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(manager_rows[0]))
+        w.writeheader()
+        w.writerows(manager_rows)
     _freshness(out, time.perf_counter() - start)
     print(f"wrote {out / 'lm_polygraph.csv'} ({len(rows)} rows) in {time.perf_counter() - start:.1f} s")
     return 0

@@ -74,7 +74,7 @@ def entail_matrices(stats: Mapping[str, Any]) -> list[np.ndarray]:
     return out
 
 
-class ShapleyUncertainty(_Estimator):  # type: ignore[misc]
+class ShapleyUncertainty(_Estimator):
     """Total Shapley uncertainty (nats) per question, from ``semantic_matrix_entail``.
 
     Args:
@@ -123,7 +123,7 @@ def load_estimator(cfg: Mapping[str, Any] | None = None) -> ShapleyUncertainty:
     return ShapleyUncertainty(**cfg)
 
 
-class ShapleyEntailmentCalculator(_StatCalculator):  # type: ignore[misc]
+class ShapleyEntailmentCalculator(_StatCalculator):
     """LM-Polygraph stat calculator: ``semantic_matrix_entail`` from ``sample_texts`` with one of our entailment
     backends, so that LM-Polygraph's estimators see the matrices our pipeline computes.
 
@@ -205,7 +205,7 @@ def stat_calculator_container(entailment: str = "embedding:minilm", **cfg: Any) 
     )
 
 
-class CannedBlackboxModel(_BlackboxModel):  # type: ignore[misc]
+class CannedBlackboxModel(_BlackboxModel):
     """An LM-Polygraph black-box model that answers from a table instead of generating: ``answers[prompt]`` is the
     list of samples of that prompt; a greedy request (``n=1``) returns ``greedy[prompt]`` (default: the first
     sample), a sampling request with ``n`` returns the first ``n`` samples. For replaying committed generations."""

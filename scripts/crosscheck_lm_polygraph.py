@@ -192,6 +192,7 @@ def uemanager_run(run: str = "minilm_n10", n_samples: int = 10) -> list[dict[str
                 "auroc_lm_polygraph": float(metrics["sequence", peer, "Incorrect", "roc-auc"]),
                 "auroc_ours": float(mine[method]["auroc"]),
                 "prr_lm_polygraph": float(metrics["sequence", peer, "Correct", "prr"]),
+                "prr_normalized_lm_polygraph": float(metrics["sequence", peer, "Correct", "prr_normalized"]),
                 "prr_ours": float(mine[method]["prr"]),
             }
         )

@@ -50,47 +50,41 @@ def test_duplicates_at_beta_one_give_confidence_one():
     assert scorer.evaluate(["Paris"], [["Paris", "Paris"]]) == [1.0]
 
 
-class _FakeNLI:
-    """A uqlm-NLI-shaped object whose model puts ENTAILMENT first in label2id (uqlm's fixed order would read the
-    last column); P(a => b) = 0.9 when b's words are all in a, else 0.1."""
-
-    def __init__(self) -> None:
-        import torch
-
-        config = SimpleNamespace(label2id={"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2})
-        param = torch.nn.Parameter(torch.zeros(1))
-
-        def model(**enc):
-            rows = []
-            for a, b in zip(enc["premise"], enc["hypothesis"], strict=True):
-                p = 0.9 if set(b.split()) <= set(a.split()) else 0.1
-                rows.append([math.log(p), math.log((1 - p) / 2), math.log((1 - p) / 2)])
-            return SimpleNamespace(logits=torch.tensor(rows))
-
-        self.model = SimpleNamespace(config=config, parameters=lambda: iter([param]))
-        self.model.__call__ = model
-        self._call = model
-
-        def tokenizer(premises, hypotheses, **_):
-            return {"premise": _Texts(premises), "hypothesis": _Texts(hypotheses)}
-
-        self.tokenizer = tokenizer
-
-
 class _Texts(list):
     def to(self, _device):
         return self
 
 
-class _CallableModel(SimpleNamespace):
-    def __call__(self, **enc):
-        return self.forward(**enc)
+class _FakeModel:
+    """Sequence-classification-shaped: ENTAILMENT first in label2id (uqlm's fixed order would read the last
+    column); P(a => b) = 0.9 when b's words are all in a, else 0.1."""
+
+    config = SimpleNamespace(label2id={"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2})
+
+    def parameters(self):
+        import torch
+
+        return iter([torch.nn.Parameter(torch.zeros(1))])
+
+    def __call__(self, premise, hypothesis):
+        import torch
+
+        rows = []
+        for a, b in zip(premise, hypothesis, strict=True):
+            p = 0.9 if set(b.split()) <= set(a.split()) else 0.1
+            rows.append([math.log(p), math.log((1 - p) / 2), math.log((1 - p) / 2)])
+        return SimpleNamespace(logits=torch.tensor(rows))
+
+
+def _fake_nli() -> SimpleNamespace:
+    def tokenizer(premises, hypotheses, **_):
+        return {"premise": _Texts(premises), "hypothesis": _Texts(hypotheses)}
+
+    return SimpleNamespace(model=_FakeModel(), tokenizer=tokenizer)
 
 
 def test_an_nli_object_is_read_through_label2id():
-    nli = _FakeNLI()
-    nli.model = _CallableModel(config=nli.model.config, parameters=nli.model.parameters, forward=nli._call)
-    scorer = ShapleyScorer(entailment=nli)
+    scorer = ShapleyScorer(entailment=_fake_nli())
     (P,) = scorer.entail_matrices(["a b"], [["a", "c"]])
     assert P[0, 1] == pytest.approx(0.9) and P[1, 0] == pytest.approx(0.1) and P[0, 2] == pytest.approx(0.1)
     assert np.allclose(np.diag(P), 1.0)

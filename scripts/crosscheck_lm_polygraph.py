@@ -1,0 +1,252 @@
+"""Our graph baselines and Shapley total against LM-Polygraph's own estimators on the same matrices.
+
+Run in .venv-lm-polygraph (``make results`` does, through scripts/regenerate_results.sh):
+
+    .venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.py --out results/crosscheck
+
+Inputs: the committed LLaMA-13B TriviaQA entailment matrices and our scores (each run's ``stages.jsonl.gz``,
+read by ``shapley.pipeline.rundir.jsonl.read_compact``), and seeded random entailment matrices. For every method
+both sides compute on one matrix, the largest absolute difference per source goes to ``lm_polygraph.csv``; ``freshness.json`` records
+the commit, versions and runtime. The reading of every difference is in book/integrations.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = sorted((ROOT / "results" / "triviaqa_llama13b").glob("*/stages.jsonl.gz"))
+
+
+def ours(P: np.ndarray) -> dict[str, float]:
+    """Our scores of one entailment matrix, as the pipeline computes them (W = (P + P.T) / 2)."""
+    from shapley.core.baselines import degree, eccentricity, eigv, kernel_language_entropy
+    from shapley.integrations.common import defined_total
+
+    W = (P + P.T) / 2
+    return {
+        "EigV": eigv(W),
+        "Deg": degree(W),
+        "Ecc": eccentricity(W),
+        "KLE": kernel_language_entropy(W),
+        "Shap": defined_total(P, 0.5, "nearest"),
+        # LM-Polygraph's KLE definition computed by our code: graph 1 + W (their weights 1, 1/2, 0 for entailment,
+        # neutral, contradiction, read from summed probabilities, with no contradiction), halved with t doubled
+        # (the same heat kernel, inside our [0, 1] check), unit-diagonal kernel / n, divided by ln n
+        "KLE_their_definition": kernel_language_entropy((1.0 + W) / 2, t=0.6, normalisation="diagonal")
+        / np.log(P.shape[0]),
+    }
+
+
+def peers() -> dict[str, object]:
+    """LM-Polygraph's estimators on ``semantic_matrix_entail``, by the name of our method they correspond to."""
+    from lm_polygraph.estimators import DegMat, Eccentricity, EigValLaplacian, KernelLanguageEntropy
+
+    from shapley.integrations.lm_polygraph import ShapleyUncertainty
+
+    return {
+        "EigV": EigValLaplacian(),
+        "Deg": DegMat(),
+        "Ecc": Eccentricity(),
+        "KLE": KernelLanguageEntropy(),
+        "KLE_their_definition": KernelLanguageEntropy(),
+        "Shap": ShapleyUncertainty(),
+    }
+
+
+def compare(source: str, mats: list[np.ndarray], stored: list[dict[str, float]] | None) -> list[dict[str, object]]:
+    # our stand-in backends (MiniLM) give no contradiction estimate and our graph baselines read entailment only:
+    # LM-Polygraph's KLE, which also reads contradiction, gets zeros
+    stats = {
+        "semantic_matrix_contra": np.zeros((len(mats), *mats[0].shape), dtype=np.float32),
+        "semantic_matrix_entail": np.stack(mats).astype(np.float32),
+        "sample_texts": [[f"s{i}" for i in range(m.shape[0])] for m in mats],
+    }
+    stats64 = dict(stats, semantic_matrix_entail=np.stack(mats))
+    mine = [ours(m) for m in mats]
+    rows = []
+    for method, est in peers().items():
+        theirs = np.asarray(est(stats64), dtype=np.float64)
+        theirs32 = np.asarray(est(stats), dtype=np.float64)
+        ref = np.array([o[method] for o in mine])
+        row = {
+            "source": source,
+            "method": method,
+            "peer": str(est),
+            "n_matrices": len(mats),
+            "max_abs_diff": float(np.max(np.abs(theirs - ref))),
+            "max_abs_diff_float32": float(np.max(np.abs(theirs32 - ref))),
+            "spearman": float(_spearman(theirs, ref)),
+        }
+        if stored is not None and method in stored[0]:
+            row["max_abs_diff_vs_committed"] = float(np.max(np.abs(ref - np.array([s[method] for s in stored]))))
+        rows.append(row)
+    return rows
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def committed(path: Path) -> tuple[list[np.ndarray], list[dict[str, float]]]:
+    from shapley.pipeline.rundir.jsonl import read_compact
+
+    comp = read_compact(path.parent)
+    mats, scores = [], []
+    for qid, ent in comp["entailment"].items():
+        sc = comp["scores"].get(qid, {}).get("scores", {})
+        if all(k in sc for k in ("EigV", "Deg", "Ecc", "KLE", "Shap")):
+            mats.append(np.asarray(ent["entail"], dtype=np.float64))
+            scores.append(sc)
+    return mats, scores
+
+
+def random_mats(count: int = 300, n: int = 10, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        m = rng.uniform(size=(n, n))
+        np.fill_diagonal(m, 1.0)
+        out.append(m)
+    return out
+
+
+PEER_NAMES = {
+    "Shap_beta0.5_nearest": "Shap",
+    "EigValLaplacian_NLI_score_entail": "EigV",
+    "DegMat_NLI_score_entail": "Deg",
+    "Eccentricity_NLI_score_entail": "Ecc",
+}
+
+
+def uemanager_run(run: str = "minilm_n10", n_samples: int = 10) -> list[dict[str, object]]:
+    """An LM-Polygraph UEManager run over the committed LLaMA-13B TriviaQA answers: a canned black-box model replays
+    the first ``n_samples`` samples (as our pipeline reads them), our MiniLM calculator gives the matrices, and the
+    ground truth is our committed correctness of each question (``Correct`` for PRR, ``Incorrect`` for AUROC). Rows:
+    LM-Polygraph's AUROC and PRR per method beside our ``metrics.csv`` of the same run."""
+    from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
+    from lm_polygraph.estimators import DegMat, Eccentricity, EigValLaplacian
+    from lm_polygraph.generation_metrics.generation_metric import GenerationMetric
+    from lm_polygraph.ue_metrics import ROCAUC, PredictionRejectionArea
+    from lm_polygraph.utils.builder_enviroment_stat_calculator import BuilderEnvironmentStatCalculator
+    from lm_polygraph.utils.dataset import Dataset
+    from lm_polygraph.utils.manager import UEManager
+
+    from shapley.integrations.lm_polygraph import CannedBlackboxModel, ShapleyUncertainty, stat_calculator_container
+    from shapley.pipeline.data.samples import read_samples_file
+    from shapley.pipeline.rundir.jsonl import read_compact
+
+    class Committed(GenerationMetric):  # type: ignore[misc]
+        """Our committed correctness, carried in the dataset's target texts ("1" / "0")."""
+
+        def __init__(self, flip: bool) -> None:
+            super().__init__(["greedy_texts"], "sequence")
+            self.flip = flip
+
+        def __str__(self) -> str:
+            return "Incorrect" if self.flip else "Correct"
+
+        def __call__(self, stats, target_texts):  # type: ignore[no-untyped-def]
+            y = np.array([float(t) for t in target_texts])
+            return 1.0 - y if self.flip else y
+
+    run_dir = ROOT / "results" / "triviaqa_llama13b" / run
+    correct = {q: bool(r["correct"]) for q, r in read_compact(run_dir)["scores"].items()}
+    items = [it for it in read_samples_file(DATA, n_samples=n_samples, reference_field="answer") if it.id in correct]
+    model = CannedBlackboxModel({it.id: list(it.samples) for it in items})
+    data = Dataset([it.id for it in items], ["1" if correct[it.id] else "0" for it in items], batch_size=50)
+    man = UEManager(
+        data,
+        model,
+        [ShapleyUncertainty(), EigValLaplacian(), DegMat(), Eccentricity()],
+        BuilderEnvironmentStatCalculator(model),
+        register_default_stat_calculators("Blackbox") + [stat_calculator_container("embedding:minilm")],
+        [Committed(False), Committed(True)],
+        [PredictionRejectionArea(), ROCAUC()],
+        processors=[],
+        ignore_exceptions=False,
+        verbose=False,
+    )
+    metrics = man()
+    with open(run_dir / "metrics.csv", newline="") as f:
+        mine = {r["method"]: r for r in csv.DictReader(f)}
+    rows = []
+    for peer, method in PEER_NAMES.items():
+        rows.append(
+            {
+                "run": f"triviaqa_llama13b/{run}",
+                "method": method,
+                "peer": peer,
+                "n_questions": len(items),
+                "auroc_lm_polygraph": float(metrics["sequence", peer, "Incorrect", "roc-auc"]),
+                "auroc_ours": float(mine[method]["auroc"]),
+                "prr_lm_polygraph": float(metrics["sequence", peer, "Correct", "prr"]),
+                "prr_normalized_lm_polygraph": float(metrics["sequence", peer, "Correct", "prr_normalized"]),
+                "prr_ours": float(mine[method]["prr"]),
+            }
+        )
+    return rows
+
+
+DATA = Path(os.environ.get("SHAPLEY_DATA_DIR", ROOT.parent / "shared" / "data")) / "triviaqa_llama13b_samples.jsonl.gz"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "results" / "crosscheck"))
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    rows = []
+    for path in RUNS:
+        mats, scores = committed(path)
+        if mats and len({m.shape for m in mats}) == 1:
+            rows += compare(f"triviaqa_llama13b/{path.parent.name}", mats, scores)
+    rows += compare("random (300 x n=10, seed 0)", random_mats(), None)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with open(out / "lm_polygraph.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    manager_rows = uemanager_run()
+    with open(out / "uemanager_triviaqa.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(manager_rows[0]))
+        w.writeheader()
+        w.writerows(manager_rows)
+    _freshness(out, time.perf_counter() - start)
+    print(f"wrote {out / 'lm_polygraph.csv'} ({len(rows)} rows) in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _freshness(out: Path, seconds: float) -> None:
+    from importlib.metadata import version
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+
+    record = {
+        "command": "python scripts/crosscheck_lm_polygraph.py --out results/crosscheck",
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--", "shapley", "scripts", "pyproject.toml")),
+        "seconds": round(seconds, 1),
+        "python": sys.version.split()[0],
+        "versions": {p: version(p) for p in ("lm_polygraph", "numpy", "scipy", "torch", "shapley")},
+        "inputs": [str(p.relative_to(ROOT)) for p in RUNS],
+    }
+    (out / "freshness.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,17 @@
+"""Shapley uncertainty inside other uncertainty harnesses: LM-Polygraph and uqlm.
+
+* :mod:`shapley.integrations.lm_polygraph` (extra ``lm-polygraph``, environment ``.venv-lm-polygraph``): an
+  LM-Polygraph estimator on ``semantic_matrix_entail``, ``load_estimator`` for its ``FactoryEstimator``, and a
+  stat calculator that fills ``semantic_matrix_entail`` from our entailment backends.
+* :mod:`shapley.integrations.uqlm` (extra ``uqlm``, environment ``.venv-uqlm``: uqlm needs numpy<2): a black-box
+  scorer with uqlm's ``evaluate(responses, sampled_responses)`` returning confidences in [0, 1].
+
+Both modules import without their peer installed (so that the package's doctests and layer checks run in the
+main environment); using their classes then raises ``ImportError`` naming the environment to install. The maths
+both share (the total with a defined value for singular kernels, the map to a confidence) is in
+:mod:`shapley.integrations.common`.
+
+Layer rule: this layer may import :mod:`shapley.core` and :mod:`shapley.pipeline`; nothing in the package imports
+it (``tests/test_architecture.py``). The pipeline's entailment backends are reached through one function,
+:func:`shapley.integrations.common.load_entailment_backend`.
+"""

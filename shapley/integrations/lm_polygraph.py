@@ -1,0 +1,225 @@
+"""Shapley uncertainty as an LM-Polygraph estimator (extra ``lm-polygraph``; environment ``.venv-lm-polygraph``).
+
+* :class:`ShapleyUncertainty`: an ``lm_polygraph.estimators.Estimator`` on ``stats["semantic_matrix_entail"]``
+  (batch, n, n), entry [b, i, j] = P(sample i entails sample j). Per question b it returns the total Shapley
+  uncertainty in nats, ``shapley.shapley_uncertainty(E[b], beta, psd_policy=..., eps=...)`` (higher = more
+  uncertain, as LM-Polygraph expects); a singular kernel's ``-inf`` becomes the floored total
+  (:mod:`shapley.integrations.common`), so that PRR and AUROC stay defined. The per-answer Shapley values are
+  :meth:`ShapleyUncertainty.shapley_values`. A batch may be ragged (a list of (n_b, n_b) matrices).
+* :func:`load_estimator`: what LM-Polygraph's ``FactoryEstimator`` calls for a module name, so that a
+  ``polygraph_eval`` config can name ``shapley.integrations.lm_polygraph`` with ``cfg: {beta: 0.5}``.
+* :class:`ShapleyEntailmentCalculator`: a stat calculator that fills ``semantic_matrix_entail`` from one of our
+  entailment backends (``embedding:minilm``, ``hf:<id|path>``, ``llm:<...>``), the same matrices as our pipeline.
+
+Usage (in ``.venv-lm-polygraph``)::
+
+    from shapley.integrations.lm_polygraph import ShapleyUncertainty
+    estimator = ShapleyUncertainty(beta=0.5)           # str(estimator) == "Shap_beta0.5_nearest"
+    ue = estimator({"semantic_matrix_entail": E})      # E: (batch, n, n) -> (batch,) nats
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from shapley.core.entropy import shapley_values as _core_shapley_values
+from shapley.core.kernel import correlation_matrix, kernel_matrix
+from shapley.core.psd import DEFAULT_EPS
+from shapley.integrations.common import (
+    DEFAULT_BETA,
+    DEFAULT_PSD_POLICY,
+    check_settings,
+    defined_total,
+    load_entailment_backend,
+    optional_attr,
+    require,
+)
+
+__all__ = [
+    "CannedBlackboxModel",
+    "ShapleyEntailmentCalculator",
+    "ShapleyUncertainty",
+    "entail_matrices",
+    "load_estimator",
+    "load_stat_calculator",
+    "stat_calculator_container",
+]
+
+_Estimator: Any = optional_attr("lm_polygraph.estimators.estimator", "Estimator") or object
+_StatCalculator: Any = optional_attr("lm_polygraph.stat_calculators.stat_calculator", "StatCalculator") or object
+_BlackboxModel: Any = optional_attr("lm_polygraph.utils.model", "BlackboxModel") or object
+
+STAT = "semantic_matrix_entail"
+
+
+def entail_matrices(stats: Mapping[str, Any]) -> list[np.ndarray]:
+    """The (n_b, n_b) float64 matrices of ``stats["semantic_matrix_entail"]``: a (batch, n, n) array or a
+    sequence of square matrices (ragged batches). ``ValueError`` naming the stat when it is missing or not
+    square."""
+    if STAT not in stats:
+        raise ValueError(f"stats has no {STAT!r} (keys: {sorted(stats)}); add a semantic matrix calculator")
+    raw = stats[STAT]
+    rows = list(raw) if isinstance(raw, np.ndarray) and raw.ndim == 3 else raw
+    if isinstance(rows, np.ndarray) or not isinstance(rows, Sequence):
+        raise ValueError(f"stats[{STAT!r}] must be a (batch, n, n) array or a list of (n, n) arrays")
+    out = []
+    for b, m in enumerate(rows):
+        a = np.asarray(m, dtype=np.float64)
+        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
+            raise ValueError(f"stats[{STAT!r}][{b}] has shape {a.shape}; expected a square (n, n) matrix")
+        out.append(a)
+    return out
+
+
+class ShapleyUncertainty(_Estimator):
+    """Total Shapley uncertainty (nats) per question, from ``semantic_matrix_entail``.
+
+    Args:
+        beta: kernel scale in (0, 1] (the paper's 0.5).
+        psd_policy: what to do with an indefinite kernel (``shapley.PSD_POLICIES``); ``"nearest"``, the pipeline's
+            default, by default. ``"raise"`` stops the run at the first indefinite kernel.
+        eps: eigenvalue floor of the PSD repairs and of the singular-kernel floor, ``0 < eps < 1``.
+
+    ``str(estimator)`` (LM-Polygraph's unique name) carries beta and the policy, e.g. ``Shap_beta0.5_nearest``.
+    """
+
+    def __init__(self, beta: float = DEFAULT_BETA, psd_policy: str = DEFAULT_PSD_POLICY, eps: float = DEFAULT_EPS):
+        require(optional_attr("lm_polygraph.estimators.estimator", "Estimator"), "ShapleyUncertainty", "lm-polygraph")
+        self.beta, self.psd_policy, self.eps = check_settings(beta, psd_policy, eps)
+        super().__init__([STAT], "sequence")
+
+    def __str__(self) -> str:
+        eps = "" if self.eps == DEFAULT_EPS else f"_eps{self.eps:g}"
+        return f"Shap_beta{self.beta:g}_{self.psd_policy}{eps}"
+
+    def __call__(self, stats: Mapping[str, Any]) -> np.ndarray:
+        """(batch,) float64 totals in nats; higher = more uncertain; never ``-inf`` or NaN."""
+        return np.array(
+            [defined_total(P, self.beta, self.psd_policy, self.eps) for P in entail_matrices(stats)], dtype=np.float64
+        )
+
+    def shapley_values(self, stats: Mapping[str, Any]) -> list[np.ndarray]:
+        """Per-answer Shapley values (nats) of each question, ``(n_b,)`` each, summing to the total where it is
+        finite (``shapley.shapley_values``, exact method; for a singular kernel the core's ``-inf`` entries or its
+        ``ValueError``)."""
+        return [
+            _core_shapley_values(
+                kernel_matrix(correlation_matrix(P), self.beta), psd_policy=self.psd_policy, eps=self.eps
+            )
+            for P in entail_matrices(stats)
+        ]
+
+
+def load_estimator(cfg: Mapping[str, Any] | None = None) -> ShapleyUncertainty:
+    """The estimator for LM-Polygraph's ``FactoryEstimator``: ``cfg`` may set ``beta``, ``psd_policy`` and
+    ``eps``; other keys raise ``ValueError`` naming them."""
+    cfg = dict(cfg or {})
+    unknown = sorted(set(cfg) - {"beta", "psd_policy", "eps"})
+    if unknown:
+        raise ValueError(f"unknown ShapleyUncertainty option(s) {unknown}; use beta, psd_policy, eps")
+    return ShapleyUncertainty(**cfg)
+
+
+class ShapleyEntailmentCalculator(_StatCalculator):
+    """LM-Polygraph stat calculator: ``semantic_matrix_entail`` from ``sample_texts`` with one of our entailment
+    backends, so that LM-Polygraph's estimators see the matrices our pipeline computes.
+
+    Args:
+        entailment: our backend spec: ``"embedding:minilm"`` (packaged all-MiniLM-L6-v2, offline),
+            ``"hf:<id|path>"`` (e.g. ``hf:microsoft/deberta-large-mnli``, the paper's), ``"llm:<...>"``.
+        cache: our sqlite entailment cache (False: none; True: the default file; or a path).
+        with_question: score ``f"{question} {answer}"`` (the batch's input texts) instead of the bare answers.
+        backend: an already built backend (then ``entailment`` and ``cache`` are not used).
+
+    Output: (batch, n, n) float64 ``P(s_i => s_j)`` (diagonal 1) when every input has the same number of samples,
+    else a list of (n_b, n_b) arrays (which :class:`ShapleyUncertainty` reads; LM-Polygraph's own calculator
+    cannot produce ragged batches: it stacks its matrices).
+    """
+
+    @staticmethod
+    def meta_info() -> tuple[list[str], list[str]]:
+        return [STAT], ["sample_texts"]
+
+    def __init__(
+        self, entailment: str = "embedding:minilm", cache: Any = False, with_question: bool = False, backend: Any = None
+    ) -> None:
+        require(
+            optional_attr("lm_polygraph.stat_calculators.stat_calculator", "StatCalculator"),
+            "the calculator",
+            "lm-polygraph",
+        )
+        super().__init__()
+        self.backend = (
+            backend if backend is not None else load_entailment_backend(entailment, cache=cache, progress=False)
+        )
+        self.with_question = bool(with_question)
+
+    def __str__(self) -> str:
+        return f"ShapleyEntailmentCalculator({self.backend.name})"
+
+    def __call__(
+        self,
+        dependencies: Mapping[str, Any],
+        texts: Sequence[str],
+        model: Any = None,
+        max_new_tokens: int = 100,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        samples = dependencies["sample_texts"]
+        items = [(str(q), [str(a) for a in answers]) for q, answers in zip(texts, samples, strict=True)]
+        mats = [r.entail for r in self.backend.score(items, with_question=self.with_question)]
+        same = len({m.shape for m in mats}) == 1
+        return {STAT: np.stack(mats) if same and mats else mats}
+
+
+def load_stat_calculator(cfg: Mapping[str, Any] | None = None, environment: Any = None) -> ShapleyEntailmentCalculator:
+    """What LM-Polygraph's ``FactoryStatCalculator`` calls for a builder module: ``cfg`` may set ``entailment``,
+    ``cache`` and ``with_question`` (an ``obj`` key, which LM-Polygraph's configs carry, is ignored)."""
+    cfg = {k: v for k, v in dict(cfg or {}).items() if k != "obj"}
+    unknown = sorted(set(cfg) - {"entailment", "cache", "with_question"})
+    if unknown:
+        raise ValueError(
+            f"unknown ShapleyEntailmentCalculator option(s) {unknown}; use entailment, cache, with_question"
+        )
+    return ShapleyEntailmentCalculator(**cfg)
+
+
+def stat_calculator_container(entailment: str = "embedding:minilm", **cfg: Any) -> Any:
+    """A ``StatCalculatorContainer`` for UEManager's ``available_stat_calculators``: put it after LM-Polygraph's
+    defaults (``register_default_stat_calculators``), where it replaces their ``semantic_matrix_entail``."""
+    container = require(
+        optional_attr("lm_polygraph.utils.factory_stat_calculator", "StatCalculatorContainer"),
+        "the container",
+        "lm-polygraph",
+    )
+    stats, deps = ShapleyEntailmentCalculator.meta_info()
+    return container(
+        name="ShapleyEntailmentCalculator",
+        stats=stats,
+        dependencies=deps,
+        builder=__name__,
+        cfg={"entailment": entailment, **cfg},
+    )
+
+
+class CannedBlackboxModel(_BlackboxModel):
+    """An LM-Polygraph black-box model that answers from a table instead of generating: ``answers[prompt]`` is the
+    list of samples of that prompt; a greedy request (``n=1``) returns ``greedy[prompt]`` (default: the first
+    sample), a sampling request with ``n`` returns the first ``n`` samples. For replaying committed generations."""
+
+    def __init__(self, answers: Mapping[str, Sequence[str]], greedy: Mapping[str, str] | None = None) -> None:
+        require(optional_attr("lm_polygraph.utils.model", "BlackboxModel"), "CannedBlackboxModel", "lm-polygraph")
+        super().__init__(model_path="canned")
+        self.answers = {str(k): [str(a) for a in v] for k, v in answers.items()}
+        self.greedy = {k: v[0] for k, v in self.answers.items() if v} | dict(greedy or {})
+
+    def generate_texts(self, input_texts: Sequence[str], n: int = 1, **kwargs: Any) -> list[Any]:
+        missing = [t for t in input_texts if t not in self.answers]
+        if missing:
+            raise ValueError(f"no canned answers for {len(missing)} prompt(s), e.g. {missing[0][:80]!r}")
+        if n == 1 and not kwargs.get("sampling"):
+            return [self.greedy[t] for t in input_texts]
+        return [self.answers[t][:n] for t in input_texts]

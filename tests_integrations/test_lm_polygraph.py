@@ -1,0 +1,176 @@
+"""shapley.integrations.lm_polygraph inside LM-Polygraph 0.7 (run in .venv-lm-polygraph by make test-integrations)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("lm_polygraph")
+
+import shapley  # noqa: E402
+from shapley.integrations.lm_polygraph import (  # noqa: E402
+    CannedBlackboxModel,
+    ShapleyEntailmentCalculator,
+    ShapleyUncertainty,
+    stat_calculator_container,
+)
+
+
+def _stats(batch: int = 6, n: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    E = rng.uniform(0.0, 1.0, size=(batch, n, n)).astype(np.float32)
+    for b in range(batch):
+        np.fill_diagonal(E[b], 1.0)
+    return {"semantic_matrix_entail": E}
+
+
+def test_total_equals_shapley_uncertainty_on_float32_stats():
+    stats = _stats()
+    got = ShapleyUncertainty()(stats)
+    assert got.shape == (6,) and got.dtype == np.float64
+    for b, E in enumerate(stats["semantic_matrix_entail"]):
+        assert abs(got[b] - shapley.shapley_uncertainty(E, beta=0.5)) <= 1e-12
+
+
+def test_beta_and_policy_are_options_and_in_the_name():
+    est = ShapleyUncertainty(beta=0.3, psd_policy="clip")
+    assert str(est) == "Shap_beta0.3_clip" and str(ShapleyUncertainty()) == "Shap_beta0.5_nearest"
+    stats = _stats(n=4)
+    want = [shapley.shapley_uncertainty(E, beta=0.3, psd_policy="clip") for E in stats["semantic_matrix_entail"]]
+    np.testing.assert_allclose(est(stats), want, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="psd_policy"):
+        ShapleyUncertainty(psd_policy="ignore")
+    with pytest.raises(ValueError):
+        ShapleyUncertainty(beta=1.5)
+
+
+def test_all_entail_scores_lower_than_identity():
+    n = 5
+    stats = {"semantic_matrix_entail": np.stack([np.ones((n, n)), np.eye(n)]).astype(np.float32)}
+    agree, unrelated = ShapleyUncertainty()(stats)
+    assert agree < unrelated
+    assert unrelated == pytest.approx(shapley.shapley_uncertainty(np.eye(n), 0.5), abs=1e-12)
+
+
+def test_factory_estimator_builds_it_at_the_configured_beta():
+    from lm_polygraph.utils.factory_estimator import FactoryEstimator
+
+    est = FactoryEstimator()("shapley.integrations.lm_polygraph", {"beta": 0.3})
+    assert isinstance(est, ShapleyUncertainty) and est.beta == 0.3 and str(est) == "Shap_beta0.3_nearest"
+    with pytest.raises(ValueError, match="unknown"):
+        FactoryEstimator()("shapley.integrations.lm_polygraph", {"betta": 0.3})
+
+
+def test_ragged_batches_and_per_answer_values():
+    rng = np.random.default_rng(1)
+    mats = []
+    for n in (3, 6, 4):
+        m = rng.uniform(size=(n, n))
+        np.fill_diagonal(m, 1.0)
+        mats.append(m)
+    est = ShapleyUncertainty()
+    totals = est({"semantic_matrix_entail": mats})
+    phis = est.shapley_values({"semantic_matrix_entail": mats})
+    assert [p.shape for p in phis] == [(3,), (6,), (4,)]
+    for m, t, phi in zip(mats, totals, phis, strict=True):
+        assert t == pytest.approx(shapley.shapley_uncertainty(m, 0.5), abs=1e-12)
+        assert phi.sum() == pytest.approx(t, abs=1e-9)
+
+
+def test_singular_kernel_gives_a_finite_lowest_score_and_a_defined_prr():
+    from lm_polygraph.ue_metrics import PredictionRejectionArea
+
+    n = 4
+    dup = np.ones((n, n))
+    two = np.ones((n, n))
+    two[:2, 2:] = two[2:, :2] = 0.0  # two groups of duplicates: rank 2
+    rng = np.random.default_rng(2)
+    other = rng.uniform(size=(3, n, n))
+    for m in other:
+        np.fill_diagonal(m, 1.0)
+    stats = {"semantic_matrix_entail": np.stack([dup, two, *other])}
+    assert shapley.shapley_uncertainty(dup, beta=1.0) == -math.inf  # the core keeps -inf
+    ue = ShapleyUncertainty(beta=1.0)(stats)
+    assert np.all(np.isfinite(ue))
+    assert ue[0] < ue[1] < ue[2:].min()  # more collapsed dimensions: more certain
+    prr = PredictionRejectionArea()(ue, np.array([1.0, 1.0, 0.0, 0.5, 0.0]))
+    assert math.isfinite(prr)
+
+
+def test_calculator_fills_our_matrices_and_ragged_lists():
+    calc = ShapleyEntailmentCalculator(backend=_OverlapBackend())
+    out = calc({"sample_texts": [["a b", "a", "c"], ["x", "x y", "y"]]}, ["q1", "q2"])
+    E = out["semantic_matrix_entail"]
+    assert E.shape == (2, 3, 3) and np.allclose(np.diagonal(E, axis1=1, axis2=2), 1.0)
+    ragged = calc({"sample_texts": [["a", "b"], ["x", "y", "z"]]}, ["q1", "q2"])["semantic_matrix_entail"]
+    assert [m.shape for m in ragged] == [(2, 2), (3, 3)]
+
+
+class _OverlapBackend:
+    """A stand-in backend: P(i => j) = share of j's words found in i (no model)."""
+
+    name = "overlap"
+
+    def score(self, items, *, with_question=False):
+        from types import SimpleNamespace
+
+        out = []
+        for _, answers in items:
+            w = [set(a.split()) for a in answers]
+            out.append(SimpleNamespace(entail=np.array([[len(a & b) / len(b) for b in w] for a in w])))
+        return out
+
+
+# ten samples per prompt: LM-Polygraph's black-box sampling calculator asks for 10 (its default samples_n)
+CANNED = {
+    "Capital of France?": ["Paris", "Paris", "Paris, France", "Lyon", "Paris"] * 2,
+    "Who wrote Hamlet?": ["Shakespeare", "Marlowe", "Goethe", "Dickens", "Shakespeare"] * 2,
+    "Largest planet?": ["Jupiter", "Jupiter", "Jupiter", "Jupiter", "Saturn"] * 2,
+    "Author of Faust?": ["Goethe", "Schiller", "Goethe", "Heine", "Mann"] * 2,
+}
+TARGETS = ["Paris", "Shakespeare", "Jupiter", "Goethe"]
+
+
+@pytest.mark.slow
+def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our_numbers():
+    """A real UEManager run: canned black-box answers, our MiniLM calculator (the packaged real weights), our
+    estimator beside LM-Polygraph's DegMat; the estimations are our numbers for our matrices."""
+    from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
+    from lm_polygraph.estimators import DegMat
+    from lm_polygraph.generation_metrics import RougeMetric
+    from lm_polygraph.ue_metrics import PredictionRejectionArea
+    from lm_polygraph.utils.builder_enviroment_stat_calculator import BuilderEnvironmentStatCalculator
+    from lm_polygraph.utils.dataset import Dataset
+    from lm_polygraph.utils.manager import UEManager
+
+    from shapley.core.baselines import degree
+    from shapley.integrations.common import load_entailment_backend
+
+    model = CannedBlackboxModel(CANNED)
+    data = Dataset(list(CANNED), TARGETS, batch_size=2)
+    calculators = register_default_stat_calculators("Blackbox") + [stat_calculator_container("embedding:minilm")]
+    man = UEManager(
+        data,
+        model,
+        [ShapleyUncertainty(), DegMat()],
+        BuilderEnvironmentStatCalculator(model),
+        calculators,
+        [RougeMetric("rougeL")],
+        [PredictionRejectionArea()],
+        processors=[],
+        ignore_exceptions=False,
+        verbose=False,
+        save_stats=["sample_texts"],
+    )
+    metrics = man()
+    assert [list(s) for s in man.stats["sample_texts"]] == list(CANNED.values())
+    got = np.array(man.estimations["sequence", "Shap_beta0.5_nearest"])
+    ours = load_entailment_backend("embedding:minilm", cache=False).score([(q, a) for q, a in CANNED.items()])
+    want = [shapley.shapley_uncertainty(r.entail, 0.5, psd_policy="nearest") for r in ours]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    deg = np.array(man.estimations["sequence", "DegMat_NLI_score_entail"])
+    want_deg = [degree((r.entail + r.entail.T) / 2) for r in ours]
+    np.testing.assert_allclose(deg, want_deg, rtol=0, atol=1e-9)
+    assert math.isfinite(metrics["sequence", "Shap_beta0.5_nearest", "Rouge_rougeL", "prr"])

@@ -6,8 +6,9 @@
 * ``report``: AUROC tables across run directories (markdown + CSV).
 * ``beta-sweep``: Table 5's beta ablation recomputed from a run's stored entailment matrices.
 
-Exit status: 0 on success, 2 for bad arguments or input (the message names the problem; for an input file
-the line number and field), 1 for other failures.
+Exit status: 0 on success; 2 for bad arguments, input or environment (one line naming the option, file and line:
+a field out of range, a full disk, a run directory in use, a device that is not there); 1 only for a bug (one
+line too; ``SHAPLEY_DEBUG=1`` shows its traceback).
 """
 
 from __future__ import annotations

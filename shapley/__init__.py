@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from shapley.core.entropy import (
     EXACT_MAX_N,
     HALF_LOG_2PIE,
-    MC_MAX_FLOPS,
+    MC_MAX_SECONDS,
     MC_MEMORY_BYTES,
     NAIVE_MAX_N,
     game_shapley_values,
@@ -60,7 +60,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "EXACT_MAX_N",
     "HALF_LOG_2PIE",
-    "MC_MAX_FLOPS",
+    "MC_MAX_SECONDS",
     "MC_MEMORY_BYTES",
     "NAIVE_MAX_N",
     "PSD_POLICIES",

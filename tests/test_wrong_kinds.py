@@ -531,7 +531,7 @@ def test_other_minute_long_sizes_are_refused_naming_the_limit():
     from shapley.core import psd
     from shapley.core.baselines import lexical_similarity
 
-    with pytest.raises(ValueError, match="MC_MAX_FLOPS"):
+    with pytest.raises(ValueError, match="MC_MAX_SECONDS"):
         shapley.shapley_values_mc(np.eye(1200), n_permutations=2000)
     with pytest.raises(ValueError, match="NEAREST_MAX_WORK"):
         psd.nearest_correlation(np.eye(1100))
@@ -576,3 +576,74 @@ def test_numeric_option_of_the_wrong_kind_exits_2_naming_it(cmd, flag, value, ca
     with pytest.raises(SystemExit) as e:
         cli.main([*base, f"{flag}={value}"])
     assert e.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 26: every numeric array-like is taken (lists, numpy of any dtype, pandas, torch CPU tensors with or
+# without requires_grad) or refused with a ValueError/TypeError naming the argument; the core never imports torch
+
+
+def _array_likes(valid: Any) -> list[tuple[str, Any]]:
+    import pandas as pd
+    import torch
+
+    a = np.asarray(valid)
+    out: list[tuple[str, Any]] = [("list", a.tolist()), ("pandas", pd.Series(a) if a.ndim == 1 else pd.DataFrame(a))]
+    out.append(("torch", torch.tensor(a)))
+    if a.dtype.kind == "f":
+        out += [("float32", a.astype(np.float32)), ("float16", a.astype(np.float16))]
+        out.append(("torch_grad", torch.tensor(a, requires_grad=True)))
+        out.append(("torch_float32_grad", torch.tensor(a, dtype=torch.float32, requires_grad=True)))
+    if a.dtype.kind in "bi":
+        out += [("int8", a.astype(np.int8)), ("uint8", a.astype(np.uint8))]
+    return out
+
+
+ARRAY_CASES = [
+    pytest.param(name, arg, form, id=f"{name}-{arg}-{form}")
+    for name, (valid, kinds) in sorted(TABLE.items())
+    for arg, kind in kinds.items()
+    if kind.removesuffix("_or_none") in ("matrix", "vector", "labels") and valid.get(arg) is not None
+    for form, _ in _array_likes(valid[arg])
+]
+
+
+def _flat(x: Any) -> Any:
+    try:
+        return np.asarray(x, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize(("name", "arg", "form"), ARRAY_CASES)
+def test_every_array_like_is_taken_or_refused_naming_the_argument(name, arg, form):
+    import warnings
+
+    valid, _ = TABLE[name]
+    value = dict(_array_likes(valid[arg]))[form]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = _call(name, valid)
+        try:
+            got = _call(name, {**valid, arg: value})
+        except (ValueError, TypeError) as exc:
+            assert re.search(rf"(?<![\w]){re.escape(arg)}(?![\w])", str(exc)), f"{name}({arg}={form}): {exc}"
+            return
+    a, b = _flat(expected), _flat(got)
+    if a is not None and b is not None and a.shape == b.shape:
+        tol = 1e-2 if "16" in form or "32" in form else 1e-9
+        np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=f"{name}({arg}={form})")
+
+
+def test_array_likes_were_walked():
+    forms = {form for _, _, form in (p.values for p in ARRAY_CASES)}
+    assert {"list", "pandas", "torch", "torch_grad"} <= forms and len(ARRAY_CASES) > 100
+
+
+def test_the_core_never_imports_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, shapley, shapley.core.metrics, shapley.core.baselines; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

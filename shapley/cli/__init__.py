@@ -6,8 +6,9 @@
 * ``report``: AUROC tables across run directories (markdown + CSV).
 * ``beta-sweep``: Table 5's beta ablation recomputed from a run's stored entailment matrices.
 
-Exit status: 0 on success, 2 for bad arguments or input (the message names the problem; for an input file
-the line number and field), 1 for other failures.
+Exit status: 0 on success; 2 for bad arguments, input or environment (one line naming the option, file and line:
+a field out of range, a full disk, a run directory in use, a device that is not there); 1 only for a bug (one
+line too; ``SHAPLEY_DEBUG=1`` shows its traceback).
 """
 
 from __future__ import annotations
@@ -34,8 +35,16 @@ def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
     from shapley.pipeline.experiment import pipelines as experiment
 
     config = config_from_args(a)
+    if config.runtime.device is not None:  # before anything is read or written
+        from shapley.pipeline.generate.models import check_device
+
+        check_device(config.runtime.device)
     if config.runtime.entail_cache is not None:  # before generation, not when the entailment stage opens it
         check_cache_path(Path(config.runtime.entail_cache))
+    else:  # the shared cache's folder (SHAPLEY_CACHE_DIR), likewise
+        from shapley.pipeline.rundir.settings import cache_dir
+
+        cache_dir()
     if config.command == "run":
         path = experiment.run_experiment(config, a.output, argv=argv)
     else:
@@ -137,6 +146,41 @@ def _check_paths(a: argparse.Namespace) -> None:
         _regular_input(getattr(a, dest, None), "FILE.jsonl" if dest == "input" else "--data-path")
 
 
+def _output_files(a: argparse.Namespace) -> tuple[list[Path], list[str], set[Path]]:
+    """(files the command writes for --output, run directories it reads, files of those it may replace)."""
+    if a.command == "report" and a.output is not None:
+        from shapley.pipeline.evaluate.report import report_files
+
+        return list(report_files(a.output)), list(a.run_dirs), set()
+    if a.command == "beta-sweep" and a.output is not None:
+        from shapley.pipeline.rundir.derived import SWEEP_OUTPUTS
+
+        out = Path(a.output)
+        own = {Path(os.path.realpath(Path(a.run_dir) / name)) for name in SWEEP_OUTPUTS}
+        return [out, out.with_name(out.stem + "_per_question.csv")], [a.run_dir], own
+    return [], [], set()
+
+
+def _check_outputs(a: argparse.Namespace) -> None:
+    """``--output`` files, checked before anything is read or written (``ValueError`` naming the option): never
+    a file of a run directory the command reads (the sweep's own files excepted), never a folder, pipe or device
+    (a link is written through to its target, which must be a regular file or new, in an existing folder)."""
+    files, reads, own = _output_files(a)
+    read_dirs = {Path(os.path.realpath(d)) for d in reads}
+    for f in files:
+        real = Path(os.path.realpath(f))
+        if f.is_symlink() and not real.parent.is_dir():
+            raise ValueError(f"--output {f} is a link to {real}, whose folder does not exist")
+        if real.exists() and not real.is_file():
+            kind = "a directory" if real.is_dir() else "a pipe, socket or device"
+            raise ValueError(f"--output {f} is {kind}, not a regular file; it is not replaced: give a file name")
+        if real.parent in read_dirs and real not in own:
+            raise ValueError(
+                f"--output {f} is in the run directory {real.parent} being read; the command never writes there "
+                "(it could replace the run's own files): write it outside the run directory"
+            )
+
+
 def _distinct_paths(paths: list[str], name: str) -> None:
     seen: dict[str, str] = {}
     for p in paths:
@@ -218,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(a: argparse.Namespace, full_argv: list[str]) -> int:
     try:
         _check_paths(a)
+        _check_outputs(a)
         if a.command in ("run", "score-samples"):
             return _cmd_pipeline(a, full_argv)
         if a.command == "merge":
@@ -225,11 +270,14 @@ def _dispatch(a: argparse.Namespace, full_argv: list[str]) -> int:
         if a.command == "report":
             return _cmd_report(a)
         return _cmd_beta_sweep(a)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError) as exc:
+        # bad input or environment: a file, a full disk, a run directory in use, a model that is not available
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
         return 2
-    except (RuntimeError, OSError) as exc:  # e.g. a run directory in use, a model that is not available
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except Exception as exc:  # a bug: one line, never a traceback (SHAPLEY_DEBUG=1 shows it)
+        if os.environ.get("SHAPLEY_DEBUG"):
+            raise
+        print(f"error: internal error (a bug; please report it): {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
 
 

@@ -77,6 +77,30 @@ def _methods(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+N_BOOT_MAX = 2**16
+"""Most bootstrap resamples an option may ask for: :data:`shapley.core.metrics.MAX_BOOT` (not imported here, to
+keep ``--help`` light; a test pins the two equal)."""
+
+SIZE_CAPS = {
+    "n_samples": 1000,
+    "limit": 10**7,
+    "max_new_tokens": 8192,
+    "batch_size": 65536,
+    "top_k": 10**6,
+    "n_shots": 100,
+    "seed": 2**63 - 1,
+}
+"""The largest value of each size option (the parser refuses more, before anything runs): beyond these a run
+would not finish on any machine (``n_samples``: the entailment pairs grow as n**2 per question) or the value
+cannot be stored (``seed``: a 64-bit integer)."""
+
+
+def _capped(v: int, cap: int, what: str) -> int:
+    if v > cap:
+        raise argparse.ArgumentTypeError(f"{what} must be at most {cap}; got {v}")
+    return v
+
+
 def _positive_int(text: str) -> int:
     v = _integer(text)
     if v < 1:
@@ -84,25 +108,48 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _sized(name: str) -> Callable[[str], int]:
+    """The type of a positive size option capped at ``SIZE_CAPS[name]``."""
+
+    def check(text: str) -> int:
+        return _capped(_positive_int(text), SIZE_CAPS[name], "the value")
+
+    check.__name__ = name
+    return check
+
+
+def _count(name: str) -> Callable[[str], int]:
+    """The type of a count option that may be 0, capped at ``SIZE_CAPS[name]``."""
+
+    def check(text: str) -> int:
+        v = _integer(text)
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"must be >= 0; got {v}")
+        return _capped(v, SIZE_CAPS[name], "the value")
+
+    check.__name__ = name
+    return check
+
+
 def _seed(text: str) -> int:
     v = _integer(text)
     if v < 0:
         raise argparse.ArgumentTypeError(f"a seed must be >= 0; got {v}")
-    return v
+    return _capped(v, SIZE_CAPS["seed"], "a seed")
 
 
 def _n_boot(text: str) -> int:
     v = _integer(text)
     if v < 2:
         raise argparse.ArgumentTypeError(f"an interval needs at least 2 bootstrap resamples; got {v}")
-    return v
+    return _capped(v, N_BOOT_MAX, "--n-boot (the most resamples an interval draws)")
 
 
 def _n_boot_or_none(text: str) -> int:
     v = _integer(text)
     if v != 0 and v < 2:
         raise argparse.ArgumentTypeError(f"must be 0 (no intervals) or at least 2 resamples; got {v}")
-    return v
+    return _capped(v, N_BOOT_MAX, "--n-boot (the most resamples an interval draws)")
 
 
 def _beta(text: str) -> float:
@@ -130,6 +177,9 @@ def _unit(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be in [0, 1]; got {text}")
     return v
 
+
+INT_TYPES: frozenset[str] = frozenset({*SIZE_CAPS, "_n_boot", "_n_boot_or_none", "_seed"})
+"""Names of the argument types that read a whole number; each has a cap (a test walks them)."""
 
 LIST_TYPES: tuple[Callable[[str], object], ...] = (_methods, _betas)
 """Argument types that read a comma-separated list (each entry checked, empty or repeated entries refused)."""
@@ -240,23 +290,23 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
         help="entailment backend spec: hf:<id|path> (NLI), embedding:<name|path> (stand-in), llm:<spec> "
         f"(default {DEFAULT_ENTAILMENT})",
     )
-    run.add_argument("--n-samples", type=_positive_int, default=10, help="sampled answers per question (10)")
-    run.add_argument("--limit", type=_positive_int, default=None, help=_LIMIT_HELP)
+    run.add_argument("--n-samples", type=_sized("n_samples"), default=10, help="sampled answers per question (10)")
+    run.add_argument("--limit", type=_sized("limit"), default=None, help=_LIMIT_HELP)
     run.add_argument("--output", required=True, help="run directory (created, or resumed)")
     run.add_argument("--temperature", type=_number, default=1.0, help="sampling temperature (1.0; 0 = greedy)")
     run.add_argument("--top-p", type=_number, default=1.0, help="nucleus sampling p (1.0 = off)")
-    run.add_argument("--top-k", type=_integer, default=0, help="top-k sampling (0 = off)")
-    run.add_argument("--max-new-tokens", type=_positive_int, default=32, help="answer length limit (32)")
+    run.add_argument("--top-k", type=_count("top_k"), default=0, help="top-k sampling (0 = off)")
+    run.add_argument("--max-new-tokens", type=_sized("max_new_tokens"), default=32, help="answer length limit (32)")
     run.add_argument(
         "--batch-size",
-        type=_positive_int,
+        type=_sized("batch_size"),
         default=None,
         help="generation rows per decoding batch for a new run, like --rows-per-batch (default: 8, or a question's "
         "rows when more, on a CPU; from free memory on a GPU). " + _BATCH_HELP,
     )
     run.add_argument(
         "--rows-per-batch",
-        type=_positive_int,
+        type=_sized("batch_size"),
         default=None,
         help="generation rows per decoding batch, recorded in config.json; a resume and every shard reuse the "
         "recorded value (other sizes round differently, so a different value is refused on resume)",
@@ -267,7 +317,7 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
         help="prefill each whole prompt instead of reusing the dataset's shared few-shot block (recorded setting)",
     )
     run.add_argument("--dtype", default=None, help="model dtype, e.g. float32, bfloat16 (default: per device)")
-    run.add_argument("--n-shots", type=_integer, default=5, help="few-shot examples per prompt (5)")
+    run.add_argument("--n-shots", type=_count("n_shots"), default=5, help="few-shot examples per prompt (5)")
     run.add_argument(
         "--chat-template",
         action="store_true",
@@ -302,11 +352,11 @@ def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
     ss.add_argument("input", metavar="FILE.jsonl", help="input file (.jsonl or .jsonl.gz)")
     ss.add_argument("--entailment", default=DEFAULT_ENTAILMENT, help=f"entailment backend spec ({DEFAULT_ENTAILMENT})")
     ss.add_argument("--output", required=True, help="run directory (created, or resumed)")
-    ss.add_argument("--n-samples", type=_positive_int, default=None, help="use the first N samples of each line")
-    ss.add_argument("--limit", type=_positive_int, default=None, help=_LIMIT_HELP)
+    ss.add_argument("--n-samples", type=_sized("n_samples"), default=None, help="use the first N samples of each line")
+    ss.add_argument("--limit", type=_sized("limit"), default=None, help=_LIMIT_HELP)
     ss.add_argument(
         "--batch-size",
-        type=_positive_int,
+        type=_sized("batch_size"),
         default=None,
         help="kept for older scripts: entailment pairs per forward pass are fixed per question and device kind "
         "(at most 32 on a CPU). " + _BATCH_HELP,

@@ -23,7 +23,7 @@ from shapley.companion.htmltable import Col, Html, code, esc, html_table
 from shapley.companion.provenance import relative_path
 from shapley.core import metrics
 from shapley.pipeline.evaluate.comparisons import outcomes
-from shapley.pipeline.evaluate.metrics import load_metrics
+from shapley.pipeline.evaluate.metrics import load_metrics, read_csv_ids
 
 REFERENCE = "Shap"
 
@@ -69,7 +69,7 @@ class JudgeRobustness:
 
 def _common_scores(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both runs' ``scores.csv`` restricted to the questions both scored, in run a's order, indexed by id."""
-    sa, sb = (pd.read_csv(Path(d) / "scores.csv", dtype={"id": str}).set_index("id") for d in (run_a, run_b))
+    sa, sb = (read_csv_ids(Path(d) / "scores.csv").set_index("id") for d in (run_a, run_b))
     common = [i for i in sa.index if i in sb.index]
     return sa.loc[common], sb.loc[common]
 

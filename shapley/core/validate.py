@@ -51,6 +51,15 @@ _KIND_NAMES = {
 }
 
 
+def as_numpy(x: Any) -> Any:
+    """``x`` ready for ``numpy.asarray``: an autograd tensor (e.g. torch with ``requires_grad``) is detached
+    first, found by duck typing (``requires_grad`` and ``detach``), so that this package never imports torch; a
+    tensor on a GPU is refused by numpy's own conversion (the caller names the argument)."""
+    if getattr(x, "requires_grad", False) is True and callable(getattr(x, "detach", None)):
+        return x.detach()
+    return x
+
+
 def _kind_error(name: str, what: str, got: str) -> ValueError:
     return ValueError(f"{name} must be {what}; got {got}")
 
@@ -74,8 +83,8 @@ def real_array(x: Any, name: str, what: str = "an array of real numbers") -> NDA
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            arr = np.asarray(x)
-    except (TypeError, ValueError, Warning) as exc:
+            arr = np.asarray(as_numpy(x))
+    except (TypeError, ValueError, RuntimeError, Warning) as exc:
         raise _kind_error(name, what, f"{type(x).__name__} that is not a regular array ({exc})") from exc
     kind = arr.dtype.kind
     if kind not in "iuf":
@@ -198,7 +207,10 @@ def label_vector(y: ArrayLike, name: str) -> NDArray[np.bool_]:
     """1-D boolean array from booleans or the numbers 0/1 (strings, complex, datetimes, None refused)."""
     if isinstance(y, str | bytes | dict | set) or y is None:
         raise ValueError(f"{name} must be a 1-D array of booleans or 0/1; got {type(y).__name__}")
-    a = np.asarray(y)
+    try:
+        a = np.asarray(as_numpy(y))
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of booleans or 0/1; got {type(y).__name__} ({exc})") from exc
     if a.dtype.kind == "O" and all(isinstance(v, bool | np.bool_) for v in a.ravel()):
         a = a.astype(bool)
     if a.ndim != 1:
@@ -263,7 +275,7 @@ def ragged_rows(rows: Any, name: str) -> list[NDArray[np.float64]]:
 def cluster_labels(x: Any, name: str = "cluster_ids") -> NDArray[np.int64]:
     """1-D non-empty array of integer cluster labels (any integer values, order irrelevant)."""
     arr = real_array(x, name, "a 1-D array of integer cluster labels")
-    raw = np.asarray(x)
+    raw = np.asarray(as_numpy(x))
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:

@@ -544,6 +544,7 @@ _FLAG_NAMES = {
     "data.model_label": "--model-label",
     "generation.p_true": "--no-p-true",
     "generation.a4c": "--no-a4c",
+    "generation.prefix_cache": "--no-prefix-cache",
 }
 
 

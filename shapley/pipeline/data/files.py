@@ -80,6 +80,11 @@ def check_input_file(path: str | os.PathLike[str], what: str = "input file") -> 
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"{what} {p} is a directory, not a file")
+    if p.exists() and not p.is_file():
+        raise ValueError(
+            f"{what} {p} is a pipe, socket or device, not a regular file: the input is read twice (validated in "
+            "full, then scored), which a pipe cannot give; write it to a file first"
+        )
     if not p.is_file():
         raise FileNotFoundError(f"{what} {p} does not exist")
     return p
@@ -136,6 +141,8 @@ def _read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from e
+    except (ValueError, RecursionError) as e:  # a 4300-digit integer, nesting too deep
+        raise ValueError(f"{path}: not valid JSON here ({e or 'nested too deeply'})") from None
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -148,6 +155,8 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}, line {lineno}: not valid JSON ({e})") from e
+        except (ValueError, RecursionError) as e:  # a 4300-digit integer, nesting too deep
+            raise ValueError(f"{path}, line {lineno}: not valid JSON here ({e or 'nested too deeply'})") from None
         if not isinstance(obj, dict):
             raise ValueError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
         rows.append((lineno, obj))

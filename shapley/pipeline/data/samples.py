@@ -138,9 +138,12 @@ def _references(row: dict[str, Any], where: str, reference_field: str, samples: 
 def _num_list(v: Any, where: str, name: str) -> list[float]:
     if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
         raise ValueError(f"{where}: field {name!r} must be a list of numbers")
-    out = [float(x) for x in v]
+    try:
+        out = [float(x) for x in v]
+    except OverflowError:  # an integer literal beyond float range, e.g. 10**400
+        raise ValueError(f"{where}: field {name!r} holds a number out of range") from None
     if not all(math.isfinite(x) for x in out):
-        raise ValueError(f"{where}: field {name!r} holds NaN or inf")
+        raise ValueError(f"{where}: field {name!r} holds NaN or inf (or a number out of range, e.g. 1e400)")
     return out
 
 
@@ -241,6 +244,7 @@ def read_samples_file(
         raise ValueError(f"--n-samples must be >= 1; got {n_samples}")
     items: list[SampleItem] = []
     seen: dict[str, int] = {}
+    width: tuple[int, int] | None = None  # (embedding length, first line with one)
     for lineno, line in iter_text_lines(p):
         if limit is not None and len(items) >= limit:
             break
@@ -251,7 +255,18 @@ def read_samples_file(
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: not valid JSON ({exc.msg})") from exc
+        except ValueError as exc:  # e.g. an integer literal of more than 4300 digits
+            raise ValueError(f"{where}: not valid JSON here ({exc})") from None
+        except RecursionError:
+            raise ValueError(f"{where}: not valid JSON here (nested too deeply)") from None
         item = parse_sample_line(row, where, lineno, n_samples, reference_field)
+        if item.embedding is not None:
+            width = width or (len(item.embedding), lineno)
+            if len(item.embedding) != width[0]:
+                raise ValueError(
+                    f"{where}: field 'embedding' has {len(item.embedding)} entries; line {width[1]} has {width[0]} "
+                    "(every embedding must have the same length)"
+                )
         if item.id in seen:
             raise ValueError(f"{where}: duplicate id {item.id!r} (first on line {seen[item.id]})")
         seen[item.id] = lineno

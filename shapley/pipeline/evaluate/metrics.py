@@ -45,6 +45,7 @@ from a run's stored entailment matrices and :func:`write_beta_sweep` writes it (
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 import warnings
@@ -56,7 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from shapley.core import metrics
+from shapley.core import metrics, validate
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.evaluate import selection
 from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS as COMPARISON_COLUMNS
@@ -112,15 +113,18 @@ def unescape_csv_id(text: str) -> str:
     return text[1:] if text.startswith("'") else text
 
 
-CSV_TEXT_COLUMNS = ("id", "answer")
-"""Columns of free text (question ids, the model's answers) that CSV outputs escape and loaders read back as
-strings, exactly."""
+CSV_TEXT_COLUMNS = ("id", "answer", "model", "entailment", "dataset")
+"""Columns of free text (question ids, the model's answers, the run's labels) that CSV outputs escape and
+loaders read back as strings, exactly."""
 
 
 def csv_text(df: pd.DataFrame) -> str:
     """``df`` as CSV text (no index), its :data:`CSV_TEXT_COLUMNS` escaped with :func:`escape_csv_id`."""
     escaped = {c: [escape_csv_id(str(v)) for v in df[c]] for c in CSV_TEXT_COLUMNS if c in df}
-    return df.assign(**escaped).to_csv(index=False)
+    # pandas quotes a cell with a comma, quote or newline but not one with a lone carriage return, which a reader
+    # then takes for a line end: such a file quotes every text cell (others keep their bytes)
+    bare_cr = any("\r" in v for values in escaped.values() for v in values)
+    return df.assign(**escaped).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL)
 
 
 def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
@@ -135,6 +139,13 @@ def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
     return df
 
 
+def _label(value: Any, qid: Any) -> bool:
+    """A stored correctness label: a boolean, or the number 0 or 1 (``ValueError`` naming the question else)."""
+    if isinstance(value, bool | np.bool_) or (isinstance(value, int | float) and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"the stored record of question {qid!r}: 'correct' must be a boolean or 0/1; got {value!r}")
+
+
 def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | None = None) -> pd.DataFrame:
     """Flat DataFrame of stored score records (one row per question, see the module docstring)."""
     names = list(_score.METHODS) if methods is None else list(methods)
@@ -143,7 +154,7 @@ def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | 
     for r in records:
         row: dict[str, Any] = {
             "id": str(r["id"]),
-            "correct": bool(r["correct"]),
+            "correct": _label(r.get("correct"), r["id"]),
             "correctness_value": r.get("correctness_value"),
             "correctness_metric": r.get("correctness_metric"),
             "answer": r.get("answer"),
@@ -170,7 +181,7 @@ def method_metrics(
     method (NaN scores must be removed; ``n_boot``: the resamples to start from, at least
     :data:`shapley.core.metrics.MIN_BOOT`)."""
     u, n_inf = rankable(np.asarray(uncertainty, dtype=np.float64))
-    c = np.asarray(correct, dtype=bool)
+    c = validate.label_vector(correct, "correct")  # booleans or 0/1, never cast ("yes" or 0.5 is refused)
     notes = []
     if n_inf:
         notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
@@ -358,7 +369,7 @@ def write_run_outputs(
     tests = selection.selection_tests(records, threshold=config.scoring.threshold)
     texts = {
         "scores.csv": csv_text(df),
-        "metrics.csv": metrics.to_csv(index=False),
+        "metrics.csv": csv_text(metrics),
         "skipped.csv": skipped_df.to_csv(index=False),
         "selection.csv": chosen.to_csv(index=False),
         selection.TESTS_FILE: tests.to_csv(index=False),
@@ -402,6 +413,20 @@ def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.read_csv(f)
 
 
+def described_ids(run_dir: str | os.PathLike[str], stored: Mapping[str, Any]) -> list[str]:
+    """The questions that a run's outputs describe, in their order: those ``scores.csv`` was computed for (as
+    recorded in ``derived.json``; a resume with a smaller ``--limit`` describes fewer than it stores), else
+    those of ``scores.csv``, else every stored one (``stored``: the score records, by id)."""
+    rec = derived.read(run_dir)
+    entry = (rec or {}).get("files", {}).get("scores.csv") or {}
+    if isinstance(entry.get("ids"), list):
+        return [str(i) for i in entry["ids"]]
+    f = Path(run_dir) / "scores.csv"
+    if f.is_file():
+        return [str(i) for i in read_csv_ids(f, usecols=["id"], dtype=str, keep_default_na=False)["id"]]
+    return list(stored)
+
+
 def beta_table(
     run_dir: str | os.PathLike[str],
     betas: Sequence[float] = TABLE5_BETAS,
@@ -424,7 +449,7 @@ def beta_table(
     policy = psd_policy or cfg.scoring.psd_policy
     ent = JsonlStore(Path(run_dir) / STAGE_FILES["entailment"]).load(repair=False)
     sc = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
-    ids = [i for i in sc if i in ent]
+    ids = [i for i in described_ids(run_dir, sc) if i in ent]
     if not ids:
         raise ValueError(f"{run_dir}: no questions with both entailment and scores")
     rows = []
@@ -432,7 +457,7 @@ def beta_table(
         for d in _score.beta_sweep(np.asarray(ent[i]["entail"], dtype=np.float64), betas, psd_policy=policy):
             rows.append({"id": i, **d})
     per_q = pd.DataFrame(rows, columns=["id", "beta", "Shap", "psd", "min_eig", "repaired"])
-    correct = {i: bool(sc[i]["correct"]) for i in ids}
+    correct = {i: _label(sc[i].get("correct"), i) for i in ids}
     summary = []
     seed = cfg.seed
     for b, g in per_q.groupby("beta", sort=True):
@@ -475,16 +500,14 @@ def write_beta_sweep(
     (:mod:`shapley.pipeline.rundir.derived`), so that a later change of the stage files marks them stale and the next
     metrics stage removes them. Returns (summary, paths written)."""
     summary, per_q = beta_table(run_dir, betas, psd_policy=psd_policy, n_boot=n_boot)
+    ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
     out = Path(output) if output is not None else Path(run_dir) / derived.SWEEP_OUTPUTS[0]
     paths = [out, out.with_name(out.stem + "_per_question.csv")]
     texts = [summary.to_csv(index=False), csv_text(per_q)]
     for f, text in zip(paths, texts, strict=True):
-        try:
-            atomic_write_text(f, text)
-        except OSError as exc:  # the message names the output, not the temporary file written first
-            raise OSError(f"cannot write {f}: {exc.strerror or exc}") from exc
+        atomic_write_text(f, text)  # a failure names the output, not the temporary file written first
     if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():
         args = {"betas": [float(b) for b in betas], "psd_policy": psd_policy, "n_boot": int(n_boot)}
         names = dict(zip(derived.SWEEP_OUTPUTS, texts, strict=True))
-        derived.record(run_dir, names, stages=("entailment", "scores"), ids=None, args=args)
+        derived.record(run_dir, names, stages=("entailment", "scores"), ids=ids, args=args)
     return summary, paths

@@ -56,7 +56,10 @@ def load_metrics(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     f = Path(run_dir) / "metrics.csv"
     if not f.is_file():
         raise FileNotFoundError(f"{run_dir}: no metrics.csv (the run has not finished its metrics stage)")
-    return pd.read_csv(f, keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
+    from shapley.pipeline.evaluate.metrics import read_csv_ids  # not at import: metrics imports this module
+
+    # labels (model, entailment, dataset) read back exactly, as strings: "NA" or "1e3" is a label, not a value
+    return read_csv_ids(f, keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
 
 
 def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -129,6 +132,23 @@ def _wide(t: pd.DataFrame) -> pd.DataFrame:
     return wide.astype(object).where(wide.notna(), MISSING)
 
 
+def run_labels(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+    """Each run directory -> its label in a report: the shortest ending of its path that no other of
+    ``run_dirs`` shares (``a/run`` and ``b/run`` -> ``a/run``, ``b/run``; a lone ``x/run`` -> ``run``).
+
+    >>> run_labels(["a/run", "b/run", "c/other"])
+    {'a/run': 'a/run', 'b/run': 'b/run', 'c/other': 'other'}
+    """
+    parts = {str(d): Path(os.path.abspath(d)).parts for d in run_dirs}
+    out = {}
+    for d, p in parts.items():
+        k = 1
+        while k < len(p) and any(q[-k:] == p[-k:] for e, q in parts.items() if e != d):
+            k += 1
+        out[d] = "/".join(p[-k:])
+    return out
+
+
 def report_files(output: str | os.PathLike[str]) -> tuple[Path, Path]:
     """(markdown, CSV) paths that :func:`report` writes for ``output``: the markdown at ``output`` and the CSV
     beside it with ``.csv``; when ``output`` itself ends in ``.csv``, the CSV there and the markdown with ``.md``.
@@ -154,7 +174,8 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     if t.empty:
         raise ValueError("no metrics found in the given run directories")
     t = t.copy()
-    t["run"] = [Path(d).name for d in t["run_dir"]]
+    labels = run_labels(list(run_dirs))
+    t["run"] = [labels[str(d)] for d in t["run_dir"]]
     t["auroc [95% CI]"] = [
         _auroc_text(float(a), float(lo), float(hi), str(n))
         for a, lo, hi, n in zip(t["auroc"], t["auroc_lo"], t["auroc_hi"], t["note"], strict=True)

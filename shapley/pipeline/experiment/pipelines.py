@@ -454,7 +454,8 @@ def _generation_stage(
 
 def _recorded_generation_path(config: RunConfig, output: str | os.PathLike[str]) -> RunConfig:
     """A resume decodes as its run did: the rows per batch and the prefix-cache setting recorded in its
-    ``config.json`` (an old run: no prefix cache) replace unset or default ones."""
+    ``config.json`` (an old run: no prefix cache) replace unset or default ones (an explicit
+    ``--no-prefix-cache`` is kept, and refused on a run recorded with the prefix cache)."""
     stored = read_record(output) if Path(output).is_dir() else None
     if stored is None or config.generation is None:
         return config
@@ -462,7 +463,10 @@ def _recorded_generation_path(config: RunConfig, output: str | os.PathLike[str])
     if recorded is None:
         return config
     rows = config.generation.rows_per_batch or recorded.rows_per_batch
-    gen = dataclasses.replace(config.generation, rows_per_batch=rows, prefix_cache=recorded.prefix_cache)
+    # the default (on) follows the record; an explicit --no-prefix-cache is kept, so that a run recorded with the
+    # prefix cache refuses it, as it refuses a different --rows-per-batch
+    prefix = recorded.prefix_cache and config.generation.prefix_cache
+    gen = dataclasses.replace(config.generation, rows_per_batch=rows, prefix_cache=prefix)
     return config.replace(generation=gen)
 
 

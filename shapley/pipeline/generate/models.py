@@ -196,6 +196,34 @@ def model_fingerprint(model: Any) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+def check_device(device: str) -> torch.device:
+    """``device`` (the ``--device`` text) as a usable torch.device, or ``ValueError`` naming it: not a device
+    name (``bogus``), CUDA on a torch without it or on a machine without a GPU, a GPU index beyond those present
+    (``cuda:99``), or a kind this project does not run on."""
+    try:
+        d = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ValueError(f"--device {device!r} is not a torch device name (e.g. cpu, cuda, cuda:0): {exc}") from None
+    if d.type == "cuda":
+        if not torch.cuda.is_available():
+            build = (
+                "a CPU-only build"
+                if torch.version.cuda is None
+                else f"CUDA {torch.version.cuda}, but no GPU is visible"
+            )
+            raise ValueError(
+                f"--device {device}: this torch ({torch.__version__}) has no usable CUDA ({build}); use cpu"
+            )
+        if d.index is not None and d.index >= torch.cuda.device_count():
+            raise ValueError(f"--device {device}: there are {torch.cuda.device_count()} GPU(s) (cuda:0 ..)")
+    elif d.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"--device {device}: MPS is not available in this torch or on this machine")
+    elif d.type != "cpu":
+        raise ValueError(f"--device {device}: only cpu, cuda[:i] and mps are supported")
+    return d
+
+
 def default_device(device: str | torch.device | None = None) -> torch.device:
     """``device`` as a torch.device; ``None`` -> CUDA when available, else CPU."""
     if device is None:

@@ -171,6 +171,12 @@ def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     rec = read_json_file(f)
     if not isinstance(rec, dict) or not isinstance(rec.get("files"), dict):
         raise ValueError(f"{f}: expected an object with a 'files' object")
+    for name, entry in rec["files"].items():
+        if not isinstance(entry, dict):
+            raise ValueError(
+                f"{f}: the entry of {name!r} must be an object; got {type(entry).__name__} (the file is damaged: "
+                "delete it and resume the run, which records every derived file again)"
+            )
     return rec
 
 

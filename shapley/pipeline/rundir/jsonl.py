@@ -113,13 +113,27 @@ def read_json_file(path: str | os.PathLike[str], *, refusal: str = "") -> Any:
         return json.loads(f.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{f} is not valid JSON ({exc}){refusal}") from exc
+    except RecursionError:
+        raise ValueError(f"{f} is not valid JSON here (nested too deeply){refusal}") from None
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``; on failure
     (e.g. a full disk) the temp file is removed and ``path`` is untouched."""
     p = Path(path)
+    if p.is_symlink():  # written through: the link stays, its target is replaced
+        p = Path(os.path.realpath(p))
+    if p.exists() and not p.is_file():
+        raise ValueError(f"{p} is not a regular file (a folder, pipe or device); it is not replaced: give a file name")
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    try:
+        _write_replace(tmp, p, data)
+    except OSError as exc:  # e.g. a full disk: the message names the file, not the temporary one
+        raise OSError(exc.errno, f"cannot write {p}: {exc.strerror or exc}") from exc
+    _fsync_dir(p.parent)
+
+
+def _write_replace(tmp: Path, p: Path, data: bytes) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
@@ -135,7 +149,6 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _fsync_dir(p.parent)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -160,7 +173,7 @@ class JsonlStore:
     def _check_line(self, line: bytes) -> tuple[dict[str, Any] | None, str]:
         try:
             rec = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             return None, f"not valid JSON ({exc.__class__.__name__})"
         if not isinstance(rec, dict):
             return None, "not a JSON object"
@@ -265,14 +278,17 @@ class JsonlStore:
             return
         lines = [encode_record(r) for r in records]
         data = b"".join(lines)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:  # e.g. a full disk (a torn tail is dropped by the next load): name the file
+            raise OSError(exc.errno, f"cannot write {self.path}: {exc.strerror or exc}") from exc
         for line in lines:
             rec = json.loads(line)
             del rec[CHECKSUM_KEY]
@@ -349,7 +365,7 @@ def read_compact(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, dict[st
         try:
             rec = json.loads(line)
             ok = isinstance(rec, dict) and rec.pop(CHECKSUM_KEY, None) == record_checksum(rec)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             ok = False
         if not ok or not all(isinstance(rec.get(s), dict) for s in COMPACT_STAGES):
             raise ValueError(f"{f}, line {lineno}: not an intact record (checksum or layout)")

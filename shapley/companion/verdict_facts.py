@@ -13,6 +13,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+#: The verdict vocabulary (defined in :mod:`shapley.companion.verdicts`, which re-exports these names).
+REPRODUCED = "reproduced"
+CONSISTENT = "consistent"
+CONTRADICTED = "contradicted"
+DEPENDS = "depends on reading"
+NOT_HERE = "not reproducible here"
+
 # ---------------------------------------------------------------------------------------------------
 # The numbers the notes quote, computed
 # ---------------------------------------------------------------------------------------------------
@@ -214,7 +221,6 @@ def computed_verdicts(f: Mapping[str, str]) -> dict[str, str]:
     package's own computations or the paper's transcribed numbers settle; the other claims keep their rule's
     verdict (``not reproducible here``: what this environment lacks; or a reading of the text)."""
     from shapley.companion import reported as rp
-    from shapley.companion.verdicts import CONSISTENT, CONTRADICTED, NOT_HERE, REPRODUCED
 
     def holds(ok: bool, yes: str = CONSISTENT) -> str:
         return yes if ok else CONTRADICTED

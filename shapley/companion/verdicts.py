@@ -26,7 +26,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from shapley.companion.verdict_facts import COSINE_SEARCH_N, computed_verdicts, facts
+from shapley.companion.verdict_facts import (
+    CONSISTENT,
+    CONTRADICTED,
+    COSINE_SEARCH_N,
+    DEPENDS,
+    NOT_HERE,
+    REPRODUCED,
+    computed_verdicts,
+    facts,
+)
 
 __all__ = [
     "BADGES",
@@ -44,11 +53,6 @@ __all__ = [
     "verdicts_html",
 ]
 
-REPRODUCED = "reproduced"
-CONSISTENT = "consistent"
-CONTRADICTED = "contradicted"
-DEPENDS = "depends on reading"
-NOT_HERE = "not reproducible here"
 VERDICT_KINDS = (REPRODUCED, CONSISTENT, CONTRADICTED, DEPENDS, NOT_HERE)
 
 MEANINGS: MappingProxyType[str, str] = MappingProxyType(

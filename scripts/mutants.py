@@ -303,6 +303,20 @@ MUTANTS: tuple[Mutant, ...] = (
         (T_CORE, "tests/core/test_edges.py"),
     ),
     Mutant(
+        "clip-no-unit-diagonal",
+        "core",
+        "    A = A / np.outer(d, d)\n",
+        "    A = A / np.outer(d, np.ones_like(d))\n",
+        (T_CORE, "-k", "repairs_beyond"),
+    ),
+    Mutant(
+        "large-n-repair-shrink-to-eps-zero",
+        "core",
+        "    t = (1.0 - e) / (1.0 - lam)\n",
+        "    t = 1.0 / (1.0 - lam)\n",
+        (T_CORE, "-k", "repairs_beyond"),
+    ),
+    Mutant(
         "gershgorin-bound",
         "core",
         "return 1.0 if n <= 2 else 1.0 / (n - 1)",

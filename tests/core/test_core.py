@@ -412,3 +412,22 @@ def test_beyond_the_exact_limit_entropy_and_monte_carlo_match_independent_values
     X = np.random.default_rng(3).normal(size=(n, 2 * n))
     C = np.corrcoef(X)
     assert shapley.gaussian_entropy(C) == pytest.approx(n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(C)[1])
+
+
+def test_repairs_beyond_the_exact_limit_match_independent_values():
+    """Issue 27: an indefinite R at n = 30 (> EXACT_MAX_N) repaired by 'shrink' and by 'clip': the entropy
+    against the repair computed here from numpy's eigendecomposition and slogdet."""
+    n, eps = shapley.EXACT_MAX_N + 8, 1e-3
+    R = np.full((n, n), 0.6)
+    np.fill_diagonal(R, 1.0)
+    R[0, 1] = R[1, 0] = -0.9
+    w, V = np.linalg.eigh(R)
+    assert w[0] < 0
+    t = (1 - eps) / (1 - w[0])  # largest t with lambda_min(I + t (R - I)) = eps
+    shrunk = np.eye(n) + t * (R - np.eye(n))
+    clipped = (V * np.maximum(w, eps)) @ V.T
+    clipped /= np.sqrt(np.outer(np.diag(clipped), np.diag(clipped)))
+    for policy, A in (("shrink", shrunk), ("clip", clipped)):
+        with pytest.warns(psd.PSDRepairWarning):
+            h = shapley.gaussian_entropy(R, psd_policy=policy, eps=eps)
+        assert h == pytest.approx(n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(A)[1], rel=1e-10), policy

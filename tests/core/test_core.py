@@ -394,6 +394,11 @@ def test_monte_carlo_standard_error_matches_the_brute_force_spread():
     np.testing.assert_allclose(every.mean(axis=0), shapley.shapley_values(R), atol=1e-10)
     np.testing.assert_allclose(se, every.std(axis=0) / np.sqrt(n_perm), rtol=0.08)
     assert np.all(np.abs(phi - every.mean(axis=0)) <= 5 * se)
+    # in chunks of 2 orders (the same seeded draws): the same values and errors, the variance taken about
+    # the first chunk's mean (a shift that cancels only when centred correctly)
+    phi_c, se_c = shapley.shapley_values_mc(R, n_permutations=n_perm, seed=11, chunk=2)
+    np.testing.assert_allclose(phi_c, phi, rtol=1e-9)
+    np.testing.assert_allclose(se_c, se, rtol=1e-6)
 
 
 def test_beyond_the_exact_limit_entropy_and_monte_carlo_match_independent_values():

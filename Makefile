@@ -159,3 +159,9 @@ properties: setup
 	  $(BIN)/python -m pytest $(PROPERTY_TESTS) -v -p no:cacheprovider -m "not slow" --hypothesis-show-statistics
 	@echo "make properties: the searches of notebooks/properties.md, $(PROPERTIES_EXAMPLES) examples each"
 	OMP_NUM_THREADS=1 PROPERTIES_EXAMPLES=$(PROPERTIES_EXAMPLES) PYTHONPATH=. $(BIN)/python -u scripts/properties_report.py
+
+# Mutation run (issue 27): each mutant of scripts/mutants.py applied to a temporary copy of the tracked tree,
+# its fast test selection run on it, one at a time; the score per layer. About half an hour on 2 cores.
+.PHONY: mutants
+mutants: setup
+	OMP_NUM_THREADS=1 $(BIN)/python scripts/mutants.py

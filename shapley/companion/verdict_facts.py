@@ -13,6 +13,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+#: The verdict vocabulary (defined in :mod:`shapley.companion.verdicts`, which re-exports these names).
+REPRODUCED = "reproduced"
+CONSISTENT = "consistent"
+CONTRADICTED = "contradicted"
+DEPENDS = "depends on reading"
+NOT_HERE = "not reproducible here"
+
 # ---------------------------------------------------------------------------------------------------
 # The numbers the notes quote, computed
 # ---------------------------------------------------------------------------------------------------
@@ -169,6 +176,17 @@ def _above(values: Mapping[str, float]) -> str:
     return " and ".join([", ".join(above[:-1]), above[-1]]) if len(above) > 1 else "".join(above)
 
 
+def relative_gap(value: float, base: float) -> float:
+    """How far ``value`` is above ``base``, in percent of ``base`` (negative when below): the "+7.9%" of the
+    paper's text.
+
+    Examples:
+        >>> relative_gap(0.55, 0.5), round(relative_gap(0.5, 0.55), 2)
+        (10.000000000000009, -9.09)
+    """
+    return 100.0 * (value / base - 1.0)
+
+
 @functools.cache
 def _table_facts() -> dict[str, str]:
     from shapley.companion import reported as rp
@@ -182,6 +200,8 @@ def _table_facts() -> dict[str, str]:
     gemma = t3[("wmt14", "G-7B")]
     return {
         "t3_rows": str(len(t3)),
+        "t3_avg_best": max(zip(rp.TABLE3_AVERAGE, rp.TABLE3_METHODS, strict=True))[1],
+        "t4_svamp_q14b_best": max(t4[("svamp", "Q-14B")], key=lambda m: t4[("svamp", "Q-14B")][m]),
         "t3_shap_best": str(sum(_shap_best(v) for v in t3.values())),
         "rep_t3_gemma_avge": _rep(gemma["AvgE"]),
         "rep_t3_gemma_shap": _rep(gemma["Shap"]),
@@ -202,7 +222,7 @@ def _table_facts() -> dict[str, str]:
         "t4_squad_d8b_above": _above(t4[("squad", "D-8B")]),
         "rep_t4_svamp_q14b_er": _rep(t4[("svamp", "Q-14B")]["ER"]),
         "t4_nq_gap_abs": _f(nq["Shap"] - nq["NE"]),
-        "t4_nq_gap_rel": f"{100 * (nq['Shap'] / nq['NE'] - 1):.1f}%",
+        "t4_nq_gap_rel": f"{relative_gap(nq['Shap'], nq['NE']):.1f}%",
         "rep_t4_nq_claimed": f"{100 * float(claim_nq['claimed']):.1f}%",
         "t4_nq_above": _above(nq),
     }
@@ -269,6 +289,61 @@ def _measured_facts(results: Path) -> dict[str, str]:
     return out
 
 
+@functools.cache
+def _theory_facts() -> dict[str, str]:
+    from shapley.pipeline.config import ScoringSettings
+    from shapley.theory.properties import prop36_readings
+
+    checks = [r.witness["property3"] for r in prop36_readings() if "property3" in r.witness]
+    return {
+        "prop36_p3_fails": str(sum(not c.holds for c in checks)),
+        "prop36_p3_readings": str(len(checks)),
+        "setup_threshold": repr(float(ScoringSettings().threshold)),
+    }
+
+
+def computed_verdicts(f: Mapping[str, str]) -> dict[str, str]:
+    """Claim id -> verdict, decided from the facts ``f`` (:func:`facts`) for every claim whose verdict the
+    package's own computations or the paper's transcribed numbers settle; the other claims keep their rule's
+    verdict (``not reproducible here``: what this environment lacks; or a reading of the text)."""
+    from shapley.companion import reported as rp
+
+    def holds(ok: bool, yes: str = CONSISTENT) -> str:
+        return yes if ok else CONTRADICTED
+
+    def x(key: str) -> float:
+        return float(f[key].rstrip("%"))
+
+    hp = rp.HYPERPARAMETERS
+    claimed_nq = f["rep_t4_nq_claimed"]
+    return {
+        "mozart-entropies": holds(
+            (f"{x('moz_like'):.2f}", f"{x('moz_sem'):.2f}") == (f["rep_moz_like"], f["rep_moz_sem"]), REPRODUCED
+        ),
+        "mozart-shapley": holds((f["moz_paper1"], f["moz_paper2"]) == (f["rep_moz_shap1"], f["rep_moz_shap2"])),
+        "mozart-rise": holds(f["moz_rises"] == "yes", REPRODUCED),
+        "prop-3.1-existence": holds(x("beta_star10") > 0, REPRODUCED),
+        "prop-3.1-bound": holds(x("bound_paper10") <= x("beta_star10"), REPRODUCED),
+        "beta-0.5-psd": CONTRADICTED if f["psd05_not"] not in ("0", "n/a") else NOT_HERE,
+        "prop-3.6": holds(f["prop36_p3_fails"] == "0", REPRODUCED),
+        "auroc-definition": holds(x("auroc_reversed") == 1.0),
+        "auroc-random-worst": holds(x("auroc_reversed") >= 0.5),
+        "t3-majority": holds(2 * x("t3_shap_best") > x("t3_rows")),
+        "t3-gemma-wmt-exception": holds(
+            x("rep_t3_gemma_avge") > x("rep_t3_gemma_shap") and x("t3_shap_best") == x("t3_rows") - 1
+        ),
+        "t3-average": holds(f["t3_avg_best"] == "Shap"),
+        "t4-squad-all": holds(f["t4_squad_best"] == f["t4_per_dataset"]),
+        "t4-squad-l13b-dse": holds(x("rep_t4_squad_l13b_shap") > x("rep_t4_squad_l13b_dse")),
+        "t4-bioasq-all": holds(f["t4_bioasq_best"] == f["t4_per_dataset"]),
+        "t4-bioasq-m7b-se": holds(x("rep_t4_bioasq_m7b_shap") > x("rep_t4_bioasq_m7b_se")),
+        "t4-deepseek-squad": holds(not f["t4_squad_d8b_above"]),
+        "t4-er-svamp-q14b": holds(f["t4_svamp_q14b_best"] == "ER"),
+        "t4-nq-f7b-ne": holds(f["t4_nq_gap_rel"] == claimed_nq and not f["t4_nq_above"]),
+        "setup-correctness": holds(float(f["setup_threshold"]) == hp["rougeL_threshold"] == hp["bleu_threshold"]),
+    }
+
+
 def facts(results: str | Path | None = None) -> dict[str, str]:
     """Every ``{field}`` of the note templates, computed (formatted as shown). ``results``: the folder of
     committed runs (default: the repository's ``results/``)."""
@@ -281,6 +356,7 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
         **_near_copy_facts(),
         **_psd_facts(),
         **_table_facts(),
+        **_theory_facts(),
         **psd_judge_facts(root),
         **_measured_facts(root),
     }

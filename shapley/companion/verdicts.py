@@ -26,7 +26,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from shapley.companion.verdict_facts import COSINE_SEARCH_N, facts
+from shapley.companion.verdict_facts import (
+    CONSISTENT,
+    CONTRADICTED,
+    COSINE_SEARCH_N,
+    DEPENDS,
+    NOT_HERE,
+    REPRODUCED,
+    computed_verdicts,
+    facts,
+)
 
 __all__ = [
     "BADGES",
@@ -44,11 +53,6 @@ __all__ = [
     "verdicts_html",
 ]
 
-REPRODUCED = "reproduced"
-CONSISTENT = "consistent"
-CONTRADICTED = "contradicted"
-DEPENDS = "depends on reading"
-NOT_HERE = "not reproducible here"
 VERDICT_KINDS = (REPRODUCED, CONSISTENT, CONTRADICTED, DEPENDS, NOT_HERE)
 
 MEANINGS: MappingProxyType[str, str] = MappingProxyType(
@@ -453,17 +457,14 @@ def _readings(rule: Rule) -> tuple[Reading, ...]:
 
 
 def _measured_verdict(rule: Rule, f: Mapping[str, str]) -> str:
-    """Verdicts decided by computed facts.
+    """The claim's verdict: decided from the computed facts where they settle it
+    (:func:`shapley.companion.verdict_facts.computed_verdicts`), else the rule's.
 
     ``beta-0.5-psd``: only a counterexample in the runs decides it (-> contradicted); with none, the stand-in
     judge cannot settle the paper's claim (-> not reproducible here). ``mozart-rise``: reproduced when the
     paper's definition rises from Table 1 to Table 2, contradicted when it does not.
     """
-    if rule.claim_id == "mozart-rise":
-        return REPRODUCED if f["moz_rises"] == "yes" else CONTRADICTED
-    if rule.claim_id != "beta-0.5-psd":
-        return rule.verdict
-    return CONTRADICTED if f["psd05_not"] not in ("0", "n/a") else NOT_HERE
+    return computed_verdicts(f).get(rule.claim_id, rule.verdict)
 
 
 def verdict_table(results: str | Path | None = None) -> Any:

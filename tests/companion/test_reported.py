@@ -362,3 +362,52 @@ def test_method_labels_map_to_pipeline_methods():
     score = pytest.importorskip("shapley.pipeline.score.scores")
     for label, (_, _, ours) in paper.METHODS.items():
         assert ours in score.METHODS, f"paper column {label!r} -> {ours!r} is not a score.scores method"
+
+
+def _defaults_named(modules, name: str) -> dict[str, object]:
+    """Every default of a parameter or dataclass field called ``name`` in the given packages' modules."""
+    import dataclasses
+    import importlib
+    import inspect
+    import pkgutil
+
+    found: dict[str, object] = {}
+    for pkg_name in modules:
+        pkg = importlib.import_module(pkg_name)
+        for info in pkgutil.walk_packages(pkg.__path__, pkg_name + "."):
+            if info.name.endswith("__main__"):
+                continue
+            mod = importlib.import_module(info.name)
+            for attr, obj in vars(mod).items():
+                if getattr(obj, "__module__", None) != mod.__name__:
+                    continue
+                if dataclasses.is_dataclass(obj):
+                    for f in dataclasses.fields(obj):
+                        if f.name == name and f.default is not dataclasses.MISSING:
+                            found[f"{mod.__name__}.{attr}.{name}"] = f.default
+                elif inspect.isfunction(obj):
+                    p = inspect.signature(obj).parameters.get(name)
+                    if p is not None and p.default is not inspect.Parameter.empty:
+                        found[f"{mod.__name__}.{attr}({name}=)"] = p.default
+    return found
+
+
+def test_the_paper_settings_are_the_package_defaults():
+    """Issue 27: every default that encodes one of the paper's stated settings equals the reported value
+    (beta = 0.5 of Sec. 3.2, the 0.3 correctness thresholds of Sec. 4 / appendix B). A default edited in
+    the pipeline, the core or the theory fails here, not only in prose."""
+    from shapley.pipeline import config
+    from shapley.pipeline.score.scores import correctness
+
+    hp = paper.HYPERPARAMETERS
+    assert config.ScoringSettings().beta == hp["beta"]
+    assert config.ScoringSettings().threshold == hp["rougeL_threshold"] == hp["bleu_threshold"]
+    import inspect
+
+    assert inspect.signature(correctness.is_correct).parameters["threshold"].default == hp["rougeL_threshold"]
+    betas = _defaults_named(("shapley.core", "shapley.pipeline", "shapley.theory"), "beta")
+    assert len(betas) >= 8  # the scan finds them: kernel_matrix, ScoreOptions, ScoringSettings, theory ...
+    assert (
+        "shapley.core.kernel.kernel_matrix(beta=)" in betas and "shapley.pipeline.config.ScoringSettings.beta" in betas
+    )
+    assert {k: v for k, v in betas.items() if v != hp["beta"]} == {}

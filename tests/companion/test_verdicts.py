@@ -286,3 +286,105 @@ def test_prop36_near_copy_rise_matches_the_chain_rule_and_vanishes_as_rho_tends_
     f = verdict_facts.facts()
     assert f["p1_rises"] == " and ".join(f"{x:.1e}" for x in rises)
     assert rises[0] > rises[1] > 0 and f["p1_rises"] in verdicts.verdict_table().set_index("id").loc["prop-3.6", "note"]
+
+
+# ------------------------------------------------------------------ verdicts computed from evidence (issue 27)
+
+
+def test_computed_verdicts_agree_with_the_rules():
+    """Every verdict the facts decide equals the verdict its rule states (the rule documents the expected
+    outcome; a change of evidence that flips a verdict fails here and must be looked at)."""
+    from shapley.companion.verdict_facts import computed_verdicts
+
+    decided = computed_verdicts(verdicts.facts())
+    assert len(decided) >= 20
+    assert {cid: v for cid, v in decided.items() if v != verdicts.VERDICTS[cid].verdict} == {}
+
+
+_MOZART_AS_COMPUTED = {
+    "moz_like": "0.943",
+    "moz_sem": "0.325",
+    "rep_moz_like": "0.94",
+    "rep_moz_sem": "0.33",
+    "moz_paper1": "1.10",
+    "moz_paper2": "1.20",
+    "rep_moz_shap1": "0.40",
+    "rep_moz_shap2": "0.51",
+    "moz_rises": "yes",
+}
+
+
+def _quick_facts() -> dict[str, str]:
+    from shapley.companion import verdict_facts as vf
+
+    return {**_MOZART_AS_COMPUTED, **vf._psd_facts(), **vf._table_facts(), **vf._theory_facts(), "psd05_not": "0"}
+
+
+def test_quick_verdicts_agree_with_the_rules():
+    """As above without the slow Mozart and cosine computations (every other verdict from its evidence)."""
+    from shapley.companion.verdict_facts import computed_verdicts
+
+    decided = computed_verdicts(_quick_facts())
+    assert {cid: v for cid, v in decided.items() if v != verdicts.VERDICTS[cid].verdict} == {}
+
+
+@pytest.mark.parametrize(
+    ("claim", "change"),
+    [
+        ("mozart-entropies", {"moz_like": "0.123"}),
+        ("mozart-shapley", {"moz_paper1": "0.40", "moz_paper2": "0.51"}),
+        ("prop-3.1-bound", {"bound_paper10": "0.900"}),
+        ("prop-3.1-existence", {"beta_star10": "0.000"}),
+        ("prop-3.6", {"prop36_p3_fails": "0"}),
+        ("auroc-definition", {"auroc_reversed": "1"}),
+        ("auroc-random-worst", {"auroc_reversed": "0.5"}),
+        ("t3-majority", {"t3_shap_best": "2"}),
+        ("t3-gemma-wmt-exception", {"rep_t3_gemma_avge": "0.5"}),
+        ("t3-average", {"t3_avg_best": "AvgE"}),
+        ("t4-squad-all", {"t4_squad_best": "6", "t4_per_dataset": "6"}),
+        ("t4-squad-l13b-dse", {"rep_t4_squad_l13b_dse": "0.1"}),
+        ("t4-bioasq-all", {"t4_bioasq_best": "6", "t4_per_dataset": "6"}),
+        ("t4-bioasq-m7b-se", {"rep_t4_bioasq_m7b_se": "0.1"}),
+        ("t4-deepseek-squad", {"t4_squad_d8b_above": ""}),
+        ("t4-er-svamp-q14b", {"t4_svamp_q14b_best": "Shap"}),
+        ("t4-nq-f7b-ne", {"t4_nq_gap_rel": "7.9%", "rep_t4_nq_claimed": "7.9%", "t4_nq_above": ""}),
+        ("setup-correctness", {"setup_threshold": "0.35"}),
+    ],
+)
+def test_each_computed_verdict_follows_its_evidence(claim, change):
+    """Changing the evidence flips the verdict: none is a typed constant. The evidence is the computed one
+    except the Mozart numbers (slow: their computed values are checked by the test above)."""
+    rule = verdicts.VERDICTS[claim]
+    f = _quick_facts()
+    before = verdicts._measured_verdict(rule, f)
+    after = verdicts._measured_verdict(rule, {**f, **change})
+    assert before == rule.verdict and after != before
+
+
+def test_prop36_and_auroc_evidence_is_computed():
+    from shapley.theory.properties import prop36_readings
+
+    f = _quick_facts()
+    p3 = [r.witness["property3"] for r in prop36_readings() if "property3" in r.witness]
+    assert f["prop36_p3_readings"] == "2" and f["prop36_p3_fails"] == str(sum(not c.holds for c in p3)) == "2"
+    assert float(f["auroc_reversed"]) == metrics.auroc([2.0, 1.0], [True, False]) == 0.0
+
+
+def test_the_relative_gap_is_taken_the_paper_way_round():
+    """A known, asymmetric case: 0.55 against 0.5 is +10 %, 0.5 against 0.55 is -9.09 %; the printed Table 4
+    gap is Shap relative to NE, computed here without the package's helper."""
+    from shapley.companion.verdict_facts import relative_gap
+
+    assert relative_gap(0.55, 0.5) == pytest.approx(10.0)
+    assert relative_gap(0.5, 0.55) == pytest.approx(-100 / 11)
+    from shapley.companion import verdict_facts as vf
+
+    r = _row("nq_open", "F-7B")
+    assert vf._table_facts()["t4_nq_gap_rel"] == f"{100 * (r['Shap'] - r['NE']) / r['NE']:.1f}%"
+    assert vf._table_facts()["t4_nq_gap_abs"] == f"{r['Shap'] - r['NE']:.3f}"
+    # Shap's largest shortfall: the best entry of a row minus Shap's, over Table 4's rows
+    shortfall = max(max(v) - v[paper.TABLE4_METHODS.index("Shap")] for v in paper.TABLE4_ROWS.values())
+    assert vf._table_facts()["t4_max_gap"] == f"{shortfall:.3f}"
+    # "best" is strict: a tie with another method is not outperforming it (squad M-7B ties DSE at 0.728)
+    assert not vf._shap_best({"Shap": 0.728, "DSE": 0.728, "SE": 0.5})
+    assert vf._shap_best({"Shap": 0.729, "DSE": 0.728}) and not vf._shap_best({"Shap": 0.7, "DSE": 0.728})

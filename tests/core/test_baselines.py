@@ -495,3 +495,18 @@ def test_train_test_split_indices():
 def test_value_errors(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_clusters_need_both_directions_whichever_fails(transpose):
+    """Issue 27: a pair where only one direction contradicts (or entails) splits, in either orientation, so
+    a rule that checks one direction only fails one of the two cases."""
+    C = np.array([[0.0, 0.7], [0.1, 0.0]])
+    E = np.array([[1.0, 0.9], [0.2, 1.0]])
+    if transpose:
+        C, E = C.T, E.T
+    np.testing.assert_array_equal(B.semantic_clusters(None, C, rule="non_contradiction"), [0, 1])
+    np.testing.assert_array_equal(B.semantic_clusters(E, rule="bidirectional"), [0, 1])
+    # and neither direction failing joins them
+    np.testing.assert_array_equal(B.semantic_clusters(None, np.minimum(C, 0.2), rule="non_contradiction"), [0, 0])
+    np.testing.assert_array_equal(B.semantic_clusters(np.maximum(E, 0.8), rule="bidirectional"), [0, 0])

@@ -362,3 +362,77 @@ def test_mozart_as_written():
     """The paper's formula on Table 1's printed matrix: about 3.96 nats (the paper prints 0.40)."""
     R = shapley.kernel_matrix(MOZART_C1, 0.5)
     assert shapley.gaussian_entropy(R) == pytest.approx(3.9627, abs=1e-4)
+
+
+def _marginals_over_every_order(R: np.ndarray) -> np.ndarray:
+    """(n!, n) marginal contributions h(S + i) - h(S) of each answer along every order (brute force)."""
+    import itertools
+
+    n = R.shape[0]
+
+    def h(S: tuple[int, ...]) -> float:
+        if not S:
+            return 0.0
+        return len(S) * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(R[np.ix_(S, S)])[1]
+
+    rows = []
+    for order in itertools.permutations(range(n)):
+        row = np.zeros(n)
+        for k, i in enumerate(order):
+            row[i] = h(tuple(sorted(order[: k + 1]))) - h(tuple(sorted(order[:k])))
+        rows.append(row)
+    return np.array(rows)
+
+
+def test_monte_carlo_standard_error_matches_the_brute_force_spread():
+    """Issue 27: the standard error is sd/sqrt(N) of the marginal contributions, whose exact spread over all
+    n! orders is known at n = 5; its mean is the exact Shapley value (brute force)."""
+    R = np.corrcoef(np.random.default_rng(7).normal(size=(5, 8)))
+    every = _marginals_over_every_order(R)
+    n_perm = 4000
+    phi, se = shapley.shapley_values_mc(R, n_permutations=n_perm, seed=11)
+    np.testing.assert_allclose(every.mean(axis=0), shapley.shapley_values(R), atol=1e-10)
+    np.testing.assert_allclose(se, every.std(axis=0) / np.sqrt(n_perm), rtol=0.08)
+    assert np.all(np.abs(phi - every.mean(axis=0)) <= 5 * se)
+    # in chunks of 2 orders (the same seeded draws): the same values and errors, the variance taken about
+    # the first chunk's mean (a shift that cancels only when centred correctly)
+    phi_c, se_c = shapley.shapley_values_mc(R, n_permutations=n_perm, seed=11, chunk=2)
+    np.testing.assert_allclose(phi_c, phi, rtol=1e-9)
+    np.testing.assert_allclose(se_c, se, rtol=1e-6)
+
+
+def test_beyond_the_exact_limit_entropy_and_monte_carlo_match_independent_values():
+    """Issue 27: n = 30 > EXACT_MAX_N takes the LAPACK branch of the entropy and only Monte-Carlo values
+    exist; an equicorrelated R has exact Shapley values h / n by symmetry, and h from numpy's slogdet."""
+    n = shapley.EXACT_MAX_N + 8
+    rho = 0.3
+    R = np.full((n, n), rho)
+    np.fill_diagonal(R, 1.0)
+    h = n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(R)[1]
+    assert shapley.gaussian_entropy(R) == pytest.approx(h, rel=1e-12)
+    phi, se = shapley.shapley_values_mc(R, n_permutations=400, seed=2)
+    assert phi.sum() == pytest.approx(h, rel=1e-9)
+    assert np.all(np.abs(phi - h / n) <= 5 * se) and np.all(se > 0)
+    # a general PD R at the same size: the entropy against slogdet, and efficiency of the MC values
+    X = np.random.default_rng(3).normal(size=(n, 2 * n))
+    C = np.corrcoef(X)
+    assert shapley.gaussian_entropy(C) == pytest.approx(n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(C)[1])
+
+
+def test_repairs_beyond_the_exact_limit_match_independent_values():
+    """Issue 27: an indefinite R at n = 30 (> EXACT_MAX_N) repaired by 'shrink' and by 'clip': the entropy
+    against the repair computed here from numpy's eigendecomposition and slogdet."""
+    n, eps = shapley.EXACT_MAX_N + 8, 1e-3
+    R = np.full((n, n), 0.6)
+    np.fill_diagonal(R, 1.0)
+    R[0, 1] = R[1, 0] = -0.9
+    w, V = np.linalg.eigh(R)
+    assert w[0] < 0
+    t = (1 - eps) / (1 - w[0])  # largest t with lambda_min(I + t (R - I)) = eps
+    shrunk = np.eye(n) + t * (R - np.eye(n))
+    clipped = (V * np.maximum(w, eps)) @ V.T
+    clipped /= np.sqrt(np.outer(np.diag(clipped), np.diag(clipped)))
+    for policy, A in (("shrink", shrunk), ("clip", clipped)):
+        with pytest.warns(psd.PSDRepairWarning):
+            h = shapley.gaussian_entropy(R, psd_policy=policy, eps=eps)
+        assert h == pytest.approx(n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(A)[1], rel=1e-10), policy

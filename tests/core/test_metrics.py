@@ -328,3 +328,14 @@ def test_bootstrap_and_delong_agree_on_a_clear_difference():
     assert metrics.delong_test(strong, weak, c).p_value < 1e-6
     r = metrics.paired_bootstrap(metrics.auroc, strong, weak, c, n_boot=300)
     assert r.p_value == 0.0 and r.lo > 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_quantile_mcse_matches_scipy_maritz_jarrett(seed):
+    """Issue 27: the Monte-Carlo standard error of a quantile against an independent implementation,
+    scipy.stats.mstats.mjci (the Maritz-Jarrett estimate, same M and weights), not only its shape."""
+    from scipy.stats.mstats import mjci
+
+    x = np.random.default_rng(seed).gamma(2.0, size=400)  # skewed: the centring term matters
+    for q in (0.025, 0.1, 0.5, 0.9, 0.975):
+        assert metrics.quantile_mcse(x, q) == pytest.approx(float(mjci(x, prob=[q])[0]), rel=1e-9), q

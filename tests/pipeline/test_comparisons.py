@@ -105,3 +105,22 @@ def test_score_samples_writes_comparisons(tmp_path, monkeypatch):
     assert set(t["outcome"]) <= {"win", "tie", "loss", "undefined"}
     defined = t["outcome"] != "undefined"
     assert ((t["outcome"][defined] != "tie") == (t["delong_p_holm"][defined] < 0.05)).all()
+
+
+@pytest.mark.parametrize("lowest", [0.25, -3.0, -1e20])
+def test_infinite_scores_rank_strictly_beyond_the_finite_ones(lowest):
+    """Issue 27: -inf is mapped strictly below the lowest finite score and +inf strictly above the highest
+    (never onto them: they would tie), even where x - 1 == x in floating point."""
+    from shapley.pipeline.evaluate.comparisons import rankable
+
+    u = np.array([0.5, -math.inf, lowest, math.inf, 2.0])
+    r, n_inf = rankable(u)
+    assert n_inf == 2 and np.isfinite(r).all()
+    assert r[1] < r[2] == metrics_round(lowest) and r[3] > r[4]
+    np.testing.assert_array_equal(np.argsort(r, kind="stable"), [1, 2, 0, 4, 3])
+    # AUROC: -inf on a correct answer, lowest finite on a wrong one: the pair is ordered, not tied
+    assert M.auroc(r[[1, 2]], [True, False]) == 1.0
+
+
+def metrics_round(x: float) -> float:
+    return float(M.round_scores(np.array([x]))[0])

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from shapley.pipeline.data.datasets import DATASETS
-from shapley.pipeline.score import correctness as C
+from shapley.pipeline.score.scores import correctness as C
 
 
 def test_rouge_exact_match_and_unrelated():
@@ -105,3 +105,35 @@ def test_correctness_for_every_dataset():
     assert C.metric_for("coqa") == "rougeL"
     with pytest.raises(ValueError, match="unknown dataset"):
         C.metric_for("mmlu")
+
+
+def test_exceeds_is_the_one_strict_comparison():
+    assert C.exceeds(0.3000001, 0.3) and not C.exceeds(0.3, 0.3) and not C.exceeds(0.2999999, 0.3)
+    assert not C.exceeds(1.0, 1.0) and C.exceeds(1.0, 0.999)
+
+
+def test_a_run_stores_correct_with_the_strict_rule_at_the_threshold(tmp_path, monkeypatch):
+    """A judged answer equal to its reference has similarity 1.0 exactly: with threshold 1.0 it is not
+    correct (equality fails "> threshold"), with 0.999 it is; the stored ``correct`` follows is_correct."""
+    import json
+    from dataclasses import replace
+
+    from shapley.pipeline.experiment import pipelines as experiment
+    from shapley.pipeline.rundir import store
+    from tests import fakes
+
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    rows = fakes.make_samples_file(inp, 3, n_samples=2)
+    with open(inp, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps({**r, "answer": r["references"][0]}) + "\n")
+    cfg = fakes.samples_config(inp, n_boot=10)
+    for threshold, expected in ((1.0, False), (0.999, True)):
+        out = experiment.score_samples(
+            cfg.replace(scoring=replace(cfg.scoring, threshold=threshold)), tmp_path / f"r{threshold}"
+        )
+        recs = store.JsonlStore(out / "scores.jsonl").load(repair=False)
+        assert recs and all(r["correctness_value"] == 1.0 for r in recs.values())
+        assert [r["correct"] for r in recs.values()] == [expected] * len(recs)
+        assert all(r["correct"] == C.is_correct(r["answer"], [r["answer"]], threshold=threshold) for r in recs.values())

@@ -14,7 +14,7 @@ import pytest
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.metrics import holm
 from shapley.pipeline.config import ScoringSettings
-from shapley.pipeline.evaluate import selection
+from shapley.pipeline.evaluate.metrics import selection
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir import store
 from shapley.pipeline.score.scores import ScoreInputs
@@ -206,3 +206,24 @@ def test_score_samples_writes_selection_tests(tmp_path, monkeypatch):
     t = pd.read_csv(out / selection.TESTS_FILE)
     assert list(t.columns) == list(selection.TEST_COLUMNS) and len(t) >= 3
     assert (t["n"] == 12).all()
+
+
+def test_the_significantly_better_strategy_is_named_the_right_way_round():
+    """Issue 27: a pair significant after Holm in each direction. ``first`` is right and ``largest_cluster``
+    wrong on 30 questions (a better), ``min_phi`` right and ``first`` wrong on 30 others (b better)."""
+    picks = {"first": 0, "largest_cluster": 1, "medoid": 0, "min_phi": 2}
+    records = [_rec(True, [1.0, 0.0, 0.0], picks) for _ in range(30)]
+    records += [_rec(False, [0.0, 0.0, 1.0], picks) for _ in range(30)]
+    for k, r in enumerate(records):
+        r["id"] = f"q{k}"
+    t = selection.selection_tests(records, threshold=0.5).set_index(["strategy_a", "strategy_b"])
+    first_lc = t.loc[("first", "largest_cluster")]
+    assert (first_lc["a_only"], first_lc["b_only"]) == (30, 0)
+    assert first_lc["p_holm"] < selection.SIGNIFICANCE and first_lc["outcome"] == "a better"
+    first_phi = t.loc[("first", "min_phi")]
+    assert (first_phi["a_only"], first_phi["b_only"]) == (30, 30) and first_phi[
+        "outcome"
+    ] == "no significant difference"
+    lc_phi = t.loc[("largest_cluster", "min_phi")]
+    assert (lc_phi["a_only"], lc_phi["b_only"]) == (0, 30)
+    assert lc_phi["p_holm"] < selection.SIGNIFICANCE and lc_phi["outcome"] == "b better"

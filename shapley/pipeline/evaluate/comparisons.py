@@ -49,14 +49,16 @@ SIGNIFICANCE = 0.05
 
 def rankable(u: np.ndarray) -> tuple[np.ndarray, int]:
     """Scores rounded (:func:`shapley.core.metrics.round_scores`), +-inf replaced by max+1 / min-1 of the finite
-    values (rank-preserving); returns (array, number of infinite scores)."""
+    values (max + 1e-6 |max| / min - 1e-6 |min| beyond 1e6: strictly beyond them even after rounding,
+    rank-preserving); returns (array, number of infinite scores)."""
     u = metrics.round_scores(np.asarray(u, dtype=np.float64))
     inf = np.isinf(u)
     if inf.any():
         fin = u[~inf]
         lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 0.0)
-        u[np.isneginf(u)] = lo - 1.0
-        u[np.isposinf(u)] = hi + 1.0
+        # strictly beyond the finite values after 12-digit rounding, also where x - 1 == x (|x| >= 2**53)
+        u[np.isneginf(u)] = lo - max(1.0, abs(lo) * 1e-6)
+        u[np.isposinf(u)] = hi + max(1.0, abs(hi) * 1e-6)
     return u, int(inf.sum())
 
 

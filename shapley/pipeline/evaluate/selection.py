@@ -46,6 +46,7 @@ from shapley.core import baselines, metrics
 from shapley.core.entropy import shapley_values
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.pipeline.config import ScoringSettings
+from shapley.pipeline.score import correctness
 from shapley.pipeline.score.scores import ScoreInputs
 
 STRATEGIES: tuple[str, ...] = ("first", "greedy", "largest_cluster", "medoid", "min_phi")
@@ -177,7 +178,7 @@ def _picks(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float
             old += 1
             continue
         if picked is not None:
-            out.append(float(values[picked]) > threshold)
+            out.append(correctness.exceeds(float(values[picked]), threshold))
     note = ""
     if old:
         note = f"{old} record(s) lack sample_correctness/selected (made by an older version): not counted"
@@ -229,7 +230,7 @@ def _correct_by_question(records: Sequence[Mapping[str, Any]], strategy: str, th
             continue
         values, picked = r.get("sample_correctness"), (r.get("selected") or {}).get(strategy)
         if values is not None and picked is not None:
-            out[str(r["id"])] = float(values[picked]) > threshold
+            out[str(r["id"])] = correctness.exceeds(float(values[picked]), threshold)
     return out
 
 

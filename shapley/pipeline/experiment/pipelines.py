@@ -172,7 +172,7 @@ def score_record(
         "answer": answer,
         "correctness_metric": metric,
         "correctness_value": value,
-        "correct": bool(value > scoring.threshold),
+        "correct": correctness.exceeds(value, scoring.threshold),
         "scores": qs.scores,
         "skipped": qs.skipped,
         "diagnostics": qs.diagnostics,

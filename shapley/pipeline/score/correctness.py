@@ -93,6 +93,18 @@ def similarity(prediction: str, references: Sequence[str], metric: str = "rougeL
     raise ValueError(f"unknown correctness metric {metric!r}; valid: {', '.join(METRICS)}")
 
 
+def exceeds(value: float, threshold: float) -> bool:
+    """The correctness rule on a similarity ``value`` already computed: True when it is strictly greater than
+    ``threshold`` (the paper's "> 0.3"; equality is not correct). The one comparison behind :func:`is_correct`
+    and a run's stored ``correct``.
+
+    Examples:
+        >>> exceeds(0.31, 0.3), exceeds(0.3, 0.3), exceeds(0.29, 0.3)
+        (True, False, False)
+    """
+    return bool(value > threshold)
+
+
 def is_correct(prediction: str, references: Sequence[str], *, metric: str = "rougeL", threshold: float = 0.3) -> bool:
     """True when the ``metric`` score of ``prediction`` is strictly greater than ``threshold`` (in [0, 1])."""
     if metric not in METRICS:
@@ -101,7 +113,7 @@ def is_correct(prediction: str, references: Sequence[str], *, metric: str = "rou
         raise ValueError(f"threshold must be a finite number in [0, 1], got {threshold!r}")
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must lie in [0, 1], got {threshold}")
-    return similarity(prediction, references, metric) > threshold
+    return exceeds(similarity(prediction, references, metric), threshold)
 
 
 def metric_for(dataset: str) -> str:

@@ -1,0 +1,39 @@
+"""The mutant list of ``scripts/mutants.py`` (``make mutants``) does not rot: each snippet occurs exactly once in
+the package, each mutant changes it, and each names a test selection that exists."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _mutants():
+    spec = importlib.util.spec_from_file_location("mutants_script", ROOT / "scripts" / "mutants.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["mutants_script"] = mod  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MOD = _mutants()
+
+
+def test_the_list_is_large_and_spans_the_layers():
+    ids = [m.id for m in MOD.MUTANTS]
+    assert len(ids) == len(set(ids)) and len(ids) >= 40
+    assert {m.layer for m in MOD.MUTANTS} == {"core", "theory", "pipeline", "companion"}
+
+
+@pytest.mark.parametrize("mutant", MOD.MUTANTS, ids=lambda m: m.id)
+def test_each_snippet_occurs_exactly_once_and_is_changed(mutant):
+    assert MOD.occurrences(mutant.before) == 1, f"{mutant.id}: {mutant.before!r}"
+    assert len(MOD.locate(mutant.before)) == 1
+    assert mutant.after != mutant.before
+    paths = [t for t in mutant.tests if t.startswith("tests/")]
+    assert paths and all((ROOT / p.split("::")[0]).is_file() for p in paths), mutant.tests

@@ -397,7 +397,7 @@ def test_the_paper_settings_are_the_package_defaults():
     (beta = 0.5 of Sec. 3.2, the 0.3 correctness thresholds of Sec. 4 / appendix B). A default edited in
     the pipeline, the core or the theory fails here, not only in prose."""
     from shapley.pipeline import config
-    from shapley.pipeline.score.scores import correctness
+    from shapley.pipeline.score import correctness
 
     hp = paper.HYPERPARAMETERS
     assert config.ScoringSettings().beta == hp["beta"]

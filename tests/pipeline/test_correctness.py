@@ -7,7 +7,7 @@ import math
 import pytest
 
 from shapley.pipeline.data.datasets import DATASETS
-from shapley.pipeline.score.scores import correctness as C
+from shapley.pipeline.score import correctness as C
 
 
 def test_rouge_exact_match_and_unrelated():

@@ -98,10 +98,13 @@ bench: setup
 results: setup
 	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
 
-# The page computations over ~10 s, committed with freshness records (results/theory; also run by `make results`).
+# The page computations over ~10 s, committed with freshness records (results/theory, results/companion; also run
+# by `make results`; the -inf counts read the committed runs).
 theory-results: setup
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.cosine_results --out results/theory
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.psd_results --out results/theory
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.mozart_results --out results/companion
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.singular_results --results results
 
 # Seconds each book page takes to execute, one thread (results/bench_notebooks.json; run by `make results`).
 bench-notebooks: setup

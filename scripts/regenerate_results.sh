@@ -4,9 +4,9 @@
 #      n = 10 under the LLM judge (llm:smollm2), beta sweeps;
 #   2. the SmolLM2-135M runs, 100 questions on each of six datasets (scripts/smollm2_runs.sh), beta sweeps;
 #   3. the three properties for every estimator (results/axioms), and the page computations over ~10 s with
-#      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches;
-#      results/companion: the Mozart page's beta fits and, after the runs, the -inf counts at beta = 1;
-#      `make theory-results`);
+#      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches and the
+#      properties page's Hypothesis searches, the axioms page's short replay of its table; results/companion: the
+#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1; `make theory-results`);
 #   4. the CPU benchmarks (results/bench_shapley.*, results/bench_nli.*, results/bench_generate_cpu.json), and
 #      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
 #      above), alone on the machine.
@@ -61,6 +61,8 @@ rm -rf results/smollm2
 if [ "$JOBS" -ge 2 ]; then  # two processes of about equal CPU time: passage datasets (long prompts) in one
   { llama_minilm; DATASETS="squad coqa bioasq" bash scripts/smollm2_runs.sh 100; $PY -m shapley.theory --out results/axioms;
     $PY -m shapley.theory.cosine_results --out results/theory; $PY -m shapley.theory.psd_results --out results/theory;
+    $PY -m shapley.theory.hypothesis_results --out results/theory;
+    $PY -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory;
     $PY -m shapley.companion.mozart_results --out results/companion; } &
   first=$!
   { llama_judge; DATASETS="nq_open triviaqa svamp" bash scripts/smollm2_runs.sh 100; }
@@ -72,6 +74,8 @@ else
   $PY -m shapley.theory --out results/axioms
   $PY -m shapley.theory.cosine_results --out results/theory
   $PY -m shapley.theory.psd_results --out results/theory
+  $PY -m shapley.theory.hypothesis_results --out results/theory
+  $PY -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
   $PY -m shapley.companion.mozart_results --out results/companion
 fi
 # The -inf counts at the top of the beta grid, from the runs written above (results/companion/infinite_scores.json).

@@ -189,12 +189,7 @@ def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
 
 def load(path: str | Path) -> dict[str, Any]:
     """The record at ``path`` (a ``properties_searches.json`` or the folder holding it)."""
-    p = Path(path)
-    p = p / RECORD_FILE if p.is_dir() else p
-    if not p.exists():
-        raise FileNotFoundError(f"{p} is missing: run `make theory-results` ({COMMAND})")
-    record: dict[str, Any] = json.loads(p.read_text())
-    return record
+    return freshness.load_record(path, RECORD_FILE, COMMAND)
 
 
 def stale_reasons(record: Mapping[str, Any]) -> list[str]:

@@ -98,10 +98,15 @@ bench: setup
 results: setup
 	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
 
-# The page computations over ~10 s, committed with freshness records (results/theory; also run by `make results`).
+# The page computations over ~10 s, committed with freshness records (results/theory, results/companion; also run
+# by `make results`; the -inf counts read the committed runs).
 theory-results: setup
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.cosine_results --out results/theory
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.psd_results --out results/theory
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.hypothesis_results --out results/theory
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.mozart_results --out results/companion
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.singular_results --results results
 
 # Seconds each book page takes to execute, one thread (results/bench_notebooks.json; run by `make results`).
 bench-notebooks: setup
@@ -140,10 +145,12 @@ clean:
 	rm -rf _build .jupyter_cache
 	rm -f $(patsubst %.md,%.ipynb,$(NOTEBOOKS))
 
-# The three properties for every estimator (results/axioms): a seeded search, full size, one core, a few minutes.
+# The three properties for every estimator (results/axioms): a seeded search, full size, one core, a few minutes;
+# then the axioms page's short replay against the new table (results/theory/axioms_replay.json).
 .PHONY: axioms
 axioms: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m shapley.theory --out results/axioms
+	OMP_NUM_THREADS=1 PYTHONPATH=. $(BIN)/python -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
 
 # Thorough property run for readers: every property test with a large, non-derandomized Hypothesis profile
 # (HYPOTHESIS_MAX_EXAMPLES each, Hypothesis' statistics per test), then every search of notebooks/properties.md

@@ -4,8 +4,9 @@
 #      n = 10 under the LLM judge (llm:smollm2), beta sweeps;
 #   2. the SmolLM2-135M runs, 100 questions on each of six datasets (scripts/smollm2_runs.sh), beta sweeps;
 #   3. the three properties for every estimator (results/axioms), and the page computations over ~10 s with
-#      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches;
-#      `make theory-results`);
+#      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches and the
+#      properties page's Hypothesis searches, the axioms page's short replay of its table; results/companion: the
+#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1; `make theory-results`);
 #   4. the CPU benchmarks (results/bench_shapley.*, results/bench_nli.*, results/bench_generate_cpu.json), and
 #      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
 #      above), alone on the machine.
@@ -59,7 +60,10 @@ llama_judge() {
 rm -rf results/smollm2
 if [ "$JOBS" -ge 2 ]; then  # two processes of about equal CPU time: passage datasets (long prompts) in one
   { llama_minilm; DATASETS="squad coqa bioasq" bash scripts/smollm2_runs.sh 100; $PY -m shapley.theory --out results/axioms;
-    $PY -m shapley.theory.cosine_results --out results/theory; $PY -m shapley.theory.psd_results --out results/theory; } &
+    $PY -m shapley.theory.cosine_results --out results/theory; $PY -m shapley.theory.psd_results --out results/theory;
+    $PY -m shapley.theory.hypothesis_results --out results/theory;
+    $PY -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory;
+    $PY -m shapley.companion.mozart_results --out results/companion; } &
   first=$!
   { llama_judge; DATASETS="nq_open triviaqa svamp" bash scripts/smollm2_runs.sh 100; }
   wait "$first"  # its exit status: a failed run there fails the regeneration
@@ -70,7 +74,12 @@ else
   $PY -m shapley.theory --out results/axioms
   $PY -m shapley.theory.cosine_results --out results/theory
   $PY -m shapley.theory.psd_results --out results/theory
+  $PY -m shapley.theory.hypothesis_results --out results/theory
+  $PY -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
+  $PY -m shapley.companion.mozart_results --out results/companion
 fi
+# The -inf counts at the top of the beta grid, from the runs written above (results/companion/infinite_scores.json).
+$PY -m shapley.companion.singular_results --results results
 
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the
 # stages.jsonl.gz files written above), in LM-Polygraph's own environment (built first if it is missing).

@@ -23,7 +23,8 @@ from shapley.companion.htmltable import Col, Html, code, esc, html_table
 from shapley.companion.provenance import relative_path
 from shapley.core import metrics
 from shapley.pipeline.evaluate.comparisons import outcomes
-from shapley.pipeline.evaluate.metrics import load_metrics, read_csv_ids
+from shapley.pipeline.evaluate.metrics import load_metrics
+from shapley.pipeline.rundir.csvfiles import read_csv_ids
 
 REFERENCE = "Shap"
 

@@ -263,12 +263,14 @@ def beta_grid(n_points: int = 600) -> NDArray[np.float64]:
     return np.unique(np.r_[np.linspace(0.01, 0.9, n_points // 2), 1 - np.logspace(-4, math.log10(0.1), n_points // 2)])
 
 
-def fitted_beta_table() -> list[dict[str, Any]]:
+def fitted_beta_table(grid: NDArray[np.float64] | None = None) -> list[dict[str, Any]]:
     """For each beta-dependent reading: the beta intervals that reproduce 0.40 (Table 1) and 0.51 (Table 2)
-    separately, and their overlap (one beta explaining both printed numbers), or empty lists."""
+    separately, and their overlap (one beta explaining both printed numbers), or empty lists. ``grid``: the
+    scan (default :func:`beta_grid`). Several seconds: the book reads it from the committed record of
+    :mod:`shapley.companion.mozart_results`."""
     printed1 = reported.MOZART_UNCERTAINTY["table1"]["shapley"]
     printed2 = reported.MOZART_UNCERTAINTY["table2"]["shapley"]
-    grid = beta_grid()
+    grid = beta_grid() if grid is None else grid
     rows = []
     for r in READINGS:
         if not r.uses_beta:
@@ -291,7 +293,7 @@ def readings_tried() -> int:
     return len(READINGS)
 
 
-def verdict_facts(beta: float = PAPER_BETA) -> dict[str, Any]:
+def verdict_facts(beta: float = PAPER_BETA, fits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The facts a verdict on the Mozart example can cite, all computed here.
 
     Returns a dict: ``printed`` (Tables 1-2's Shapley values, from :mod:`shapley.companion.reported`),
@@ -300,6 +302,9 @@ def verdict_facts(beta: float = PAPER_BETA) -> dict[str, Any]:
     printed values are not reproduced at the stated beta by any reading tried), ``fit_both_beta_free`` (keys of
     the beta-dependent readings for which one beta reproduces both: a one-parameter fit to two numbers, among
     the readings tried only), and ``rises_under_paper_definition`` (Table 2 > Table 1).
+
+    ``fits``: rows of :func:`fitted_beta_table` already computed (e.g. the committed record's,
+    :func:`shapley.companion.mozart_results.fits`); None computes them (several seconds).
     """
     rows = readings_table(beta)
     paper = (evaluate("paper", 1, beta), evaluate("paper", 2, beta))
@@ -309,6 +314,6 @@ def verdict_facts(beta: float = PAPER_BETA) -> dict[str, Any]:
         "paper_definition": paper,
         "readings_tried": readings_tried(),
         "fit_both_at_beta": [r["key"] for r in rows if r["matches1"] and r["matches2"]],
-        "fit_both_beta_free": [f["key"] for f in fitted_beta_table() if f["beta_both"]],
+        "fit_both_beta_free": [f["key"] for f in (fitted_beta_table() if fits is None else fits) if f["beta_both"]],
         "rises_under_paper_definition": bool(paper[1] > paper[0]),
     }

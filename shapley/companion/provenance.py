@@ -92,6 +92,7 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
         m = load_metrics(d)
         history = run_history(d)
         commits = [c[:7] for c in history.commits]
+        stale, verified = stale_derived(d)  # hashes the run's stage files: once per run
         rows.append(
             {
                 "run": relative_path(d),
@@ -103,16 +104,18 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
                 "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
                 "commits": ", ".join(commits),
                 "invocations": len(history.commands),
-                "flags": provenance_flags(history) + [f"stale {name}" for name in stale_derived(d)[0]],
-                "derived_verified": stale_derived(d)[1],
+                "flags": provenance_flags(history) + [f"stale {name}" for name in stale],
+                "derived_verified": verified,
             }
         )
     return pd.DataFrame(rows)
 
 
-def provenance_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
-    """:func:`provenance_table` for readers; a flagged run is marked in its row."""
-    t = provenance_table(run_dirs)
+def provenance_html(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFrame | None = None) -> Html:
+    """:func:`provenance_table` for readers; a flagged run is marked in its row. ``table``: the
+    :func:`provenance_table` of ``run_dirs`` already computed (it checks every run's derived files against its
+    stage files, which takes seconds), or None to compute it."""
+    t = (provenance_table(run_dirs) if table is None else table).copy()
     t["run_html"] = [html.escape(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
     t["flag_text"] = [
         "<br>".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]

@@ -35,11 +35,17 @@ def _rep(x: float) -> str:
 
 
 @functools.cache
-def _mozart_facts() -> dict[str, str]:
-    from shapley.companion import mozart, reported
+def _mozart_facts(results: Path) -> dict[str, str]:
+    """The Mozart facts; the beta fits (seconds to compute) come from the committed record under
+    ``results/companion`` (:mod:`shapley.companion.mozart_results`; ``moz_n_fit`` is 'n/a' without it)."""
+    from shapley.companion import mozart, mozart_results, reported
 
+    try:
+        fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.load(results / "companion"))
+    except FileNotFoundError:
+        fits = None
     base = mozart.baseline_uncertainties(1)
-    v = mozart.verdict_facts()
+    v = mozart.verdict_facts(fits=fits if fits is not None else [])
     # the readings other than the paper's definition with finite values on both tables
     others = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is not None]
     printed = reported.MOZART_UNCERTAINTY
@@ -54,7 +60,7 @@ def _mozart_facts() -> dict[str, str]:
         "moz_paper2": _f(v["paper_definition"][1], 2),
         "moz_n_readings": str(v["readings_tried"]),
         "moz_n_match": str(len(v["fit_both_at_beta"])),
-        "moz_n_fit": str(len(v["fit_both_beta_free"])),
+        "moz_n_fit": str(len(v["fit_both_beta_free"])) if fits is not None else "n/a",
         "moz_n_rise": str(sum(r["rises"] is True for r in others)),
         "moz_n_finite": str(len(others)),
         "moz_rises": "yes" if v["rises_under_paper_definition"] else "no",
@@ -251,7 +257,7 @@ _T5_FIELDS = (
 
 def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
-    from shapley.companion import reported, singular, tables
+    from shapley.companion import reported, singular_results, tables
     from shapley.companion.htmltable import count_range
 
     runs = tables.discover_runs(results)
@@ -280,7 +286,7 @@ def _measured_facts(results: Path) -> dict[str, str]:
             t5_n1=str(int(last["n"])),
             t5_auroc1=_f(float(last["auroc"])),
         )
-        inf = singular.infinite_scores(llama, float(last["beta"]))
+        inf = singular_results.infinite_scores(llama, float(last["beta"]), results)
         out.update(
             t5_neginf1=str(inf.n_neginf),
             t5_neginf1_repaired=str(inf.n_neginf_repaired),
@@ -352,7 +358,7 @@ def facts(results: str | Path | None = None) -> dict[str, str]:
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
     return {
-        **_mozart_facts(),
+        **_mozart_facts(root),
         **_near_copy_facts(),
         **_psd_facts(),
         **_table_facts(),

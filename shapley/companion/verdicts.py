@@ -18,6 +18,7 @@ Each claim also carries at most one sentence quoted from the paper (:data:`QUOTE
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -130,6 +131,7 @@ class Rule:
     readings_from: Callable[[], tuple[Reading, ...]] | None = None
 
 
+@functools.cache
 def _prop35_readings() -> tuple[Reading, ...]:
     """Proposition 3.5 reading by reading, as ``shapley.theory.properties.prop35_readings`` decides it."""
     from shapley.theory.properties import prop35_readings

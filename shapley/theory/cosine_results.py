@@ -77,12 +77,7 @@ def write(out_dir: str | Path, settings: Mapping[str, Any] = SETTINGS) -> Path:
 
 def load(path: str | Path) -> dict[str, Any]:
     """The record at ``path`` (a ``cosine_search.json`` or the folder holding it)."""
-    p = Path(path)
-    p = p / RECORD_FILE if p.is_dir() else p
-    if not p.exists():
-        raise FileNotFoundError(f"{p} is missing: run `make theory-results` ({COMMAND})")
-    record: dict[str, Any] = json.loads(p.read_text())
-    return record
+    return freshness.load_record(path, RECORD_FILE, COMMAND)
 
 
 def stale_reasons(record: Mapping[str, Any]) -> list[str]:

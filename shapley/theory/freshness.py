@@ -65,3 +65,16 @@ def stale_reasons(record: Mapping[str, Any], settings: Mapping[str, Any], module
     elif block.get("code_digest") != module_digest(modules):
         reasons.append(f"the code of {', '.join(modules)} changed since the record was computed")
     return reasons
+
+
+def load_record(path: str | Path, record_file: str, command: str) -> dict[str, Any]:
+    """The JSON record at ``path``: the file itself or the folder holding ``record_file``.
+
+    A missing record raises ``FileNotFoundError`` naming the file and the ``command`` that writes it.
+    """
+    p = Path(path)
+    p = p / record_file if p.is_dir() else p
+    if not p.exists():
+        raise FileNotFoundError(f"{p} is missing: run `make theory-results` ({command})")
+    record: dict[str, Any] = json.loads(p.read_text())
+    return record

@@ -214,7 +214,9 @@ def chain_rule_check(n_matrices: int = 200, seed: int = 0, n_range: tuple[int, i
     }
 
 
-def prop35_readings(n_matrices: int = 200, seed: int = 0) -> tuple[ReadingVerdict, ReadingVerdict]:
+def prop35_readings(
+    n_matrices: int = 200, seed: int = 0, chain: dict[str, Any] | None = None
+) -> tuple[ReadingVerdict, ReadingVerdict]:
     """Proposition 3.5 ("h violates Properties 1 and 2"), reading by reading.
 
     * non-singular R: contradicted. Chain rule: replacing s_i by an independent g changes h by
@@ -223,8 +225,11 @@ def prop35_readings(n_matrices: int = 200, seed: int = 0) -> tuple[ReadingVerdic
     * the paper's degenerate witness (:func:`degenerate_witness`, a pair with rho = 1): the strict parts
       fail for h (-inf is not greater, or smaller, than -inf), as the paper says; but the Shapley values
       are undefined on the same input (see :func:`prop36_readings`), so it cannot separate h from phi.
+
+    ``chain``: a stored ``chain_rule_check(n_matrices, seed)`` (the committed record of
+    :mod:`shapley.theory.hypothesis_results`) instead of computing it again.
     """
-    check = chain_rule_check(n_matrices, seed)
+    check = chain_rule_check(n_matrices, seed) if chain is None else dict(chain)
     R = degenerate_witness()
     p2 = check_property2(R, "rv")
     p1_rows = degenerate_property1_rows(R)

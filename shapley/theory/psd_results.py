@@ -93,12 +93,7 @@ def compute(settings: Mapping[str, Any] = SETTINGS) -> dict[str, Any]:
 
 def load(path: str | Path) -> dict[str, Any]:
     """The record at ``path`` (a ``psd_searches.json`` or the folder holding it)."""
-    p = Path(path)
-    p = p / RECORD_FILE if p.is_dir() else p
-    if not p.exists():
-        raise FileNotFoundError(f"{p} is missing: run `make theory-results` ({COMMAND})")
-    record: dict[str, Any] = json.loads(p.read_text())
-    return record
+    return freshness.load_record(path, RECORD_FILE, COMMAND)
 
 
 def stale_reasons(record: Mapping[str, Any]) -> list[str]:

@@ -32,11 +32,8 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
 * ``derived.json``: the stage-file content each derived file was computed from
   (:mod:`shapley.pipeline.rundir.derived`; :func:`shapley.pipeline.rundir.derived.stale_outputs`).
 
-Ids in CSV files: every CSV output with an ``id`` column writes it through :func:`csv_text`, which escapes
-an id that a spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a
-carriage return) by prefixing a single quote, as spreadsheet tools expect; an id starting with a quote gets
-one more, so that :func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and
-``"null"`` included, never a missing value).
+Ids in CSV files: every CSV output with an ``id`` column is written and read back exactly by
+:mod:`shapley.pipeline.rundir.csvfiles` (its functions are re-exported here).
 
 Across runs: :func:`shapley.pipeline.evaluate.report.runs_table` and :func:`shapley.pipeline.evaluate.report.report`
 (``python -m shapley report DIR...``), re-exported here; :func:`beta_table` recomputes Table 5's beta ablation
@@ -45,7 +42,6 @@ from a run's stored entailment matrices and :func:`write_beta_sweep` writes it (
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import warnings
@@ -71,6 +67,12 @@ from shapley.pipeline.evaluate.report import markdown_table as markdown_table
 from shapley.pipeline.evaluate.report import report as report
 from shapley.pipeline.evaluate.report import runs_table as runs_table
 from shapley.pipeline.rundir import derived
+from shapley.pipeline.rundir.csvfiles import CSV_FORMULA_PREFIXES as CSV_FORMULA_PREFIXES
+from shapley.pipeline.rundir.csvfiles import CSV_TEXT_COLUMNS as CSV_TEXT_COLUMNS
+from shapley.pipeline.rundir.csvfiles import csv_text as csv_text
+from shapley.pipeline.rundir.csvfiles import escape_csv_id as escape_csv_id
+from shapley.pipeline.rundir.csvfiles import read_csv_ids as read_csv_ids
+from shapley.pipeline.rundir.csvfiles import unescape_csv_id as unescape_csv_id
 from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore, RunDir, atomic_write_text, read_config, read_record
 from shapley.pipeline.score import scores as _score
 
@@ -97,46 +99,6 @@ TABLE5_BETAS: tuple[float, ...] = (
     0.9,
     1.0,
 )
-
-
-CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-"""Leading characters that make a spreadsheet read a cell as a formula (escaped in CSV outputs)."""
-
-
-def escape_csv_id(text: str) -> str:
-    """``text`` as written to a CSV cell: a quote prefixed where it starts like a formula (or with a quote)."""
-    return "'" + text if text.startswith((*CSV_FORMULA_PREFIXES, "'")) else text
-
-
-def unescape_csv_id(text: str) -> str:
-    """Inverse of :func:`escape_csv_id`."""
-    return text[1:] if text.startswith("'") else text
-
-
-CSV_TEXT_COLUMNS = ("id", "answer", "model", "entailment", "dataset")
-"""Columns of free text (question ids, the model's answers, the run's labels) that CSV outputs escape and
-loaders read back as strings, exactly."""
-
-
-def csv_text(df: pd.DataFrame) -> str:
-    """``df`` as CSV text (no index), its :data:`CSV_TEXT_COLUMNS` escaped with :func:`escape_csv_id`."""
-    escaped = {c: [escape_csv_id(str(v)) for v in df[c]] for c in CSV_TEXT_COLUMNS if c in df}
-    # pandas quotes a cell with a comma, quote or newline but not one with a lone carriage return, which a reader
-    # then takes for a line end: such a file quotes every text cell (others keep their bytes)
-    bare_cr = any("\r" in v for values in escaped.values() for v in values)
-    return df.assign(**escaped).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL)
-
-
-def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
-    """A CSV written by :func:`csv_text`, its :data:`CSV_TEXT_COLUMNS` read back exactly, as strings (no value
-    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
-    df = pd.read_csv(path, **kw)
-    text = [c for c in CSV_TEXT_COLUMNS if c in df]
-    if text:
-        raw = pd.read_csv(path, usecols=text, dtype=str, keep_default_na=False)
-        for c in text:
-            df[c] = [unescape_csv_id(v) for v in raw[c]]
-    return df
 
 
 def _label(value: Any, qid: Any) -> bool:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from shapley.pipeline.rundir import derived
+from shapley.pipeline.rundir.csvfiles import read_csv_ids
 from shapley.pipeline.rundir.store import atomic_write_text, read_config
 from shapley.pipeline.score import scores as _score
 
@@ -56,7 +57,6 @@ def load_metrics(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     f = Path(run_dir) / "metrics.csv"
     if not f.is_file():
         raise FileNotFoundError(f"{run_dir}: no metrics.csv (the run has not finished its metrics stage)")
-    from shapley.pipeline.evaluate.metrics import read_csv_ids  # not at import: metrics imports this module
 
     # labels (model, entailment, dataset) read back exactly, as strings: "NA" or "1e3" is a label, not a value
     return read_csv_ids(f, keep_default_na=True, dtype={"note": str}).fillna({"note": ""})

@@ -1,0 +1,55 @@
+"""CSV files of a run directory whose text cells (ids, answers, labels) must read back exactly.
+
+Every CSV output with an ``id`` column is written through :func:`csv_text`, which escapes a cell that a
+spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) by
+prefixing a single quote, as spreadsheet tools expect; a cell starting with a quote gets one more, so that
+:func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and ``"null"`` included, never a
+missing value). Enters: a DataFrame (writing) or a path (reading); leaves: CSV text or a DataFrame.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from typing import Any
+
+import pandas as pd
+
+CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+"""Leading characters that make a spreadsheet read a cell as a formula (escaped in CSV outputs)."""
+
+
+def escape_csv_id(text: str) -> str:
+    """``text`` as written to a CSV cell: a quote prefixed where it starts like a formula (or with a quote)."""
+    return "'" + text if text.startswith((*CSV_FORMULA_PREFIXES, "'")) else text
+
+
+def unescape_csv_id(text: str) -> str:
+    """Inverse of :func:`escape_csv_id`."""
+    return text[1:] if text.startswith("'") else text
+
+
+CSV_TEXT_COLUMNS = ("id", "answer", "model", "entailment", "dataset")
+"""Columns of free text (question ids, the model's answers, the run's labels) that CSV outputs escape and
+loaders read back as strings, exactly."""
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV text (no index), its :data:`CSV_TEXT_COLUMNS` escaped with :func:`escape_csv_id`."""
+    escaped = {c: [escape_csv_id(str(v)) for v in df[c]] for c in CSV_TEXT_COLUMNS if c in df}
+    # pandas quotes a cell with a comma, quote or newline but not one with a lone carriage return, which a reader
+    # then takes for a line end: such a file quotes every text cell (others keep their bytes)
+    bare_cr = any("\r" in v for values in escaped.values() for v in values)
+    return df.assign(**escaped).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL)
+
+
+def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
+    """A CSV written by :func:`csv_text`, its :data:`CSV_TEXT_COLUMNS` read back exactly, as strings (no value
+    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
+    df = pd.read_csv(path, **kw)
+    text = [c for c in CSV_TEXT_COLUMNS if c in df]
+    if text:
+        raw = pd.read_csv(path, usecols=text, dtype=str, keep_default_na=False)
+        for c in text:
+            df[c] = [unescape_csv_id(v) for v in raw[c]]
+    return df

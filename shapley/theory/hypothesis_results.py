@@ -1,0 +1,214 @@
+"""The committed searches of the properties page (``make theory-results``; part of ``make results``).
+
+``python -m shapley.theory.hypothesis_results [--out results/theory]`` runs the Hypothesis searches of
+``notebooks/properties.md`` and the chain-rule check of Proposition 3.5 (together about two minutes on one core), and
+writes ``properties_searches.json``: each search's outcome and shrunk example, the seconds it took and a freshness
+record (:mod:`shapley.theory.freshness`; the settings include the Hypothesis version, which the derandomised
+examples depend on). The page only reads it (:func:`load`, :func:`search_results`) and says whether it is stale
+(:func:`stale_reasons`).
+
+* ``searches``: :func:`shapley.theory.search.search_counterexample` for each entry of :data:`SEARCHES`, and
+  :func:`shapley.theory.search.search_step_counterexample` for each entry of :data:`STEPS` (the Appendix A steps);
+* ``chain_rule``: :func:`shapley.theory.properties.chain_rule_check`, the witness of
+  :func:`shapley.theory.properties.prop35_readings`.
+
+:func:`search_results` rebuilds each stored search as a :class:`~shapley.theory.search.SearchResult`, its ``check``
+recomputed from the stored example by the property's own function (milliseconds), and refuses a record whose
+example no longer fails that check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Mapping, Sequence
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shapley.theory import freshness
+from shapley.theory import properties as pr
+from shapley.theory import search as se
+
+RECORD_FILE = "properties_searches.json"
+MODULES = (
+    "shapley.theory.search",
+    "shapley.theory.properties",
+    "shapley.theory.property_checks",
+    "shapley.theory.worstcase",
+    "shapley.core.entropy",
+    "shapley.core.kernel",
+    "shapley.core.psd",
+    "shapley.core.validate",
+)
+"""The modules whose code determines the record's numbers (their digest is in the freshness block)."""
+
+SEARCHES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "p1_rv": ("1", "rv", {"n_range": (3, 5)}),
+    "p1_rv99": ("1", "rv", {"n_range": (3, 5), "rho": 0.99}),
+    "p1_s": ("1", "sentence", {"n_range": (3, 6)}),
+    "p1_s_strict": ("1", "sentence", {"n_range": (3, 6), "strict_only": True}),
+    "p1_safe": ("1", "sentence", {"n_range": (3, 6), "beta": "gershgorin"}),
+    "p2_rv": ("2", "rv", {"n_range": (3, 5)}),
+    "p2_sing": ("2", "rv", {"n_range": (3, 5), "singular": True}),
+    "p2_s": ("2", "sentence", {"n_range": (3, 7)}),
+    "p2_safe": ("2", "sentence", {"n_range": (3, 7), "beta": "gershgorin"}),
+    "p3_rv": ("3", "rv", {"n_range": (3, 4)}),
+    "p3_s": ("3", "sentence", {"n_range": (3, 6)}),
+    "p3_safe": ("3", "sentence", {"n_range": (3, 6), "beta": "gershgorin"}),
+}
+"""name -> (property, reading, keyword arguments of ``search_counterexample``): the page's searches, in its order
+(the names are the page's variables; scripts/properties_report.py reruns the same list)."""
+
+STEPS: dict[str, tuple[str, dict[str, Any]]] = {
+    "st1": ("1", {"n_range": (3, 4)}),
+    "st2": ("2", {"n_range": (3, 4)}),
+    "st3": ("3", {"n_range": (3, 4)}),
+}
+"""name -> (property, keyword arguments of ``search_step_counterexample``): the Appendix A step searches."""
+
+SETTINGS: dict[str, Any] = {
+    "hypothesis_version": version("hypothesis"),  # the derandomised examples depend on it
+    "max_examples": se.SEARCH_MAX_EXAMPLES,
+    "searches": {k: {"prop": p, "reading": r, "kwargs": kw} for k, (p, r, kw) in SEARCHES.items()},
+    "steps": {k: {"prop": p, "kwargs": kw} for k, (p, kw) in STEPS.items()},
+    "chain_rule": {"n_matrices": 200, "seed": 0},
+}
+COMMAND = "python -m shapley.theory.hypothesis_results --out results/theory"
+
+
+def _jsonable(example: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if example is None:
+        return None
+    return {
+        k: v.tolist() if isinstance(v, np.ndarray) else int(v) if isinstance(v, np.integer) else v
+        for k, v in example.items()
+    }
+
+
+def _entry(res: se.SearchResult, kwargs: Mapping[str, Any], seconds: float) -> dict[str, Any]:
+    return {
+        "prop": res.prop,
+        "reading": res.reading,
+        "kwargs": dict(kwargs),
+        "found": res.found,
+        "examples_run": res.examples_run,
+        "families_run": res.families_run,
+        "strategy": res.strategy,
+        "settings": res.settings,
+        "example": _jsonable(res.example),
+        "seconds": round(seconds, 2),
+    }
+
+
+def compute(settings: Mapping[str, Any] = SETTINGS) -> dict[str, Any]:
+    """Run every search of ``settings`` (and the chain-rule check); the record, ready for JSON."""
+    start = time.perf_counter()
+    searches: dict[str, Any] = {}
+    for name, s in settings["searches"].items():
+        t0 = time.perf_counter()
+        kw = {**s["kwargs"], "max_examples": settings["max_examples"]}
+        res = se.search_counterexample(s["prop"], s["reading"], **kw)
+        searches[name] = {"kind": "property", **_entry(res, s["kwargs"], time.perf_counter() - t0)}
+    for name, s in settings["steps"].items():
+        t0 = time.perf_counter()
+        res = se.search_step_counterexample(s["prop"], **s["kwargs"], max_examples=settings["max_examples"])
+        searches[name] = {"kind": "step", **_entry(res, s["kwargs"], time.perf_counter() - t0)}
+    t0 = time.perf_counter()
+    chain = pr.chain_rule_check(**settings["chain_rule"])
+    return {
+        "command": COMMAND,
+        "freshness": freshness.freshness(settings, MODULES),
+        "seconds": round(time.perf_counter() - start, 1),
+        "chain_rule_seconds": round(time.perf_counter() - t0, 2),
+        "searches": searches,
+        "chain_rule": chain,
+    }
+
+
+def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if stored is None:
+        return None
+    return {k: np.asarray(v, dtype=float) if isinstance(v, list) else v for k, v in stored.items()}
+
+
+def recheck(entry: Mapping[str, Any]) -> tuple[Any, bool]:
+    """The check of a stored search's example, recomputed by the property's own function, and whether the example
+    fails it (a counterexample). ``(None, False)`` when the search found nothing."""
+    ex, kw = _example(entry["example"]), entry["kwargs"]
+    if ex is None:
+        return None, False
+    prop, reading, beta = entry["prop"], entry["reading"], kw.get("beta", 0.5)
+    if entry["kind"] == "step":
+        if prop == "1":
+            step = pr.appendix_step_property1(ex["R"], ex["i"])
+        elif prop == "2":
+            step = pr.appendix_step_property2(ex["R"], ex["i"])
+        else:
+            step = pr.appendix_step_property3(ex["R_old"], ex["R_new"], ex["j"])
+        return step, bool(step.wrong_way)
+    if prop == "1":
+        chk = pr.check_property1(ex["M"], reading, rho=kw.get("rho", 1.0), beta=beta)
+        fails = any(r.required == "<" for r in chk.failures()) if kw.get("strict_only") else not chk.holds
+        return chk, fails
+    if prop == "2":
+        chk = pr.check_property2(ex["M"], reading, beta=beta)
+    else:
+        chk = pr.check_property3(ex["M_old"], ex["M_new"], ex["j"], reading, beta=beta)
+    return chk, not chk.holds
+
+
+def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
+    """Every stored search as a :class:`~shapley.theory.search.SearchResult` (name -> result), its ``check``
+    recomputed from the stored example. Raises ValueError if a stored counterexample does not fail its check."""
+    out = {}
+    for name, e in record["searches"].items():
+        check, fails = recheck(e)
+        if fails != e["found"]:
+            raise ValueError(
+                f"{RECORD_FILE}: search {name!r} recorded found={e['found']}, but its example "
+                f"{'fails' if fails else 'does not fail'} the check now: run `make theory-results` ({COMMAND})"
+            )
+        example = _example(e["example"])
+        out[name] = se.SearchResult(
+            e["prop"],
+            e["reading"],
+            e["found"],
+            example,
+            check,
+            e["examples_run"],
+            e["strategy"],
+            dict(e["settings"]),
+            e["families_run"],
+        )
+    return out
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """The record at ``path`` (a ``properties_searches.json`` or the folder holding it)."""
+    return freshness.load_record(path, RECORD_FILE, COMMAND)
+
+
+def stale_reasons(record: Mapping[str, Any]) -> list[str]:
+    """Why the record is stale against the current :data:`SETTINGS` and code; [] when fresh."""
+    return freshness.stale_reasons(record, SETTINGS, MODULES)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=Path("results/theory"), help="folder (default results/theory)")
+    args = parser.parse_args(argv)
+    record = compute()
+    path = args.out / RECORD_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    found = [k for k, e in record["searches"].items() if e["found"]]
+    print(f"wrote {path} in {record['seconds']} s: counterexamples found by {', '.join(found) or 'no search'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

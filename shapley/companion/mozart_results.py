@@ -73,9 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     record = compute()
-    path = args.out / RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path = freshness.write_record(args.out / RECORD_FILE, record)
     both = [r["key"] for r in record["fits"] if r["beta_both"]]
     print(f"wrote {path} in {record['seconds']} s: one beta fits both tables under {both}")
     return 0

@@ -129,9 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default results)")
     args = parser.parse_args(argv)
     record = compute(args.results)
-    path = args.results / RECORD_DIR / RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path = freshness.write_record(args.results / RECORD_DIR / RECORD_FILE, record)
     print(f"wrote {path} in {record['seconds']} s: runs {sorted(record['scores'])} at beta = {BETA:g}")
     return 0
 

@@ -14,7 +14,6 @@ pages only read it (:func:`load`), and show whether it is stale (:func:`stale_re
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -69,9 +68,7 @@ def compute(settings: Mapping[str, Any] = SETTINGS) -> dict[str, Any]:
 def write(out_dir: str | Path, settings: Mapping[str, Any] = SETTINGS) -> Path:
     """:func:`compute` and write ``out_dir/cosine_search.json``; returns its path."""
     record = compute(settings)
-    path = Path(out_dir) / RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path = freshness.write_record(Path(out_dir) / RECORD_FILE, record)
     return path
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -89,9 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/theory"), help="folder (default results/theory)")
     args = parser.parse_args(argv)
     record = compute(args.axioms)
-    path = args.out / RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path = freshness.write_record(args.out / RECORD_FILE, record)
     print(f"wrote {path} in {record['seconds']} s: {len(record['mismatches'])} cells disagree with the stored table")
     return 0
 

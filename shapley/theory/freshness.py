@@ -78,3 +78,11 @@ def load_record(path: str | Path, record_file: str, command: str) -> dict[str, A
         raise FileNotFoundError(f"{p} is missing: run `make theory-results` ({command})")
     record: dict[str, Any] = json.loads(p.read_text())
     return record
+
+
+def write_record(path: str | Path, record: Mapping[str, Any]) -> Path:
+    """Write ``record`` as indented JSON to ``path`` (its folder made when missing); returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(record, indent=1) + "\n")
+    return p

@@ -20,7 +20,6 @@ example no longer fails that check.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Mapping, Sequence
 from importlib.metadata import version
@@ -202,9 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/theory"), help="folder (default results/theory)")
     args = parser.parse_args(argv)
     record = compute()
-    path = args.out / RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path = freshness.write_record(args.out / RECORD_FILE, record)
     found = [k for k, e in record["searches"].items() if e["found"]]
     print(f"wrote {path} in {record['seconds']} s: counterexamples found by {', '.join(found) or 'no search'}")
     return 0

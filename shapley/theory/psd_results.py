@@ -14,7 +14,6 @@ stale (:func:`stale_reasons`).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -106,9 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/theory"), help="folder (default results/theory)")
     args = parser.parse_args(argv)
     record = compute()
-    path = args.out / RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path = freshness.write_record(args.out / RECORD_FILE, record)
     first = record["hypothesis"]["first"]
     print(f"wrote {path} in {record['seconds']} s: first failing n = {first['n'] if first else None}")
     return 0

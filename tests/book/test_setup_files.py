@@ -121,3 +121,20 @@ def test_system_deps_install_the_minimum():
 
 def test_readme_offers_the_torch_choice_before_the_commands_that_install_it():
     assert README.index("TORCH_CPU=1") < README.index(f"TORCH_INDEX={CPU_INDEX}") < README.index("make book    #")
+
+
+def test_the_book_never_reads_an_environment_folder_the_makefile_creates():
+    """`make integrations` creates .venv-lm-polygraph and .venv-uqlm in the repository root; their packages ship
+    Markdown templates whose front matter is not YAML, and a book that read them failed to build."""
+    import fnmatch
+
+    import yaml
+
+    patterns = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["exclude_patterns"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    folders = {".venv"} | {
+        f".venv-{name}" for name in re.findall(r"\.venv-\$\*|\.venv-([a-z][a-z_-]+)", makefile) if name
+    }
+    assert {".venv-lm-polygraph", ".venv-uqlm"} <= folders, folders
+    for folder in sorted(folders):
+        assert any(fnmatch.fnmatch(folder, p) for p in patterns), f"{folder} is not in _config.yml exclude_patterns"

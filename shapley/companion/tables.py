@@ -273,7 +273,7 @@ def beta_pivot_html(ablation: pd.DataFrame, labels: Mapping[str, str] | None = N
         '<span class="not-psd">(k)</span>: k questions whose R is not PSD at that β, repaired by the run\'s '
         f"PSD policy.{left_out}"
     )
-    return html_table(wide, cols, caption=caption, css="measured-table")
+    return pinned_scroll(html_table(wide, cols, caption=caption, css="measured-table"))
 
 
 def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, int]:

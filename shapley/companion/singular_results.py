@@ -4,8 +4,8 @@
 stored entailment matrices: one to three seconds per run. ``python -m shapley.companion.singular_results
 [--results results]`` computes it once for each run of :data:`RUNS` and writes ``companion/infinite_scores.json``
 under ``results``, with a freshness record (:mod:`shapley.theory.freshness`) whose settings hold the beta and the
-SHA-256 of each run's ``stages.jsonl.gz`` and ``config.json``: the record goes stale when a run is regenerated as
-well as when the code changes.
+SHA-256 of each run's ``stages.jsonl.gz`` and ``config.json`` (committed files only, so that a clean clone finds
+the record fresh): the record goes stale when a run is regenerated as well as when the code changes.
 
 :func:`infinite_scores` reads a run's numbers from the record when the record is fresh, and recomputes them
 otherwise (so a stale or missing record costs time, never a wrong number); :func:`stale_reasons` says why.
@@ -25,7 +25,6 @@ from typing import Any
 
 from shapley.companion import reported, singular
 from shapley.pipeline.rundir.jsonl import COMPACT_FILE
-from shapley.pipeline.rundir.store import STAGE_FILES
 from shapley.theory import freshness
 
 RECORD_FILE = "infinite_scores.json"
@@ -46,8 +45,10 @@ BETA = float(max(b for b, _ in reported.TABLE5_ROUND1))
 """The top of the paper's beta grid (Table 5), where duplicates make R singular."""
 
 COMMAND = "python -m shapley.companion.singular_results --results results"
-_INPUT_FILES = (COMPACT_FILE, *sorted({STAGE_FILES["scores"], STAGE_FILES["entailment"]}), "config.json")
-"""The files a run's numbers can be read from (those present are fingerprinted)."""
+_INPUT_FILES = (COMPACT_FILE, "config.json")
+"""The committed files a run's numbers are computed from. The JSONL stage files are left out: git ignores them, so
+a clean clone lacks them and would find every record stale; a run rewrites its compact copy whenever it changes
+them."""
 
 
 def _sha256(path: Path) -> str:

@@ -107,6 +107,7 @@ theory-results: setup
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.mozart_results --out results/companion
 	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.singular_results --results results
+	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.derived_results --results results
 
 # Seconds each book page takes to execute, one thread (results/bench_notebooks.json; run by `make results`).
 bench-notebooks: setup

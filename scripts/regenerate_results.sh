@@ -6,7 +6,8 @@
 #   3. the three properties for every estimator (results/axioms), and the page computations over ~10 s with
 #      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches and the
 #      properties page's Hypothesis searches, the axioms page's short replay of its table; results/companion: the
-#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1; `make theory-results`);
+#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1 and the derived files' freshness
+#      verdicts; `make theory-results`);
 #   4. the CPU benchmarks (results/bench_shapley.*, results/bench_nli.*, results/bench_generate_cpu.json), and
 #      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
 #      above), alone on the machine.
@@ -80,6 +81,8 @@ else
 fi
 # The -inf counts at the top of the beta grid, from the runs written above (results/companion/infinite_scores.json).
 $PY -m shapley.companion.singular_results --results results
+# Whether each run's derived files match its stage files, for the results page (results/companion/derived_status.json).
+$PY -m shapley.companion.derived_results --results results
 
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the
 # stages.jsonl.gz files written above), in LM-Polygraph's own environment (built first if it is missing).

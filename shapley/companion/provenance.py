@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from shapley.companion import derived_results
 from shapley.companion.htmltable import Col, Html, esc, html_table
 from shapley.pipeline.evaluate.metrics import load_metrics
-from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import RunHistory, read_config, read_record, run_history
 
@@ -92,7 +92,7 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
         m = load_metrics(d)
         history = run_history(d)
         commits = [c[:7] for c in history.commits]
-        stale, verified = stale_derived(d)  # hashes the run's stage files: once per run
+        stale, verified = stale_derived(d)  # from results/companion/derived_status.json when the run is unchanged
         rows.append(
             {
                 "run": relative_path(d),
@@ -243,7 +243,7 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
             counts = counts[counts > 0]  # a strategy or comparison that does not apply counts 0 questions
         if len(counts) and int(counts.max()) != int(n):
             stale.append(name)
-    status = derived.derived_status(run_dir)
+    status = derived_results.derived_status(run_dir)  # the committed verdicts when the run is unchanged
     stale += [name for name, s in status.items() if s.startswith("stale") and name not in stale]
     verified = bool(status) and all(s == "fresh" for s in status.values())
     return stale, verified

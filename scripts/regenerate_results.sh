@@ -8,7 +8,8 @@
 #      properties page's Hypothesis searches, the axioms page's short replay of its table; results/companion: the
 #      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1 and the derived files' freshness
 #      verdicts; `make theory-results`);
-#   4. the CPU benchmarks (results/bench_shapley.*, results/bench_nli.*, results/bench_generate_cpu.json), and
+#   4. the CPU benchmarks (results/bench_shapley.*, results/bench_guards.json, results/bench_nli.*,
+#      results/bench_generate_cpu.json), and
 #      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
 #      above), alone on the machine.
 # It refuses to start when the package's source differs from the commit (the runs would record a dirty tree),
@@ -91,6 +92,7 @@ OMP_NUM_THREADS=1 .venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.
 
 # The benchmarks last, alone on the machine, one thread each.
 $PY benchmarks/bench_shapley.py
+$PY benchmarks/bench_guards.py  # what each work guard admits at its limit (about 15 s)
 $PY benchmarks/bench_nli.py --breakdown --threads 1
 $PY benchmarks/bench_generate.py --questions 4 --repeats 3 --reference-repeats 1 --output results/bench_generate_cpu.json  # about 8 min
 OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1} HF_HUB_OFFLINE=1 \

@@ -32,6 +32,25 @@ def test_bench_shapley_quick(tmp_path):
     assert math.isfinite(meta["speedup_exact_vs_naive_n10"])  # reported; the target is the benchmark's, not a test's
 
 
+def test_bench_guards_quick_records_each_guard_its_model_and_the_machine(tmp_path):
+    """The guards' benchmark runs and records, per guard, its limit, the model's constants and, per size, the
+    measured and modelled cost and the time at the limit (the numbers themselves are not asserted)."""
+    _run(["benchmarks/bench_guards.py", "--quick", "--out", str(tmp_path)], tmp_path)
+    meta = json.loads((tmp_path / "bench_guards.json").read_text())
+    guards = meta["guards"]
+    assert set(guards) == {"nearest_correlation", "lexical_similarity", "shapley_values_mc", "shapley_values_naive"}
+    from shapley.core import entropy, psd
+    from shapley.core.baselines import lexical
+
+    assert guards["nearest_correlation"]["model_constants"] == list(psd._NEAREST_SECONDS_PER_ITERATION)
+    assert guards["lexical_similarity"]["model_constants"] == dict(zip("adeb", lexical._LEXICAL_SECONDS, strict=True))
+    assert guards["shapley_values_mc"]["model_constants"][:3] == list(entropy._MC_SECONDS_PER_PERMUTATION)
+    for name in ("nearest_correlation", "lexical_similarity", "shapley_values_mc"):
+        rows = guards[name]["rows"]
+        assert rows and all(math.isfinite(r["seconds_at_limit"]) for r in rows), name
+    assert meta["machine"]["thread_env"]["OMP_NUM_THREADS"] == "1" and len(meta["machine"]["load_average_before"]) == 3
+
+
 @pytest.mark.slow
 def test_bench_gpu_tiny_on_cpu_without_the_packages_the_gpu_machine_lacks(tmp_path):
     """``--tiny`` writes rows of both engines for generation and NLI (and end to end), each shapley row with its

@@ -533,10 +533,14 @@ def test_other_minute_long_sizes_are_refused_naming_the_limit():
 
     with pytest.raises(ValueError, match="MC_MAX_SECONDS"):
         shapley.shapley_values_mc(np.eye(1200), n_permutations=2000)
-    with pytest.raises(ValueError, match="NEAREST_MAX_WORK"):
+    with pytest.raises(ValueError, match="NEAREST_MAX_SECONDS"):
         psd.nearest_correlation(np.eye(1100))
-    with pytest.raises(ValueError, match="LEXICAL_MAX_PAIRS"):
-        lexical_similarity(["a"] * 700)
+    with pytest.raises(ValueError, match="NEAREST_MAX_SECONDS"):  # tiny n, but 10**9 iterations of fixed cost
+        psd.nearest_correlation(np.eye(3), max_iter=10**9)
+    with pytest.raises(ValueError, match="LEXICAL_MAX_SECONDS"):
+        lexical_similarity(["a"] * 3000)
+    with pytest.raises(ValueError, match="LEXICAL_MAX_SECONDS"):  # few answers, but long: Rouge-L is quadratic in them
+        lexical_similarity(["word " * 1000] * 100)
 
 
 def test_huge_entries_are_not_reported_as_nan():

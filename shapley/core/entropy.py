@@ -61,7 +61,8 @@ EXACT_MAX_N = 22
 
 NAIVE_MAX_N = 12
 """Largest n for ``method="naive"``: the literal formula eliminates about ``n * 2**n`` subsets, which takes about
-2 s at n = 12 on one core and more than doubles with every further answer (n = 25: many hours)."""
+4 s at n = 12 on one core (``results/bench_guards.json``) and more than doubles with every further answer (n = 25:
+many hours)."""
 
 MC_MEMORY_BYTES = 256 * 2**20
 """Working-memory budget (bytes) of :func:`shapley_values_mc`'s permutation chunks (besides a few (n, n) copies
@@ -75,11 +76,17 @@ MC_MAX_SECONDS = 60.0
 """Largest Monte-Carlo workload, in seconds on one core as estimated by :func:`_mc_seconds` (about a minute).
 Larger requests are refused naming this limit."""
 
-_MC_SECONDS_PER_PERMUTATION = (1.5e-6, 7e-8, 4e-10)
+_MC_SECONDS_PER_PERMUTATION = (1e-6, 3.5e-8, 1.5e-10)
 """Cost of one sampled order at n answers: ``a + b * n**2 + c * n**3 / 3`` seconds (a fixed cost per order, its
-permuted (n, n) matrix, its Cholesky factor). Measured with ``shapley_values_mc`` on one core (OMP_NUM_THREADS=1,
-2 to 20000 orders): 1.3 us at n = 3, 8.8 us at n = 10, 29 us at n = 20, 117 us at n = 40, 424 us at n = 80,
-2.4 ms at n = 160, 9.9 ms at n = 320; the model is at or above each (n = 3: 2.1 us)."""
+permuted (n, n) matrix, its Cholesky factor). Measured by ``benchmarks/bench_guards.py``
+(``results/bench_guards.json``; ``shapley_values_mc`` on one thread, n = 3 to 320; 0.5 to 0.8 us per order at
+n = 3, 1.7 to 2.6 us at n = 10, 2.3 to 2.5 ms at n = 320 in two runs on a shared machine), fitted at or above the
+slowest run, then raised by half as a margin for a loaded one. (An earlier measurement, 1.3 us at n = 3 and
+9.9 ms at n = 320, made the guard admit about a quarter of its minute.)"""
+
+_MC_SECONDS_PER_CALL = 4.5e-10
+"""Cost of one call besides its orders, times n**3 seconds: the PSD check and the singularity check decompose R
+(measured as above: 0.15 s at n = 800, 0.48 s at n = 1200, raised by half)."""
 
 
 def _mc_seconds(n_permutations: int, n: int) -> float:
@@ -89,7 +96,7 @@ def _mc_seconds(n_permutations: int, n: int) -> float:
     (True, True)
     """
     a, b, c = _MC_SECONDS_PER_PERMUTATION
-    return float(n_permutations) * (a + b * n**2 + c * n**3 / 3)
+    return float(n_permutations) * (a + b * n**2 + c * n**3 / 3) + _MC_SECONDS_PER_CALL * n**3
 
 
 Method = Literal["exact", "naive", "monte_carlo"]

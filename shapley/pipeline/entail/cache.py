@@ -4,12 +4,14 @@ A row is keyed by the SHA-256 of everything that determines its two numbers (:me
 the backend name, the model fingerprint, ``with_question``, a ``context`` string (how the pair was
 computed: the batching rule, dtype, device kind and the pair's question group, see
 :mod:`shapley.pipeline.entail.base`) and the two texts. A path that cannot hold the cache (a directory, a
-device such as ``/dev/null``, a folder without write permission) raises ``ValueError`` naming it.
+device such as ``/dev/null``, a folder without write permission) raises ``ValueError`` naming it; a full disk
+(sqlite's SQLITE_FULL) raises ``OSError`` (ENOSPC) naming it, with nothing half-stored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -102,7 +104,16 @@ class EntailmentCache:
         self._create()
 
     def _guarded(self, op: Callable[[], Any]) -> Any:
-        """Run ``op``; a damaged file is rebuilt once and ``op`` retried."""
+        """Run ``op``; a damaged file is rebuilt once and ``op`` retried; a full disk (SQLITE_FULL: sqlite has
+        rolled the transaction back) is an ``OSError`` (ENOSPC) naming the file."""
+        try:
+            return self._rebuilt_once(op)
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL":
+                raise OSError(errno.ENOSPC, f"cannot write the entailment cache {self.path}: {exc}") from exc
+            raise
+
+    def _rebuilt_once(self, op: Callable[[], Any]) -> Any:
         try:
             return op()
         except sqlite3.DatabaseError as exc:

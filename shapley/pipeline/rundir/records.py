@@ -10,7 +10,6 @@ chunk, each vector referenced from its JSON record by file name, row and the SHA
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from shapley.pipeline.rundir.jsonl import atomic_write_bytes
 
 #: key of the hidden-state reference in a stored generation record
 HIDDEN_KEY = "hidden_state"
@@ -128,23 +129,8 @@ def save_hidden_states(
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
-    _atomic_write(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())  # a failure (e.g. a full disk) names the file, leaves nothing
     return [hidden_reference(name, i, matrix[i]) for i in range(len(ids))]
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Temp file in the same folder, fsync, rename (records.py sits below store.py, so it has its own)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:  # e.g. a full disk: no temporary file is left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 class HiddenStateReader:

@@ -1,0 +1,267 @@
+"""Benchmark: what each work guard admits at its limit, on this machine, on one thread.
+
+The guards refuse a call whose estimated cost (a cost model with measured constants) exceeds a limit in
+seconds, and their messages promise that what they admit takes about that long ("about a minute"):
+
+* ``nearest_correlation`` (``NEAREST_MAX_SECONDS``; model ``_nearest_seconds``, per iteration),
+* ``lexical_similarity`` (``LEXICAL_MAX_SECONDS``; model ``_lexical_seconds``, per pair of answers),
+* ``shapley_values_mc`` (``MC_MAX_SECONDS``; model ``_mc_seconds``, per sampled order),
+* ``shapley_values(method="naive")`` (``NAIVE_MAX_N``; its docstring promises about 2 s at the limit).
+
+For each, the per-unit cost is timed at a few sizes below the limit (median of repeats) and compared with the
+model; ``seconds_at_limit`` is what the largest admitted call at that size would take (the limit times
+measured / modelled cost), extrapolated from the per-unit cost (not run: each is about a minute). A ratio
+measured / model at or below 1 means the guard keeps its promise at that size.
+
+Writes ``results/bench_guards.json`` (machine, load average before and after, thread settings, per-unit costs,
+the time at each limit). Run: ``python benchmarks/bench_guards.py [--quick] [--out DIR]``. The thread count is
+pinned to one (OMP/OpenBLAS/MKL) before numpy loads: the guards speak of one core.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+from functools import partial  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import shapley  # noqa: E402
+from shapley.core import entropy, psd  # noqa: E402
+from shapley.core.baselines import lexical  # noqa: E402
+from shapley.pipeline.rundir.store import git_info  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def _median_seconds(f: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _row(size: dict[str, Any], measured: float, model: float, limit: float, unit: str) -> dict[str, Any]:
+    """One size: measured and modelled seconds per unit, their ratio and the time of what the guard admits."""
+    return {
+        **size,
+        f"measured_s_per_{unit}": measured,
+        f"model_s_per_{unit}": model,
+        "measured_over_model": measured / model,
+        "seconds_at_limit": limit * measured / model,
+    }
+
+
+def _indefinite(n: int, seed: int = 0) -> np.ndarray:
+    """A symmetric unit-diagonal matrix far from PSD, so that the alternating projections run many iterations."""
+    g = np.random.default_rng(seed).uniform(-1.0, 1.0, size=(n, n))
+    R = (g + g.T) / 2.0
+    np.fill_diagonal(R, 1.0)
+    return R
+
+
+def _nearest_call(R: np.ndarray, iters: int, repeats: int) -> tuple[float, float]:
+    """(median seconds, iterations run) of one nearest_correlation call that may run ``iters`` iterations; the
+    iterations are counted as the eigendecompositions made (one each, plus one in the final clip when needed)."""
+    real_eigh = np.linalg.eigh
+    calls = [0]
+
+    def counted(a: Any, *args: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        return real_eigh(a, *args, **kw)
+
+    np.linalg.eigh = counted
+    try:
+        seconds = _median_seconds(lambda: psd.nearest_correlation(R, max_iter=iters, tol=1e-300), repeats)
+    finally:
+        np.linalg.eigh = real_eigh
+    return seconds, calls[0] / repeats
+
+
+def bench_nearest(sizes: list[int], repeats: int) -> dict[str, Any]:
+    """Seconds per iteration: (a call of k iterations - a call of one) / (k - 1), so that the fixed cost of a call
+    (validation, the final clip) is not spread over the iterations; tol = 1e-300 stops only at an exact fixed point."""
+    rows = []
+    for n in sizes:
+        R = _indefinite(n)
+        iters = max(10, min(300, int(1.5 / psd._nearest_seconds(1, n))))
+        one, ran_one = _nearest_call(R, 1, repeats)
+        many, ran = _nearest_call(R, iters, repeats)
+        if ran <= ran_one:
+            continue  # converged at once: nothing to time
+        per_iter = max(many - one, 0.0) / (ran - ran_one)
+        model = psd._nearest_seconds(1, n) / 3  # one iteration's share of a call of one
+        size = {"n": n, "iterations": ran - ran_one + 1}
+        rows.append(_row(size, per_iter, model, psd.NEAREST_MAX_SECONDS, "iter"))
+    default_n = max(n for n in range(2, 5000) if psd._nearest_seconds(500, n) <= psd.NEAREST_MAX_SECONDS)
+    return {
+        "limit": "NEAREST_MAX_SECONDS",
+        "limit_s": psd.NEAREST_MAX_SECONDS,
+        "model": "_nearest_seconds: (iterations + 2) * (a + b n**2 + c n**3)",
+        "model_constants": list(psd._NEAREST_SECONDS_PER_ITERATION),
+        "largest_n_at_default_500_iterations": default_n,
+        "rows": rows,
+    }
+
+
+def _texts(n: int, tokens: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(50)]
+    return [" ".join(rng.choice(words, size=tokens)) for _ in range(n)]
+
+
+def bench_lexical(token_sizes: list[int], char_sizes: list[int], repeats: int) -> dict[str, Any]:
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"])
+    cases: list[tuple[dict[str, Any], list[str]]] = []
+    for k in token_sizes:
+        n = max(6, min(40, int(400 / k)))
+        cases.append(({"tokens_per_answer": k, "chars_per_answer": None, "n": n}, _texts(n, k, seed=k)))
+    for c in char_sizes:  # long answers without a Rouge token (e.g. CJK text): tokenising is the cost
+        texts = ["\u6771" * c + f" {i}" for i in range(12)]
+        cases.append(({"tokens_per_answer": 1, "chars_per_answer": c + 2, "n": len(texts)}, texts))
+    rows = []
+    for size, texts in cases:
+        seconds = _median_seconds(partial(lexical.lexical_similarity, texts, scorer), repeats)
+        pairs = len(texts) * (len(texts) - 1) / 2
+        model = lexical._lexical_seconds(texts) / pairs
+        rows.append(_row(size, seconds / pairs, model, lexical.LEXICAL_MAX_SECONDS, "pair"))
+    return {
+        "limit": "LEXICAL_MAX_SECONDS",
+        "limit_s": lexical.LEXICAL_MAX_SECONDS,
+        "model": "_lexical_seconds: per pair a + d (chars_i + chars_j) + e (tokens_i + tokens_j) + b tokens_i tokens_j",
+        "model_constants": dict(zip(("a", "d", "e", "b"), lexical._LEXICAL_SECONDS, strict=True)),
+        "rows": rows,
+    }
+
+
+def bench_mc(sizes: list[int], repeats: int) -> dict[str, Any]:
+    """Seconds per order: (a call of k orders - a call of 2) / (k - 2); the rest of a call of 2 is its fixed cost
+    (the PSD and singularity checks). ``seconds_at_limit``: the most orders the guard admits at n, timed so."""
+    rows = []
+    for n in sizes:
+        R = np.eye(n) * 0.5 + 0.5  # PSD, nonsingular
+        k = max(12, min(50_000, int(0.5 / entropy._mc_seconds(1, n))))
+        two = _median_seconds(partial(shapley.shapley_values_mc, R, n_permutations=2, seed=0), repeats)
+        many = _median_seconds(partial(shapley.shapley_values_mc, R, n_permutations=k, seed=0), repeats)
+        per_order = max(many - two, 0.0) / (k - 2)
+        per_call = max(two - 2 * per_order, 0.0)
+        model_order = entropy._mc_seconds(1, n) - entropy._mc_seconds(0, n)
+        admitted = int((entropy.MC_MAX_SECONDS - entropy._mc_seconds(0, n)) / model_order)
+        rows.append(
+            {
+                "n": n,
+                "permutations": k,
+                "measured_s_per_permutation": per_order,
+                "model_s_per_permutation": model_order,
+                "measured_s_per_call": per_call,
+                "model_s_per_call": entropy._mc_seconds(0, n),
+                "admitted_permutations": admitted,
+                "seconds_at_limit": admitted * per_order + per_call,
+            }
+        )
+    return {
+        "limit": "MC_MAX_SECONDS",
+        "limit_s": entropy.MC_MAX_SECONDS,
+        "model": "_mc_seconds: permutations * (a + b n**2 + c n**3 / 3) + d n**3",
+        "model_constants": [*entropy._MC_SECONDS_PER_PERMUTATION, entropy._MC_SECONDS_PER_CALL],
+        "rows": rows,
+    }
+
+
+def bench_naive(sizes: list[int]) -> dict[str, Any]:
+    rows = []
+    for n in sizes:
+        R = np.eye(n) * 0.5 + 0.5
+        rows.append({"n": n, "seconds": _median_seconds(partial(shapley.shapley_values, R, method="naive"), 1)})
+    promised = 4.0  # NAIVE_MAX_N's docstring: "about 4 s at n = 12 on one core"
+    return {"limit": "NAIVE_MAX_N", "limit_n": entropy.NAIVE_MAX_N, "promised_s_at_limit": promised, "rows": rows}
+
+
+def _machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        names = [
+            x.split(":", 1)[1].strip() for x in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in x
+        ]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    threads: Any = None
+    try:
+        from threadpoolctl import threadpool_info
+
+        threads = [{k: d.get(k) for k in ("internal_api", "num_threads", "version")} for d in threadpool_info()]
+    except ImportError:
+        pass
+    return {
+        "cpu": cpu,
+        "logical_cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "thread_env": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+        "blas_threads": threads,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="few small sizes, one repeat (smoke test)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--note", default="", help="a note stored with the results (e.g. that the machine was shared)")
+    args = ap.parse_args()
+    reps = 1 if args.quick else 3
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    guards = {
+        "nearest_correlation": bench_nearest([3, 10, 30] if args.quick else [3, 10, 30, 100, 200, 400], reps),
+        "lexical_similarity": bench_lexical(
+            [1, 5] if args.quick else [1, 5, 20, 80, 200], [] if args.quick else [1000, 10000], reps
+        ),
+        "shapley_values_mc": bench_mc([3, 10] if args.quick else [3, 10, 40, 160, 320], reps),
+        "shapley_values_naive": bench_naive([6] if args.quick else [entropy.NAIVE_MAX_N - 1, entropy.NAIVE_MAX_N]),
+    }
+    for g in guards.values():
+        if "limit_s" in g:
+            g["worst_seconds_at_limit"] = max(r["seconds_at_limit"] for r in g["rows"])
+    meta = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git": git_info(),
+        "command": "python benchmarks/bench_guards.py" + (" --quick" if args.quick else ""),
+        "quick": args.quick,
+        "note": args.note,
+        "machine": {**_machine(), "load_average_before": load_before, "load_average_after": os.getloadavg()},
+        "bench_seconds": time.perf_counter() - t0,
+        "guards": guards,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / "bench_guards.json"
+    out.write_text(json.dumps(meta, indent=2) + "\n")
+    for name, g in guards.items():
+        worst = g.get("worst_seconds_at_limit")
+        print(
+            f"{name}: "
+            + (f"worst {worst:.3g} s at the {g['limit']} = {g['limit_s']:g} s limit" if worst else str(g["rows"]))
+        )
+    print(f"wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

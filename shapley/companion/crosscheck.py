@@ -80,8 +80,8 @@ def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
         Col("n_questions", "questions", decimals=0),
         Col("auroc_lm_polygraph", "AUROC, LM-Polygraph", decimals=4),
         Col("auroc_ours", "AUROC, ours", decimals=4),
-        Col("prr_lm_polygraph", "prr, LM-Polygraph", decimals=4),
-        Col("prr_normalized_lm_polygraph", "prr_normalized, LM-Polygraph", decimals=4),
+        Col("prr_lm_polygraph", "PRR area, LM-Polygraph", decimals=4),
+        Col("prr_normalized_lm_polygraph", "normalised PRR, LM-Polygraph", decimals=4),
         Col("prr_ours", "PRR, ours", decimals=4),
     ]
     caption = f"LM-Polygraph's <code>UEManager</code> metrics beside ours ({code(path.name)})."

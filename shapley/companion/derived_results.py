@@ -16,7 +16,6 @@ its compact copy whenever it changes a stage file, and ``report`` checks the sta
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -114,13 +113,9 @@ def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default results)")
-    args = parser.parse_args(argv)
-    record = compute(args.results)
-    path = freshness.write_record(args.results / RECORD_DIR / RECORD_FILE, record)
-    print(f"wrote {path} in {record['seconds']} s: {len(record['runs'])} runs")
-    return 0
+    return freshness.results_folder_main(
+        argv, __doc__, compute, f"{RECORD_DIR}/{RECORD_FILE}", lambda r: f"{len(r['runs'])} runs"
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ otherwise (so a stale or missing record costs time, never a wrong number); :func
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -126,13 +125,13 @@ def infinite_scores(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default results)")
-    args = parser.parse_args(argv)
-    record = compute(args.results)
-    path = freshness.write_record(args.results / RECORD_DIR / RECORD_FILE, record)
-    print(f"wrote {path} in {record['seconds']} s: runs {sorted(record['scores'])} at beta = {BETA:g}")
-    return 0
+    return freshness.results_folder_main(
+        argv,
+        __doc__,
+        compute,
+        f"{RECORD_DIR}/{RECORD_FILE}",
+        lambda r: f"runs {sorted(r['scores'])} at beta = {BETA:g}",
+    )
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@ of the modules that determine its numbers. A result is fresh when both match the
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.util
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,21 @@ def write_record(path: str | Path, record: Mapping[str, Any]) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(record, indent=1) + "\n")
     return p
+
+
+def results_folder_main(
+    argv: Sequence[str] | None,
+    doc: str | None,
+    compute: Callable[[Path], Mapping[str, Any]],
+    record_path: str,
+    summary: Callable[[Mapping[str, Any]], str],
+) -> int:
+    """The command line of a record computed from a results folder: ``--results FOLDER`` (default ``results``),
+    ``compute(FOLDER)`` written to ``FOLDER/record_path``, one line printed: the path, the seconds, ``summary``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default results)")
+    args = parser.parse_args(argv)
+    record = compute(args.results)
+    path = write_record(args.results / record_path, record)
+    print(f"wrote {path} in {record['seconds']} s: {summary(record)}")
+    return 0

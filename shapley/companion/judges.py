@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from shapley.companion import reported
 from shapley.companion.htmltable import Col, Html, code, esc, html_table
@@ -126,6 +125,8 @@ def judge_robustness(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str
     ]
     both["kept"] = pd.Series(kept, index=both.index, dtype=object)
     if len(both) >= 3:
+        from scipy import stats  # about a second to import: only where it is used
+
         rho = float(stats.spearmanr(both["auroc_a"], both["auroc_b"]).statistic)
         tau = float(stats.kendalltau(both["auroc_a"], both["auroc_b"]).statistic)
     else:

@@ -25,8 +25,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import beta as beta_distribution
-from scipy.stats import rankdata
 
 from shapley.core import validate
 from shapley.core.paired import DeLongResult as DeLongResult
@@ -58,6 +56,8 @@ def auroc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
     u, c = _inputs(uncertainty, correct)
     if _one_class(c, "AUROC"):
         return float("nan")
+    from scipy.stats import rankdata  # scipy.stats takes about a second to import: only where it is used
+
     ranks = rankdata(u)
     n_wrong = int((~c).sum())
     n_right = int(c.sum())
@@ -254,6 +254,8 @@ def quantile_mcse(samples: ArrayLike, q: float) -> float:
     # The weights vanish (below 1e-30) beyond 12 binomial standard deviations of the order statistic M.
     half = int(math.ceil(12.0 * math.sqrt(q * (1.0 - q) * n))) + 2
     lo, hi = max(mm - half, 0), min(mm + half, n)
+    from scipy.stats import beta as beta_distribution
+
     w = np.diff(beta_distribution.cdf(np.arange(lo, hi + 1) / n, mm - 1, n - mm))
     d = x[lo:hi] - x[mm - 1]
     c1, c2 = float(w @ d), float(w @ (d * d))

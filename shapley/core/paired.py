@@ -9,7 +9,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import norm, rankdata
 
 from shapley.core import validate
 from shapley.core.ranks import checked_inputs as _inputs
@@ -63,6 +62,8 @@ def _placements(u: NDArray[np.float64], c: NDArray[np.bool_]) -> tuple[NDArray[n
     ``V01[j]`` the share of incorrect answers more uncertain than correct answer j. Both average to the AUROC.
     """
     wrong, right = u[~c], u[c]
+    from scipy.stats import rankdata  # scipy.stats takes about a second to import: only where it is used
+
     all_ranks = rankdata(u)
     v10 = (all_ranks[~c] - rankdata(wrong)) / right.size
     v01 = 1.0 - (all_ranks[c] - rankdata(right)) / wrong.size
@@ -108,4 +109,6 @@ def delong_test(u_a: ArrayLike, u_b: ArrayLike, correct: ArrayLike) -> DeLongRes
             DeLongResult(delta, 0.0, 1.0) if delta == 0.0 else DeLongResult(delta, math.copysign(math.inf, delta), 0.0)
         )
     z = delta / math.sqrt(var)
+    from scipy.stats import norm
+
     return DeLongResult(delta, z, float(2.0 * norm.sf(abs(z))))

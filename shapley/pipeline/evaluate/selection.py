@@ -40,7 +40,6 @@ from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from shapley.core import baselines, metrics
 from shapley.core.entropy import shapley_values
@@ -250,6 +249,8 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer count; got {v!r}")
     n = int(a_only) + int(b_only)
+    from scipy.stats import binomtest  # scipy.stats takes about a second to import: only where it is used
+
     return 1.0 if n == 0 else float(binomtest(int(a_only), n, 0.5).pvalue)
 
 

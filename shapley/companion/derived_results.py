@@ -16,7 +16,6 @@ its compact copy whenever it changes a stage file, and ``report`` checks the sta
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.rundir import derived
+from shapley.pipeline.rundir.jsonl import sha256_file
 from shapley.theory import freshness
 
 RECORD_FILE = "derived_status.json"
@@ -40,10 +40,6 @@ MODULES = (
 
 COMMAND = "python -m shapley.companion.derived_results --results results"
 _SKIP = frozenset({".lock"})
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _tracked(run: Path) -> list[str]:
@@ -67,7 +63,7 @@ def compute(results: str | os.PathLike[str]) -> dict[str, Any]:
     start, root = time.perf_counter(), Path(results)
     runs = {}
     for run in _run_dirs(root):
-        files = {name: _sha256(run / name) for name in _tracked(run)}
+        files = {name: sha256_file(run / name) for name in _tracked(run)}
         runs[run.relative_to(root).as_posix()] = {"files": files, "status": derived.derived_status(run)}
     return {
         "command": COMMAND,
@@ -96,7 +92,7 @@ def recorded_status(run_dir: str | os.PathLike[str], record: dict[str, Any] | No
     if entry is None or block.get("code_digest") != freshness.module_digest(MODULES):
         return None
     for name, sha in entry["files"].items():
-        if not (run / name).is_file() or _sha256(run / name) != sha:
+        if not (run / name).is_file() or sha256_file(run / name) != sha:
             return None
     present = [n for n in (*derived.RUN_OUTPUTS, *derived.SWEEP_OUTPUTS) if (run / n).is_file()]
     if any(n not in entry["status"] for n in present):

@@ -14,7 +14,6 @@ otherwise (so a stale or missing record costs time, never a wrong number); :func
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.companion import reported, singular
-from shapley.pipeline.rundir.jsonl import COMPACT_FILE
+from shapley.pipeline.rundir.jsonl import COMPACT_FILE, sha256_file
 from shapley.theory import freshness
 
 RECORD_FILE = "infinite_scores.json"
@@ -50,20 +49,12 @@ a clean clone lacks them and would find every record stale; a run rewrites its c
 them."""
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def settings(results: str | os.PathLike[str], runs: Sequence[str] = RUNS, beta: float = BETA) -> dict[str, Any]:
     """The record's settings now: ``beta`` and, per run of ``runs`` that has a beta sweep, the SHA-256 of the
     files its numbers are computed from."""
     root = Path(results)
     inputs = {
-        rel: {name: _sha256(root / rel / name) for name in _INPUT_FILES if (root / rel / name).is_file()}
+        rel: {name: sha256_file(root / rel / name) for name in _INPUT_FILES if (root / rel / name).is_file()}
         for rel in runs
         if (root / rel / "beta_sweep.csv").is_file()
     }

@@ -20,7 +20,7 @@ import pandas as pd
 from shapley.companion import reported
 from shapley.companion.htmltable import Col, Html, code, esc, html_table
 from shapley.companion.provenance import relative_path
-from shapley.core import metrics
+from shapley.core import metrics, ranks
 from shapley.pipeline.evaluate.comparisons import outcomes
 from shapley.pipeline.evaluate.metrics import load_metrics
 from shapley.pipeline.rundir.csvfiles import read_csv_ids
@@ -125,10 +125,8 @@ def judge_robustness(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str
     ]
     both["kept"] = pd.Series(kept, index=both.index, dtype=object)
     if len(both) >= 3:
-        from scipy import stats  # about a second to import: only where it is used
-
-        rho = float(stats.spearmanr(both["auroc_a"], both["auroc_b"]).statistic)
-        tau = float(stats.kendalltau(both["auroc_a"], both["auroc_b"]).statistic)
+        rho = ranks.spearman_rho(both["auroc_a"], both["auroc_b"])
+        tau = ranks.kendall_tau_b(both["auroc_a"], both["auroc_b"])
     else:
         rho = tau = math.nan
     ordered = both.sort_values(["rank_a", "method"]).reset_index(drop=True)

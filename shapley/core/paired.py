@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 from shapley.core.ranks import checked_inputs as _inputs
+from shapley.core.ranks import midranks
 
 
 def holm(p_values: ArrayLike) -> NDArray[np.float64]:
@@ -62,11 +63,9 @@ def _placements(u: NDArray[np.float64], c: NDArray[np.bool_]) -> tuple[NDArray[n
     ``V01[j]`` the share of incorrect answers more uncertain than correct answer j. Both average to the AUROC.
     """
     wrong, right = u[~c], u[c]
-    from scipy.stats import rankdata  # scipy.stats takes about a second to import: only where it is used
-
-    all_ranks = rankdata(u)
-    v10 = (all_ranks[~c] - rankdata(wrong)) / right.size
-    v01 = 1.0 - (all_ranks[c] - rankdata(right)) / wrong.size
+    all_ranks = midranks(u)
+    v10 = (all_ranks[~c] - midranks(wrong)) / right.size
+    v01 = 1.0 - (all_ranks[c] - midranks(right)) / wrong.size
     return v10, v01
 
 
@@ -109,6 +108,6 @@ def delong_test(u_a: ArrayLike, u_b: ArrayLike, correct: ArrayLike) -> DeLongRes
             DeLongResult(delta, 0.0, 1.0) if delta == 0.0 else DeLongResult(delta, math.copysign(math.inf, delta), 0.0)
         )
     z = delta / math.sqrt(var)
-    from scipy.stats import norm
+    from scipy.special import ndtr  # what scipy.stats.norm.sf calls, without scipy.stats' second-long import
 
-    return DeLongResult(delta, z, float(2.0 * norm.sf(abs(z))))
+    return DeLongResult(delta, z, float(2.0 * ndtr(-abs(z))))

@@ -3,6 +3,7 @@ significant digits (:func:`round_scores`), so that round-off never orders scores
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from shapley.core import validate
 
 # checked_inputs and one_class are the metrics' internal helpers (their callers validate and name the arguments)
-__all__ = ["SCORE_DIGITS", "round_scores"]
+__all__ = ["SCORE_DIGITS", "kendall_tau_b", "midranks", "round_scores", "spearman_rho"]
 
 SCORE_DIGITS = 12
 """Significant digits every score is rounded to before any rank-based computation (:func:`round_scores`)."""
@@ -56,6 +57,64 @@ def round_scores(scores: ArrayLike, digits: int = SCORE_DIGITS) -> NDArray[np.fl
     r[~up] = np.rint(v[~up] / scale[~up]) * scale[~up]
     out[ok] = r + 0.0
     return out
+
+
+def midranks(x: ArrayLike) -> NDArray[np.float64]:
+    """1-based ranks of a (m,) float vector, tied values sharing the mean of their ranks (scipy's
+    ``rankdata(x, method="average")``, without importing scipy.stats, which takes about a second). ``-inf``
+    and ``+inf`` rank first and last; NaN is not allowed (the metrics' inputs are validated first).
+
+    Examples:
+        >>> midranks([0.3, -np.inf, 0.3, 2.0]).tolist()
+        [2.5, 1.0, 2.5, 4.0]
+    """
+    v = np.asarray(x, dtype=np.float64).ravel()
+    order = np.argsort(v, kind="stable")
+    sorted_v = v[order]
+    starts = np.flatnonzero(np.r_[True, sorted_v[1:] != sorted_v[:-1]])
+    ends = np.r_[starts[1:], v.size]
+    group_rank = (starts + 1 + ends) / 2.0  # mean of the 1-based ranks starts+1 .. ends
+    ranks = np.empty(v.size, dtype=np.float64)
+    ranks[order] = np.repeat(group_rank, ends - starts)
+    return ranks
+
+
+def spearman_rho(x: ArrayLike, y: ArrayLike) -> float:
+    """Spearman's rank correlation of two (m,) vectors: Pearson's correlation of their :func:`midranks` (NaN when
+    either is constant).
+
+    Examples:
+        >>> round(spearman_rho([1.0, 2.0, 3.0, 4.0], [10.0, 30.0, 20.0, 40.0]), 6)
+        0.8
+    """
+    rx, ry = midranks(x), midranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denom = math.sqrt(float(rx @ rx) * float(ry @ ry))
+    return min(max(float(rx @ ry) / denom, -1.0), 1.0) if denom > 0.0 else math.nan  # clipped: round-off
+
+
+def _pair_signs(v: NDArray[np.float64]) -> NDArray[np.int64]:
+    """(m, m) sign of v_i - v_j, by comparison (so that two equal infinities tie instead of giving NaN)."""
+    return (v[:, None] > v[None, :]).astype(np.int64) - (v[:, None] < v[None, :]).astype(np.int64)
+
+
+def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
+    """Kendall's tau-b of two (m,) vectors: (concordant - discordant pairs) / sqrt(pairs untied in x) / sqrt(pairs
+    untied in y), counting all m(m-1)/2 pairs (O(m^2) memory: meant for a few dozen methods, not for questions).
+    NaN when either vector is constant.
+
+    Examples:
+        >>> round(kendall_tau_b([1.0, 2.0, 3.0, 4.0], [10.0, 30.0, 20.0, 40.0]), 6)  # (5 - 1) / 6
+        0.666667
+    """
+    a, b = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+    upper = np.triu_indices(a.size, k=1)
+    sx = _pair_signs(a)[upper]
+    sy = _pair_signs(b)[upper]
+    untied_x, untied_y = int(np.count_nonzero(sx)), int(np.count_nonzero(sy))
+    if untied_x == 0 or untied_y == 0:
+        return math.nan
+    return float(sx @ sy) / math.sqrt(untied_x) / math.sqrt(untied_y)
 
 
 def checked_inputs(

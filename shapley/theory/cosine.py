@@ -25,10 +25,17 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import minimize
 
 from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
+
+
+def _lbfgs(fun, x0, args):
+    """L-BFGS-B with the analytic gradient; scipy.optimize is imported here, where it is used (about a second,
+    which the pages that only read the committed searches never pay)."""
+    from scipy.optimize import minimize
+
+    return minimize(fun, x0, args=args, jac=True, method="L-BFGS-B")
 
 
 def _check_int(value: object, name: str, low: int) -> int:
@@ -166,7 +173,7 @@ def search_min_eigenvalue(
         starts.append(X0)
     best_val, best_X, evals = math.inf, np.eye(n), 0
     for X0 in starts:
-        res = minimize(_value_and_grad, X0.ravel(), args=(n, b), jac=True, method="L-BFGS-B")
+        res = _lbfgs(_value_and_grad, X0.ravel(), (n, b))
         evals += int(res.nfev)
         for X in (res.x.reshape(n, n), X0):
             val = cosine_min_eigenvalue(X, b)
@@ -225,9 +232,9 @@ def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, 
     for _ in range(n_starts):
         x = rng.normal(size=n * dim)
         for t in SOFTMIN_TEMPERATURES:
-            res = minimize(_softmin_value_and_grad, x, args=(n, b, t), jac=True, method="L-BFGS-B")
+            res = _lbfgs(_softmin_value_and_grad, x, (n, b, t))
             x, evals = res.x, evals + int(res.nfev)
-        res = minimize(_value_and_grad, x, args=(n, b), jac=True, method="L-BFGS-B")
+        res = _lbfgs(_value_and_grad, x, (n, b))
         X, evals = res.x.reshape(n, dim), evals + int(res.nfev)
         val = cosine_min_eigenvalue(X, b)
         if val < best_val:

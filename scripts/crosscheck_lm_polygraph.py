@@ -6,8 +6,8 @@ Run in .venv-lm-polygraph (``make results`` does, through scripts/regenerate_res
 
 Inputs: the committed LLaMA-13B TriviaQA entailment matrices and our scores (each run's ``stages.jsonl.gz``,
 read by ``shapley.pipeline.rundir.jsonl.read_compact``), and seeded random entailment matrices. For every method
-both sides compute on one matrix, the largest absolute difference per source goes to ``lm_polygraph.csv``; ``freshness.json`` records
-the commit, versions and runtime. The reading of every difference is in book/integrations.md.
+both sides compute on one matrix, the largest absolute difference per source goes to ``lm_polygraph.csv``;
+``freshness.json`` records the commit, versions and runtime. The reading of every difference is in book/integrations.md.
 """
 
 from __future__ import annotations

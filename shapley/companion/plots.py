@@ -155,37 +155,48 @@ def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *,
 
 
 def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", ncols: int = 3):
-    """Small multiples of :func:`auroc_bars`, one panel per run (title: the mapping's key); a run whose AUROC
-    is undefined for every method says so in its panel.
+    """Small multiples of :func:`auroc_bars`, one panel per run (title: the mapping's key), the methods in one
+    order on a shared axis (by mean AUROC over the runs where it is defined, best at the top) and named once per
+    row; a run whose AUROC is undefined for every method says so in its panel.
 
     Args:
         metrics: run label -> columns method, auroc, auroc_lo, auroc_hi.
     """
     plt = _plt()
+    defined = pd.concat([m[["method", "auroc"]] for m in metrics.values()], ignore_index=True)
+    mean = defined.groupby("method", sort=False)["auroc"].mean()
+    order = sorted(mean.index, key=lambda k: (mean[k] if not np.isnan(mean[k]) else -np.inf, str(k)))
+    ys = np.arange(len(order))
     nrows = -(-len(metrics) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.4 * nrows), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(2.6 * ncols + 1.2, 0.16 * len(order) * nrows + 1.2 * nrows),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
     for ax in axes.flat[len(metrics) :]:
         ax.set_axis_off()
     for ax, (label, m) in zip(axes.flat, metrics.items(), strict=False):
-        d = m.dropna(subset=["auroc"]).sort_values("auroc")
         ax.set_title(plain(label), fontsize=9)
-        if d.empty:
+        d = m.drop_duplicates("method").set_index("method").reindex(order)
+        ok = d["auroc"].notna().to_numpy()
+        if not ok.any():
             ax.text(
-                0.5,
-                0.5,
-                "AUROC undefined\n(one correctness class)",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-                fontsize=8,
+                0.6, len(order) / 2, "AUROC undefined\n(one correctness class)", ha="center", va="center", fontsize=8
             )
-            ax.set_yticks([])
             continue
-        colours = ["tab:red" if x == highlight else "tab:blue" for x in d["method"]]
-        _bars(ax, d, colours, capsize=1.5)
+        d = d[ok]
+        err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
+        colours = ["tab:red" if x == highlight else "tab:blue" for x in d.index]
+        ax.barh(ys[ok], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=1.5)
         ax.axvline(0.5, color="black", lw=0.8)
+    axes[0, 0].set_yticks(ys, [plain(x) for x in order])
+    axes[0, 0].set_ylim(-0.7, len(order) - 0.3)
+    axes[0, 0].set_xlim(0.2, 1.0)
+    for ax in axes[:, 0]:
         ax.tick_params(axis="y", labelsize=7)
-        ax.set_xlim(0.2, 1.0)
     for ax in axes[-1]:
         ax.set_xlabel("AUROC, 95% CI", fontsize=8)
     fig.tight_layout()

@@ -350,6 +350,13 @@ def computed_verdicts(f: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def results_page_facts(results: str | Path) -> dict[str, str]:
+    """The fields of :func:`facts` that the results page glues (the Mozart readings and the facts measured on
+    the committed runs), without the theory computations the page never shows."""
+    root = Path(results)
+    return {**_mozart_facts(root), **_measured_facts(root)}
+
+
 def facts(results: str | Path | None = None) -> dict[str, str]:
     """Every ``{field}`` of the note templates, computed (formatted as shown). ``results``: the folder of
     committed runs (default: the repository's ``results/``)."""

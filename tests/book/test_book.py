@@ -36,6 +36,7 @@ MIN_TABLES: dict[str, int] = {
     "book/reproduce": 1,
     "book/claims": 1,
     "notebooks/results": 8,
+    "notebooks/beyond": 4,
     "notebooks/performance": 2,
 }
 
@@ -44,7 +45,8 @@ MIN_IMAGES: dict[str, int] = {
     "notebooks/psd": 2,
     "notebooks/properties": 1,
     "notebooks/mozart": 1,
-    "notebooks/results": 4,
+    "notebooks/results": 3,
+    "notebooks/beyond": 1,
     "notebooks/performance": 1,
 }
 
@@ -54,6 +56,7 @@ MUST_CONTAIN: dict[str, tuple[str, ...]] = {
     "book/method": ("shapley.kernel_matrix", "shapley.shapley_values", "shapley.gaussian_entropy"),
     "book/claims": ("reproduced", "consistent", "contradicted", "depends on reading", "not reproducible here"),
     "notebooks/results": ("What this page found", "Run (under results/)", "python -m shapley run"),
+    "notebooks/beyond": ("What this page found", "DeLong"),
     "notebooks/performance": ("What this page found",),
     "book/reproduce": ("python -m shapley run", "estimate"),
 }

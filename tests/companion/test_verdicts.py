@@ -388,3 +388,14 @@ def test_the_relative_gap_is_taken_the_paper_way_round():
     # "best" is strict: a tie with another method is not outperforming it (squad M-7B ties DSE at 0.728)
     assert not vf._shap_best({"Shap": 0.728, "DSE": 0.728, "SE": 0.5})
     assert vf._shap_best({"Shap": 0.729, "DSE": 0.728}) and not vf._shap_best({"Shap": 0.7, "DSE": 0.728})
+
+
+def test_the_results_page_facts_are_those_of_facts():
+    """The results page glues a subset of the facts (without the theory computations): the same values."""
+    from shapley.companion import verdict_facts
+
+    results = ROOT / "results"
+    page = verdict_facts.results_page_facts(results)
+    everything = verdict_facts.facts(results)
+    assert {"moz_n_readings", "moz_n_match", "psd05_not", "psd05_total", "t5_span"} <= page.keys()
+    assert page == {k: everything[k] for k in page}

@@ -1,8 +1,12 @@
 """Figures for the theory pages (psd, mozart, properties, axioms).
 
 As in :mod:`shapley.companion.plots`: each function takes tidy data that the page computes with the package and
-returns a matplotlib Figure (no global state); a label read from data is drawn literally (:func:`plots.plain`).
-Titles and legend labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
+returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
+labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
+
+Unlike :mod:`shapley.companion.plots`, a figure comes back closed in pyplot (no global state is left behind): a
+page shows it with ``display(fig)``. An open figure would be drawn twice in a notebook, once by pyplot's
+end-of-cell redraw of stale figures and once more for display (0.2 to 0.5 s a figure on the psd page).
 """
 
 from __future__ import annotations
@@ -34,6 +38,13 @@ def _plt():
     return plt
 
 
+def _closed(fig: Figure) -> Figure:
+    """``fig`` closed in pyplot: nothing redraws or shows it at a cell's end, and it still draws, saves and
+    displays (``display(fig)``)."""
+    _plt().close(fig)
+    return fig
+
+
 # ---------------------------------------------------------------------------------------------------
 # notebooks/psd.md
 # ---------------------------------------------------------------------------------------------------
@@ -62,7 +73,7 @@ def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) ->
     ax.set_ylabel(r"largest safe $\beta$")
     ax.legend()
     ax.set_title(r"Worst-case PSD threshold of the kernel matrix")
-    return fig
+    return _closed(fig)
 
 
 def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], forms: Mapping[str, NDArray]) -> Figure:
@@ -87,7 +98,7 @@ def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], fo
         fig.colorbar(im, ax=ax)
     axes[0, 0].set_ylabel(r"polar angle $\vartheta$ (deg)")
     fig.suptitle(r"$x^\top M x$ over unit vectors $x \in S^2$ (black line: zero level)")
-    return fig
+    return _closed(fig)
 
 
 def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title: str) -> Figure:
@@ -107,7 +118,7 @@ def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title:
     ax.set_ylabel(r"$x^\top M x$")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return fig
+    return _closed(fig)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -159,7 +170,7 @@ def per_answer_figure(rows: pd.DataFrame) -> Figure:
         ax.set_title(rf"$\beta = {beta:.4g}$" + (" (fitted, see above)" if fitted else " (stated default)"))
         ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
         ax.legend(fontsize=8, loc="upper left")
-    return fig
+    return _closed(fig)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -200,7 +211,7 @@ def appendix_steps_figure(
     _step_panel(axes[1], property3, "Property 3 step (claim: no phi_k falls)")
     axes[0].set_ylim(min(-2.5, 1.3 * float(property1.phi_new.min())), 1.8)
     axes[1].set_ylim(*property3_ylim)
-    return fig
+    return _closed(fig)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -258,4 +269,4 @@ def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
         axis.set_yticks(range(len(estimators)), [plain(e) for e in estimators])
         axis.set_title("sentence reading" if reading == "sentence" else "random-variable reading")
     fig.suptitle(f"Examples drawn until the first counterexample (none in N = {max_examples}: grey)")
-    return fig
+    return _closed(fig)

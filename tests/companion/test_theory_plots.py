@@ -16,12 +16,13 @@ from shapley.theory.property_checks import StepCheck
 matplotlib.use("Agg")
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
+def _drawn(fig):
+    """``fig`` drawn (mathtext parsed: an unbalanced or unknown one raises), after checking that pyplot no longer
+    holds it (a notebook would redraw an open figure at the cell's end, and show it a second time)."""
     import matplotlib.pyplot as plt
 
-    plt.close("all")
+    assert fig.number not in plt.get_fignums()
+    return fig
 
 
 def _legend(axis) -> list[str]:
@@ -37,8 +38,7 @@ def test_beta_threshold_figure():
     bounds = pd.DataFrame(
         {"n": ns, "beta_star": [1.0, 0.9, 0.7, 0.5], "gershgorin_bound": 1 / (ns - 1), "paper_bound": 1 / (ns + 1)}
     )
-    fig = theory_plots.beta_threshold_figure(bounds, default_beta=0.4)
-    fig.canvas.draw()
+    fig = _drawn(theory_plots.beta_threshold_figure(bounds, default_beta=0.4))
     (axis,) = fig.axes
     assert _legend(axis) == [r"exact $\beta^*(n)$", r"Gershgorin $1/(n-1)$", r"paper $1/(n+1)$"]
     assert axis.get_yscale() == "log" and axis.get_title() == "Worst-case PSD threshold of the kernel matrix"
@@ -52,8 +52,7 @@ def test_beta_threshold_figure():
 def test_sphere_forms_figure():
     theta, phi = np.linspace(0, np.pi, 7), np.linspace(0, 2 * np.pi, 9)
     Q = np.cos(theta)[:, None] * np.sin(phi)[None, :] - 0.25
-    fig = theory_plots.sphere_forms_figure(theta, phi, {"raw C": Q, r"kernel $R_{0.5}$": Q + 1.0})
-    fig.canvas.draw()
+    fig = _drawn(theory_plots.sphere_forms_figure(theta, phi, {"raw C": Q, r"kernel $R_{0.5}$": Q + 1.0}))
     panels = [a for a in fig.axes if a.get_title()]
     assert len(fig.axes) == 4 and len(panels) == 2  # two panels, each with its colour bar
     assert [a.get_title() for a in panels] == [
@@ -71,8 +70,7 @@ def test_sphere_forms_figure():
 def test_great_circle_figure():
     t = np.linspace(0, 2 * np.pi, 13)
     curves = {"raw C": (t, np.cos(t)), r"$R_{0.5}$": (t, 0.5 + 0.2 * np.cos(t))}
-    fig = theory_plots.great_circle_figure(curves, title="a title")
-    fig.canvas.draw()
+    fig = _drawn(theory_plots.great_circle_figure(curves, title="a title"))
     (axis,) = fig.axes
     assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.300)"]
     assert axis.get_title() == "a title" and axis.get_ylabel() == r"$x^\top M x$"
@@ -92,8 +90,7 @@ def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
 
 
 def test_per_answer_figure_draws_answers_literally():
-    fig = theory_plots.per_answer_figure(_per_answer_rows([(0.5, False), (0.98878, True)]))
-    fig.canvas.draw()  # an unescaped "$...$" pair would be parsed (and drawn) as mathtext
+    fig = _drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False), (0.98878, True)])))
     assert len(fig.axes) == 2
     assert [a.get_title() for a in fig.axes] == [
         r"$\beta = 0.5$ (stated default)",
@@ -104,7 +101,7 @@ def test_per_answer_figure_draws_answers_literally():
         assert _legend(axis) == [r"Table 1 (third: Beet\$hoven)", r"Table 2 (third: da \$Vinci\$)"]
         assert axis.get_ylabel() == r"$\phi_i$ (nats)"
         assert len(axis.patches) == 6 and sorted(_ticks(axis.texts))[:2] == ["1.050", "1.100"]  # bar labels
-    assert len(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False)])).axes) == 1
+    assert len(_drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False)]))).axes) == 1
 
 
 def _step(old: list[float], new: list[float], replaced: int, wrong_way: tuple[int, ...]) -> StepCheck:
@@ -114,8 +111,7 @@ def _step(old: list[float], new: list[float], replaced: int, wrong_way: tuple[in
 def test_appendix_steps_figure():
     s1 = _step([1.4, 1.3, 1.2], [-0.5, 1.35, -3.0], replaced=2, wrong_way=(1,))
     s3 = _step([1.3, 1.4, 1.35], [1.25, 1.42, 1.38], replaced=1, wrong_way=(0,))
-    fig = theory_plots.appendix_steps_figure(s1, s3, property3_ylim=(1.0, 1.5))
-    fig.canvas.draw()
+    fig = _drawn(theory_plots.appendix_steps_figure(s1, s3, property3_ylim=(1.0, 1.5)))
     left, right = fig.axes
     assert left.get_title() == "Property 1 step (claim: no phi_k rises)"
     assert right.get_title() == "Property 3 step (claim: no phi_k falls)"
@@ -145,8 +141,7 @@ def _axiom_table() -> pd.DataFrame:
 
 
 def test_axiom_search_figure():
-    fig = theory_plots.axiom_search_figure(_axiom_table(), max_examples=100)
-    fig.canvas.draw()
+    fig = _drawn(theory_plots.axiom_search_figure(_axiom_table(), max_examples=100))
     assert len(fig.axes) == 2
     titles = {"sentence": "sentence reading", "rv": "random-variable reading"}
     assert [a.get_title() for a in fig.axes] == [titles[r] for r in ax.READINGS]

@@ -288,6 +288,53 @@ def per_answer_phi(table: int, beta: float = PAPER_BETA) -> tuple[tuple[str, ...
     return tuple(d["answers"]), shapley_values(_R(d["matrix"], beta))
 
 
+def short_answer(answer: str) -> str:
+    """``answer`` shortened for a figure: "Wolfgang Amadeus" becomes "W. A.", "Ludwig van " and "Leonardo " go.
+
+    >>> short_answer("Ludwig van Beethoven"), short_answer("Wolfgang Amadeus Mozart")
+    ('Beethoven', 'W. A. Mozart')
+    """
+    return answer.replace("Wolfgang Amadeus", "W. A.").replace("Ludwig van ", "").replace("Leonardo ", "")
+
+
+def fitted_beta(fits: list[dict[str, Any]]) -> float | None:
+    """The middle of the first window of beta in which one reading reproduces both printed values (rows of
+    :func:`fitted_beta_table`, in their order), or None if no reading has one."""
+    for row in fits:
+        if row["beta_both"]:
+            lo, hi = row["beta_both"][0]
+            return float(np.mean([lo, hi]))
+    return None
+
+
+def per_answer_rows(fits: list[dict[str, Any]], beta: float = PAPER_BETA) -> list[dict[str, Any]]:
+    """Per-answer Shapley values (nats) of both tables under the paper's definition, at the stated ``beta`` and,
+    where ``fits`` (rows of :func:`fitted_beta_table`) has one, at :func:`fitted_beta`.
+
+    Returns:
+        one dict per (beta, table, answer): beta, fitted (False at the stated beta), table (1 or 2),
+        position (0-based), answer, short (:func:`short_answer`), phi.
+    """
+    fitted = fitted_beta(fits)
+    rows = []
+    for b, is_fit in [(beta, False)] + ([(fitted, True)] if fitted is not None else []):
+        for t in (1, 2):
+            answers, phi = per_answer_phi(t, b)
+            for k, (a, v) in enumerate(zip(answers, phi, strict=True)):
+                rows.append(
+                    {
+                        "beta": b,
+                        "fitted": is_fit,
+                        "table": t,
+                        "position": k,
+                        "answer": a,
+                        "short": short_answer(a),
+                        "phi": float(v),
+                    }
+                )
+    return rows
+
+
 def readings_tried() -> int:
     """How many readings this module tries (the paper's definition included): ``len(READINGS)``."""
     return len(READINGS)

@@ -78,6 +78,26 @@ def test_per_answer_phi_sums_to_total() -> None:
         assert phi[0] == pytest.approx(phi[1]) and phi[2] > phi[0]
 
 
+def test_per_answer_rows_at_the_stated_and_the_fitted_beta() -> None:
+    """The figure's data: both tables at beta = 0.5 and, when a reading fits both printed values, at the middle
+    of its first window; the values are per_answer_phi's."""
+    fits = [{"key": "a", "beta_both": []}, {"key": "b", "beta_both": [(0.8, 0.9), (0.95, 0.96)]}]
+    assert mz.fitted_beta(fits) == pytest.approx(0.85) and mz.fitted_beta(fits[:1]) is None
+    rows = mz.per_answer_rows(fits)
+    assert [(r["beta"], r["fitted"], r["table"], r["position"]) for r in rows[:4]] == [
+        (0.5, False, 1, 0),
+        (0.5, False, 1, 1),
+        (0.5, False, 1, 2),
+        (0.5, False, 2, 0),
+    ]
+    assert len(rows) == 12 and [r["beta"] for r in rows[6:]] == pytest.approx([0.85] * 6)
+    assert all(r["fitted"] for r in rows[6:])
+    answers, phi = mz.per_answer_phi(2, rows[-1]["beta"])
+    assert [r["phi"] for r in rows[-3:]] == pytest.approx(list(phi)) and rows[-1]["answer"] == answers[2]
+    assert [r["short"] for r in rows[3:6]] == ["W. A. Mozart", "Mozart", "da Vinci"]
+    assert len(mz.per_answer_rows(fits[:1])) == 6
+
+
 def test_rationales_are_one_liners() -> None:
     for r in mz.READINGS:
         assert r.rationale and "\n" not in r.rationale

@@ -1,0 +1,272 @@
+"""Figures for the theory pages (psd, mozart, properties, axioms).
+
+As in :mod:`shapley.companion.plots`: each function takes tidy data that the page computes with the package and
+returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
+labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
+
+Unlike :mod:`shapley.companion.plots`, a figure comes back closed in pyplot (no global state is left behind): a
+page shows it with ``display(fig)``. An open figure would be drawn twice in a notebook, once by pyplot's
+end-of-cell redraw of stale figures and once more for display (0.2 to 0.5 s a figure on the psd page).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from shapley.companion.plots import plain
+from shapley.core.entropy import HALF_LOG_2PIE
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from shapley.theory.property_checks import StepCheck
+
+#: Ordinal words for the answers a figure names by position.
+_ORDINALS = ("first", "second", "third", "fourth", "fifth")
+
+
+def _plt():
+    """pyplot with whatever backend is active (inline in the book's notebooks, Agg in scripts and tests)."""
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _closed(fig: Figure) -> Figure:
+    """``fig`` closed in pyplot: nothing redraws or shows it at a cell's end, and it still draws, saves and
+    displays (``display(fig)``)."""
+    _plt().close(fig)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------------
+# notebooks/psd.md
+# ---------------------------------------------------------------------------------------------------
+
+
+def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) -> Figure:
+    """Log-scale largest safe beta against n: the exact beta*(n) and the Gershgorin and paper bounds, with the
+    default beta as a grey line.
+
+    Args:
+        bounds: columns n, beta_star, gershgorin_bound, paper_bound (one row per n), e.g.
+            ``pd.DataFrame(shapley.theory.worstcase.beta_bounds_table(range(2, 41)))``.
+        default_beta: where the grey line is drawn.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    ax.plot(bounds["n"], bounds["beta_star"], "o-", ms=3, label=r"exact $\beta^*(n)$")
+    ax.plot(bounds["n"], bounds["gershgorin_bound"], "s--", ms=3, label=r"Gershgorin $1/(n-1)$")
+    ax.plot(bounds["n"], bounds["paper_bound"], "^:", ms=3, label=r"paper $1/(n+1)$")
+    ax.axhline(default_beta, color="grey", lw=1)
+    # x at 71.5% of the axis (n = 30 for n = 2..40), y just above the line
+    ax.text(0.715, default_beta * 1.04, rf"default $\beta = {default_beta:g}$", color="grey",
+            transform=ax.get_yaxis_transform())  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel("number of answers n")
+    ax.set_ylabel(r"largest safe $\beta$")
+    ax.legend()
+    ax.set_title(r"Worst-case PSD threshold of the kernel matrix")
+    return _closed(fig)
+
+
+def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], forms: Mapping[str, NDArray]) -> Figure:
+    """One panel per quadratic form x^T M x over unit x in S^2, coloured symmetrically about 0 (red negative),
+    with its zero level in black and its minimum in the title.
+
+    Args:
+        theta: polar angles (n_theta,) in radians; phi: azimuths (n_phi,) in radians
+            (:func:`shapley.theory.worstcase.sphere_grid`).
+        forms: panel title (the page's own, mathtext drawn) -> values (n_theta, n_phi)
+            (:func:`shapley.theory.worstcase.quadratic_form_sphere`).
+    """
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(forms), figsize=(5 * len(forms), 3.8), sharey=True, layout="constrained",
+                             squeeze=False)  # fmt: skip
+    for ax, (title, Q) in zip(axes[0], forms.items(), strict=True):
+        lim = np.abs(Q).max()
+        im = ax.pcolormesh(np.degrees(phi), np.degrees(theta), Q, cmap="RdBu", vmin=-lim, vmax=lim, shading="auto")
+        ax.contour(np.degrees(phi), np.degrees(theta), Q, levels=[0], colors="k", linewidths=1)
+        ax.set_title(f"{title}: min = {Q.min():.3f}")
+        ax.set_xlabel(r"azimuth $\varphi$ (deg)")
+        fig.colorbar(im, ax=ax)
+    axes[0, 0].set_ylabel(r"polar angle $\vartheta$ (deg)")
+    fig.suptitle(r"$x^\top M x$ over unit vectors $x \in S^2$ (black line: zero level)")
+    return _closed(fig)
+
+
+def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title: str) -> Figure:
+    """x^T M x along a great circle, one line per matrix, each labelled with its minimum; a black zero line.
+
+    Args:
+        curves: legend label (the page's own, mathtext drawn) -> (angles (m,) in radians, values (m,)), as
+            :func:`shapley.theory.worstcase.quadratic_form_circle` returns them.
+        title: the panel's title (the page's own).
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for label, (t, q) in curves.items():
+        ax.plot(np.degrees(t), q, label=f"{label} (min {np.min(q):.3f})")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xlabel("angle along the great circle (deg)")
+    ax.set_ylabel(r"$x^\top M x$")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _closed(fig)
+
+
+# ---------------------------------------------------------------------------------------------------
+# notebooks/mozart.md
+# ---------------------------------------------------------------------------------------------------
+
+
+def _position_label(g: pd.DataFrame, k: int) -> str:
+    """The tick of answer position ``k``: its (short) answer if every table has the same one there, else the
+    position in words ("third answer")."""
+    at = g[g["position"] == k]["short"].unique()
+    if len(at) == 1:
+        return plain(at[0])
+    return f"{_ordinal(k)} answer"
+
+
+def _ordinal(k: int) -> str:
+    """Answer position ``k`` (0-based) in words: "first", "second", ..., then "#6", "#7", ..."""
+    return _ORDINALS[k] if k < len(_ORDINALS) else f"#{k + 1}"
+
+
+def per_answer_figure(rows: pd.DataFrame) -> Figure:
+    """Grouped bars of the per-answer Shapley values, one panel per beta (stated first, then fitted), one bar
+    colour per table; the legend names each table's answers where the tables differ.
+
+    Args:
+        rows: columns beta, fitted (bool), table, position, short (answer label, drawn literally), phi (nats),
+            as :func:`shapley.companion.mozart.per_answer_rows` returns them.
+    """
+    plt = _plt()
+    betas = list(dict.fromkeys(rows["beta"]))
+    fig, axes = plt.subplots(1, len(betas), figsize=(5.2 * len(betas), 3.6), layout="constrained", squeeze=False)
+    for ax, beta in zip(axes[0], betas, strict=True):
+        g = rows[rows["beta"] == beta]
+        tables = list(dict.fromkeys(g["table"]))
+        positions = sorted(set(g["position"]))
+        differ = [k for k in positions if g[g["position"] == k]["short"].nunique() > 1]
+        width = 0.38
+        for j, t in enumerate(tables):
+            d = g[g["table"] == t].sort_values("position")
+            pairs = zip(d["position"], d["short"], strict=True)
+            names = ", ".join(f"{_ordinal(k)}: {plain(s)}" for k, s in pairs if k in differ)
+            x = np.asarray(d["position"], dtype=float) + (j - (len(tables) - 1) / 2) * width
+            bars = ax.bar(x, d["phi"], width, label=f"Table {t}" + (f" ({names})" if names else ""))
+            ax.bar_label(bars, fmt="%.3f", fontsize=7)
+        ax.set_xticks(positions, [_position_label(g, k) for k in positions])
+        ax.set_ylabel(r"$\phi_i$ (nats)")
+        fitted = bool(g["fitted"].iloc[0])
+        ax.set_title(rf"$\beta = {beta:.4g}$" + (" (fitted, see above)" if fitted else " (stated default)"))
+        ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
+        ax.legend(fontsize=8, loc="upper left")
+    return _closed(fig)
+
+
+# ---------------------------------------------------------------------------------------------------
+# notebooks/properties.md
+# ---------------------------------------------------------------------------------------------------
+
+
+def _step_panel(ax: Axes, step: StepCheck, title: str) -> None:
+    """Before/after bars of one replacement's per-answer values, the wrong-way answers marked."""
+    k = np.arange(step.phi_old.size)
+    ax.bar(k - 0.2, step.phi_old, 0.4, label="before")
+    ax.bar(k + 0.2, step.phi_new, 0.4, label="after")
+    for w in step.wrong_way:
+        ax.annotate("wrong way", (w, max(step.phi_old[w], step.phi_new[w])), ha="center", va="bottom", color="C3")
+    ax.axhline(HALF_LOG_2PIE, color="grey", lw=0.8, ls=":")
+    ax.set_xticks(k, [f"s{i} (then g)" if i == step.replaced else f"s{i}" for i in k])
+    ax.set_ylabel("Shapley value (nats)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+
+
+def appendix_steps_figure(
+    property1: StepCheck, property3: StepCheck, *, property3_ylim: tuple[float, float] = (1.1, 1.45)
+) -> Figure:
+    """Step (b) of Appendix A's proofs of Properties 1 and 3, side by side: every answer's Shapley value (nats)
+    before and after the replacement, the answers that move the way the proof forbids marked "wrong way", and
+    1/2 ln(2 pi e) dotted.
+
+    Args:
+        property1, property3: the checks (:class:`shapley.theory.property_checks.StepCheck`: phi_old and phi_new
+            (n,), replaced, wrong_way).
+        property3_ylim: the right panel's y range (a zoom on the values near 1/2 ln(2 pi e)); the left panel
+            reaches down to 1.3 times the lowest new value (at least to -2.5).
+    """
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    _step_panel(axes[0], property1, "Property 1 step (claim: no phi_k rises)")
+    _step_panel(axes[1], property3, "Property 3 step (claim: no phi_k falls)")
+    axes[0].set_ylim(min(-2.5, 1.3 * float(property1.phi_new.min())), 1.8)
+    axes[1].set_ylim(*property3_ylim)
+    return _closed(fig)
+
+
+# ---------------------------------------------------------------------------------------------------
+# notebooks/axioms.md
+# ---------------------------------------------------------------------------------------------------
+
+
+def _axiom_cell(
+    verdict: str, examples: int, max_examples: int
+) -> tuple[tuple[float, float, float], str, dict[str, Any]]:
+    """Colour, text and text style of one cell of :func:`axiom_search_figure`."""
+    from shapley.theory import axioms as ax
+
+    if verdict == ax.FAILS and examples == 0:
+        return (0.6, 0.1, 0.1), "hand", {"fontsize": 8, "color": "white"}
+    if verdict == ax.PROVED:
+        return (0.7, 0.87, 0.7), "proved", {"fontsize": 7}
+    if verdict == ax.UNDEFINED:
+        return (0.93, 0.93, 0.93), "undef.", {"fontsize": 7, "color": "0.3"}
+    if verdict == ax.FAILS:
+        shade = np.log10(examples) / np.log10(max_examples)
+        return (0.75 + 0.2 * shade, 0.2 + 0.55 * shade, 0.2 + 0.55 * shade), str(examples), {"fontsize": 8}
+    if verdict != ax.NOT_APPLICABLE:
+        return (0.8, 0.8, 0.8), "none", {"fontsize": 7, "color": "0.3"}
+    return (1.0, 1.0, 1.0), "", {}
+
+
+def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
+    """One panel per reading: estimators (rows, drawn literally) by Properties 1-3 (columns), each cell coloured
+    by how the search settled it: examples drawn until the first counterexample (red, darker when sooner), a
+    hand-built witness (dark red, "hand"), a proof (green), none in ``max_examples`` (grey), undefined
+    ("undef.") or not applicable (blank).
+
+    Args:
+        table: columns estimator, property ("1", "2", "3"), reading, verdict, examples (the search's rows, e.g.
+            :func:`shapley.theory.estimator_replay.read_table`); every (estimator, property) in every reading.
+        max_examples: the search's budget per cell (the shading's scale).
+    """
+    from shapley.theory import axioms as ax
+
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(ax.READINGS), figsize=(8.6, 4.2), sharey=True, layout="constrained")
+    estimators = list(dict.fromkeys(table["estimator"]))
+    for axis, reading in zip(axes, ax.READINGS, strict=True):
+        sub = table[table["reading"] == reading].set_index(["estimator", "property"])
+        img = np.full((len(estimators), len(ax.PROPERTIES), 3), 1.0)
+        for r, est in enumerate(estimators):
+            for c, prop in enumerate(ax.PROPERTIES):
+                row = sub.loc[(est, prop)]
+                img[r, c], text, style = _axiom_cell(row["verdict"], int(row["examples"]), max_examples)
+                if text:
+                    axis.text(c, r, text, ha="center", va="center", **style)
+        axis.imshow(img, aspect="auto")
+        axis.set_xticks(range(len(ax.PROPERTIES)), [f"Prop. {p}" for p in ax.PROPERTIES])
+        axis.set_yticks(range(len(estimators)), [plain(e) for e in estimators])
+        axis.set_title("sentence reading" if reading == "sentence" else "random-variable reading")
+    fig.suptitle(f"Examples drawn until the first counterexample (none in N = {max_examples}: grey)")
+    return _closed(fig)

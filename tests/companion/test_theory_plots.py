@@ -1,0 +1,156 @@
+"""The theory pages' figures draw what they are given: panels, titles, axis labels, legends and cell texts, with
+labels read from data drawn literally (dollar signs escaped, so never parsed as mathtext)."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from shapley.companion import theory_plots
+from shapley.core.entropy import HALF_LOG_2PIE
+from shapley.theory import axioms as ax
+from shapley.theory.property_checks import StepCheck
+
+matplotlib.use("Agg")
+
+
+def _drawn(fig):
+    """``fig`` drawn (mathtext parsed: an unbalanced or unknown one raises), after checking that pyplot no longer
+    holds it (a notebook would redraw an open figure at the cell's end, and show it a second time)."""
+    import matplotlib.pyplot as plt
+
+    assert fig.number not in plt.get_fignums()
+    return fig
+
+
+def _legend(axis) -> list[str]:
+    return [t.get_text() for t in axis.get_legend().get_texts()]
+
+
+def _ticks(labels) -> list[str]:
+    return [t.get_text() for t in labels]
+
+
+def test_beta_threshold_figure():
+    ns = np.arange(2, 6)
+    bounds = pd.DataFrame(
+        {"n": ns, "beta_star": [1.0, 0.9, 0.7, 0.5], "gershgorin_bound": 1 / (ns - 1), "paper_bound": 1 / (ns + 1)}
+    )
+    fig = _drawn(theory_plots.beta_threshold_figure(bounds, default_beta=0.4))
+    (axis,) = fig.axes
+    assert _legend(axis) == [r"exact $\beta^*(n)$", r"Gershgorin $1/(n-1)$", r"paper $1/(n+1)$"]
+    assert axis.get_yscale() == "log" and axis.get_title() == "Worst-case PSD threshold of the kernel matrix"
+    assert (axis.get_xlabel(), axis.get_ylabel()) == ("number of answers n", r"largest safe $\beta$")
+    lines = {ln.get_label(): ln for ln in axis.get_lines()}
+    assert list(lines[r"paper $1/(n+1)$"].get_ydata()) == pytest.approx(1 / (ns + 1))
+    assert [tuple(ln.get_ydata()) for ln in axis.get_lines() if ln.get_label().startswith("_")] == [(0.4, 0.4)]
+    assert _ticks(axis.texts) == [r"default $\beta = 0.4$"]
+
+
+def test_sphere_forms_figure():
+    theta, phi = np.linspace(0, np.pi, 7), np.linspace(0, 2 * np.pi, 9)
+    Q = np.cos(theta)[:, None] * np.sin(phi)[None, :] - 0.25
+    fig = _drawn(theory_plots.sphere_forms_figure(theta, phi, {"raw C": Q, r"kernel $R_{0.5}$": Q + 1.0}))
+    panels = [a for a in fig.axes if a.get_title()]
+    assert len(fig.axes) == 4 and len(panels) == 2  # two panels, each with its colour bar
+    assert [a.get_title() for a in panels] == [
+        f"raw C: min = {Q.min():.3f}",
+        rf"kernel $R_{{0.5}}$: min = {Q.min() + 1:.3f}",
+    ]
+    assert panels[0].get_ylabel() == r"polar angle $\vartheta$ (deg)" and panels[1].get_ylabel() == ""
+    assert all(a.get_xlabel() == r"azimuth $\varphi$ (deg)" for a in panels)
+    assert fig.get_suptitle().startswith(r"$x^\top M x$ over unit vectors")
+    mesh = panels[0].collections[0]
+    assert mesh.get_clim() == pytest.approx((-np.abs(Q).max(), np.abs(Q).max()))  # symmetric about 0
+    assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
+
+
+def test_great_circle_figure():
+    t = np.linspace(0, 2 * np.pi, 13)
+    curves = {"raw C": (t, np.cos(t)), r"$R_{0.5}$": (t, 0.5 + 0.2 * np.cos(t))}
+    fig = _drawn(theory_plots.great_circle_figure(curves, title="a title"))
+    (axis,) = fig.axes
+    assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.300)"]
+    assert axis.get_title() == "a title" and axis.get_ylabel() == r"$x^\top M x$"
+    assert axis.get_xlabel() == "angle along the great circle (deg)"
+    assert axis.get_lines()[0].get_xdata()[-1] == pytest.approx(360.0)
+
+
+def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
+    answers = {1: ["$W. A. Mozart", "Mozart", "Beet$hoven"], 2: ["$W. A. Mozart", "Mozart", "da $Vinci$"]}
+    rows = [
+        {"beta": b, "fitted": f, "table": t, "position": k, "short": a, "phi": 1.0 + 0.1 * k + 0.05 * t}
+        for b, f in betas
+        for t in (1, 2)
+        for k, a in enumerate(answers[t])
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_per_answer_figure_draws_answers_literally():
+    fig = _drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False), (0.98878, True)])))
+    assert len(fig.axes) == 2
+    assert [a.get_title() for a in fig.axes] == [
+        r"$\beta = 0.5$ (stated default)",
+        r"$\beta = 0.9888$ (fitted, see above)",
+    ]
+    for axis in fig.axes:
+        assert _ticks(axis.get_xticklabels()) == [r"\$W. A. Mozart", "Mozart", "third answer"]
+        assert _legend(axis) == [r"Table 1 (third: Beet\$hoven)", r"Table 2 (third: da \$Vinci\$)"]
+        assert axis.get_ylabel() == r"$\phi_i$ (nats)"
+        assert len(axis.patches) == 6 and sorted(_ticks(axis.texts))[:2] == ["1.050", "1.100"]  # bar labels
+    assert len(_drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False)]))).axes) == 1
+
+
+def _step(old: list[float], new: list[float], replaced: int, wrong_way: tuple[int, ...]) -> StepCheck:
+    return StepCheck(np.array(old), np.array(new), replaced, wrong_way, "down")
+
+
+def test_appendix_steps_figure():
+    s1 = _step([1.4, 1.3, 1.2], [-0.5, 1.35, -3.0], replaced=2, wrong_way=(1,))
+    s3 = _step([1.3, 1.4, 1.35], [1.25, 1.42, 1.38], replaced=1, wrong_way=(0,))
+    fig = _drawn(theory_plots.appendix_steps_figure(s1, s3, property3_ylim=(1.0, 1.5)))
+    left, right = fig.axes
+    assert left.get_title() == "Property 1 step (claim: no phi_k rises)"
+    assert right.get_title() == "Property 3 step (claim: no phi_k falls)"
+    assert _ticks(left.get_xticklabels()) == ["s0", "s1", "s2 (then g)"]
+    assert _ticks(right.get_xticklabels()) == ["s0", "s1 (then g)", "s2"]
+    assert [a.get_text() for a in left.texts] == ["wrong way"] and left.texts[0].xy == (1, 1.35)
+    assert all(_legend(a) == ["before", "after"] and a.get_ylabel() == "Shapley value (nats)" for a in fig.axes)
+    assert left.get_ylim() == pytest.approx((1.3 * -3.0, 1.8)) and right.get_ylim() == pytest.approx((1.0, 1.5))
+    assert left.get_lines()[0].get_ydata()[0] == pytest.approx(HALF_LOG_2PIE)
+
+
+def _axiom_table() -> pd.DataFrame:
+    verdicts = {
+        ("$Shap", "1"): (ax.FAILS, 0),
+        ("$Shap", "2"): (ax.PROVED, 100),
+        ("$Shap", "3"): (ax.FAILS, 10),
+        ("SE", "1"): (ax.UNDEFINED, 0),
+        ("SE", "2"): ("no counterexample in 100 examples", 100),
+        ("SE", "3"): (ax.NOT_APPLICABLE, 0),
+    }
+    rows = [
+        {"estimator": e, "property": p, "reading": r, "verdict": v, "examples": k}
+        for r in ax.READINGS
+        for (e, p), (v, k) in verdicts.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_axiom_search_figure():
+    fig = _drawn(theory_plots.axiom_search_figure(_axiom_table(), max_examples=100))
+    assert len(fig.axes) == 2
+    titles = {"sentence": "sentence reading", "rv": "random-variable reading"}
+    assert [a.get_title() for a in fig.axes] == [titles[r] for r in ax.READINGS]
+    assert fig.get_suptitle() == "Examples drawn until the first counterexample (none in N = 100: grey)"
+    axis = fig.axes[0]
+    assert _ticks(axis.get_yticklabels()) == [r"\$Shap", "SE"]
+    assert _ticks(axis.get_xticklabels()) == ["Prop. 1", "Prop. 2", "Prop. 3"]
+    cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in axis.texts}
+    assert cells == {(0, 0): "hand", (0, 1): "proved", (0, 2): "10", (1, 0): "undef.", (1, 1): "none"}
+    img = axis.get_images()[0].get_array()
+    assert tuple(img[1, 2]) == (1.0, 1.0, 1.0)  # not applicable: blank
+    assert img[0, 2][0] == pytest.approx(0.85) and img[0, 2][1] == pytest.approx(0.475)  # 10 of 100: half shade

@@ -1,4 +1,5 @@
-"""Figures for the book. Each function takes tidy data and returns a matplotlib Figure (no global state)."""
+"""Figures for the book. Each function takes tidy data and returns a matplotlib Figure, closed in pyplot
+(:func:`closed`: no global state is left behind), which a page shows with ``display(fig)``."""
 
 from __future__ import annotations
 
@@ -26,11 +27,19 @@ def _bars(ax, d: pd.DataFrame, colours: list[str], capsize: float) -> None:
     ax.set_yticks(ys, [plain(m) for m in d["method"]])
 
 
-def _plt():
+def pyplot():
     """pyplot with whatever backend is active (inline in the book's notebooks, Agg in scripts and tests)."""
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def closed(fig):
+    """``fig`` closed in pyplot: it still draws, saves and displays (``display(fig)``), but nothing redraws or
+    shows it at a cell's end. An open figure is drawn twice in a notebook, once by pyplot's end-of-cell redraw
+    of stale figures and once for display (0.2 to 0.5 s a figure)."""
+    pyplot().close(fig)
+    return fig
 
 
 def benchmark_figure(rows: pd.DataFrame):
@@ -39,7 +48,7 @@ def benchmark_figure(rows: pd.DataFrame):
     Args:
         rows: the ``rows`` of ``results/bench_shapley.json`` (columns n, exact_s, naive_s, mc_s, mc_permutations).
     """
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.semilogy(rows["n"], rows["exact_s"], "o-", label="exact (all principal minors, once)")
     naive = rows.dropna(subset=["naive_s"])
@@ -53,7 +62,7 @@ def benchmark_figure(rows: pd.DataFrame):
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    return fig
+    return closed(fig)
 
 
 def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Shap"):
@@ -62,7 +71,7 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
     Args:
         measured: columns method, auroc, auroc_lo, auroc_hi.
     """
-    plt = _plt()
+    plt = pyplot()
     d = measured.dropna(subset=["auroc"]).sort_values("auroc")
     fig, ax = plt.subplots(figsize=(6.0, 0.32 * max(len(d), 3) + 1.2))
     if d.empty:
@@ -77,7 +86,7 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
         ax.set_axis_off()
         if title:
             ax.set_title(plain(title), fontsize=10)
-        return fig
+        return closed(fig)
     colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
     _bars(ax, d, colours, capsize=2)
     ax.axvline(0.5, color="black", lw=0.8)
@@ -86,7 +95,7 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
     if title:
         ax.set_title(plain(title), fontsize=10)
     fig.tight_layout()
-    return fig
+    return closed(fig)
 
 
 def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
@@ -95,7 +104,7 @@ def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
     Args:
         sweep: columns n_samples, method, auroc, auroc_lo, auroc_hi.
     """
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for method, g in sweep.groupby("method"):
         if methods is not None and method not in methods:
@@ -109,7 +118,7 @@ def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
     ax.legend(fontsize=7, ncol=2)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    return fig
+    return closed(fig)
 
 
 def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *, at: float = 0.5):
@@ -123,7 +132,7 @@ def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *,
         ablation: columns source, beta, auroc, frac_not_psd.
         reported: optional columns beta, auroc (the paper's Table 5, drawn dashed in black).
     """
-    plt = _plt()
+    plt = pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8), sharex=True)
     for k, (source, g) in enumerate(ablation.groupby("source", sort=False)):
         g = g.sort_values("beta")
@@ -151,7 +160,7 @@ def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *,
         ax2.legend(fontsize=7, loc="upper left")
     ax2.grid(True, alpha=0.3)
     fig.tight_layout()
-    return fig
+    return closed(fig)
 
 
 def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", ncols: int = 3):
@@ -162,7 +171,7 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
     Args:
         metrics: run label -> columns method, auroc, auroc_lo, auroc_hi.
     """
-    plt = _plt()
+    plt = pyplot()
     defined = pd.concat([m[["method", "auroc"]] for m in metrics.values()], ignore_index=True)
     mean = defined.groupby("method", sort=False)["auroc"].mean()
     order = sorted(mean.index, key=lambda k: (mean[k] if not np.isnan(mean[k]) else -np.inf, str(k)))
@@ -200,4 +209,4 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
     for ax in axes[-1]:
         ax.set_xlabel("AUROC, 95% CI", fontsize=8)
     fig.tight_layout()
-    return fig
+    return closed(fig)

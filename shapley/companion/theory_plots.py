@@ -4,9 +4,7 @@ As in :mod:`shapley.companion.plots`: each function takes tidy data that the pag
 returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
 labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
 
-Unlike :mod:`shapley.companion.plots`, a figure comes back closed in pyplot (no global state is left behind): a
-page shows it with ``display(fig)``. An open figure would be drawn twice in a notebook, once by pyplot's
-end-of-cell redraw of stale figures and once more for display (0.2 to 0.5 s a figure on the psd page).
+As there too, a figure comes back closed in pyplot (:func:`plots.closed`): a page shows it with ``display(fig)``.
 """
 
 from __future__ import annotations
@@ -18,7 +16,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from shapley.companion.plots import closed as _closed
 from shapley.companion.plots import plain
+from shapley.companion.plots import pyplot as _plt
 from shapley.core.entropy import HALF_LOG_2PIE
 
 if TYPE_CHECKING:
@@ -29,20 +29,6 @@ if TYPE_CHECKING:
 
 #: Ordinal words for the answers a figure names by position.
 _ORDINALS = ("first", "second", "third", "fourth", "fifth")
-
-
-def _plt():
-    """pyplot with whatever backend is active (inline in the book's notebooks, Agg in scripts and tests)."""
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _closed(fig: Figure) -> Figure:
-    """``fig`` closed in pyplot: nothing redraws or shows it at a cell's end, and it still draws, saves and
-    displays (``display(fig)``)."""
-    _plt().close(fig)
-    return fig
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -200,6 +200,9 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     ),
     "quantile_mcse": ({"samples": np.linspace(0.0, 1.0, 50), "q": 0.025}, {"samples": "vector", "q": "real"}),
     "round_scores": ({"scores": U4, "digits": 12}, {"scores": "vector", "digits": "int"}),
+    "midranks": ({"x": U4}, {"x": "vector"}),
+    "spearman_rho": ({"x": U4, "y": U4B}, {"x": "vector", "y": "vector"}),
+    "kendall_tau_b": ({"x": U4, "y": U4B}, {"x": "vector", "y": "vector"}),
     "delong_test": ({"u_a": U4, "u_b": U4B, "correct": C4}, {"u_a": "vector", "u_b": "vector", "correct": "labels"}),
     # shapley.core.baselines
     "shannon_entropy": ({"p": np.array([0.5, 0.5])}, {"p": "vector"}),

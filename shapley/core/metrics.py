@@ -32,7 +32,7 @@ from shapley.core.paired import delong_test as delong_test
 from shapley.core.paired import holm as holm
 from shapley.core.ranks import SCORE_DIGITS as SCORE_DIGITS
 from shapley.core.ranks import checked_inputs as _inputs
-from shapley.core.ranks import midranks
+from shapley.core.ranks import midranks_checked as _midranks
 from shapley.core.ranks import one_class as _one_class
 from shapley.core.ranks import round_scores as round_scores
 
@@ -57,7 +57,7 @@ def auroc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
     u, c = _inputs(uncertainty, correct)
     if _one_class(c, "AUROC"):
         return float("nan")
-    ranks = midranks(u)
+    ranks = _midranks(u)
     n_wrong = int((~c).sum())
     n_right = int(c.sum())
     u_stat = ranks[~c].sum() - n_wrong * (n_wrong + 1) / 2.0

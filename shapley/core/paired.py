@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 from shapley.core.ranks import checked_inputs as _inputs
-from shapley.core.ranks import midranks
+from shapley.core.ranks import midranks_checked as _midranks
 
 
 def holm(p_values: ArrayLike) -> NDArray[np.float64]:
@@ -63,9 +63,9 @@ def _placements(u: NDArray[np.float64], c: NDArray[np.bool_]) -> tuple[NDArray[n
     ``V01[j]`` the share of incorrect answers more uncertain than correct answer j. Both average to the AUROC.
     """
     wrong, right = u[~c], u[c]
-    all_ranks = midranks(u)
-    v10 = (all_ranks[~c] - midranks(wrong)) / right.size
-    v01 = 1.0 - (all_ranks[c] - midranks(right)) / wrong.size
+    all_ranks = _midranks(u)
+    v10 = (all_ranks[~c] - _midranks(wrong)) / right.size
+    v01 = 1.0 - (all_ranks[c] - _midranks(right)) / wrong.size
     return v10, v01
 
 

@@ -11,7 +11,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 
-# checked_inputs and one_class are the metrics' internal helpers (their callers validate and name the arguments)
+# checked_inputs, one_class and midranks_checked are the metrics' internal helpers (their callers validate and
+# name the arguments)
 __all__ = ["SCORE_DIGITS", "kendall_tau_b", "midranks", "round_scores", "spearman_rho"]
 
 SCORE_DIGITS = 12
@@ -60,15 +61,37 @@ def round_scores(scores: ArrayLike, digits: int = SCORE_DIGITS) -> NDArray[np.fl
 
 
 def midranks(x: ArrayLike) -> NDArray[np.float64]:
-    """1-based ranks of a (m,) float vector, tied values sharing the mean of their ranks (scipy's
+    """1-based ranks of a (m,) real vector, tied values sharing the mean of their ranks (scipy's
     ``rankdata(x, method="average")``, without importing scipy.stats, which takes about a second). ``-inf``
-    and ``+inf`` rank first and last; NaN is not allowed (the metrics' inputs are validated first).
+    and ``+inf`` rank first and last; NaN is refused.
 
     Examples:
         >>> midranks([0.3, -np.inf, 0.3, 2.0]).tolist()
         [2.5, 1.0, 2.5, 4.0]
     """
-    v = np.asarray(x, dtype=np.float64).ravel()
+    return midranks_checked(_rankable(x, "x"))
+
+
+def _rankable(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    """``x`` as a 1-D float array without NaN (infinities allowed: they rank first or last)."""
+    a = validate.real_array(x, name, "a 1-D array of real numbers")
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {a.shape}")
+    if np.isnan(a).any():
+        raise ValueError(f"{name} contains NaN, which has no rank; drop those entries first")
+    return a
+
+
+def _rank_pair(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(x, y) checked by :func:`_rankable`, of one length and at least 2 entries each."""
+    a, b = _rankable(x, "x"), _rankable(y, "y")
+    if a.size != b.size or a.size < 2:
+        raise ValueError(f"x and y must have one length of at least 2; got {a.size} and {b.size}")
+    return a, b
+
+
+def midranks_checked(v: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`midranks` of a checked 1-D float array (the metrics' inner loop: no second validation)."""
     order = np.argsort(v, kind="stable")
     sorted_v = v[order]
     starts = np.flatnonzero(np.r_[True, sorted_v[1:] != sorted_v[:-1]])
@@ -87,7 +110,8 @@ def spearman_rho(x: ArrayLike, y: ArrayLike) -> float:
         >>> round(spearman_rho([1.0, 2.0, 3.0, 4.0], [10.0, 30.0, 20.0, 40.0]), 6)
         0.8
     """
-    rx, ry = midranks(x), midranks(y)
+    a, b = _rank_pair(x, y)
+    rx, ry = midranks_checked(a), midranks_checked(b)
     rx, ry = rx - rx.mean(), ry - ry.mean()
     denom = math.sqrt(float(rx @ rx) * float(ry @ ry))
     return min(max(float(rx @ ry) / denom, -1.0), 1.0) if denom > 0.0 else math.nan  # clipped: round-off
@@ -107,7 +131,7 @@ def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
         >>> round(kendall_tau_b([1.0, 2.0, 3.0, 4.0], [10.0, 30.0, 20.0, 40.0]), 6)  # (5 - 1) / 6
         0.666667
     """
-    a, b = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+    a, b = _rank_pair(x, y)
     upper = np.triu_indices(a.size, k=1)
     sx = _pair_signs(a)[upper]
     sy = _pair_signs(b)[upper]

@@ -61,3 +61,16 @@ def test_delong_p_value_is_scipys_normal_tail():
         a, b = rng.normal(size=60) - c, rng.normal(size=60) - 0.5 * c
         r = M.delong_test(a, b, c)
         assert r.p_value == 2.0 * stats.norm.sf(abs(r.z)) == 2.0 * special.ndtr(-abs(r.z))
+
+
+def test_rank_functions_refuse_what_has_no_rank():
+    with pytest.raises(ValueError, match="x contains NaN"):
+        ranks.midranks([1.0, np.nan])
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        ranks.midranks(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="one length of at least 2"):
+        ranks.spearman_rho([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="one length of at least 2"):
+        ranks.kendall_tau_b([1.0], [2.0])
+    with pytest.raises(ValueError, match="y contains NaN"):
+        ranks.kendall_tau_b([1.0, 2.0], [1.0, np.nan])

@@ -19,12 +19,11 @@ def plain(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
-def _bars(ax, d: pd.DataFrame, colours: list[str], capsize: float) -> None:
-    """Horizontal AUROC bars with their intervals, one per row of ``d``, labelled literally by method."""
+def _bars(ax, ys, d: pd.DataFrame, colours: list[str], capsize: float) -> None:
+    """Horizontal AUROC bars from 0.5 with their intervals, row i of ``d`` (columns auroc, auroc_lo, auroc_hi) at
+    height ``ys[i]``."""
     err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
-    ys = np.arange(len(d))
     ax.barh(ys, d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=capsize)
-    ax.set_yticks(ys, [plain(m) for m in d["method"]])
 
 
 def pyplot():
@@ -88,7 +87,9 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
             ax.set_title(plain(title), fontsize=10)
         return closed(fig)
     colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
-    _bars(ax, d, colours, capsize=2)
+    ys = np.arange(len(d))
+    _bars(ax, ys, d, colours, capsize=2)
+    ax.set_yticks(ys, [plain(m) for m in d["method"]])
     ax.axvline(0.5, color="black", lw=0.8)
     ax.set_xlabel("AUROC (0.5 = chance), 95% bootstrap CI")
     ax.set_xlim(min(0.3, float(d["auroc_lo"].min()) - 0.02), max(0.9, float(d["auroc_hi"].max()) + 0.02))
@@ -172,8 +173,8 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
         metrics: run label -> columns method, auroc, auroc_lo, auroc_hi.
     """
     plt = pyplot()
-    defined = pd.concat([m[["method", "auroc"]] for m in metrics.values()], ignore_index=True)
-    mean = defined.groupby("method", sort=False)["auroc"].mean()
+    every_run = pd.concat([m[["method", "auroc"]] for m in metrics.values()], ignore_index=True)
+    mean = every_run.groupby("method", sort=False)["auroc"].mean()
     order = sorted(mean.index, key=lambda k: (mean[k] if not np.isnan(mean[k]) else -np.inf, str(k)))
     ys = np.arange(len(order))
     nrows = -(-len(metrics) // ncols)
@@ -197,9 +198,8 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
             )
             continue
         d = d[ok]
-        err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
         colours = ["tab:red" if x == highlight else "tab:blue" for x in d.index]
-        ax.barh(ys[ok], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=1.5)
+        _bars(ax, ys[ok], d, colours, capsize=1.5)
         ax.axvline(0.5, color="black", lw=0.8)
     axes[0, 0].set_yticks(ys, [plain(x) for x in order])
     axes[0, 0].set_ylim(-0.7, len(order) - 0.3)

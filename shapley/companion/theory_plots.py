@@ -20,6 +20,7 @@ from shapley.companion.plots import closed as _closed
 from shapley.companion.plots import plain
 from shapley.companion.plots import pyplot as _plt
 from shapley.core.entropy import HALF_LOG_2PIE
+from shapley.theory import axioms
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -209,18 +210,16 @@ def _axiom_cell(
     verdict: str, examples: int, max_examples: int
 ) -> tuple[tuple[float, float, float], str, dict[str, Any]]:
     """Colour, text and text style of one cell of :func:`axiom_search_figure`."""
-    from shapley.theory import axioms as ax
-
-    if verdict == ax.FAILS and examples == 0:
+    if verdict == axioms.FAILS and examples == 0:
         return (0.6, 0.1, 0.1), "hand", {"fontsize": 8, "color": "white"}
-    if verdict == ax.PROVED:
+    if verdict == axioms.PROVED:
         return (0.7, 0.87, 0.7), "proved", {"fontsize": 7}
-    if verdict == ax.UNDEFINED:
+    if verdict == axioms.UNDEFINED:
         return (0.93, 0.93, 0.93), "undef.", {"fontsize": 7, "color": "0.3"}
-    if verdict == ax.FAILS:
+    if verdict == axioms.FAILS:
         shade = np.log10(examples) / np.log10(max_examples)
         return (0.75 + 0.2 * shade, 0.2 + 0.55 * shade, 0.2 + 0.55 * shade), str(examples), {"fontsize": 8}
-    if verdict != ax.NOT_APPLICABLE:
+    if verdict != axioms.NOT_APPLICABLE:
         return (0.8, 0.8, 0.8), "none", {"fontsize": 7, "color": "0.3"}
     return (1.0, 1.0, 1.0), "", {}
 
@@ -236,22 +235,20 @@ def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
             :func:`shapley.theory.estimator_replay.read_table`); every (estimator, property) in every reading.
         max_examples: the search's budget per cell (the shading's scale).
     """
-    from shapley.theory import axioms as ax
-
     plt = _plt()
-    fig, axes = plt.subplots(1, len(ax.READINGS), figsize=(8.6, 4.2), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, len(axioms.READINGS), figsize=(8.6, 4.2), sharey=True, layout="constrained")
     estimators = list(dict.fromkeys(table["estimator"]))
-    for axis, reading in zip(axes, ax.READINGS, strict=True):
+    for axis, reading in zip(axes, axioms.READINGS, strict=True):
         sub = table[table["reading"] == reading].set_index(["estimator", "property"])
-        img = np.full((len(estimators), len(ax.PROPERTIES), 3), 1.0)
+        img = np.full((len(estimators), len(axioms.PROPERTIES), 3), 1.0)
         for r, est in enumerate(estimators):
-            for c, prop in enumerate(ax.PROPERTIES):
+            for c, prop in enumerate(axioms.PROPERTIES):
                 row = sub.loc[(est, prop)]
                 img[r, c], text, style = _axiom_cell(row["verdict"], int(row["examples"]), max_examples)
                 if text:
                     axis.text(c, r, text, ha="center", va="center", **style)
         axis.imshow(img, aspect="auto")
-        axis.set_xticks(range(len(ax.PROPERTIES)), [f"Prop. {p}" for p in ax.PROPERTIES])
+        axis.set_xticks(range(len(axioms.PROPERTIES)), [f"Prop. {p}" for p in axioms.PROPERTIES])
         axis.set_yticks(range(len(estimators)), [plain(e) for e in estimators])
         axis.set_title("sentence reading" if reading == "sentence" else "random-variable reading")
     fig.suptitle(f"Examples drawn until the first counterexample (none in N = {max_examples}: grey)")

@@ -135,6 +135,15 @@ def count_range(counts: Sequence[int]) -> str:
     return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
 
+def word_list(items: Sequence[str]) -> str:
+    """``items`` as prose: "a", "a and b", "a, b and c"; "" when empty.
+
+    >>> word_list(["5", "10", "20"]), word_list(["x"]), word_list([])
+    ('5, 10 and 20', 'x', '')
+    """
+    return " and ".join([", ".join(items[:-1]), items[-1]]) if len(items) > 1 else "".join(items)
+
+
 def short_labels(names: Sequence[str]) -> dict[str, str]:
     """Each distinct path-like name -> its shortest tail of ``/``-separated parts that no other name shares.
 

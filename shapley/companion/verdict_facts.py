@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from shapley.companion.htmltable import word_list
+
 #: The verdict vocabulary (defined in :mod:`shapley.companion.verdicts`, which re-exports these names).
 REPRODUCED = "reproduced"
 CONSISTENT = "consistent"
@@ -129,7 +131,7 @@ def _judge_counts(results: Path, beta: float) -> str:
         f"{c['n_not_psd']} of {c['n']} under {judge} ({c['runs']} run{'s' if c['runs'] != 1 else ''})"
         for judge, c in by_judge.items()
     ]
-    return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else "".join(parts) or "n/a"
+    return word_list(parts) or "n/a"
 
 
 NEAR_COPY_RHOS = (0.99, 0.999)
@@ -179,7 +181,7 @@ def _shap_best(values: Mapping[str, float]) -> bool:
 def _above(values: Mapping[str, float]) -> str:
     """The methods printed above Shap in a row, with their values: "SE (0.792) and DSE (0.797)"."""
     above = [f"{m} ({_rep(v)})" for m, v in values.items() if v > values["Shap"]]
-    return " and ".join([", ".join(above[:-1]), above[-1]]) if len(above) > 1 else "".join(above)
+    return word_list(above)
 
 
 def relative_gap(value: float, base: float) -> float:

@@ -48,8 +48,8 @@ from typing import Any
 import torch
 
 from shapley.pipeline.generate.generator import GenerationConfig, Generator
+from shapley.pipeline.rundir.provenance import git_info
 from shapley.pipeline.rundir.records import QARecord
-from shapley.pipeline.rundir.store import git_info
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 DATASETS = ("squad", "triviaqa")

@@ -625,7 +625,7 @@ def main(argv: list[str] | None = None) -> Path:
     name = device_name(device)
     slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     out = args.output or RESULTS / f"bench_gpu_{'tiny_' if args.tiny else ''}{slug}.json"
-    from shapley.pipeline.rundir.store import git_info
+    from shapley.pipeline.rundir.provenance import git_info
 
     meta: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),

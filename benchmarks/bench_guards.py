@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 import shapley  # noqa: E402
 from shapley.core import entropy, psd  # noqa: E402
 from shapley.core.baselines import lexical  # noqa: E402
-from shapley.pipeline.rundir.store import git_info  # noqa: E402
+from shapley.pipeline.rundir.provenance import git_info  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 

@@ -46,8 +46,8 @@ import numpy as np
 import torch
 
 from shapley.pipeline.entail.backends import HFNLIBackend, load_backend
+from shapley.pipeline.rundir.provenance import git_info
 from shapley.pipeline.rundir.settings import data_dir
-from shapley.pipeline.rundir.store import git_info
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import shapley
-from shapley.pipeline.rundir.store import git_info
+from shapley.pipeline.rundir.provenance import git_info
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 

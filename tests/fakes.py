@@ -109,6 +109,9 @@ class FakeGenerator:
     def questions_per_batch(self, records: Any = None) -> int:
         return max(1, (self.config.batch_size or 8) // (1 + self.config.n_samples))
 
+    def fix_rows(self) -> int:
+        return self.config.rows_per_batch or self.config.batch_size or 8
+
     def _hidden(self, r: QARecord, answer: str, rng: np.random.Generator) -> np.ndarray | None:
         if not self.hidden_dim:
             return None

@@ -176,11 +176,11 @@ PIPELINE = PKG / "pipeline"
 #: earlier stages, never a later one. ``experiment`` (the orchestration) may import every stage.
 STAGES = ("data", "generate", "entail", "score", "evaluate")
 #: what the other parts of pipeline/ may import: the run directory imports no stage (only the run
-#: configuration); ``config`` names every stage's settings, so it reads the vocabularies of the data and score
-#: stages (reference fields, method names), never the stages after them.
+#: configuration, which config.json stores); ``config`` declares every stage's settings and checks the method
+#: names against the score stage's registry, which imports nothing of the pipeline: no arrow runs back up.
 OTHERS: dict[str, set[str]] = {
     "rundir": {"rundir", "config"},
-    "config": {"config", "rundir", "data", "score"},
+    "config": {"config", "score"},
     "experiment": {"rundir", "config", *STAGES, "experiment"},
     "": {""},
 }

@@ -26,6 +26,7 @@ import pytest
 import shapley
 import shapley.core
 from shapley import cli
+from shapley.cli import args as cli_args
 
 # --------------------------------------------------------------------------------------------------
 # Valid example arguments
@@ -439,7 +440,7 @@ def _is_list(action: Any) -> bool:
     return (
         action.nargs in ("+", "*")
         or (isinstance(action.nargs, int) and action.nargs > 1)
-        or action.type in cli.LIST_TYPES
+        or action.type in cli_args.LIST_TYPES
         or "comma-separated" in (action.help or "")
     )
 
@@ -561,14 +562,22 @@ NUMBER_WRONG = ["nan", "inf", "1_0", "\u0663", "0x10", "1e999", "½", " "]
 
 
 def numeric_options() -> list[tuple[str, str]]:
+    """Every option that reads a number: the numeric run settings (their readers carry the field's name) and
+    beta-sweep's --n-boot."""
+    from shapley.pipeline.config import GROUPS, RunConfig, field_kinds
+
+    numbers = {
+        n for c in (RunConfig, *GROUPS.values()) for n, (kind, _) in field_kinds(c).items() if kind in (int, float)
+    }
     out = []
     for cmd, p in _subparsers().items():
         for a in p._actions:
-            if a.option_strings and a.type is not None and a.type not in cli.LIST_TYPES and a.type is not str:
+            if a.option_strings and a.type is not None and a.type is not str:
                 assert a.type not in (int, float), (
                     f"{cmd} {a.option_strings[0]}: builtin {a.type.__name__}() is lenient"
                 )
-                out.append((cmd, a.option_strings[0]))
+                if getattr(a.type, "__name__", "") in numbers or a.type is cli_args.read_sweep_boot:
+                    out.append((cmd, a.option_strings[0]))
     return out
 
 

@@ -23,11 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from shapley.cli.args import LIST_TYPES as LIST_TYPES
-from shapley.cli.args import PSD_POLICIES as PSD_POLICIES
-from shapley.cli.args import build_parser as build_parser
-from shapley.cli.args import config_from_args as config_from_args
-from shapley.pipeline.data.datasets import DATASETS as DATASETS
+from shapley.cli.args import build_parser, config_from_args
 
 
 def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -113,8 +109,8 @@ def _cmd_beta_sweep(a: argparse.Namespace) -> int:
 
 
 _PATH_ARGS = {  # command -> (dest, how the message names it) of every argument that is a path
-    "run": (("output", "--output"), ("data_path", "--data-path"), ("entail_cache", "--entail-cache")),
-    "score-samples": (("input", "FILE.jsonl"), ("output", "--output"), ("entail_cache", "--entail-cache")),
+    "run": (("output", "--output"), ("data.path", "--data-path"), ("runtime.entail_cache", "--entail-cache")),
+    "score-samples": (("input", "FILE.jsonl"), ("output", "--output"), ("runtime.entail_cache", "--entail-cache")),
     "merge": (("shard_dirs", "SHARD_DIR"), ("output", "--output")),
     "report": (("run_dirs", "DIR"), ("output", "--output")),
     "beta-sweep": (("run_dir", "DIR"), ("output", "--output")),
@@ -142,7 +138,7 @@ def _check_paths(a: argparse.Namespace) -> None:
                 ) from None
         if name != "SHARD_DIR":  # merge refuses a repeated shard itself, naming the shard (I/K)
             _distinct_paths(paths, name)
-    for dest in ("input", "data_path"):
+    for dest in ("input", "data.path"):
         _regular_input(getattr(a, dest, None), "FILE.jsonl" if dest == "input" else "--data-path")
 
 

@@ -29,10 +29,10 @@ from shapley.core import validate
 from shapley.core.entropy import HALF_LOG_2PIE, shapley_uncertainty
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES, ensure_psd
+from shapley.pipeline.config import ScoringSettings
 
 __all__ = [
-    "DEFAULT_BETA",
-    "DEFAULT_PSD_POLICY",
+    "RUN_DEFAULTS",
     "check_settings",
     "confidence_from_total",
     "defined_total",
@@ -41,10 +41,10 @@ __all__ = [
     "optional_attr",
 ]
 
-DEFAULT_BETA = 0.5
-#: the pipeline's default (``shapley.pipeline.score.scores.DEFAULT_PSD_POLICY``): a harness run must not stop at the
-#: first indefinite kernel, and ``"nearest"`` is the repair our committed runs use
-DEFAULT_PSD_POLICY = "nearest"
+RUN_DEFAULTS = ScoringSettings()
+"""The pipeline's scoring defaults (:class:`shapley.pipeline.config.ScoringSettings`), which the integrations take as
+theirs: the paper's beta, and the PSD policy ``"nearest"`` (a harness run must not stop at the first indefinite
+kernel, and it is the repair our committed runs use)."""
 
 
 def optional_attr(module: str, name: str) -> Any:

@@ -29,8 +29,7 @@ from shapley.core.entropy import shapley_values as _core_shapley_values
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS
 from shapley.integrations.common import (
-    DEFAULT_BETA,
-    DEFAULT_PSD_POLICY,
+    RUN_DEFAULTS,
     check_settings,
     defined_total,
     load_entailment_backend,
@@ -86,7 +85,9 @@ class ShapleyUncertainty(_Estimator):
     ``str(estimator)`` (LM-Polygraph's unique name) carries beta and the policy, e.g. ``Shap_beta0.5_nearest``.
     """
 
-    def __init__(self, beta: float = DEFAULT_BETA, psd_policy: str = DEFAULT_PSD_POLICY, eps: float = DEFAULT_EPS):
+    def __init__(
+        self, beta: float = RUN_DEFAULTS.beta, psd_policy: str = RUN_DEFAULTS.psd_policy, eps: float = DEFAULT_EPS
+    ):
         require(optional_attr("lm_polygraph.estimators.estimator", "Estimator"), "ShapleyUncertainty", "lm-polygraph")
         self.beta, self.psd_policy, self.eps = check_settings(beta, psd_policy, eps)
         super().__init__([STAT], "sequence")

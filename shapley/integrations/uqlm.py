@@ -31,8 +31,7 @@ import numpy as np
 from shapley.core.entropy import shapley_uncertainty
 from shapley.core.psd import DEFAULT_EPS
 from shapley.integrations.common import (
-    DEFAULT_BETA,
-    DEFAULT_PSD_POLICY,
+    RUN_DEFAULTS,
     check_settings,
     confidence_from_total,
     load_entailment_backend,
@@ -98,8 +97,8 @@ class ShapleyScorer:
         self,
         entailment: Any = "embedding:minilm",
         *,
-        beta: float = DEFAULT_BETA,
-        psd_policy: str = DEFAULT_PSD_POLICY,
+        beta: float = RUN_DEFAULTS.beta,
+        psd_policy: str = RUN_DEFAULTS.psd_policy,
         eps: float = DEFAULT_EPS,
         cache: Any = False,
     ) -> None:

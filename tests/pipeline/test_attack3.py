@@ -67,8 +67,8 @@ def test_beta_sweep_covers_the_questions_of_the_outputs_also_from_the_compact_co
     assert (full["n"] == 4).all()
     assert derived.derived_status(run8)["beta_sweep.csv"] == derived.FRESH
     ids = evaluate.read_csv_ids(run8 / "scores.csv")["id"].tolist()
-    store.write_compact(run8, ids)
-    for name in store.STAGE_FILES.values():
+    jsonl.write_compact(run8, ids)
+    for name in jsonl.STAGE_FILES.values():
         (run8 / name).unlink(missing_ok=True)
     assert derived.derived_status(run8)["beta_sweep.csv"] == derived.FRESH
     assert cli.main(["beta-sweep", str(run8), "--betas", "0.3,0.5"]) == 0
@@ -81,14 +81,20 @@ def test_beta_sweep_covers_the_questions_of_the_outputs_also_from_the_compact_co
 
 
 def _int_options() -> list[tuple[str, str]]:
+    """Every option that reads a whole number: the integer run settings (their readers carry the field's name)
+    and beta-sweep's --n-boot."""
     import argparse
 
+    from shapley.pipeline.config import GROUPS, RunConfig, field_kinds
+
+    int_fields = {n for c in (RunConfig, *GROUPS.values()) for n, (kind, _) in field_kinds(c).items() if kind is int}
     found = []
     for action in cli.build_parser()._actions:
         if isinstance(action, argparse._SubParsersAction):
             for cmd, sub in action.choices.items():
                 for a in sub._actions:
-                    if a.option_strings and getattr(a.type, "__name__", "") in cli_args.INT_TYPES:
+                    name = getattr(a.type, "__name__", "")
+                    if a.option_strings and (name in int_fields or a.type is cli_args.read_sweep_boot):
                         found.append((cmd, a.option_strings[0]))
     return found
 
@@ -115,6 +121,8 @@ def test_every_size_option_has_a_cap_at_the_parser(cmd, flag, capsys):
 def test_n_boot_at_the_internal_maximum_passes_the_parser():
     a = cli.build_parser().parse_args(["beta-sweep", "d", "--n-boot", str(metrics.MAX_BOOT)])
     assert a.n_boot == metrics.MAX_BOOT
+    b = cli.build_parser().parse_args(["score-samples", "in.jsonl", "--output", "o", "--n-boot", str(metrics.MAX_BOOT)])
+    assert getattr(b, "scoring.n_boot") == metrics.MAX_BOOT
 
 
 # --------------------------------------------------------------------------------------------------
@@ -248,11 +256,11 @@ def test_a_deeply_nested_run_file_is_refused_naming_it(run8, name, capsys):
 
 
 def test_a_deeply_nested_stage_line_is_refused_or_dropped_not_a_recursion_error(run8, capsys):
-    n = len(store.JsonlStore(run8 / "scores.jsonl").load(repair=False))
+    n = len(jsonl.JsonlStore(run8 / "scores.jsonl").load(repair=False))
     with open(run8 / "scores.jsonl", "a") as f:
         f.write(_deep() + "\n")
     with pytest.warns(UserWarning, match="not valid JSON"):
-        assert len(store.JsonlStore(run8 / "scores.jsonl").load(repair=False)) == n  # dropped as corrupt
+        assert len(jsonl.JsonlStore(run8 / "scores.jsonl").load(repair=False)) == n  # dropped as corrupt
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:99", "bogus", "cpu:x"])

@@ -14,6 +14,7 @@ import pytest
 
 import shapley
 from shapley import cli
+from shapley.pipeline.data.datasets import DATASETS
 from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment import pipelines as experiment
@@ -62,9 +63,10 @@ def test_parser_validates_flags(capsys):
         with pytest.raises(SystemExit) as e:
             p.parse_args(bad)
         assert e.value.code == 2
-    a = p.parse_args(["score-samples", "f.jsonl", "--output", "o", "--methods", "Shap,SE", "--n-samples", "5"])
-    assert a.methods == ["Shap", "SE"] and a.n_samples == 5 and a.beta == 0.5 and a.psd_policy == "nearest"
-    assert cli.DATASETS == ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
+    a = vars(p.parse_args(["score-samples", "f.jsonl", "--output", "o", "--methods", "Shap,SE", "--n-samples", "5"]))
+    assert a["scoring.methods"] == ("Shap", "SE") and a["data.n_samples"] == 5
+    assert a["scoring.beta"] == 0.5 and a["scoring.psd_policy"] == "nearest"
+    assert DATASETS == ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
 
 
 def test_score_samples_end_to_end(tmp_path, fake_entail, capsys):

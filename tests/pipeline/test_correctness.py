@@ -119,7 +119,7 @@ def test_a_run_stores_correct_with_the_strict_rule_at_the_threshold(tmp_path, mo
     from dataclasses import replace
 
     from shapley.pipeline.experiment import pipelines as experiment
-    from shapley.pipeline.rundir import store
+    from shapley.pipeline.rundir import jsonl
     from tests import fakes
 
     fakes.install_fake_entail(monkeypatch)
@@ -133,7 +133,7 @@ def test_a_run_stores_correct_with_the_strict_rule_at_the_threshold(tmp_path, mo
         out = experiment.score_samples(
             cfg.replace(scoring=replace(cfg.scoring, threshold=threshold)), tmp_path / f"r{threshold}"
         )
-        recs = store.JsonlStore(out / "scores.jsonl").load(repair=False)
+        recs = jsonl.JsonlStore(out / "scores.jsonl").load(repair=False)
         assert recs and all(r["correctness_value"] == 1.0 for r in recs.values())
         assert [r["correct"] for r in recs.values()] == [expected] * len(recs)
         assert all(r["correct"] == C.is_correct(r["answer"], [r["answer"]], threshold=threshold) for r in recs.values())

@@ -16,7 +16,7 @@ import pytest
 from shapley.core import metrics as M
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate import report as report_module
-from shapley.pipeline.rundir import derived, store
+from shapley.pipeline.rundir import derived, jsonl
 from tests import fakes
 
 
@@ -167,7 +167,7 @@ def test_derived_files_record_their_inputs_and_go_stale(two_runs, tmp_path):
     rec = json.loads(lines[0])
     rec["correct"] = not rec["correct"]
     rec.pop("_sha256")
-    lines[0] = store.encode_record(rec).decode().rstrip("\n")
+    lines[0] = jsonl.encode_record(rec).decode().rstrip("\n")
     (a / "scores.jsonl").write_text("\n".join(lines) + "\n")
     stale = derived.stale_outputs(a)
     assert {"metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv"} <= set(stale)
@@ -192,7 +192,7 @@ def _committed_runs() -> list[Path]:
 
 def _without_stage_files(run: Path, dst: Path) -> Path:
     """A copy of ``run`` as a clean clone has it: the JSONL stage files are git-ignored for most committed runs."""
-    shutil.copytree(run, dst, ignore=shutil.ignore_patterns(*store.STAGE_FILES.values()))
+    shutil.copytree(run, dst, ignore=shutil.ignore_patterns(*jsonl.STAGE_FILES.values()))
     return dst
 
 
@@ -216,10 +216,10 @@ def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
     """A run whose JSONL stage files are absent is checked against stages.jsonl.gz: fresh while it matches, stale
     (naming the copy) once a number in it changes, unverified only when the copy is absent too."""
     a = _copy_run(two_runs[0], tmp_path / "a")
-    ids = list(store.JsonlStore(a / "scores.jsonl").load())
+    ids = list(jsonl.JsonlStore(a / "scores.jsonl").load())
     evaluate.write_run_outputs(a, ids, embeddings={r["id"]: r["embedding"] for r in _rows(a)})
     evaluate.write_beta_sweep(a, [0.3, 0.5], n_boot=100)
-    store.write_compact(a, ids)
+    jsonl.write_compact(a, ids)
     b = _without_stage_files(a, tmp_path / "b")
     assert set(derived.derived_status(b).values()) == {"fresh"}
     assert all("answer" not in r["scores"] for r in _compact_lines(b))  # the copy holds no answer text
@@ -231,20 +231,20 @@ def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
     assert all(s.startswith("stale: stages.jsonl.gz") for s in status.values()), status
     with pytest.raises(ValueError, match=r"metrics\.csv"):
         evaluate.report([b])
-    (b / store.COMPACT_FILE).unlink()
+    (b / jsonl.COMPACT_FILE).unlink()
     assert set(derived.derived_status(b).values()) == {derived.NO_STAGE_FILES}
 
 
 def _compact_lines(run: Path) -> list[dict]:
-    return [json.loads(line) for line in gzip.decompress((run / store.COMPACT_FILE).read_bytes()).splitlines()]
+    return [json.loads(line) for line in gzip.decompress((run / jsonl.COMPACT_FILE).read_bytes()).splitlines()]
 
 
 def _write_compact_lines(run: Path, lines: list[dict]) -> None:
     out = b""
     for rec in lines:
         rec.pop("_sha256", None)
-        out += store.encode_record(rec)
-    (run / store.COMPACT_FILE).write_bytes(gzip.compress(out, mtime=0))
+        out += jsonl.encode_record(rec)
+    (run / jsonl.COMPACT_FILE).write_bytes(gzip.compress(out, mtime=0))
 
 
 def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):

@@ -19,8 +19,9 @@ import pytest
 from shapley.pipeline.data import datasets as data
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.experiment import pipelines as experiment
+from shapley.pipeline.experiment import stages
 from shapley.pipeline.generate import generator as generate
-from shapley.pipeline.rundir import store
+from shapley.pipeline.rundir import jsonl, store
 from tests import fakes
 from tests.fakes import make_samples_file
 
@@ -53,7 +54,7 @@ def test_score_samples_resume_recomputes_nothing(tmp_path, monkeypatch):
         "dtype": None,
         "device_kind": None,
     }
-    assert cfg["config"]["data"]["sha256"] == store.sha256_file(inp)
+    assert cfg["config"]["data"]["sha256"] == jsonl.sha256_file(inp)
     assert len(cfg["invocations"]) == 2
 
 
@@ -115,7 +116,7 @@ def _lines(path: Path) -> list[bytes]:
 def _valid_ids(path: Path) -> list[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return list(store.JsonlStore(path).load(repair=False))
+        return list(jsonl.JsonlStore(path).load(repair=False))
 
 
 def _runner(tmp_path: Path, args: list[str], env_extra: dict[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -146,7 +147,7 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path, kill_in):
         tmp_path, [*args, "--output", str(out)], {store.TEST_SLEEP_ENV: "0.03", store.TEST_CALL_LOG_ENV: str(log1)}
     )
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    target = out / store.STAGE_FILES[kill_in]
+    target = out / jsonl.STAGE_FILES[kill_in]
     deadline = time.monotonic() + 90
     need = 18 if kill_in == "entailment" else 8  # entailment: past its first chunk of 16 questions
     while len(_lines(target)) < need and time.monotonic() < deadline and proc.poll() is None:
@@ -161,7 +162,7 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path, kill_in):
     last = data[len(body) :]
     torn = json.loads(last) if last.endswith(b"\n") else None
     torn_id = None if torn is None else torn["id"]
-    torn_chunk = set() if torn is None else set(torn.get(store.CHUNK_KEY, [torn_id]))
+    torn_chunk = set() if torn is None else set(torn.get(jsonl.CHUNK_KEY, [torn_id]))
     target.write_bytes(body + last[: len(last) // 2])
     done_entail = set(_valid_ids(out / "entailment.jsonl"))
     done_scores = set(_valid_ids(out / "scores.jsonl"))
@@ -176,15 +177,15 @@ def test_sigkill_resume_equals_uninterrupted_run(tmp_path, kill_in):
 
     # every id exactly once, in every stage file, each line verified
     for stage in ("entailment", "scores"):
-        lines = [ln for ln in _lines(out / store.STAGE_FILES[stage]) if ln]
+        lines = [ln for ln in _lines(out / jsonl.STAGE_FILES[stage]) if ln]
         got = [json.loads(ln)["id"] for ln in lines]
         assert sorted(got) == ids and len(set(got)) == 40
-        assert store.JsonlStore(out / store.STAGE_FILES[stage]).load(repair=False).keys() == set(ids)
+        assert jsonl.JsonlStore(out / jsonl.STAGE_FILES[stage]).load(repair=False).keys() == set(ids)
     # identical results to the uninterrupted run
     ref = tmp_path / "ref"
     for stage in ("entailment", "scores"):
-        a = store.JsonlStore(ref / store.STAGE_FILES[stage]).load(repair=False)
-        b = store.JsonlStore(out / store.STAGE_FILES[stage]).load(repair=False)
+        a = jsonl.JsonlStore(ref / jsonl.STAGE_FILES[stage]).load(repair=False)
+        b = jsonl.JsonlStore(out / jsonl.STAGE_FILES[stage]).load(repair=False)
         assert a == b
     for f in ("scores.csv", "metrics.csv", "skipped.csv"):
         assert (ref / f).read_bytes() == (out / f).read_bytes(), f
@@ -214,18 +215,18 @@ def _composition_compute(chunk):
 
 def test_resume_after_a_torn_chunk_equals_the_uninterrupted_stage(tmp_path):
     items = [f"k{i}" for i in range(9)]
-    ref = store.JsonlStore(tmp_path / "ref.jsonl", ("v",))
+    ref = jsonl.JsonlStore(tmp_path / "ref.jsonl", ("v",))
     ref.load()
-    run_stage = experiment.run_stage
+    run_stage = stages.run_stage
     expected = dict(run_stage(ref, "st", items, _composition_compute, key=str, chunk_size=3, progress=False))
     p = tmp_path / "s.jsonl"
-    s = store.JsonlStore(p, ("v",))
+    s = jsonl.JsonlStore(p, ("v",))
     s.load()
     run_stage(s, "st", items, _composition_compute, key=str, chunk_size=3, progress=False)
     lines = p.read_bytes().split(b"\n")[:-1]
     p.write_bytes(b"\n".join(lines[:4]) + b"\n")  # killed after the first line of the second chunk
-    with pytest.warns(store.CorruptRecordWarning, match="not stored whole"):
-        s = store.JsonlStore(p, ("v",))
+    with pytest.warns(jsonl.CorruptRecordWarning, match="not stored whole"):
+        s = jsonl.JsonlStore(p, ("v",))
         s.load()
     assert list(s.records) == ["k0", "k1", "k2"]
     got = run_stage(s, "st", items, _composition_compute, key=str, chunk_size=3, progress=False)
@@ -265,7 +266,7 @@ def test_run_resume_inside_a_generation_chunk_is_exact(tmp_path, monkeypatch):
         warnings.simplefilter("always")
         experiment.run_experiment(config, out)
     for f in ("generations.jsonl", "entailment.jsonl", "scores.jsonl"):
-        assert store.JsonlStore(ref / f).load(repair=False) == store.JsonlStore(out / f).load(repair=False), f
+        assert jsonl.JsonlStore(ref / f).load(repair=False) == jsonl.JsonlStore(out / f).load(repair=False), f
     assert (ref / "metrics.csv").read_bytes() == (out / "metrics.csv").read_bytes()
     assert any("not stored whole" in str(w.message) for w in caught)
 
@@ -281,16 +282,16 @@ def test_a_redone_generation_invalidates_its_entailment_and_scores(tmp_path, mon
     g = next(r for r in recs if r["id"] == "q1")
     g["samples"] = ["Paris", "Paris", "Paris", "Paris"]  # as if q1 had been generated again, differently
     g["answer"] = "Paris"
-    gens.write_bytes(b"".join(store.encode_record(r) for r in recs))  # valid checksums: a redone record
+    gens.write_bytes(b"".join(jsonl.encode_record(r) for r in recs))  # valid checksums: a redone record
     log = tmp_path / "calls.log"
     monkeypatch.setenv(store.TEST_CALL_LOG_ENV, str(log))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         experiment.run_experiment(config, out)
     assert log.read_text().splitlines() == ["entail\tq1", "score\tq1"]
-    ent = store.JsonlStore(out / "entailment.jsonl").load()["q1"]
+    ent = jsonl.JsonlStore(out / "entailment.jsonl").load()["q1"]
     assert ent["entail"] == fakes.overlap_matrix(g["samples"]).tolist()
-    sc = store.JsonlStore(out / "scores.jsonl").load()["q1"]
+    sc = jsonl.JsonlStore(out / "scores.jsonl").load()["q1"]
     assert sc["answer"] == "Paris" and sc["diagnostics"]["n_clusters"] == 1
     assert any("inputs that changed" in str(w.message) for w in caught)
     log.unlink()
@@ -310,16 +311,16 @@ def test_batch_sizes_are_recorded_and_other_sizes_on_resume_are_noted(tmp_path, 
     config = fakes.with_limit(fakes.samples_config(inp), 6)
     experiment.score_samples(config, out)
     inv = json.loads((out / "config.json").read_text())["invocations"]
-    assert inv[0]["batch_sizes"] == {"entailment": {"batch_size": 32, "chunk": 16}}
+    assert inv[0]["batch_sizes"] == {"entailment": {"batch_size": 32, "chunk": 32}}  # --batch-size 32 questions
     capsys.readouterr()
     other = fakes.with_limit(config.replace(runtime=replace(config.runtime, batch_size=4)), 12)
     experiment.score_samples(other, out)
     err = capsys.readouterr().err
     assert "note: the entailment stage ran with batch sizes" in err and "holds records of both calls" in err
     inv = json.loads((out / "config.json").read_text())["invocations"]
-    assert inv[1]["batch_sizes"] == {"entailment": {"batch_size": 4, "chunk": 2}} and len(inv[1]["notes"]) == 1
-    assert experiment.used_batch_size(types.SimpleNamespace(stats={"batch_size": 5}, batch_size=8), 32) == 5
-    assert experiment.used_batch_size(types.SimpleNamespace(config=types.SimpleNamespace(batch_size=3)), 32) == 3
+    assert inv[1]["batch_sizes"] == {"entailment": {"batch_size": 4, "chunk": 4}} and len(inv[1]["notes"]) == 1
+    assert stages.used_batch_size(types.SimpleNamespace(stats={"batch_size": 5}, batch_size=8), 32) == 5
+    assert stages.used_batch_size(types.SimpleNamespace(config=types.SimpleNamespace(batch_size=3)), 32) == 3
 
 
 def test_run_records_generation_batch_sizes(tmp_path, monkeypatch):
@@ -372,19 +373,14 @@ def test_questions_are_stored_as_ids_and_fingerprints(tmp_path, monkeypatch):
     fakes.install_fake_dataset(monkeypatch)
     config = fakes.run_config(n_samples=3, limit=4)
     out = experiment.run_experiment(config, tmp_path / "run")
-    qs = store.JsonlStore(out / "questions.jsonl").load()
+    qs = jsonl.JsonlStore(out / "questions.jsonl").load()
     assert list(qs) == ["q0", "q1", "q2", "q3"] and all(set(r) == {"id", "sha256"} for r in qs.values())
     for f in ("questions.jsonl", "generations.jsonl", "entailment.jsonl", "scores.jsonl", "config.json"):
         assert "Capital 1?" not in (out / f).read_text(), f  # the question text is not stored
-    # a run stored in the older layout (whole questions) resumes and is rewritten without the text
+    # a question that changed is refused
     records = data.load_dataset("triviaqa", limit=4)
     qfile = out / "questions.jsonl"
-    qfile.write_bytes(b"".join(store.encode_record(r.to_dict()) for r in records))
-    experiment.run_experiment(config, out)
-    qs = store.JsonlStore(qfile).load()
-    assert all(set(r) == {"id", "sha256"} for r in qs.values()) and "Capital" not in qfile.read_text()
-    # a question that changed is still refused
-    qfile.write_bytes(b"".join(store.encode_record({**r.to_dict(), "prompt": "other"}) for r in records))
+    qfile.write_bytes(b"".join(jsonl.encode_record({"id": r.id, "sha256": "other"}) for r in records))
     with pytest.raises(ValueError, match="question 'q0' differs from the stored one"):
         experiment.run_experiment(config, out)
 
@@ -524,8 +520,8 @@ def test_score_records_are_recomputed_when_config_json_was_edited_to_other_scori
     assert cli.main(_cli_args(inp, out)) == 0
     fresh = tmp_path / "fresh"
     assert cli.main(_cli_args(inp, fresh)) == 0
-    a = store.JsonlStore(out / "scores.jsonl").load(repair=False)
-    b = store.JsonlStore(fresh / "scores.jsonl").load(repair=False)
+    a = jsonl.JsonlStore(out / "scores.jsonl").load(repair=False)
+    b = jsonl.JsonlStore(fresh / "scores.jsonl").load(repair=False)
     assert {k: r["scores"]["Shap"] for k, r in a.items()} == {k: r["scores"]["Shap"] for k, r in b.items()}
     assert (out / "scores.csv").read_bytes() == (fresh / "scores.csv").read_bytes()
 
@@ -547,8 +543,8 @@ def test_a_resume_in_another_dtype_or_on_another_device_kind_is_refused(tmp_path
 def test_compute_kind_reads_dtype_and_device_of_a_torch_model():
     torch = pytest.importorskip("torch")
     model = types.SimpleNamespace(model=torch.nn.Linear(2, 2).to(torch.bfloat16))
-    assert experiment.compute_kind(model) == {"dtype": "bfloat16", "device_kind": "cpu"}
-    assert experiment.compute_kind(types.SimpleNamespace()) == {"dtype": None, "device_kind": None}
+    assert stages.compute_kind(model) == {"dtype": "bfloat16", "device_kind": "cpu"}
+    assert stages.compute_kind(types.SimpleNamespace()) == {"dtype": None, "device_kind": None}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -568,7 +564,7 @@ def _damage_and_resume(out: Path, config, damage) -> list[str]:
     files = sorted((out / "hidden").iterdir())
     damage(files[0])
     before = (out / "metrics.csv").read_bytes()
-    with pytest.warns(store.CorruptRecordWarning, match="hidden-state file"):
+    with pytest.warns(jsonl.CorruptRecordWarning, match="hidden-state file"):
         experiment.run_experiment(config, out)
     assert (out / "metrics.csv").read_bytes() == before  # regenerated (the fake is deterministic): same numbers
     return sorted(p.name for p in (out / "hidden").iterdir())
@@ -627,7 +623,7 @@ def test_an_atomic_write_that_fails_removes_its_temporary_file(tmp_path, monkeyp
 
     monkeypatch.setattr(store.os, "write", full)
     with pytest.raises(OSError):
-        store.atomic_write_text(tmp_path / "metrics.csv", "a,b\n")
+        jsonl.atomic_write_text(tmp_path / "metrics.csv", "a,b\n")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -24,7 +24,7 @@ from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.entail import cache as entail_cache
 from shapley.pipeline.entail.base import EntailmentBackend
 from shapley.pipeline.rundir import derived, jsonl
-from shapley.pipeline.rundir.store import COMPACT_FILE, STAGE_FILES, JsonlStore
+from shapley.pipeline.rundir.jsonl import COMPACT_FILE, STAGE_FILES, JsonlStore
 from tests import fakes
 
 _REAL_WRITE = os.write

@@ -613,11 +613,11 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
 
     import pandas as pd
 
-    from shapley.pipeline.rundir import store
+    from shapley.pipeline.rundir import jsonl
 
     experiment, config, _ = _er_run(tmp_path, monkeypatch)
     appended_after_file = []
-    inner_append = store.JsonlStore.append_many
+    inner_append = jsonl.JsonlStore.append_many
 
     def checking_append(self, records):
         for record in records:
@@ -625,7 +625,7 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
                 appended_after_file.append((tmp_path / "run" / record["hidden_state"]["file"]).is_file())
         return inner_append(self, records)
 
-    monkeypatch.setattr(store.JsonlStore, "append_many", checking_append)
+    monkeypatch.setattr(jsonl.JsonlStore, "append_many", checking_append)
     out = experiment.run_experiment(config, tmp_path / "run")
     assert appended_after_file and all(appended_after_file)
     lines = [json.loads(x) for x in (out / "generations.jsonl").read_text().splitlines()]
@@ -642,7 +642,7 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
 def test_generations_whose_hidden_file_is_missing_or_damaged_are_redone(tmp_path, monkeypatch, damage):
     import pandas as pd
 
-    from shapley.pipeline.rundir.store import CorruptRecordWarning
+    from shapley.pipeline.rundir.jsonl import CorruptRecordWarning
 
     experiment, config, g = _er_run(tmp_path, monkeypatch)
     out = experiment.run_experiment(config, tmp_path / "run")
@@ -830,9 +830,9 @@ def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeyp
 def test_rows_per_batch_setting_wins_over_the_runtime_batch_size(tiny):
     assert gen(tiny, batch_size=5, rows_per_batch=3).batch_rows() == 3
     assert gen(tiny, batch_size=5).batch_rows() == 5
-    with pytest.raises(ValueError, match="rows_per_batch"):
+    with pytest.raises(ValueError, match="--rows-per-batch"):
         GenerationConfig(rows_per_batch=0)
-    with pytest.raises(ValueError, match="prefix_cache"):
+    with pytest.raises(ValueError, match=r"prefix_cache \(--no-prefix-cache\) must be true or false"):
         GenerationConfig(prefix_cache="yes")  # type: ignore[arg-type]
 
 

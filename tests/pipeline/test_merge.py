@@ -20,10 +20,11 @@ import pytest
 
 from shapley import cli
 from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings, parse_shard
+from shapley.pipeline.data import questions
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.experiment import merge
 from shapley.pipeline.experiment import pipelines as experiment
-from shapley.pipeline.rundir import store
+from shapley.pipeline.rundir import jsonl, provenance, store
 from tests import fakes
 
 OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "selection.csv", "comparisons.csv")
@@ -48,8 +49,8 @@ def assert_same_table(a: Path, b: Path, atol: float = 1e-6) -> None:
 def _content(path: Path) -> dict[str, dict]:
     """A stage file's records without what records how they were computed: the batch (``chunk``) they were
     computed in, and the fingerprint of their inputs (which covers the upstream record's ``chunk``)."""
-    recs = store.JsonlStore(path).load(repair=False)
-    return {k: {f: v for f, v in r.items() if f not in (store.CHUNK_KEY, store.UPSTREAM_KEY)} for k, r in recs.items()}
+    recs = jsonl.JsonlStore(path).load(repair=False)
+    return {k: {f: v for f, v in r.items() if f not in (jsonl.CHUNK_KEY, jsonl.UPSTREAM_KEY)} for k, r in recs.items()}
 
 
 def _samples_input(path: Path, n: int = 36) -> None:
@@ -66,8 +67,8 @@ def _sharded(config: RunConfig, run, tmp_path: Path, k: int = 3) -> list[Path]:
 
 def test_shard_of_is_a_fixed_partition():
     # fixed values: the split must not change between versions, machines or Python hash seeds
-    assert [merge.shard_of(f"q{i}", 3) for i in range(8)] == [0, 1, 2, 1, 2, 0, 1, 1]
-    assert [merge.shard_of(x, 5) for x in ("東京", "", "q1", "Zürich")] == [
+    assert [questions.shard_of(f"q{i}", 3) for i in range(8)] == [0, 1, 2, 1, 2, 0, 1, 1]
+    assert [questions.shard_of(x, 5) for x in ("東京", "", "q1", "Zürich")] == [
         int.from_bytes(hashlib.sha256(x.encode("utf-8")).digest()[:8], "big") % 5 for x in ("東京", "", "q1", "Zürich")
     ]  # the documented rule (first 8 bytes of SHA-256 of the UTF-8 id, big-endian, mod k), non-ASCII included
     code = "from shapley.pipeline.experiment.merge import shard_of; print([shard_of(f'q{i}', 3) for i in range(8)])"
@@ -75,10 +76,10 @@ def test_shard_of_is_a_fixed_partition():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.stdout.strip() == "[0, 1, 2, 1, 2, 0, 1, 1]", r.stderr
     ids = [f"id-{i}" for i in range(50)]
-    parts = [merge.take_shard(ids, f"{i}/4", key=str) for i in range(4)]
+    parts = [questions.take_shard(ids, f"{i}/4", key=str) for i in range(4)]
     assert sorted(pos for p in parts for pos, _ in p) == list(range(50))  # disjoint and covering
     assert all(ids[pos] == it for p in parts for pos, it in p)  # positions count in the unsharded list
-    assert merge.take_shard(ids, None, key=str) == list(enumerate(ids))
+    assert questions.take_shard(ids, None, key=str) == list(enumerate(ids))
 
 
 @pytest.mark.parametrize("bad", ["3/3", "1/0", "-1/3", "a/3", "1", "1/3/4", ""])
@@ -109,8 +110,8 @@ def test_shard_lives_in_the_config_and_blocks_resuming_another_shard(tmp_path, m
     assert RunConfig.from_dict(cfg.to_dict()) == cfg and cfg.data.shard == "1/3"
     assert "data.shard" in cfg.result_settings()
     out = experiment.score_samples(cfg, tmp_path / "s1")
-    ids = set(store.JsonlStore(out / "scores.jsonl").load(repair=False))
-    assert ids == {f"q{q:03d}" for q in range(9) if merge.shard_of(f"q{q:03d}", 3) == 1}
+    ids = set(jsonl.JsonlStore(out / "scores.jsonl").load(repair=False))
+    assert ids == {f"q{q:03d}" for q in range(9) if questions.shard_of(f"q{q:03d}", 3) == 1}
     with pytest.raises(ValueError, match=r"'data.shard' \(--shard\) differs"):
         experiment.score_samples(_with_shard(cfg, "2/3"), out)
 
@@ -148,7 +149,7 @@ def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, mon
     config = fakes.samples_config(inp, n_boot=200)
     full = experiment.score_samples(config, tmp_path / "full")
     shards = _sharded(config, experiment.score_samples, tmp_path)
-    assert all(0 < len(store.JsonlStore(s / "scores.jsonl").load(repair=False)) < 36 for s in shards)
+    assert all(0 < len(jsonl.JsonlStore(s / "scores.jsonl").load(repair=False)) < 36 for s in shards)
     merged = merge.merge_runs(shards, tmp_path / "merged")
     for f in OUTPUTS:
         assert_same_table(full / f, merged / f)
@@ -159,7 +160,7 @@ def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, mon
     # the merged directory is a run directory of the unsharded settings, stage records in the unsharded order
     assert store.read_config(merged) == store.read_config(full).replace(runtime=config.runtime)
     for stage in ("entailment", "scores"):
-        a, b = _content(full / store.STAGE_FILES[stage]), _content(merged / store.STAGE_FILES[stage])
+        a, b = _content(full / jsonl.STAGE_FILES[stage]), _content(merged / jsonl.STAGE_FILES[stage])
         assert list(a) == list(b) and a == b
     prov = json.loads((merged / "config.json").read_text())["provenance"]
     assert [d["shard"] for d in prov["merged_from"]] == ["0/3", "1/3", "2/3"]
@@ -186,7 +187,7 @@ def test_run_in_three_shards_merges_to_the_unsharded_run(tmp_path, monkeypatch):
     for f in OUTPUTS:
         assert_same_table(full / f, merged / f)
     for stage in ("questions", "generations", "entailment", "scores"):
-        a, b = _content(full / store.STAGE_FILES[stage]), _content(merged / store.STAGE_FILES[stage])
+        a, b = _content(full / jsonl.STAGE_FILES[stage]), _content(merged / jsonl.STAGE_FILES[stage])
         assert list(a) == list(b) and a == b, stage
     sel = pd.read_csv(merged / "selection.csv").set_index("strategy")
     assert sel.loc["greedy", "n"] == 12
@@ -273,11 +274,11 @@ def test_merge_refuses_shards_that_store_more_than_their_limit(three_shards, tmp
 def test_merge_refuses_overlapping_questions(three_shards, tmp_path, capsys):
     _, s = three_shards
     # a record of shard 1 smuggled into shard 0 (with a valid checksum): the question is in two shards
-    rec = next(iter(store.JsonlStore(s[1] / "scores.jsonl").load(repair=False).values()))
-    ent = store.JsonlStore(s[1] / "entailment.jsonl").load(repair=False)[rec["id"]]
+    rec = next(iter(jsonl.JsonlStore(s[1] / "scores.jsonl").load(repair=False).values()))
+    ent = jsonl.JsonlStore(s[1] / "entailment.jsonl").load(repair=False)[rec["id"]]
     for stage, r in (("scores", rec), ("entailment", ent)):
-        with open(s[0] / store.STAGE_FILES[stage], "ab") as f:
-            f.write(store.encode_record({**r, store.CHUNK_KEY: [r["id"]]}))  # a whole chunk of its own
+        with open(s[0] / jsonl.STAGE_FILES[stage], "ab") as f:
+            f.write(jsonl.encode_record({**r, jsonl.CHUNK_KEY: [r["id"]]}))  # a whole chunk of its own
     rc, err = _merge_cli(s, tmp_path / "m", capsys)
     assert rc == 2 and f"question {rec['id']!r} belongs to shard 1/3" in err and "overlapping" in err
     # the same shard id under two different shard labels cannot pass either: union_order names both directories
@@ -347,14 +348,14 @@ def test_merge_refuses_shards_missing_the_tail_of_the_input(three_shards, tmp_pa
         (
             (r["position"], qid, d)
             for d in s
-            for qid, r in store.JsonlStore(d / "scores.jsonl").load(repair=False).items()
+            for qid, r in jsonl.JsonlStore(d / "scores.jsonl").load(repair=False).items()
         )
     )
     for stage in ("entailment", "scores"):
-        f = last[2] / store.STAGE_FILES[stage]
-        kept = store.JsonlStore(f).load(repair=False)
+        f = last[2] / jsonl.STAGE_FILES[stage]
+        kept = jsonl.JsonlStore(f).load(repair=False)
         f.write_bytes(
-            b"".join(store.encode_record({**r, store.CHUNK_KEY: [k]}) for k, r in kept.items() if k != last[1])
+            b"".join(jsonl.encode_record({**r, jsonl.CHUNK_KEY: [k]}) for k, r in kept.items() if k != last[1])
         )
     rc, err = _merge_cli(s, tmp_path / "m", capsys)
     assert rc == 2 and f"positions [{last[0]}]" in err
@@ -387,7 +388,7 @@ def test_merged_provenance_lists_each_shards_commits_dirt_and_batch_sizes(three_
     out = merge.merge_runs(s, tmp_path / "m")
     merged = json.loads((out / "config.json").read_text())
     entries = merged["provenance"]["merged_from"]
-    assert [e["dir"] for e in entries] == [store.repo_relative(d) for d in s]
+    assert [e["dir"] for e in entries] == [provenance.repo_relative(d) for d in s]
     assert all(not e["dir"].startswith("/") for e in entries)
     assert entries[2]["commits"] == ["0" * 40] and entries[2]["dirty"] is True
     assert entries[2]["batch_sizes"] == [{"entailment": {"batch_size": 3, "chunk": 1}}]

@@ -15,7 +15,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from shapley.pipeline.experiment import pipelines as experiment
-from shapley.pipeline.rundir import store
+from shapley.pipeline.rundir import jsonl
 from tests import fakes
 
 
@@ -37,7 +37,7 @@ def test_metrics_csv_matches_an_independent_recomputation(tmp_path, monkeypatch)
     inp = tmp_path / "in.jsonl"
     fakes.make_samples_file(inp, 30, n_samples=4, seed=3)
     out = experiment.score_samples(fakes.samples_config(inp, n_boot=10), tmp_path / "run")
-    recs = list(store.JsonlStore(out / "scores.jsonl").load(repair=False).values())
+    recs = list(jsonl.JsonlStore(out / "scores.jsonl").load(repair=False).values())
     metrics_csv = pd.read_csv(out / "metrics.csv").set_index("method")
     correct = np.array([r["correctness_value"] > 0.3 for r in recs])
     assert [r["correct"] for r in recs] == correct.tolist()

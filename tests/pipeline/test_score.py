@@ -9,6 +9,7 @@ import pytest
 
 import shapley
 from shapley.core.metrics import auroc
+from shapley.pipeline.config import ScoringSettings as S
 from shapley.pipeline.score import scores as score
 
 
@@ -70,7 +71,7 @@ def test_registry_names_and_needs():
 
 
 def test_every_per_question_method_computed_with_full_inputs():
-    r = score.score_question_detailed(_full_inputs(), methods=list(score.METHODS))
+    r = score.score_question_detailed(_full_inputs(), S(), methods=list(score.METHODS))
     expected = {m for m, s in score.METHODS.items() if s.per_question}
     assert set(r.scores) == expected
     assert r.skipped == {}
@@ -81,7 +82,7 @@ def test_every_per_question_method_computed_with_full_inputs():
 
 def test_shap_is_core_shapley_uncertainty_and_equals_sum_of_values():
     x = _full_inputs()
-    r = score.score_question(x, methods=["Shap", "Shap_sum"], options=score.ScoreOptions(beta=0.4))
+    r = score.score_question(x, S(beta=0.4), methods=["Shap", "Shap_sum"])
     assert r["Shap"] == pytest.approx(shapley.shapley_uncertainty(x["entail"], 0.4), abs=1e-12)
     assert r["Shap_sum"] == pytest.approx(r["Shap"], abs=1e-9)
 
@@ -90,7 +91,7 @@ def test_shap_sum_skipped_beyond_limit():
     n = score.SHAP_SUM_MAX_N + 1
     P = np.eye(n)
     r = score.score_question_detailed(
-        {"id": "x", "samples": [str(i) for i in range(n)], "entail": P}, methods=["Shap", "Shap_sum"]
+        {"id": "x", "samples": [str(i) for i in range(n)], "entail": P}, S(), methods=["Shap", "Shap_sum"]
     )
     assert "Shap" in r.scores and "Shap_sum" in r.skipped and str(score.SHAP_SUM_MAX_N) in r.skipped["Shap_sum"]
 
@@ -99,7 +100,7 @@ def test_missing_inputs_are_skipped_with_reason_not_zero():
     x = _full_inputs()
     for k in ("sample_logprobs", "answer_logprobs", "answer_entropies", "p_true", "a4c_text"):
         del x[k]
-    r = score.score_question_detailed(x)
+    r = score.score_question_detailed(x, S())
     for m in ("SE", "NE", "LNE"):
         assert m not in r.scores
         assert "sample_logprobs" in r.skipped[m]
@@ -110,7 +111,7 @@ def test_missing_inputs_are_skipped_with_reason_not_zero():
 
 
 def test_no_entailment_skips_entailment_methods():
-    r = score.score_question_detailed({"id": "x", "samples": ["a", "b"]})
+    r = score.score_question_detailed({"id": "x", "samples": ["a", "b"]}, S())
     assert set(r.scores) == {"LexSim"}
     assert "entail" in r.skipped["Shap"]
 
@@ -118,7 +119,7 @@ def test_no_entailment_skips_entailment_methods():
 def test_unparseable_a4c_is_skipped_not_nan():
     x = _full_inputs()
     x["a4c_text"] = "I am quite sure"
-    r = score.score_question_detailed(x, methods=["A4C", "P(T)"])
+    r = score.score_question_detailed(x, S(), methods=["A4C", "P(T)"])
     assert "A4C" not in r.scores and "NaN" in r.skipped["A4C"]
     assert r.scores["P(T)"] == pytest.approx(0.2)
 
@@ -128,11 +129,11 @@ def test_non_psd_kernel_is_repaired_and_recorded():
     R = shapley.kernel_matrix(shapley.correlation_matrix(P), 0.5)
     assert shapley.min_eigenvalue(R) < 0
     x = {"id": "b", "samples": [f"s{i}" for i in range(8)], "entail": P}
-    r = score.score_question_detailed(x, methods=["Shap"])
+    r = score.score_question_detailed(x, S(), methods=["Shap"])
     assert math.isfinite(r.scores["Shap"])
     assert r.diagnostics["shap_psd"] is False and r.diagnostics["shap_psd_repaired"] is True
     assert r.diagnostics["shap_min_eig"] == pytest.approx(shapley.min_eigenvalue(R))
-    raised = score.score_question_detailed(x, methods=["Shap"], options=score.ScoreOptions(psd_policy="raise"))
+    raised = score.score_question_detailed(x, S(psd_policy="raise"), methods=["Shap"])
     assert "Shap" not in raised.scores
     assert "not positive semi-definite" in raised.skipped["Shap"]
     assert raised.diagnostics["shap_psd_repaired"] is False
@@ -142,14 +143,14 @@ def test_higher_means_more_uncertain():
     n = 6
     same = {"id": "s", "samples": ["Paris"] * n, "entail": np.ones((n, n))}
     diff = {"id": "d", "samples": ["Paris", "Rome", "Oslo", "Lima", "Bern", "Kyiv"], "entail": np.eye(n)}
-    a = score.score_question(same)
-    b = score.score_question(diff)
+    a = score.score_question(same, S())
+    b = score.score_question(diff, S())
     for m in ("Shap", "DSE", "NumSet", "LexSim", "EigV", "Deg", "Ecc", "KLE"):
         assert b[m] > a[m], m
 
 
 def test_single_sample_is_valid_and_finite():
-    r = score.score_question_detailed({"id": "one", "samples": ["Mozart"], "entail": [[1.0]]})
+    r = score.score_question_detailed({"id": "one", "samples": ["Mozart"], "entail": [[1.0]]}, S())
     assert r.scores["Shap"] == pytest.approx(shapley.HALF_LOG_2PIE)
     assert r.scores["DSE"] == 0.0 and r.scores["NumSet"] == 1.0 and r.scores["LexSim"] == 0.0
     assert all(math.isfinite(v) for v in r.scores.values())
@@ -157,7 +158,7 @@ def test_single_sample_is_valid_and_finite():
 
 def test_empty_answers_and_unicode_are_scored():
     x = {"id": "u", "samples": ["", "Zürich", "東京", ""], "entail": np.eye(4)}
-    r = score.score_question_detailed(x)
+    r = score.score_question_detailed(x, S())
     assert r.diagnostics["n_empty_samples"] == 2
     assert math.isfinite(r.scores["Shap"]) and math.isfinite(r.scores["LexSim"])
 
@@ -170,7 +171,7 @@ def test_input_validation():
     with pytest.raises(ValueError, match="sample_logprobs"):
         score.ScoreInputs(id="q", samples=["a", "b"], sample_logprobs=[[-1.0]])
     with pytest.raises(ValueError, match="unknown method"):
-        score.score_question({"id": "q", "samples": ["a"]}, methods=["Shapley"])
+        score.score_question({"id": "q", "samples": ["a"]}, S(), methods=["Shapley"])
 
 
 def test_from_generation_treats_empty_token_lists_as_missing():
@@ -179,21 +180,14 @@ def test_from_generation_treats_empty_token_lists_as_missing():
     g = Generation(id="g", samples=["a", "b"], answer="a", p_true=0.5)
     x = score.ScoreInputs.from_generation(g, score.ScoreInputs(entail=np.eye(2)))
     assert not x.has("sample_logprobs") and not x.has("answer_logprobs") and x.has("p_true")
-    r = score.score_question_detailed(x)
+    r = score.score_question_detailed(x, S())
     assert "SE" in r.skipped and "P(T)" in r.scores
-
-
-def test_score_many_keeps_order():
-    xs = [_full_inputs(seed=s) | {"id": f"q{s}"} for s in range(4)]
-    out = score.score_many(xs, methods=["Shap", "DSE"])
-    assert [o.id for o in out] == ["q0", "q1", "q2", "q3"]
-    assert out[2].scores == score.score_question(xs[2], methods=["Shap", "DSE"])
 
 
 def test_beta_sweep_marks_where_R_stops_being_psd():
     P = _bipartite(8)
     bound = shapley.gershgorin_beta_bound(8)
-    sweep = score.beta_sweep(P, [bound, 0.3, 0.5, 1.0])
+    sweep = score.beta_sweep(P, [bound, 0.3, 0.5, 1.0], psd_policy="nearest")
     assert [d["beta"] for d in sweep] == [bound, 0.3, 0.5, 1.0]
     assert sweep[0]["psd"] is True and sweep[0]["repaired"] is False
     assert sweep[2]["psd"] is False and sweep[2]["repaired"] is True
@@ -201,7 +195,7 @@ def test_beta_sweep_marks_where_R_stops_being_psd():
     raised = score.beta_sweep(P, [0.1, 0.5], psd_policy="raise")
     assert math.isfinite(raised[0]["Shap"]) and math.isnan(raised[1]["Shap"])
     P2 = _full_inputs()["entail"]
-    for d in score.beta_sweep(P2, [0.2, 0.5]):
+    for d in score.beta_sweep(P2, [0.2, 0.5], psd_policy="nearest"):
         assert d["Shap"] == pytest.approx(shapley.shapley_uncertainty(P2, d["beta"]))
 
 
@@ -224,10 +218,10 @@ def test_embedding_regression_scores_half_split_and_signal():
 
 def test_se_aggregation_sum_or_mean():
     x = {"id": "q", "samples": ["a", "b c d e"], "entail": np.eye(2), "sample_logprobs": [[-1.0], [-1.0] * 4]}
-    by_sum = score.score_question(x, methods=["SE"], options=score.ScoreOptions(se_aggregation="sum"))["SE"]
-    by_mean = score.score_question(x, methods=["SE"])["SE"]  # the default is the per-token mean
+    by_sum = score.score_question(x, S(se_aggregation="sum"), methods=["SE"])["SE"]
+    by_mean = score.score_question(x, S(), methods=["SE"])["SE"]  # the default is the per-token mean
     assert by_mean == pytest.approx(math.log(2))  # equal per-token likelihoods: two equally likely clusters
     p = np.exp([-1.0, -4.0]) / np.exp([-1.0, -4.0]).sum()
     assert by_sum == pytest.approx(-(p * np.log(p)).sum())
-    with pytest.raises(ValueError, match="se_aggregation"):
-        score.score_question(x, methods=["SE"], options=score.ScoreOptions(se_aggregation="max"))
+    with pytest.raises(ValueError, match="--se-aggregation must be one of sum, mean"):
+        S(se_aggregation="max")

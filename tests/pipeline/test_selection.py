@@ -16,8 +16,10 @@ from shapley.core.metrics import holm
 from shapley.pipeline.config import ScoringSettings
 from shapley.pipeline.evaluate.metrics import selection
 from shapley.pipeline.experiment import pipelines as experiment
-from shapley.pipeline.rundir import store
-from shapley.pipeline.score.scores import ScoreInputs
+from shapley.pipeline.rundir import jsonl
+from shapley.pipeline.score import choice
+from shapley.pipeline.score.choice import choose
+from shapley.pipeline.score.scores import QuestionContext, ScoreInputs
 from tests import fakes
 
 # Answer 1 agrees with both others (0.9 either way); answers 0 and 2 hardly agree (0.05).
@@ -45,7 +47,7 @@ def _brute_force_phi(R: np.ndarray) -> np.ndarray:
 
 def test_min_phi_picks_the_answer_that_agrees_with_all_others():
     x = ScoreInputs(id="q", samples=["Vienna", "Vienna, Austria", "Austria"], entail=MIDDLE)
-    chosen, phi, note = selection.choose(x, ScoringSettings())
+    chosen, phi, note = choose(QuestionContext(x, ScoringSettings()))
     assert phi is not None and note == ""
     np.testing.assert_allclose(phi, _brute_force_phi(kernel_matrix(correlation_matrix(MIDDLE), 0.5)), atol=1e-12)
     assert int(np.argmin(phi)) == 1 and phi[1] < phi[0] - 0.01
@@ -55,31 +57,33 @@ def test_min_phi_picks_the_answer_that_agrees_with_all_others():
 def test_largest_cluster_takes_its_most_likely_member_and_ties_go_first():
     x = ScoreInputs(id="q", samples=["a", "b", "c"], entail=MIDDLE)
     # clusters (bidirectional > 0.5, greedy in order): {0, 1} and {2}; without log-probs: its first member
-    assert selection.choose(x, ScoringSettings())[0]["largest_cluster"] == 0
+    assert choose(QuestionContext(x, ScoringSettings()))[0]["largest_cluster"] == 0
     lp = [[-2.0, -2.0], [-0.1], [-0.01]]  # sample 1 is the likelier member (by sum and by mean)
     x = ScoreInputs(id="q", samples=["a", "b", "c"], entail=MIDDLE, sample_logprobs=lp)
-    assert selection.choose(x, ScoringSettings())[0]["largest_cluster"] == 1
+    assert choose(QuestionContext(x, ScoringSettings()))[0]["largest_cluster"] == 1
     # three answers that are all alike: every phi equal, every mean similarity equal -> the first answer
     same = np.full((3, 3), 0.2) + 0.8 * np.eye(3)
-    chosen, phi, _ = selection.choose(ScoreInputs(id="q", samples=["a", "b", "c"], entail=same), ScoringSettings())
+    chosen, phi, _ = choose(
+        QuestionContext(ScoreInputs(id="q", samples=["a", "b", "c"], entail=same), ScoringSettings())
+    )
     assert phi is not None and np.ptp(phi) < 1e-12
     assert chosen == {"first": 0, "largest_cluster": 0, "medoid": 0, "min_phi": 0}
 
 
 def test_min_phi_is_skipped_beyond_the_exact_limit_and_without_entailment():
-    n = selection.PHI_MAX_N + 1
+    n = choice.PHI_MAX_N + 1
     P = np.full((n, n), 0.3) + 0.7 * np.eye(n)
-    chosen, phi, note = selection.choose(ScoreInputs(id="q", samples=["s"] * n, entail=P), ScoringSettings())
+    chosen, phi, note = choose(QuestionContext(ScoreInputs(id="q", samples=["s"] * n, entail=P), ScoringSettings()))
     assert phi is None and chosen["min_phi"] is None and chosen["medoid"] == 0
-    assert note == f"n = {n} > {selection.PHI_MAX_N} samples: exact Shapley values not computed"
-    chosen, phi, note = selection.choose(ScoreInputs(id="q", samples=["a", "b"]), ScoringSettings())
+    assert note == f"n = {n} > {choice.PHI_MAX_N} samples: exact Shapley values not computed"
+    chosen, phi, note = choose(QuestionContext(ScoreInputs(id="q", samples=["a", "b"]), ScoringSettings()))
     assert phi is None and chosen == {"first": 0, "largest_cluster": None, "medoid": None, "min_phi": None}
     assert note == "no entailment matrix"
     # the reason reaches selection.csv
     rec = {"id": "q", "correct": True, "answer_source": "greedy", "sample_correctness": [1.0] * n, "phi": None}
-    rec.update(selected={**chosen, "first": 0}, phi_note=f"n = {n} > {selection.PHI_MAX_N} samples")
+    rec.update(selected={**chosen, "first": 0}, phi_note=f"n = {n} > {choice.PHI_MAX_N} samples")
     t = selection.selection_table([rec], threshold=0.3, n_boot=10).set_index("strategy")
-    assert t.loc["min_phi", "n"] == 0 and f"n = {n} > {selection.PHI_MAX_N} samples (1)" in t.loc["min_phi", "note"]
+    assert t.loc["min_phi", "n"] == 0 and f"n = {n} > {choice.PHI_MAX_N} samples (1)" in t.loc["min_phi", "note"]
 
 
 def _rec(correct: bool, values: list[float], picks: dict, source: str | None = "greedy") -> dict:
@@ -98,7 +102,7 @@ def test_selection_table_by_hand():
         _rec(False, [1.0, 0.0, 0.2], {"first": 0, "largest_cluster": 0, "medoid": 1, "min_phi": None}),
     ]
     t = selection.selection_table(records, threshold=0.3, n_boot=200).set_index("strategy")
-    assert list(t.index) == list(selection.STRATEGIES)
+    assert list(t.index) == list(choice.STRATEGIES)
     assert t["accuracy"].to_dict() == {
         "first": 0.5,
         "greedy": 0.5,
@@ -137,7 +141,7 @@ def test_score_samples_stores_what_selection_needs(tmp_path, monkeypatch, with_a
                 f.write(json.dumps({**r, "answer": r["references"][0]}) + "\n")
     cfg = fakes.samples_config(inp)
     out = experiment.score_samples(cfg.replace(scoring=replace(cfg.scoring, beta=0.3)), tmp_path / "run")
-    recs = store.JsonlStore(out / "scores.jsonl").load(repair=False)
+    recs = jsonl.JsonlStore(out / "scores.jsonl").load(repair=False)
     for r in recs.values():
         assert len(r["sample_correctness"]) == len(r["phi"]) == 4
         assert math.isclose(sum(r["phi"]), r["scores"]["Shap"], rel_tol=1e-9, abs_tol=1e-9)  # efficiency

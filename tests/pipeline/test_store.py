@@ -13,6 +13,7 @@ import pytest
 
 from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig
 from shapley.pipeline.experiment.pipelines import run_stage
+from shapley.pipeline.rundir import jsonl, provenance
 from shapley.pipeline.rundir import store as runs
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from tests import fakes
@@ -31,9 +32,9 @@ def test_canonical_record_roundtrip_is_exact():
         "f32": np.float32(0.1),
         "t": (1, 2),
     }
-    line = runs.encode_record(rec)
+    line = jsonl.encode_record(rec)
     back = json.loads(line)
-    assert back[runs.CHECKSUM_KEY] == runs.record_checksum(back)
+    assert back[jsonl.CHECKSUM_KEY] == jsonl.record_checksum(back)
     assert back["x"] == 0.1 + 0.2 and back["m"] == [[1 / 3, 2.0]]
     assert math.isnan(back["nan"]) and back["inf"] == -math.inf
     assert line.endswith(b"\n") and line.count(b"\n") == 1
@@ -41,7 +42,7 @@ def test_canonical_record_roundtrip_is_exact():
 
 
 def test_store_append_and_load(tmp_path):
-    s = runs.JsonlStore(tmp_path / "a.jsonl", ("v",))
+    s = jsonl.JsonlStore(tmp_path / "a.jsonl", ("v",))
     s.load()
     for i in range(3):
         s.append({"id": f"k{i}", "v": i / 7})
@@ -49,20 +50,20 @@ def test_store_append_and_load(tmp_path):
         s.append({"id": "k1", "v": 0})
     with pytest.raises(ValueError, match="required"):
         s.append({"id": "k9"})
-    t = runs.JsonlStore(tmp_path / "a.jsonl", ("v",))
+    t = jsonl.JsonlStore(tmp_path / "a.jsonl", ("v",))
     assert [r["v"] for r in t.load().values()] == [0 / 7, 1 / 7, 2 / 7]
     assert t.problems == []
 
 
 def test_append_requires_load_of_existing_file(tmp_path):
-    s = runs.JsonlStore(tmp_path / "a.jsonl")
+    s = jsonl.JsonlStore(tmp_path / "a.jsonl")
     s.append({"id": "x"})
     with pytest.raises(RuntimeError, match="load"):
-        runs.JsonlStore(tmp_path / "a.jsonl").append({"id": "y"})
+        jsonl.JsonlStore(tmp_path / "a.jsonl").append({"id": "y"})
 
 
 def _write_store(path: Path, n: int) -> list[bytes]:
-    s = runs.JsonlStore(path, ("v",))
+    s = jsonl.JsonlStore(path, ("v",))
     s.load()
     for i in range(n):
         s.append({"id": f"k{i}", "v": float(i)})
@@ -73,8 +74,8 @@ def test_torn_last_line_is_dropped_and_file_repaired(tmp_path):
     p = tmp_path / "s.jsonl"
     lines = _write_store(p, 4)
     p.write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][: len(lines[3]) // 2])
-    s = runs.JsonlStore(p, ("v",))
-    with pytest.warns(runs.CorruptRecordWarning, match="line 4"):
+    s = jsonl.JsonlStore(p, ("v",))
+    with pytest.warns(jsonl.CorruptRecordWarning, match="line 4"):
         recs = s.load()
     assert list(recs) == ["k0", "k1", "k2"]
     assert p.read_bytes() == b"\n".join(lines[:3]) + b"\n"
@@ -88,21 +89,21 @@ def test_corrupt_middle_line_is_detected_later_lines_kept(tmp_path):
     bad = lines[1].replace(b'"v":1.0', b'"v":1.5')  # valid JSON, wrong checksum
     assert bad != lines[1]
     p.write_bytes(b"\n".join([lines[0], bad, b"{not json", lines[3], lines[4], lines[0]]) + b"\n")
-    s = runs.JsonlStore(p, ("v",))
-    with pytest.warns(runs.CorruptRecordWarning) as rec:
+    s = jsonl.JsonlStore(p, ("v",))
+    with pytest.warns(jsonl.CorruptRecordWarning) as rec:
         recs = s.load()
     msgs = " ".join(str(w.message) for w in rec)
     assert "checksum mismatch" in msgs and "not valid JSON" in msgs and "duplicate id" in msgs
     assert list(recs) == ["k0", "k3", "k4"]
-    assert runs.JsonlStore(p, ("v",)).load() == recs  # rewritten: a second load is clean
+    assert jsonl.JsonlStore(p, ("v",)).load() == recs  # rewritten: a second load is clean
     assert p.read_bytes() == b"\n".join([lines[0], lines[3], lines[4]]) + b"\n"
 
 
 def test_missing_required_field_is_invalid(tmp_path):
     p = tmp_path / "s.jsonl"
-    p.write_bytes(runs.encode_record({"id": "a"}) + runs.encode_record({"id": "b", "v": 1}))
-    with pytest.warns(runs.CorruptRecordWarning, match="missing field"):
-        assert list(runs.JsonlStore(p, ("v",)).load()) == ["b"]
+    p.write_bytes(jsonl.encode_record({"id": "a"}) + jsonl.encode_record({"id": "b", "v": 1}))
+    with pytest.warns(jsonl.CorruptRecordWarning, match="missing field"):
+        assert list(jsonl.JsonlStore(p, ("v",)).load()) == ["b"]
 
 
 def test_read_only_load_does_not_rewrite(tmp_path):
@@ -110,8 +111,8 @@ def test_read_only_load_does_not_rewrite(tmp_path):
     lines = _write_store(p, 2)
     torn = lines[0] + b"\n" + lines[1][:10]
     p.write_bytes(torn)
-    with pytest.warns(runs.CorruptRecordWarning):
-        assert list(runs.JsonlStore(p).load(repair=False)) == ["k0"]
+    with pytest.warns(jsonl.CorruptRecordWarning):
+        assert list(jsonl.JsonlStore(p).load(repair=False)) == ["k0"]
     assert p.read_bytes() == torn
 
 
@@ -128,7 +129,7 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
         cfg = json.loads((d / "config.json").read_text())
         assert cfg["schema"] == CONFIG_SCHEMA == 4 and RunConfig.from_stored(cfg) == config
         prov = cfg["provenance"]
-        assert set(prov["versions"]) == set(runs.VERSIONED_PACKAGES)
+        assert set(prov["versions"]) == set(provenance.VERSIONED_PACKAGES)
         assert prov["versions"]["numpy"] == np.__version__
         assert {"commit", "dirty"} <= set(prov["git"])
         assert "cpu" in prov["device"] and prov["command_line"] == "prog --beta 0.5"
@@ -152,41 +153,25 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
         runs.RunDir.open(other, config)
 
 
-def test_schema1_config_is_read_and_migrated_on_resume(tmp_path):
-    d = tmp_path / "old"
-    d.mkdir()
-    flat = {
-        "command": "score-samples",
-        "input_path": str(tmp_path / "in.jsonl"),
-        "input_sha256": "ab",
-        "n_samples": 3,
-        "limit": 5,
-        "dataset": "in",
-        "model": "external",
-        "entailment": "fake:",
-        "with_question": False,
-        "beta": 0.5,
-        "psd_policy": "nearest",
-        "cluster_rule": "bidirectional",
-        "se_aggregation": "mean",
-        "methods": ["Shap", "DSE"],
-        "correctness_metric": "rougeL",
-        "threshold": 0.3,
-        "seed": 0,
-        "n_boot": 50,
-        "batch_size": 32,
-        "device": None,
-    }
-    (d / "config.json").write_text(json.dumps({"schema": 1, "settings": flat, "provenance": {}, "invocations": []}))
-    old = runs.read_config(d)
-    assert old.command == "score-samples" and old.data.n_samples == 3 and old.scoring.methods == ("Shap", "DSE")
-    assert old.data.sha256 == "ab" and old.model == "external" and old.entailment.backend == "fake:"
-    with runs.RunDir.open(d, fakes.with_limit(old, 7)) as run:
-        assert run.resumed
-    cfg = json.loads((d / "config.json").read_text())
-    assert cfg["schema"] == CONFIG_SCHEMA and "settings" not in cfg
-    assert cfg["invocations"][-1]["migrated_from_schema"] == 1
-    assert runs.read_config(d) == fakes.with_limit(old, 7)
+@pytest.mark.parametrize("schema", [1, 2, 3, 5, None])
+def test_a_config_of_another_schema_is_refused_naming_the_file_and_saying_to_run_again(tmp_path, schema):
+    """No reader migrates older run directories: any schema but today's is refused, before anything is written."""
+    d = tmp_path / "run"
+    config = fakes.samples_config(tmp_path / "in.jsonl")
+    with runs.RunDir.open(d, config):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    rec["schema"] = schema
+    (d / "config.json").write_text(json.dumps(rec))
+    before = (d / "config.json").read_bytes()
+    with pytest.raises(
+        ValueError,
+        match=rf"{d / 'config.json'}.*schema {schema}; this version reads schema 4 only.*run the command again",
+    ):
+        runs.read_config(d)
+    with pytest.raises(ValueError, match="schema"):
+        runs.RunDir.open(d, config)
+    assert (d / "config.json").read_bytes() == before
 
 
 def test_unreadable_config_is_refused_naming_the_file(tmp_path):
@@ -201,7 +186,7 @@ def test_unreadable_config_is_refused_naming_the_file(tmp_path):
 def test_run_stage_computes_only_pending_and_logs(tmp_path, monkeypatch):
     log = tmp_path / "calls.log"
     monkeypatch.setenv(runs.TEST_CALL_LOG_ENV, str(log))
-    store = runs.JsonlStore(tmp_path / "s.jsonl", ("v",))
+    store = jsonl.JsonlStore(tmp_path / "s.jsonl", ("v",))
     store.load()
     store.append({"id": "b", "v": 0})
     seen = []
@@ -223,22 +208,22 @@ def test_run_stage_computes_only_pending_and_logs(tmp_path, monkeypatch):
 
 def test_a_chunk_not_stored_whole_is_dropped_whole(tmp_path):
     p = tmp_path / "s.jsonl"
-    s = runs.JsonlStore(p, ("v",))
+    s = jsonl.JsonlStore(p, ("v",))
     s.load()
     s.append_many([{"id": "a", "v": 0, "chunk": ["a", "b"]}, {"id": "b", "v": 1, "chunk": ["a", "b"]}])
     s.append_many([{"id": f"k{i}", "v": i, "chunk": ["k0", "k1", "k2"]} for i in range(3)])
     lines = p.read_bytes().split(b"\n")[:-1]
     assert len(lines) == 5
     p.write_bytes(b"\n".join(lines[:4]) + b"\n")  # a crash after two of the three lines of the last chunk
-    with pytest.warns(runs.CorruptRecordWarning, match="not stored whole"):
-        recs = runs.JsonlStore(p, ("v",)).load()
+    with pytest.warns(jsonl.CorruptRecordWarning, match="not stored whole"):
+        recs = jsonl.JsonlStore(p, ("v",)).load()
     assert list(recs) == ["a", "b"]
     assert p.read_bytes() == b"\n".join(lines[:2]) + b"\n"  # repaired: the chunk will be recomputed whole
 
 
 def test_append_many_is_one_write_and_discard_rewrites(tmp_path, monkeypatch):
     p = tmp_path / "s.jsonl"
-    s = runs.JsonlStore(p, ("v",))
+    s = jsonl.JsonlStore(p, ("v",))
     s.load()
     writes = []
     real_write = runs.os.write
@@ -249,7 +234,7 @@ def test_append_many_is_one_write_and_discard_rewrites(tmp_path, monkeypatch):
         s.append_many([{"id": "x", "v": 0}, {"id": "x", "v": 1}])
     monkeypatch.undo()
     s.discard(["k1", "k3"])
-    assert list(runs.JsonlStore(p, ("v",)).load()) == ["k0", "k2"] == list(s.records)
+    assert list(jsonl.JsonlStore(p, ("v",)).load()) == ["k0", "k2"] == list(s.records)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -270,26 +255,26 @@ def test_dirty_means_the_package_source_changed(tmp_path):
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-    clean = runs.git_info(repo)
+    clean = provenance.git_info(repo)
     assert clean["dirty"] is False and len(clean["commit"]) == 40
     (repo / "results" / "run").mkdir(parents=True)  # a run's own outputs, and other untracked files
     (repo / "results" / "run" / "config.json").write_text("{}")
     (repo / "notes.txt").write_text("x")
-    assert runs.git_info(repo)["dirty"] is False
+    assert provenance.git_info(repo)["dirty"] is False
     (repo / "shapley" / "new.py").write_text("y = 2\n")  # an untracked module changes the package
-    info = runs.git_info(repo)
+    info = provenance.git_info(repo)
     assert info["dirty"] is True and info["dirty_paths"] == ["shapley/new.py"]
     (repo / "shapley" / "new.py").unlink()
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    assert runs.git_info(repo)["dirty"] is True
+    assert provenance.git_info(repo)["dirty"] is True
 
 
 def test_provenance_paths_are_relative_to_the_repository(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO_ROOT / "shapley")
-    assert runs.provenance(["prog"])["cwd"] == "shapley"
-    assert runs.repo_relative(REPO_ROOT / "results" / "x") == "results/x"
-    assert runs.repo_relative(REPO_ROOT.parent / "shared" / "data" / "f.gz") == "../shared/data/f.gz"
-    assert not runs.repo_relative(tmp_path).startswith("/")
+    assert provenance.provenance(["prog"])["cwd"] == "shapley"
+    assert provenance.repo_relative(REPO_ROOT / "results" / "x") == "results/x"
+    assert provenance.repo_relative(REPO_ROOT.parent / "shared" / "data" / "f.gz") == "../shared/data/f.gz"
+    assert not provenance.repo_relative(tmp_path).startswith("/")
     monkeypatch.chdir(tmp_path)
     with runs.RunDir.open(tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")) as run:
         assert not run.record["provenance"]["cwd"].startswith("/")
@@ -299,7 +284,7 @@ def test_provenance_paths_are_relative_to_the_repository(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "change",
     [
-        {"settings": [1, 2], "schema": 1},
+        {"config": [1, 2]},
         {"provenance": [1, 2]},
         {"invocations": {"a": 1}},
         {"invocations": [1]},
@@ -321,7 +306,7 @@ def test_malformed_record_is_refused_naming_the_file(tmp_path, change):
 
 def test_run_history_lists_commands_commits_and_dirt():
     rec = {
-        "schema": 1,
+        "schema": 4,
         "provenance": {"command_line": "a", "git": {"commit": "c1", "dirty": False}},
         "invocations": [
             {"command_line": "python -m shapley run --limit 25", "resumed": False},
@@ -334,7 +319,7 @@ def test_run_history_lists_commands_commits_and_dirt():
     rec["invocations"].append({"command_line": "c", "git": {"commit": "c2", "dirty": True}})
     h = runs.run_history(rec)
     assert h.commits == ("c1", "c2") and h.multi_commit and h.dirty is True and not h.clean
-    assert runs.run_history({"provenance": {"command_line": "x"}}).commands == ("x",)
+    assert runs.run_history({"provenance": {"command_line": "x"}}).commands == ()
 
 
 def test_run_history_of_a_run_directory(tmp_path):
@@ -370,30 +355,14 @@ def test_batch_sizes_are_recorded_and_a_change_is_noted(tmp_path):
     assert "notes" not in inv[1] and inv[2]["notes"] == [note]
 
 
-def test_stored_config_without_reference_field_resumes_with_either_value(tmp_path):
-    d = tmp_path / "old"
-    config = fakes.samples_config(tmp_path / "in.jsonl")
-    with runs.RunDir.open(d, config):
-        pass
-    rec = json.loads((d / "config.json").read_text())
-    del rec["config"]["data"]["reference_field"]  # as written before the setting existed (schema 2)
-    rec["schema"] = 2
-    (d / "config.json").write_text(json.dumps(rec))
-    assert runs.read_config(d).data.reference_field is None
-    answer = config.replace(data=replace(config.data, reference_field="answer"))
-    with runs.RunDir.open(d, answer) as run:
-        assert run.invocation["migrated_from_schema"] == 2
-    assert runs.read_config(d).data.reference_field == "answer"
-    with pytest.raises(ValueError, match=r"'data.reference_field' \(--reference-field\) differs"):
-        runs.check_resumable(d, config)  # once explicit, it is a result setting like any other
-
-
 # --------------------------------------------------------------------------------------------------
-# config.json: a key its schema defines may not be missing; the schema-1 reader coerces nothing
+# config.json: every key of the schema must be there, none other; values are checked, never coerced
 
 
-@pytest.mark.parametrize("key", ["scoring.beta", "scoring.methods", "entailment.with_question", "seed", "data.shard"])
-def test_a_schema3_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
+@pytest.mark.parametrize(
+    "key", ["scoring.beta", "scoring.methods", "entailment.with_question", "seed", "data.shard", "data.reference_field"]
+)
+def test_a_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
     d = tmp_path / "run"
     config = fakes.samples_config(tmp_path / "in.jsonl")
     with runs.RunDir.open(d, config):
@@ -406,47 +375,39 @@ def test_a_schema3_config_missing_a_key_is_refused_naming_key_and_file(tmp_path,
         runs.read_config(d)
     with pytest.raises(ValueError, match=f"'{key}'"):
         runs.check_resumable(d, config)
-    if key == "data.shard":  # a schema-2 file may lack it (written before it existed): its documented migration
-        rec["schema"] = 2
-        (d / "config.json").write_text(json.dumps(rec))
-        assert runs.read_config(d).data.shard is None
 
 
-def test_a_schema3_config_missing_a_whole_group_is_refused(tmp_path):
+def test_a_config_missing_a_whole_group_is_refused(tmp_path):
     d = tmp_path / "run"
     with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
         pass
     rec = json.loads((d / "config.json").read_text())
     del rec["config"]["scoring"]
     (d / "config.json").write_text(json.dumps(rec))
-    with pytest.raises(ValueError, match="lacks the key 'scoring.methods'"):
+    with pytest.raises(ValueError, match="lacks the key 'scoring'"):
         runs.read_config(d)
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("key", "value", "message"),
     [
-        ({"seed": 0.9}, "'seed' must be an integer"),
-        ({"with_question": "false"}, "'with_question' must be true or false"),
-        ({"batch_size": "8"}, "'batch_size' must be an integer"),
-        ({"beta": "0.5"}, "'beta' must be a number"),
-        ({"entailment": None}, "'entailment' must be a string"),
+        ("seed", 0.9, "--seed must be an integer"),
+        ("entailment.with_question", "false", "--with-question must be true or false"),
+        ("runtime.batch_size", "8", "--batch-size must be an integer"),
+        ("scoring.beta", "0.5", "--beta must be a number"),
+        ("entailment.backend", None, r"backend \(--entailment\) must be given"),
+        ("data.extra", 1, r"unknown key\(s\) \['extra'\] in group 'data'"),
     ],
 )
-def test_schema1_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, change, message):
-    d = tmp_path / "old"
-    d.mkdir()
-    flat = {"command": "score-samples", "dataset": "in", "entailment": "fake:", "seed": 0, **change}
-    (d / "config.json").write_text(json.dumps({"schema": 1, "settings": flat}))
+def test_stored_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, key, value, message):
+    d = tmp_path / "run"
+    with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
+        pass
+    rec = json.loads((d / "config.json").read_text())
+    group, _, name = key.rpartition(".")
+    (rec["config"][group] if group else rec["config"])[name] = value
+    (d / "config.json").write_text(json.dumps(rec))
     with pytest.raises(ValueError, match=rf"config.json.*{message}"):
-        runs.read_config(d)
-
-
-def test_schema1_missing_key_is_named(tmp_path):
-    d = tmp_path / "old"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps({"schema": 1, "settings": {"command": "score-samples", "dataset": "x"}}))
-    with pytest.raises(ValueError, match=r"config.json.*lacks the key 'entailment'"):
         runs.read_config(d)
 
 
@@ -466,9 +427,9 @@ def test_a_run_without_its_stage_files_is_recomputed_from_the_compact_copy(tmp_p
     rows = fakes.make_samples_file(inp, 20, n_samples=5)
     out = experiment.score_samples(fakes.samples_config(inp, n_boot=50), tmp_path / "run")
     assert cli.main(["beta-sweep", str(out), "--n-boot", "20"]) == 0
-    compact = gzip.decompress((out / runs.COMPACT_FILE).read_bytes()).decode("utf-8")
+    compact = gzip.decompress((out / jsonl.COMPACT_FILE).read_bytes()).decode("utf-8")
     answers = {r["id"]: r["samples"][0] for r in rows}
-    stored = runs.JsonlStore(out / "scores.jsonl").load(repair=False)
+    stored = jsonl.JsonlStore(out / "scores.jsonl").load(repair=False)
     assert all(rec["answer"] == answers[k] for k, rec in stored.items())
     assert '"answer"' not in compact and "_sha256" in compact  # checksummed lines, no answer text
     expected = {f: (out / f).read_bytes() for f in ("beta_sweep.csv", "selection.csv", "comparisons.csv")}
@@ -489,10 +450,10 @@ def test_a_damaged_compact_copy_is_refused_naming_file_and_line(tmp_path):
 
     d = tmp_path / "run"
     d.mkdir()
-    good = runs.encode_record({"id": "a", "entailment": {"id": "a"}, "scores": {"id": "a"}})
-    (d / runs.COMPACT_FILE).write_bytes(gzip.compress(good + good.replace(b'"a"', b'"b"', 1)))
+    good = jsonl.encode_record({"id": "a", "entailment": {"id": "a"}, "scores": {"id": "a"}})
+    (d / jsonl.COMPACT_FILE).write_bytes(gzip.compress(good + good.replace(b'"a"', b'"b"', 1)))
     with pytest.raises(ValueError, match=r"stages.jsonl.gz, line 2"):
-        runs.read_compact(d)
-    (d / runs.COMPACT_FILE).write_bytes(good)
+        jsonl.read_compact(d)
+    (d / jsonl.COMPACT_FILE).write_bytes(good)
     with pytest.raises(ValueError, match="not a readable gzip"):
-        runs.read_compact(d)
+        jsonl.read_compact(d)

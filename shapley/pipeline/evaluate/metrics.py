@@ -73,7 +73,8 @@ from shapley.pipeline.rundir.csvfiles import csv_text as csv_text
 from shapley.pipeline.rundir.csvfiles import escape_csv_id as escape_csv_id
 from shapley.pipeline.rundir.csvfiles import read_csv_ids as read_csv_ids
 from shapley.pipeline.rundir.csvfiles import unescape_csv_id as unescape_csv_id
-from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore, RunDir, atomic_write_text, read_config, read_record
+from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore, atomic_write_text
+from shapley.pipeline.rundir.store import RunDir, read_config, read_record
 from shapley.pipeline.score import scores as _score
 
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")

@@ -19,7 +19,8 @@ import pandas as pd
 
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.csvfiles import read_csv_ids
-from shapley.pipeline.rundir.store import atomic_write_text, read_config
+from shapley.pipeline.rundir.jsonl import atomic_write_text
+from shapley.pipeline.rundir.store import read_config
 from shapley.pipeline.score import scores as _score
 
 METRICS_COLUMNS: tuple[str, ...] = (

@@ -1,27 +1,12 @@
-"""Which answer to return: one answer per question chosen by each strategy, and how often it is correct.
+"""Which answer to return: how often the answer each strategy picks is correct, and whether one strategy beats
+another.
 
-Strategies (:data:`STRATEGIES`), each choosing among the n sampled answers of a question unless said otherwise:
-
-* ``first``: the first sample.
-* ``greedy``: the judged answer when it is a greedy (most likely) answer: always in ``run`` (the generator's
-  greedy answer); in ``score-samples`` only when the input line gives an ``answer`` field. Without one the
-  judged answer is the first sample, so ``greedy`` is *skipped* there (it would only repeat ``first``) and
-  ``selection.csv`` says so in its ``note``.
-* ``largest_cluster``: a member of the biggest semantic cluster (the run's clustering rule; among clusters of
-  equal size the one met first). Its most likely member when the samples' log-probabilities exist (the
-  log-likelihood ``SE`` uses, see ``--se-aggregation``), else its first member in sample order.
-* ``medoid``: the sample with the highest mean similarity ``W = (P + P^T) / 2`` to the other samples.
-* ``min_phi``: the sample with the smallest exact Shapley value of the run's kernel matrix R (the run's beta
-  and PSD policy), i.e. the one that adds least uncertainty. Skipped for n > :data:`PHI_MAX_N` (2**n subset
-  entropies) or when R cannot be used (``psd_policy="raise"`` on an indefinite R).
-
-Ties go to the first sample in order (``numpy.argmax`` / ``argmin``), after rounding the compared values to 12
-significant digits (:func:`shapley.core.metrics.round_scores`), so that values equal in exact arithmetic tie.
-The choice is made at the scoring stage (:func:`choose`), where every input is at hand, and stored in each score
-record (``selected``: strategy -> sample index, ``phi``: the Shapley values in nats, ``sample_correctness``:
-each sample's correctness value under the run's metric, ``answer_source``: what the judged answer is), so that
-:func:`selection_table` recomputes ``selection.csv`` from stored records alone (``python -m shapley merge``
-does so on the union of shards).
+The strategies and the per-question choice are the scoring stage's (:mod:`shapley.pipeline.score.choice`): each
+score record stores ``selected`` (strategy -> sample index), ``phi`` (the Shapley values in nats),
+``sample_correctness`` (each sample's correctness value under the run's metric) and ``answer_source`` (what the
+judged answer is), so that :func:`selection_table` recomputes ``selection.csv`` from stored records alone
+(``python -m shapley merge`` does so on the union of shards). ``greedy`` is skipped on questions without a greedy
+answer (``score-samples`` without an ``answer`` field), and ``selection.csv`` says so in its ``note``.
 
 Is one strategy more accurate than another? :func:`selection_tests` (``selection_tests.csv``) pairs the two
 strategies' answers question by question and applies McNemar's exact test: under "equally accurate", each
@@ -33,24 +18,16 @@ Overlapping or separate bootstrap intervals in ``selection.csv`` say nothing abo
 from __future__ import annotations
 
 import math
-import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from shapley.core import baselines, metrics
-from shapley.core.entropy import shapley_values
-from shapley.core.kernel import correlation_matrix, kernel_matrix
-from shapley.pipeline.config import ScoringSettings
+from shapley.core import metrics
 from shapley.pipeline.score import correctness
-from shapley.pipeline.score.scores import ScoreInputs
-
-STRATEGIES: tuple[str, ...] = ("first", "greedy", "largest_cluster", "medoid", "min_phi")
-SAMPLE_STRATEGIES: tuple[str, ...] = ("first", "largest_cluster", "medoid", "min_phi")
-"""The strategies that pick one of the samples (``greedy`` is the judged answer instead)."""
+from shapley.pipeline.score.choice import STRATEGIES
 
 SELECTION_COLUMNS: tuple[str, ...] = ("strategy", "accuracy", "n", "lo", "hi", "lo_mcse", "hi_mcse", "n_boot", "note")
 
@@ -72,78 +49,6 @@ TEST_COLUMNS: tuple[str, ...] = (
 
 SIGNIFICANCE = 0.05
 """A strategy is more accurate than another in a run when the Holm-adjusted McNemar p-value is below this."""
-
-PHI_MAX_N = 20
-"""Largest n for which ``min_phi`` computes the exact Shapley values (2**n log-determinants per question: the
-paper's n = 10 costs about a thousand, n = 20 about a million)."""
-
-ANSWER_SOURCES = ("greedy", "input", "first_sample")
-"""What the judged answer of a score record is: the generator's greedy answer (``run``), the input's ``answer``
-field (``score-samples``), or the first sample (``score-samples`` without an ``answer`` field)."""
-
-
-def _phi(x: ScoreInputs, scoring: ScoringSettings) -> tuple[list[float] | None, str]:
-    P = np.asarray(x.entail, dtype=np.float64)
-    n = P.shape[0]
-    if n > PHI_MAX_N:
-        return None, f"n = {n} > {PHI_MAX_N} samples: exact Shapley values not computed"
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            R = kernel_matrix(correlation_matrix(P), scoring.beta)
-            phi = shapley_values(R, "exact", psd_policy=scoring.psd_policy)
-    except (ValueError, np.linalg.LinAlgError) as exc:
-        return None, f"error: {exc}"
-    if np.isnan(phi).any():
-        return None, "Shapley values are NaN"
-    return [float(v) for v in phi], ""
-
-
-def _largest_cluster(x: ScoreInputs, scoring: ScoringSettings) -> int | None:
-    rule = cast(Literal["bidirectional", "non_contradiction"], scoring.cluster_rule)
-    if rule == "non_contradiction" and x.contradict is None:
-        return None
-    labels = baselines.semantic_clusters(x.entail, x.contradict if rule == "non_contradiction" else None, rule=rule)
-    sizes = np.bincount(labels)
-    members = np.flatnonzero(labels == int(np.argmax(sizes)))  # labels number clusters in order of appearance
-    if x.sample_logprobs is None or not x.has("sample_logprobs"):
-        return int(members[0])
-    agg = np.mean if scoring.se_aggregation == "mean" else np.sum
-    ll = metrics.round_scores(np.array([float(agg(x.sample_logprobs[i])) for i in members]))
-    return int(members[int(np.argmax(ll))])
-
-
-def _medoid(P: np.ndarray) -> int:
-    n = P.shape[0]
-    if n == 1:
-        return 0
-    W = (P + P.T) / 2.0
-    mean_to_others = (W.sum(axis=1) - np.diag(W)) / (n - 1)
-    return int(np.argmax(metrics.round_scores(mean_to_others)))
-
-
-def choose(x: ScoreInputs, scoring: ScoringSettings) -> tuple[dict[str, int | None], list[float] | None, str]:
-    """The sample each strategy of :data:`SAMPLE_STRATEGIES` picks for one question, and the exact Shapley values.
-
-    Returns ``(selected, phi, phi_note)``: ``selected`` maps strategy -> sample index (``None`` where it cannot
-    choose, e.g. without an entailment matrix); ``phi`` is the (n,) list of per-answer Shapley values (nats) of
-    the run's R, or ``None`` where they are not computed, ``phi_note`` then saying why (see the module
-    docstring); ``phi_note`` is empty when ``phi`` is computed.
-    """
-    n = 0 if x.samples is None else len(x.samples)
-    selected: dict[str, int | None] = dict.fromkeys(SAMPLE_STRATEGIES)
-    if n == 0:
-        return selected, None, "no samples"
-    selected["first"] = 0
-    if x.entail is None:
-        return selected, None, "no entailment matrix"
-    P = np.asarray(x.entail, dtype=np.float64)
-    selected["largest_cluster"] = _largest_cluster(x, scoring)
-    selected["medoid"] = _medoid(P)
-    phi, why = _phi(x, scoring)
-    if phi is not None:
-        selected["min_phi"] = int(np.argmin(metrics.round_scores(np.asarray(phi))))
-    return selected, phi, why
 
 
 def _greedy_correct(r: Mapping[str, Any]) -> bool | None:

@@ -1,10 +1,8 @@
 """Runs that fan out: a deterministic split of the questions into K shards, and the merge of the K run directories.
 
-* ``--shard I/K`` (``run`` and ``score-samples``; :attr:`shapley.pipeline.config.DataSettings.shard`) keeps the
-  questions, after ``--limit``, whose id falls in shard I (from 0) of K: :func:`shard_of`, a SHA-256 of the id
-  (not Python's salted ``hash``), so that every process, machine and Python version splits alike. Each shard
-  is its own resumable run directory; every score record keeps ``position``, the question's place in the
-  unsharded input, so that the merge restores the unsharded order.
+* ``--shard I/K`` keeps the questions of shard I of K (:mod:`shapley.pipeline.data.shards`). Each shard is its own
+  resumable run directory; every score record keeps ``position``, the question's place in the unsharded input,
+  so that the merge restores the unsharded order.
 * :func:`merge_runs` (``python -m shapley merge SHARD_DIR... --output DIR``) checks the shards, writes their
   union as one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
   ``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded
@@ -33,63 +31,31 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from shapley.pipeline.config import RunConfig, flag_of, parse_shard
+from shapley.pipeline.data.questions import shard_of
 from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.evaluate import metrics as evaluate
-from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader
-from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.pipeline.rundir.store import (
-    COMPUTE_KEYS,
-    CONFIG_FILE,
+from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
-    RunDir,
     atomic_write_bytes,
     encode_record,
-    lock_run_dir,
-    read_record,
-    repo_relative,
-    run_history,
     sha256_file,
     write_compact,
 )
-
-T = TypeVar("T")
+from shapley.pipeline.rundir.provenance import repo_relative
+from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader
+from shapley.pipeline.rundir.settings import REPO_ROOT
+from shapley.pipeline.rundir.store import COMPUTE_KEYS, CONFIG_FILE, RunDir, lock_run_dir, read_record, run_history
 
 MERGED_FROM = "merged_from"
 """Key of ``config.json``'s provenance listing the shards a merged run directory was made from."""
-
-
-def shard_of(qid: str, k: int) -> int:
-    """The shard (0..k-1) of question id ``qid``: the first 8 bytes of SHA-256(id, UTF-8), big-endian, mod k.
-
-    Examples:
-        >>> [shard_of(f"q{i}", 3) for i in range(8)]  # fixed: the split never changes between versions
-        [0, 1, 2, 1, 2, 0, 1, 1]
-        >>> shard_of("anything", 1)
-        0
-    """
-    if k < 1:
-        raise ValueError(f"the number of shards must be >= 1; got {k}")
-    digest = hashlib.sha256(str(qid).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % k
-
-
-def take_shard(items: Sequence[T], shard: str | None, key: Callable[[T], str]) -> list[tuple[int, T]]:
-    """``(position, item)`` for the items of ``shard`` (``"I/K"``; ``None``: all), ``position`` counted in
-    ``items`` (the questions after ``--limit``), order kept."""
-    pairs = list(enumerate(items))
-    if shard is None:
-        return pairs
-    i, k = parse_shard(shard)
-    return [(pos, it) for pos, it in pairs if shard_of(key(it), k) == i]
 
 
 # --------------------------------------------------------------------------------------------------

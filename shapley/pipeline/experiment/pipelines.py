@@ -22,58 +22,29 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from shapley.pipeline.config import RunConfig, ScoringSettings
-from shapley.pipeline.data import datasets as data
-from shapley.pipeline.data.samples import SampleItem, read_samples_file
+from shapley.pipeline.data.questions import Questions, run_questions, sample_questions
+from shapley.pipeline.data.samples import SampleItem
 from shapley.pipeline.evaluate import metrics as evaluate
-from shapley.pipeline.evaluate import selection
-from shapley.pipeline.experiment.merge import take_shard
 from shapley.pipeline.experiment.stages import (
-    LazyBackend,
-    LazyGenerator,
-    _note,
-    _record_batch_sizes,
-    compute_kind,
-    quiet_model_loading,
+    ENTAIL_CHUNK,
+    LazyModel,
+    entailment_model,
+    generation_model,
+    note,
     run_stage,
     scoring_fingerprint,
-    used_batch_size,
 )
+from shapley.pipeline.rundir.jsonl import CorruptRecordWarning, fingerprint, record_checksum, write_compact
 from shapley.pipeline.rundir.records import HIDDEN_KEY, Generation, HiddenStateReader, QARecord, save_hidden_states
-from shapley.pipeline.rundir.store import (
-    CorruptRecordWarning,
-    RunDir,
-    check_resumable,
-    fingerprint,
-    read_record,
-    record_checksum,
-    repo_relative,
-    sha256_file,
-    write_compact,
-)
+from shapley.pipeline.rundir.store import RunDir, check_resumable, read_record
 from shapley.pipeline.score import correctness
-from shapley.pipeline.score import scores as _score
-
-T = TypeVar("T")
-
-__all__ = [
-    "LazyBackend",
-    "LazyGenerator",
-    "compute_kind",
-    "entail_stage",
-    "hidden_states",
-    "quiet_model_loading",
-    "run_experiment",
-    "run_stage",
-    "score_record",
-    "score_samples",
-    "scoring_fingerprint",
-    "used_batch_size",
-]
+from shapley.pipeline.score import scores as score
+from shapley.pipeline.score.choice import choose
 
 # --------------------------------------------------------------------------------------------------
 # Shared stages
@@ -91,12 +62,12 @@ def _matrix_list(M: Any, n: int, what: str, qid: str) -> list[list[float]] | Non
 def entail_stage(
     run: RunDir,
     items: Sequence[tuple[str, str, list[str]]],
-    backend: LazyBackend,
+    backend: LazyModel,
     *,
-    chunk_size: int = 16,
     upstream: Callable[[str], str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Entailment matrices for ``items`` = (id, question, samples); stored in ``entailment.jsonl``.
+    """Entailment matrices for ``items`` = (id, question, samples); stored in ``entailment.jsonl``, in chunks of
+    ``--batch-size`` questions (default :data:`~shapley.pipeline.experiment.stages.ENTAIL_CHUNK`).
 
     ``upstream(id)``: the fingerprint of the inputs (default: of the question and its samples); a stored
     matrix computed from other inputs (or other entailment settings) is recomputed. The batch sizes used are
@@ -104,14 +75,10 @@ def entail_stage(
     with_question = run.config.entailment.with_question
     inputs = upstream or {qid: fingerprint([q, s]) for qid, q, s in items}.__getitem__
     settings = fingerprint(dataclasses.asdict(run.config.entailment))
-
-    def up(qid: str) -> str:
-        return fingerprint([inputs(qid), settings])
+    chunk_size = run.config.runtime.batch_size or ENTAIL_CHUNK
 
     def compute(chunk: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
-        if not backend.recorded:
-            run.record_fingerprint("entailment", backend.info())  # loads the backend if needed
-            backend.recorded = True
+        backend.record(run)  # loads the backend if needed
         results = backend.get().score([(q, s) for _, q, s in chunk], with_question=with_question)
         out = []
         for (qid, _, samples), r in zip(chunk, results, strict=True):
@@ -134,15 +101,14 @@ def entail_stage(
         key=lambda it: it[0],
         chunk_size=chunk_size,
         progress=run.config.runtime.progress,
-        upstream=lambda it: up(it[0]),
+        upstream=lambda it: fingerprint([inputs(it[0]), settings]),
     )
-    if backend.loaded:
-        _record_batch_sizes(run, "entailment", backend.get(), backend.batch_size, chunk_size)
+    backend.record_batch_sizes(run, "entailment", run.config.runtime.batch_size, chunk_size)
     return records
 
 
 def score_record(
-    x: _score.ScoreInputs,
+    x: score.ScoreInputs,
     answer: str,
     references: Sequence[str],
     scoring: ScoringSettings,
@@ -154,8 +120,9 @@ def score_record(
 
     Also stored: ``position`` (the question's place in the unsharded input, for ``merge``), each sample's
     correctness value ``sample_correctness``, the answers chosen by the selection strategies ``selected`` with
-    the exact Shapley values ``phi`` (or ``phi_note``: why not; :mod:`shapley.pipeline.evaluate.selection`) and
-    ``answer_source`` (what ``answer`` is: one of :data:`shapley.pipeline.evaluate.selection.ANSWER_SOURCES`).
+    the exact Shapley values ``phi`` (or ``phi_note``: why not; :mod:`shapley.pipeline.score.choice`) and
+    ``answer_source`` (what ``answer`` is: one of :data:`shapley.pipeline.score.choice.ANSWER_SOURCES`). The
+    methods and the choice share one :class:`~shapley.pipeline.score.scores.QuestionContext` (R is built once).
 
     Floating-point overflow (e.g. summing token log-probabilities of -1e308) gives +-inf without a numpy
     warning: a method that cannot use an infinite value skips the question and records why, and the metrics
@@ -164,9 +131,10 @@ def score_record(
     assert metric is not None, "the correctness metric is resolved before a run starts"
     value = float(correctness.similarity(answer, list(references), metric))
     per_sample = [float(correctness.similarity(s, list(references), metric)) for s in x.samples or []]
+    ctx = score.QuestionContext(x, scoring)
     with np.errstate(over="ignore"):
-        chosen, phi, phi_note = selection.choose(x, scoring)
-        qs = _score.score_question_detailed(x, methods=scoring.methods, options=scoring.options())
+        chosen, phi, phi_note = choose(ctx)
+        qs = score.score_question_detailed(ctx, scoring, methods=scoring.methods)
     return {
         "id": x.id,
         "answer": answer,
@@ -188,9 +156,9 @@ def score_record(
 def _score_stage(
     run: RunDir,
     ids: Sequence[str],
-    inputs: Callable[[str], tuple[_score.ScoreInputs, str, Sequence[str]]],
+    inputs: Callable[[str], tuple[score.ScoreInputs, str, Sequence[str]]],
     upstream: Callable[[str], str],
-    extra: Callable[[str], Mapping[str, Any]] = lambda qid: {},
+    extra: Callable[[str], Mapping[str, Any]],
 ) -> None:
     """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references),
     ``upstream(id)`` the fingerprint of those inputs (a stored score computed from others is recomputed),
@@ -219,7 +187,7 @@ def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any
     all)."""
     message = run.record_outputs(len(ids), input_questions=total)
     if message:
-        _note(message)
+        note(message)
     evaluate.write_run_outputs(run, list(ids), embeddings=embeddings or None)
     write_compact(run.path, ids)
 
@@ -232,18 +200,18 @@ def _sample_notes(items: Sequence[SampleItem], methods: Sequence[str]) -> None:
     extra = Counter(name for it in items for name in it.extra_fields)
     if extra:
         listed = ", ".join(f"{name!r} ({k} of {len(items)} lines)" for name, k in sorted(extra.items()))
-        _note(f"the input has field(s) that score-samples does not use, ignored: {listed}")
+        note(f"the input has field(s) that score-samples does not use, ignored: {listed}")
     if not any(it.sample_logprobs for it in items):
-        needs_lp = [m for m in methods if "sample_logprobs" in _score.METHODS[m].needs]
+        needs_lp = [m for m in methods if "sample_logprobs" in score.METHODS[m].needs]
         if needs_lp:
-            _note(f"no sample_logprobs in the input; skipping {', '.join(needs_lp)}")
+            note(f"no sample_logprobs in the input; skipping {', '.join(needs_lp)}")
     lens = sorted({len(it.samples) for it in items})
     if len(lens) > 1:
-        _note(f"questions have different numbers of samples {lens}; Shap grows with n, consider --n-samples")
+        note(f"questions have different numbers of samples {lens}; Shap grows with n, consider --n-samples")
 
 
-def _sample_inputs(item: SampleItem, ent: Mapping[str, Any]) -> _score.ScoreInputs:
-    return _score.ScoreInputs(
+def _sample_inputs(item: SampleItem, ent: Mapping[str, Any]) -> score.ScoreInputs:
+    return score.ScoreInputs(
         id=item.id,
         samples=item.samples,
         entail=ent["entail"],
@@ -268,43 +236,22 @@ def _item_fingerprint(item: SampleItem) -> str:
 def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Sequence[str] | None = None) -> Path:
     """Score answers generated elsewhere (``python -m shapley score-samples``); returns the run directory.
 
-    ``config.data.path`` is the input file (JSON lines, see :func:`shapley.pipeline.data.samples.read_samples_file`),
-    whose reference answers are read from ``config.data.reference_field``. The whole input is validated, and
-    for a new run the entailment backend loaded, before anything is written. The run's configuration stores
-    the input's path relative to the repository and its fingerprint. Stages: entailment -> scores -> metrics.
+    The input is ``config.data.path`` (:func:`shapley.pipeline.data.questions.sample_questions`). The whole input
+    is validated, and for a new run the entailment backend loaded, before anything is written. Stages:
+    entailment -> scores -> metrics.
     """
-    if config.command != "score-samples" or config.data.path is None:
-        raise ValueError("score_samples needs a 'score-samples' RunConfig whose data.path is the input file")
-    if config.data.reference_field is None:
-        raise ValueError("--reference-field must be given (references or answer)")
-    path = Path(config.data.path)
-    every = read_samples_file(
-        path, n_samples=config.data.n_samples, limit=config.data.limit, reference_field=config.data.reference_field
-    )
-    placed = take_shard(every, config.data.shard, key=lambda it: it.id)
-    items = [it for _, it in placed]
-    position = {it.id: pos for pos, it in placed}
-    config = config.replace(
-        data=dataclasses.replace(config.data, path=repo_relative(path), sha256=sha256_file(path), source="file"),
-        scoring=dataclasses.replace(config.scoring, correctness_metric=config.scoring.correctness_metric or "rougeL"),
-    )
+    config, items = sample_questions(config)
     _sample_notes(items, config.scoring.methods)
-    backend = LazyBackend(config.entailment, config.runtime, config.runtime.batch_size)
+    backend = entailment_model(config)
     if check_resumable(output, config) is None:
         backend.get()  # a backend that cannot load fails before the output directory exists
     with RunDir.open(output, config, argv=argv) as run:
         if backend.loaded:
-            run.record_fingerprint("entailment", backend.info())
-            backend.recorded = True
-        bs = config.runtime.batch_size
-        entail_stage(
-            run,
-            [(it.id, it.question, it.samples) for it in items],
-            backend,
-            chunk_size=16 if bs is None else max(1, bs // 2),
-        )
+            backend.record(run)
+        entail_stage(run, [(it.id, it.question, it.samples) for it in items], backend)
         ent = run.store("entailment").records
         by_id = {it.id: it for it in items}
+        position = items.position(lambda it: it.id)
         _score_stage(
             run,
             list(by_id),
@@ -316,7 +263,7 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
             },
         )
         emb = {it.id: it.embedding for it in items if it.embedding is not None}
-        _write_outputs(run, list(by_id), emb, len(every))
+        _write_outputs(run, list(by_id), emb, items.total)
         return run.path
 
 
@@ -324,64 +271,21 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
 # run
 
 
-def _check_encodable(records: Sequence[QARecord], dataset: str) -> None:
-    """Every question's text can be stored as UTF-8 (no lone surrogates); ValueError naming the question."""
-    for r in records:
-        try:
-            fingerprint(r.to_dict())
-        except UnicodeEncodeError as exc:
-            raise ValueError(
-                f"{dataset}: question {r.id!r} holds text that cannot be encoded as UTF-8 "
-                f"({exc.reason}: {exc.object[exc.start : exc.end]!r}); fix the data file"
-            ) from exc
-
-
-def _resolve_run(config: RunConfig) -> tuple[RunConfig, list[QARecord]]:
-    """Load and check the questions, and fill in what the configuration leaves to the data: the per-dataset
-    correctness metric, the local file (relative to the repository) and its fingerprint."""
-    d = config.data
-    source = "auto" if d.source == "file" else d.source
-    records = data.load_dataset(
-        d.dataset, limit=d.limit, n_shots=d.n_shots, seed=config.seed, source=source, path=d.path
-    )
-    if not records:
-        raise ValueError(f"dataset {d.dataset!r} gave no questions")
-    _check_encodable(records, d.dataset)
-    name = records[0].dataset or d.dataset
-    local = None if source == "online" else data.local_path(d.dataset, d.path)
-    sha = sha256_file(local) if local is not None and Path(local).is_file() else None
-    metric = config.scoring.correctness_metric or correctness.CORRECTNESS_FOR.get(name, "rougeL")
-    config = config.replace(
-        data=dataclasses.replace(
-            d,
-            dataset=name,
-            source=source if sha is None else "local",
-            path=None if local is None else repo_relative(local),
-            sha256=sha,
-        ),
-        scoring=dataclasses.replace(config.scoring, correctness_metric=metric),
-    )
-    return config, records
-
-
 def _store_questions(run: RunDir, records: Sequence[QARecord]) -> dict[str, str]:
     """Check the questions against the stored fingerprints and store the new ones; returns id -> fingerprint.
 
-    ``questions.jsonl`` keeps ids and fingerprints only (no dataset text); a run stored in the older layout
-    (whole questions) is checked against it and rewritten to the new one."""
+    ``questions.jsonl`` keeps ids and fingerprints only (no dataset text)."""
     fps = {r.id: fingerprint(r.to_dict()) for r in records}
     run.record["provenance"]["questions_sha256"] = fingerprint([r.to_dict() for r in records])
     run.save_config()
     qstore = run.store("questions")
     for qid, fp in fps.items():
         stored = qstore.records.get(qid)
-        if stored is not None and stored.get("sha256", fingerprint(stored)) != fp:
+        if stored is not None and stored.get("sha256") != fp:
             raise ValueError(
                 f"cannot resume {run.path}: question {qid!r} differs from the stored one "
                 "(the dataset or its prompt template changed)"
             )
-    if any("sha256" not in rec for rec in qstore.records.values()):  # the older layout, with dataset text
-        qstore.rewrite([{"id": k, "sha256": rec.get("sha256", fingerprint(rec))} for k, rec in qstore.records.items()])
     run_stage(
         qstore,
         "data",
@@ -418,12 +322,10 @@ def hidden_states(run: RunDir, ids: Sequence[str]) -> dict[str, list[float]]:
 
 
 def _generation_stage(
-    run: RunDir, records: Sequence[QARecord], generator: LazyGenerator, fps: Mapping[str, str]
+    run: RunDir, records: Sequence[QARecord], generator: LazyModel, fps: Mapping[str, str]
 ) -> dict[str, dict[str, Any]]:
     def compute(chunk: list[QARecord]) -> list[dict[str, Any]]:
-        if not generator.recorded:
-            run.record_fingerprint("model", generator.info())
-            generator.recorded = True
+        generator.record(run)
         gens = generator.get().generate(chunk)
         with_hidden = [g for g in gens if getattr(g, "hidden", None) is not None]
         refs = {}
@@ -447,57 +349,48 @@ def _generation_stage(
         progress=run.config.runtime.progress,
         upstream=lambda r: fps[r.id],
     )
-    if generator.loaded:
-        _record_batch_sizes(run, "generation", generator.get(), generator.config.batch_size, chunk_size)
+    generator.record_batch_sizes(run, "generation", run.config.runtime.batch_size, chunk_size)
     return gens
 
 
-def _recorded_generation_path(config: RunConfig, output: str | os.PathLike[str]) -> RunConfig:
-    """A resume decodes as its run did: the rows per batch and the prefix-cache setting recorded in its
-    ``config.json`` (an old run: no prefix cache) replace unset or default ones (an explicit
-    ``--no-prefix-cache`` is kept, and refused on a run recorded with the prefix cache)."""
-    stored = read_record(output) if Path(output).is_dir() else None
-    if stored is None or config.generation is None:
-        return config
-    recorded = RunConfig.from_stored(stored).generation
-    if recorded is None:
-        return config
-    rows = config.generation.rows_per_batch or recorded.rows_per_batch
-    # the default (on) follows the record; an explicit --no-prefix-cache is kept, so that a run recorded with the
-    # prefix cache refuses it, as it refuses a different --rows-per-batch
-    prefix = recorded.prefix_cache and config.generation.prefix_cache
-    gen = dataclasses.replace(config.generation, rows_per_batch=rows, prefix_cache=prefix)
-    return config.replace(generation=gen)
+def _generation_inputs(
+    gens: Mapping[str, Any], ent: Mapping[str, Any], records: Questions[QARecord]
+) -> Callable[[str], tuple[score.ScoreInputs, str, Sequence[str]]]:
+    """``inputs(id)`` of the score stage of a ``run``: a question's generation, entailment and references."""
+    references = {r.id: r.references for r in records}
+
+    def inputs(qid: str) -> tuple[score.ScoreInputs, str, Sequence[str]]:
+        g, e = gens[qid], ent[qid]
+        x = score.ScoreInputs.from_generation(
+            Generation.from_dict(g),
+            score.ScoreInputs(id=qid, entail=e["entail"], contradict=e["contradict"]),
+            embeddings=g.get("embedding"),
+        )
+        return x, g["answer"], references[qid]
+
+    return inputs
 
 
 def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: Sequence[str] | None = None) -> Path:
     """The whole experiment (``python -m shapley run``): data -> generate -> entail -> score -> metrics.
 
     Every stage is resumable (stage files in the run directory); models are loaded only when a stage has
-    pending questions, except for a new run, whose models are loaded before its directory is created. A
-    record is recomputed when the record it was computed from was redone (entailment from its generation,
-    scores from both). Returns the run directory.
+    pending questions, except for a new run, whose models are loaded before its directory is created (the
+    entailment model first, since it is the one that cannot load offline by default, DeBERTa). A resume and every
+    shard decode as the run began (``config.resume_from``: its recorded rows per batch and prefix cache); a new
+    run records the rows per batch its generator fixes. A record is recomputed when the record it was computed
+    from was redone (entailment from its generation, scores from both). Returns the run directory.
     """
     if config.command != "run":
         raise ValueError("run_experiment needs a 'run' RunConfig (with generation settings)")
-    config, all_records = _resolve_run(config)
-    placed = take_shard(all_records, config.data.shard, key=lambda r: r.id)
-    records = [r for _, r in placed]
-    position = {r.id: pos for pos, r in placed}
-    config = _recorded_generation_path(config, output)
-    generator = LazyGenerator(config)
-    bs = config.runtime.batch_size
-    backend = LazyBackend(config.entailment, config.runtime, None if bs is None else max(bs, 8))
-    if check_resumable(output, config) is None:
-        # models that cannot load fail before the output directory exists; the entailment model first, since
-        # it is the one that cannot load offline by default (DeBERTa), and the generator takes longer to load
+    config, records = run_questions(config)
+    config = config.resume_from(read_record(output))
+    backend, generator = entailment_model(config), generation_model(config)
+    if check_resumable(output, config) is None:  # models that cannot load fail before the directory exists
         backend.get()
-        loaded = generator.get()
-        rows_of = getattr(loaded, "batch_rows", None)
-        if config.generation is not None and config.generation.rows_per_batch is None and callable(rows_of):
-            generator.config.rows_per_batch = int(rows_of())  # a new run records its automatic size
-            gen_settings = dataclasses.replace(config.generation, rows_per_batch=generator.config.rows_per_batch)
-            config = config.replace(generation=gen_settings)
+        rows = generator.get().fix_rows()
+        assert config.generation is not None
+        config = config.replace(generation=dataclasses.replace(config.generation, rows_per_batch=rows))
     with RunDir.open(output, config, argv=argv) as run:
         fps = _store_questions(run, records)
         gens = _generation_stage(run, records, generator, fps)
@@ -505,28 +398,17 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             run,
             [(r.id, r.question, list(gens[r.id]["samples"])) for r in records],
             backend,
-            chunk_size=64 if bs is None else max(1, bs),
             upstream=lambda qid: record_checksum(gens[qid]),
         )
         ent = run.store("entailment").records
-        by_id = {r.id: r for r in records}
-
-        def inputs(qid: str) -> tuple[_score.ScoreInputs, str, Sequence[str]]:
-            g, e = gens[qid], ent[qid]
-            x = _score.ScoreInputs.from_generation(
-                Generation.from_dict(g),
-                _score.ScoreInputs(id=qid, entail=e["entail"], contradict=e["contradict"]),
-                embeddings=g.get("embedding"),
-            )
-            return x, g["answer"], by_id[qid].references
-
+        ids = [r.id for r in records]
+        position = records.position(lambda r: r.id)
         _score_stage(
             run,
-            list(by_id),
-            inputs,
+            ids,
+            _generation_inputs(gens, ent, records),
             lambda qid: fingerprint([record_checksum(gens[qid]), record_checksum(ent[qid]), fps[qid]]),
             lambda qid: {"position": position[qid]},
         )
-        emb = hidden_states(run, list(by_id))  # the judged answers' hidden states (ER)
-        _write_outputs(run, list(by_id), emb, len(all_records))
+        _write_outputs(run, ids, hidden_states(run, ids), records.total)  # hidden states: ER's embeddings
         return run.path

@@ -1,8 +1,8 @@
 """The stage runner and the lazily loaded models of the pipelines (:mod:`shapley.pipeline.experiment.pipelines`).
 
-:func:`run_stage` computes and stores, chunk by chunk, what a stage file does not hold yet; :class:`LazyBackend`
-and :class:`LazyGenerator` load their models on first use, so that a fully resumed run never loads one. Every
-public name is also importable from :mod:`shapley.pipeline.experiment.pipelines`.
+:func:`run_stage` computes and stores, chunk by chunk, what a stage file does not hold yet; a :class:`LazyModel`
+(:func:`entailment_model`, :func:`generation_model`) loads its model on first use, so that a fully resumed run
+never loads one, and records it in the run's provenance.
 """
 
 from __future__ import annotations
@@ -17,25 +17,23 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from shapley.pipeline.config import EntailmentSettings, RunConfig, RuntimeSettings, ScoringSettings
+from shapley.pipeline.config import RunConfig, ScoringSettings
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.generate import generator as generate
+from shapley.pipeline.rundir.jsonl import CHUNK_KEY, UPSTREAM_KEY, JsonlStore, StaleRecordWarning, fingerprint
 from shapley.pipeline.rundir.progress import tqdm
-from shapley.pipeline.rundir.store import (
-    CHUNK_KEY,
-    TEST_CALL_LOG_ENV,
-    TEST_SLEEP_ENV,
-    UPSTREAM_KEY,
-    JsonlStore,
-    RunDir,
-    StaleRecordWarning,
-    fingerprint,
-)
+from shapley.pipeline.rundir.store import TEST_CALL_LOG_ENV, TEST_SLEEP_ENV, RunDir
 
 T = TypeVar("T")
 
 
-def _note(message: str) -> None:
+ENTAIL_CHUNK = 16
+"""Questions whose entailment records are computed and stored together (one write) when no ``--batch-size`` is
+given (with one, that many); entailment passes are fixed per question, so the chunk never moves a number."""
+
+
+def note(message: str) -> None:
+    """Print ``message`` as a one-line note on stderr (the run directory keeps it too, where it says so)."""
     print(f"note: {message}", file=sys.stderr)
 
 
@@ -49,13 +47,8 @@ def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
 
 
 def _stale(store: JsonlStore, keys: Mapping[str, str]) -> list[str]:
-    """Ids whose stored record was computed from other inputs than ``keys[id]`` (records without the field,
-    written before it existed, are trusted)."""
-    return [
-        k
-        for k, up in keys.items()
-        if k in store and store.records[k].get(UPSTREAM_KEY, up) != up  # absent: an older record, trusted
-    ]
+    """Ids whose stored record was computed from other inputs than ``keys[id]`` (or does not say from which)."""
+    return [k for k, up in keys.items() if k in store and store.records[k].get(UPSTREAM_KEY) != up]
 
 
 def run_stage(
@@ -191,33 +184,46 @@ def scoring_fingerprint(scoring: ScoringSettings) -> str:
     return fingerprint(d)
 
 
-class LazyBackend:
-    """Loads the entailment backend on first use (a fully resumed run never loads it)."""
+class LazyModel:
+    """A model loaded on first use (a fully resumed run never loads one); :meth:`record` stores what it is in the
+    run's provenance under ``kind`` once per call, and :meth:`record_batch_sizes` the batch sizes it used."""
 
-    def __init__(self, settings: EntailmentSettings, runtime: RuntimeSettings, batch_size: int | None) -> None:
-        self.settings, self.runtime, self.batch_size = settings, runtime, batch_size
-        self._backend: Any = None
-        self.recorded = False
+    def __init__(self, kind: str, load: Callable[[], Any], info: Callable[[Any], dict[str, Any]], quiet: bool) -> None:
+        self.kind, self._load, self._info, self._quiet = kind, load, info, quiet
+        self._model: Any = None
+        self._recorded = False
 
     def get(self) -> Any:
-        if self._backend is None:
-            with quiet_model_loading(not self.runtime.progress):
-                self._backend = entail.load_backend(
-                    self.settings.backend,
-                    device=self.runtime.device,
-                    batch_size=self.batch_size,
-                    cache=self.runtime.entail_cache_arg(),
-                    progress=None if self.runtime.progress else False,
-                )
-        return self._backend
+        if self._model is None:
+            with quiet_model_loading(self._quiet):
+                self._model = self._load()
+        return self._model
 
     @property
     def loaded(self) -> bool:
-        return self._backend is not None
+        return self._model is not None
 
-    def info(self) -> dict[str, Any]:
-        b = self.get()
-        spec = self.settings.backend
+    def record(self, run: RunDir) -> None:
+        """Store the model's information in ``run``'s provenance (:meth:`RunDir.record_fingerprint`, which refuses
+        another model than a resumed run's), loading it if needed; once per call."""
+        if not self._recorded:
+            run.record_fingerprint(self.kind, self._info(self.get()))
+            self._recorded = True
+
+    def record_batch_sizes(self, run: RunDir, stage: str, configured: int | None, chunk: int) -> None:
+        """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted), if loaded."""
+        if self.loaded:
+            sizes = {"batch_size": used_batch_size(self.get(), configured), "chunk": chunk}
+            message = run.record_batch_sizes(stage, sizes)
+            if message:
+                note(message)
+
+
+def entailment_model(config: RunConfig) -> LazyModel:
+    """The run's entailment backend (:func:`shapley.pipeline.entail.backends.load_backend`), loaded on first use."""
+    spec, runtime = config.entailment.backend, config.runtime
+
+    def info(b: Any) -> dict[str, Any]:
         return {
             "spec": spec,
             "name": getattr(b, "name", spec),
@@ -227,43 +233,34 @@ class LazyBackend:
             **compute_kind(b),
         }
 
-
-class LazyGenerator:
-    """Builds the generator (and loads the model) on first use."""
-
-    def __init__(self, config: RunConfig) -> None:
-        assert config.generation is not None
-        g = config.generation
-        self.model = g.model
-        self.progress = config.runtime.progress
-        sampling = {k: v for k, v in dataclasses.asdict(g).items() if k != "model"}  # the same names
-        self.config = generate.GenerationConfig(
-            **sampling,
-            seed=config.seed,
-            batch_size=config.runtime.batch_size,
-            device=config.runtime.device,
-            progress=False,  # run_stage shows the bar
+    def load() -> Any:
+        return entail.load_backend(
+            spec,
+            device=runtime.device,
+            batch_size=runtime.batch_size,
+            cache=runtime.entail_cache_arg(),
+            progress=None if runtime.progress else False,
         )
-        self._gen: Any = None
-        self.recorded = False
 
-    def get(self) -> Any:
-        if self._gen is None:
-            with quiet_model_loading(not self.progress):
-                self._gen = generate.Generator(self.model, self.config)
-        return self._gen
-
-    @property
-    def loaded(self) -> bool:
-        return self._gen is not None
-
-    def info(self) -> dict[str, Any]:
-        gen = self.get()
-        return {"spec": self.model, "fingerprint": getattr(gen, "fingerprint", None), **compute_kind(gen)}
+    return LazyModel("entailment", load, info, quiet=not runtime.progress)
 
 
-def _record_batch_sizes(run: RunDir, stage: str, model: Any, configured: int | None, chunk: int) -> None:
-    """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted)."""
-    message = run.record_batch_sizes(stage, {"batch_size": used_batch_size(model, configured), "chunk": chunk})
-    if message:
-        _note(message)
+def generation_model(config: RunConfig) -> LazyModel:
+    """The run's generator (:class:`shapley.pipeline.generate.generator.Generator` on the run's generation
+    settings, seed and runtime), loaded on first use; ``run_stage`` shows the progress bar, not the generator."""
+    assert config.generation is not None
+    settings = dataclasses.asdict(config.generation)
+    gen_config = generate.GenerationConfig(
+        **settings,
+        seed=config.seed,
+        batch_size=config.runtime.batch_size,
+        device=config.runtime.device,
+        progress=False,
+    )
+
+    def info(gen: Any) -> dict[str, Any]:
+        return {"spec": gen_config.model, "fingerprint": getattr(gen, "fingerprint", None), **compute_kind(gen)}
+
+    return LazyModel(
+        "model", lambda: generate.Generator(gen_config.model, gen_config), info, quiet=not config.runtime.progress
+    )

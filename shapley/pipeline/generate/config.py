@@ -1,5 +1,6 @@
-"""Settings and pure helpers of the generation stage: :class:`GenerationConfig`, the self-evaluation prompts,
-the truncation rule (:func:`truncate_at_stop`, :class:`StopChecker`), per-row seeds and inverse-CDF sampling.
+"""The generator's configuration and pure helpers of the generation stage: :class:`GenerationConfig`, the
+self-evaluation prompts, the truncation rule (:func:`truncate_at_stop`, :class:`StopChecker`), per-row seeds and
+inverse-CDF sampling.
 
 See :mod:`shapley.pipeline.generate.generator` for what the stage computes."""
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from shapley.pipeline.config import GenerationSettings, setting
 from shapley.pipeline.rundir.records import QARecord
 
 #: least rows per decoding batch on a CPU when no size is set (a question's 1 + n_samples rows when more)
@@ -28,80 +30,51 @@ MEMORY_SHARE = 0.8
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class GenerationConfig:
-    """Settings of the generation stage.
+@dataclass(frozen=True)
+class GenerationConfig(GenerationSettings):
+    """The generator's configuration: a run's generation settings, inherited from
+    :class:`shapley.pipeline.config.GenerationSettings` (declared, defaulted and checked there; ``model`` is not
+    read here, since :class:`~shapley.pipeline.generate.generator.Generator` is given its model), and how this
+    process runs them.
 
-    ``temperature`` 0 means greedy sampling; ``top_k`` 0 and ``top_p`` 1 switch those filters off.
-    ``stop``: answers end at the first of these strings. ``batch_size``: rows (sequences) per decoding batch;
-    ``None`` = automatic (on a CPU 8, or a question's rows when more; from free memory on CUDA; see the module
-    docstring).
-    ``p_true`` / ``a4c``: also compute p(True) and the ask-for-confidence reply for the greedy answer.
-    ``hidden_state``: keep the greedy answer's last-token hidden state (for ER).
-    ``chat_template``: wrap prompts in the tokenizer's chat template (``None`` = when it has one). The
-    default, ``False``, feeds the raw few-shot template string, as the paper's Appendix B describes.
-    ``a4c_max_new_tokens``: length limit of the A4C reply. ``progress``: tqdm bar (``None`` = auto,
-    shown on a terminal only). ``device`` / ``dtype``: used when a spec (not a model) is loaded.
-    ``static_cache``: decode with a preallocated key-value cache (``None`` = on CUDA only, where it
-    saves the copy that a growing cache makes at every step; falls back to the growing cache for models
-    whose cache cannot be preallocated).
-    ``rows_per_batch``: the run's recorded rows per decoding batch; when set it wins over ``batch_size`` (the
-    runtime's choice), so that a resume and every shard decode with the size the run started with.
-    ``prefix_cache``: prefill the few-shot block a question's prompt shares with the rest of its dataset once
-    and reuse its key-value cache (see :mod:`shapley.pipeline.generate.prompts`); a recorded setting, because the
-    cached path moves log-probabilities by float round-off (about 1e-6 on a CPU in fp32).
+    ``n_samples`` may be 0 here (the greedy answer alone; a run samples at least one). ``seed``: the run's seed
+    (per-row seeds derive from it). ``batch_size`` and ``device``: the run's runtime settings (rows per decoding
+    batch when ``rows_per_batch`` is unset, ``None`` = automatic: on a CPU 8, or a question's rows when more; from
+    free memory on CUDA; the device the model is loaded on). ``progress``: the generator's own tqdm bar (``None`` =
+    auto, shown on a terminal only). ``stop``: answers end at the first of these strings. ``a4c_max_new_tokens``:
+    length limit of the A4C reply. ``hidden_state``: keep the greedy answer's last-token hidden state (for ER).
+    ``static_cache``: decode with a preallocated key-value cache (``None`` = on CUDA only, where it saves the copy
+    that a growing cache makes at every step; falls back to the growing cache for models whose cache cannot be
+    preallocated).
     """
 
-    n_samples: int = 10
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 32
+    n_samples: int = setting(10, "sampled answers per question (0: the greedy answer alone)", low=0, high=1000)
     seed: int = 0
-    stop: tuple[str, ...] = ("\n",)
     batch_size: int | None = None
-    p_true: bool = True
-    a4c: bool = True
     device: str | None = None
-    dtype: str | None = None
-    chat_template: bool | None = False
-    a4c_max_new_tokens: int = 10
     progress: bool | None = None
+    stop: tuple[str, ...] = ("\n",)
+    a4c_max_new_tokens: int = 10
     hidden_state: bool = True
     static_cache: bool | None = None
-    rows_per_batch: int | None = None
-    prefix_cache: bool = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.stop, str):
-            raise ValueError(f"stop must be a tuple of strings such as ('\\n',), not the string {self.stop!r}")
-        self.stop = tuple(self.stop)
-        if not all(isinstance(s, str) and s for s in self.stop):
-            raise ValueError(f"stop strings must be non-empty strings, got {self.stop!r}")
+        super().__post_init__()
+        if isinstance(self.stop, str) or not all(isinstance(x, str) and x for x in self.stop):
+            raise ValueError(f"stop must be a tuple of non-empty strings such as ('\\n',); got {self.stop!r}")
+        object.__setattr__(self, "stop", tuple(self.stop))
         checks = [
-            (isinstance(self.n_samples, int) and self.n_samples >= 0, "n_samples must be an integer >= 0"),
-            (self.temperature >= 0 and np.isfinite(self.temperature), "temperature must be finite and >= 0"),
-            (0 < self.top_p <= 1, "top_p must be in (0, 1]"),
-            (isinstance(self.top_k, int) and self.top_k >= 0, "top_k must be an integer >= 0 (0 = off)"),
-            (isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1, "max_new_tokens must be >= 1"),
-            (
-                self.batch_size is None or (isinstance(self.batch_size, int) and self.batch_size >= 1),
-                "batch_size must be None (automatic) or an integer >= 1",
-            ),
-            (
-                self.rows_per_batch is None or (isinstance(self.rows_per_batch, int) and self.rows_per_batch >= 1),
-                "rows_per_batch must be None or an integer >= 1",
-            ),
-            (isinstance(self.prefix_cache, bool), "prefix_cache must be True or False"),
-            (
-                isinstance(self.a4c_max_new_tokens, int) and self.a4c_max_new_tokens >= 1,
-                "a4c_max_new_tokens must be >= 1",
-            ),
-            (isinstance(self.seed, int), "seed must be an integer"),
+            (self.batch_size is None or (_whole(self.batch_size) and self.batch_size >= 1), "batch_size must be >= 1"),
+            (_whole(self.a4c_max_new_tokens) and self.a4c_max_new_tokens >= 1, "a4c_max_new_tokens must be >= 1"),
+            (_whole(self.seed), "seed must be an integer"),
         ]
         for ok, msg in checks:
             if not ok:
                 raise ValueError(f"{msg}; got {self!r}")
+
+
+def _whole(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _fallback_prompt(record: QARecord) -> str:

@@ -200,6 +200,7 @@ class Decoder:
         self.head: torch.nn.Module | None = head if isinstance(head, torch.nn.Module) else None
         self._tables: tuple[StopChecker, torch.Tensor, torch.Tensor] | None = None
         self._row_cap: int | None = None
+        self._fixed_rows: int | None = None
 
     def _collect_eos_ids(self) -> set[int]:
         ids: set[int] = set()
@@ -251,13 +252,20 @@ class Decoder:
             self._tables = (checker, eos.to(self.device), torch.from_numpy(checker.table).to(self.device))
         return self._tables
 
+    def fix_rows(self) -> int:
+        """Fix the rows per decoding batch at what :meth:`batch_rows` chooses now, for every later batch (a new run
+        records it as ``generation.rows_per_batch``, so that a resume and every shard decode alike); returns it."""
+        self._fixed_rows = self.batch_rows()
+        return self._fixed_rows
+
     def batch_rows(self, context_tokens: int | None = None) -> int:
-        """Rows per decoding batch: ``config.rows_per_batch`` (a run's recorded size), else ``config.batch_size``,
-        else on a CPU 8 or a question's ``1 + n_samples`` rows if more, else what the key-value cache of
-        ``context_tokens`` tokens per row (default: 512 + max_new_tokens) fits in the free device memory; never more
-        than a size that ran out of memory before."""
-        if self.config.rows_per_batch is not None:
-            rows = self.config.rows_per_batch
+        """Rows per decoding batch: ``config.rows_per_batch`` (a run's recorded size) or the size fixed by
+        :meth:`fix_rows`, else ``config.batch_size``, else on a CPU 8 or a question's ``1 + n_samples`` rows if
+        more, else what the key-value cache of ``context_tokens`` tokens per row (default: 512 + max_new_tokens)
+        fits in the free device memory; never more than a size that ran out of memory before."""
+        fixed = self.config.rows_per_batch or self._fixed_rows
+        if fixed is not None:
+            rows = fixed
         elif self.config.batch_size is not None:
             rows = self.config.batch_size
         elif self.device.type != "cuda":  # a question's rows in one batch: its cache is copied once

@@ -147,6 +147,11 @@ class Generator:
         """Rows per decoding batch (see :meth:`~shapley.pipeline.generate.decode.Decoder.batch_rows`)."""
         return self.decoder.batch_rows(context_tokens)
 
+    def fix_rows(self) -> int:
+        """Fix the rows per decoding batch for every later batch and return them (see
+        :meth:`~shapley.pipeline.generate.decode.Decoder.fix_rows`)."""
+        return self.decoder.fix_rows()
+
     def questions_per_batch(self, records: Sequence[QARecord] | None = None) -> int:
         """Questions whose ``1 + n_samples`` rows fit one decoding batch (at least 1)."""
         return self.decoder.questions_per_batch(records)

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shapley.pipeline.rundir.store import (
+from shapley.pipeline.rundir.jsonl import (
     COMPACT_FILE,
     COMPACT_STAGES,
     STAGE_FILES,
@@ -43,10 +43,10 @@ from shapley.pipeline.rundir.store import (
     canonical_json,
     fingerprint,
     read_compact,
-    read_config,
     read_json_file,
     sha256_file,
 )
+from shapley.pipeline.rundir.store import read_config
 
 DERIVED_FILE = "derived.json"
 SCHEMA = 1

@@ -7,8 +7,7 @@ A run is a directory::
     questions.jsonl    run only: one record per question: its id and ``sha256``, the fingerprint of the question
                        as the data module builds it (question, references, prompt, context). No dataset text:
                        the questions are rebuilt from the data file (whose fingerprint is ``config.data.sha256``)
-                       on every call. Older runs stored the whole question here; they are still read, and
-                       rewritten to ids and fingerprints when resumed.
+                       on every call.
     generations.jsonl  run only: one Generation per question (samples, token log-probs, p(True), A4C reply)
     entailment.jsonl   one record per question: n, entail (n x n nested lists), contradict (or null)
     scores.jsonl       one record per question: correctness, scores {method: float}, skipped {method: reason},
@@ -41,8 +40,7 @@ Storage guarantees (:class:`JsonlStore`):
   the same composition, and a resumed run equals an uninterrupted one.
 * Records that depend on another stage carry the fingerprint of their inputs (``upstream_sha256``, e.g. the
   checksum of the generation record an entailment record was computed from). A stored record whose inputs
-  changed (an upstream record was redone) is recomputed. Records written before this field existed are
-  trusted.
+  changed (an upstream record was redone) is recomputed, and so is one that does not say from what.
 
 Test hooks (read from the environment, for the resumption tests only; unset in normal use):
 
@@ -65,79 +63,13 @@ from typing import Any
 
 from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig, flag_of
 from shapley.pipeline.rundir.jsonl import (
-    CHECKSUM_KEY,
-    CHUNK_KEY,
-    COMPACT_FILE,
-    COMPACT_STAGES,
     STAGE_FILES,
-    TEXT_FIELDS,
-    UPSTREAM_KEY,
-    CorruptRecordWarning,
     JsonlStore,
-    StaleRecordWarning,
-    atomic_write_bytes,
     atomic_write_text,
     canonical_json,
-    encode_record,
-    fingerprint,
-    read_compact,
     read_json_file,
-    record_checksum,
-    sha256_file,
-    write_compact,
 )
-from shapley.pipeline.rundir.provenance import (
-    SOURCE_PATHS,
-    VERSIONED_PACKAGES,
-    device_info,
-    git_info,
-    package_versions,
-    provenance,
-    repo_relative,
-)
-
-__all__ = [
-    "CHECKSUM_KEY",
-    "CHUNK_KEY",
-    "COMPACT_FILE",
-    "COMPACT_STAGES",
-    "COMPUTE_KEYS",
-    "CONFIG_FILE",
-    "LOCK_FILE",
-    "REQUIRED_FIELDS",
-    "SOURCE_PATHS",
-    "STAGE_FILES",
-    "TEST_CALL_LOG_ENV",
-    "TEST_SLEEP_ENV",
-    "TEXT_FIELDS",
-    "UPSTREAM_KEY",
-    "VERSIONED_PACKAGES",
-    "CorruptRecordWarning",
-    "JsonlStore",
-    "RunDir",
-    "RunHistory",
-    "StaleRecordWarning",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "canonical_json",
-    "check_resumable",
-    "device_info",
-    "encode_record",
-    "fingerprint",
-    "git_info",
-    "package_versions",
-    "provenance",
-    "read_compact",
-    "read_json_file",
-    "read_config",
-    "read_record",
-    "record_checksum",
-    "repo_relative",
-    "run_history",
-    "sha256_file",
-    "stored_nothing",
-    "write_compact",
-]
+from shapley.pipeline.rundir.provenance import device_info, provenance
 
 CONFIG_FILE = "config.json"
 LOCK_FILE = ".lock"
@@ -215,21 +147,18 @@ class RunHistory:
 def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
     """The recorded command lines and commits of a run directory (or of its parsed ``config.json``).
 
-    Reads every schema (schema 1 recorded the first invocation's git state in ``provenance`` only). A merged run
-    (``provenance.merged_from``, :mod:`shapley.pipeline.experiment.merge`) also counts the commits and dirty flags
-    of every shard's invocations (each entry's ``commits`` and ``dirty``), so that it is flagged as any run would be.
+    A merged run (``provenance.merged_from``, :mod:`shapley.pipeline.experiment.merge`) also counts the commits and
+    dirty flags of every shard's invocations (each entry's ``commits`` and ``dirty``), so that it is flagged as any
+    run would be.
     """
     rec = run if isinstance(run, Mapping) else read_record(run)
     if rec is None:
         raise FileNotFoundError(f"{run} is not a run directory (no {CONFIG_FILE})")
     prov = rec.get("provenance") or {}
-    invocations = list(rec.get("invocations") or [])
-    if not invocations:
-        invocations = [{"command_line": prov.get("command_line", ""), "git": prov.get("git")}]
     commands, commits, dirty = [], [], []
-    for k, inv in enumerate(invocations):
+    for inv in rec.get("invocations") or []:
         commands.append(str(inv.get("command_line", "")))
-        git = inv.get("git") or (prov.get("git") if k == 0 else None) or {}
+        git = inv.get("git") or {}
         if git.get("commit") and git["commit"] not in commits:
             commits.append(git["commit"])
         dirty.append(git.get("dirty"))
@@ -327,10 +256,7 @@ def _invocation_record(stored: Mapping[str, Any] | None, config: RunConfig, argv
     record = dict(stored)
     old = RunConfig.from_stored(stored).flat()
     changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
-    if record.get("schema", 1) != CONFIG_SCHEMA:
-        invocation["migrated_from_schema"] = record.get("schema", 1)
-        record.pop("settings", None)
-    record.update(schema=CONFIG_SCHEMA, config=config.to_dict())
+    record["config"] = config.to_dict()
     record.setdefault("invocations", [])
     record["invocations"].append(
         {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}

@@ -23,7 +23,8 @@ Methods (short names of the paper's tables; Table 3's ``SU`` is :data:`"SE"` her
 
 * ``Shap``: the paper's Shapley uncertainty = ``shapley.shapley_uncertainty(P, beta)`` (one log-det by
   the efficiency identity). Real entailment matrices can make R non-PSD, so the pipeline's default
-  ``psd_policy`` is :data:`DEFAULT_PSD_POLICY` (``"nearest"``: Higham's nearest correlation matrix); each
+  ``psd_policy`` (:class:`shapley.pipeline.config.ScoringSettings`) is ``"nearest"`` (Higham's nearest
+  correlation matrix); each
   question records ``shap_psd_repaired`` and ``shap_min_eig`` (minimum eigenvalue of R before repair) in
   its diagnostics, so repaired questions can be counted or excluded later.
 * ``Shap_sum`` (opt-in, n <= :data:`SHAP_SUM_MAX_N`): the explicit sum of the exact Shapley values;
@@ -46,13 +47,13 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import baselines
-from shapley.core.entropy import shapley_uncertainty, shapley_values
+from shapley.core.entropy import gaussian_entropy, shapley_values
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import is_psd, min_eigenvalue
 
@@ -70,19 +71,11 @@ INPUT_NAMES: tuple[str, ...] = (
     "embeddings",
 )
 
-DEFAULT_PSD_POLICY = "nearest"
-"""PSD policy of the pipeline for ``Shap``: real entailment matrices can make R indefinite (see
-:mod:`shapley.core.psd`); ``"nearest"`` repairs R minimally and the event is recorded per question."""
-
 SHAP_SUM_MAX_N = 12
 """Largest n for ``Shap_sum`` (2**n subset entropies per question)."""
 
-CLUSTER_RULE = "bidirectional"
 CLUSTER_THRESHOLD = 0.5
-SE_AGGREGATION = "mean"
-"""How ``SE`` turns a sample's token log-probs into its log-likelihood: ``"mean"`` (the default:
-length-normalised, as in the released code of Kuhn et al. 2023 and Farquhar et al. 2024, which keeps long
-samples from vanishing from the cluster masses) or ``"sum"`` (the plain sequence log-probability)."""
+"""Entailment probability above which two samples share a semantic cluster (SE, DSE, NumSet)."""
 SE_AGGREGATIONS = ("sum", "mean")
 
 
@@ -176,24 +169,23 @@ class ScoreInputs:
         return [k for k in needs if not self.has(k)]
 
 
-@dataclass(frozen=True)
-class ScoreOptions:
-    """Settings of the methods (everything that changes a number); the scoring functions take one of these.
+class MethodSettings(Protocol):
+    """What the methods read of the run's scoring settings: a
+    :class:`shapley.pipeline.config.ScoringSettings`, where each is declared (default, choices) and checked.
 
-    ``beta``: the kernel scale of ``Shap``; ``psd_policy``: what ``Shap`` does with a non-PSD R;
-    ``cluster_rule`` / ``cluster_threshold``: semantic clustering for SE, DSE, NumSet; ``se_aggregation``: a
-    sample's log-likelihood for SE (``"mean"`` or ``"sum"`` of its token log-probs).
+    ``beta``: the kernel scale of ``Shap``; ``psd_policy``: what ``Shap`` does with a non-PSD R; ``cluster_rule``:
+    semantic clustering for SE, DSE, NumSet; ``se_aggregation``: a sample's log-likelihood for SE (``"mean"`` or
+    ``"sum"`` of its token log-probs).
     """
 
-    beta: float = 0.5
-    psd_policy: str = DEFAULT_PSD_POLICY
-    cluster_rule: str = CLUSTER_RULE
-    cluster_threshold: float = CLUSTER_THRESHOLD
-    se_aggregation: str = SE_AGGREGATION
-
-    def __post_init__(self) -> None:
-        if self.se_aggregation not in SE_AGGREGATIONS:
-            raise ValueError(f"se_aggregation must be one of {SE_AGGREGATIONS}; got {self.se_aggregation!r}")
+    @property
+    def beta(self) -> float: ...
+    @property
+    def psd_policy(self) -> str: ...
+    @property
+    def cluster_rule(self) -> str: ...
+    @property
+    def se_aggregation(self) -> str: ...
 
 
 def _req(value: T | None) -> T:
@@ -202,16 +194,24 @@ def _req(value: T | None) -> T:
     return value
 
 
-class _Context:
-    """Per-question cache of quantities shared by several methods."""
+class QuestionContext:
+    """One question's inputs and the quantities several methods (and the answer choice,
+    :mod:`shapley.pipeline.score.choice`) share, each computed once: ``W = (P + P^T) / 2``, the kernel matrix
+    ``R`` of the run's beta, the semantic clusters and the samples' log-likelihoods."""
 
-    def __init__(self, x: ScoreInputs, opts: ScoreOptions) -> None:
+    def __init__(self, x: ScoreInputs, settings: MethodSettings) -> None:
         self.x = x
-        self.opts = opts
+        self.opts = settings
 
     @cached_property
     def W(self) -> NDArray[np.float64]:
+        """The symmetrised entailment matrix C (paper eq. 4), (n, n)."""
         return np.asarray(correlation_matrix(_req(self.x.entail)))
+
+    @cached_property
+    def R(self) -> NDArray[np.float64]:
+        """The kernel matrix of the run's beta (paper eq. 5), (n, n); built once per question."""
+        return np.asarray(kernel_matrix(self.W, self.opts.beta))
 
     @cached_property
     def clusters(self) -> NDArray[np.int64]:
@@ -221,7 +221,7 @@ class _Context:
                 self.x.entail,
                 contradict,
                 rule=cast(Literal["bidirectional", "non_contradiction"], self.opts.cluster_rule),
-                threshold=self.opts.cluster_threshold,
+                threshold=CLUSTER_THRESHOLD,
             )
         )
 
@@ -233,7 +233,7 @@ class _Context:
 
     @cached_property
     def se_log_likelihoods(self) -> NDArray[np.float64]:
-        """Log-likelihoods used by ``SE``: sums or per-token means (``ScoreOptions.se_aggregation``)."""
+        """Log-likelihoods used by ``SE``: sums or per-token means (``se_aggregation``)."""
         assert self.x.sample_logprobs is not None
         if self.opts.se_aggregation == "mean":
             return np.array([float(np.mean(t)) for t in self.x.sample_logprobs])
@@ -249,29 +249,29 @@ class MethodSpec:
     """One uncertainty method: ``func(ctx) -> float`` (higher = more uncertain) and the inputs it needs."""
 
     name: str
-    func: Callable[[_Context], float] | None
+    func: Callable[[QuestionContext], float] | None
     needs: tuple[str, ...]
     description: str
     per_question: bool = True
 
 
-def _shap(c: _Context) -> float:
+def _shap(c: QuestionContext) -> float:
+    """``shapley_uncertainty(P, beta)``: the entropy of N(0, R), one log-det by efficiency."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # PSD repairs are recorded in the diagnostics
-        return float(shapley_uncertainty(_req(c.x.entail), c.opts.beta, psd_policy=c.opts.psd_policy))
+        return float(gaussian_entropy(c.R, psd_policy=c.opts.psd_policy))
 
 
-def _shap_sum(c: _Context) -> float:
-    n = c.W.shape[0]
+def _shap_sum(c: QuestionContext) -> float:
+    n = c.R.shape[0]
     if n > SHAP_SUM_MAX_N:
         raise ValueError(f"Shap_sum enumerates 2**n subsets; n = {n} > {SHAP_SUM_MAX_N}")
-    R = kernel_matrix(c.W, c.opts.beta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return float(np.sum(shapley_values(R, "exact", psd_policy=c.opts.psd_policy)))
+        return float(np.sum(shapley_values(c.R, "exact", psd_policy=c.opts.psd_policy)))
 
 
-def _spec(name: str, func: Callable[[_Context], float], needs: Sequence[str], description: str) -> MethodSpec:
+def _spec(name: str, func: Callable[[QuestionContext], float], needs: Sequence[str], description: str) -> MethodSpec:
     return MethodSpec(name, func, tuple(needs), description)
 
 
@@ -396,33 +396,36 @@ class QuestionScores:
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
 
-def shap_diagnostics(P: ArrayLike, beta: float, psd_policy: str) -> dict[str, Any]:
-    """Whether R(beta) built from P is PSD and whether ``psd_policy`` would repair it.
+def psd_diagnostics(R: NDArray[np.float64], psd_policy: str) -> dict[str, Any]:
+    """Whether the kernel matrix R is PSD and whether ``psd_policy`` would repair it.
 
     Returns ``{"shap_psd": bool, "shap_psd_repaired": bool, "shap_min_eig": float}``.
     """
-    R = kernel_matrix(correlation_matrix(P), beta)
     lam = float(min_eigenvalue(R))
     psd = bool(is_psd(R))
     return {"shap_psd": psd, "shap_psd_repaired": (not psd) and psd_policy != "raise", "shap_min_eig": lam}
 
 
 def score_question_detailed(
-    inputs: ScoreInputs | Mapping[str, Any],
+    question: ScoreInputs | QuestionContext | Mapping[str, Any],
+    settings: MethodSettings,
     *,
     methods: Iterable[str] | None = None,
-    options: ScoreOptions | None = None,
 ) -> QuestionScores:
-    """Run every requested per-question method on one question.
+    """Run every requested per-question method on one question (its inputs, or their :class:`QuestionContext`
+    when the caller shares it, e.g. with :func:`shapley.pipeline.score.choice.choose`).
 
     A method is skipped (reason in ``.skipped``) when an input it needs is missing, when it raises a
     ``ValueError``/``ArithmeticError``/``LinAlgError`` (e.g. ``psd_policy="raise"`` on a non-PSD R), or when
     it returns NaN. ``+-inf`` is kept (a valid ranking value, e.g. ``Shap`` of a singular R). ``ER`` is
     never computed here (see :func:`embedding_regression_scores`).
     """
-    x = inputs if isinstance(inputs, ScoreInputs) else ScoreInputs.from_dict(inputs)
-    opts = options if options is not None else ScoreOptions()
-    ctx = _Context(x, opts)
+    if isinstance(question, QuestionContext):
+        ctx = question
+    else:
+        x = question if isinstance(question, ScoreInputs) else ScoreInputs.from_dict(question)
+        ctx = QuestionContext(x, settings)
+    x = ctx.x
     out = QuestionScores(id=x.id)
     if x.samples is not None:
         out.diagnostics["n_samples"] = len(x.samples)
@@ -430,7 +433,7 @@ def score_question_detailed(
     names = resolve_methods(methods)
     if x.has("entail") and any(METHODS[m].per_question and "entail" in METHODS[m].needs for m in names):
         try:
-            out.diagnostics.update(shap_diagnostics(_req(x.entail), opts.beta, opts.psd_policy))
+            out.diagnostics.update(psd_diagnostics(ctx.R, settings.psd_policy))
         except (ValueError, np.linalg.LinAlgError) as exc:
             out.diagnostics["shap_error"] = str(exc)
     for name in names:
@@ -457,52 +460,37 @@ def score_question_detailed(
 
 
 def score_question(
-    inputs: ScoreInputs | Mapping[str, Any],
+    question: ScoreInputs | QuestionContext | Mapping[str, Any],
+    settings: MethodSettings,
     *,
     methods: Iterable[str] | None = None,
-    options: ScoreOptions | None = None,
 ) -> dict[str, float]:
     """Scores (method -> float, higher = more uncertain) of the methods that could be computed.
 
     See :func:`score_question_detailed` for the skipped methods' reasons and the PSD diagnostics.
     """
-    return score_question_detailed(inputs, methods=methods, options=options).scores
-
-
-def score_many(
-    inputs: Iterable[ScoreInputs | Mapping[str, Any]],
-    *,
-    methods: Iterable[str] | None = None,
-    options: ScoreOptions | None = None,
-    progress: bool = False,
-) -> list[QuestionScores]:
-    """:func:`score_question_detailed` for each question, in order (optional tqdm progress bar)."""
-    names = resolve_methods(methods)
-    items: Iterable[Any] = inputs
-    if progress:
-        from shapley.pipeline.rundir.progress import tqdm
-
-        items = tqdm(list(inputs), desc="score", unit="q")
-    return [score_question_detailed(x, methods=names, options=options) for x in items]
+    return score_question_detailed(question, settings, methods=methods).scores
 
 
 # --------------------------------------------------------------------------------------------------
 # Beta sweep (Table 5) and embedding regression
 
 
-def beta_sweep(P: ArrayLike, betas: Sequence[float], *, psd_policy: str = DEFAULT_PSD_POLICY) -> list[dict[str, Any]]:
+def beta_sweep(P: ArrayLike, betas: Sequence[float], *, psd_policy: str) -> list[dict[str, Any]]:
     """``Shap`` of one entailment matrix for each beta, recording whether R(beta) is PSD.
 
     Returns one dict per beta: ``beta``, ``Shap`` (NaN when ``psd_policy="raise"`` and R is not PSD),
     ``psd`` (R(beta) PSD before any repair), ``min_eig`` (its minimum eigenvalue) and ``repaired``.
     """
+    C = correlation_matrix(P)
     out = []
     for b in betas:
-        d = shap_diagnostics(P, float(b), psd_policy)
+        R = kernel_matrix(C, float(b))
+        d = psd_diagnostics(R, psd_policy)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                value = float(shapley_uncertainty(P, float(b), psd_policy=psd_policy))
+                value = float(gaussian_entropy(R, psd_policy=psd_policy))
         except ValueError:
             value = math.nan
         out.append(

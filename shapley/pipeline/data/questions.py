@@ -1,0 +1,122 @@
+"""The questions a run covers: its data settings' questions under ``--limit`` and ``--shard``, checked, and the
+data settings resolved from them (:func:`run_questions` for ``run``, :func:`sample_questions` for
+``score-samples``).
+
+``--shard I/K`` (:attr:`shapley.pipeline.config.DataSettings.shard`) keeps the questions, after ``--limit``, whose
+id falls in shard I (from 0) of K: :func:`shard_of`, a SHA-256 of the id (not Python's salted ``hash``), so that
+every process, machine and Python version splits alike. Each shard is its own resumable run directory; every
+question keeps its position in the unsharded input, so that ``python -m shapley merge``
+(:mod:`shapley.pipeline.experiment.merge`) restores the unsharded order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from shapley.pipeline.config import RunConfig, parse_shard
+from shapley.pipeline.data import datasets
+from shapley.pipeline.data.samples import SampleItem, read_samples_file
+from shapley.pipeline.rundir.jsonl import fingerprint, sha256_file
+from shapley.pipeline.rundir.provenance import repo_relative
+from shapley.pipeline.rundir.records import QARecord
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Questions(Sequence[T]):
+    """The questions one call covers, in input order, each with its position in the unsharded input (after
+    ``--limit``), and how many that input holds (``total``; ``merge`` checks that the shards hold them all)."""
+
+    placed: list[tuple[int, T]]
+    total: int
+
+    def __getitem__(self, i: int) -> T:  # type: ignore[override]
+        return self.placed[i][1]
+
+    def __len__(self) -> int:
+        return len(self.placed)
+
+    def position(self, key: Callable[[T], str]) -> dict[str, int]:
+        """Question id (``key``) -> position in the unsharded input."""
+        return {key(it): pos for pos, it in self.placed}
+
+
+def run_questions(config: RunConfig) -> tuple[RunConfig, Questions[QARecord]]:
+    """The questions of a ``run`` and its configuration with what it leaves to the data filled in: the dataset's
+    name, the local file (relative to the repository) and its fingerprint, and the per-dataset correctness
+    metric. ``ValueError`` for a dataset without questions or a question that cannot be stored as UTF-8."""
+    d = config.data
+    source = "auto" if d.source == "file" else d.source
+    records = datasets.load_dataset(
+        d.dataset, limit=d.limit, n_shots=d.n_shots, seed=config.seed, source=source, path=d.path
+    )
+    if not records:
+        raise ValueError(f"dataset {d.dataset!r} gave no questions")
+    for r in records:
+        try:
+            fingerprint(r.to_dict())
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{d.dataset}: question {r.id!r} holds text that cannot be encoded as UTF-8 "
+                f"({exc.reason}: {exc.object[exc.start : exc.end]!r}); fix the data file"
+            ) from exc
+    name = records[0].dataset or d.dataset
+    local = None if source == "online" else datasets.local_path(d.dataset, d.path)
+    sha = sha256_file(local) if local is not None and Path(local).is_file() else None
+    data = dataclasses.replace(
+        d,
+        dataset=name,
+        source=source if sha is None else "local",
+        path=None if local is None else repo_relative(local),
+        sha256=sha,
+    )
+    config = config.replace(data=data, scoring=config.scoring.for_dataset(name))
+    return config, Questions(take_shard(records, d.shard, key=lambda r: r.id), len(records))
+
+
+def sample_questions(config: RunConfig) -> tuple[RunConfig, Questions[SampleItem]]:
+    """The questions of a ``score-samples`` run, read from its input file (``config.data.path``, JSON lines, see
+    :func:`shapley.pipeline.data.samples.read_samples_file`), and its configuration with the input's path
+    (relative to the repository) and fingerprint filled in, and the model label and correctness metric the
+    input leaves open (``external``, Rouge-L)."""
+    d = config.data
+    if config.command != "score-samples" or d.path is None:
+        raise ValueError("score_samples needs a 'score-samples' RunConfig whose data.path is the input file")
+    path = Path(d.path)
+    every = read_samples_file(path, n_samples=d.n_samples, limit=d.limit, reference_field=d.reference_field)
+    data = dataclasses.replace(
+        d, path=repo_relative(path), sha256=sha256_file(path), source="file", model_label=d.model_label or "external"
+    )
+    metric = config.scoring.correctness_metric or "rougeL"
+    config = config.replace(data=data, scoring=dataclasses.replace(config.scoring, correctness_metric=metric))
+    return config, Questions(take_shard(every, d.shard, key=lambda it: it.id), len(every))
+
+
+def shard_of(qid: str, k: int) -> int:
+    """The shard (0..k-1) of question id ``qid``: the first 8 bytes of SHA-256(id, UTF-8), big-endian, mod k.
+
+    Examples:
+        >>> [shard_of(f"q{i}", 3) for i in range(8)]  # fixed: the split never changes between versions
+        [0, 1, 2, 1, 2, 0, 1, 1]
+        >>> shard_of("anything", 1)
+        0
+    """
+    if k < 1:
+        raise ValueError(f"the number of shards must be >= 1; got {k}")
+    digest = hashlib.sha256(str(qid).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % k
+
+
+def take_shard(items: Sequence[T], shard: str | None, key: Callable[[T], str]) -> list[tuple[int, T]]:
+    """``(position, item)`` for the items of ``shard`` (``"I/K"``; ``None``: all), ``position`` counted in
+    ``items`` (the questions after ``--limit``), order kept."""
+    pairs = list(enumerate(items))
+    if shard is None:
+        return pairs
+    i, k = parse_shard(shard)
+    return [(pos, it) for pos, it in pairs if shard_of(key(it), k) == i]

@@ -112,7 +112,7 @@ def cost_estimate_html(models: Sequence[Sequence[str]], questions: int) -> Html:
         Col("a100_h", f"A100 hours, {questions} questions", decimals=1),
     ]
     caption = (
-        "Estimate, not measured: computed by <code>shapley.companion.tables.cost_estimate</code> from parameter "
+        "Estimate, not measured: computed by <code>shapley.companion.costs.cost_estimate</code> from parameter "
         "counts, published GPU peaks and the assumed shares of them (ranges: closed-book to passage prompts)."
     )
     return html_table(cost_estimate(models, questions), cols, caption=caption)

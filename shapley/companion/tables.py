@@ -1,9 +1,8 @@
-"""The book's tables: the paper's reported numbers beside our measured ones.
+"""The book's tables of measured AUROCs: the paper's reported numbers beside ours.
 
-The book's tables are split along the data's path; this module holds the measured AUROCs in the paper's layout
-(:func:`comparison_html`, Tables 3-4 beside :mod:`shapley.companion.reported`), the measured Table 5
-(:func:`beta_pivot`) and single-run tables, and re-exports the names the book's pages use from the modules
-beside it: :mod:`shapley.companion.htmltable` (:func:`html_table`, :class:`Col`: escaped HTML tables for
+This module holds the measured AUROCs in the paper's layout (:func:`comparison_html`, Tables 3-4 beside
+:mod:`shapley.companion.reported`), the measured Table 5 (:func:`beta_pivot`) and single-run tables. The book's
+other tables live beside it, along the data's path: :mod:`shapley.companion.htmltable` (escaped HTML tables for
 readers), :mod:`shapley.companion.provenance` (what each run was, from its ``config.json``),
 :mod:`shapley.companion.paired` (``comparisons.csv`` and ``selection.csv``), :mod:`shapley.companion.judges`
 (the same questions under two entailment backends) and :mod:`shapley.companion.costs` (benchmark files and the
@@ -12,7 +11,6 @@ paper-scale cost estimate).
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,60 +19,11 @@ from typing import Any
 
 import pandas as pd
 
-from shapley.companion import reported
-from shapley.companion.costs import A100 as A100
-from shapley.companion.costs import EARLIER_SQUAD_SECONDS_PER_QUESTION as EARLIER_SQUAD_SECONDS_PER_QUESTION
-from shapley.companion.costs import GENERATION_TARGET_VS_TRANSFORMERS as GENERATION_TARGET_VS_TRANSFORMERS
-from shapley.companion.costs import H100 as H100
-from shapley.companion.costs import MODEL_PARAMS_B as MODEL_PARAMS_B
-from shapley.companion.costs import Gpu as Gpu
-from shapley.companion.costs import Workload as Workload
-from shapley.companion.costs import cost_estimate as cost_estimate
-from shapley.companion.costs import cost_estimate_html as cost_estimate_html
-from shapley.companion.costs import load_benchmark as load_benchmark
-from shapley.companion.costs import regeneration_html as regeneration_html
-from shapley.companion.costs import seconds_per_question as seconds_per_question
-from shapley.companion.htmltable import Col as Col
-from shapley.companion.htmltable import Html as Html
-from shapley.companion.htmltable import bullets_html as bullets_html
-from shapley.companion.htmltable import code as code
-from shapley.companion.htmltable import esc as esc
-from shapley.companion.htmltable import html_table as html_table
-from shapley.companion.htmltable import pinned_scroll as pinned_scroll
-from shapley.companion.htmltable import short_labels, with_interval
-from shapley.companion.paired import SELECTION_TEST_COLUMNS as SELECTION_TEST_COLUMNS
-from shapley.companion.paired import comparison_grid as comparison_grid
-from shapley.companion.paired import comparison_grid_html as comparison_grid_html
-from shapley.companion.paired import comparison_summary as comparison_summary
-from shapley.companion.paired import comparison_summary_html as comparison_summary_html
-from shapley.companion.paired import comparisons_html as comparisons_html
-from shapley.companion.paired import delong_outcomes as delong_outcomes
-from shapley.companion.paired import load_comparisons as load_comparisons
-from shapley.companion.paired import load_selection as load_selection
-from shapley.companion.paired import load_selection_tests as load_selection_tests
-from shapley.companion.paired import outcome_counts as outcome_counts
-from shapley.companion.paired import p_value_text as p_value_text
-from shapley.companion.paired import selection_findings as selection_findings
-from shapley.companion.paired import selection_head_to_head as selection_head_to_head
-from shapley.companion.paired import selection_html as selection_html
-from shapley.companion.paired import selection_pivot as selection_pivot
-from shapley.companion.paired import selection_tests as selection_tests
-from shapley.companion.provenance import commands_html as commands_html
-from shapley.companion.provenance import discover_runs as discover_runs
-from shapley.companion.provenance import provenance_flags as provenance_flags
-from shapley.companion.provenance import provenance_html as provenance_html
-from shapley.companion.provenance import provenance_table as provenance_table
-from shapley.companion.provenance import question_count as question_count
-from shapley.companion.provenance import question_sets as question_sets
-from shapley.companion.provenance import recorded_invocations as recorded_invocations
+from shapley.companion import mozart, reported
+from shapley.companion.htmltable import Col, Html, esc, html_table, pinned_scroll, with_interval
 from shapley.companion.provenance import relative_path
-from shapley.companion.provenance import settings_summary as settings_summary
-from shapley.companion.provenance import stale_derived as stale_derived
 from shapley.pipeline.evaluate.metrics import load_metrics, load_skipped, runs_table
 from shapley.pipeline.rundir.store import read_config
-
-short_run_labels = short_labels
-"""Short run names for table rows: the shortest tail of each run's path that no other run shares."""
 
 # ---------------------------------------------------------------------------------------------------
 # Measured AUROCs in the paper's layout
@@ -92,34 +41,30 @@ PAPER_ALIASES: dict[str, str] = {"SU": "SE", "NE": "LNE"}
 PAPER_METHODS: tuple[str, ...] = ("MaxL", "AvgL", "MaxE", "AvgE", "SU", "A4C", "SE", "DSE", "NE", "P(T)", "ER", "Shap")
 
 
-def measured_table(run_dirs: Sequence[str | os.PathLike[str]], *, all_methods: bool = False) -> pd.DataFrame:
-    """Measured AUROCs in the layout of the paper's reported tables (``shapley.companion.reported.reported_auroc``).
+def measured_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """Measured AUROCs in the layout of the paper's reported tables (:data:`PAPER_METHODS`).
 
     Columns :data:`MEASURED_COLUMNS` plus ``our_method`` and ``entailment_is_stand_in``. ``method`` is the
-    paper's label (:data:`PAPER_ALIASES`: ``SU`` and ``SE`` both come from our ``SE``, ``NE`` from ``LNE``);
-    with ``all_methods`` our other methods are included under their own names.
+    paper's label (:data:`PAPER_ALIASES`: ``SU`` and ``SE`` both come from our ``SE``, ``NE`` from ``LNE``); our
+    methods the paper does not compare are left out.
     """
-    t = runs_table(run_dirs)
-    rows = []
-    for _, r in t.iterrows():
-        labels = [p for p in PAPER_METHODS if PAPER_ALIASES.get(p, p) == r["method"]]
-        if not labels and all_methods:
-            labels = [r["method"]]
-        for lab in labels:
-            rows.append(
-                {
-                    "dataset": r["dataset"],
-                    "method": lab,
-                    "auroc": r["auroc"],
-                    "lo": r["auroc_lo"],
-                    "hi": r["auroc_hi"],
-                    "model": r["model"],
-                    "entailment": r["entailment"],
-                    "run_dir": r["run_dir"],
-                    "our_method": r["method"],
-                    "entailment_is_stand_in": r.get("entailment_is_stand_in"),
-                }
-            )
+    rows = [
+        {
+            "dataset": r["dataset"],
+            "method": label,
+            "auroc": r["auroc"],
+            "lo": r["auroc_lo"],
+            "hi": r["auroc_hi"],
+            "model": r["model"],
+            "entailment": r["entailment"],
+            "run_dir": r["run_dir"],
+            "our_method": r["method"],
+            "entailment_is_stand_in": r.get("entailment_is_stand_in"),
+        }
+        for _, r in runs_table(run_dirs).iterrows()
+        for label in PAPER_METHODS
+        if PAPER_ALIASES.get(label, label) == r["method"]
+    ]
     return pd.DataFrame(rows, columns=[*MEASURED_COLUMNS, "our_method", "entailment_is_stand_in"])
 
 
@@ -137,6 +82,11 @@ MARKS: Mapping[str, str] = {
 }
 
 
+def _mark(name: str) -> str:
+    """A measured cell without a number: its mark from :data:`MARKS`."""
+    return f'<span class="mark">{name}</span>'
+
+
 def _measured_cells(g: pd.DataFrame, run_dir: str, methods: Sequence[str]) -> dict[str, str]:
     """HTML cell per method for one run: "AUROC" over a small "[lo, hi]", or a mark from :data:`MARKS`."""
     skipped = load_skipped(run_dir)
@@ -148,11 +98,11 @@ def _measured_cells(g: pd.DataFrame, run_dir: str, methods: Sequence[str]) -> di
         if r is not None and not math.isnan(r["auroc"]):
             cells[m] = with_interval(r["auroc"], r["lo"], r["hi"], decimals=3)
         elif r is not None:
-            cells[m] = '<span class="mark">undefined</span>'
+            cells[m] = _mark("undefined")
         elif PAPER_ALIASES.get(m, m) in why:
-            cells[m] = '<span class="mark">skipped</span>'
+            cells[m] = _mark("skipped")
         else:
-            cells[m] = '<span class="mark">not computed</span>'
+            cells[m] = _mark("not computed")
     return cells
 
 
@@ -177,7 +127,7 @@ def comparison_rows(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> l
         mine = measured[measured["dataset"] == dataset]
         if mine.empty:
             reason = NO_RUN_REASONS.get(dataset, "no finished run for this dataset yet")
-            no_run = dict.fromkeys(methods, '<span class="mark">no run</span>')
+            no_run = dict.fromkeys(methods, _mark("no run"))
             rows.append({"dataset": name, "model": f"measured: {reason}", "source": "measured", **no_run})
             continue
         for run_dir, g in mine.groupby("run_dir", sort=True):
@@ -201,17 +151,17 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
     out, classes = [], []
     for k, r in enumerate(rows):
         if k == 0 or r["dataset"] != rows[k - 1]["dataset"]:
-            out.append({"model": f"<strong>{html.escape(r['dataset'])}</strong>"})
+            out.append({"model": f"<strong>{esc(r['dataset'])}</strong>"})
             classes.append("group")
-        out.append({**r, "model": html.escape(r["model"])})
+        out.append({**r, "model": esc(r["model"])})
         classes.append(r["source"])
     used = sorted({m for r in rows if r["source"] == "measured" for m in MARKS if f">{m}<" in "".join(r.values())})
-    legend = "; ".join(f"<em>{m}</em>: {html.escape(MARKS[m])}" for m in used)
+    legend = "; ".join(f"<em>{m}</em>: {esc(MARKS[m])}" for m in used)
     runs = sorted({r["run"] for r in rows if r.get("run")})
     caption = (
         f"AUROC, Table {table} of the paper (reported rows, from <code>shapley.companion.reported</code>) and "
         "our runs (measured rows: AUROC over its 95% bootstrap interval, from each run's "
-        f"<code>metrics.csv</code>: {', '.join(f'<code>{html.escape(x)}</code>' for x in runs) or 'none yet'})."
+        f"<code>metrics.csv</code>: {', '.join(f'<code>{esc(x)}</code>' for x in runs) or 'none yet'})."
         + (f" {legend}." if legend else "")
     )
     cols = [Col("model", "Model", raw=True)] + [Col(m, m, decimals=3, raw=True) for m in methods]
@@ -296,11 +246,9 @@ def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict
     return out
 
 
-def run_judge(run_dir: str | os.PathLike[str]) -> str:
+def _run_judge(run_dir: str | os.PathLike[str]) -> str:
     """The entailment backend a run used (``embedding:minilm``, ``llm:smollm2``, ...), from its config.json;
     ``"unknown"`` when that cannot be read."""
-    from shapley.pipeline.rundir.store import read_config
-
     try:
         return str(read_config(run_dir).entailment.backend)
     except (ValueError, KeyError, TypeError, OSError):
@@ -308,10 +256,10 @@ def run_judge(run_dir: str | os.PathLike[str]) -> str:
 
 
 def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, dict[str, int]]:
-    """:func:`psd_at_beta` per entailment backend (:func:`run_judge`), judges in first-seen order."""
+    """:func:`psd_at_beta` per entailment backend (from each run's config.json), judges in first-seen order."""
     groups: dict[str, list[str | os.PathLike[str]]] = {}
     for d in run_dirs:
-        groups.setdefault(run_judge(d), []).append(d)
+        groups.setdefault(_run_judge(d), []).append(d)
     counts = {judge: psd_at_beta(dirs, beta) for judge, dirs in groups.items()}
     return {judge: c for judge, c in counts.items() if c["runs"]}
 
@@ -360,7 +308,7 @@ def metrics_html(run_dir: str | os.PathLike[str], caption: str) -> Html:
         Col("auarc", "AUARC", decimals=3),
         Col("prr", "PRR", decimals=3),
     ]
-    where = f" From <code>{html.escape(relative_path(run_dir))}/metrics.csv</code>."
+    where = f" From <code>{esc(relative_path(run_dir))}/metrics.csv</code>."
     return html_table(m, cols, caption=caption + where, css="measured-table")
 
 
@@ -376,8 +324,6 @@ def pivot_html(frame: pd.DataFrame, *, index: str, columns: str, values: str, ca
 
 def mozart_html(beta: float = 0.5) -> Html:
     """Every reading of the Mozart example tried in ``shapley.companion.mozart``, at ``beta``, for readers."""
-    from shapley.companion import mozart
-
     rows = mozart.readings_table(beta=beta)
     yes_no = {True: "yes", False: "no", None: "undefined"}
     for r in rows:

@@ -22,8 +22,7 @@ import pandas as pd
 from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, with_interval
 from shapley.companion.provenance import relative_path
 from shapley.core.metrics import holm
-from shapley.pipeline.evaluate.metrics import SIGNIFICANCE
-from shapley.pipeline.rundir.store import read_config
+from shapley.pipeline.evaluate.comparisons import OUTCOMES, SIGNIFICANCE, outcomes
 
 COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p")
 """Columns the book needs in every ``comparisons.csv`` (other columns are kept as read)."""
@@ -31,7 +30,6 @@ COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_
 DELONG_HOLM_COLUMN = "delong_p_holm"
 """The Holm-adjusted DeLong p-value, when the run wrote it; otherwise computed by :func:`delong_outcomes`."""
 
-OUTCOMES = ("win", "tie", "loss", "undefined")
 SELECTION_COLUMNS = ("strategy", "accuracy", "n", "lo", "hi")
 
 
@@ -49,32 +47,8 @@ def _read_csvs(run_dirs: Sequence[str | os.PathLike[str]], name: str, columns: S
 
 
 def load_comparisons(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """The ``comparisons.csv`` of every run that has one, stacked, with columns ``run`` and ``n_boot`` (the run's
-    bootstrap resamples from its config.json, NaN where unknown); empty if no run has one."""
-    frames = _read_csvs(run_dirs, "comparisons.csv", COMPARISON_COLUMNS)
-    resamples = {relative_path(d): _n_boot(d) for d in run_dirs if (Path(d) / "comparisons.csv").exists()}
-    return frames.assign(n_boot=[resamples.get(r, math.nan) for r in frames["run"]])
-
-
-def _n_boot(run_dir: str | os.PathLike[str]) -> float:
-    try:
-        return float(read_config(run_dir).scoring.n_boot)
-    except (OSError, ValueError, KeyError, TypeError):
-        return math.nan
-
-
-def p_value_text(p: float, n_boot: float) -> str:
-    """A bootstrap p-value for readers, 3 decimals; 0 (no resample on the far side of zero) is written as below
-    the test's resolution, ``< 2/n_boot``, since the smallest p it can give above 0 is 2/n_boot.
-
-    >>> p_value_text(0.0, 1000), p_value_text(0.0123, 1000), p_value_text(float("nan"), 1000)
-    ('< 0.002', '0.012', '–')
-    """
-    if math.isnan(p):
-        return "–"
-    if p == 0 and n_boot > 0:
-        return f"< {2 / n_boot:.3g}"
-    return f"{p:.3f}"
+    """The ``comparisons.csv`` of every run that has one, stacked, with a ``run`` column (empty if none)."""
+    return _read_csvs(run_dirs, "comparisons.csv", COMPARISON_COLUMNS)
 
 
 def load_selection(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -110,19 +84,10 @@ def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
             source.loc[idx] = "written"
         else:
             adjusted.loc[idx] = holm(comparisons.loc[idx, "delong_p"].to_numpy(dtype=np.float64))
-    delta = comparisons["delta_auroc"].astype(float)
-    significant = adjusted < SIGNIFICANCE
-    outcome = np.where(significant & (delta > 0), "win", np.where(significant & (delta < 0), "loss", "tie"))
-    outcome = np.where(delta.isna() | adjusted.isna(), "undefined", outcome)
     out["delong_holm"] = adjusted
-    out["outcome"] = outcome
+    out["outcome"] = outcomes(comparisons["delta_auroc"].to_numpy(dtype=np.float64), adjusted.to_numpy())
     out["holm_source"] = source
     return out.astype({"delong_holm": float})
-
-
-def _outcomes(comparisons: pd.DataFrame) -> pd.Series:
-    """Each row's outcome by DeLong's test, Holm-adjusted within its run (:func:`delong_outcomes`)."""
-    return delong_outcomes(comparisons)["outcome"]
 
 
 def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -133,12 +98,12 @@ def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
     column written in the file is not used. Columns: method, reference, runs, win, tie, loss, undefined; sorted
     by wins minus losses, best first.
     """
-    cols = ["method", "reference", "runs", "win", "tie", "loss", "undefined"]
+    cols = ["method", "reference", "runs", *OUTCOMES]
     if comparisons.empty:
         return pd.DataFrame(columns=cols)
-    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], _outcomes(comparisons))
-    counts = counts.reindex(columns=cols[3:], fill_value=0).reset_index()
-    counts.insert(2, "runs", counts[cols[3:]].sum(axis=1))
+    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], delong_outcomes(comparisons)["outcome"])
+    counts = counts.reindex(columns=list(OUTCOMES), fill_value=0).reset_index()
+    counts.insert(2, "runs", counts[list(OUTCOMES)].sum(axis=1))
     order = (counts["win"] - counts["loss"]).sort_values(ascending=False, kind="stable").index
     return counts.loc[order, cols].reset_index(drop=True)
 
@@ -220,7 +185,7 @@ def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
     """
     if comparisons.empty:
         return pd.DataFrame(columns=["run"])
-    outcome = _outcomes(comparisons)
+    outcome = delong_outcomes(comparisons)["outcome"]
     cells = {
         (m, run): (float(d), str(o))
         for m, run, d, o in zip(
@@ -277,49 +242,11 @@ def comparison_grid_html(
     return Html("".join(parts))
 
 
-def selection_pivot(selection: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy of the answer each strategy returns, one row per strategy, one column per run."""
-    if selection.empty:
-        return pd.DataFrame(columns=["strategy"])
-    wide = selection.pivot(index="strategy", columns="run", values="accuracy")
-    order = list(dict.fromkeys(selection["strategy"]))
-    return wide.reindex(order).reset_index()
-
-
 def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
     """How many comparisons of ``comparisons.csv`` rows are ``win``, ``tie``, ``loss`` and ``undefined`` (no
     AUROC difference: one correctness class), over all runs; keys in that order."""
-    outcome = _outcomes(comparisons)
-    return {k: int((outcome == k).sum()) for k in ("win", "tie", "loss", "undefined")}
-
-
-def selection_head_to_head(selection: pd.DataFrame, strategy: str = "min_phi") -> pd.DataFrame:
-    """``strategy``'s accuracy against each other strategy over the runs where both apply (point estimates).
-
-    Columns: against, runs, higher, equal, lower (counts of runs where ``strategy`` is higher, equal or lower),
-    overlapping (runs where the two bootstrap intervals overlap, so the difference is not established).
-    """
-    wide = selection.dropna(subset=["accuracy"]).set_index(["run", "strategy"])
-    rows = []
-    for other in dict.fromkeys(selection["strategy"]):
-        if other == strategy:
-            continue
-        runs = [r for r in dict.fromkeys(selection["run"]) if (r, strategy) in wide.index and (r, other) in wide.index]
-        a = [wide.loc[(r, strategy)] for r in runs]
-        b = [wide.loc[(r, other)] for r in runs]
-        d = [x["accuracy"] - y["accuracy"] for x, y in zip(a, b, strict=True)]
-        overlap = sum(bool(x["lo"] <= y["hi"] and y["lo"] <= x["hi"]) for x, y in zip(a, b, strict=True))
-        rows.append(
-            {
-                "against": other,
-                "runs": len(runs),
-                "higher": sum(v > 1e-12 for v in d),
-                "equal": sum(abs(v) <= 1e-12 for v in d),
-                "lower": sum(v < -1e-12 for v in d),
-                "overlapping": overlap,
-            }
-        )
-    return pd.DataFrame(rows, columns=["against", "runs", "higher", "equal", "lower", "overlapping"])
+    outcome = delong_outcomes(comparisons)["outcome"]
+    return {k: int((outcome == k).sum()) for k in OUTCOMES}
 
 
 def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:

@@ -207,15 +207,9 @@ def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
     return out
 
 
-DERIVED_FILES = ("metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")
-"""Files computed from a run's stage files; each must describe the questions the run holds now."""
-
-_COUNT_COLUMNS = {
-    "metrics.csv": "n_questions",
-    "comparisons.csv": "n",
-    "selection.csv": "n",
-    "beta_sweep.csv": "n",
-}
+DERIVED_FILES = {"metrics.csv": "n_questions", "comparisons.csv": "n", "selection.csv": "n", "beta_sweep.csv": "n"}
+"""Files computed from a run's stage files, each with its column of question counts: each must describe the
+questions the run holds now."""
 
 
 def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
@@ -233,13 +227,13 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
     rec = read_record(run_dir) or {}
     n = (rec.get("outputs") or {}).get("n_questions")
     stale = []
-    for name, col in _COUNT_COLUMNS.items():
+    for name, col in DERIVED_FILES.items():
         path = Path(run_dir) / name
         if n is None or not path.exists():
             continue
         f = pd.read_csv(path)
         counts = pd.to_numeric(f[col], errors="coerce").dropna() if col in f else pd.Series(dtype=float)
-        if name == "selection.csv" or name == "comparisons.csv":
+        if name in ("selection.csv", "comparisons.csv"):
             counts = counts[counts > 0]  # a strategy or comparison that does not apply counts 0 questions
         if len(counts) and int(counts.max()) != int(n):
             stale.append(name)

@@ -25,8 +25,6 @@ from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate.comparisons import rankable
 from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore
 
-__all__ = ["InfiniteScores", "count_infinite", "infinite_scores"]
-
 
 @dataclass(frozen=True)
 class InfiniteScores:

@@ -15,7 +15,6 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -106,66 +105,43 @@ def _measured_cells(g: pd.DataFrame, run_dir: str, methods: Sequence[str]) -> di
     return cells
 
 
-def comparison_rows(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """Rows of the paper's Table 3 or 4 with our measured rows interleaved, dataset by dataset.
-
-    Each row: ``dataset`` (as printed), ``model``, ``source`` ("reported" / "measured"), one HTML cell per
-    method of the table, and ``run`` (the run directory, or the paper's table).
-    """
+def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+    """The paper's Table 3 or 4 beside our runs, fitting the text column: per dataset a heading row, the paper's
+    rows, then one row per run (AUROC over its 95% interval, or a mark from :data:`MARKS`)."""
     if table not in (3, 4):
         raise ValueError(f"table must be 3 or 4; got {table!r}")
     methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
     paper_rows = reported.TABLE3_ROWS if table == 3 else reported.TABLE4_ROWS
     measured = measured_table(run_dirs)
-    rows: list[dict[str, Any]] = []
+    lines: list[tuple[str, str, Mapping[str, str]]] = []  # (row class, model cell, one cell per method)
+    runs = []
     for dataset in dict.fromkeys(d for d, _ in paper_rows):
-        name = reported.DATASETS.get(dataset, dataset)
+        lines.append(("group", f"<strong>{esc(reported.DATASETS.get(dataset, dataset))}</strong>", {}))
         for (d, model), values in paper_rows.items():
             if d == dataset:
                 cells = {m: f"{v:.3f}" for m, v in zip(methods, values, strict=True)}
-                rows.append({"dataset": name, "model": reported.MODELS[model], "source": "reported", **cells})
+                lines.append(("reported", esc(reported.MODELS[model]), cells))
         mine = measured[measured["dataset"] == dataset]
         if mine.empty:
             reason = NO_RUN_REASONS.get(dataset, "no finished run for this dataset yet")
-            no_run = dict.fromkeys(methods, _mark("no run"))
-            rows.append({"dataset": name, "model": f"measured: {reason}", "source": "measured", **no_run})
-            continue
+            lines.append(("measured", esc(f"measured: {reason}"), dict.fromkeys(methods, _mark("no run"))))
         for run_dir, g in mine.groupby("run_dir", sort=True):
             stand_in = " (stand-in entailment)" if bool(g["entailment_is_stand_in"].iloc[0]) else ""
-            rows.append(
-                {
-                    "dataset": name,
-                    "model": f"{g['model'].iloc[0]}{stand_in}",
-                    "source": "measured",
-                    **_measured_cells(g, str(run_dir), methods),
-                    "run": relative_path(str(run_dir)),
-                }
+            lines.append(
+                ("measured", esc(f"{g['model'].iloc[0]}{stand_in}"), _measured_cells(g, str(run_dir), methods))
             )
-    return rows
-
-
-def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
-    """The paper's Table 3 or 4 beside our runs, one block of rows per dataset, fitting the text column."""
-    methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
-    rows = comparison_rows(table, run_dirs)
-    out, classes = [], []
-    for k, r in enumerate(rows):
-        if k == 0 or r["dataset"] != rows[k - 1]["dataset"]:
-            out.append({"model": f"<strong>{esc(r['dataset'])}</strong>"})
-            classes.append("group")
-        out.append({**r, "model": esc(r["model"])})
-        classes.append(r["source"])
-    used = sorted({m for r in rows if r["source"] == "measured" for m in MARKS if f">{m}<" in "".join(r.values())})
+            runs.append(relative_path(str(run_dir)))
+    used = sorted({m for css, _, cells in lines if css == "measured" for m in MARKS if _mark(m) in cells.values()})
     legend = "; ".join(f"<em>{m}</em>: {esc(MARKS[m])}" for m in used)
-    runs = sorted({r["run"] for r in rows if r.get("run")})
     caption = (
         f"AUROC, Table {table} of the paper (reported rows, from <code>shapley.companion.reported</code>) and "
         "our runs (measured rows: AUROC over its 95% bootstrap interval, from each run's "
-        f"<code>metrics.csv</code>: {', '.join(f'<code>{esc(x)}</code>' for x in runs) or 'none yet'})."
+        f"<code>metrics.csv</code>: {', '.join(f'<code>{esc(x)}</code>' for x in sorted(set(runs))) or 'none yet'})."
         + (f" {legend}." if legend else "")
     )
     cols = [Col("model", "Model", raw=True)] + [Col(m, m, decimals=3, raw=True) for m in methods]
-    return html_table(out, cols, caption=caption, row_classes=classes, css="comparison")
+    rows = [{"model": model, **cells} for _, model, cells in lines]
+    return html_table(rows, cols, caption=caption, row_classes=[css for css, _, _ in lines], css="comparison")
 
 
 # ---------------------------------------------------------------------------------------------------

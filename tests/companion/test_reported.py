@@ -109,11 +109,23 @@ def _shap_minus_best_baseline(values):
     return values[-1] - max(values[:-1])
 
 
-def test_table4_shap_best_rows_as_recorded():
+def _shap_best_rows():
+    return tuple(k for k, v in paper.TABLE4_ROWS.items() if _shap_minus_best_baseline(v) > 0)
+
+
+def test_table4_shap_best_rows():
     assert paper.TABLE4_METHODS[-1] == "Shap"
-    best = tuple(k for k, v in paper.TABLE4_ROWS.items() if _shap_minus_best_baseline(v) > 0)
-    assert best == paper.TABLE4_SHAP_BEST_ROWS
-    assert len(best) == 8
+    best = _shap_best_rows()
+    assert best == (
+        ("squad", "Q-14B"),
+        ("bioasq", "L-7B"),
+        ("bioasq", "Q-14B"),
+        ("bioasq", "D-8B"),
+        ("nq_open", "L-7B"),
+        ("nq_open", "M-7B"),
+        ("nq_open", "D-8B"),
+        ("svamp", "L-7B"),
+    )
     note = paper.claim("t4-competitive")["note"]
     assert f"best in {len(best)} of {len(paper.TABLE4_ROWS)} rows" in note
     worst_key = min(paper.TABLE4_ROWS, key=lambda k: _shap_minus_best_baseline(paper.TABLE4_ROWS[k]))
@@ -126,7 +138,7 @@ def test_table4_shap_best_rows_as_recorded():
     ("dataset", "n_best", "claim_id"), [("squad", 1, "t4-squad-all"), ("bioasq", 3, "t4-bioasq-all")]
 )
 def test_table4_per_dataset_wins(dataset, n_best, claim_id):
-    wins = [k for k in paper.TABLE4_SHAP_BEST_ROWS if k[0] == dataset]
+    wins = [k for k in _shap_best_rows() if k[0] == dataset]
     assert len(wins) == n_best
     assert f"best in {n_best} of 6" in paper.claim(claim_id)["note"]
 
@@ -163,7 +175,7 @@ def test_table5_grids_and_argmax():
     r2 = paper.TABLE5_ROUND2
     assert [b for b, _ in r1] == pytest.approx([0.1 * k for k in range(1, 11)])
     assert [b for b, _ in r2] == pytest.approx([0.42 + 0.02 * k for k in range(10)])
-    assert r2[0][0] == paper.TABLE5_ROUND2_STARTS_AT
+    assert r2[0][0] == pytest.approx(0.42)  # the text says the second round starts at 0.4
     for grid in (r1, r2):
         best_beta, best = max(grid, key=lambda t: t[1])
         assert sum(1 for _, a in grid if a == best) == 1

@@ -22,7 +22,7 @@ import pandas as pd
 from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, with_interval
 from shapley.companion.provenance import relative_path
 from shapley.core.metrics import holm
-from shapley.pipeline.evaluate.comparisons import OUTCOMES, SIGNIFICANCE, outcomes
+from shapley.pipeline.evaluate.comparisons import OUTCOMES, REFERENCE_METHOD, SIGNIFICANCE, outcomes
 
 COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p")
 """Columns the book needs in every ``comparisons.csv`` (other columns are kept as read)."""
@@ -69,9 +69,6 @@ def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
     >>> delong_outcomes(c)[["delong_holm", "outcome"]].values.tolist()
     [[0.02, 'win'], [0.04, 'loss']]
     """
-    out = pd.DataFrame(index=comparisons.index, columns=["delong_holm", "outcome", "holm_source"], dtype=object)
-    if comparisons.empty:
-        return out.astype({"delong_holm": float})
     adjusted = pd.Series(math.nan, index=comparisons.index, dtype=float)
     source = pd.Series("computed here", index=comparisons.index, dtype=object)
     written = comparisons.get(DELONG_HOLM_COLUMN)
@@ -84,10 +81,8 @@ def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
             source.loc[idx] = "written"
         else:
             adjusted.loc[idx] = holm(comparisons.loc[idx, "delong_p"].to_numpy(dtype=np.float64))
-    out["delong_holm"] = adjusted
-    out["outcome"] = outcomes(comparisons["delta_auroc"].to_numpy(dtype=np.float64), adjusted.to_numpy())
-    out["holm_source"] = source
-    return out.astype({"delong_holm": float})
+    decided = outcomes(comparisons["delta_auroc"].to_numpy(dtype=np.float64), adjusted.to_numpy())
+    return pd.DataFrame({"delong_holm": adjusted, "outcome": decided, "holm_source": source}, index=comparisons.index)
 
 
 def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -220,7 +215,7 @@ def comparison_grid_html(
     grid = comparison_grid(comparisons)
     labels = labels or {}
     methods = [c for c in grid.columns if c != "run"]
-    reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else "Shap"
+    reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else REFERENCE_METHOD
     n_tables = max(1, -(-len(methods) // per_table))
     size = max(1, -(-len(methods) // n_tables))  # as even as possible: 17 methods at 8 a table -> 6, 6, 5
     chunks = [methods[k : k + size] for k in range(0, len(methods), size)] or [[]]
@@ -270,9 +265,10 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
     return html_table(rows, cols, caption=caption, css="measured-table")
 
 
-SELECTION_TEST_COLUMNS = ("strategy_a", "strategy_b", "accuracy_a", "accuracy_b", "p_holm")
+SELECTION_TEST_COLUMNS = ("strategy_a", "strategy_b", "accuracy_a", "accuracy_b", "p_holm", "outcome")
 """Columns of ``selection_tests.csv`` (:func:`shapley.pipeline.evaluate.selection.selection_tests`) read here:
-McNemar's exact paired test between two strategies on the same questions, Holm-adjusted within the run."""
+McNemar's exact paired test between two strategies on the same questions, Holm-adjusted within the run, and
+the outcome it decides."""
 
 
 def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -281,36 +277,26 @@ def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataF
     return _read_csvs(run_dirs, "selection_tests.csv", SELECTION_TEST_COLUMNS)
 
 
+#: A written ``outcome`` of ``selection_tests.csv`` read from each side: (``strategy_a``'s, ``strategy_b``'s).
+_SIDES = {"a better": ("higher", "lower"), "b better": ("lower", "higher")}
+
+
 def selection_tests(tests: pd.DataFrame) -> pd.DataFrame:
     """The runs' exact paired tests between answer-selection strategies, each pair read in both directions.
 
     ``tests``: :func:`load_selection_tests`. Columns: run, strategy, against, delta (accuracy of ``strategy``
-    minus that of ``against``), p_holm (Holm within the run, as written), outcome (``higher`` / ``lower`` /
-    ``no significant difference`` at :data:`SIGNIFICANCE`, ``undefined`` where the test could not be run).
+    minus that of ``against``), p_holm (Holm within the run, as written), outcome (the run's, from ``strategy``'s
+    side: ``higher`` / ``lower`` / ``no significant difference`` at :data:`SIGNIFICANCE`, ``undefined`` where the
+    test could not be run).
     """
-    cols = ["run", "strategy", "against", "delta", "p_holm", "outcome"]
     rows = []
     for r in tests.to_dict("records"):
-        p = float(r["p_holm"])
-        for a, b, sign in (("a", "b", 1.0), ("b", "a", -1.0)):
-            delta = sign * (float(r["accuracy_a"]) - float(r["accuracy_b"]))
-            if math.isnan(p) or math.isnan(delta):
-                word = "undefined"
-            elif p < SIGNIFICANCE and delta != 0:
-                word = "higher" if delta > 0 else "lower"
-            else:
-                word = "no significant difference"
-            rows.append(
-                {
-                    "run": r["run"],
-                    "strategy": r[f"strategy_{a}"],
-                    "against": r[f"strategy_{b}"],
-                    "delta": delta,
-                    "p_holm": p,
-                    "outcome": word,
-                }
-            )
-    return pd.DataFrame(rows, columns=cols)
+        delta = float(r["accuracy_a"]) - float(r["accuracy_b"])
+        words = _SIDES.get(r["outcome"], (r["outcome"], r["outcome"]))
+        for (a, b), sign, word in zip((("a", "b"), ("b", "a")), (1.0, -1.0), words, strict=True):
+            pair = {"run": r["run"], "strategy": r[f"strategy_{a}"], "against": r[f"strategy_{b}"]}
+            rows.append({**pair, "delta": sign * delta, "p_holm": float(r["p_holm"]), "outcome": word})
+    return pd.DataFrame(rows, columns=["run", "strategy", "against", "delta", "p_holm", "outcome"])
 
 
 def selection_findings(

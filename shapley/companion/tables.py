@@ -31,13 +31,13 @@ from shapley.pipeline.rundir.store import read_config
 MEASURED_COLUMNS: tuple[str, ...] = ("dataset", "method", "auroc", "lo", "hi", "model", "entailment", "run_dir")
 
 
-PAPER_ALIASES: dict[str, str] = {"SU": "SE", "NE": "LNE"}
-"""Paper column label -> our method, where they differ. Table 3's ``SU`` is semantic entropy; Table 4's
-``NE`` ("naive entropy" of Farquhar et al. 2024) is the length-normalised predictive entropy (as in
-``shapley.companion.reported.METHODS``). Every other paper label is our method name."""
+PAPER_METHODS: tuple[str, ...] = tuple(reported.METHODS)
+"""The paper's column labels of Tables 3-4, in :data:`shapley.companion.reported.METHODS` order."""
 
-
-PAPER_METHODS: tuple[str, ...] = ("MaxL", "AvgL", "MaxE", "AvgE", "SU", "A4C", "SE", "DSE", "NE", "P(T)", "ER", "Shap")
+PAPER_ALIASES: dict[str, str] = {label: ours for label, (_, _, ours) in reported.METHODS.items() if label != ours}
+"""Paper column label -> our method, where they differ (``shapley.companion.reported.METHODS``): Table 3's ``SU``
+is semantic entropy; Table 4's ``NE`` ("naive entropy" of Farquhar et al. 2024) is the length-normalised
+predictive entropy. Every other paper label is our method name."""
 
 
 def measured_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -255,17 +255,6 @@ def reported_table5_html() -> Html:
         "with the decimals it prints."
     )
     return html_table(rows, cols, caption=caption, row_classes=["reported"] * len(rows))
-
-
-def n_sweep(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """AUROC per method across runs that differ in the number of samples (``RunConfig.n_samples``)."""
-    frames = []
-    for d in run_dirs:
-        f = load_metrics(d)
-        f.insert(0, "n_samples", read_config(d).n_samples)
-        f["run_dir"] = relative_path(d)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)
 
 
 # ---------------------------------------------------------------------------------------------------

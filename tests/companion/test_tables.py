@@ -237,6 +237,7 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
             "accuracy_a": [0.5, 0.55, 0.4],
             "accuracy_b": [0.6, 0.5, 0.45],
             "p_holm": [0.001, 0.4, 0.03],
+            "outcome": ["b better", "no significant difference", "b better"],
         }
     )
     t = paired.selection_tests(tests)
@@ -246,7 +247,7 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
     assert np.allclose(mine["delta"], [0.1, 0.05, 0.05])
     text = paired.selection_findings(sel, tests, sets, "min_phi", "first")
     assert "more accurate than <code>first</code> in 2 of the 3 runs tested" in text
-    undefined = tests.assign(p_holm=[float("nan"), 0.4, 0.03])
+    undefined = tests.assign(p_holm=[float("nan"), 0.4, 0.03], outcome=["undefined", *tests["outcome"][1:]])
     assert "undefined in 1" in paired.selection_findings(sel, undefined, sets, "min_phi", "first")
 
 

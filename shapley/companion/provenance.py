@@ -3,7 +3,6 @@ settings the runs share."""
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from collections.abc import Sequence
@@ -70,14 +69,8 @@ def provenance_flags(history: RunHistory) -> list[str]:
     """What a reader must know about how a run was made (from ``shapley.pipeline.rundir.store.run_history``):
     ``dirty`` (some invocation ran from a source tree that differed from its commit), ``multi-commit``
     (invocations at different commits), ``commit unknown`` (no invocation recorded its commit)."""
-    flags = []
-    if history.dirty:
-        flags.append("dirty")
-    if history.multi_commit:
-        flags.append("multi-commit")
-    if not history.commits:
-        flags.append("commit unknown")
-    return flags
+    flags = {"dirty": history.dirty, "multi-commit": history.multi_commit, "commit unknown": not history.commits}
+    return [flag for flag, applies in flags.items() if applies]
 
 
 def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -116,10 +109,8 @@ def provenance_html(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFr
     :func:`provenance_table` of ``run_dirs`` already computed (it checks every run's derived files against its
     stage files, which takes seconds), or None to compute it."""
     t = (provenance_table(run_dirs) if table is None else table).copy()
-    t["run_html"] = [html.escape(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
-    t["flag_text"] = [
-        "<br>".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
-    ]
+    t["run_html"] = [esc(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
+    t["flag_text"] = ["<br>".join(f'<span class="flag">{esc(f)}</span>' for f in fl) or "clean" for fl in t["flags"]]
     t["commits"] = ["<br>".join(esc(c) for c in cs.split(", ")) for cs in t["commits"]]
     cols = [
         Col("run_html", "Run (under results/)", raw=True),
@@ -155,15 +146,15 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
         lines = []
         for inv in recorded_invocations(d):
             state = "resumed" if inv["resumed"] else "created"
-            commit = f", commit {html.escape(str(inv['commit'])[:7])}" if inv["commit"] else ""
+            commit = f", commit {esc(str(inv['commit'])[:7])}" if inv["commit"] else ""
             dirty = " (dirty)" if inv["dirty"] else ""
             lines.append(
-                f'<li><span class="when">{html.escape(inv["time"])}, {state}{commit}{dirty}</span><br>'
-                f'<code class="cmd">{html.escape(inv["command"])}</code></li>'
+                f'<li><span class="when">{esc(inv["time"])}, {state}{commit}{dirty}</span><br>'
+                f'<code class="cmd">{esc(inv["command"])}</code></li>'
             )
         n = len(lines)
         items.append(
-            f"<details><summary><code>{html.escape(relative_path(d))}</code>: {n} invocation{'s' * (n != 1)}"
+            f"<details><summary><code>{esc(relative_path(d))}</code>: {n} invocation{'s' * (n != 1)}"
             f"</summary><ul>{''.join(lines)}</ul></details>"
         )
     return Html(f'<div class="commands">{"".join(items)}</div>')

@@ -86,22 +86,27 @@ def _mark(name: str) -> str:
     return f'<span class="mark">{name}</span>'
 
 
-def _measured_cells(g: pd.DataFrame, run_dir: str, methods: Sequence[str]) -> dict[str, str]:
-    """HTML cell per method for one run: "AUROC" over a small "[lo, hi]", or a mark from :data:`MARKS`."""
-    skipped = load_skipped(run_dir)
-    why = set(skipped["method"]) if len(skipped) else set()
-    got = {r["method"]: r for _, r in g.iterrows()}
+def _standing(metrics: pd.DataFrame, skipped: pd.DataFrame, method: str) -> str:
+    """Where ``method`` (our name) stands in one run's ``metrics.csv`` and ``skipped.csv``: ``measured`` (a defined
+    AUROC), or the mark of :data:`MARKS` that says why there is no number."""
+    row = metrics[metrics["method"] == method]
+    if len(row):
+        return "undefined" if math.isnan(float(row["auroc"].iloc[0])) else "measured"
+    return "skipped" if len(skipped) and method in set(skipped["method"]) else "not computed"
+
+
+def _measured_cells(run_dir: str, methods: Sequence[str]) -> dict[str, str]:
+    """HTML cell per paper method for one run: "AUROC" over a small "[lo, hi]", or a mark from :data:`MARKS`."""
+    metrics, skipped = load_metrics(run_dir), load_skipped(run_dir)
     cells = {}
     for m in methods:
-        r = got.get(m)
-        if r is not None and not math.isnan(r["auroc"]):
-            cells[m] = with_interval(r["auroc"], r["lo"], r["hi"], decimals=3)
-        elif r is not None:
-            cells[m] = _mark("undefined")
-        elif PAPER_ALIASES.get(m, m) in why:
-            cells[m] = _mark("skipped")
+        ours = PAPER_ALIASES.get(m, m)
+        standing = _standing(metrics, skipped, ours)
+        if standing == "measured":
+            r = metrics[metrics["method"] == ours].iloc[0]
+            cells[m] = with_interval(r["auroc"], r["auroc_lo"], r["auroc_hi"], decimals=3)
         else:
-            cells[m] = _mark("not computed")
+            cells[m] = _mark(standing)
     return cells
 
 
@@ -127,9 +132,7 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
             lines.append(("measured", esc(f"measured: {reason}"), dict.fromkeys(methods, _mark("no run"))))
         for run_dir, g in mine.groupby("run_dir", sort=True):
             stand_in = " (stand-in entailment)" if bool(g["entailment_is_stand_in"].iloc[0]) else ""
-            lines.append(
-                ("measured", esc(f"{g['model'].iloc[0]}{stand_in}"), _measured_cells(g, str(run_dir), methods))
-            )
+            lines.append(("measured", esc(f"{g['model'].iloc[0]}{stand_in}"), _measured_cells(str(run_dir), methods)))
             runs.append(relative_path(str(run_dir)))
     used = sorted({m for css, _, cells in lines if css == "measured" for m in MARKS if _mark(m) in cells.values()})
     legend = "; ".join(f"<em>{m}</em>: {esc(MARKS[m])}" for m in used)
@@ -321,18 +324,7 @@ def method_coverage(run_dirs: Sequence[str | os.PathLike[str]], method: str) -> 
     """
     out: dict[str, list[str]] = {"measured": [], "undefined": [], "skipped": [], "not computed": []}
     for d in run_dirs:
-        m = load_metrics(d)
-        row = m[m["method"] == method]
-        skipped = load_skipped(d)
-        if len(row) and not math.isnan(float(row["auroc"].iloc[0])):
-            key = "measured"
-        elif len(row):
-            key = "undefined"
-        elif len(skipped) and method in set(skipped["method"]):
-            key = "skipped"
-        else:
-            key = "not computed"
-        out[key].append(relative_path(d))
+        out[_standing(load_metrics(d), load_skipped(d), method)].append(relative_path(d))
     return out
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
@@ -92,7 +90,7 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
     return closed(fig)
 
 
-def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
+def n_sweep_figure(sweep: pd.DataFrame):
     """AUROC against the number of samples n, one line per method, with CI bands.
 
     Args:
@@ -101,8 +99,6 @@ def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for method, g in sweep.groupby("method"):
-        if methods is not None and method not in methods:
-            continue
         g = g.sort_values("n_samples")
         lw = 2.5 if method == "Shap" else 1.2
         ax.plot(g["n_samples"], g["auroc"], "o-", lw=lw, label=plain(method))

@@ -189,12 +189,11 @@ def beta_pivot(ablation: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return wide, dropped
 
 
-def beta_pivot_html(ablation: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
-    """:func:`beta_pivot` as a table for readers; ``labels`` maps a source to a short column header."""
+def beta_pivot_html(ablation: pd.DataFrame) -> Html:
+    """:func:`beta_pivot` as a table for readers, one column per source."""
     wide, dropped = beta_pivot(ablation)
-    labels = labels or {}
     sources = [c for c in wide.columns if c != "beta"]
-    cols = [Col("beta", "β", decimals=2)] + [Col(s, labels.get(s, s), decimals=3, raw=True) for s in sources]
+    cols = [Col("beta", "β", decimals=2)] + [Col(s, s, decimals=3, raw=True) for s in sources]
     left_out = f" Left out (AUROC undefined at every β): {esc(', '.join(dropped))}." if dropped else ""
     caption = (
         "Measured AUROC of Shap at each β, recomputed from each run's stored entailment matrices by "
@@ -210,19 +209,10 @@ def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict
 
     Returns ``{"n": questions, "n_not_psd": of those not PSD, "runs": runs counted}``.
     """
-    out = {"n": 0, "n_not_psd": 0, "runs": 0}
-    for d in run_dirs:
-        path = Path(d) / "beta_sweep.csv"
-        if not path.exists():
-            continue
-        f = pd.read_csv(path)
-        row = f[(f["beta"] - beta).abs() < 1e-9]
-        if row.empty:
-            continue
-        out["n"] += int(row["n"].iloc[0])
-        out["n_not_psd"] += int(row["n_not_psd"].iloc[0])
-        out["runs"] += 1
-    return out
+    swept = {str(d): d for d in run_dirs if (Path(d) / "beta_sweep.csv").exists()}
+    sweeps = beta_ablation(swept) if swept else pd.DataFrame(columns=["source", "beta", "n", "n_not_psd"])
+    at = sweeps[(sweeps["beta"] - beta).abs() < 1e-9]
+    return {"n": int(at["n"].sum()), "n_not_psd": int(at["n_not_psd"].sum()), "runs": at["source"].nunique()}
 
 
 def _run_judge(run_dir: str | os.PathLike[str]) -> str:

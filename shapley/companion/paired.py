@@ -180,13 +180,8 @@ def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
     """
     if comparisons.empty:
         return pd.DataFrame(columns=["run"])
-    outcome = delong_outcomes(comparisons)["outcome"]
-    cells = {
-        (m, run): (float(d), str(o))
-        for m, run, d, o in zip(
-            comparisons["method"], comparisons["run"], comparisons["delta_auroc"], outcome, strict=True
-        )
-    }
+    decided = comparisons.assign(outcome=delong_outcomes(comparisons)["outcome"])  # not a written outcome
+    cells = {(r["method"], r["run"]): (float(r["delta_auroc"]), str(r["outcome"])) for r in decided.to_dict("records")}
     methods = list(comparison_summary(comparisons)["method"])
     runs = list(dict.fromkeys(comparisons["run"]))
     return pd.DataFrame([{"run": run, **{m: cells.get((m, run)) for m in methods}} for run in runs])
@@ -318,9 +313,8 @@ def selection_findings(
     if not runs:
         return f"No run applies both {code(strategy)} and {code(against)}."
     sets = {question_sets.get(r, r) for r in runs}
-    shared = len(runs) - len(sets)
     where = f"{len(runs)} runs on {len(sets)} distinct question sets"
-    if shared:
+    if len(sets) < len(runs):
         where += " (runs on the same or overlapping questions, e.g. at different n, are not independent evidence)"
     t = selection_tests(tests)
     t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]

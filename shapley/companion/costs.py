@@ -73,6 +73,12 @@ def seconds_per_question(params_b: float, prompt_tokens: int, gpu: Gpu, w: Workl
     return prefill + decode
 
 
+def _seconds_range(params: Sequence[float], gpu: Gpu, w: Workload) -> tuple[float, float]:
+    """Seconds per question on ``gpu``: the smallest of ``params`` on closed-book prompts, the largest on passages."""
+    lo = min(seconds_per_question(p, w.short_prompt_tokens, gpu, w) for p in params)
+    return lo, max(seconds_per_question(p, w.long_prompt_tokens, gpu, w) for p in params)
+
+
 def cost_estimate(models: Sequence[Sequence[str]], questions: int, w: Workload = Workload()) -> pd.DataFrame:
     """Planning estimate per group of models: weights, the smallest GPU that holds them, seconds per
     question on an A100 and an H100 (short to long prompts) and hours for ``questions`` questions on an A100.
@@ -82,17 +88,14 @@ def cost_estimate(models: Sequence[Sequence[str]], questions: int, w: Workload =
     rows = []
     for group in models:
         params = [MODEL_PARAMS_B[m] for m in group]
-        gb = [2 * p for p in params]
-        fits = next(s for s in GPU_SIZES_GB if max(gb) * w.memory_headroom <= s)
-        a_lo = min(seconds_per_question(p, w.short_prompt_tokens, A100, w) for p in params)
-        a_hi = max(seconds_per_question(p, w.long_prompt_tokens, A100, w) for p in params)
-        h_lo = min(seconds_per_question(p, w.short_prompt_tokens, H100, w) for p in params)
-        h_hi = max(seconds_per_question(p, w.long_prompt_tokens, H100, w) for p in params)
+        gb = [2 * p for p in params]  # bf16: 2 bytes a weight
+        a_lo, a_hi = _seconds_range(params, A100, w)
+        h_lo, h_hi = _seconds_range(params, H100, w)
         rows.append(
             {
                 "models": ", ".join(reported.MODELS[m] for m in group),
                 "weights": f"{min(gb):.1f}–{max(gb):.1f}" if min(gb) != max(gb) else f"{gb[0]:.1f}",
-                "gpu_gb": fits,
+                "gpu_gb": next(s for s in GPU_SIZES_GB if max(gb) * w.memory_headroom <= s),
                 "a100_s": f"{a_lo:.1f}–{a_hi:.1f}",
                 "h100_s": f"{h_lo:.1f}–{h_hi:.1f}",
                 "a100_h": f"{a_lo * questions / 3600:.1f}–{a_hi * questions / 3600:.1f}",
@@ -112,7 +115,7 @@ def cost_estimate_html(models: Sequence[Sequence[str]], questions: int) -> Html:
         Col("a100_h", f"A100 hours, {questions} questions", decimals=1),
     ]
     caption = (
-        "Estimate, not measured: computed by <code>shapley.companion.tables.cost_estimate</code> from parameter "
+        "Estimate, not measured: computed by <code>shapley.companion.costs.cost_estimate</code> from parameter "
         "counts, published GPU peaks and the assumed shares of them (ranges: closed-book to passage prompts)."
     )
     return html_table(cost_estimate(models, questions), cols, caption=caption)

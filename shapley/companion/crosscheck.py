@@ -25,16 +25,20 @@ PEER_CLASS = {
 }
 
 
-def _missing(path: Path, what: str) -> Html:
-    where = code(path.as_posix())
-    return Html(f"<p>{what} <strong>not computed</strong>: {where} is missing (<code>make results</code>).</p>")
-
-
-def _short(frame: pd.DataFrame, column: str) -> pd.DataFrame:
-    labels = short_labels(frame[column].astype(str).tolist())
-    peers = frame["peer"].fillna("").astype(str)
-    short_peers = peers.map(lambda p: PEER_CLASS.get(p, p))
-    return frame.assign(**{column: frame[column].astype(str).map(labels)}, peer=short_peers)
+def _crosscheck_table(
+    results_dir: str | os.PathLike[str], name: str, what: str, run_column: str, cols: list[Col], caption: str
+) -> Html:
+    """``<results_dir>/crosscheck/<name>`` with runs (``run_column``) and peers shortened, in a scroll box; a
+    sentence naming the missing file when it is absent."""
+    path = Path(results_dir) / "crosscheck" / name
+    if not path.is_file():
+        where = code(path.as_posix())
+        return Html(f"<p>{what} <strong>not computed</strong>: {where} is missing (<code>make results</code>).</p>")
+    frame = pd.read_csv(path)
+    labels = short_labels(frame[run_column].astype(str).tolist())
+    peers = frame["peer"].fillna("").astype(str).map(lambda p: PEER_CLASS.get(p, p))
+    table = frame.assign(**{run_column: frame[run_column].astype(str).map(labels)}, peer=peers)
+    return pinned_scroll(html_table(table, cols, caption=caption))
 
 
 def differences_html(results_dir: str | os.PathLike[str]) -> Html:
@@ -43,10 +47,6 @@ def differences_html(results_dir: str | os.PathLike[str]) -> Html:
     Reads ``<results_dir>/crosscheck/lm_polygraph.csv``; float64 and float32 inputs in two columns, and the
     Spearman correlation of the two score vectors.
     """
-    path = Path(results_dir) / "crosscheck" / "lm_polygraph.csv"
-    if not path.is_file():
-        return _missing(path, "Cross-check")
-    table = _short(pd.read_csv(path), "source")
     cols = [
         Col("source", "source"),
         Col("method", "method"),
@@ -58,11 +58,11 @@ def differences_html(results_dir: str | os.PathLike[str]) -> Html:
         Col("max_abs_diff_vs_committed", "max |diff|, vs committed", fmt=".1e"),
     ]
     caption = (
-        f"Largest absolute difference of scores, ours against LM-Polygraph's ({code(path.name)}; float64 "
+        "Largest absolute difference of scores, ours against LM-Polygraph's (<code>lm_polygraph.csv</code>; float64 "
         "matrices, and the float32 matrices LM-Polygraph itself builds); last column: our recomputation against "
         "the committed scores (blank for the random matrices)."
     )
-    return pinned_scroll(html_table(table, cols, caption=caption))
+    return _crosscheck_table(results_dir, "lm_polygraph.csv", "Cross-check", "source", cols, caption)
 
 
 def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
@@ -70,10 +70,6 @@ def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
 
     Reads ``<results_dir>/crosscheck/uemanager_triviaqa.csv``.
     """
-    path = Path(results_dir) / "crosscheck" / "uemanager_triviaqa.csv"
-    if not path.is_file():
-        return _missing(path, "UEManager run")
-    table = _short(pd.read_csv(path), "run")
     cols = [
         Col("run", "run"),
         Col("method", "method"),
@@ -84,5 +80,5 @@ def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
         Col("prr_normalized_lm_polygraph", "normalised PRR, LM-Polygraph", decimals=4),
         Col("prr_ours", "PRR, ours", decimals=4),
     ]
-    caption = f"LM-Polygraph's <code>UEManager</code> metrics beside ours ({code(path.name)})."
-    return pinned_scroll(html_table(table, cols, caption=caption))
+    caption = "LM-Polygraph's <code>UEManager</code> metrics beside ours (<code>uemanager_triviaqa.csv</code>)."
+    return _crosscheck_table(results_dir, "uemanager_triviaqa.csv", "UEManager run", "run", cols, caption)

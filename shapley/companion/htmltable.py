@@ -85,18 +85,16 @@ def html_table(
         else list(rows)
     )
     head = "".join(f'<th class="{"num" if c.numeric else ""}">{esc(c.header)}</th>' for c in cols)
+    classes = [""] * len(records) if row_classes is None else row_classes
     body = []
-    for k, r in enumerate(records):
-        if row_classes is not None and row_classes[k] == "group":  # a heading row across the whole table
+    for r, row_class in zip(records, classes, strict=True):
+        if row_class == "group":  # a heading row across the whole table
             text, _ = _cell(r.get(cols[0].key), cols[0])
             body.append(f'<tr class="group"><td colspan="{len(cols)}">{text}</td></tr>')
             continue
-        cells = []
-        for c in cols:
-            text, cls = _cell(r.get(c.key), c)
-            cells.append(f'<td class="{cls}">{text}</td>')
-        rc = f' class="{esc(row_classes[k])}"' if row_classes is not None and row_classes[k] else ""
-        body.append(f"<tr{rc}>{''.join(cells)}</tr>")
+        cells = "".join(f'<td class="{cls}">{text}</td>' for text, cls in (_cell(r.get(c.key), c) for c in cols))
+        rc = f' class="{esc(row_class)}"' if row_class else ""
+        body.append(f"<tr{rc}>{cells}</tr>")
     return Html(
         f'<table class="companion {esc(css)}"><caption>{caption}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

@@ -21,11 +21,10 @@ from shapley.companion import reported
 from shapley.companion.htmltable import Col, Html, code, esc, html_table
 from shapley.companion.provenance import relative_path
 from shapley.core import metrics, ranks
+from shapley.pipeline.evaluate.comparisons import REFERENCE_METHOD as REFERENCE
 from shapley.pipeline.evaluate.comparisons import outcomes
 from shapley.pipeline.evaluate.metrics import load_metrics
 from shapley.pipeline.rundir.csvfiles import read_csv_ids
-
-REFERENCE = "Shap"
 
 
 @dataclass(frozen=True)
@@ -49,22 +48,12 @@ class JudgeRobustness:
     @property
     def n_compared(self) -> int:
         """Paired comparisons against the reference present and defined under both judges."""
-        t = self.table.dropna(subset=["outcome_a", "outcome_b"])
-        return int(((t["outcome_a"] != "undefined") & (t["outcome_b"] != "undefined")).sum())
+        return int(self.table["kept"].notna().sum())
 
     @property
     def n_kept(self) -> int:
         """Of :attr:`n_compared`, those whose outcome is the same under both judges."""
-        t = self.table.dropna(subset=["outcome_a", "outcome_b"])
-        t = t[(t["outcome_a"] != "undefined") & (t["outcome_b"] != "undefined")]
-        return int((t["outcome_a"] == t["outcome_b"]).sum())
-
-    def reference_rank(self) -> tuple[int | None, int | None]:
-        """Rank of :data:`REFERENCE` under each judge (None where it has no defined AUROC)."""
-        row = self.table[self.table["method"] == REFERENCE]
-        if row.empty:
-            return None, None
-        return int(row["rank_a"].iloc[0]), int(row["rank_b"].iloc[0])
+        return int(self.table["kept"].eq(True).sum())
 
 
 def _common_scores(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -138,10 +127,10 @@ def judge_robustness_html(
     run_a: str | os.PathLike[str], run_b: str | os.PathLike[str], label_a: str, label_b: str
 ) -> Html:
     """:func:`judge_robustness` for readers, or a note saying the second run is not there yet."""
-    if not (Path(run_b) / "metrics.csv").exists() or not (Path(run_a) / "metrics.csv").exists():
-        missing = run_b if not (Path(run_b) / "metrics.csv").exists() else run_a
+    missing = [d for d in (run_b, run_a) if not (Path(d) / "metrics.csv").exists()]
+    if missing:
         return Html(
-            f'<p class="not-run"><em>Judge robustness: not yet run</em> ({code(relative_path(missing))} has no '
+            f'<p class="not-run"><em>Judge robustness: not yet run</em> ({code(relative_path(missing[0]))} has no '
             "<code>metrics.csv</code>; <code>make results</code> builds it).</p>"
         )
     r = judge_robustness(run_a, run_b)

@@ -45,6 +45,11 @@ def inputs(table: int) -> dict[str, Any]:
     }
 
 
+def _printed(table: int) -> float:
+    """The Shapley uncertainty Table ``table`` (1 or 2) prints (``reported.MOZART_UNCERTAINTY``)."""
+    return reported.MOZART_UNCERTAINTY[f"table{table}"]["shapley"]
+
+
 def baseline_uncertainties(table: int) -> dict[str, float]:
     """Likelihood entropy and semantic entropy (nats) of the table, with the project's baselines."""
     d = inputs(table)
@@ -111,18 +116,21 @@ def beta_paper_bound(M: NDArray[np.float64], p: NDArray[np.float64], beta: float
     return paper_definition(M, p, paper_beta_bound(M.shape[0]))
 
 
-def von_neumann_kernel(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Von Neumann entropy -sum mu ln mu of the eigenvalues mu of R / n (a density-matrix reading of R)."""
-    mu = np.linalg.eigvalsh(_R(M, beta)) / M.shape[0]
+def _von_neumann(A: NDArray[np.float64]) -> float:
+    """-sum mu ln mu over the eigenvalues mu of A / n, those below 1e-15 (zero, up to rounding) left out."""
+    mu = np.linalg.eigvalsh(A) / A.shape[0]
     mu = mu[mu > 1e-15]
     return float(-np.sum(mu * np.log(mu)))
+
+
+def von_neumann_kernel(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+    """Von Neumann entropy -sum mu ln mu of the eigenvalues mu of R / n (a density-matrix reading of R)."""
+    return _von_neumann(_R(M, beta))
 
 
 def von_neumann_raw(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
     """Von Neumann entropy of the printed matrix / n, no kernel (semantic-kernel entropies work this way)."""
-    mu = np.linalg.eigvalsh(np.asarray(M, dtype=np.float64)) / M.shape[0]
-    mu = mu[mu > 1e-15]
-    return float(-np.sum(mu * np.log(mu)))
+    return _von_neumann(np.asarray(M, dtype=np.float64))
 
 
 def likelihood_scaled_covariance(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
@@ -196,8 +204,7 @@ def readings_table(beta: float = PAPER_BETA) -> list[dict[str, Any]]:
 
     ``rises`` is None when a value is not finite (e.g. -inf for a singular matrix).
     """
-    printed1 = reported.MOZART_UNCERTAINTY["table1"]["shapley"]
-    printed2 = reported.MOZART_UNCERTAINTY["table2"]["shapley"]
+    printed1, printed2 = _printed(1), _printed(2)
     rows = []
     for r in READINGS:
         t1, t2 = evaluate(r.key, 1, beta), evaluate(r.key, 2, beta)
@@ -240,21 +247,13 @@ def matching_beta_intervals(
         return abs(v - printed) - half if math.isfinite(v) else math.inf
 
     betas = beta_grid() if grid is None else np.asarray(grid, dtype=np.float64)
-    vals = np.array([g(float(b)) for b in betas])
-    inside = vals <= 0
+    inside = np.array([g(float(b)) <= 0 for b in betas], dtype=np.int8)
+    edges = np.flatnonzero(np.diff(np.r_[0, inside, 0]))  # each run of grid points inside: its start, end + 1
     intervals: list[tuple[float, float]] = []
-    k = 0
-    while k < betas.size:
-        if not inside[k]:
-            k += 1
-            continue
-        start = k
-        while k + 1 < betas.size and inside[k + 1]:
-            k += 1
-        lo = brentq(g, betas[start - 1], betas[start], xtol=1e-12) if start > 0 else float(betas[0])
-        hi = brentq(g, betas[k], betas[k + 1], xtol=1e-12) if k + 1 < betas.size else float(betas[-1])
+    for first, last in zip(edges[::2], edges[1::2] - 1, strict=True):
+        lo = brentq(g, betas[first - 1], betas[first], xtol=1e-12) if first > 0 else float(betas[0])
+        hi = brentq(g, betas[last], betas[last + 1], xtol=1e-12) if last + 1 < betas.size else float(betas[-1])
         intervals.append((float(lo), float(hi)))
-        k += 1
     return intervals
 
 
@@ -264,19 +263,17 @@ def beta_grid(n_points: int = 600) -> NDArray[np.float64]:
 
 
 def fitted_beta_table(grid: NDArray[np.float64] | None = None) -> list[dict[str, Any]]:
-    """For each beta-dependent reading: the beta intervals that reproduce 0.40 (Table 1) and 0.51 (Table 2)
-    separately, and their overlap (one beta explaining both printed numbers), or empty lists. ``grid``: the
-    scan (default :func:`beta_grid`). Several seconds: the book reads it from the committed record of
-    :mod:`shapley.companion.mozart_results`."""
-    printed1 = reported.MOZART_UNCERTAINTY["table1"]["shapley"]
-    printed2 = reported.MOZART_UNCERTAINTY["table2"]["shapley"]
+    """For each beta-dependent reading: the beta intervals that reproduce the Shapley uncertainty printed in
+    Table 1 and in Table 2 separately, and their overlap (one beta explaining both printed numbers), or empty
+    lists. ``grid``: the scan (default :func:`beta_grid`). Several seconds: the book reads it from the committed
+    record of :mod:`shapley.companion.mozart_results`."""
     grid = beta_grid() if grid is None else grid
     rows = []
     for r in READINGS:
         if not r.uses_beta:
             continue
-        i1 = matching_beta_intervals(r.key, 1, printed1, grid)
-        i2 = matching_beta_intervals(r.key, 2, printed2, grid)
+        i1 = matching_beta_intervals(r.key, 1, _printed(1), grid)
+        i2 = matching_beta_intervals(r.key, 2, _printed(2), grid)
         both = [(max(a[0], b[0]), min(a[1], b[1])) for a in i1 for b in i2 if max(a[0], b[0]) <= min(a[1], b[1])]
         rows.append({"reading": r.label, "key": r.key, "beta_table1": i1, "beta_table2": i2, "beta_both": both})
     return rows
@@ -357,7 +354,7 @@ def verdict_facts(beta: float = PAPER_BETA, fits: list[dict[str, Any]] | None = 
     paper = (evaluate("paper", 1, beta), evaluate("paper", 2, beta))
     return {
         "beta": beta,
-        "printed": (reported.MOZART_UNCERTAINTY["table1"]["shapley"], reported.MOZART_UNCERTAINTY["table2"]["shapley"]),
+        "printed": (_printed(1), _printed(2)),
         "paper_definition": paper,
         "readings_tried": readings_tried(),
         "fit_both_at_beta": [r["key"] for r in rows if r["matches1"] and r["matches2"]],

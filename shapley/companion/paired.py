@@ -22,8 +22,7 @@ import pandas as pd
 from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, with_interval
 from shapley.companion.provenance import relative_path
 from shapley.core.metrics import holm
-from shapley.pipeline.evaluate.metrics import SIGNIFICANCE
-from shapley.pipeline.rundir.store import read_config
+from shapley.pipeline.evaluate.comparisons import OUTCOMES, REFERENCE_METHOD, SIGNIFICANCE, outcomes
 
 COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p")
 """Columns the book needs in every ``comparisons.csv`` (other columns are kept as read)."""
@@ -31,7 +30,6 @@ COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_
 DELONG_HOLM_COLUMN = "delong_p_holm"
 """The Holm-adjusted DeLong p-value, when the run wrote it; otherwise computed by :func:`delong_outcomes`."""
 
-OUTCOMES = ("win", "tie", "loss", "undefined")
 SELECTION_COLUMNS = ("strategy", "accuracy", "n", "lo", "hi")
 
 
@@ -49,32 +47,8 @@ def _read_csvs(run_dirs: Sequence[str | os.PathLike[str]], name: str, columns: S
 
 
 def load_comparisons(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """The ``comparisons.csv`` of every run that has one, stacked, with columns ``run`` and ``n_boot`` (the run's
-    bootstrap resamples from its config.json, NaN where unknown); empty if no run has one."""
-    frames = _read_csvs(run_dirs, "comparisons.csv", COMPARISON_COLUMNS)
-    resamples = {relative_path(d): _n_boot(d) for d in run_dirs if (Path(d) / "comparisons.csv").exists()}
-    return frames.assign(n_boot=[resamples.get(r, math.nan) for r in frames["run"]])
-
-
-def _n_boot(run_dir: str | os.PathLike[str]) -> float:
-    try:
-        return float(read_config(run_dir).scoring.n_boot)
-    except (OSError, ValueError, KeyError, TypeError):
-        return math.nan
-
-
-def p_value_text(p: float, n_boot: float) -> str:
-    """A bootstrap p-value for readers, 3 decimals; 0 (no resample on the far side of zero) is written as below
-    the test's resolution, ``< 2/n_boot``, since the smallest p it can give above 0 is 2/n_boot.
-
-    >>> p_value_text(0.0, 1000), p_value_text(0.0123, 1000), p_value_text(float("nan"), 1000)
-    ('< 0.002', '0.012', '–')
-    """
-    if math.isnan(p):
-        return "–"
-    if p == 0 and n_boot > 0:
-        return f"< {2 / n_boot:.3g}"
-    return f"{p:.3f}"
+    """The ``comparisons.csv`` of every run that has one, stacked, with a ``run`` column (empty if none)."""
+    return _read_csvs(run_dirs, "comparisons.csv", COMPARISON_COLUMNS)
 
 
 def load_selection(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -95,9 +69,6 @@ def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
     >>> delong_outcomes(c)[["delong_holm", "outcome"]].values.tolist()
     [[0.02, 'win'], [0.04, 'loss']]
     """
-    out = pd.DataFrame(index=comparisons.index, columns=["delong_holm", "outcome", "holm_source"], dtype=object)
-    if comparisons.empty:
-        return out.astype({"delong_holm": float})
     adjusted = pd.Series(math.nan, index=comparisons.index, dtype=float)
     source = pd.Series("computed here", index=comparisons.index, dtype=object)
     written = comparisons.get(DELONG_HOLM_COLUMN)
@@ -110,19 +81,8 @@ def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
             source.loc[idx] = "written"
         else:
             adjusted.loc[idx] = holm(comparisons.loc[idx, "delong_p"].to_numpy(dtype=np.float64))
-    delta = comparisons["delta_auroc"].astype(float)
-    significant = adjusted < SIGNIFICANCE
-    outcome = np.where(significant & (delta > 0), "win", np.where(significant & (delta < 0), "loss", "tie"))
-    outcome = np.where(delta.isna() | adjusted.isna(), "undefined", outcome)
-    out["delong_holm"] = adjusted
-    out["outcome"] = outcome
-    out["holm_source"] = source
-    return out.astype({"delong_holm": float})
-
-
-def _outcomes(comparisons: pd.DataFrame) -> pd.Series:
-    """Each row's outcome by DeLong's test, Holm-adjusted within its run (:func:`delong_outcomes`)."""
-    return delong_outcomes(comparisons)["outcome"]
+    decided = outcomes(comparisons["delta_auroc"].to_numpy(dtype=np.float64), adjusted.to_numpy())
+    return pd.DataFrame({"delong_holm": adjusted, "outcome": decided, "holm_source": source}, index=comparisons.index)
 
 
 def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -133,12 +93,12 @@ def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
     column written in the file is not used. Columns: method, reference, runs, win, tie, loss, undefined; sorted
     by wins minus losses, best first.
     """
-    cols = ["method", "reference", "runs", "win", "tie", "loss", "undefined"]
+    cols = ["method", "reference", "runs", *OUTCOMES]
     if comparisons.empty:
         return pd.DataFrame(columns=cols)
-    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], _outcomes(comparisons))
-    counts = counts.reindex(columns=cols[3:], fill_value=0).reset_index()
-    counts.insert(2, "runs", counts[cols[3:]].sum(axis=1))
+    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], delong_outcomes(comparisons)["outcome"])
+    counts = counts.reindex(columns=list(OUTCOMES), fill_value=0).reset_index()
+    counts.insert(2, "runs", counts[list(OUTCOMES)].sum(axis=1))
     order = (counts["win"] - counts["loss"]).sort_values(ascending=False, kind="stable").index
     return counts.loc[order, cols].reset_index(drop=True)
 
@@ -220,13 +180,8 @@ def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
     """
     if comparisons.empty:
         return pd.DataFrame(columns=["run"])
-    outcome = _outcomes(comparisons)
-    cells = {
-        (m, run): (float(d), str(o))
-        for m, run, d, o in zip(
-            comparisons["method"], comparisons["run"], comparisons["delta_auroc"], outcome, strict=True
-        )
-    }
+    decided = comparisons.assign(outcome=delong_outcomes(comparisons)["outcome"])  # not a written outcome
+    cells = {(r["method"], r["run"]): (float(r["delta_auroc"]), str(r["outcome"])) for r in decided.to_dict("records")}
     methods = list(comparison_summary(comparisons)["method"])
     runs = list(dict.fromkeys(comparisons["run"]))
     return pd.DataFrame([{"run": run, **{m: cells.get((m, run)) for m in methods}} for run in runs])
@@ -255,7 +210,7 @@ def comparison_grid_html(
     grid = comparison_grid(comparisons)
     labels = labels or {}
     methods = [c for c in grid.columns if c != "run"]
-    reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else "Shap"
+    reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else REFERENCE_METHOD
     n_tables = max(1, -(-len(methods) // per_table))
     size = max(1, -(-len(methods) // n_tables))  # as even as possible: 17 methods at 8 a table -> 6, 6, 5
     chunks = [methods[k : k + size] for k in range(0, len(methods), size)] or [[]]
@@ -277,49 +232,11 @@ def comparison_grid_html(
     return Html("".join(parts))
 
 
-def selection_pivot(selection: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy of the answer each strategy returns, one row per strategy, one column per run."""
-    if selection.empty:
-        return pd.DataFrame(columns=["strategy"])
-    wide = selection.pivot(index="strategy", columns="run", values="accuracy")
-    order = list(dict.fromkeys(selection["strategy"]))
-    return wide.reindex(order).reset_index()
-
-
 def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
     """How many comparisons of ``comparisons.csv`` rows are ``win``, ``tie``, ``loss`` and ``undefined`` (no
     AUROC difference: one correctness class), over all runs; keys in that order."""
-    outcome = _outcomes(comparisons)
-    return {k: int((outcome == k).sum()) for k in ("win", "tie", "loss", "undefined")}
-
-
-def selection_head_to_head(selection: pd.DataFrame, strategy: str = "min_phi") -> pd.DataFrame:
-    """``strategy``'s accuracy against each other strategy over the runs where both apply (point estimates).
-
-    Columns: against, runs, higher, equal, lower (counts of runs where ``strategy`` is higher, equal or lower),
-    overlapping (runs where the two bootstrap intervals overlap, so the difference is not established).
-    """
-    wide = selection.dropna(subset=["accuracy"]).set_index(["run", "strategy"])
-    rows = []
-    for other in dict.fromkeys(selection["strategy"]):
-        if other == strategy:
-            continue
-        runs = [r for r in dict.fromkeys(selection["run"]) if (r, strategy) in wide.index and (r, other) in wide.index]
-        a = [wide.loc[(r, strategy)] for r in runs]
-        b = [wide.loc[(r, other)] for r in runs]
-        d = [x["accuracy"] - y["accuracy"] for x, y in zip(a, b, strict=True)]
-        overlap = sum(bool(x["lo"] <= y["hi"] and y["lo"] <= x["hi"]) for x, y in zip(a, b, strict=True))
-        rows.append(
-            {
-                "against": other,
-                "runs": len(runs),
-                "higher": sum(v > 1e-12 for v in d),
-                "equal": sum(abs(v) <= 1e-12 for v in d),
-                "lower": sum(v < -1e-12 for v in d),
-                "overlapping": overlap,
-            }
-        )
-    return pd.DataFrame(rows, columns=["against", "runs", "higher", "equal", "lower", "overlapping"])
+    outcome = delong_outcomes(comparisons)["outcome"]
+    return {k: int((outcome == k).sum()) for k in OUTCOMES}
 
 
 def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
@@ -343,9 +260,10 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
     return html_table(rows, cols, caption=caption, css="measured-table")
 
 
-SELECTION_TEST_COLUMNS = ("strategy_a", "strategy_b", "accuracy_a", "accuracy_b", "p_holm")
+SELECTION_TEST_COLUMNS = ("strategy_a", "strategy_b", "accuracy_a", "accuracy_b", "p_holm", "outcome")
 """Columns of ``selection_tests.csv`` (:func:`shapley.pipeline.evaluate.selection.selection_tests`) read here:
-McNemar's exact paired test between two strategies on the same questions, Holm-adjusted within the run."""
+McNemar's exact paired test between two strategies on the same questions, Holm-adjusted within the run, and
+the outcome it decides."""
 
 
 def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -354,36 +272,26 @@ def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataF
     return _read_csvs(run_dirs, "selection_tests.csv", SELECTION_TEST_COLUMNS)
 
 
+#: A written ``outcome`` of ``selection_tests.csv`` read from each side: (``strategy_a``'s, ``strategy_b``'s).
+_SIDES = {"a better": ("higher", "lower"), "b better": ("lower", "higher")}
+
+
 def selection_tests(tests: pd.DataFrame) -> pd.DataFrame:
     """The runs' exact paired tests between answer-selection strategies, each pair read in both directions.
 
     ``tests``: :func:`load_selection_tests`. Columns: run, strategy, against, delta (accuracy of ``strategy``
-    minus that of ``against``), p_holm (Holm within the run, as written), outcome (``higher`` / ``lower`` /
-    ``no significant difference`` at :data:`SIGNIFICANCE`, ``undefined`` where the test could not be run).
+    minus that of ``against``), p_holm (Holm within the run, as written), outcome (the run's, from ``strategy``'s
+    side: ``higher`` / ``lower`` / ``no significant difference`` at :data:`SIGNIFICANCE`, ``undefined`` where the
+    test could not be run).
     """
-    cols = ["run", "strategy", "against", "delta", "p_holm", "outcome"]
     rows = []
     for r in tests.to_dict("records"):
-        p = float(r["p_holm"])
-        for a, b, sign in (("a", "b", 1.0), ("b", "a", -1.0)):
-            delta = sign * (float(r["accuracy_a"]) - float(r["accuracy_b"]))
-            if math.isnan(p) or math.isnan(delta):
-                word = "undefined"
-            elif p < SIGNIFICANCE and delta != 0:
-                word = "higher" if delta > 0 else "lower"
-            else:
-                word = "no significant difference"
-            rows.append(
-                {
-                    "run": r["run"],
-                    "strategy": r[f"strategy_{a}"],
-                    "against": r[f"strategy_{b}"],
-                    "delta": delta,
-                    "p_holm": p,
-                    "outcome": word,
-                }
-            )
-    return pd.DataFrame(rows, columns=cols)
+        delta = float(r["accuracy_a"]) - float(r["accuracy_b"])
+        words = _SIDES.get(r["outcome"], (r["outcome"], r["outcome"]))
+        for (a, b), sign, word in zip((("a", "b"), ("b", "a")), (1.0, -1.0), words, strict=True):
+            pair = {"run": r["run"], "strategy": r[f"strategy_{a}"], "against": r[f"strategy_{b}"]}
+            rows.append({**pair, "delta": sign * delta, "p_holm": float(r["p_holm"]), "outcome": word})
+    return pd.DataFrame(rows, columns=["run", "strategy", "against", "delta", "p_holm", "outcome"])
 
 
 def selection_findings(
@@ -405,9 +313,8 @@ def selection_findings(
     if not runs:
         return f"No run applies both {code(strategy)} and {code(against)}."
     sets = {question_sets.get(r, r) for r in runs}
-    shared = len(runs) - len(sets)
     where = f"{len(runs)} runs on {len(sets)} distinct question sets"
-    if shared:
+    if len(sets) < len(runs):
         where += " (runs on the same or overlapping questions, e.g. at different n, are not independent evidence)"
     t = selection_tests(tests)
     t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
@@ -74,32 +72,25 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
     d = measured.dropna(subset=["auroc"]).sort_values("auroc")
     fig, ax = plt.subplots(figsize=(6.0, 0.32 * max(len(d), 3) + 1.2))
     if d.empty:
-        ax.text(
-            0.5,
-            0.5,
-            "AUROC undefined for every method\n(all answers in one correctness class)",
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-        )
+        undefined = "AUROC undefined for every method\n(all answers in one correctness class)"
+        ax.text(0.5, 0.5, undefined, ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
-        if title:
-            ax.set_title(plain(title), fontsize=10)
-        return closed(fig)
-    colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
-    ys = np.arange(len(d))
-    _bars(ax, ys, d, colours, capsize=2)
-    ax.set_yticks(ys, [plain(m) for m in d["method"]])
-    ax.axvline(0.5, color="black", lw=0.8)
-    ax.set_xlabel("AUROC (0.5 = chance), 95% bootstrap CI")
-    ax.set_xlim(min(0.3, float(d["auroc_lo"].min()) - 0.02), max(0.9, float(d["auroc_hi"].max()) + 0.02))
+    else:
+        colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
+        ys = np.arange(len(d))
+        _bars(ax, ys, d, colours, capsize=2)
+        ax.set_yticks(ys, [plain(m) for m in d["method"]])
+        ax.axvline(0.5, color="black", lw=0.8)
+        ax.set_xlabel("AUROC (0.5 = chance), 95% bootstrap CI")
+        ax.set_xlim(min(0.3, float(d["auroc_lo"].min()) - 0.02), max(0.9, float(d["auroc_hi"].max()) + 0.02))
     if title:
         ax.set_title(plain(title), fontsize=10)
-    fig.tight_layout()
+    if not d.empty:
+        fig.tight_layout()
     return closed(fig)
 
 
-def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
+def n_sweep_figure(sweep: pd.DataFrame):
     """AUROC against the number of samples n, one line per method, with CI bands.
 
     Args:
@@ -108,8 +99,6 @@ def n_sweep_figure(sweep: pd.DataFrame, methods: Sequence[str] | None = None):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for method, g in sweep.groupby("method"):
-        if methods is not None and method not in methods:
-            continue
         g = g.sort_values("n_samples")
         lw = 2.5 if method == "Shap" else 1.2
         ax.plot(g["n_samples"], g["auroc"], "o-", lw=lw, label=plain(method))

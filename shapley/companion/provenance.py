@@ -3,7 +3,6 @@ settings the runs share."""
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from collections.abc import Sequence
@@ -70,14 +69,8 @@ def provenance_flags(history: RunHistory) -> list[str]:
     """What a reader must know about how a run was made (from ``shapley.pipeline.rundir.store.run_history``):
     ``dirty`` (some invocation ran from a source tree that differed from its commit), ``multi-commit``
     (invocations at different commits), ``commit unknown`` (no invocation recorded its commit)."""
-    flags = []
-    if history.dirty:
-        flags.append("dirty")
-    if history.multi_commit:
-        flags.append("multi-commit")
-    if not history.commits:
-        flags.append("commit unknown")
-    return flags
+    flags = {"dirty": history.dirty, "multi-commit": history.multi_commit, "commit unknown": not history.commits}
+    return [flag for flag, applies in flags.items() if applies]
 
 
 def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -116,10 +109,8 @@ def provenance_html(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFr
     :func:`provenance_table` of ``run_dirs`` already computed (it checks every run's derived files against its
     stage files, which takes seconds), or None to compute it."""
     t = (provenance_table(run_dirs) if table is None else table).copy()
-    t["run_html"] = [html.escape(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
-    t["flag_text"] = [
-        "<br>".join(f'<span class="flag">{html.escape(f)}</span>' for f in fl) or "clean" for fl in t["flags"]
-    ]
+    t["run_html"] = [esc(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
+    t["flag_text"] = ["<br>".join(f'<span class="flag">{esc(f)}</span>' for f in fl) or "clean" for fl in t["flags"]]
     t["commits"] = ["<br>".join(esc(c) for c in cs.split(", ")) for cs in t["commits"]]
     cols = [
         Col("run_html", "Run (under results/)", raw=True),
@@ -155,15 +146,15 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
         lines = []
         for inv in recorded_invocations(d):
             state = "resumed" if inv["resumed"] else "created"
-            commit = f", commit {html.escape(str(inv['commit'])[:7])}" if inv["commit"] else ""
+            commit = f", commit {esc(str(inv['commit'])[:7])}" if inv["commit"] else ""
             dirty = " (dirty)" if inv["dirty"] else ""
             lines.append(
-                f'<li><span class="when">{html.escape(inv["time"])}, {state}{commit}{dirty}</span><br>'
-                f'<code class="cmd">{html.escape(inv["command"])}</code></li>'
+                f'<li><span class="when">{esc(inv["time"])}, {state}{commit}{dirty}</span><br>'
+                f'<code class="cmd">{esc(inv["command"])}</code></li>'
             )
         n = len(lines)
         items.append(
-            f"<details><summary><code>{html.escape(relative_path(d))}</code>: {n} invocation{'s' * (n != 1)}"
+            f"<details><summary><code>{esc(relative_path(d))}</code>: {n} invocation{'s' * (n != 1)}"
             f"</summary><ul>{''.join(lines)}</ul></details>"
         )
     return Html(f'<div class="commands">{"".join(items)}</div>')
@@ -207,15 +198,9 @@ def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
     return out
 
 
-DERIVED_FILES = ("metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")
-"""Files computed from a run's stage files; each must describe the questions the run holds now."""
-
-_COUNT_COLUMNS = {
-    "metrics.csv": "n_questions",
-    "comparisons.csv": "n",
-    "selection.csv": "n",
-    "beta_sweep.csv": "n",
-}
+DERIVED_FILES = {"metrics.csv": "n_questions", "comparisons.csv": "n", "selection.csv": "n", "beta_sweep.csv": "n"}
+"""Files computed from a run's stage files, each with its column of question counts: each must describe the
+questions the run holds now."""
 
 
 def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
@@ -233,13 +218,13 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
     rec = read_record(run_dir) or {}
     n = (rec.get("outputs") or {}).get("n_questions")
     stale = []
-    for name, col in _COUNT_COLUMNS.items():
+    for name, col in DERIVED_FILES.items():
         path = Path(run_dir) / name
         if n is None or not path.exists():
             continue
         f = pd.read_csv(path)
         counts = pd.to_numeric(f[col], errors="coerce").dropna() if col in f else pd.Series(dtype=float)
-        if name == "selection.csv" or name == "comparisons.csv":
+        if name in ("selection.csv", "comparisons.csv"):
             counts = counts[counts > 0]  # a strategy or comparison that does not apply counts 0 questions
         if len(counts) and int(counts.max()) != int(n):
             stale.append(name)

@@ -6,32 +6,26 @@ LaTeX source ``shared/paper/shapley_uncertainty_nlg.tex`` (``\\label{tab:1}`` ..
 Everything in this module is labelled ``source="reported"``: it is what the paper prints, not what this
 project measured. Values are kept exactly as printed (AUROC to 3 decimals in Tables 3-4, 4-5 decimals in
 Table 5, uncertainties to 2 decimals in Tables 1-2). Where the paper's own numbers can be checked against
-each other, the outcome of the check is recorded here too (``TABLE3_AVERAGE_CHECK``,
+each other, the outcome of the check is recorded or computed here too (:func:`table3_average_check`,
 ``TABLE4_TEXT_CLAIMS_CHECK``, ``TABLE1_HEADER_NOTE``) and ``tests/companion/test_reported.py`` recomputes it.
 
-Accessors return tidy :class:`pandas.DataFrame` objects (pandas is imported lazily so that importing this
-module needs nothing beyond the standard library).
+The accessors at the end give Table 5 and the claims as tidy :class:`pandas.DataFrame` objects, Tables 1-2 as
+dicts.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pandas as pd
 
 from shapley.companion.claim_rows import CLAIM_KINDS as CLAIM_KINDS
 from shapley.companion.claim_rows import CLAIMS as CLAIMS
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-
 SOURCE = "reported"
-ARXIV_ID = "2507.21406"
-TEX_PATH = "shared/paper/shapley_uncertainty_nlg.tex"
-CITATION = (
-    "Meilin Zhu, Gaojie Jin, Xiaowei Huang, Lijun Zhang. Shapley Uncertainty in Natural Language "
-    "Generation. arXiv:2507.21406, 2025."
-)
 
 # ---------------------------------------------------------------------------------------------------
 # Names
@@ -133,10 +127,6 @@ TABLE1_HEADER_NOTE = MappingProxyType(
         "interpretation": "typo: second column is 'Mozart'",
     }
 )
-#: The paper does not say how 0.40 and 0.51 are obtained from the printed matrices and likelihoods
-#: (nor which beta, kernel or entropy base); see notebooks/mozart.md for the companion's attempt.
-MOZART_RECIPE_STATED = False
-
 # ---------------------------------------------------------------------------------------------------
 # Table 3: CoQA and WMT-14, AUROC (label tab:3)
 # ---------------------------------------------------------------------------------------------------
@@ -166,76 +156,36 @@ TABLE3_BOLD: MappingProxyType[tuple[str, str], str] = MappingProxyType(
         ("average", "-"): "Shap",
     }
 )
-#: Finding (recomputed in tests/companion/test_reported.py with exact fractions): every printed average equals the
-#: mean of the six printed entries TRUNCATED to 3 decimals. ``mean_x1000`` is that mean in thousandths,
-#: ``rounded`` the mean rounded to nearest at 3 decimals (None for an exact tie). Rounding gives the
-#: printed value in 4 columns, a different one in 2 (MaxE 0.647, Shap 0.756) and a tie in 1 (MaxL: mean
-#: exactly 0.6275).
-#: Not necessarily an error: the unrounded entries are unknown, and their mean may round to the printed
-#: value; but from the printed entries alone the average row is truncated, not rounded.
-TABLE3_AVERAGE_CHECK: MappingProxyType[str, MappingProxyType[str, Any]] = MappingProxyType(
-    {
-        m: MappingProxyType(d)
-        for m, d in {
-            "MaxL": {
-                "printed": 0.627,
-                "mean_x1000": Fraction(3765, 6),
-                "rounded": None,  # exact tie: 627.5 thousandths
-                "truncated": 0.627,
-                "matches_rounding": None,
-                "matches_truncation": True,
-            },
-            "AvgL": {
-                "printed": 0.665,
-                "mean_x1000": Fraction(3991, 6),
-                "rounded": 0.665,
-                "truncated": 0.665,
-                "matches_rounding": True,
-                "matches_truncation": True,
-            },
-            "MaxE": {
-                "printed": 0.646,
-                "mean_x1000": Fraction(3880, 6),
-                "rounded": 0.647,
-                "truncated": 0.646,
-                "matches_rounding": False,
-                "matches_truncation": True,
-            },
-            "AvgE": {
-                "printed": 0.706,
-                "mean_x1000": Fraction(4238, 6),
-                "rounded": 0.706,
-                "truncated": 0.706,
-                "matches_rounding": True,
-                "matches_truncation": True,
-            },
-            "SU": {
-                "printed": 0.582,
-                "mean_x1000": Fraction(3494, 6),
-                "rounded": 0.582,
-                "truncated": 0.582,
-                "matches_rounding": True,
-                "matches_truncation": True,
-            },
-            "A4C": {
-                "printed": 0.521,
-                "mean_x1000": Fraction(3127, 6),
-                "rounded": 0.521,
-                "truncated": 0.521,
-                "matches_rounding": True,
-                "matches_truncation": True,
-            },
-            "Shap": {
-                "printed": 0.755,
-                "mean_x1000": Fraction(4534, 6),
-                "rounded": 0.756,
-                "truncated": 0.755,
-                "matches_rounding": False,
-                "matches_truncation": True,
-            },
-        }.items()
-    }
-)
+
+
+def table3_average_check() -> dict[str, dict[str, Any]]:
+    """Is each printed average of Table 3 the mean of the six printed entries, rounded or truncated?
+
+    Per method: ``printed``, ``mean_x1000`` (the exact mean of the printed entries, in thousandths),
+    ``rounded`` (that mean rounded to nearest at 3 decimals; None for an exact tie), ``truncated`` (truncated
+    to 3 decimals), ``matches_rounding`` (None for a tie) and ``matches_truncation``. Finding: every printed
+    average is the truncated mean; rounding gives the printed value in 4 columns, another one in 2 (MaxE 0.647,
+    Shap 0.756) and a tie in 1 (MaxL: mean exactly 0.6275). Not necessarily an error: the unrounded entries
+    are unknown, and their mean may round to the printed value; but from the printed entries alone the average
+    row is truncated, not rounded.
+    """
+    out = {}
+    for j, method in enumerate(TABLE3_METHODS):
+        mean_x1000 = Fraction(sum(round(v[j] * 1000) for v in TABLE3_ROWS.values()), len(TABLE3_ROWS))
+        floor = math.floor(mean_x1000)
+        tie = mean_x1000 - floor == Fraction(1, 2)
+        rounded = None if tie else round(mean_x1000) / 1000
+        printed = TABLE3_AVERAGE[j]
+        out[method] = {
+            "printed": printed,
+            "mean_x1000": mean_x1000,
+            "rounded": rounded,
+            "truncated": floor / 1000,
+            "matches_rounding": None if rounded is None else rounded == printed,
+            "matches_truncation": floor / 1000 == printed,
+        }
+    return out
+
 
 # ---------------------------------------------------------------------------------------------------
 # Table 4: SQuAD, BioASQ, NQ-Open, SVAMP, AUROC (label tab:4, appendix D). No cell is printed in bold.
@@ -243,6 +193,7 @@ TABLE3_AVERAGE_CHECK: MappingProxyType[str, MappingProxyType[str, Any]] = Mappin
 
 TABLE4_METHODS = ("SE", "DSE", "NE", "P(T)", "ER", "Shap")
 TABLE4_MODELS = ("L-7B", "L-13B", "F-7B", "M-7B", "Q-14B", "D-8B")
+#: Finding (recomputed in tests/companion/test_reported.py): Shap has the highest AUROC of its row in 8 of the 24.
 TABLE4_ROWS: MappingProxyType[tuple[str, str], tuple[float, ...]] = MappingProxyType(
     {
         ("squad", "L-7B"): (0.748, 0.741, 0.705, 0.602, 0.618, 0.733),
@@ -271,19 +222,8 @@ TABLE4_ROWS: MappingProxyType[tuple[str, str], tuple[float, ...]] = MappingProxy
         ("svamp", "D-8B"): (0.779, 0.785, 0.765, 0.664, 0.848, 0.792),
     }
 )
-#: Finding: in Table 4, Shap has the highest AUROC of its row in 8 of the 24 rows.
-TABLE4_SHAP_BEST_ROWS = (
-    ("squad", "Q-14B"),
-    ("bioasq", "L-7B"),
-    ("bioasq", "Q-14B"),
-    ("bioasq", "D-8B"),
-    ("nq_open", "L-7B"),
-    ("nq_open", "M-7B"),
-    ("nq_open", "D-8B"),
-    ("svamp", "L-7B"),
-)
-#: The text's numeric comparisons (appendix D) against the cells they name. "claimed" is the paper's
-#: percentage; "table_diff" is Shap minus the named baseline from Table 4 (AUROC points, absolute).
+#: The text's numeric comparisons (appendix D) and the cells they name. "claimed" is the paper's percentage; Shap
+#: minus the named baseline in Table 4 matches it neither as AUROC points nor as a relative change (the test).
 TABLE4_TEXT_CLAIMS_CHECK = (
     MappingProxyType(
         {
@@ -292,7 +232,6 @@ TABLE4_TEXT_CLAIMS_CHECK = (
             "model": "L-13B",
             "baseline": "DSE",
             "claimed": 0.026,
-            "table_diff": -0.001,
         }
     ),
     MappingProxyType(
@@ -302,7 +241,6 @@ TABLE4_TEXT_CLAIMS_CHECK = (
             "model": "M-7B",
             "baseline": "SE",
             "claimed": 0.034,
-            "table_diff": -0.002,
         }
     ),
     MappingProxyType(
@@ -312,7 +250,6 @@ TABLE4_TEXT_CLAIMS_CHECK = (
             "model": "F-7B",
             "baseline": "NE",
             "claimed": 0.079,
-            "table_diff": 0.014,
         }
     ),
 )
@@ -335,6 +272,7 @@ TABLE5_ROUND1: tuple[tuple[float, float], ...] = (
     (0.9, 0.7874),
     (1.0, 0.7871),
 )
+#: Finding: the text says round 2 searches [0.4, 0.6] in steps of 0.02; the printed row starts at 0.42.
 TABLE5_ROUND2: tuple[tuple[float, float], ...] = (
     (0.42, 0.78892),
     (0.44, 0.78894),
@@ -349,8 +287,6 @@ TABLE5_ROUND2: tuple[tuple[float, float], ...] = (
 )
 #: Bold in both rounds.
 TABLE5_BOLD_BETA = 0.5
-#: Finding: the text says round 2 searches [0.4, 0.6] in steps of 0.02; the printed row starts at 0.42.
-TABLE5_ROUND2_STARTS_AT = 0.42
 
 # ---------------------------------------------------------------------------------------------------
 # Hyper-parameters and set-up as stated in the paper (None: not stated)
@@ -375,75 +311,9 @@ HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
 )
 
 
-def beta_psd_bound_paper(n: int) -> float:
-    """The paper's sufficient condition for a PSD kernel matrix: beta <= 1/(n+1) (reported)."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    return 1.0 / (n + 1)
-
-
 # ---------------------------------------------------------------------------------------------------
-# Claims: the rows live in shapley/companion/claim_rows.py (statements in our own words)
+# Accessors (the claims' rows live in shapley/companion/claim_rows.py, statements in our own words)
 # ---------------------------------------------------------------------------------------------------
-
-# ---------------------------------------------------------------------------------------------------
-# Accessors
-# ---------------------------------------------------------------------------------------------------
-
-
-def _pd():
-    import pandas as pd
-
-    return pd
-
-
-def _tidy(table: str, rows: MappingProxyType, methods: tuple[str, ...]) -> pd.DataFrame:
-    records = [
-        {
-            "table": table,
-            "dataset": dataset,
-            "model": model,
-            "model_name": MODELS[model],
-            "method": method,
-            "auroc": value,
-            "source": SOURCE,
-        }
-        for (dataset, model), values in rows.items()
-        for method, value in zip(methods, values, strict=True)
-    ]
-    return _pd().DataFrame.from_records(records)
-
-
-def table3(*, include_average: bool = False) -> pd.DataFrame:
-    """Table 3 (CoQA, WMT-14) in tidy form: table, dataset, model, model_name, method, auroc, source.
-
-    With ``include_average`` the printed Average row is appended as dataset ``"average"``, model ``"-"``.
-    """
-    df = _tidy("3", TABLE3_ROWS, TABLE3_METHODS)
-    if include_average:
-        avg = _pd().DataFrame(
-            {
-                "table": "3",
-                "dataset": "average",
-                "model": "-",
-                "model_name": "-",
-                "method": list(TABLE3_METHODS),
-                "auroc": list(TABLE3_AVERAGE),
-                "source": SOURCE,
-            }
-        )
-        df = _pd().concat([df, avg], ignore_index=True)
-    return df
-
-
-def table4() -> pd.DataFrame:
-    """Table 4 (SQuAD, BioASQ, NQ-Open, SVAMP) in tidy form (same columns as :func:`table3`)."""
-    return _tidy("4", TABLE4_ROWS, TABLE4_METHODS)
-
-
-def reported_auroc() -> pd.DataFrame:
-    """Tables 3 and 4 stacked (without the Average row): every reported (dataset, model, method) AUROC."""
-    return _pd().concat([table3(), table4()], ignore_index=True)
 
 
 def table5() -> pd.DataFrame:
@@ -463,25 +333,7 @@ def table5() -> pd.DataFrame:
         for rnd, grid in ((1, TABLE5_ROUND1), (2, TABLE5_ROUND2))
         for beta, auroc in grid
     ]
-    return _pd().DataFrame.from_records(records)
-
-
-def as_printed(table: int) -> pd.DataFrame:
-    """Table 3 or 4 in the paper's wide layout (one row per dataset and model, one column per method).
-
-    Table 3 includes the Average row. Index: (dataset as printed, model abbreviation).
-    """
-    methods: tuple[str, ...]
-    if table == 3:
-        rows, methods = dict(TABLE3_ROWS), TABLE3_METHODS
-        rows[("average", "-")] = TABLE3_AVERAGE
-    elif table == 4:
-        rows, methods = dict(TABLE4_ROWS), TABLE4_METHODS
-    else:
-        raise ValueError(f"as_printed covers Tables 3 and 4 only, got table={table!r}")
-    pd = _pd()
-    index = pd.MultiIndex.from_tuples([(DATASETS.get(d, "Average"), m) for d, m in rows], names=["dataset", "model"])
-    return pd.DataFrame(list(rows.values()), index=index, columns=list(methods))
+    return pd.DataFrame.from_records(records)
 
 
 def mozart(table: int) -> dict[str, Any]:
@@ -502,7 +354,7 @@ def mozart(table: int) -> dict[str, Any]:
 
 def claims() -> pd.DataFrame:
     """The paper's claims as a DataFrame: id, where, kind, statement, note, source."""
-    return _pd().DataFrame.from_records([{**dict(c), "source": SOURCE} for c in CLAIMS])
+    return pd.DataFrame.from_records([{**dict(c), "source": SOURCE} for c in CLAIMS])
 
 
 def claim(claim_id: str) -> dict[str, str]:
@@ -511,10 +363,3 @@ def claim(claim_id: str) -> dict[str, str]:
         if c["id"] == claim_id:
             return dict(c)
     raise KeyError(f"unknown claim id {claim_id!r}; known: {[c['id'] for c in CLAIMS]}")
-
-
-def models() -> pd.DataFrame:
-    """Model abbreviations: abbreviation, name (reported), hf_id_guess (ours, not reported)."""
-    return _pd().DataFrame(
-        [{"abbreviation": k, "name": v, "hf_id_guess": HF_MODEL_GUESS[k]} for k, v in MODELS.items()]
-    )

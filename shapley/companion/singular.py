@@ -25,8 +25,6 @@ from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate.comparisons import rankable
 from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore
 
-__all__ = ["InfiniteScores", "count_infinite", "infinite_scores"]
-
 
 @dataclass(frozen=True)
 class InfiniteScores:
@@ -87,7 +85,7 @@ def count_infinite(per_question: pd.DataFrame, correct: pd.Series, equal_pair: p
     )
 
 
-def _equal_pair(P: np.ndarray) -> bool:
+def has_equal_pair(P: np.ndarray) -> bool:
     """True when two different answers have C[i, j] = 1 (to 12 digits)."""
     C = kernel.correlation_matrix(P)
     off = C[~np.eye(C.shape[0], dtype=bool)]
@@ -108,7 +106,7 @@ def _infinite_scores(run_dir: str, beta: float) -> InfiniteScores:
     ent = JsonlStore(os.path.join(run_dir, STAGE_FILES["entailment"])).load(repair=False)
     ids = list(per_q["id"])
     correct = pd.Series({i: bool(scores[i]["correct"]) for i in ids}, dtype=bool)
-    equal = pd.Series({i: _equal_pair(np.asarray(ent[i]["entail"], dtype=np.float64)) for i in ids}, dtype=bool)
+    equal = pd.Series({i: has_equal_pair(np.asarray(ent[i]["entail"], dtype=np.float64)) for i in ids}, dtype=bool)
     return count_infinite(per_q, correct, equal)
 
 

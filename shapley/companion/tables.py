@@ -1,9 +1,8 @@
-"""The book's tables: the paper's reported numbers beside our measured ones.
+"""The book's tables of measured AUROCs: the paper's reported numbers beside ours.
 
-The book's tables are split along the data's path; this module holds the measured AUROCs in the paper's layout
-(:func:`comparison_html`, Tables 3-4 beside :mod:`shapley.companion.reported`), the measured Table 5
-(:func:`beta_pivot`) and single-run tables, and re-exports the names the book's pages use from the modules
-beside it: :mod:`shapley.companion.htmltable` (:func:`html_table`, :class:`Col`: escaped HTML tables for
+This module holds the measured AUROCs in the paper's layout (:func:`comparison_html`, Tables 3-4 beside
+:mod:`shapley.companion.reported`), the measured Table 5 (:func:`beta_pivot`) and single-run tables. The book's
+other tables live beside it, along the data's path: :mod:`shapley.companion.htmltable` (escaped HTML tables for
 readers), :mod:`shapley.companion.provenance` (what each run was, from its ``config.json``),
 :mod:`shapley.companion.paired` (``comparisons.csv`` and ``selection.csv``), :mod:`shapley.companion.judges`
 (the same questions under two entailment backends) and :mod:`shapley.companion.costs` (benchmark files and the
@@ -12,69 +11,18 @@ paper-scale cost estimate).
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from shapley.companion import reported
-from shapley.companion.costs import A100 as A100
-from shapley.companion.costs import EARLIER_SQUAD_SECONDS_PER_QUESTION as EARLIER_SQUAD_SECONDS_PER_QUESTION
-from shapley.companion.costs import GENERATION_TARGET_VS_TRANSFORMERS as GENERATION_TARGET_VS_TRANSFORMERS
-from shapley.companion.costs import H100 as H100
-from shapley.companion.costs import MODEL_PARAMS_B as MODEL_PARAMS_B
-from shapley.companion.costs import Gpu as Gpu
-from shapley.companion.costs import Workload as Workload
-from shapley.companion.costs import cost_estimate as cost_estimate
-from shapley.companion.costs import cost_estimate_html as cost_estimate_html
-from shapley.companion.costs import load_benchmark as load_benchmark
-from shapley.companion.costs import regeneration_html as regeneration_html
-from shapley.companion.costs import seconds_per_question as seconds_per_question
-from shapley.companion.htmltable import Col as Col
-from shapley.companion.htmltable import Html as Html
-from shapley.companion.htmltable import bullets_html as bullets_html
-from shapley.companion.htmltable import code as code
-from shapley.companion.htmltable import esc as esc
-from shapley.companion.htmltable import html_table as html_table
-from shapley.companion.htmltable import pinned_scroll as pinned_scroll
-from shapley.companion.htmltable import short_labels, with_interval
-from shapley.companion.paired import SELECTION_TEST_COLUMNS as SELECTION_TEST_COLUMNS
-from shapley.companion.paired import comparison_grid as comparison_grid
-from shapley.companion.paired import comparison_grid_html as comparison_grid_html
-from shapley.companion.paired import comparison_summary as comparison_summary
-from shapley.companion.paired import comparison_summary_html as comparison_summary_html
-from shapley.companion.paired import comparisons_html as comparisons_html
-from shapley.companion.paired import delong_outcomes as delong_outcomes
-from shapley.companion.paired import load_comparisons as load_comparisons
-from shapley.companion.paired import load_selection as load_selection
-from shapley.companion.paired import load_selection_tests as load_selection_tests
-from shapley.companion.paired import outcome_counts as outcome_counts
-from shapley.companion.paired import p_value_text as p_value_text
-from shapley.companion.paired import selection_findings as selection_findings
-from shapley.companion.paired import selection_head_to_head as selection_head_to_head
-from shapley.companion.paired import selection_html as selection_html
-from shapley.companion.paired import selection_pivot as selection_pivot
-from shapley.companion.paired import selection_tests as selection_tests
-from shapley.companion.provenance import commands_html as commands_html
-from shapley.companion.provenance import discover_runs as discover_runs
-from shapley.companion.provenance import provenance_flags as provenance_flags
-from shapley.companion.provenance import provenance_html as provenance_html
-from shapley.companion.provenance import provenance_table as provenance_table
-from shapley.companion.provenance import question_count as question_count
-from shapley.companion.provenance import question_sets as question_sets
-from shapley.companion.provenance import recorded_invocations as recorded_invocations
+from shapley.companion import mozart, reported
+from shapley.companion.htmltable import Col, Html, esc, html_table, pinned_scroll, with_interval
 from shapley.companion.provenance import relative_path
-from shapley.companion.provenance import settings_summary as settings_summary
-from shapley.companion.provenance import stale_derived as stale_derived
 from shapley.pipeline.evaluate.metrics import load_metrics, load_skipped, runs_table
 from shapley.pipeline.rundir.store import read_config
-
-short_run_labels = short_labels
-"""Short run names for table rows: the shortest tail of each run's path that no other run shares."""
 
 # ---------------------------------------------------------------------------------------------------
 # Measured AUROCs in the paper's layout
@@ -83,43 +31,39 @@ short_run_labels = short_labels
 MEASURED_COLUMNS: tuple[str, ...] = ("dataset", "method", "auroc", "lo", "hi", "model", "entailment", "run_dir")
 
 
-PAPER_ALIASES: dict[str, str] = {"SU": "SE", "NE": "LNE"}
-"""Paper column label -> our method, where they differ. Table 3's ``SU`` is semantic entropy; Table 4's
-``NE`` ("naive entropy" of Farquhar et al. 2024) is the length-normalised predictive entropy (as in
-``shapley.companion.reported.METHODS``). Every other paper label is our method name."""
+PAPER_METHODS: tuple[str, ...] = tuple(reported.METHODS)
+"""The paper's column labels of Tables 3-4, in :data:`shapley.companion.reported.METHODS` order."""
+
+PAPER_ALIASES: dict[str, str] = {label: ours for label, (_, _, ours) in reported.METHODS.items() if label != ours}
+"""Paper column label -> our method, where they differ (``shapley.companion.reported.METHODS``): Table 3's ``SU``
+is semantic entropy; Table 4's ``NE`` ("naive entropy" of Farquhar et al. 2024) is the length-normalised
+predictive entropy. Every other paper label is our method name."""
 
 
-PAPER_METHODS: tuple[str, ...] = ("MaxL", "AvgL", "MaxE", "AvgE", "SU", "A4C", "SE", "DSE", "NE", "P(T)", "ER", "Shap")
-
-
-def measured_table(run_dirs: Sequence[str | os.PathLike[str]], *, all_methods: bool = False) -> pd.DataFrame:
-    """Measured AUROCs in the layout of the paper's reported tables (``shapley.companion.reported.reported_auroc``).
+def measured_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """Measured AUROCs in the layout of the paper's reported tables (:data:`PAPER_METHODS`).
 
     Columns :data:`MEASURED_COLUMNS` plus ``our_method`` and ``entailment_is_stand_in``. ``method`` is the
-    paper's label (:data:`PAPER_ALIASES`: ``SU`` and ``SE`` both come from our ``SE``, ``NE`` from ``LNE``);
-    with ``all_methods`` our other methods are included under their own names.
+    paper's label (:data:`PAPER_ALIASES`: ``SU`` and ``SE`` both come from our ``SE``, ``NE`` from ``LNE``); our
+    methods the paper does not compare are left out.
     """
-    t = runs_table(run_dirs)
-    rows = []
-    for _, r in t.iterrows():
-        labels = [p for p in PAPER_METHODS if PAPER_ALIASES.get(p, p) == r["method"]]
-        if not labels and all_methods:
-            labels = [r["method"]]
-        for lab in labels:
-            rows.append(
-                {
-                    "dataset": r["dataset"],
-                    "method": lab,
-                    "auroc": r["auroc"],
-                    "lo": r["auroc_lo"],
-                    "hi": r["auroc_hi"],
-                    "model": r["model"],
-                    "entailment": r["entailment"],
-                    "run_dir": r["run_dir"],
-                    "our_method": r["method"],
-                    "entailment_is_stand_in": r.get("entailment_is_stand_in"),
-                }
-            )
+    rows = [
+        {
+            "dataset": r["dataset"],
+            "method": label,
+            "auroc": r["auroc"],
+            "lo": r["auroc_lo"],
+            "hi": r["auroc_hi"],
+            "model": r["model"],
+            "entailment": r["entailment"],
+            "run_dir": r["run_dir"],
+            "our_method": r["method"],
+            "entailment_is_stand_in": r.get("entailment_is_stand_in"),
+        }
+        for _, r in runs_table(run_dirs).iterrows()
+        for label in PAPER_METHODS
+        if PAPER_ALIASES.get(label, label) == r["method"]
+    ]
     return pd.DataFrame(rows, columns=[*MEASURED_COLUMNS, "our_method", "entailment_is_stand_in"])
 
 
@@ -137,85 +81,70 @@ MARKS: Mapping[str, str] = {
 }
 
 
-def _measured_cells(g: pd.DataFrame, run_dir: str, methods: Sequence[str]) -> dict[str, str]:
-    """HTML cell per method for one run: "AUROC" over a small "[lo, hi]", or a mark from :data:`MARKS`."""
-    skipped = load_skipped(run_dir)
-    why = set(skipped["method"]) if len(skipped) else set()
-    got = {r["method"]: r for _, r in g.iterrows()}
+def _mark(name: str) -> str:
+    """A measured cell without a number: its mark from :data:`MARKS`."""
+    return f'<span class="mark">{name}</span>'
+
+
+def _standing(metrics: pd.DataFrame, skipped: pd.DataFrame, method: str) -> str:
+    """Where ``method`` (our name) stands in one run's ``metrics.csv`` and ``skipped.csv``: ``measured`` (a defined
+    AUROC), or the mark of :data:`MARKS` that says why there is no number."""
+    row = metrics[metrics["method"] == method]
+    if len(row):
+        return "undefined" if math.isnan(float(row["auroc"].iloc[0])) else "measured"
+    return "skipped" if len(skipped) and method in set(skipped["method"]) else "not computed"
+
+
+def _measured_cells(run_dir: str, methods: Sequence[str]) -> dict[str, str]:
+    """HTML cell per paper method for one run: "AUROC" over a small "[lo, hi]", or a mark from :data:`MARKS`."""
+    metrics, skipped = load_metrics(run_dir), load_skipped(run_dir)
     cells = {}
     for m in methods:
-        r = got.get(m)
-        if r is not None and not math.isnan(r["auroc"]):
-            cells[m] = with_interval(r["auroc"], r["lo"], r["hi"], decimals=3)
-        elif r is not None:
-            cells[m] = '<span class="mark">undefined</span>'
-        elif PAPER_ALIASES.get(m, m) in why:
-            cells[m] = '<span class="mark">skipped</span>'
+        ours = PAPER_ALIASES.get(m, m)
+        standing = _standing(metrics, skipped, ours)
+        if standing == "measured":
+            r = metrics[metrics["method"] == ours].iloc[0]
+            cells[m] = with_interval(r["auroc"], r["auroc_lo"], r["auroc_hi"], decimals=3)
         else:
-            cells[m] = '<span class="mark">not computed</span>'
+            cells[m] = _mark(standing)
     return cells
 
 
-def comparison_rows(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """Rows of the paper's Table 3 or 4 with our measured rows interleaved, dataset by dataset.
-
-    Each row: ``dataset`` (as printed), ``model``, ``source`` ("reported" / "measured"), one HTML cell per
-    method of the table, and ``run`` (the run directory, or the paper's table).
-    """
+def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+    """The paper's Table 3 or 4 beside our runs, fitting the text column: per dataset a heading row, the paper's
+    rows, then one row per run (AUROC over its 95% interval, or a mark from :data:`MARKS`)."""
     if table not in (3, 4):
         raise ValueError(f"table must be 3 or 4; got {table!r}")
     methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
     paper_rows = reported.TABLE3_ROWS if table == 3 else reported.TABLE4_ROWS
     measured = measured_table(run_dirs)
-    rows: list[dict[str, Any]] = []
+    lines: list[tuple[str, str, Mapping[str, str]]] = []  # (row class, model cell, one cell per method)
+    runs = []
     for dataset in dict.fromkeys(d for d, _ in paper_rows):
-        name = reported.DATASETS.get(dataset, dataset)
+        lines.append(("group", f"<strong>{esc(reported.DATASETS.get(dataset, dataset))}</strong>", {}))
         for (d, model), values in paper_rows.items():
             if d == dataset:
                 cells = {m: f"{v:.3f}" for m, v in zip(methods, values, strict=True)}
-                rows.append({"dataset": name, "model": reported.MODELS[model], "source": "reported", **cells})
+                lines.append(("reported", esc(reported.MODELS[model]), cells))
         mine = measured[measured["dataset"] == dataset]
         if mine.empty:
             reason = NO_RUN_REASONS.get(dataset, "no finished run for this dataset yet")
-            no_run = dict.fromkeys(methods, '<span class="mark">no run</span>')
-            rows.append({"dataset": name, "model": f"measured: {reason}", "source": "measured", **no_run})
-            continue
+            lines.append(("measured", esc(f"measured: {reason}"), dict.fromkeys(methods, _mark("no run"))))
         for run_dir, g in mine.groupby("run_dir", sort=True):
             stand_in = " (stand-in entailment)" if bool(g["entailment_is_stand_in"].iloc[0]) else ""
-            rows.append(
-                {
-                    "dataset": name,
-                    "model": f"{g['model'].iloc[0]}{stand_in}",
-                    "source": "measured",
-                    **_measured_cells(g, str(run_dir), methods),
-                    "run": relative_path(str(run_dir)),
-                }
-            )
-    return rows
-
-
-def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
-    """The paper's Table 3 or 4 beside our runs, one block of rows per dataset, fitting the text column."""
-    methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
-    rows = comparison_rows(table, run_dirs)
-    out, classes = [], []
-    for k, r in enumerate(rows):
-        if k == 0 or r["dataset"] != rows[k - 1]["dataset"]:
-            out.append({"model": f"<strong>{html.escape(r['dataset'])}</strong>"})
-            classes.append("group")
-        out.append({**r, "model": html.escape(r["model"])})
-        classes.append(r["source"])
-    used = sorted({m for r in rows if r["source"] == "measured" for m in MARKS if f">{m}<" in "".join(r.values())})
-    legend = "; ".join(f"<em>{m}</em>: {html.escape(MARKS[m])}" for m in used)
-    runs = sorted({r["run"] for r in rows if r.get("run")})
+            lines.append(("measured", esc(f"{g['model'].iloc[0]}{stand_in}"), _measured_cells(str(run_dir), methods)))
+            runs.append(relative_path(str(run_dir)))
+    used = sorted({m for css, _, cells in lines if css == "measured" for m in MARKS if _mark(m) in cells.values()})
+    legend = "; ".join(f"<em>{m}</em>: {esc(MARKS[m])}" for m in used)
     caption = (
         f"AUROC, Table {table} of the paper (reported rows, from <code>shapley.companion.reported</code>) and "
         "our runs (measured rows: AUROC over its 95% bootstrap interval, from each run's "
-        f"<code>metrics.csv</code>: {', '.join(f'<code>{html.escape(x)}</code>' for x in runs) or 'none yet'})."
+        f"<code>metrics.csv</code>: {', '.join(f'<code>{esc(x)}</code>' for x in sorted(set(runs))) or 'none yet'})."
         + (f" {legend}." if legend else "")
     )
     cols = [Col("model", "Model", raw=True)] + [Col(m, m, decimals=3, raw=True) for m in methods]
-    return html_table(out, cols, caption=caption, row_classes=classes, css="comparison")
+    rows = [{"model": model, **cells} for _, model, cells in lines]
+    return html_table(rows, cols, caption=caption, row_classes=[css for css, _, _ in lines], css="comparison")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -260,12 +189,11 @@ def beta_pivot(ablation: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return wide, dropped
 
 
-def beta_pivot_html(ablation: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
-    """:func:`beta_pivot` as a table for readers; ``labels`` maps a source to a short column header."""
+def beta_pivot_html(ablation: pd.DataFrame) -> Html:
+    """:func:`beta_pivot` as a table for readers, one column per source."""
     wide, dropped = beta_pivot(ablation)
-    labels = labels or {}
     sources = [c for c in wide.columns if c != "beta"]
-    cols = [Col("beta", "β", decimals=2)] + [Col(s, labels.get(s, s), decimals=3, raw=True) for s in sources]
+    cols = [Col("beta", "β", decimals=2)] + [Col(s, s, decimals=3, raw=True) for s in sources]
     left_out = f" Left out (AUROC undefined at every β): {esc(', '.join(dropped))}." if dropped else ""
     caption = (
         "Measured AUROC of Shap at each β, recomputed from each run's stored entailment matrices by "
@@ -281,26 +209,15 @@ def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict
 
     Returns ``{"n": questions, "n_not_psd": of those not PSD, "runs": runs counted}``.
     """
-    out = {"n": 0, "n_not_psd": 0, "runs": 0}
-    for d in run_dirs:
-        path = Path(d) / "beta_sweep.csv"
-        if not path.exists():
-            continue
-        f = pd.read_csv(path)
-        row = f[(f["beta"] - beta).abs() < 1e-9]
-        if row.empty:
-            continue
-        out["n"] += int(row["n"].iloc[0])
-        out["n_not_psd"] += int(row["n_not_psd"].iloc[0])
-        out["runs"] += 1
-    return out
+    swept = {str(d): d for d in run_dirs if (Path(d) / "beta_sweep.csv").exists()}
+    sweeps = beta_ablation(swept) if swept else pd.DataFrame(columns=["source", "beta", "n", "n_not_psd"])
+    at = sweeps[(sweeps["beta"] - beta).abs() < 1e-9]
+    return {"n": int(at["n"].sum()), "n_not_psd": int(at["n_not_psd"].sum()), "runs": at["source"].nunique()}
 
 
-def run_judge(run_dir: str | os.PathLike[str]) -> str:
+def _run_judge(run_dir: str | os.PathLike[str]) -> str:
     """The entailment backend a run used (``embedding:minilm``, ``llm:smollm2``, ...), from its config.json;
     ``"unknown"`` when that cannot be read."""
-    from shapley.pipeline.rundir.store import read_config
-
     try:
         return str(read_config(run_dir).entailment.backend)
     except (ValueError, KeyError, TypeError, OSError):
@@ -308,10 +225,10 @@ def run_judge(run_dir: str | os.PathLike[str]) -> str:
 
 
 def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, dict[str, int]]:
-    """:func:`psd_at_beta` per entailment backend (:func:`run_judge`), judges in first-seen order."""
+    """:func:`psd_at_beta` per entailment backend (from each run's config.json), judges in first-seen order."""
     groups: dict[str, list[str | os.PathLike[str]]] = {}
     for d in run_dirs:
-        groups.setdefault(run_judge(d), []).append(d)
+        groups.setdefault(_run_judge(d), []).append(d)
     counts = {judge: psd_at_beta(dirs, beta) for judge, dirs in groups.items()}
     return {judge: c for judge, c in counts.items() if c["runs"]}
 
@@ -333,17 +250,6 @@ def reported_table5_html() -> Html:
     return html_table(rows, cols, caption=caption, row_classes=["reported"] * len(rows))
 
 
-def n_sweep(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """AUROC per method across runs that differ in the number of samples (``RunConfig.n_samples``)."""
-    frames = []
-    for d in run_dirs:
-        f = load_metrics(d)
-        f.insert(0, "n_samples", read_config(d).n_samples)
-        f["run_dir"] = relative_path(d)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Measured metrics of single runs, and the settings the runs share
 # ---------------------------------------------------------------------------------------------------
@@ -360,7 +266,7 @@ def metrics_html(run_dir: str | os.PathLike[str], caption: str) -> Html:
         Col("auarc", "AUARC", decimals=3),
         Col("prr", "PRR", decimals=3),
     ]
-    where = f" From <code>{html.escape(relative_path(run_dir))}/metrics.csv</code>."
+    where = f" From <code>{esc(relative_path(run_dir))}/metrics.csv</code>."
     return html_table(m, cols, caption=caption + where, css="measured-table")
 
 
@@ -376,8 +282,6 @@ def pivot_html(frame: pd.DataFrame, *, index: str, columns: str, values: str, ca
 
 def mozart_html(beta: float = 0.5) -> Html:
     """Every reading of the Mozart example tried in ``shapley.companion.mozart``, at ``beta``, for readers."""
-    from shapley.companion import mozart
-
     rows = mozart.readings_table(beta=beta)
     yes_no = {True: "yes", False: "no", None: "undefined"}
     for r in rows:
@@ -410,18 +314,7 @@ def method_coverage(run_dirs: Sequence[str | os.PathLike[str]], method: str) -> 
     """
     out: dict[str, list[str]] = {"measured": [], "undefined": [], "skipped": [], "not computed": []}
     for d in run_dirs:
-        m = load_metrics(d)
-        row = m[m["method"] == method]
-        skipped = load_skipped(d)
-        if len(row) and not math.isnan(float(row["auroc"].iloc[0])):
-            key = "measured"
-        elif len(row):
-            key = "undefined"
-        elif len(skipped) and method in set(skipped["method"]):
-            key = "skipped"
-        else:
-            key = "not computed"
-        out[key].append(relative_path(d))
+        out[_standing(load_metrics(d), load_skipped(d), method)].append(relative_path(d))
     return out
 
 

@@ -16,9 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from shapley.companion.plots import closed as _closed
-from shapley.companion.plots import plain
-from shapley.companion.plots import pyplot as _plt
+from shapley.companion.plots import closed, plain, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms
 
@@ -46,7 +44,7 @@ def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) ->
             ``pd.DataFrame(shapley.theory.worstcase.beta_bounds_table(range(2, 41)))``.
         default_beta: where the grey line is drawn.
     """
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
     ax.plot(bounds["n"], bounds["beta_star"], "o-", ms=3, label=r"exact $\beta^*(n)$")
     ax.plot(bounds["n"], bounds["gershgorin_bound"], "s--", ms=3, label=r"Gershgorin $1/(n-1)$")
@@ -60,7 +58,7 @@ def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) ->
     ax.set_ylabel(r"largest safe $\beta$")
     ax.legend()
     ax.set_title(r"Worst-case PSD threshold of the kernel matrix")
-    return _closed(fig)
+    return closed(fig)
 
 
 def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], forms: Mapping[str, NDArray]) -> Figure:
@@ -73,7 +71,7 @@ def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], fo
         forms: panel title (the page's own, mathtext drawn) -> values (n_theta, n_phi)
             (:func:`shapley.theory.worstcase.quadratic_form_sphere`).
     """
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(forms), figsize=(5 * len(forms), 3.8), sharey=True, layout="constrained",
                              squeeze=False)  # fmt: skip
     for ax, (title, Q) in zip(axes[0], forms.items(), strict=True):
@@ -85,7 +83,7 @@ def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], fo
         fig.colorbar(im, ax=ax)
     axes[0, 0].set_ylabel(r"polar angle $\vartheta$ (deg)")
     fig.suptitle(r"$x^\top M x$ over unit vectors $x \in S^2$ (black line: zero level)")
-    return _closed(fig)
+    return closed(fig)
 
 
 def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title: str) -> Figure:
@@ -96,7 +94,7 @@ def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title:
             :func:`shapley.theory.worstcase.quadratic_form_circle` returns them.
         title: the panel's title (the page's own).
     """
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     for label, (t, q) in curves.items():
         ax.plot(np.degrees(t), q, label=f"{label} (min {np.min(q):.3f})")
@@ -105,7 +103,7 @@ def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title:
     ax.set_ylabel(r"$x^\top M x$")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return _closed(fig)
+    return closed(fig)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -135,7 +133,7 @@ def per_answer_figure(rows: pd.DataFrame) -> Figure:
         rows: columns beta, fitted (bool), table, position, short (answer label, drawn literally), phi (nats),
             as :func:`shapley.companion.mozart.per_answer_rows` returns them.
     """
-    plt = _plt()
+    plt = pyplot()
     betas = list(dict.fromkeys(rows["beta"]))
     fig, axes = plt.subplots(1, len(betas), figsize=(5.2 * len(betas), 3.6), layout="constrained", squeeze=False)
     for ax, beta in zip(axes[0], betas, strict=True):
@@ -157,7 +155,7 @@ def per_answer_figure(rows: pd.DataFrame) -> Figure:
         ax.set_title(rf"$\beta = {beta:.4g}$" + (" (fitted, see above)" if fitted else " (stated default)"))
         ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
         ax.legend(fontsize=8, loc="upper left")
-    return _closed(fig)
+    return closed(fig)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -192,13 +190,13 @@ def appendix_steps_figure(
         property3_ylim: the right panel's y range (a zoom on the values near 1/2 ln(2 pi e)); the left panel
             reaches down to 1.3 times the lowest new value (at least to -2.5).
     """
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
     _step_panel(axes[0], property1, "Property 1 step (claim: no phi_k rises)")
     _step_panel(axes[1], property3, "Property 3 step (claim: no phi_k falls)")
     axes[0].set_ylim(min(-2.5, 1.3 * float(property1.phi_new.min())), 1.8)
     axes[1].set_ylim(*property3_ylim)
-    return _closed(fig)
+    return closed(fig)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -235,7 +233,7 @@ def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
             :func:`shapley.theory.estimator_replay.read_table`); every (estimator, property) in every reading.
         max_examples: the search's budget per cell (the shading's scale).
     """
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(axioms.READINGS), figsize=(8.6, 4.2), sharey=True, layout="constrained")
     estimators = list(dict.fromkeys(table["estimator"]))
     for axis, reading in zip(axes, axioms.READINGS, strict=True):
@@ -252,4 +250,4 @@ def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
         axis.set_yticks(range(len(estimators)), [plain(e) for e in estimators])
         axis.set_title("sentence reading" if reading == "sentence" else "random-variable reading")
     fig.suptitle(f"Examples drawn until the first counterexample (none in N = {max_examples}: grey)")
-    return _closed(fig)
+    return closed(fig)

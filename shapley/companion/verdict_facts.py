@@ -114,19 +114,19 @@ def psd_judge_facts(results: str | Path) -> dict[str, str]:
 
 def _max_n(results: Path) -> str:
     """The most answers per question among the runs with a beta sweep ('n/a' when none)."""
-    from shapley.companion import tables
+    from shapley.companion import provenance
     from shapley.pipeline.rundir.store import read_config
 
-    swept = [d for d in tables.discover_runs(results) if (Path(d) / "beta_sweep.csv").exists()]
+    swept = [d for d in provenance.discover_runs(results) if (Path(d) / "beta_sweep.csv").exists()]
     sizes = [n for n in (_n_samples(read_config, d) for d in swept) if n is not None]
     return str(max(sizes)) if sizes else "n/a"
 
 
 def _judge_counts(results: Path, beta: float) -> str:
     """Non-PSD kernel matrices at ``beta`` per judge: "0 of 2100 under embedding:minilm (9 runs) and ..."."""
-    from shapley.companion import tables
+    from shapley.companion import provenance, tables
 
-    by_judge = tables.psd_at_beta_by_judge(tables.discover_runs(results), beta)
+    by_judge = tables.psd_at_beta_by_judge(provenance.discover_runs(results), beta)
     parts = [
         f"{c['n_not_psd']} of {c['n']} under {judge} ({c['runs']} run{'s' if c['runs'] != 1 else ''})"
         for judge, c in by_judge.items()
@@ -259,12 +259,12 @@ _T5_FIELDS = (
 
 def _measured_facts(results: Path) -> dict[str, str]:
     """Facts from the committed runs under ``results`` ('n/a' where a file is missing)."""
-    from shapley.companion import reported, singular_results, tables
+    from shapley.companion import provenance, reported, singular_results, tables
     from shapley.companion.htmltable import count_range
 
-    runs = tables.discover_runs(results)
+    runs = provenance.discover_runs(results)
     psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
-    counts = [n for n in (tables.question_count(d) for d in runs) if n is not None]
+    counts = [n for n in (provenance.question_count(d) for d in runs) if n is not None]
     out = {
         "psd05_not": str(psd["n_not_psd"]),
         "psd05_total": str(psd["n"]),

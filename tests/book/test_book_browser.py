@@ -48,7 +48,7 @@ WIDTH, HEIGHT = 1280, 2000
 
 #: Blocks that must fit the text column: tables, preformatted text, images, notebook outputs, display math.
 #: A block may be wider only inside a deliberate scroll container (class ``scroll-pinned``, whose first
-#: column stays in view; see ``shapley.companion.tables.pinned_scroll``).
+#: column stays in view; see ``shapley.companion.htmltable.pinned_scroll``).
 WIDE_BLOCKS = (
     'table, pre:not(div.cell_input pre), img, div.cell_output > div, div.output, mjx-container[display="true"]'
 )

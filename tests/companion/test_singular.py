@@ -36,7 +36,7 @@ def test_two_equal_answers_make_shap_minus_infinity_at_beta_one_only():
     assert np.linalg.eigvalsh(kernel.kernel_matrix(kernel.correlation_matrix(Q), beta=1.0)).min() < 0
     with pytest.warns(Warning, match="not PSD"):
         assert math.isfinite(shapley_uncertainty(Q, 1.0, psd_policy="nearest"))
-    assert singular._equal_pair(P) and not singular._equal_pair(np.array([[1.0, 0.9], [0.9, 1.0]]))
+    assert singular.has_equal_pair(P) and not singular.has_equal_pair(np.array([[1.0, 0.9], [0.9, 1.0]]))
 
 
 def test_count_infinite_matches_counting_by_hand():

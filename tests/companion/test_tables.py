@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shapley.companion import provenance, tables
+from shapley.companion import costs, paired, provenance, tables
 from shapley.companion import reported as paper
+from shapley.companion.htmltable import Col, html_table, short_labels
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.rundir import store
 from tests import fakes
@@ -31,8 +32,6 @@ def test_measured_table_aligns_to_paper_labels(two_runs):
     ta = t[t["run_dir"] == str(a)].set_index("method")
     assert {"Shap", "DSE", "P(T)", "ER"} <= set(ta.index)
     assert "LexSim" not in set(t["method"])
-    full = tables.measured_table([a], all_methods=True)
-    assert "LexSim" in set(full["method"])
     shap = evaluate.load_metrics(a).set_index("method").loc["Shap"]
     assert ta.loc["Shap", "auroc"] == shap["auroc"] and ta.loc["Shap", "lo"] == shap["auroc_lo"]
 
@@ -42,9 +41,9 @@ def test_measured_table_aligns_to_paper_labels(two_runs):
 
 def test_html_table_headers_caption_alignment_and_fixed_decimals():
     df = pd.DataFrame({"m": ["a<b", "c"], "x": [0.5, math.nan], "k": [3, 12]})
-    h = tables.html_table(
+    h = html_table(
         df,
-        [tables.Col("m", "Method"), tables.Col("x", "AUROC", decimals=3), tables.Col("k", "Questions", decimals=0)],
+        [Col("m", "Method"), Col("x", "AUROC", decimals=3), Col("k", "Questions", decimals=0)],
         caption="What it shows; from where.",
         row_classes=["measured", ""],
     )
@@ -63,8 +62,8 @@ def test_comparison_html_interleaves_reported_and_measured_rows(two_runs):
     assert h.count('<tr class="group">') == 4  # one heading row per dataset
     assert h.count('<tr class="measured">') == 4  # no runs on Table 4's datasets: one "no run" row each
     assert "no run" in h and "<caption>" in h
-    t3 = tables.comparison_rows(3, [a, b])
-    assert {r["source"] for r in t3} == {"reported", "measured"}
+    t3 = tables.comparison_html(3, [a, b])
+    assert '<tr class="reported">' in t3 and '<tr class="measured">' in t3
 
 
 def _ablation() -> pd.DataFrame:
@@ -86,8 +85,8 @@ def test_beta_pivot_is_beta_by_run_with_not_psd_marked_and_undefined_runs_left_o
     assert list(wide["beta"]) == [0.5, 1.0]
     assert wide.loc[1, "A"].startswith("0.600<br>") and "(3)" in wide.loc[1, "A"]
     assert wide.loc[0, "B"] == "0.800"
-    h = tables.beta_pivot_html(_ablation(), {"A": "run A"})
-    assert "run A" in h and "Left out" in h and "C" in h
+    h = tables.beta_pivot_html(_ablation())
+    assert ">A</th>" in h and "Left out" in h and "C" in h
 
 
 def test_psd_at_beta_counts_over_runs(tmp_path):
@@ -124,16 +123,16 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
         ],
         clean,
     )
-    invs = tables.recorded_invocations(d)
+    invs = provenance.recorded_invocations(d)
     assert [i["command"] for i in invs] == ["python -m shapley run --limit 25", "python -m shapley run --limit 100"]
     assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False  # schema-1 style: creation provenance
     assert invs[1]["resumed"] and invs[1]["dirty"]
     history = store.run_history(json.loads((d / "config.json").read_text()))
     assert [i["command"] for i in invs] == list(history.commands)
-    assert tables.provenance_flags(history) == ["dirty", "multi-commit"]
-    assert tables.provenance_flags(store.RunHistory(("x",), ("a" * 40,), False)) == []
-    assert tables.provenance_flags(store.RunHistory(("x",), (), None)) == ["commit unknown"]
-    assert "--limit 100" in tables.commands_html([d]) and "resumed" in tables.commands_html([d])
+    assert provenance.provenance_flags(history) == ["dirty", "multi-commit"]
+    assert provenance.provenance_flags(store.RunHistory(("x",), ("a" * 40,), False)) == []
+    assert provenance.provenance_flags(store.RunHistory(("x",), (), None)) == ["commit unknown"]
+    assert "--limit 100" in provenance.commands_html([d]) and "resumed" in provenance.commands_html([d])
 
 
 def _comparisons(**extra):
@@ -153,16 +152,16 @@ def _comparisons(**extra):
 
 def test_comparison_outcomes_follow_delong_holm_within_each_run_not_the_written_bootstrap_outcome():
     comp = _comparisons()
-    d = tables.delong_outcomes(comp)
+    d = paired.delong_outcomes(comp)
     # r1 holds two tests: Holm doubles the smaller p-value there; r2 and r3 one test each
     assert d["delong_holm"].tolist() == pytest.approx([0.002, 0.5, 0.002, 0.9])
     assert d["outcome"].tolist() == ["win", "tie", "loss", "tie"]
     assert set(d["holm_source"]) == {"computed here"}
     # a file that carries the adjusted column is read as written
-    written = tables.delong_outcomes(comp.assign(delong_p_holm=[0.2, 0.01, 0.03, 0.9]))
+    written = paired.delong_outcomes(comp.assign(delong_p_holm=[0.2, 0.01, 0.03, 0.9]))
     assert written["outcome"].tolist() == ["tie", "loss", "loss", "tie"] and set(written["holm_source"]) == {"written"}
     # one correctness class: no difference, no p -> undefined, never a tie
-    one_class = tables.delong_outcomes(
+    one_class = paired.delong_outcomes(
         comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0], delong_p=[0.001, math.nan, 0.001, math.nan])
     )
     assert one_class["outcome"].tolist() == ["win", "undefined", "loss", "undefined"]
@@ -170,27 +169,27 @@ def test_comparison_outcomes_follow_delong_holm_within_each_run_not_the_written_
     assert one_class["delong_holm"].iloc[0] == pytest.approx(0.002)
     # a run with no defined test (r2, r3 here) has nothing to adjust: never reported as adjusted here
     assert one_class["holm_source"].tolist() == ["computed here", "written", "computed here", "written"]
-    words = tables.comparison_summary_html(one_class_runs := comp.assign(delong_p=[0.001, math.nan, 0.001, math.nan]))
+    words = paired.comparison_summary_html(one_class_runs := comp.assign(delong_p=[0.001, math.nan, 0.001, math.nan]))
     assert "<code>r1</code>, whose <code>comparisons.csv</code> has no adjusted value" in words
     assert "r2" not in words.split("DeLong")[1].split("</caption>")[0] and not one_class_runs.empty
 
 
 def test_comparison_summary_counts_outcomes_per_method():
     comp = _comparisons()
-    s = tables.comparison_summary(comp).set_index("method")
+    s = paired.comparison_summary(comp).set_index("method")
     assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
     assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
-    undefined = tables.comparison_summary(comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0])).set_index("method")
+    undefined = paired.comparison_summary(comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0])).set_index("method")
     assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
     assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
-    assert "DeLong" in tables.comparison_summary_html(comp) and "computed here" in tables.comparison_summary_html(comp)
-    assert "loss" in tables.comparisons_html(comp, "r1") and "0.002" in tables.comparisons_html(comp, "r1")
-    grid = tables.comparison_grid(comp).set_index("run")
+    assert "DeLong" in paired.comparison_summary_html(comp) and "computed here" in paired.comparison_summary_html(comp)
+    assert "loss" in paired.comparisons_html(comp, "r1") and "0.002" in paired.comparisons_html(comp, "r1")
+    grid = paired.comparison_grid(comp).set_index("run")
     assert grid.loc["r1", "SE"] == (0.1, "win") and grid.loc["r1", "DSE"] == (-0.2, "loss")
     assert grid.loc["r2", "DSE"] is None  # DSE was not compared in r2
-    page = tables.comparison_grid_html(comp, {"r1": "first run"})
+    page = paired.comparison_grid_html(comp, {"r1": "first run"})
     assert "first run" in page and "+0.10▲" in page and "-0.20▼" in page and "-0.01<" in page and "-0.00" not in page
-    assert tables.comparison_summary(comp.iloc[:0]).empty
+    assert paired.comparison_summary(comp.iloc[:0]).empty
 
 
 def test_comparison_grid_is_split_into_narrow_tables_with_runs_as_rows():
@@ -206,7 +205,7 @@ def test_comparison_grid_is_split_into_narrow_tables_with_runs_as_rows():
             "run": ["results/a/run_one"] * 17 + ["results/b/run_two"] * 17,
         }
     )
-    page = tables.comparison_grid_html(comp, tables.short_run_labels(comp["run"]))
+    page = paired.comparison_grid_html(comp, short_labels(comp["run"]))
     assert page.count("<table") == 3 and page.count("<caption>") == 3 and "scroll" not in page
     assert [t.count("<th class") for t in page.split("<table")[1:]] == [7, 7, 6]  # run column + 6, 6, 5 methods
     assert "run_one" in page and "results/a" not in page
@@ -225,11 +224,11 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
         }
     )
     sets = {"r1": "q", "r2": "q", "r3": "other"}  # r1 and r2 scored the same questions
-    none = pd.DataFrame(columns=["run", *tables.SELECTION_TEST_COLUMNS])
-    text = tables.selection_findings(sel, none, sets, "min_phi", "first")
+    none = pd.DataFrame(columns=["run", *paired.SELECTION_TEST_COLUMNS])
+    text = paired.selection_findings(sel, none, sets, "min_phi", "first")
     assert "3 runs on 2 distinct question sets" in text and "not independent" in text
     assert "no exact paired test" in text and "more accurate than" not in text
-    assert tables.selection_tests(none).empty
+    assert paired.selection_tests(none).empty
     tests = pd.DataFrame(  # selection_tests.csv rows as shapley.pipeline.evaluate.selection writes them, one per pair
         {
             "run": ["r1", "r2", "r3"],
@@ -238,17 +237,18 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
             "accuracy_a": [0.5, 0.55, 0.4],
             "accuracy_b": [0.6, 0.5, 0.45],
             "p_holm": [0.001, 0.4, 0.03],
+            "outcome": ["b better", "no significant difference", "b better"],
         }
     )
-    t = tables.selection_tests(tests)
+    t = paired.selection_tests(tests)
     mine = t[t["strategy"] == "min_phi"]
     assert mine["outcome"].tolist() == ["higher", "no significant difference", "higher"]
     assert t[t["strategy"] == "first"]["outcome"].tolist() == ["lower", "no significant difference", "lower"]
     assert np.allclose(mine["delta"], [0.1, 0.05, 0.05])
-    text = tables.selection_findings(sel, tests, sets, "min_phi", "first")
+    text = paired.selection_findings(sel, tests, sets, "min_phi", "first")
     assert "more accurate than <code>first</code> in 2 of the 3 runs tested" in text
-    undefined = tests.assign(p_holm=[float("nan"), 0.4, 0.03])
-    assert "undefined in 1" in tables.selection_findings(sel, undefined, sets, "min_phi", "first")
+    undefined = tests.assign(p_holm=[float("nan"), 0.4, 0.03], outcome=["undefined", *tests["outcome"][1:]])
+    assert "undefined in 1" in paired.selection_findings(sel, undefined, sets, "min_phi", "first")
 
 
 def test_stale_derived_files_are_flagged(tmp_path):
@@ -260,78 +260,63 @@ def test_stale_derived_files_are_flagged(tmp_path):
     pd.DataFrame({"method": ["Shap"], "n_questions": [8]}).to_csv(d / "metrics.csv", index=False)
     pd.DataFrame({"beta": [0.5], "n": [5]}).to_csv(d / "beta_sweep.csv", index=False)  # left from --limit 5
     pd.DataFrame({"strategy": ["first", "greedy"], "n": [8, 0]}).to_csv(d / "selection.csv", index=False)
-    assert tables.stale_derived(d) == (["beta_sweep.csv"], False)
+    assert provenance.stale_derived(d) == (["beta_sweep.csv"], False)
     pd.DataFrame({"beta": [0.5], "n": [8]}).to_csv(d / "beta_sweep.csv", index=False)
-    assert tables.stale_derived(d) == ([], False)
+    assert provenance.stale_derived(d) == ([], False)
 
 
-def test_selection_pivot_and_csv_loading(tmp_path):
+def test_selection_csv_loading(tmp_path):
     for name, acc in (("r1", 0.4), ("r2", 0.6)):
         d = tmp_path / name
         d.mkdir()
         pd.DataFrame(
             {"strategy": ["first", "min_phi"], "accuracy": [acc, acc + 0.1], "n": [10, 10], "lo": [0, 0], "hi": [1, 1]}
         ).to_csv(d / "selection.csv", index=False)
-    sel = tables.load_selection([tmp_path / "r1", tmp_path / "r2", tmp_path / "missing"])
-    wide = tables.selection_pivot(sel).set_index("strategy")
-    assert wide.shape == (2, 2) and math.isclose(wide.iloc[1, 1], 0.7)
-    assert tables.load_comparisons([tmp_path / "r1"]).empty
+    sel = paired.load_selection([tmp_path / "r1", tmp_path / "r2", tmp_path / "missing"])
+    assert list(dict.fromkeys(sel["run"])) == [provenance.relative_path(tmp_path / n) for n in ("r1", "r2")]
+    assert sel["accuracy"].tolist() == pytest.approx([0.4, 0.5, 0.6, 0.7])
+    assert paired.load_comparisons([tmp_path / "r1"]).empty
     (tmp_path / "r1" / "comparisons.csv").write_text("method,reference\nSE,Shap\n")
     with pytest.raises(ValueError, match="missing columns"):
-        tables.load_comparisons([tmp_path / "r1"])
+        paired.load_comparisons([tmp_path / "r1"])
     r1, r2 = dict.fromkeys(sel["run"])
-    page = tables.selection_html(sel, {r1: "first run", r2: "second run"})
+    page = paired.selection_html(sel, {r1: "first run", r2: "second run"})
     assert "0.50" in page and "[0.00, 1.00]" in page
     assert page.index("first run") < page.index("second run") and page.index(">first<") < page.index(">min_phi<")
-    not_applicable = tables.selection_html(sel.assign(accuracy=[math.nan, 0.5, 0.6, 0.7], lo=math.nan))
+    not_applicable = paired.selection_html(sel.assign(accuracy=[math.nan, 0.5, 0.6, 0.7], lo=math.nan))
     assert '<td class="num">–</td>' in not_applicable and "nan" not in not_applicable
 
 
 def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
-    small = tables.seconds_per_question(7.0, 200, tables.A100)
-    assert tables.seconds_per_question(14.0, 200, tables.A100) > small
-    assert tables.seconds_per_question(7.0, 700, tables.A100) > small
-    assert tables.seconds_per_question(7.0, 200, tables.H100) < small
-    est = tables.cost_estimate([["L-7B"], ["L-13B", "Q-14B"]], 8000)
+    small = costs.seconds_per_question(7.0, 200, costs.A100)
+    assert costs.seconds_per_question(14.0, 200, costs.A100) > small
+    assert costs.seconds_per_question(7.0, 700, costs.A100) > small
+    assert costs.seconds_per_question(7.0, 200, costs.H100) < small
+    est = costs.cost_estimate([["L-7B"], ["L-13B", "Q-14B"]], 8000)
     assert list(est["gpu_gb"]) == [24.0, 40.0]
-    assert "Estimate, not measured" in tables.cost_estimate_html([["L-7B"]], 8000)
+    assert "Estimate, not measured" in costs.cost_estimate_html([["L-7B"]], 8000)
 
 
-def test_load_comparisons_reads_each_runs_bootstrap_size(tmp_path):
+def test_load_comparisons_reads_a_committed_run():
     run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
-    comp = tables.load_comparisons([run])
-    assert not comp.empty and set(comp["n_boot"]) == {
-        float(json.loads((run / "config.json").read_text())["config"]["scoring"]["n_boot"])
-    }
-    (tmp_path / "comparisons.csv").write_text((run / "comparisons.csv").read_text())
-    assert tables.load_comparisons([tmp_path])["n_boot"].isna().all()  # no config.json: resolution unknown
+    comp = paired.load_comparisons([run])
+    assert not comp.empty and set(comp["run"]) == {provenance.relative_path(run)}
+    assert len(comp) == len(pd.read_csv(run / "comparisons.csv"))
 
 
-def test_outcome_counts_and_selection_head_to_head():
+def test_outcome_counts():
     comp = pd.DataFrame(
         {"delong_p": [0.001, 0.5, 0.002, math.nan], "delta_auroc": [0.1, 0.0, -0.2, math.nan], "run": ["a"] * 4}
     )
-    assert tables.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
-    sel = pd.DataFrame(
-        {
-            "run": ["r1"] * 3 + ["r2"] * 3,
-            "strategy": ["first", "greedy", "min_phi"] * 2,
-            "accuracy": [0.4, math.nan, 0.5, 0.6, 0.6, 0.6],
-            "lo": [0.3, math.nan, 0.45, 0.5, 0.5, 0.5],
-            "hi": [0.44, math.nan, 0.55, 0.7, 0.7, 0.7],
-        }
-    )
-    h = tables.selection_head_to_head(sel, "min_phi").set_index("against")
-    assert h.loc["first"].tolist() == [2, 1, 1, 0, 1]  # r1: higher, intervals apart; r2: equal, overlapping
-    assert h.loc["greedy"].tolist() == [1, 0, 1, 0, 1]  # greedy does not apply in r1
+    assert paired.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
 
 
 def test_regeneration_time_is_rendered_or_said_missing(tmp_path):
-    assert "not recorded" in tables.regeneration_html(tmp_path)
+    assert "not recorded" in costs.regeneration_html(tmp_path)
     (tmp_path / "regeneration.json").write_text(
         json.dumps({"start": "s", "end": "e", "seconds": 5400, "commit": "<b>" + "a" * 39, "cpu_count": 2})
     )
-    page = tables.regeneration_html(tmp_path)
+    page = costs.regeneration_html(tmp_path)
     assert "1.50" in page and "2.00" in page and "&lt;b&gt;" in page and "<b>" not in page
 
 
@@ -346,5 +331,5 @@ def test_runs_on_a_prefix_of_the_same_input_share_a_question_set(tmp_path):
         rec["config"]["data"].update(limit=limit, shard=shard)
         (d / "config.json").write_text(json.dumps(rec))
         dirs.append(d)
-    keys = list(tables.question_sets(dirs).values())
+    keys = list(provenance.question_sets(dirs).values())
     assert keys[0] == keys[1] != keys[2]  # a --limit prefix overlaps the whole; another shard holds others

@@ -117,9 +117,9 @@ def _sweep(path: Path, n_not_psd: int) -> None:
 
 
 def test_the_beta_05_verdict_follows_the_measurements(tmp_path, monkeypatch):
-    from shapley.companion import tables
+    from shapley.companion import provenance
 
-    monkeypatch.setattr(tables, "question_count", lambda d: 10)
+    monkeypatch.setattr(provenance, "question_count", lambda d: 10)
     assert verdicts.verdict_table(tmp_path / "none").set_index("id").loc["beta-0.5-psd", "verdict"] == (
         verdicts.NOT_HERE
     )
@@ -156,7 +156,7 @@ def test_the_mozart_direction_verdict_follows_the_computation(monkeypatch):
 def test_the_beta_05_note_quotes_the_committed_cosine_searches():
     """Issue 23: the note quotes the committed searches (results/theory), names the witness that the stand-in
     can be indefinite, never claims that a search bounds anything, and counts per judge."""
-    from shapley.companion import tables
+    from shapley.companion import provenance, tables
     from shapley.pipeline.rundir.settings import REPO_ROOT
     from shapley.theory import cosine, cosine_results
 
@@ -170,7 +170,7 @@ def test_the_beta_05_note_quotes_the_committed_cosine_searches():
     note = verdicts.VERDICTS["beta-0.5-psd"].note.format(**f)
     assert "hardly" not in note and "a bound for every" not in note and "bounds nothing" in note
     assert f"{f['cos_witness_n']} unit vectors in {f['cos_witness_dim']} dimensions" in note
-    by_judge = tables.psd_at_beta_by_judge(tables.discover_runs(REPO_ROOT / "results"), 0.5)
+    by_judge = tables.psd_at_beta_by_judge(provenance.discover_runs(REPO_ROOT / "results"), 0.5)
     assert set(by_judge) == {"embedding:minilm", "llm:smollm2"}
     for judge, c in by_judge.items():
         assert f"{c['n_not_psd']} of {c['n']} under {judge}" in note

@@ -19,9 +19,6 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from shapley.companion.claim_rows import CLAIM_KINDS as CLAIM_KINDS
-from shapley.companion.claim_rows import CLAIMS as CLAIMS
-
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
@@ -383,10 +380,6 @@ def beta_psd_bound_paper(n: int) -> float:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Claims: the rows live in shapley/companion/claim_rows.py (statements in our own words)
-# ---------------------------------------------------------------------------------------------------
-
-# ---------------------------------------------------------------------------------------------------
 # Accessors
 # ---------------------------------------------------------------------------------------------------
 
@@ -498,19 +491,6 @@ def mozart(table: int) -> dict[str, Any]:
         "uncertainty": dict(MOZART_UNCERTAINTY[f"table{table}"]),
         "source": SOURCE,
     }
-
-
-def claims() -> pd.DataFrame:
-    """The paper's claims as a DataFrame: id, where, kind, statement, note, source."""
-    return _pd().DataFrame.from_records([{**dict(c), "source": SOURCE} for c in CLAIMS])
-
-
-def claim(claim_id: str) -> dict[str, str]:
-    """One claim by id (KeyError naming the known ids if absent)."""
-    for c in CLAIMS:
-        if c["id"] == claim_id:
-            return dict(c)
-    raise KeyError(f"unknown claim id {claim_id!r}; known: {[c['id'] for c in CLAIMS]}")
 
 
 def models() -> pd.DataFrame:

@@ -21,6 +21,7 @@ and shows the verdicts.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -145,22 +146,23 @@ def _prop35_readings() -> tuple[Reading, ...]:
     return tuple(Reading(r.reading, r.verdict, r.reason + ".") for r in prop35_readings())
 
 
-_T3 = "notebooks/results"
-_PROPS = "notebooks/properties"
+# evidence pages, and the modules of the evidence functions
+_RESULTS = "notebooks/results"
+_PROPERTIES = "notebooks/properties"
 _W = "shapley.theory.worstcase"
 _P = "shapley.theory.properties"
 _MOZART = "shapley.companion.mozart"
-_TABLE4 = "Appendix D, Table 4"
+# the claims that share their place in the paper, their kind and their evidence page
+_mozart = functools.partial(Claim, where="Tables 1-2", kind="example", evidence=("notebooks/mozart",))
+_table4 = functools.partial(Claim, where="Appendix D, Table 4", kind="empirical", evidence=(_RESULTS,))
 _TRIVIAQA_SWEEP = (
     paper_scale_command("triviaqa", "L-7B")
     + " && python -m shapley beta-sweep runs/triviaqa-llama-2-7b-hf --n-boot 1000"
 )
 
 CLAIMS: tuple[Claim, ...] = (
-    Claim(
+    _mozart(
         id="mozart-entropies",
-        where="Tables 1-2",
-        kind="example",
         statement="For likelihoods 0.5/0.4/0.1 the sequence entropy is 0.94 and the entropy over the two meaning "
         "clusters (0.9/0.1) is 0.33.",
         check="Both agree with natural-log entropies ({moz_like:.3f}, {moz_sem:.3f}) to 2 decimals.",
@@ -170,13 +172,10 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         note="Recomputed from the printed likelihoods: {moz_like:.3f} and {moz_sem:.3f} nats, which round to the "
         "printed {rep_moz_like:.2f} and {rep_moz_sem:.2f}.",
-        evidence=("notebooks/mozart",),
         functions=(f"{_MOZART}.baseline_uncertainties",),
     ),
-    Claim(
+    _mozart(
         id="mozart-shapley",
-        where="Tables 1-2",
-        kind="example",
         statement="The Shapley uncertainty of the example is 0.40 with Beethoven as the third answer and 0.51 with "
         "da Vinci.",
         quote="the Shapley uncertainty is computed at 0.40, but it rises to 0.51 in this context",
@@ -191,13 +190,10 @@ CLAIMS: tuple[Claim, ...] = (
         "tried, {moz_n_match} gives both printed values at beta = 0.5; with beta left free, {moz_n_fit} fits both, "
         "a one-parameter fit to two numbers, which is not evidence. The direction of the change is judged apart "
         "(mozart-rise).",
-        evidence=("notebooks/mozart",),
         functions=(f"{_MOZART}.verdict_facts", f"{_MOZART}.readings_tried", f"{_MOZART}.fitted_beta_table"),
     ),
-    Claim(
+    _mozart(
         id="mozart-rise",
-        where="Tables 1-2",
-        kind="example",
         statement="Replacing the related wrong answer (Beethoven) by an unrelated one (da Vinci) raises the Shapley "
         "uncertainty, while the two entropy baselines stay unchanged.",
         quote="it rises to 0.51 in this context",
@@ -208,7 +204,6 @@ CLAIMS: tuple[Claim, ...] = (
         "when da Vinci replaces Beethoven, and it rises under {moz_n_rise} of the {moz_n_finite} other readings with "
         "finite values (the exception, total correlation, measures redundancy and moves the other way by "
         "construction). The printed values differ (mozart-shapley); the direction does not.",
-        evidence=("notebooks/mozart",),
         functions=(f"{_MOZART}.verdict_facts", f"{_MOZART}.readings_table"),
     ),
     Claim(
@@ -278,7 +273,7 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=Fixed(REPRODUCED, "a property of the Gaussian entropy, shown on the properties page"),
         note="True for the joint entropy. The Shapley total is the same number (efficiency), so it inherits the "
         "same behaviour.",
-        evidence=(_PROPS, "book/method"),
+        evidence=(_PROPERTIES, "book/method"),
         functions=(f"{_P}.efficiency_gap",),
     ),
     Claim(
@@ -292,7 +287,7 @@ CLAIMS: tuple[Claim, ...] = (
         note="On non-singular R it is false. It holds only on the paper's own degenerate witness, where the "
         "Shapley total is undefined too, so that input cannot separate h from the Shapley total.",
         readings=_prop35_readings,
-        evidence=(_PROPS,),
+        evidence=(_PROPERTIES,),
         functions=(f"{_P}.prop35_readings", f"{_P}.chain_rule_check", f"{_P}.degenerate_witness"),
     ),
     Claim(
@@ -314,7 +309,7 @@ CLAIMS: tuple[Claim, ...] = (
         "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
         "joint entropy.",
-        evidence=(_PROPS,),
+        evidence=(_PROPERTIES,),
         functions=(
             f"{_P}.prop36_readings",
             f"{_P}.property3_witness_rv",
@@ -361,7 +356,7 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(2 * facts["t3_shap_best"] > facts["t3_rows"]),
         note="Table 3 shows Shap best in {t3_shap_best} of {t3_rows} rows. Measuring those rows needs the 7-8B "
         "models with DeBERTa-MNLI on a GPU; our stand-in rows are in the results chapter.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
         command=paper_scale_command("coqa", "G-7B"),
     ),
     Claim(
@@ -377,7 +372,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         note="Table 3's Gemma-7B WMT-14 row prints AvgE {rep_t3_gemma_avge:.3f} above Shap {rep_t3_gemma_shap:.3f}; "
         "it is the only row where Shap is not best.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
     Claim(
         id="t3-average",
@@ -389,12 +384,10 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(facts["t3_avg_best"] == "Shap"),
         note="Shap has the highest printed average ({rep_t3_avg_shap:.3f}). The printed averages are truncated, not "
         "rounded, means of the {t3_rows} rows.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table4(
         id="t4-competitive",
-        where=_TABLE4,
-        kind="empirical",
         statement="Across the 24 rows of Table 4 the Shapley method is competitive with or better than every baseline.",
         quote="Our method achieves competitive or superior performance in all model-dataset combinations.",
         check="Shap is best in {t4_shap_best} of {t4_rows} rows; it trails the best baseline by up to "
@@ -410,25 +403,21 @@ CLAIMS: tuple[Claim, ...] = (
                 "({t4_max_gap_row}).",
             ),
         ),
-        evidence=(_T3, "book/reproduce"),
+        evidence=(_RESULTS, "book/reproduce"),
         command=paper_scale_command("squad", "L-7B"),
     ),
-    Claim(
+    _table4(
         id="t4-squad-all",
-        where=_TABLE4,
-        kind="empirical",
         statement="On SQuAD the Shapley method beats all baselines.",
         quote="Shapley method outperforms all baselines on SQuAD",
         check="Not supported by Table 4: Shap is best in {t4_squad_best} of {t4_per_dataset} SQuAD rows "
         "({t4_squad_best_models}).",
         verdict=lambda facts: _holds(facts["t4_squad_best"] == facts["t4_per_dataset"]),
         note="Table 4 shows Shap best in {t4_squad_best} of the {t4_per_dataset} SQuAD rows.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table4(
         id="t4-squad-l13b-dse",
-        where=_TABLE4,
-        kind="empirical",
         statement="For LLaMA2-13B on SQuAD, Shap improves on discrete semantic entropy by 2.6%.",
         quote="+2.6% over discrete semantic entropy for LLaMA2-13B",
         check="Table 4 prints DSE {rep_t4_squad_l13b_dse:.3f} and Shap {rep_t4_squad_l13b_shap:.3f} for this cell "
@@ -436,24 +425,20 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(facts["rep_t4_squad_l13b_shap"] > facts["rep_t4_squad_l13b_dse"]),
         note="Table 4 prints Shap {rep_t4_squad_l13b_shap:.3f} below DSE {rep_t4_squad_l13b_dse:.3f} for LLaMA2-13B "
         "on SQuAD.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table4(
         id="t4-bioasq-all",
-        where=_TABLE4,
-        kind="empirical",
         statement="On BioASQ the Shapley method beats all baselines.",
         quote="Shapley method outperforms all baselines on SQuAD (e.g., +2.6% over discrete semantic entropy for "
         "LLaMA2-13B) and BioASQ",
         check="Not supported by Table 4: Shap is best in {t4_bioasq_best} of {t4_per_dataset} BioASQ rows.",
         verdict=lambda facts: _holds(facts["t4_bioasq_best"] == facts["t4_per_dataset"]),
         note="Table 4 shows Shap best in {t4_bioasq_best} of the {t4_per_dataset} BioASQ rows.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table4(
         id="t4-bioasq-m7b-se",
-        where=_TABLE4,
-        kind="empirical",
         statement="For Mistral-7B on BioASQ, Shap improves on semantic entropy by 3.4%.",
         quote="+3.4% over semantic entropy for Mistral-7B",
         check="Table 4 prints SE {rep_t4_bioasq_m7b_se:.3f} and Shap {rep_t4_bioasq_m7b_shap:.3f} for this cell "
@@ -461,12 +446,10 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(facts["rep_t4_bioasq_m7b_shap"] > facts["rep_t4_bioasq_m7b_se"]),
         note="Table 4 prints Shap {rep_t4_bioasq_m7b_shap:.3f} below SE {rep_t4_bioasq_m7b_se:.3f} for Mistral-7B on "
         "BioASQ.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table4(
         id="t4-deepseek-squad",
-        where=_TABLE4,
-        kind="empirical",
         statement="With the distilled DeepSeek-R1 model the Shapley method reaches the best AUROC on SQuAD.",
         quote="The distillation-based DeepSeek-R1 model shows particular compatibility with our method, attaining "
         "state-of-the-art AUROC on SQuAD.",
@@ -475,23 +458,19 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(not facts["t4_squad_d8b_above"]),
         note="In Table 4's SQuAD row for DeepSeek-R1-Distill-LLaMA-8B, Shap ({rep_t4_squad_d8b_shap:.3f}) is below "
         "{t4_squad_d8b_above:.3f}.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table4(
         id="t4-er-svamp-q14b",
-        where=_TABLE4,
-        kind="empirical",
         statement="Embedding regression is very strong on SVAMP with Qwen2.5-14B.",
         quote="embedding regression performs exceptionally well on SVAMP with Qwen2.5-14B",
         check="Consistent: ER {rep_t4_svamp_q14b_er:.3f} is the best value of that row.",
         verdict=lambda facts: _holds(facts["t4_svamp_q14b_best"] == "ER"),
         note="Table 4 prints ER {rep_t4_svamp_q14b_er:.3f}, the best entry of that row.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table4(
         id="t4-nq-f7b-ne",
-        where=_TABLE4,
-        kind="empirical",
         statement="For Falcon-7B on NQ-Open, Shap beats naive entropy by 7.9%, a gap said to widen for smaller models.",
         quote="the gap between Shapley and baselines widens for smaller models (e.g., +7.9% over naive entropy for "
         "Falcon-7B on NQ-Open)",
@@ -503,7 +482,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         note="Table 4 gives a gap of {t4_nq_gap_abs:.3f} AUROC ({t4_nq_gap_rel:.1f}% relative), not the stated "
         "{rep_t4_nq_claimed:.1f}%, and Shap is below {t4_nq_above:.3f} in that row.",
-        evidence=(_T3,),
+        evidence=(_RESULTS,),
     ),
     Claim(
         id="t5-beta-argmax",
@@ -522,7 +501,7 @@ CLAIMS: tuple[Claim, ...] = (
         "an entry 1 beside R's unit diagonal: a PSD R is then singular, and Shap = -inf for {t5_neginf1} questions "
         "({t5_neginf1_repaired} of them repaired). A -inf score ranks as the most certain; without those "
         "questions the AUROC is {t5_auroc1_finite:.3f}.",
-        evidence=(_T3, "book/reproduce"),
+        evidence=(_RESULTS, "book/reproduce"),
         functions=("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_pivot"),
         command=_TRIVIAQA_SWEEP,
     ),

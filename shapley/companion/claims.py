@@ -139,6 +139,7 @@ def _holds(ok: bool, verdict: str = CONSISTENT) -> str:
     return verdict if ok else CONTRADICTED
 
 
+@functools.cache
 def _prop35_readings() -> tuple[Reading, ...]:
     """Proposition 3.5 reading by reading, as ``shapley.theory.properties.prop35_readings`` decides it."""
     from shapley.theory.properties import prop35_readings

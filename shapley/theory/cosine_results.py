@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from shapley.theory import cosine, records
+from shapley.theory import cosine, page_records
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def witness_vectors(record: Mapping[str, Any]) -> NDArray[np.float64]:
     return np.asarray(record["witness"]["X"], dtype=np.float64)
 
 
-RECORD = records.PageRecord(
+RECORD = page_records.PageRecord(
     path="theory/cosine_search.json",
     module=__spec__.name,
     modules=("shapley.theory.cosine", "shapley.core.kernel", "shapley.core.validate"),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.theory import axioms as ax
-from shapley.theory import records
+from shapley.theory import page_records
 
 TABLE = "axioms/axiom_table.csv"
 """The stored table, under the results folder (``make axioms`` writes it)."""
@@ -36,7 +36,7 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     return {"short_failing_cells": (short.verdict == ax.FAILS).sum(), "mismatches": mismatches}
 
 
-RECORD = records.PageRecord(
+RECORD = page_records.PageRecord(
     path="theory/axioms_replay.json",
     module=__spec__.name,
     modules=(

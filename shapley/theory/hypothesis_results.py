@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from shapley.theory import page_records
 from shapley.theory import properties as pr
-from shapley.theory import records
 from shapley.theory import search as se
 
 SEARCHES: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -134,7 +134,7 @@ def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
     return out
 
 
-RECORD = records.PageRecord(
+RECORD = page_records.PageRecord(
     path="theory/properties_searches.json",
     module=__spec__.name,
     modules=(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shapley.theory import records
+from shapley.theory import page_records
 from shapley.theory import search as se
 from shapley.theory import worstcase as wc
 
@@ -53,7 +53,7 @@ def hypothesis_record(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-RECORD = records.PageRecord(
+RECORD = page_records.PageRecord(
     path="theory/psd_searches.json",
     module=__spec__.name,
     modules=("shapley.theory.worstcase", "shapley.theory.search", "shapley.core.kernel", "shapley.core.validate"),

@@ -11,7 +11,7 @@ import pytest
 from shapley.companion import derived_results
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir import derived
-from shapley.theory import records
+from shapley.theory import page_records
 from tests import fakes
 
 RECORD = derived_results.RECORD
@@ -45,7 +45,7 @@ def test_a_changed_file_or_code_sends_the_check_back_to_the_stage_files(results:
     assert derived_results.derived_status(run)["metrics.csv"].startswith("stale")
     metrics.write_text(metrics.read_text()[:-1])
     assert RECORD.fresh(results) is not None
-    assert dataclasses.replace(RECORD, modules=("shapley.theory.records",)).fresh(results) is None
+    assert dataclasses.replace(RECORD, modules=("shapley.theory.page_records",)).fresh(results) is None
 
 
 def test_a_recorded_verdict_is_never_read_for_a_derived_file_the_record_did_not_see(results: Path, monkeypatch):
@@ -56,7 +56,7 @@ def test_a_recorded_verdict_is_never_read_for_a_derived_file_the_record_did_not_
     assert derived_results.derived_status(run) != recomputed  # the record holds every derived file present
     record = RECORD.load(results / RECORD.path)
     del record["runs"]["toy/run"]["metrics.csv"]
-    monkeypatch.setattr(records.PageRecord, "fresh", lambda self, folder: record)
+    monkeypatch.setattr(page_records.PageRecord, "fresh", lambda self, folder: record)
     assert derived_results.derived_status(run) == recomputed
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from shapley.companion import mozart, mozart_results
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.theory import records
+from shapley.theory import page_records
 
 RECORD = mozart_results.RECORD
 
@@ -25,7 +25,7 @@ def test_the_committed_record_is_fresh_and_fits_what_the_verdict_says(monkeypatc
     rec = mozart_results.load(REPO_ROOT / "results" / "companion")
     assert RECORD.stale_reasons(rec, REPO_ROOT / "results") == []
     assert [r["key"] for r in mozart_results.fits(rec) if r["beta_both"]] == ["likelihood_weighted"]
-    monkeypatch.setattr(records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
+    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
     assert RECORD.stale_reasons(rec, REPO_ROOT / "results") == [
         f"code changed since the record was computed: {', '.join(sorted(RECORD.modules))}"
     ]

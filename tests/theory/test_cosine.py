@@ -130,7 +130,7 @@ def test_the_committed_witness_is_indefinite_and_the_record_is_fresh():
 
 
 def test_a_record_is_stale_when_its_settings_or_code_differ(monkeypatch, tmp_path):
-    from shapley.theory import cosine_results, records
+    from shapley.theory import cosine_results, page_records
 
     rec = cosine_results.RECORD
     record = {"freshness": rec.freshness(tmp_path)}
@@ -139,6 +139,6 @@ def test_a_record_is_stale_when_its_settings_or_code_differ(monkeypatch, tmp_pat
     assert rec.stale_reasons(other, tmp_path)[0].startswith("settings differ")
     edited = {"freshness": {**record["freshness"], "code": {**record["freshness"]["code"], "shapley.core.kernel": ""}}}
     assert rec.stale_reasons(edited, tmp_path) == ["code changed since the record was computed: shapley.core.kernel"]
-    monkeypatch.setattr(records, "source_digests", lambda modules: dict.fromkeys(modules, "1" * 64))
+    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "1" * 64))
     assert "changed" in rec.stale_reasons(record, tmp_path)[0]  # the code changed under the record
     assert rec.stale_reasons({}, tmp_path) == ["the record has no freshness block"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.theory import hypothesis_results, records
+from shapley.theory import hypothesis_results, page_records
 from shapley.theory import properties as pr
 
 RESULTS = REPO_ROOT / "results"
@@ -66,7 +66,7 @@ def test_a_tiny_record_is_stale_against_the_page_settings_and_code(tiny, monkeyp
     assert RECORD.stale_reasons(tiny, RESULTS)[0].startswith("settings differ")
     as_page = {**tiny, "freshness": {**tiny["freshness"], "settings": RECORD.freshness(RESULTS)["settings"]}}
     assert RECORD.stale_reasons(as_page, RESULTS) == []
-    monkeypatch.setattr(records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
+    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
     assert RECORD.stale_reasons(as_page, RESULTS) == [
         f"code changed since the record was computed: {', '.join(sorted(RECORD.modules))}"
     ]

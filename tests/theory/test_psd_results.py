@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.theory import psd_results, records, worstcase
+from shapley.theory import page_records, psd_results, worstcase
 
 RESULTS = REPO_ROOT / "results"
 RECORD = psd_results.RECORD
@@ -35,7 +35,7 @@ def test_the_record_goes_stale_with_its_settings_or_code(monkeypatch):
     rec = {"freshness": RECORD.freshness(RESULTS, {**RECORD.settings, "beta": 0.4})}
     assert RECORD.stale_reasons(rec, RESULTS)[0].startswith("settings differ")
     rec = {"freshness": RECORD.freshness(RESULTS)}
-    monkeypatch.setattr(records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
+    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
     assert RECORD.stale_reasons(rec, RESULTS) == [
         f"code changed since the record was computed: {', '.join(sorted(RECORD.modules))}"
     ]

@@ -35,7 +35,7 @@ def source_digests(modules: Iterable[str]) -> dict[str, str]:
     """The SHA-256 of the source file of each of ``modules`` (dotted names), by name.
 
     Examples:
-        >>> [len(sha) for sha in source_digests(["shapley.theory.records"]).values()]
+        >>> [len(sha) for sha in source_digests(["shapley.theory.page_records"]).values()]
         [64]
     """
     digests = {}
@@ -69,7 +69,7 @@ class PageRecord:
     """One committed page record: where it lives, what determines it and how it is computed.
 
     Examples:
-        >>> toy = PageRecord("theory/toy.json", "toy", ("shapley.theory.records",), lambda settings, results: {},
+        >>> toy = PageRecord("theory/toy.json", "toy", ("shapley.theory.page_records",), lambda settings, results: {},
         ...                  lambda record: "", settings={"x": 1})
         >>> record = {"freshness": toy.freshness(RESULTS)}
         >>> toy.stale_reasons(record, RESULTS), toy.command

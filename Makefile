@@ -100,15 +100,13 @@ results: setup
 	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
 
 # The page computations over ~10 s, committed with freshness records (results/theory, results/companion; also run
-# by `make results`; the -inf counts read the committed runs).
+# by `make results`; the -inf counts and the derived-file verdicts read the committed runs): each module of
+# PAGE_RECORDS declares one record (shapley.theory.page_records.PageRecord), and `python -m MODULE` writes it.
+PAGE_RECORDS = shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results \
+	shapley.theory.estimator_replay shapley.companion.mozart_results shapley.companion.singular_results \
+	shapley.companion.derived_results
 theory-results: setup
-	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.cosine_results --out results/theory
-	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.psd_results --out results/theory
-	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.hypothesis_results --out results/theory
-	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
-	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.mozart_results --out results/companion
-	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.singular_results --results results
-	$(THREADS) PYTHONPATH=. $(BIN)/python -m shapley.companion.derived_results --results results
+	for m in $(PAGE_RECORDS); do $(THREADS) PYTHONPATH=. $(BIN)/python -m $$m || exit 1; done
 
 # Seconds each book page takes to execute, one thread (results/bench_notebooks.json; run by `make results`).
 bench-notebooks: setup
@@ -152,7 +150,7 @@ clean:
 .PHONY: axioms
 axioms: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m shapley.theory --out results/axioms
-	OMP_NUM_THREADS=1 PYTHONPATH=. $(BIN)/python -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
+	OMP_NUM_THREADS=1 PYTHONPATH=. $(BIN)/python -m shapley.theory.estimator_replay
 
 # Thorough property run for readers: every property test with a large, non-derandomized Hypothesis profile
 # (HYPOTHESIS_MAX_EXAMPLES each, Hypothesis' statistics per test), then every search of notebooks/properties.md

@@ -19,24 +19,12 @@ from typing import Any
 import numpy as np
 
 from shapley.theory import hypothesis_results
-from shapley.theory import properties as pr
 from shapley.theory import search as se
 
 # (property, reading, keyword arguments): the searches of notebooks/properties.md, in its order (the list that
 # `make theory-results` runs for the page, derandomised)
 SEARCHES: list[tuple[str, str, dict[str, Any]]] = list(hypothesis_results.SEARCHES.values())
 STEPS = [prop for prop, _ in hypothesis_results.STEPS.values()]  # the Appendix A step of each property (rv reading)
-
-
-def _recheck(res: se.SearchResult, kw: dict[str, Any]) -> bool:
-    """Does the reported example fail the property when checked again from scratch?"""
-    ex, beta = res.example or {}, kw.get("beta", 0.5)
-    if res.prop == "1":
-        chk = pr.check_property1(ex["M"], res.reading, rho=kw.get("rho", 1.0), beta=beta)
-        return any(r.required == "<" for r in chk.failures()) if kw.get("strict_only") else not chk.holds
-    if res.prop == "2":
-        return not pr.check_property2(ex["M"], res.reading, beta=beta).holds
-    return not pr.check_property3(ex["M_old"], ex["M_new"], ex["j"], res.reading, beta=beta).holds
 
 
 def _found_text(res: se.SearchResult, recheck: bool | None) -> str:
@@ -57,7 +45,8 @@ def main() -> int:
     for prop, reading, kw in SEARCHES:
         t0 = time.perf_counter()
         res = se.search_counterexample(prop, reading, max_examples=examples, derandomize=False, **kw)
-        recheck = _recheck(res, kw) if res.found else None
+        entry = {"kind": "property", "prop": prop, "reading": reading, "kwargs": kw, "example": res.example}
+        recheck = hypothesis_results.recheck(entry)[1] if res.found else None  # the page's own re-check
         bad += recheck is False
         print(f"Property {prop}, {reading} reading")
         print(f"  searched: {res.strategy}")

@@ -23,6 +23,10 @@ PY=${PYTHON:-.venv/bin/python}
 DATA=${DATA:-../shared/data}
 JOBS=${JOBS:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# The page records that read no run, each written by `python -m MODULE` (shapley.theory.page_records; the two
+# that read the runs are written after them, below).
+PAGE_RECORDS="shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results
+  shapley.theory.estimator_replay shapley.companion.mozart_results"
 
 changed=$(git status --porcelain -- shapley pyproject.toml constraints.txt environment.yml Makefile scripts benchmarks)
 if [ -n "$changed" ]; then
@@ -62,10 +66,7 @@ llama_judge() {
 rm -rf results/smollm2
 if [ "$JOBS" -ge 2 ]; then  # two processes of about equal CPU time: passage datasets (long prompts) in one
   { llama_minilm; DATASETS="squad coqa bioasq" bash scripts/smollm2_runs.sh 100; $PY -m shapley.theory --out results/axioms;
-    $PY -m shapley.theory.cosine_results --out results/theory; $PY -m shapley.theory.psd_results --out results/theory;
-    $PY -m shapley.theory.hypothesis_results --out results/theory;
-    $PY -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory;
-    $PY -m shapley.companion.mozart_results --out results/companion; } &
+    for m in $PAGE_RECORDS; do $PY -m "$m"; done; } &
   first=$!
   { llama_judge; DATASETS="nq_open triviaqa svamp" bash scripts/smollm2_runs.sh 100; }
   wait "$first"  # its exit status: a failed run there fails the regeneration
@@ -74,16 +75,12 @@ else
   llama_judge
   bash scripts/smollm2_runs.sh 100
   $PY -m shapley.theory --out results/axioms
-  $PY -m shapley.theory.cosine_results --out results/theory
-  $PY -m shapley.theory.psd_results --out results/theory
-  $PY -m shapley.theory.hypothesis_results --out results/theory
-  $PY -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory
-  $PY -m shapley.companion.mozart_results --out results/companion
+  for m in $PAGE_RECORDS; do $PY -m "$m"; done
 fi
 # The -inf counts at the top of the beta grid, from the runs written above (results/companion/infinite_scores.json).
-$PY -m shapley.companion.singular_results --results results
+$PY -m shapley.companion.singular_results
 # Whether each run's derived files match its stage files, for the results page (results/companion/derived_status.json).
-$PY -m shapley.companion.derived_results --results results
+$PY -m shapley.companion.derived_results
 
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the
 # stages.jsonl.gz files written above), in LM-Polygraph's own environment (built first if it is missing).

@@ -99,30 +99,27 @@ def test_no_dataset_text_in_stage_files(stage_file):
 
 
 def test_every_page_record_is_fresh_from_the_committed_files_alone():
-    """The records the pages render (``make theory-results``) are fresh in the working tree, and a record that
-    fingerprints run files names only files git tracks: a clean clone has no JSONL stage files, and a record
-    that hashed them read as stale there (the results page then said STALE and recomputed)."""
+    """The records the pages render (``make theory-results``) are fresh in the working tree, and a record's inputs
+    are only files git tracks: a clean clone has no JSONL stage files, and a record that hashed them read as stale
+    there (the results page then said STALE and recomputed)."""
     from shapley.companion import derived_results, mozart_results, singular_results
     from shapley.theory import cosine_results, estimator_replay, hypothesis_results, psd_results
 
-    theory, companion = RESULTS / "theory", RESULTS / "companion"
-    reasons = {
-        "cosine": cosine_results.stale_reasons(cosine_results.load(theory)),
-        "psd": psd_results.stale_reasons(psd_results.load(theory)),
-        "properties": hypothesis_results.stale_reasons(hypothesis_results.load(theory)),
-        "axioms replay": estimator_replay.stale_reasons(estimator_replay.load(theory), RESULTS / "axioms"),
-        "mozart": mozart_results.stale_reasons(mozart_results.load(companion)),
-        "infinite scores": singular_results.stale_reasons(singular_results.load(RESULTS), RESULTS),
-    }
-    record = derived_results.load(RESULTS)
-    assert record is not None, f"results/companion is missing {derived_results.RECORD_FILE}"
-    reasons["derived files"] = [
-        f"{run}: its files or the code changed"
-        for run in record["runs"]
-        if derived_results.recorded_status(RESULTS / run, record) is None
+    page_records = [
+        m.RECORD
+        for m in (
+            cosine_results,
+            psd_results,
+            hypothesis_results,
+            estimator_replay,
+            mozart_results,
+            singular_results,
+            derived_results,
+        )
     ]
+    loaded = {rec.path: rec.load(RESULTS / rec.path) for rec in page_records}
+    reasons = {rec.path: rec.stale_reasons(loaded[rec.path], RESULTS) for rec in page_records}
     assert {k: v for k, v in reasons.items() if v} == {}
     tracked = {p.relative_to(RESULTS).as_posix() for p in _committed("*")}
-    hashed = {f"{run}/{name}" for run, files in singular_results.settings(RESULTS)["runs"].items() for name in files}
-    hashed |= {f"{run}/{name}" for run, entry in record["runs"].items() for name in entry["files"]}
+    hashed = {path for rec in loaded.values() for path in rec["freshness"]["inputs"]}
     assert hashed and hashed <= tracked, sorted(hashed - tracked)

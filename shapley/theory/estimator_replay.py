@@ -1,97 +1,60 @@
-"""The committed short replay of the estimator-properties table (``make theory-results``; part of ``make results``).
+"""The axioms page's short replay of the estimator-properties table, committed as a page record (:data:`RECORD`,
+``results/theory/axioms_replay.json``, written by ``python -m shapley.theory.estimator_replay``).
 
-``python -m shapley.theory.estimator_replay [--axioms results/axioms] [--out results/theory]`` runs
-:func:`shapley.theory.axioms.axiom_table` again with few examples per cell and the stored table's seed, compares
-it with the stored ``axiom_table.csv`` (:func:`shapley.theory.axioms.prefix_mismatches`: every cell replays the
-same draws, so a short run must agree with the full one) and writes ``axioms_replay.json``: the outcome, the
-seconds it took, the SHA-256 of the table it was compared with and a freshness record
-(:mod:`shapley.theory.freshness`). ``notebooks/axioms.md`` only reads it (:func:`load`) and says whether it is
-stale (:func:`stale_reasons`: other settings or code, or a stored table that changed since).
+It runs :func:`shapley.theory.axioms.axiom_table` again with few examples per cell and the stored table's seed and
+compares it with the stored table (:func:`shapley.theory.axioms.prefix_mismatches`: every cell replays the same
+draws, so a short run must agree with the full one). The stored table is the record's input: the record goes stale
+when ``make axioms`` rewrites it.
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from shapley.theory import axioms as ax
-from shapley.theory import freshness
+from shapley.theory import page_records
 
-RECORD_FILE = "axioms_replay.json"
-TABLE_FILE = "axiom_table.csv"
-MODULES = (
-    "shapley.theory.axioms",
-    "shapley.theory.axiom_search",
-    "shapley.theory.properties",
-    "shapley.theory.property_checks",
-    "shapley.core.baselines.entropies",
-    "shapley.core.baselines.spectral",
-    "shapley.core.entropy",
-    "shapley.core.kernel",
-    "shapley.core.validate",
-)
-"""The modules whose code determines the record's numbers (their digest is in the freshness block)."""
-
-SETTINGS: dict[str, Any] = {"max_examples": 25, "seed": 0}
-COMMAND = "python -m shapley.theory.estimator_replay --axioms results/axioms --out results/theory"
+TABLE = "axioms/axiom_table.csv"
+"""The stored table, under the results folder (``make axioms`` writes it)."""
 
 
-def table_digest(axioms_dir: str | Path) -> str:
-    """SHA-256 of the stored ``axiom_table.csv`` in ``axioms_dir``."""
-    return hashlib.sha256((Path(axioms_dir) / TABLE_FILE).read_bytes()).hexdigest()
-
-
-def read_table(axioms_dir: str | Path) -> Any:
-    """The stored table (``axiom_table.csv``) with the hand-settled cells applied, as the page reads it."""
+def read_table(results: str | Path) -> Any:
+    """The stored table under the results folder ``results``, with the hand-settled cells applied, as the page
+    reads it."""
     import pandas as pd
 
-    path = Path(axioms_dir) / TABLE_FILE
+    path = Path(results) / TABLE
     return ax.with_known_cells(pd.read_csv(path, keep_default_na=False, dtype={"property": str}))
 
 
-def compute(axioms_dir: str | Path, settings: Mapping[str, Any] = SETTINGS) -> dict[str, Any]:
-    """Run the short table and compare it with the stored one in ``axioms_dir``; the record, ready for JSON."""
-    start = time.perf_counter()
-    full = read_table(axioms_dir)
+def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
+    """The short table with ``settings``, compared with the stored one under ``results``: the record's numbers."""
     short = ax.axiom_table(max_examples=settings["max_examples"], seed=settings["seed"])
-    mismatches = ax.prefix_mismatches(short, full)
-    return {
-        "command": COMMAND,
-        "freshness": freshness.freshness(settings, MODULES),
-        "seconds": round(time.perf_counter() - start, 1),
-        "table_sha256": table_digest(axioms_dir),
-        "short_failing_cells": int((short.verdict == ax.FAILS).sum()),
-        "mismatches": [list(m) for m in mismatches],
-    }
+    mismatches = ax.prefix_mismatches(short, read_table(results))
+    return {"short_failing_cells": (short.verdict == ax.FAILS).sum(), "mismatches": mismatches}
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    """The record at ``path`` (an ``axioms_replay.json`` or the folder holding it)."""
-    return freshness.load_record(path, RECORD_FILE, COMMAND)
-
-
-def stale_reasons(record: Mapping[str, Any], axioms_dir: str | Path) -> list[str]:
-    """Why the record is stale against the current :data:`SETTINGS`, code and stored table; [] when fresh."""
-    reasons = freshness.stale_reasons(record, SETTINGS, MODULES)
-    if record.get("table_sha256") != table_digest(axioms_dir):
-        reasons.append(f"{Path(axioms_dir) / TABLE_FILE} changed since the replay was compared with it")
-    return reasons
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--axioms", type=Path, default=Path("results/axioms"), help="the stored table's folder")
-    parser.add_argument("--out", type=Path, default=Path("results/theory"), help="folder (default results/theory)")
-    args = parser.parse_args(argv)
-    record = compute(args.axioms)
-    path = freshness.write_record(args.out / RECORD_FILE, record)
-    print(f"wrote {path} in {record['seconds']} s: {len(record['mismatches'])} cells disagree with the stored table")
-    return 0
-
+RECORD = page_records.PageRecord(
+    path="theory/axioms_replay.json",
+    module=__spec__.name,
+    modules=(
+        "shapley.theory.axioms",
+        "shapley.theory.axiom_search",
+        "shapley.theory.properties",
+        "shapley.theory.property_checks",
+        "shapley.core.baselines.entropies",
+        "shapley.core.baselines.spectral",
+        "shapley.core.entropy",
+        "shapley.core.kernel",
+        "shapley.core.validate",
+    ),
+    compute=compute,
+    summary=lambda record: f"{len(record['mismatches'])} cells disagree with the stored table",
+    settings={"max_examples": 25, "seed": 0},
+    inputs=lambda results: [TABLE],
+)
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(RECORD.main())

@@ -1,14 +1,11 @@
-"""The committed searches of the properties page (``make theory-results``; part of ``make results``).
-
-``python -m shapley.theory.hypothesis_results [--out results/theory]`` runs the Hypothesis searches of
-``notebooks/properties.md`` and the chain-rule check of Proposition 3.5 (together about two minutes on one core), and
-writes ``properties_searches.json``: each search's outcome and shrunk example, the seconds it took and a freshness
-record (:mod:`shapley.theory.freshness`; the settings include the Hypothesis version, which the derandomised
-examples depend on). The page only reads it (:func:`load`, :func:`search_results`) and says whether it is stale
-(:func:`stale_reasons`).
+"""The properties page's Hypothesis searches and the chain-rule check of Proposition 3.5 (together about two minutes
+on one core), committed as a page record (:data:`RECORD`, ``results/theory/properties_searches.json``, written by
+``python -m shapley.theory.hypothesis_results``; its settings include the Hypothesis version, which the
+derandomised examples depend on).
 
 * ``searches``: :func:`shapley.theory.search.search_counterexample` for each entry of :data:`SEARCHES`, and
-  :func:`shapley.theory.search.search_step_counterexample` for each entry of :data:`STEPS` (the Appendix A steps);
+  :func:`shapley.theory.search.search_step_counterexample` for each entry of :data:`STEPS` (the Appendix A steps),
+  with its outcome and shrunk example;
 * ``chain_rule``: :func:`shapley.theory.properties.chain_rule_check`, the witness of
   :func:`shapley.theory.properties.prop35_readings`.
 
@@ -19,31 +16,17 @@ example no longer fails that check.
 
 from __future__ import annotations
 
-import argparse
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from shapley.theory import freshness
+from shapley.theory import page_records
 from shapley.theory import properties as pr
 from shapley.theory import search as se
-
-RECORD_FILE = "properties_searches.json"
-MODULES = (
-    "shapley.theory.search",
-    "shapley.theory.properties",
-    "shapley.theory.property_checks",
-    "shapley.theory.worstcase",
-    "shapley.core.entropy",
-    "shapley.core.kernel",
-    "shapley.core.psd",
-    "shapley.core.validate",
-)
-"""The modules whose code determines the record's numbers (their digest is in the freshness block)."""
 
 SEARCHES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "p1_rv": ("1", "rv", {"n_range": (3, 5)}),
@@ -69,63 +52,37 @@ STEPS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 """name -> (property, keyword arguments of ``search_step_counterexample``): the Appendix A step searches."""
 
-SETTINGS: dict[str, Any] = {
-    "hypothesis_version": version("hypothesis"),  # the derandomised examples depend on it
-    "max_examples": se.SEARCH_MAX_EXAMPLES,
-    "searches": {k: {"prop": p, "reading": r, "kwargs": kw} for k, (p, r, kw) in SEARCHES.items()},
-    "steps": {k: {"prop": p, "kwargs": kw} for k, (p, kw) in STEPS.items()},
-    "chain_rule": {"n_matrices": 200, "seed": 0},
-}
-COMMAND = "python -m shapley.theory.hypothesis_results --out results/theory"
+
+STORED = ("prop", "reading", "found", "examples_run", "strategy", "settings", "families_run")
+"""The fields of a :class:`~shapley.theory.search.SearchResult` that the record stores as they are (beside its
+example; its check is recomputed from the example)."""
 
 
-def _jsonable(example: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if example is None:
-        return None
+def _entry(kind: str, res: se.SearchResult, kwargs: Mapping[str, Any], start: float) -> dict[str, Any]:
+    stored = {k: getattr(res, k) for k in STORED}
     return {
-        k: v.tolist() if isinstance(v, np.ndarray) else int(v) if isinstance(v, np.integer) else v
-        for k, v in example.items()
+        "kind": kind,
+        "kwargs": kwargs,
+        **stored,
+        "example": res.example,
+        "seconds": round(time.perf_counter() - start, 2),
     }
 
 
-def _entry(res: se.SearchResult, kwargs: Mapping[str, Any], seconds: float) -> dict[str, Any]:
-    return {
-        "prop": res.prop,
-        "reading": res.reading,
-        "kwargs": dict(kwargs),
-        "found": res.found,
-        "examples_run": res.examples_run,
-        "families_run": res.families_run,
-        "strategy": res.strategy,
-        "settings": res.settings,
-        "example": _jsonable(res.example),
-        "seconds": round(seconds, 2),
-    }
-
-
-def compute(settings: Mapping[str, Any] = SETTINGS) -> dict[str, Any]:
-    """Run every search of ``settings`` (and the chain-rule check); the record, ready for JSON."""
-    start = time.perf_counter()
+def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
+    """The record's numbers: every search of ``settings`` and the chain-rule check (``results`` is not read)."""
     searches: dict[str, Any] = {}
     for name, s in settings["searches"].items():
-        t0 = time.perf_counter()
-        kw = {**s["kwargs"], "max_examples": settings["max_examples"]}
-        res = se.search_counterexample(s["prop"], s["reading"], **kw)
-        searches[name] = {"kind": "property", **_entry(res, s["kwargs"], time.perf_counter() - t0)}
+        start = time.perf_counter()
+        res = se.search_counterexample(s["prop"], s["reading"], **s["kwargs"], max_examples=settings["max_examples"])
+        searches[name] = _entry("property", res, s["kwargs"], start)
     for name, s in settings["steps"].items():
-        t0 = time.perf_counter()
+        start = time.perf_counter()
         res = se.search_step_counterexample(s["prop"], **s["kwargs"], max_examples=settings["max_examples"])
-        searches[name] = {"kind": "step", **_entry(res, s["kwargs"], time.perf_counter() - t0)}
-    t0 = time.perf_counter()
+        searches[name] = _entry("step", res, s["kwargs"], start)
+    start = time.perf_counter()
     chain = pr.chain_rule_check(**settings["chain_rule"])
-    return {
-        "command": COMMAND,
-        "freshness": freshness.freshness(settings, MODULES),
-        "seconds": round(time.perf_counter() - start, 1),
-        "chain_rule_seconds": round(time.perf_counter() - t0, 2),
-        "searches": searches,
-        "chain_rule": chain,
-    }
+    return {"chain_rule_seconds": round(time.perf_counter() - start, 2), "searches": searches, "chain_rule": chain}
 
 
 def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -135,8 +92,9 @@ def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def recheck(entry: Mapping[str, Any]) -> tuple[Any, bool]:
-    """The check of a stored search's example, recomputed by the property's own function, and whether the example
-    fails it (a counterexample). ``(None, False)`` when the search found nothing."""
+    """The check of a search's example (``entry``: one of the record's searches, or the same keys for a search
+    run now), recomputed by the property's own function, and whether the example fails it (a counterexample).
+    ``(None, False)`` when the search found nothing."""
     ex, kw = _example(entry["example"]), entry["kwargs"]
     if ex is None:
         return None, False
@@ -168,44 +126,39 @@ def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
         check, fails = recheck(e)
         if fails != e["found"]:
             raise ValueError(
-                f"{RECORD_FILE}: search {name!r} recorded found={e['found']}, but its example "
-                f"{'fails' if fails else 'does not fail'} the check now: run `make theory-results` ({COMMAND})"
+                f"{RECORD.path}: search {name!r} recorded found={e['found']}, but its example "
+                f"{'fails' if fails else 'does not fail'} the check now: run `make theory-results` ({RECORD.command})"
             )
-        example = _example(e["example"])
-        out[name] = se.SearchResult(
-            e["prop"],
-            e["reading"],
-            e["found"],
-            example,
-            check,
-            e["examples_run"],
-            e["strategy"],
-            dict(e["settings"]),
-            e["families_run"],
-        )
+        stored = {k: e[k] for k in STORED}
+        out[name] = se.SearchResult(**stored, example=_example(e["example"]), check=check)
     return out
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    """The record at ``path`` (a ``properties_searches.json`` or the folder holding it)."""
-    return freshness.load_record(path, RECORD_FILE, COMMAND)
-
-
-def stale_reasons(record: Mapping[str, Any]) -> list[str]:
-    """Why the record is stale against the current :data:`SETTINGS` and code; [] when fresh."""
-    return freshness.stale_reasons(record, SETTINGS, MODULES)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--out", type=Path, default=Path("results/theory"), help="folder (default results/theory)")
-    args = parser.parse_args(argv)
-    record = compute()
-    path = freshness.write_record(args.out / RECORD_FILE, record)
-    found = [k for k, e in record["searches"].items() if e["found"]]
-    print(f"wrote {path} in {record['seconds']} s: counterexamples found by {', '.join(found) or 'no search'}")
-    return 0
-
+RECORD = page_records.PageRecord(
+    path="theory/properties_searches.json",
+    module=__spec__.name,
+    modules=(
+        "shapley.theory.search",
+        "shapley.theory.properties",
+        "shapley.theory.property_checks",
+        "shapley.theory.worstcase",
+        "shapley.core.entropy",
+        "shapley.core.kernel",
+        "shapley.core.psd",
+        "shapley.core.validate",
+    ),
+    compute=compute,
+    summary=lambda record: (
+        "counterexamples found by " + (", ".join(k for k, e in record["searches"].items() if e["found"]) or "no search")
+    ),
+    settings={
+        "hypothesis_version": version("hypothesis"),  # the derandomised examples depend on it
+        "max_examples": se.SEARCH_MAX_EXAMPLES,
+        "searches": {k: {"prop": p, "reading": r, "kwargs": kw} for k, (p, r, kw) in SEARCHES.items()},
+        "steps": {k: {"prop": p, "kwargs": kw} for k, (p, kw) in STEPS.items()},
+        "chain_rule": {"n_matrices": 200, "seed": 0},
+    },
+)
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(RECORD.main())

@@ -1,9 +1,9 @@
-"""The committed derived-file verdicts (results/companion/derived_status.json): read when the run's committed files
+"""The committed derived-file verdicts (results/companion/derived_status.json): read when the runs' committed files
 and the code are unchanged, recomputed otherwise, never a verdict that a recomputation would not give."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,10 @@ import pytest
 from shapley.companion import derived_results
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir import derived
+from shapley.theory import page_records
 from tests import fakes
+
+RECORD = derived_results.RECORD
 
 
 @pytest.fixture
@@ -23,43 +26,43 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "results"
 
 
-def _write(results: Path) -> dict:
-    record = derived_results.compute(results)
-    (results / "companion").mkdir(exist_ok=True)
-    (results / "companion" / derived_results.RECORD_FILE).write_text(json.dumps(record))
-    return record
-
-
 def test_a_fresh_record_answers_as_a_recomputation_does(results: Path):
     run = results / "toy" / "run"
-    record = _write(results)
-    assert list(record["runs"]) == ["toy/run"] and record["runs"]["toy/run"]["files"]
-    assert derived_results.recorded_status(run, derived_results.load(results)) == derived.derived_status(run)
+    record = RECORD.load(RECORD.write(results))
+    assert list(record["runs"]) == ["toy/run"] and all(p.startswith("toy/run/") for p in record["freshness"]["inputs"])
+    assert "toy/run/config.json" in record["freshness"]["inputs"]
+    assert RECORD.fresh(results) == record
+    assert derived_results.derived_status(run) == record["runs"]["toy/run"] == derived.derived_status(run)
     assert set(derived.derived_status(run).values()) == {"fresh"}
 
 
-def test_a_changed_file_or_code_sends_the_check_back_to_the_stage_files(results: Path, monkeypatch):
+def test_a_changed_file_or_code_sends_the_check_back_to_the_stage_files(results: Path):
     run = results / "toy" / "run"
-    record = _write(results)
+    RECORD.write(results)
     metrics = run / "metrics.csv"
     metrics.write_text(metrics.read_text() + "\n")  # a hand edit after the record
-    assert derived_results.recorded_status(run, record) is None
+    assert RECORD.fresh(results) is None
     assert derived_results.derived_status(run)["metrics.csv"].startswith("stale")
     metrics.write_text(metrics.read_text()[:-1])
-    assert derived_results.recorded_status(run, record) is not None
-    monkeypatch.setattr(derived_results, "MODULES", ("shapley.theory.freshness",))
-    assert derived_results.recorded_status(run, record) is None
+    assert RECORD.fresh(results) is not None
+    assert dataclasses.replace(RECORD, modules=("shapley.theory.page_records",)).fresh(results) is None
 
 
-def test_a_recorded_verdict_is_never_read_for_a_derived_file_the_record_did_not_see(results: Path):
+def test_a_recorded_verdict_is_never_read_for_a_derived_file_the_record_did_not_see(results: Path, monkeypatch):
     run = results / "toy" / "run"
-    record = _write(results)
-    (run / "beta_sweep.csv").unlink(missing_ok=True)
-    del record["runs"]["toy/run"]["status"]["metrics.csv"]
-    assert derived_results.recorded_status(run, record) is None
+    RECORD.write(results)
+    recomputed = {"metrics.csv": "recomputed"}
+    monkeypatch.setattr(derived, "derived_status", lambda run_dir: recomputed)
+    assert derived_results.derived_status(run) != recomputed  # the record holds every derived file present
+    record = RECORD.load(results / RECORD.path)
+    del record["runs"]["toy/run"]["metrics.csv"]
+    monkeypatch.setattr(page_records.PageRecord, "fresh", lambda self, folder: record)
+    assert derived_results.derived_status(run) == recomputed
 
 
 def test_no_record_means_a_recomputation(results: Path):
     run = results / "toy" / "run"
-    assert derived_results.load(results) is None
+    assert RECORD.fresh(results) is None
+    with pytest.raises(FileNotFoundError, match="derived_results"):
+        RECORD.load(results / RECORD.path)
     assert derived_results.derived_status(run) == derived.derived_status(run)

@@ -121,7 +121,7 @@ def test_the_committed_witness_is_indefinite_and_the_record_is_fresh():
     from shapley.theory import cosine_results
 
     record = cosine_results.load(REPO_ROOT / "results" / "theory")
-    assert cosine_results.stale_reasons(record) == []
+    assert cosine_results.RECORD.stale_reasons(record, REPO_ROOT / "results") == []
     X = cosine_results.witness_vectors(record)
     lam = _independent_min_eigenvalue(X, record["witness"]["beta"])
     assert lam < 0 and lam == pytest.approx(record["witness"]["min_eig_R"], abs=1e-9)
@@ -129,20 +129,16 @@ def test_the_committed_witness_is_indefinite_and_the_record_is_fresh():
     assert [r["n"] for r in record["sweep"]] == list(range(8, 31))
 
 
-def test_a_record_is_stale_when_its_settings_or_code_differ(monkeypatch):
-    from shapley.theory import cosine_results, freshness
+def test_a_record_is_stale_when_its_settings_or_code_differ(monkeypatch, tmp_path):
+    from shapley.theory import cosine_results, page_records
 
-    mods = list(cosine_results.MODULES)
-    record = {"freshness": freshness.freshness(cosine_results.SETTINGS, mods)}
-    assert cosine_results.stale_reasons(record) == []
-    other = {**cosine_results.SETTINGS, "beta": 0.4}
-    assert cosine_results.stale_reasons({"freshness": freshness.freshness(other, mods)})[0].startswith(
-        "settings differ"
-    )
-    edited = {"freshness": {**record["freshness"], "code_digest": "0" * 64}}
-    assert cosine_results.stale_reasons(edited) == [
-        f"the code of {', '.join(mods)} changed since the record was computed"
-    ]
-    monkeypatch.setattr(freshness, "module_digest", lambda modules: "1" * 64)  # the code changed under the record
-    assert "changed" in cosine_results.stale_reasons(record)[0]
-    assert cosine_results.stale_reasons({}) == ["the record has no freshness block"]
+    rec = cosine_results.RECORD
+    record = {"freshness": rec.freshness(tmp_path)}
+    assert rec.stale_reasons(record, tmp_path) == []
+    other = {"freshness": rec.freshness(tmp_path, {**rec.settings, "beta": 0.4})}
+    assert rec.stale_reasons(other, tmp_path)[0].startswith("settings differ")
+    edited = {"freshness": {**record["freshness"], "code": {**record["freshness"]["code"], "shapley.core.kernel": ""}}}
+    assert rec.stale_reasons(edited, tmp_path) == ["code changed since the record was computed: shapley.core.kernel"]
+    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "1" * 64))
+    assert "changed" in rec.stale_reasons(record, tmp_path)[0]  # the code changed under the record
+    assert rec.stale_reasons({}, tmp_path) == ["the record has no freshness block"]

@@ -8,11 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from shapley.theory import freshness, hypothesis_results
+from shapley.pipeline.rundir.settings import REPO_ROOT
+from shapley.theory import hypothesis_results, page_records
 from shapley.theory import properties as pr
 
+RESULTS = REPO_ROOT / "results"
+RECORD = hypothesis_results.RECORD
 TINY = {
-    **hypothesis_results.SETTINGS,
+    **RECORD.settings,
     "max_examples": 5,
     "searches": {
         "p2_rv": {"prop": "2", "reading": "rv", "kwargs": {"n_range": (3, 3)}},
@@ -24,13 +27,11 @@ TINY = {
 
 
 def _record():
-    from shapley.pipeline.rundir.settings import REPO_ROOT
-
-    return hypothesis_results.load(REPO_ROOT / "results" / "theory")
+    return RECORD.load(RESULTS / "theory")
 
 
 def test_the_committed_record_is_fresh():
-    assert hypothesis_results.stale_reasons(_record()) == []
+    assert RECORD.stale_reasons(_record(), RESULTS) == []
 
 
 def test_the_committed_record_holds_every_search_of_the_page_and_its_examples_fail_again():
@@ -45,10 +46,7 @@ def test_the_committed_record_holds_every_search_of_the_page_and_its_examples_fa
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A record computed here with tiny budgets, written and read back as the page reads it."""
-    folder = tmp_path_factory.mktemp("theory")
-    record = hypothesis_results.compute(TINY)
-    (folder / hypothesis_results.RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
-    return hypothesis_results.load(folder)
+    return RECORD.load(RECORD.write(tmp_path_factory.mktemp("results"), TINY))
 
 
 def test_a_tiny_record_round_trips_and_renders(tiny):
@@ -65,11 +63,12 @@ def test_a_tiny_record_round_trips_and_renders(tiny):
 
 
 def test_a_tiny_record_is_stale_against_the_page_settings_and_code(tiny, monkeypatch):
-    assert hypothesis_results.stale_reasons(tiny)[0].startswith("settings differ")
-    assert freshness.stale_reasons(tiny, TINY, hypothesis_results.MODULES) == []
-    monkeypatch.setattr(freshness, "module_digest", lambda modules: "0" * 64)
-    assert freshness.stale_reasons(tiny, TINY, hypothesis_results.MODULES) == [
-        f"the code of {', '.join(hypothesis_results.MODULES)} changed since the record was computed"
+    assert RECORD.stale_reasons(tiny, RESULTS)[0].startswith("settings differ")
+    as_page = {**tiny, "freshness": {**tiny["freshness"], "settings": RECORD.freshness(RESULTS)["settings"]}}
+    assert RECORD.stale_reasons(as_page, RESULTS) == []
+    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
+    assert RECORD.stale_reasons(as_page, RESULTS) == [
+        f"code changed since the record was computed: {', '.join(sorted(RECORD.modules))}"
     ]
 
 

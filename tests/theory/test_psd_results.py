@@ -6,21 +6,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shapley.theory import freshness, psd_results, worstcase
+from shapley.pipeline.rundir.settings import REPO_ROOT
+from shapley.theory import page_records, psd_results, worstcase
 
-
-def _record():
-    from shapley.pipeline.rundir.settings import REPO_ROOT
-
-    return psd_results.load(REPO_ROOT / "results" / "theory")
+RESULTS = REPO_ROOT / "results"
+RECORD = psd_results.RECORD
 
 
 def test_the_committed_record_is_fresh():
-    assert psd_results.stale_reasons(_record()) == []
+    assert RECORD.stale_reasons(RECORD.load(RESULTS / "theory"), RESULTS) == []
 
 
 def test_the_committed_counterexample_is_indefinite_and_agrees_with_the_closed_form():
-    rec = _record()
+    rec = RECORD.load(RESULTS / "theory")
     first = rec["hypothesis"]["first"]
     C = np.asarray(first["C"], dtype=float)
     K = np.exp(-((1.0 - C) ** 2) / 2.0)  # the kernel from its definition, not the package's
@@ -34,10 +32,10 @@ def test_the_committed_counterexample_is_indefinite_and_agrees_with_the_closed_f
 
 
 def test_the_record_goes_stale_with_its_settings_or_code(monkeypatch):
-    rec = _record()
-    other = {**psd_results.SETTINGS, "beta": 0.4}
-    assert freshness.stale_reasons(rec, other, psd_results.MODULES)[0].startswith("settings differ")
-    monkeypatch.setattr(freshness, "module_digest", lambda modules: "0" * 64)
-    assert psd_results.stale_reasons(rec) == [
-        f"the code of {', '.join(psd_results.MODULES)} changed since the record was computed"
+    rec = {"freshness": RECORD.freshness(RESULTS, {**RECORD.settings, "beta": 0.4})}
+    assert RECORD.stale_reasons(rec, RESULTS)[0].startswith("settings differ")
+    rec = {"freshness": RECORD.freshness(RESULTS)}
+    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
+    assert RECORD.stale_reasons(rec, RESULTS) == [
+        f"code changed since the record was computed: {', '.join(sorted(RECORD.modules))}"
     ]

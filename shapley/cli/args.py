@@ -95,6 +95,7 @@ def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
             group.add_argument(
                 s.flag,
                 dest=key,
+                metavar=None if s.choices else name.upper(),
                 type=str if reader is None else reader,
                 choices=s.choices,
                 default=defaults[name],

@@ -6,8 +6,11 @@ import math
 
 import pytest
 
+from shapley.pipeline.config import ScoringSettings
 from shapley.pipeline.data.datasets import DATASETS
 from shapley.pipeline.score import correctness as C
+
+RUN = ScoringSettings()
 
 
 def test_rouge_exact_match_and_unrelated():
@@ -68,20 +71,20 @@ def test_single_string_reference_is_one_reference():
 
 def test_threshold_is_strict():
     # F = 0.4 exactly (see test_rouge_value_by_hand)
-    assert C.is_correct("The capital is Paris", ["Paris"], threshold=0.39)
-    assert not C.is_correct("The capital is Paris", ["Paris"], threshold=0.4)
-    assert C.is_correct("The capital is Paris", ["Paris"])  # default 0.3
+    assert C.is_correct("The capital is Paris", ["Paris"], metric="rougeL", threshold=0.39)
+    assert not C.is_correct("The capital is Paris", ["Paris"], metric="rougeL", threshold=0.4)
+    assert C.is_correct("The capital is Paris", ["Paris"], metric="rougeL", threshold=RUN.threshold)  # the 0.3
     # F = 2/7 ~ 0.2857 < 0.3: incorrect under the paper's threshold
     assert C.rouge_l("answer is that it was Paris", ["Paris"]) == pytest.approx(2 / 7)
-    assert not C.is_correct("answer is that it was Paris", ["Paris"])
-    assert C.is_correct("Paris", ["Paris"], threshold=0.999)
-    assert not C.is_correct("Paris", ["Paris"], threshold=1.0)
+    assert not C.is_correct("answer is that it was Paris", ["Paris"], metric="rougeL", threshold=RUN.threshold)
+    assert C.is_correct("Paris", ["Paris"], metric="rougeL", threshold=0.999)
+    assert not C.is_correct("Paris", ["Paris"], metric="rougeL", threshold=1.0)
 
 
 def test_is_correct_with_bleu():
     ref = ["The cat is sitting on the red mat today."]
-    assert C.is_correct("The cat is sitting on the red mat today.", ref, metric="bleu")
-    assert not C.is_correct("Dogs run.", ref, metric="bleu")
+    assert C.is_correct("The cat is sitting on the red mat today.", ref, metric="bleu", threshold=RUN.threshold)
+    assert not C.is_correct("Dogs run.", ref, metric="bleu", threshold=RUN.threshold)
     score = C.bleu("The cat is sitting on a mat.", ref)
     assert C.is_correct("The cat is sitting on a mat.", ref, metric="bleu", threshold=score - 1e-9)
     assert not C.is_correct("The cat is sitting on a mat.", ref, metric="bleu", threshold=score)
@@ -90,12 +93,12 @@ def test_is_correct_with_bleu():
 @pytest.mark.parametrize("threshold", [-0.1, 1.5, math.nan, "0.3", True])
 def test_bad_threshold(threshold):
     with pytest.raises(ValueError, match="threshold"):
-        C.is_correct("a", ["a"], threshold=threshold)
+        C.is_correct("a", ["a"], metric="rougeL", threshold=threshold)
 
 
 def test_unknown_metric():
     with pytest.raises(ValueError, match="valid: rougeL, bleu"):
-        C.is_correct("a", ["a"], metric="meteor")
+        C.is_correct("a", ["a"], metric="meteor", threshold=RUN.threshold)
 
 
 def test_correctness_for_every_dataset():
@@ -136,4 +139,7 @@ def test_a_run_stores_correct_with_the_strict_rule_at_the_threshold(tmp_path, mo
         recs = jsonl.JsonlStore(out / "scores.jsonl").load(repair=False)
         assert recs and all(r["correctness_value"] == 1.0 for r in recs.values())
         assert [r["correct"] for r in recs.values()] == [expected] * len(recs)
-        assert all(r["correct"] == C.is_correct(r["answer"], [r["answer"]], threshold=threshold) for r in recs.values())
+        assert all(
+            r["correct"] == C.is_correct(r["answer"], [r["answer"]], metric="rougeL", threshold=threshold)
+            for r in recs.values()
+        )

@@ -105,8 +105,9 @@ def exceeds(value: float, threshold: float) -> bool:
     return bool(value > threshold)
 
 
-def is_correct(prediction: str, references: Sequence[str], *, metric: str = "rougeL", threshold: float = 0.3) -> bool:
-    """True when the ``metric`` score of ``prediction`` is strictly greater than ``threshold`` (in [0, 1])."""
+def is_correct(prediction: str, references: Sequence[str], *, metric: str, threshold: float) -> bool:
+    """True when the ``metric`` score of ``prediction`` is strictly greater than ``threshold`` (in [0, 1]; a run's
+    is :attr:`shapley.pipeline.config.ScoringSettings.threshold`, the paper's 0.3)."""
     if metric not in METRICS:
         raise ValueError(f"unknown correctness metric {metric!r}; valid: {', '.join(METRICS)}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):

@@ -268,7 +268,8 @@ def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
     """
     A = validate.symmetric_matrix(R, "R")
     _check_exact_size(A.shape[0], "exact subset entropies")
-    return _subset_entropies(*_psd(A, *_psd_settings(psd_policy, eps)))
+    A, lam = _psd(A, *_psd_settings(psd_policy, eps))
+    return _subset_entropies(A, lam)
 
 
 def _subset_entropies(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
@@ -534,7 +535,9 @@ def shapley_values(
         )
     _check_exact_size(n, "exact Shapley values")
     A, lam = _psd(A, policy, e)
-    return _shapley_naive(A) if method == "naive" else _shapley_from_values(_subset_entropies(A, lam), n)
+    if method == "naive":
+        return _shapley_naive(A)
+    return _shapley_from_values(_subset_entropies(A, lam), n)
 
 
 def shapley_uncertainty(

@@ -120,8 +120,7 @@ def prr(uncertainty: ArrayLike, correct: ArrayLike) -> float:
 
 
 def _check_resampling(metric: Metric, n_boot: int, alpha: float, seed: int | None, *, min_boot: int = 1) -> float:
-    """Check a bootstrap's settings: ``metric`` a function, ``n_boot`` an integer >= ``min_boot``, ``0 < alpha < 1``,
-    ``seed`` ``None`` or an integer >= 0; returns alpha as a float."""
+    """Check a bootstrap's metric, resample count (>= ``min_boot``), ``0 < alpha < 1`` and seed; returns alpha."""
     validate.function(metric, "metric")
     validate.integer(n_boot, "n_boot", minimum=min_boot)
     validate.seed_value(seed)
@@ -152,7 +151,8 @@ def bootstrap_ci(
     """
     alpha = _check_resampling(metric, n_boot, alpha, seed)
     u, c = _inputs(uncertainty, correct)
-    return _percentile_interval(_resampled(metric, u, c, _draw(np.random.default_rng(seed), u.size, n_boot)), alpha)
+    s = _resampled(metric, u, c, _draw(np.random.default_rng(seed), u.size, n_boot))
+    return _percentile_interval(s, alpha)
 
 
 def _percentile_interval(s: NDArray[np.float64], alpha: float) -> tuple[float, float]:
@@ -225,15 +225,15 @@ def accuracy(uncertainty: ArrayLike, correct: ArrayLike) -> float:
 
 
 def _resampled(
-    metric: Metric, u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.int64] | list[NDArray[np.int64]]
+    metric: Metric, u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.int64]
 ) -> NDArray[np.float64]:
-    """``metric(u[idx], c[idx])`` for every resample idx (NaN where undefined); :func:`auroc` and :func:`accuracy`
-    vectorised (the accuracy as the same integer sum divided by m)."""
+    """``metric(u[idx], c[idx])`` for every row idx of the (B, m) ``rows`` (NaN where undefined); :func:`auroc` and
+    :func:`accuracy` vectorised (the accuracy as the same integer sum divided by m)."""
     if metric is auroc:
-        return _auroc_rows(u, c, np.asarray(rows, dtype=np.int64).reshape(-1, u.size))
+        return _auroc_rows(u, c, rows)
     if metric is accuracy:
         hits = c.astype(np.int64)
-        return _per_chunk(np.asarray(rows, dtype=np.int64).reshape(-1, u.size), u.size, lambda w: (w @ hits) / u.size)
+        return _per_chunk(rows, u.size, lambda w: (w @ hits) / u.size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.array([metric(u[idx], c[idx]) for idx in rows], dtype=np.float64)
@@ -443,9 +443,7 @@ class PairedComparison(NamedTuple):
     p_value: float
 
 
-def _resamples(
-    indices: ArrayLike | None, m: int, n_boot: int, seed: int | None
-) -> list[NDArray[np.int64]] | NDArray[np.int64]:
+def _resamples(indices: ArrayLike | None, m: int, n_boot: int, seed: int | None) -> NDArray[np.int64]:
     """Explicit (B, m) resample indices, validated, or ``n_boot`` draws as :func:`bootstrap_ci` makes them."""
     if indices is None:
         return _draw(np.random.default_rng(seed), m, n_boot)

@@ -38,7 +38,7 @@ import inspect
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -46,7 +46,7 @@ from numpy.typing import ArrayLike, NDArray
 from shapley.core import validate
 
 PSDPolicy = Literal["raise", "shrink", "clip", "nearest"]
-PSD_POLICIES: tuple[str, ...] = ("raise", "shrink", "clip", "nearest")
+PSD_POLICIES: tuple[str, ...] = get_args(PSDPolicy)
 DEFAULT_EPS = 1e-6
 NEAREST_MAX_SECONDS = 60.0
 """Largest workload of :func:`nearest_correlation`, in seconds on one core as estimated by

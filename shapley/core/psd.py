@@ -61,7 +61,6 @@ n**3 part, which dominates beyond). Measured by ``benchmarks/bench_guards.py`` (
 thread, n = 3 to 400, and n = 800 and 1200 by hand: 0.18 s and 0.59 s per iteration), fitted at or above the
 slowest of two runs on a shared machine, then raised by half as a margin for a loaded one."""
 
-
 _NEAREST_ITERATIONS, _NEAREST_TOL = 500, 1e-10
 """The default iteration limit and stopping tolerance of :func:`nearest_correlation` (also under ``"nearest"``)."""
 

@@ -178,8 +178,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "entropy-large-n-halved-logdet",
         "core",
-        "return float(fast.shape[0] * HALF_LOG_2PIE + 0.5 * _chain_logdet(fast, 0.0))",
-        "return float(fast.shape[0] * HALF_LOG_2PIE + 0.25 * _chain_logdet(fast, 0.0))",
+        "return float(n * HALF_LOG_2PIE + 0.5 * _chain_logdet(A, 0.0))",
+        "return float(n * HALF_LOG_2PIE + 0.25 * _chain_logdet(A, 0.0))",
         (T_CORE, "-k", "beyond_the_exact"),
     ),
     # ---------------------------------------------------------------- core: estimates and their errors
@@ -249,8 +249,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "prr-oracle-reversed",
         "core",
-        "oracle = auarc((~c).astype(np.float64), c)",
-        "oracle = auarc(c.astype(np.float64), c)",
+        "oracle = float(np.mean(_arc((~c).astype(np.float64), c)))",
+        "oracle = float(np.mean(_arc(c.astype(np.float64), c)))",
         (T_METRICS, "-k", "auarc"),
     ),
     Mutant(
@@ -326,8 +326,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "paper-beta-bound",
         "core",
-        "    _check_n(n)\n    return 1.0 / (n + 1)\n",
-        "    _check_n(n)\n    return 1.0 / n\n",
+        '    n = validate.positive_int(n, "n")\n    return 1.0 / (n + 1)\n',
+        '    n = validate.positive_int(n, "n")\n    return 1.0 / n\n',
         (T_CORE, "-k", "bounds"),
     ),
     Mutant(

@@ -1,7 +1,8 @@
 """Issue 17, general rule: inputs of the wrong *kind* are refused everywhere, naming the argument.
 
 The walk covers every public callable of the maths API (``shapley.__all__`` and every module of
-``shapley.core`` except the validation layer itself, classes' public methods included) and every list argument
+``shapley.core`` except the validation layer itself and the internal ``..._checked`` helpers, which take checked
+inputs, classes' public methods included) and every list argument
 of the command line. A public function or list argument that is missing from the tables below fails the walk,
 so a new one cannot be added without saying what its valid inputs are.
 
@@ -343,6 +344,7 @@ def public_callables() -> dict[str, Callable[..., Any]]:
     found: dict[str, Callable[..., Any]] = {}
     for mod in _core_modules():
         names = getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]
+        names = [n for n in names if not n.endswith("_checked")]  # internal helpers (shapley.core.validate)
         for name in names:
             obj = getattr(mod, name)
             if inspect.ismodule(obj) or not callable(obj):

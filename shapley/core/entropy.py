@@ -44,14 +44,14 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
-from shapley.core.kernel import correlation_matrix, kernel_matrix
-from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES, ensure_psd, min_eigenvalue, psd_tolerance
+from shapley.core.kernel import correlation_matrix, kernel_matrix_checked
+from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES, ensure_psd_checked, psd_tolerance_checked, singularity_checked
 
 HALF_LOG_2PIE = 0.5 * math.log(2.0 * math.pi * math.e)
 """Entropy (nats) of a standard normal variable: 0.5 ln(2 pi e) ~= 1.4189."""
@@ -102,12 +102,15 @@ def _mc_seconds(n_permutations: int, n: int) -> float:
 Method = Literal["exact", "naive", "monte_carlo"]
 
 
-def _singularity(A: NDArray[np.float64], lam: float | None = None) -> tuple[bool, float]:
-    """(R is singular, pivot threshold) under the module's rule; ``lam`` is lambda_min(A) if already known."""
-    tol = psd_tolerance(A)
-    lam_min = min_eigenvalue(A) if lam is None else lam
-    singular = lam_min <= tol
-    return singular, (tol if singular else 0.0)
+def _psd_settings(psd_policy: str, eps: float) -> tuple[str, float]:
+    """The checked ``psd_policy`` and ``eps`` of this module's public functions."""
+    return validate.choice(psd_policy, PSD_POLICIES, "psd_policy"), validate.open_fraction(eps, "eps")
+
+
+def _psd(A: NDArray[np.float64], policy: str, eps: float) -> tuple[NDArray[np.float64], float | None]:
+    """A made PSD under ``policy`` (:func:`~shapley.core.psd.ensure_psd`) and its lambda_min where already known."""
+    out, report = ensure_psd_checked(A, policy, eps)
+    return out, (None if report.repaired else report.min_eigenvalue)
 
 
 def _scaled(A: NDArray[np.float64], floor: float = 0.0) -> tuple[NDArray[np.float64], float, float]:
@@ -166,40 +169,35 @@ def gaussian_entropy(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
         >>> gaussian_entropy([[1.0, 1.0], [1.0, 1.0]])  # an answer duplicated: singular
         -inf
     """
-    if np.ndim(R) == 2 and np.shape(R)[0] > EXACT_MAX_N:
-        fast = _clearly_positive_definite(R, psd_policy, eps)
-        if fast is not None:
-            return float(fast.shape[0] * HALF_LOG_2PIE + 0.5 * _chain_logdet(fast, 0.0))
-    A, report = ensure_psd(R, psd_policy, eps)
-    singular, floor = _singularity(A, None if report.repaired else report.min_eigenvalue)
+    return _gaussian_entropy(validate.symmetric_matrix(R, "R"), *_psd_settings(psd_policy, eps))
+
+
+def _gaussian_entropy(A: NDArray[np.float64], policy: str, eps: float) -> float:
+    """:func:`gaussian_entropy` of checked arguments.
+
+    Beyond ``EXACT_MAX_N`` a Cholesky factor of ``A - 2 psd_tolerance(A) I`` shows that A is PSD and not singular
+    under the module's rule, with a margin of one tolerance for the factor's round-off; that replaces the
+    eigenvalue decomposition (several times slower), and undecided matrices take the general path.
+    """
+    n = A.shape[0]
+    if n > EXACT_MAX_N:
+        M, shift, _ = _scaled(A, 2.0 * psd_tolerance_checked(A))
+        try:
+            np.linalg.cholesky(M - shift * np.eye(n))
+        except np.linalg.LinAlgError:
+            pass
+        else:
+            return float(n * HALF_LOG_2PIE + 0.5 * _chain_logdet(A, 0.0))
+    A, lam = _psd(A, policy, eps)
+    singular, floor = singularity_checked(A, lam)
     if singular:
         return -math.inf
-    logdet = _chain_logdet(A, floor)
-    return float(A.shape[0] * HALF_LOG_2PIE + 0.5 * logdet)
+    return float(n * HALF_LOG_2PIE + 0.5 * _chain_logdet(A, floor))
 
 
-def _clearly_positive_definite(R: ArrayLike, psd_policy: str, eps: float) -> NDArray[np.float64] | None:
-    """The validated R if a Cholesky factor of ``R - 2 psd_tolerance(R) I`` exists (then R is PSD and not singular
-    under the module's rule, with a margin of one tolerance for the factor's round-off), else ``None``.
-
-    For large n this replaces the eigenvalue decomposition (several times slower than a Cholesky factor);
-    undecided matrices take the general path.
-    """
-    validate.choice(psd_policy, PSD_POLICIES, "psd_policy")
-    validate.open_fraction(eps, "eps")
-    A = validate.symmetric_matrix(R, "R")
-    M, shift, _ = _scaled(A, 2.0 * psd_tolerance(A))
-    try:
-        np.linalg.cholesky(M - shift * np.eye(A.shape[0]))
-    except np.linalg.LinAlgError:
-        return None
-    return A
-
-
-def _check_exact_size(R: ArrayLike, what: str) -> None:
+def _check_exact_size(n: int, what: str) -> None:
     """Refuse, before any O(n**3) work, an n beyond :data:`EXACT_MAX_N` for a computation over all 2**n subsets."""
-    if np.ndim(R) == 2 and np.shape(R)[0] > EXACT_MAX_N:
-        n = np.shape(R)[0]
+    if n > EXACT_MAX_N:
         raise ValueError(
             f"{what} need all 2**n subsets; n = {n} > EXACT_MAX_N = {EXACT_MAX_N} is too large (memory and time "
             "grow as 2**n). Use shapley_values(R, method='monte_carlo') instead."
@@ -222,8 +220,13 @@ def log_principal_minors(R: ArrayLike) -> NDArray[np.float64]:
         [0.0, 0.0, 0.0, -inf]
     """
     A = validate.symmetric_matrix(R, "R")
-    _check_exact_size(A, "log principal minors")
-    singular, floor = _singularity(A)
+    _check_exact_size(A.shape[0], "log principal minors")
+    return _log_minors(A, None)
+
+
+def _log_minors(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
+    """:func:`log_principal_minors` of a checked A; ``lam`` is lambda_min(A) where already known."""
+    singular, floor = singularity_checked(A, lam)
     scaled, floor, log_scale = _scaled(A, floor)
     stack = scaled[None, :, :].copy()
     logdet = np.zeros(1)
@@ -263,11 +266,17 @@ def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
         >>> np.round(subset_entropies(np.eye(2)), 4).tolist()  # {}, {0}, {1}, {0, 1}
         [0.0, 1.4189, 1.4189, 2.8379]
     """
-    _check_exact_size(validate.symmetric_matrix(R, "R"), "exact subset entropies")
-    A, _ = ensure_psd(R, psd_policy, eps)
+    A = validate.symmetric_matrix(R, "R")
+    _check_exact_size(A.shape[0], "exact subset entropies")
+    A, lam = _psd(A, *_psd_settings(psd_policy, eps))
+    return _subset_entropies(A, lam)
+
+
+def _subset_entropies(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
+    """:func:`subset_entropies` of a checked PSD A whose lambda_min is ``lam`` where already known."""
     n = A.shape[0]
     masks = np.arange(2**n, dtype=np.int64)
-    return _popcount(masks, n) * HALF_LOG_2PIE + 0.5 * log_principal_minors(A)
+    return _popcount(masks, n) * HALF_LOG_2PIE + 0.5 * _log_minors(A, lam)
 
 
 def _shapley_weights(n: int) -> NDArray[np.float64]:
@@ -336,7 +345,7 @@ def _shapley_naive(A: NDArray[np.float64]) -> NDArray[np.float64]:
     for a singular R).
     """
     n = A.shape[0]
-    singular, floor = _singularity(A)
+    singular, floor = singularity_checked(A)
 
     def v(idx: tuple[int, ...]) -> float:
         if not idx:
@@ -358,8 +367,25 @@ def _shapley_naive(A: NDArray[np.float64]) -> NDArray[np.float64]:
     return phi
 
 
-def _mc_chunk(n: int, chunk: int, memory_bytes: int) -> int:
-    """Permutations per Monte-Carlo chunk: at most ``chunk``, and within ``memory_bytes``."""
+_MC_CHUNK = 1024
+"""Sampled orders that :func:`shapley_values_mc` factors at once, at most (its ``chunk``)."""
+
+
+def _mc_plan(
+    n: int, n_permutations: int, seed: int | None, chunk: int, memory_bytes: int
+) -> tuple[int, int | None, int]:
+    """Checked Monte-Carlo settings at n answers: ``(n_permutations, seed, orders per chunk)``. Refuses, before any
+    O(n**3) work, more than :data:`MC_MAX_SECONDS` of estimated time or one order larger than ``memory_bytes``."""
+    n_permutations = validate.integer(n_permutations, "n_permutations", minimum=2)
+    seed = validate.seed_value(seed)
+    if _mc_seconds(n_permutations, n) > MC_MAX_SECONDS:
+        raise ValueError(
+            f"monte_carlo Shapley values with n_permutations = {n_permutations} at n = {n} need about "
+            f"{_mc_seconds(n_permutations, n):.3g} s on one core, more than MC_MAX_SECONDS = {MC_MAX_SECONDS:g} "
+            "(about a minute); lower n_permutations"
+        )
+    chunk = validate.positive_int(chunk, "chunk")
+    memory_bytes = validate.positive_int(memory_bytes, "memory_bytes")
     per_perm = _MC_BYTES_PER_ENTRY * n * n
     if per_perm > memory_bytes:
         raise ValueError(
@@ -367,7 +393,7 @@ def _mc_chunk(n: int, chunk: int, memory_bytes: int) -> int:
             f"permutation, more than the memory budget memory_bytes = {memory_bytes} bytes "
             f"(default MC_MEMORY_BYTES = {MC_MEMORY_BYTES}); raise memory_bytes or reduce n"
         )
-    return min(chunk, memory_bytes // per_perm)
+    return n_permutations, seed, min(chunk, memory_bytes // per_perm)
 
 
 def _mc_contributions(A: NDArray[np.float64], perms: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -394,7 +420,7 @@ def shapley_values_mc(
     seed: int | None = 0,
     psd_policy: str = "raise",
     eps: float = DEFAULT_EPS,
-    chunk: int = 1024,
+    chunk: int = _MC_CHUNK,
     memory_bytes: int = MC_MEMORY_BYTES,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Monte-Carlo Shapley values by permutation sampling, with standard errors.
@@ -424,28 +450,24 @@ def shapley_values_mc(
         >>> np.round(phi, 4).tolist(), np.round(se, 12).tolist()
         ([1.4189, 1.4189, 1.4189], [0.0, 0.0, 0.0])
     """
-    validate.integer(n_permutations, "n_permutations", minimum=2)
-    validate.seed_value(seed)
-    n = validate.symmetric_matrix(R, "R").shape[0]
-    if _mc_seconds(n_permutations, n) > MC_MAX_SECONDS:
-        raise ValueError(
-            f"monte_carlo Shapley values with n_permutations = {n_permutations} at n = {n} need about "
-            f"{_mc_seconds(n_permutations, n):.3g} s on one core, more than MC_MAX_SECONDS = {MC_MAX_SECONDS:g} "
-            "(about a minute); lower n_permutations"
-        )
-    size = _mc_chunk(
-        n,
-        validate.positive_int(chunk, "chunk"),
-        validate.positive_int(memory_bytes, "memory_bytes"),
-    )
-    A, _ = ensure_psd(R, psd_policy, eps)
-    n = A.shape[0]
-    if _singularity(A)[0]:
+    A = validate.symmetric_matrix(R, "R")
+    plan = _mc_plan(A.shape[0], n_permutations, seed, chunk, memory_bytes)
+    return _shapley_mc(A, *_psd_settings(psd_policy, eps), plan)
+
+
+def _shapley_mc(
+    A: NDArray[np.float64], policy: str, eps: float, plan: tuple[int, int | None, int]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`shapley_values_mc` of checked arguments (``plan`` from :func:`_mc_plan`)."""
+    n_permutations, seed, size = plan
+    A, lam = _psd(A, policy, eps)
+    if singularity_checked(A, lam)[0]:
         raise ValueError(
             "monte_carlo Shapley values need a nonsingular R; this one is singular (smallest eigenvalue at most "
             "psd_tolerance(R)), so gaussian_entropy(R) = -inf and the values are -inf or undefined. "
             "Use method='exact' or repair R with an eigenvalue floor"
         )
+    n = A.shape[0]
     rng = np.random.default_rng(seed)
     shift: NDArray[np.float64] | None = None  # sums of (x - shift) keep the variance free of cancellation
     total = np.zeros(n)
@@ -500,23 +522,22 @@ def shapley_values(
         >>> np.round(shapley_values(R, "naive"), 6).tolist()
         [1.347018, 1.347018]
     """
-    validate.choice(method, ("exact", "naive", "monte_carlo"), "method")
-    if method == "exact":
-        _check_exact_size(validate.symmetric_matrix(R, "R"), "exact Shapley values")
-        A, _ = ensure_psd(R, psd_policy, eps)
-        return _shapley_from_values(subset_entropies(A), A.shape[0])
-    if method == "naive":
-        n = validate.symmetric_matrix(R, "R").shape[0]
-        if n > NAIVE_MAX_N:
-            raise ValueError(
-                f"method='naive' evaluates about n * 2**n log-dets; n = {n} > NAIVE_MAX_N = {NAIVE_MAX_N} "
-                "would take too long. Use method='exact' (n <= EXACT_MAX_N) or 'monte_carlo'."
-            )
-        A, _ = ensure_psd(R, psd_policy, eps)
-        return _shapley_naive(A)
+    validate.choice(method, get_args(Method), "method")
+    A = validate.symmetric_matrix(R, "R")
+    policy, e = _psd_settings(psd_policy, eps)
+    n = A.shape[0]
     if method == "monte_carlo":
-        return shapley_values_mc(R, n_permutations=n_permutations, seed=seed, psd_policy=psd_policy, eps=eps)[0]
-    raise ValueError(f"method must be 'exact', 'naive' or 'monte_carlo'; got {method!r}")
+        return _shapley_mc(A, policy, e, _mc_plan(n, n_permutations, seed, _MC_CHUNK, MC_MEMORY_BYTES))[0]
+    if method == "naive" and n > NAIVE_MAX_N:
+        raise ValueError(
+            f"method='naive' evaluates about n * 2**n log-dets; n = {n} > NAIVE_MAX_N = {NAIVE_MAX_N} "
+            "would take too long. Use method='exact' (n <= EXACT_MAX_N) or 'monte_carlo'."
+        )
+    _check_exact_size(n, "exact Shapley values")
+    A, lam = _psd(A, policy, e)
+    if method == "naive":
+        return _shapley_naive(A)
+    return _shapley_from_values(_subset_entropies(A, lam), n)
 
 
 def shapley_uncertainty(
@@ -536,5 +557,5 @@ def shapley_uncertainty(
         >>> round(shapley_uncertainty(P, 0.5), 4)
         3.9627
     """
-    R = kernel_matrix(correlation_matrix(P), beta)
-    return gaussian_entropy(R, psd_policy=psd_policy, eps=eps)
+    R = kernel_matrix_checked(correlation_matrix(P), validate.beta_value(beta))  # checks P once; R is valid
+    return _gaussian_entropy(R, *_psd_settings(psd_policy, eps))

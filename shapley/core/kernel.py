@@ -52,9 +52,11 @@ def kernel_matrix(C: ArrayLike, beta: float = 0.5) -> NDArray[np.float64]:
         >>> kernel_matrix([[1.0, 1.0], [1.0, 1.0]], beta=0.5).tolist()  # full entailment: beta
         [[1.0, 0.5], [0.5, 1.0]]
     """
-    A = validate.probability_matrix(C, "C")
-    A = validate.symmetric_matrix(A, "C")
-    b = validate.beta_value(beta)
+    return kernel_matrix_checked(validate.similarity_matrix(C, "C"), validate.beta_value(beta))
+
+
+def kernel_matrix_checked(A: NDArray[np.float64], b: float) -> NDArray[np.float64]:
+    """:func:`kernel_matrix` of a checked C (symmetric (n, n) float array, entries in [0, 1]) and beta (no checks)."""
     R = b * np.exp(-((1.0 - A) ** 2) / 2.0)
     np.fill_diagonal(R, 1.0)
     return R

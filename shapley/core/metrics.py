@@ -32,6 +32,7 @@ from shapley.core.paired import delong_test as delong_test
 from shapley.core.paired import holm as holm
 from shapley.core.ranks import SCORE_DIGITS as SCORE_DIGITS
 from shapley.core.ranks import checked_inputs as _inputs
+from shapley.core.ranks import checked_scores as _scores
 from shapley.core.ranks import midranks_checked as _midranks
 from shapley.core.ranks import one_class as _one_class
 from shapley.core.ranks import round_scores as round_scores
@@ -74,7 +75,11 @@ def accuracy_rejection_curve(uncertainty: ArrayLike, correct: ArrayLike) -> NDAr
         >>> np.round(accuracy_rejection_curve([0.1, 0.2, 0.8, 0.9], [True, True, False, False]), 4).tolist()
         [1.0, 1.0, 0.6667, 0.5]
     """
-    u, c = _inputs(uncertainty, correct)
+    return _arc(*_inputs(uncertainty, correct))
+
+
+def _arc(u: NDArray[np.float64], c: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """:func:`accuracy_rejection_curve` of checked inputs."""
     order = np.argsort(u, kind="stable")
     us, cs = u[order], c[order].astype(np.float64)
     # Replace each tie group by its mean: the expected cumulative sum under a random order within ties.
@@ -91,7 +96,7 @@ def auarc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
         >>> round(auarc([0.1, 0.2, 0.8, 0.9], [True, True, False, False]), 4)  # mean of 1, 1, 2/3, 1/2
         0.7917
     """
-    return float(np.mean(accuracy_rejection_curve(uncertainty, correct)))
+    return float(np.mean(_arc(*_inputs(uncertainty, correct))))
 
 
 def prr(uncertainty: ArrayLike, correct: ArrayLike) -> float:
@@ -110,8 +115,16 @@ def prr(uncertainty: ArrayLike, correct: ArrayLike) -> float:
     if _one_class(c, "PRR"):
         return float("nan")
     acc = float(c.mean())
-    oracle = auarc((~c).astype(np.float64), c)
-    return float((auarc(u, c) - acc) / (oracle - acc))
+    oracle = float(np.mean(_arc((~c).astype(np.float64), c)))
+    return float((float(np.mean(_arc(u, c))) - acc) / (oracle - acc))
+
+
+def _check_resampling(metric: Metric, n_boot: int, alpha: float, seed: int | None, *, min_boot: int = 1) -> float:
+    """Check a bootstrap's metric, resample count (>= ``min_boot``), ``0 < alpha < 1`` and seed; returns alpha."""
+    validate.function(metric, "metric")
+    validate.integer(n_boot, "n_boot", minimum=min_boot)
+    validate.seed_value(seed)
+    return validate.number(alpha, "alpha", 0.0, 1.0)
 
 
 def bootstrap_ci(
@@ -136,17 +149,17 @@ def bootstrap_ci(
         >>> bool(lo < auroc(u, correct) < hi), bool(0.5 < lo)
         (True, True)
     """
-    validate.resampling_kinds(metric, n_boot, alpha, seed)
-    if int(n_boot) != n_boot or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+    alpha = _check_resampling(metric, n_boot, alpha, seed)
     u, c = _inputs(uncertainty, correct)
-    rng = np.random.default_rng(seed)
-    s = _resampled(metric, u, c, _draw(rng, u.size, int(n_boot)))
+    s = _resampled(metric, u, c, _draw(np.random.default_rng(seed), u.size, n_boot))
+    return _percentile_interval(s, alpha)
+
+
+def _percentile_interval(s: NDArray[np.float64], alpha: float) -> tuple[float, float]:
+    """The ``1 - alpha`` percentile interval of the finite values of ``s``; (NaN, NaN) if there are none."""
     s = s[np.isfinite(s)]
     if s.size == 0:
-        return float("nan"), float("nan")
+        return math.nan, math.nan
     lo, hi = np.quantile(s, [alpha / 2.0, 1.0 - alpha / 2.0])
     return float(lo), float(hi)
 
@@ -160,6 +173,20 @@ def _draw(rng: np.random.Generator, m: int, n: int) -> NDArray[np.int64]:
     return rng.integers(0, m, (n, m))
 
 
+def _per_chunk(
+    rows: NDArray[np.int64], m: int, stat: Callable[[NDArray[np.int64]], NDArray[np.float64]]
+) -> NDArray[np.float64]:
+    """``stat(counts)`` for chunks of at most :data:`_CHUNK` resamples, concatenated; ``counts[r, j]`` is how often
+    resample r draws question j (of m)."""
+    out = []
+    for i in range(0, rows.shape[0], _CHUNK):
+        chunk = rows[i : i + _CHUNK]
+        k = chunk.shape[0]
+        flat = (chunk + m * np.arange(k, dtype=np.int64)[:, None]).ravel()
+        out.append(stat(np.bincount(flat, minlength=k * m).reshape(k, m)))
+    return np.concatenate(out)
+
+
 def _auroc_rows(u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.int64]) -> NDArray[np.float64]:
     """:func:`auroc` of ``u[idx], c[idx]`` for every row idx of ``rows``, vectorised, bit for bit the same.
 
@@ -167,16 +194,12 @@ def _auroc_rows(u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.i
     products of integers and halves, exact in float64 like :func:`auroc`'s midrank sum, and divided by the same
     product of class sizes. NaN where a resample holds one class only.
     """
-    m = u.size
     order = np.argsort(u, kind="stable")
     us, cs = u[order], c[order]
     starts = np.flatnonzero(np.r_[True, us[1:] != us[:-1]])
-    out = np.empty(rows.shape[0], dtype=np.float64)
-    for i in range(0, rows.shape[0], _CHUNK):
-        chunk = rows[i : i + _CHUNK]
-        k = chunk.shape[0]
-        flat = (chunk + m * np.arange(k, dtype=np.int64)[:, None]).ravel()
-        w = np.bincount(flat, minlength=k * m).reshape(k, m)[:, order].astype(np.float64)
+
+    def stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
+        w = counts[:, order].astype(np.float64)
         wrong = np.add.reduceat(np.where(cs, 0.0, w), starts, axis=1)
         right = np.add.reduceat(np.where(cs, w, 0.0), starts, axis=1)
         below = np.cumsum(right, axis=1) - right
@@ -185,8 +208,9 @@ def _auroc_rows(u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.i
         with np.errstate(invalid="ignore", divide="ignore"):
             a = u_stat / (n_wrong * n_right)
         a[(n_wrong == 0) | (n_right == 0)] = np.nan
-        out[i : i + k] = a
-    return out
+        return a
+
+    return _per_chunk(rows, u.size, stat)
 
 
 def accuracy(uncertainty: ArrayLike, correct: ArrayLike) -> float:
@@ -200,27 +224,16 @@ def accuracy(uncertainty: ArrayLike, correct: ArrayLike) -> float:
     return float(np.mean(c))
 
 
-def _accuracy_rows(c: NDArray[np.bool_], rows: NDArray[np.int64]) -> NDArray[np.float64]:
-    """:func:`accuracy` of ``c[idx]`` for every row idx of ``rows`` (the same integer sum divided by m)."""
-    m = c.size
-    out = np.empty(rows.shape[0], dtype=np.float64)
-    for i in range(0, rows.shape[0], _CHUNK):
-        chunk = rows[i : i + _CHUNK]
-        k = chunk.shape[0]
-        flat = (chunk + m * np.arange(k, dtype=np.int64)[:, None]).ravel()
-        w = np.bincount(flat, minlength=k * m).reshape(k, m)
-        out[i : i + k] = (w @ c.astype(np.int64)).astype(np.float64) / m
-    return out
-
-
 def _resampled(
-    metric: Metric, u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.int64] | list[NDArray[np.int64]]
+    metric: Metric, u: NDArray[np.float64], c: NDArray[np.bool_], rows: NDArray[np.int64]
 ) -> NDArray[np.float64]:
-    """``metric(u[idx], c[idx])`` for every resample idx (NaN where undefined); :func:`auroc` vectorised."""
+    """``metric(u[idx], c[idx])`` for every row idx of the (B, m) ``rows`` (NaN where undefined); :func:`auroc` and
+    :func:`accuracy` vectorised (the accuracy as the same integer sum divided by m)."""
     if metric is auroc:
-        return _auroc_rows(u, c, np.asarray(rows, dtype=np.int64).reshape(-1, u.size))
+        return _auroc_rows(u, c, rows)
     if metric is accuracy:
-        return _accuracy_rows(c, np.asarray(rows, dtype=np.int64).reshape(-1, u.size))
+        hits = c.astype(np.int64)
+        return _per_chunk(rows, u.size, lambda w: (w @ hits) / u.size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.array([metric(u[idx], c[idx]) for idx in rows], dtype=np.float64)
@@ -244,11 +257,12 @@ def quantile_mcse(samples: ArrayLike, q: float) -> float:
         >>> quantile_mcse(np.ones(100), 0.5)
         0.0
     """
-    x = np.sort(validate.vector(samples, "samples"))
-    q = validate.real_number(q, "q")
+    return _mcse(np.sort(validate.vector(samples, "samples", min_len=2)), validate.number(q, "q", 0.0, 1.0))
+
+
+def _mcse(x: NDArray[np.float64], q: float) -> float:
+    """:func:`quantile_mcse` of checked, sorted samples ``x`` (at least 2) and ``0 < q < 1``."""
     n = x.size
-    if n < 2 or not 0.0 < q < 1.0:
-        raise ValueError(f"quantile_mcse needs at least 2 samples and q in (0, 1); got {n} and {q!r}")
     mm = min(max(int(math.floor(q * n + 0.5)), 2), n - 1)
     # The weights vanish (below 1e-30) beyond 12 binomial standard deviations of the order statistic M.
     half = int(math.ceil(12.0 * math.sqrt(q * (1.0 - q) * n))) + 2
@@ -286,40 +300,36 @@ class BootstrapInterval(NamedTuple):
     n_boot: int
 
 
-def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcse: float, max_boot: int) -> None:
-    validate.resampling_kinds(metric, n_boot, alpha, seed)
-    for name, v in (("n_boot", n_boot), ("max_boot", max_boot)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < MIN_BOOT:
-            raise ValueError(f"{name} must be an integer >= {MIN_BOOT} (bootstrap resamples); got {v!r}")
+class _Resampling(NamedTuple):
+    """The checked settings of :func:`bootstrap_interval` and :func:`paired_interval`."""
+
+    n_boot: int
+    alpha: float
+    seed: int | None
+    mcse: float
+    max_boot: int
+
+
+def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcse: float, max_boot: int) -> _Resampling:
+    alpha = _check_resampling(metric, n_boot, alpha, seed, min_boot=MIN_BOOT)
+    validate.integer(max_boot, "max_boot", minimum=MIN_BOOT)
     if max_boot < n_boot:
         raise ValueError(f"max_boot must be >= n_boot; got {max_boot} < {n_boot}")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
-    if not (isinstance(mcse, (int, float)) and not isinstance(mcse, bool) and mcse > 0 and math.isfinite(mcse)):
-        raise ValueError(f"mcse must be a positive number; got {mcse!r}")
+    return _Resampling(int(n_boot), alpha, seed, validate.number(mcse, "mcse", 0.0), int(max_boot))
 
 
-def _adaptive(
-    stats: Callable[[NDArray[np.int64]], NDArray[np.float64]],
-    m: int,
-    *,
-    n_boot: int,
-    alpha: float,
-    seed: int | None,
-    mcse: float,
-    max_boot: int,
-) -> BootstrapInterval:
-    """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``mcse``."""
-    need = int(max_boot) * max(int(m), 1) * 8  # bytes of max_boot resamples' question positions
+def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int, b: _Resampling) -> BootstrapInterval:
+    """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``b.mcse``."""
+    need = b.max_boot * max(m, 1) * 8  # bytes of max_boot resamples' question positions
     if need > BOOT_MEMORY_BYTES:
         raise ValueError(
-            f"max_boot = {max_boot} resamples of {m} questions could need {need / 2**30:.3g} GiB of resampled "
+            f"max_boot = {b.max_boot} resamples of {m} questions could need {need / 2**30:.3g} GiB of resampled "
             f"positions, more than BOOT_MEMORY_BYTES = {BOOT_MEMORY_BYTES / 2**30:g} GiB; lower max_boot "
             f"(default MAX_BOOT = {MAX_BOOT}) or raise mcse"
         )
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(b.seed)
     values: list[NDArray[np.float64]] = []
-    total, target = 0, int(n_boot)
+    total, target = 0, b.n_boot
     while True:
         values.append(stats(_draw(rng, m, target - total)))
         total = target
@@ -327,15 +337,16 @@ def _adaptive(
         s = s[np.isfinite(s)]
         if s.size < 2:
             return BootstrapInterval(math.nan, math.nan, math.nan, math.nan, total)
-        q = (alpha / 2.0, 1.0 - alpha / 2.0)
+        q = (b.alpha / 2.0, 1.0 - b.alpha / 2.0)
         lo, hi = np.quantile(s, q)
-        e_lo, e_hi = quantile_mcse(s, q[0]), quantile_mcse(s, q[1])
-        if max(e_lo, e_hi) <= mcse or total >= max_boot:
+        x = np.sort(s)
+        e_lo, e_hi = _mcse(x, q[0]), _mcse(x, q[1])
+        if max(e_lo, e_hi) <= b.mcse or total >= b.max_boot:
             return BootstrapInterval(float(lo), float(hi), e_lo, e_hi, total)
         # The error falls as 1/sqrt(resamples): ask for what should reach the target (with 20 % to spare), at
         # least twice as many, at most max_boot; rounded up to a multiple of n_boot.
-        want = 1.2 * total * (max(e_lo, e_hi) / mcse) ** 2
-        target = min(max(2 * total, int(math.ceil(want / n_boot)) * int(n_boot)), int(max_boot))
+        want = 1.2 * total * (max(e_lo, e_hi) / b.mcse) ** 2
+        target = min(max(2 * total, int(math.ceil(want / b.n_boot)) * b.n_boot), b.max_boot)
 
 
 def bootstrap_interval(
@@ -366,17 +377,9 @@ def bootstrap_interval(
         >>> bool(r.lo < auroc(u, correct) < r.hi), r.n_boot >= 1000, max(r.lo_mcse, r.hi_mcse) <= 0.002
         (True, True, True)
     """
-    _check_boot(metric, n_boot, alpha, seed, mcse, max_boot)
+    b = _check_boot(metric, n_boot, alpha, seed, mcse, max_boot)
     u, c = _inputs(uncertainty, correct)
-    return _adaptive(
-        lambda rows: _resampled(metric, u, c, rows),
-        u.size,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        mcse=mcse,
-        max_boot=max_boot,
-    )
+    return _adaptive(lambda rows: _resampled(metric, u, c, rows), u.size, b)
 
 
 class PairedInterval(NamedTuple):
@@ -415,23 +418,15 @@ def paired_interval(
         >>> bool(r.lo < r.delta < r.hi), max(r.lo_mcse, r.hi_mcse) <= 0.002
         (True, True)
     """
-    _check_boot(metric, n_boot, alpha, seed, mcse, max_boot)
+    b = _check_boot(metric, n_boot, alpha, seed, mcse, max_boot)
     ua, c = _inputs(u_a, correct, "u_a")
-    ub, _ = _inputs(u_b, correct, "u_b")
+    ub = _scores(u_b, c, "u_b")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         delta = float(metric(ua, c) - metric(ub, c))
     if math.isnan(delta):
         return PairedInterval(delta, math.nan, math.nan, math.nan, math.nan, 0)
-    r = _adaptive(
-        lambda rows: _resampled(metric, ua, c, rows) - _resampled(metric, ub, c, rows),
-        c.size,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-        mcse=mcse,
-        max_boot=max_boot,
-    )
+    r = _adaptive(lambda rows: _resampled(metric, ua, c, rows) - _resampled(metric, ub, c, rows), c.size, b)
     return PairedInterval(delta, *r)
 
 
@@ -448,9 +443,7 @@ class PairedComparison(NamedTuple):
     p_value: float
 
 
-def _resamples(
-    indices: ArrayLike | None, m: int, n_boot: int, seed: int | None
-) -> list[NDArray[np.int64]] | NDArray[np.int64]:
+def _resamples(indices: ArrayLike | None, m: int, n_boot: int, seed: int | None) -> NDArray[np.int64]:
     """Explicit (B, m) resample indices, validated, or ``n_boot`` draws as :func:`bootstrap_ci` makes them."""
     if indices is None:
         return _draw(np.random.default_rng(seed), m, n_boot)
@@ -515,14 +508,10 @@ def paired_bootstrap(
         >>> r.delta, r.p_value
         (0.75, 0.125)
     """
-    validate.resampling_kinds(metric, n_boot, alpha, seed)
-    if isinstance(n_boot, bool) or int(n_boot) != n_boot or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer; got {n_boot!r}")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+    alpha = _check_resampling(metric, n_boot, alpha, seed)
     ua, c = _inputs(u_a, correct, "u_a")
-    ub, _ = _inputs(u_b, correct, "u_b")
-    rows = _resamples(indices, c.size, int(n_boot), seed)
+    ub = _scores(u_b, c, "u_b")
+    rows = _resamples(indices, c.size, n_boot, seed)
     delta = float(metric(ua, c) - metric(ub, c))
     if math.isnan(delta):
         return PairedComparison(delta, math.nan, math.nan, math.nan)
@@ -530,5 +519,4 @@ def paired_bootstrap(
     d = d[np.isfinite(d)]
     if d.size == 0:
         return PairedComparison(delta, math.nan, math.nan, math.nan)
-    lo, hi = np.quantile(d, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return PairedComparison(delta, float(lo), float(hi), _two_sided_p(delta, d))
+    return PairedComparison(delta, *_percentile_interval(d, alpha), _two_sided_p(delta, d))

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 from shapley.core.ranks import checked_inputs as _inputs
+from shapley.core.ranks import checked_scores as _scores
 from shapley.core.ranks import midranks_checked as _midranks
 
 
@@ -35,9 +36,7 @@ def holm(p_values: ArrayLike) -> NDArray[np.float64]:
         >>> holm([0.2, float("nan"), 0.6]).tolist()
         [0.4, nan, 0.6]
     """
-    p = validate.real_array(p_values, "p_values", "a 1-D sequence of numbers")
-    if p.ndim != 1:
-        raise ValueError(f"p_values must be 1-D; got shape {p.shape}")
+    p = validate.real_array(p_values, "p_values", "a 1-D sequence of numbers", ndim=1)
     ok = ~np.isnan(p)
     if np.any((p[ok] < 0.0) | (p[ok] > 1.0)):
         raise ValueError(f"p_values must lie in [0, 1] (or be NaN); got {p[ok & ((p < 0) | (p > 1))].tolist()}")
@@ -89,7 +88,7 @@ def delong_test(u_a: ArrayLike, u_b: ArrayLike, correct: ArrayLike) -> DeLongRes
         (0.3333, 1.2247, 0.2207)
     """
     ua, c = _inputs(u_a, correct, "u_a")
-    ub, _ = _inputs(u_b, correct, "u_b")
+    ub = _scores(u_b, c, "u_b")
     n_right, n_wrong = int(c.sum()), int((~c).sum())
     if min(n_right, n_wrong) < 2:
         warnings.warn(

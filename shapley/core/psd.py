@@ -34,10 +34,11 @@ larger (less conservative) for every n >= 2.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -45,7 +46,7 @@ from numpy.typing import ArrayLike, NDArray
 from shapley.core import validate
 
 PSDPolicy = Literal["raise", "shrink", "clip", "nearest"]
-PSD_POLICIES: tuple[str, ...] = ("raise", "shrink", "clip", "nearest")
+PSD_POLICIES: tuple[str, ...] = get_args(PSDPolicy)
 DEFAULT_EPS = 1e-6
 NEAREST_MAX_SECONDS = 60.0
 """Largest workload of :func:`nearest_correlation`, in seconds on one core as estimated by
@@ -59,6 +60,9 @@ element-wise steps, norms and the eigendecomposition, which grows about as n**2 
 n**3 part, which dominates beyond). Measured by ``benchmarks/bench_guards.py`` (``results/bench_guards.json``; one
 thread, n = 3 to 400, and n = 800 and 1200 by hand: 0.18 s and 0.59 s per iteration), fitted at or above the
 slowest of two runs on a shared machine, then raised by half as a margin for a loaded one."""
+
+_NEAREST_ITERATIONS, _NEAREST_TOL = 500, 1e-10
+"""The default iteration limit and stopping tolerance of :func:`nearest_correlation` (also under ``"nearest"``)."""
 
 
 def _nearest_seconds(iterations: int, n: int) -> float:
@@ -94,12 +98,11 @@ def min_eigenvalue(R: ArrayLike) -> float:
         >>> round(min_eigenvalue([[1.0, 0.5], [0.5, 1.0]]), 12)
         0.5
     """
-    A = validate.symmetric_matrix(R, "R")
-    return _smallest_eigenvalue(A)
+    return _smallest_eigenvalue(validate.symmetric_matrix(R, "R"))
 
 
 def _smallest_eigenvalue(A: NDArray[np.float64]) -> float:
-    """lambda_min of a validated symmetric A, computed on ``A / 2**k`` (exact) so that huge entries do not overflow.
+    """lambda_min of a checked symmetric A, computed on ``A / 2**k`` (exact) so that huge entries do not overflow.
 
     Raises ``ValueError`` when the eigenvalue itself is beyond float64 (entries near the largest float), rather
     than reporting NaN.
@@ -128,7 +131,11 @@ def psd_tolerance(R: ArrayLike) -> float:
         >>> psd_tolerance(1e-300 * np.eye(2)) < 1e-310  # scale-aware: no absolute floor
         True
     """
-    A = validate.square_matrix(R, "R")
+    return psd_tolerance_checked(validate.square_matrix(R, "R"))
+
+
+def psd_tolerance_checked(A: NDArray[np.float64]) -> float:
+    """:func:`psd_tolerance` of a checked square float array (no checks)."""
     return 10.0 * A.shape[0] * float(np.finfo(np.float64).eps) * float(np.max(np.abs(A)))
 
 
@@ -140,7 +147,7 @@ def is_psd(R: ArrayLike, tol: float | None = None) -> bool:
         (True, False)
     """
     A = validate.symmetric_matrix(R, "R")
-    t = psd_tolerance(A) if tol is None else validate.finite_number(tol, "tol")
+    t = psd_tolerance_checked(A) if tol is None else validate.number(tol, "tol")
     return bool(_smallest_eigenvalue(A) >= -t)
 
 
@@ -156,8 +163,16 @@ def is_singular(R: ArrayLike) -> bool:
         >>> is_singular(1e-300 * np.eye(3))  # tiny but well conditioned
         False
     """
-    A = validate.symmetric_matrix(R, "R")
-    return bool(_smallest_eigenvalue(A) <= psd_tolerance(A))
+    return singularity_checked(validate.symmetric_matrix(R, "R"))[0]
+
+
+def singularity_checked(A: NDArray[np.float64], lam: float | None = None) -> tuple[bool, float]:
+    """(A is singular, pivot threshold) under the one rule (:func:`is_singular`) for a checked symmetric A (no
+    checks); ``lam`` is lambda_min(A) if already known. The threshold for elimination pivots is
+    :func:`psd_tolerance` when A is singular, else 0 (module docstring of :mod:`shapley.core.entropy`)."""
+    tol = psd_tolerance_checked(A)
+    singular = (_smallest_eigenvalue(A) if lam is None else lam) <= tol
+    return singular, (tol if singular else 0.0)
 
 
 def paper_beta_bound(n: int) -> float:
@@ -167,7 +182,7 @@ def paper_beta_bound(n: int) -> float:
         >>> paper_beta_bound(7)
         0.125
     """
-    _check_n(n)
+    n = validate.positive_int(n, "n")
     return 1.0 / (n + 1)
 
 
@@ -178,21 +193,8 @@ def gershgorin_beta_bound(n: int) -> float:
         >>> gershgorin_beta_bound(2), round(gershgorin_beta_bound(7), 4)
         (1.0, 0.1667)
     """
-    _check_n(n)
+    n = validate.positive_int(n, "n")
     return 1.0 if n <= 2 else 1.0 / (n - 1)
-
-
-def _check_n(n: int) -> None:
-    validate.positive_int(n, "n")
-
-
-def _not_psd_message(lam: float, n: int) -> str:
-    return (
-        f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
-        "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
-        f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
-        "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
-    )
 
 
 def shrink_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], float]:
@@ -209,7 +211,11 @@ def shrink_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> tuple[NDArray[np.fl
     """
     e = validate.open_fraction(eps, "eps")
     A = validate.symmetric_matrix(R, "R")
-    lam = _smallest_eigenvalue(A)
+    return _shrink(A, e, _smallest_eigenvalue(A))
+
+
+def _shrink(A: NDArray[np.float64], e: float, lam: float) -> tuple[NDArray[np.float64], float]:
+    """:func:`shrink_to_psd` of a checked A whose smallest eigenvalue is ``lam``."""
     if lam >= e:
         return A.copy(), 1.0
     t = (1.0 - e) / (1.0 - lam)
@@ -227,7 +233,12 @@ def clip_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
         [[1.0, 0.714286], [0.714286, 1.0]]
     """
     e = validate.open_fraction(eps, "eps")
-    w, V = np.linalg.eigh(validate.symmetric_matrix(R, "R"))
+    return _clip(validate.symmetric_matrix(R, "R"), e)
+
+
+def _clip(R: NDArray[np.float64], e: float) -> NDArray[np.float64]:
+    """:func:`clip_to_psd` of a checked symmetric R and eps."""
+    w, V = np.linalg.eigh(R)
     A = (V * np.maximum(w, e)) @ V.T
     d = np.sqrt(np.diag(A))
     A = A / np.outer(d, d)
@@ -235,7 +246,7 @@ def clip_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
 
 
 def nearest_correlation(
-    R: ArrayLike, eps: float = DEFAULT_EPS, max_iter: int = 500, tol: float = 1e-10
+    R: ArrayLike, eps: float = DEFAULT_EPS, max_iter: int = _NEAREST_ITERATIONS, tol: float = _NEAREST_TOL
 ) -> NDArray[np.float64]:
     """Nearest correlation matrix with eigenvalues >= ``eps`` (Higham 2002, Dykstra-corrected projections).
 
@@ -250,8 +261,12 @@ def nearest_correlation(
     """
     e = validate.open_fraction(eps, "eps")
     iters = validate.positive_int(max_iter, "max_iter")
-    stop = validate.positive_number(tol, "tol")
-    R = validate.symmetric_matrix(R, "R")
+    stop = validate.number(tol, "tol", 0.0)
+    return _nearest(validate.symmetric_matrix(R, "R"), e, iters, stop)
+
+
+def _nearest(R: NDArray[np.float64], e: float, iters: int, stop: float) -> NDArray[np.float64]:
+    """:func:`nearest_correlation` of checked arguments."""
     n = R.shape[0]
     if _nearest_seconds(iters, n) > NEAREST_MAX_SECONDS:
         raise ValueError(
@@ -277,8 +292,7 @@ def nearest_correlation(
     # The unit-diagonal iterate may sit a hair below eps; finish with a clip, which moves it by O(tol).
     Y = (Y + Y.T) / 2.0
     if np.linalg.eigvalsh(Y)[0] < e * (1 - 1e-9):
-        Y = clip_to_psd(Y, e)
-    assert Y.shape == (n, n)
+        Y = _clip(Y, e)
     return Y
 
 
@@ -309,26 +323,48 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
         >>> report.repaired, report.shrink_factor
         (True, 0.25)
     """
-    validate.choice(policy, PSD_POLICIES, "policy (psd_policy)")
+    policy = validate.choice(policy, PSD_POLICIES, "policy (psd_policy)")
     eps = validate.open_fraction(eps, "eps")
-    A = validate.symmetric_matrix(R, "R")
+    return ensure_psd_checked(validate.symmetric_matrix(R, "R"), policy, eps)
+
+
+def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple[NDArray[np.float64], PSDReport]:
+    """:func:`ensure_psd` of a checked symmetric A, policy and eps (no checks)."""
     lam = _smallest_eigenvalue(A)
-    if lam >= -psd_tolerance(A):
+    if lam >= -psd_tolerance_checked(A):
         return A, PSDReport(lam, True, policy, False)
     n = A.shape[0]
     if policy == "raise":
         raise ValueError(_not_psd_message(lam, n))
     t = None
     if policy == "shrink":
-        out, t = shrink_to_psd(A, eps)
+        out, t = _shrink(A, eps, lam)
     elif policy == "clip":
-        out = clip_to_psd(A, eps)
+        out = _clip(A, eps)
     else:
-        out = nearest_correlation(A, eps)
+        out = _nearest(A, eps, _NEAREST_ITERATIONS, _NEAREST_TOL)
     warnings.warn(
         f"R was not PSD (min eigenvalue {lam:.4g}, n = {n}); repaired with psd_policy={policy!r}"
         + (f" (off-diagonals scaled by {t:.4g})" if t is not None else ""),
         PSDRepairWarning,
-        stacklevel=3,
+        stacklevel=_first_caller_outside_the_core(),
     )
     return out, PSDReport(lam, False, policy, True, t)
+
+
+def _not_psd_message(lam: float, n: int) -> str:
+    return (
+        f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
+        "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
+        f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
+        "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
+    )
+
+
+def _first_caller_outside_the_core() -> int:
+    """The ``stacklevel`` that attributes a warning raised in the caller of this function to the first frame
+    outside :mod:`shapley.core` (the user's line, however deep in the core the warning arises)."""
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("shapley.core"):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -11,8 +11,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 
-# checked_inputs, one_class and midranks_checked are the metrics' internal helpers (their callers validate and
-# name the arguments)
+# checked_inputs, checked_scores, one_class and midranks_checked are the metrics' internal helpers (their callers
+# validate and name the arguments)
 __all__ = ["SCORE_DIGITS", "kendall_tau_b", "midranks", "round_scores", "spearman_rho"]
 
 SCORE_DIGITS = 12
@@ -43,14 +43,16 @@ def round_scores(scores: ArrayLike, digits: int = SCORE_DIGITS) -> NDArray[np.fl
         >>> round_scores([1.7320537945392505, 1.7320537945392505 * (1 + 1e-13), -2.5e-7, 0.0]).tolist()
         [1.73205379454, 1.73205379454, -2.5e-07, 0.0]
     """
-    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 1 <= digits <= 15:
-        raise ValueError(f"digits must be an integer in [1, 15]; got {digits!r}")
-    a = validate.real_array(scores, "scores")
+    return _rounded(validate.real_array(scores, "scores"), validate.integer(digits, "digits", minimum=1, maximum=15))
+
+
+def _rounded(a: NDArray[np.float64], digits: int) -> NDArray[np.float64]:
+    """:func:`round_scores` of a checked float array and number of digits."""
     out = a + 0.0  # a copy, with -0.0 made 0.0
     mag = np.abs(a)
     ok = np.isfinite(a) & (mag >= 1e-280)
     v = a[ok]
-    k = int(digits) - 1 - np.floor(np.log10(mag[ok])).astype(np.int64)
+    k = digits - 1 - np.floor(np.log10(mag[ok])).astype(np.int64)
     scale = 10.0 ** np.abs(k).astype(np.float64)
     up = k >= 0
     r = np.empty_like(v)
@@ -74,9 +76,7 @@ def midranks(x: ArrayLike) -> NDArray[np.float64]:
 
 def _rankable(x: ArrayLike, name: str) -> NDArray[np.float64]:
     """``x`` as a 1-D float array without NaN (infinities allowed: they rank first or last)."""
-    a = validate.real_array(x, name, "a 1-D array of real numbers")
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {a.shape}")
+    a = validate.real_array(x, name, "a 1-D array of real numbers", ndim=1)
     if np.isnan(a).any():
         raise ValueError(f"{name} contains NaN, which has no rank; drop those entries first")
     return a
@@ -145,13 +145,18 @@ def checked_inputs(
     uncertainty: ArrayLike, correct: ArrayLike, name: str = "uncertainty"
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """(rounded scores, booleans) of one method's (m,) scores and the (m,) correctness labels, checked."""
-    u = round_scores(validate.score_vector(uncertainty, name))
     c = validate.label_vector(correct, "correct")
+    return checked_scores(uncertainty, c, name), c
+
+
+def checked_scores(uncertainty: ArrayLike, c: NDArray[np.bool_], name: str) -> NDArray[np.float64]:
+    """One method's (m,) scores, checked against the checked labels ``c`` and rounded (:func:`round_scores`)."""
+    u = _rounded(validate.vector(uncertainty, name, min_len=0), SCORE_DIGITS)
     if u.shape != c.shape:
         raise ValueError(f"{name} and correct must have the same length; got {u.shape[0]} and {c.shape[0]}")
     if u.size == 0:
         raise ValueError(f"{name} is empty: no questions to evaluate")
-    return u, c
+    return u
 
 
 def one_class(c: NDArray[np.bool_], name: str) -> bool:

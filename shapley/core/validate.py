@@ -1,5 +1,10 @@
 """The one validation layer of the maths core. Every failure is a ``ValueError`` that names the problem.
 
+Each public function of the core checks its arguments here once, at its start, and hands the checked numpy arrays
+and numbers to helpers that trust them (internal calls do not check again). A helper that other modules of the core
+call is named ``..._checked`` (e.g. :func:`shapley.core.psd.ensure_psd_checked`): it checks nothing, and it is not
+part of the public API.
+
 Tolerances, defined here once and used everywhere in the package:
 
 * :data:`SYMMETRY_TOL` (``1e-8``, absolute): a matrix that must be symmetric may differ from its transpose
@@ -29,7 +34,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -64,11 +69,14 @@ def _kind_error(name: str, what: str, got: str) -> ValueError:
     return ValueError(f"{name} must be {what}; got {got}")
 
 
-def real_array(x: Any, name: str, what: str = "an array of real numbers") -> NDArray[np.float64]:
+def real_array(
+    x: Any, name: str, what: str = "an array of real numbers", *, ndim: int | None = None, dims: str = ""
+) -> NDArray[np.float64]:
     """``x`` as a float64 array if its entries are real numbers (integer or floating dtype), else ``ValueError``.
 
     Refused (named in the message): complex, string, bytes, object, datetime and boolean arrays, ragged
-    nestings, and non-array objects such as ``None``, a dict or a bare string.
+    nestings, and non-array objects such as ``None``, a dict or a bare string; with ``ndim``, an array of another
+    number of dimensions (``dims`` describes the expected shape in the message, e.g. ``" (n, n)"``).
 
     Examples:
         >>> real_array([1, 2.5], "x").tolist()
@@ -77,6 +85,10 @@ def real_array(x: Any, name: str, what: str = "an array of real numbers") -> NDA
         Traceback (most recent call last):
         ...
         ValueError: x must be an array of real numbers; got an array of strings (dtype <U3)
+        >>> real_array([[1.0]], "x", ndim=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: x must be 1-D; got shape (1, 1)
     """
     if isinstance(x, str | bytes | dict | set | frozenset) or x is None:
         raise _kind_error(name, what, f"a {type(x).__name__}")
@@ -91,35 +103,37 @@ def real_array(x: Any, name: str, what: str = "an array of real numbers") -> NDA
         extra = " (write x.astype(float) if the booleans are meant as numbers)" if kind == "b" else ""
         got = f"an array of {_KIND_NAMES.get(kind, 'dtype ' + str(arr.dtype))} (dtype {arr.dtype}){extra}"
         raise _kind_error(name, what, got)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D{dims}; got shape {arr.shape}")
     return arr.astype(np.float64)
+
+
+def finite(a: NDArray[np.float64], name: str) -> NDArray[np.float64]:
+    """``a`` if it holds no NaN or inf, else ``ValueError`` naming the first bad entry."""
+    ok = np.isfinite(a)
+    if not ok.all():
+        where = tuple(int(i) for i in np.argwhere(~ok)[0])
+        raise ValueError(f"{name} contains NaN or inf (first at index {where[0] if a.ndim == 1 else where})")
+    return a
 
 
 def square_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     """Return ``M`` as a finite float (n, n) array with n >= 1, or raise ``ValueError``."""
-    A = real_array(M, name, "a numeric (n, n) array")
-    if A.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n, n); got an array with {A.ndim} dimension(s), shape {A.shape}")
+    A = real_array(M, name, "a numeric (n, n) array", ndim=2, dims=" (n, n)")
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"{name} must be square; got shape {A.shape}")
     if A.shape[0] == 0:
         raise ValueError(f"{name} is empty (n = 0): at least one answer is needed")
-    if not np.all(np.isfinite(A)):
-        bad = np.argwhere(~np.isfinite(A))[0]
-        raise ValueError(f"{name} contains NaN or inf (first at index {tuple(int(i) for i in bad)})")
-    return A
+    return finite(A, name)
 
 
-def probability_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
-    """Square matrix whose entries are probabilities in [0, 1] (within :data:`PROB_TOL`, then clipped)."""
-    A = square_matrix(M, name)
+def _probabilities(A: NDArray[np.float64], name: str) -> NDArray[np.float64]:
     if A.min() < -PROB_TOL or A.max() > 1.0 + PROB_TOL:
         raise ValueError(f"{name} must hold probabilities in [0, 1]; got values in [{A.min():.4g}, {A.max():.4g}]")
     return np.clip(A, 0.0, 1.0)
 
 
-def symmetric_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
-    """Square matrix that is symmetric to within :data:`SYMMETRY_TOL`; returned exactly symmetrised."""
-    A = square_matrix(M, name)
+def _symmetrised(A: NDArray[np.float64], name: str) -> NDArray[np.float64]:
     asym = float(np.max(np.abs(A - A.T)))
     if asym > SYMMETRY_TOL:
         raise ValueError(
@@ -129,17 +143,19 @@ def symmetric_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     return 0.5 * A + 0.5 * A.T  # equals (A + A.T) / 2 (bar subnormals) without overflowing near the largest float
 
 
+def probability_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
+    """Square matrix whose entries are probabilities in [0, 1] (within :data:`PROB_TOL`, then clipped)."""
+    return _probabilities(square_matrix(M, name), name)
+
+
+def symmetric_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
+    """Square matrix that is symmetric to within :data:`SYMMETRY_TOL`; returned exactly symmetrised."""
+    return _symmetrised(square_matrix(M, name), name)
+
+
 def similarity_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     """Symmetric (n, n) matrix with entries in [0, 1] (a similarity graph's weights)."""
-    return symmetric_matrix(probability_matrix(M, name), name)
-
-
-def beta_value(beta: Any) -> float:
-    """The kernel scale beta, a finite real number in (0, 1] (not a bool or a string)."""
-    b = real_number(beta, "beta")
-    if not math.isfinite(b) or not 0.0 < b <= 1.0:
-        raise ValueError(f"beta must be in (0, 1]; got {beta!r}")
-    return b
+    return _symmetrised(_probabilities(square_matrix(M, name), name), name)
 
 
 def real_number(x: Any, name: str) -> float:
@@ -149,22 +165,58 @@ def real_number(x: Any, name: str) -> float:
     return float(x)
 
 
-def finite_number(x: Any, name: str) -> float:
-    """A finite real number (bools and non-numbers refused)."""
+def number(
+    x: Any,
+    name: str,
+    lo: float = -math.inf,
+    hi: float = math.inf,
+    *,
+    closed: Literal["neither", "left", "right", "both"] = "neither",
+) -> float:
+    """A finite real number between ``lo`` and ``hi``, the ends included as ``closed`` says (bools refused).
+
+    Examples:
+        >>> number(1.0, "beta", 0.0, 1.0, closed="right")
+        1.0
+        >>> number(0.0, "eps", 0.0, 1.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: eps must be a finite number with 0 < eps < 1; got 0.0
+    """
     v = real_number(x, name)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be a finite number; got {x!r}")
-    return v
+    left, right = closed in ("left", "both"), closed in ("right", "both")
+    if math.isfinite(v) and (lo < v or (left and v == lo)) and (v < hi or (right and v == hi)):
+        return v
+    if hi < math.inf:
+        bounds = f" with {lo:g} {'<=' if left else '<'} {name} {'<=' if right else '<'} {hi:g}"
+    else:
+        bounds = f" with {name} {'>=' if left else '>'} {lo:g}" if lo > -math.inf else ""
+    raise ValueError(f"{name} must be a finite number{bounds}; got {x!r}")
 
 
-def integer(x: Any, name: str, *, minimum: int | None = None) -> int:
-    """An ``int`` or numpy integer ``>= minimum``; bools, floats (``2.0``, ``inf``, ``nan``) and strings refused."""
-    if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer):
-        bound = "" if minimum is None else f" >= {minimum}"
-        raise ValueError(f"{name} must be an integer{bound}; got {type(x).__name__} {x!r}")
-    if minimum is not None and x < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {x!r}")
-    return int(x)
+def beta_value(beta: Any) -> float:
+    """The kernel scale beta, a finite real number in (0, 1] (not a bool or a string)."""
+    return number(beta, "beta", 0.0, 1.0, closed="right")
+
+
+def open_fraction(x: Any, name: str) -> float:
+    """A finite real number strictly between 0 and 1 (e.g. an eigenvalue floor ``eps``)."""
+    return number(x, name, 0.0, 1.0)
+
+
+def integer(x: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An ``int`` or numpy integer in ``[minimum, maximum]`` (either may be ``None``); bools, floats (``2.0``,
+    ``inf``, ``nan``) and strings refused."""
+    kind_ok = not isinstance(x, bool | np.bool_) and isinstance(x, int | np.integer)
+    if kind_ok and (minimum is None or x >= minimum) and (maximum is None or x <= maximum):
+        return int(x)
+    bound = "" if minimum is None else f" >= {minimum}" if maximum is None else f" in [{minimum}, {maximum}]"
+    raise ValueError(f"{name} must be an integer{bound}; got {'' if kind_ok else type(x).__name__ + ' '}{x!r}")
+
+
+def positive_int(x: Any, name: str) -> int:
+    """An integer >= 1 (bools and floats refused)."""
+    return integer(x, name, minimum=1)
 
 
 def seed_value(x: Any, name: str = "seed") -> int | None:
@@ -193,14 +245,12 @@ def function(x: Any, name: str) -> Callable[..., Any]:
     return x
 
 
-def score_vector(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    """1-D finite float array of real numbers (may be empty)."""
-    a = real_array(x, name, "a 1-D array of real numbers")
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or inf; drop or impute those questions first")
-    return a
+def vector(x: Any, name: str, *, min_len: int = 1) -> NDArray[np.float64]:
+    """1-D finite array of real numbers with at least ``min_len`` entries."""
+    arr = real_array(x, name, "a 1-D sequence of numbers", ndim=1)
+    if arr.size < min_len:
+        raise ValueError(f"{name} must have at least {min_len} value(s); got {arr.size}")
+    return finite(arr, name)
 
 
 def label_vector(y: ArrayLike, name: str) -> NDArray[np.bool_]:
@@ -228,18 +278,6 @@ def label_vector(y: ArrayLike, name: str) -> NDArray[np.bool_]:
     return a
 
 
-def vector(x: Any, name: str, *, min_len: int = 1) -> NDArray[np.float64]:
-    """1-D finite array of real numbers with at least ``min_len`` entries."""
-    arr = real_array(x, name, "a 1-D sequence of numbers")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
-    if arr.size < min_len:
-        raise ValueError(f"{name} must have at least {min_len} value(s); got {arr.size}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf: {arr.tolist()}")
-    return arr
-
-
 def log_probs(x: Any, name: str) -> NDArray[np.float64]:
     """1-D finite array of log-probabilities (each <= 0 within :data:`LOGP_TOL`, then clipped to 0)."""
     arr = vector(x, name)
@@ -261,23 +299,17 @@ def entropies(x: Any, name: str) -> NDArray[np.float64]:
 
 def ragged_rows(rows: Any, name: str) -> list[NDArray[np.float64]]:
     """A non-empty sequence of 1-D finite arrays (ragged lengths allowed), e.g. per-sample token values."""
-    if isinstance(rows, np.ndarray) and rows.ndim == 2:
-        items = list(rows)
-    elif isinstance(rows, str | bytes) or not isinstance(rows, Sequence | np.ndarray):
+    if isinstance(rows, str | bytes) or not isinstance(rows, Sequence | np.ndarray):
         raise ValueError(f"{name} must be a sequence of per-sample token arrays; got {type(rows).__name__}")
-    else:
-        items = list(rows)
-    if len(items) == 0:
+    if len(rows) == 0:
         raise ValueError(f"{name} must hold at least one sample; got an empty list")
-    return [vector(r, f"{name}[{k}]") for k, r in enumerate(items)]
+    return [vector(r, f"{name}[{k}]") for k, r in enumerate(rows)]
 
 
 def cluster_labels(x: Any, name: str = "cluster_ids") -> NDArray[np.int64]:
     """1-D non-empty array of integer cluster labels (any integer values, order irrelevant)."""
-    arr = real_array(x, name, "a 1-D array of integer cluster labels")
+    arr = real_array(x, name, "a 1-D array of integer cluster labels", ndim=1)
     raw = np.asarray(as_numpy(x))
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     if np.issubdtype(raw.dtype, np.integer):
@@ -298,33 +330,3 @@ def texts(x: Any, name: str = "texts") -> list[str]:
         if not isinstance(t, str):
             raise ValueError(f"{name}[{k}] must be a str; got {type(t).__name__}")
     return out
-
-
-def open_fraction(x: Any, name: str) -> float:
-    """A finite real number strictly between 0 and 1 (e.g. an eigenvalue floor ``eps``)."""
-    v = real_number(x, name)
-    if not math.isfinite(v) or not 0.0 < v < 1.0:
-        raise ValueError(f"{name} must be a finite number with 0 < {name} < 1; got {x!r}")
-    return v
-
-
-def positive_int(x: Any, name: str) -> int:
-    """An integer >= 1 (bools and floats refused)."""
-    return integer(x, name, minimum=1)
-
-
-def positive_number(x: Any, name: str) -> float:
-    """A finite real number > 0."""
-    v = real_number(x, name)
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0; got {x!r}")
-    return v
-
-
-def resampling_kinds(metric: Any, n_boot: Any, alpha: Any, seed: Any) -> None:
-    """Kinds of a bootstrap's settings: ``metric`` a function, ``n_boot`` an integer, ``alpha`` a real number,
-    ``seed`` ``None`` or an integer >= 0 (ranges are the caller's)."""
-    function(metric, "metric")
-    integer(n_boot, "n_boot")
-    real_number(alpha, "alpha")
-    seed_value(seed)

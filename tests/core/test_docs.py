@@ -24,11 +24,12 @@ def _baseline_modules() -> list[ModuleType]:
 
 
 def _public_functions(module: ModuleType) -> dict[str, Callable[..., object]]:
-    """Functions defined in ``module`` (not imported into it) whose names do not start with an underscore."""
+    """Functions defined in ``module`` (not imported into it) whose names do not start with an underscore, less the
+    core's internal ``..._checked`` helpers (:mod:`shapley.core.validate`)."""
     return {
         f"{module.__name__}.{name}": f
         for name, f in inspect.getmembers(module, inspect.isfunction)
-        if f.__module__ == module.__name__ and not name.startswith("_")
+        if f.__module__ == module.__name__ and not name.startswith("_") and not name.endswith("_checked")
     }
 
 

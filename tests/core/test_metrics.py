@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -73,6 +74,22 @@ def test_bootstrap_ci():
     assert all(np.isnan(metrics.bootstrap_ci(metrics.auroc, [0.1, 0.2], [True, True], n_boot=10)))
     with pytest.raises(ValueError, match="alpha"):
         metrics.bootstrap_ci(metrics.auroc, u, c, alpha=1.5)
+
+
+def test_bootstrap_ci_is_the_percentile_interval_of_the_resampled_metric():
+    """The ends are the alpha/2 and 1 - alpha/2 quantiles of the metric on the seeded resamples, computed here by a
+    plain loop (bootstrap_ci and paired_bootstrap share the quantile step, so their agreement alone cannot test it)."""
+    rng = np.random.default_rng(5)
+    c = rng.random(40) < 0.5
+    u = np.round(rng.normal(size=40) - c, 1)
+    rows = np.random.default_rng(3).integers(0, 40, (200, 40))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s = np.array([metrics.auroc(u[r], c[r]) for r in rows])
+    s = s[np.isfinite(s)]
+    for alpha in (0.05, 0.2):
+        expected = tuple(float(x) for x in np.quantile(s, [alpha / 2.0, 1.0 - alpha / 2.0]))
+        assert metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=200, alpha=alpha, seed=3) == expected
 
 
 # --- paired comparisons (issue 11, part 2) ----------------------------------------------------------

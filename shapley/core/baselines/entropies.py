@@ -63,8 +63,6 @@ def predictive_entropy(log_likelihoods: Sequence[float] | np.ndarray) -> float:
     answers (each the sum of its token log-probs). It is an unbiased estimate of the entropy of the
     output distribution when the answers are samples from the model.
 
-    Direction: higher = more uncertain.
-
     Examples:
         >>> round(predictive_entropy(np.log([0.5, 0.4, 0.1])), 4)  # -(ln 0.5 + ln 0.4 + ln 0.1) / 3
         1.304
@@ -80,8 +78,6 @@ def length_normalised_predictive_entropy(token_logprobs: Sequence[Sequence[float
     ``token_logprobs``: n samples, sample k a (T_k,) array of token log-probabilities (ragged
     lengths allowed, each T_k >= 1). Each sample's log-likelihood is divided by its length before
     the Monte-Carlo average, which removes the bias towards short answers.
-
-    Direction: higher = more uncertain.
 
     Examples:
         >>> tokens = [np.log([0.5, 0.5]), np.log([0.25])]  # per-token ln 0.5 and ln 0.25
@@ -132,30 +128,26 @@ def semantic_clusters(
         [0, 0, 1]
     """
     validate.choice(rule, ("bidirectional", "non_contradiction"), "rule")
-    if not 0.0 <= validate.finite_number(threshold, "threshold") <= 1.0:
-        raise ValueError(f"threshold must be a finite number in [0, 1]; got {threshold!r}")
-    if contradict is not None:  # validated whatever the rule: a wrong input is refused even where unused
-        validate.probability_matrix(contradict, "contradict")
+    threshold = validate.number(threshold, "threshold", 0.0, 1.0, closed="both")
+    # each matrix given is validated, whatever the rule: a wrong input is refused even where unused
+    E = None if entail is None else validate.probability_matrix(entail, "entail")
+    Cm = None if contradict is None else validate.probability_matrix(contradict, "contradict")
     if rule == "bidirectional":
-        if entail is None:
+        if E is None:
             raise ValueError("rule='bidirectional' needs the entailment matrix `entail`; got None")
-        E = validate.probability_matrix(entail, "entail")
 
         def same(i: int, j: int) -> bool:
             return bool(E[i, j] > threshold and E[j, i] > threshold)
 
         n = E.shape[0]
     else:
-        if contradict is None:
+        if Cm is None:
             raise ValueError(
                 "rule='non_contradiction' needs the contradiction matrix `contradict` "
                 "(an NLI backend's contradiction probabilities); got None"
             )
-        Cm = validate.probability_matrix(contradict, "contradict")
-        if entail is not None:
-            E = validate.probability_matrix(entail, "entail")
-            if E.shape != Cm.shape:
-                raise ValueError(f"entail and contradict must have the same shape; got {E.shape} and {Cm.shape}")
+        if E is not None and E.shape != Cm.shape:
+            raise ValueError(f"entail and contradict must have the same shape; got {E.shape} and {Cm.shape}")
 
         def same(i: int, j: int) -> bool:
             return bool(Cm[i, j] < threshold and Cm[j, i] < threshold)
@@ -195,8 +187,6 @@ def semantic_entropy(
     (ValueError otherwise). On the paper's Mozart example (p = 0.5, 0.4, 0.1; clusters {1,2},{3})
     both give about 0.325 nats.
 
-    Direction: higher = more uncertain.
-
     Examples:
         >>> ll = np.log([0.5, 0.4, 0.1])  # Mozart, "Mozart", Beethoven
         >>> round(semantic_entropy(ll, [0, 0, 1]), 3), round(semantic_entropy(ll, [0, 0, 1], normalise=False), 3)
@@ -229,8 +219,6 @@ def discrete_semantic_entropy(cluster_ids: Sequence[int] | np.ndarray) -> float:
     entropy" (a variant that needs no likelihoods). ``cluster_ids``: (n,) integer labels of n sampled
     answers. 0 when all answers share one meaning, ln n when all differ.
 
-    Direction: higher = more uncertain.
-
     Examples:
         >>> round(discrete_semantic_entropy([0, 0, 1, 2]), 4)  # frequencies 1/2, 1/4, 1/4
         1.0397
@@ -247,8 +235,6 @@ def num_semantic_sets(cluster_ids: Sequence[int] | np.ndarray) -> float:
 
     Lin, Trivedi & Sun (2024, TMLR) "Generating with confidence: uncertainty quantification for
     black-box large language models" (U_NumSet). ``cluster_ids``: (n,) integer labels.
-
-    Direction: higher = more uncertain.
 
     Examples:
         >>> num_semantic_sets([0, 0, 1, 2])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,15 +21,10 @@ def train_test_split_indices(n: int, test_fraction: float = 0.5, seed: int = 0) 
         >>> len(train), len(test), sorted(train.tolist() + test.tolist())
         (3, 3, [0, 1, 2, 3, 4, 5])
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-        raise ValueError(f"n must be an integer >= 2 (both parts need an index); got {n!r}")
-    f = validate.real_number(test_fraction, "test_fraction")
-    if not 0.0 < f < 1.0:
-        raise ValueError(f"test_fraction must lie strictly between 0 and 1; got {f}")
-    validate.integer(seed, "seed")
-    n = int(n)
+    n = validate.integer(n, "n", minimum=2)  # both parts need an index
+    f = validate.number(test_fraction, "test_fraction", 0.0, 1.0)
     n_test = min(n - 1, max(1, int(round(n * f))))
-    perm = np.random.default_rng(int(seed)).permutation(n)
+    perm = np.random.default_rng(validate.integer(seed, "seed")).permutation(n)
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
@@ -43,7 +37,7 @@ class EmbeddingRegression:
 
     ``fit(X_train, correct_train)``: X (m, d) finite features (e.g. hidden states or sentence
     embeddings), correct (m,) booleans / 0-1 labels with both classes present; returns self.
-    ``uncertainty(X)``: (m',) array of 1 - P(correct | x). Direction: higher = more uncertain.
+    ``uncertainty(X)``: (m',) array of 1 - P(correct | x).
 
     Examples:
         >>> X = np.array([[0.0], [0.2], [0.4], [1.6], [1.8], [2.0]])  # large x: wrong answers
@@ -54,12 +48,9 @@ class EmbeddingRegression:
     """
 
     def __init__(self, C: float = 1.0, random_state: int = 0, max_iter: int = 1000) -> None:
-        c = validate.real_number(C, "C")
-        if not math.isfinite(c) or c <= 0:
-            raise ValueError(f"C (inverse regularisation strength) must be > 0; got {C!r}")
+        self.C = validate.number(C, "C", 0.0)  # the inverse regularisation strength
         validate.positive_int(max_iter, "max_iter")
         validate.seed_value(random_state, "random_state")
-        self.C = c
         self.random_state = random_state
         self.max_iter = max_iter
         self.model_: Any = None
@@ -67,14 +58,10 @@ class EmbeddingRegression:
 
     @staticmethod
     def _features(X: Any, name: str) -> np.ndarray:
-        A = validate.real_array(X, name, "a numeric (m, d) array")
-        if A.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (m samples, d features); got shape {A.shape}")
-        if A.shape[0] == 0 or A.shape[1] == 0:
+        A = validate.real_array(X, name, "a numeric (m, d) array", ndim=2, dims=" (m samples, d features)")
+        if A.size == 0:
             raise ValueError(f"{name} must have at least one row and one column; got shape {A.shape}")
-        if not np.all(np.isfinite(A)):
-            raise ValueError(f"{name} contains NaN or inf")
-        return A
+        return validate.finite(A, name)
 
     def fit(self, X_train: np.ndarray, correct_train: Sequence[bool] | np.ndarray) -> EmbeddingRegression:
         """Fit on (m, d) features and (m,) correctness labels; returns self."""

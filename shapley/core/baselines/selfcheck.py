@@ -1,5 +1,6 @@
-"""SelfCheckGPT-style token statistics of the judged answer (Manakul et al. 2023): max / mean surprisal and
-max / mean next-token entropy (nats)."""
+"""SelfCheckGPT-style token statistics of the judged answer (Manakul, Liusie & Gales 2023, EMNLP, "SelfCheckGPT",
+its grey-box Max / Avg(-log p) and Max / Avg(H)): surprisal of the answer's T >= 1 tokens and entropy of the
+next-token distribution at each of its positions (nats)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,7 @@ from shapley.core import validate
 
 
 def selfcheck_maxl(token_logprobs: Sequence[float] | np.ndarray) -> float:
-    """Max token surprisal max_t(-ln p_t) (nats) of one answer.
-
-    Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Max(-log p)). ``token_logprobs``:
-    (T,) log-probabilities of the answer's tokens, T >= 1. Direction: higher = more uncertain.
+    """Max token surprisal max_t(-ln p_t) (nats) of one answer's (T,) token log-probabilities (Max(-log p)).
 
     Examples:
         >>> round(selfcheck_maxl(np.log([0.5, 0.25])), 4)  # -ln 0.25
@@ -24,10 +22,7 @@ def selfcheck_maxl(token_logprobs: Sequence[float] | np.ndarray) -> float:
 
 
 def selfcheck_avgl(token_logprobs: Sequence[float] | np.ndarray) -> float:
-    """Mean token surprisal mean_t(-ln p_t) (nats/token) of one answer.
-
-    Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Avg(-log p)). ``token_logprobs``:
-    (T,) log-probabilities of the answer's tokens, T >= 1. Direction: higher = more uncertain.
+    """Mean token surprisal mean_t(-ln p_t) (nats/token) of one answer's (T,) token log-probabilities (Avg(-log p)).
 
     Examples:
         >>> round(selfcheck_avgl(np.log([0.5, 0.25])), 4)  # (ln 2 + ln 4) / 2
@@ -37,11 +32,7 @@ def selfcheck_avgl(token_logprobs: Sequence[float] | np.ndarray) -> float:
 
 
 def selfcheck_maxe(token_entropies: Sequence[float] | np.ndarray) -> float:
-    """Max next-token entropy max_t H_t (nats) along one answer.
-
-    Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Max(H)). ``token_entropies``:
-    (T,) entropies of the predictive distribution at each generated position, T >= 1.
-    Direction: higher = more uncertain.
+    """Max next-token entropy max_t H_t (nats) of one answer's (T,) next-token entropies (Max(H)).
 
     Examples:
         >>> selfcheck_maxe([0.1, 0.7])
@@ -51,11 +42,7 @@ def selfcheck_maxe(token_entropies: Sequence[float] | np.ndarray) -> float:
 
 
 def selfcheck_avge(token_entropies: Sequence[float] | np.ndarray) -> float:
-    """Mean next-token entropy mean_t H_t (nats) along one answer.
-
-    Manakul, Liusie & Gales (2023, EMNLP) "SelfCheckGPT" (grey-box Avg(H)). ``token_entropies``:
-    (T,) entropies of the predictive distribution at each generated position, T >= 1.
-    Direction: higher = more uncertain.
+    """Mean next-token entropy mean_t H_t (nats) of one answer's (T,) next-token entropies (Avg(H)).
 
     Examples:
         >>> round(selfcheck_avge([0.1, 0.7]), 6)

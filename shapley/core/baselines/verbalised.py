@@ -46,7 +46,6 @@ def p_true_uncertainty(p: float) -> float:
     """Uncertainty 1 - p(True) (unitless, in [0, 1]); Kadavath et al. (2022).
 
     ``p``: the model's probability that its answer is true, in [0, 1].
-    Direction: higher = more uncertain.
 
     Examples:
         >>> round(p_true_uncertainty(0.8), 6)
@@ -106,18 +105,12 @@ def parse_confidence(text: str) -> float:
     if m:
         c = _as_confidence(float(m.group(1)), bool(m.group(2)), allow_percent_scale=True)
         return float("nan") if c is None else c
-    for m in _LABELLED.finditer(text):
-        c = _as_confidence(float(m.group(1)), bool(m.group(2)), allow_percent_scale=True)
-        if c is not None:
-            return c
-    for m in _PERCENT.finditer(text):
-        c = _as_confidence(float(m.group(1)), True, allow_percent_scale=False)
-        if c is not None:
-            return c
-    for m in _BARE.finditer(text):
-        c = _as_confidence(float(m.group(1)), False, allow_percent_scale=False)
-        if c is not None:
-            return c
+    # rules 1, 2 and 4: (pattern, percentage or not (None: the match's "%" group says), (1, 100] read as percent)
+    for pattern, percent, percent_scale in ((_LABELLED, None, True), (_PERCENT, True, False), (_BARE, False, False)):
+        for m in pattern.finditer(text):
+            c = _as_confidence(float(m.group(1)), bool(m.group(2)) if percent is None else percent, percent_scale)
+            if c is not None:
+                return c
     return float("nan")
 
 
@@ -125,7 +118,6 @@ def verbalised_uncertainty(text: str) -> float:
     """Uncertainty 1 - parse_confidence(text) (unitless, in [0, 1]); NaN when no confidence is found.
 
     Tian et al. (2023, EMNLP) "Just ask for calibration" (the paper's A4C column).
-    Direction: higher = more uncertain.
 
     Examples:
         >>> round(verbalised_uncertainty("Probability: 0.9"), 6)

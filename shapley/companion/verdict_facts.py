@@ -300,7 +300,7 @@ def _measured_facts(results: Path) -> dict[str, str]:
 @functools.cache
 def _theory_facts() -> dict[str, str]:
     from shapley.pipeline.config import ScoringSettings
-    from shapley.theory.properties import prop36_readings
+    from shapley.theory.propositions import prop36_readings
 
     checks = [r.witness["property3"] for r in prop36_readings() if "property3" in r.witness]
     return {

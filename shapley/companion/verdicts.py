@@ -133,8 +133,8 @@ class Rule:
 
 @functools.cache
 def _prop35_readings() -> tuple[Reading, ...]:
-    """Proposition 3.5 reading by reading, as ``shapley.theory.properties.prop35_readings`` decides it."""
-    from shapley.theory.properties import prop35_readings
+    """Proposition 3.5 reading by reading, as ``shapley.theory.propositions.prop35_readings`` decides it."""
+    from shapley.theory.propositions import prop35_readings
 
     return tuple(Reading(r.reading, r.verdict, r.reason + ".") for r in prop35_readings())
 
@@ -143,6 +143,7 @@ _T3 = "notebooks/results"
 _PROPS = "notebooks/properties"
 _W = "shapley.theory.worstcase"
 _P = "shapley.theory.properties"
+_V = "shapley.theory.propositions"
 
 _RULES: tuple[Rule, ...] = (
     Rule(
@@ -232,7 +233,7 @@ _RULES: tuple[Rule, ...] = (
         (_PROPS,),
         "On non-singular R it is false. It holds only on the paper's own degenerate witness, where the "
         "Shapley total is undefined too, so that input cannot separate h from the Shapley total.",
-        (f"{_P}.prop35_readings", f"{_P}.chain_rule_check", f"{_P}.degenerate_witness"),
+        (f"{_V}.prop35_readings", f"{_V}.chain_rule_check", f"{_V}.degenerate_witness"),
         readings_from=_prop35_readings,
     ),
     Rule(
@@ -251,11 +252,11 @@ _RULES: tuple[Rule, ...] = (
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
         "joint entropy.",
         (
-            f"{_P}.prop36_readings",
+            f"{_V}.prop36_readings",
             f"{_P}.property3_witness_rv",
             f"{_P}.property3_witness_sentence",
-            f"{_P}.degenerate_witness",
-            f"{_P}.sentence_premise_bounds",
+            f"{_V}.degenerate_witness",
+            f"{_V}.sentence_premise_bounds",
         ),
     ),
     Rule(

@@ -31,8 +31,8 @@ a longer one. Verdicts: ``"fails"`` (with the shrunk counterexample), ``"no coun
 cell (the search still runs, and a counterexample would overrule the proof's verdict, so a wrong proof shows),
 ``"undefined"`` where the property cannot be judged on any input of the cell.
 
-The estimators, the property checks and the search live in :mod:`shapley.theory.axiom_search`; their public
-names are importable from here too.
+The estimators, the property checks for one estimator and the search live in :mod:`shapley.theory.axiom_search`;
+this module turns the search's findings into verdicts and the table.
 
 Run ``python -m shapley.theory --out results/axioms`` (``make axioms``) for the full-size table.
 """
@@ -49,94 +49,71 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from shapley.core import validate
 from shapley.theory import properties as pr
 from shapley.theory.axiom_search import (
     CLUSTER_THRESHOLD,
     ESTIMATORS,
-    FAILS,
-    FULL_MAX_EXAMPLES,
     N_RANGES,
-    NOT_APPLICABLE,
     PROPERTIES,
     READINGS,
     SENTENCE_BETA,
     SHRINK_BUDGET,
     TENTHS,
-    CellResult,
     Estimator,
     Example,
     applicable,
-    cell_rng,
     check,
-    check_property1,
-    check_property2,
-    check_property3,
-    coalition_worths,
     estimator,
-    estimator_shapley,
-    grid_text,
-    no_counterexample,
-    search_cell,
-    shrink,
-    value,
+    first_counterexample,
 )
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "CLUSTER_THRESHOLD",
-    "ESTIMATORS",
-    "FAILS",
-    "FULL_MAX_EXAMPLES",
-    "KNOWN",
-    "N_RANGES",
-    "NOT_APPLICABLE",
-    "PROPERTIES",
-    "PROVED",
-    "READINGS",
-    "SENTENCE_BETA",
-    "SHRINK_BUDGET",
-    "TENTHS",
-    "UNDEFINED",
-    "CellResult",
-    "Estimator",
-    "Example",
-    "KnownCell",
-    "applicable",
-    "axiom_rows",
-    "axiom_table",
-    "cell_id",
-    "cell_result",
-    "cell_rng",
-    "check",
-    "check_property1",
-    "check_property2",
-    "check_property3",
-    "coalition_worths",
-    "counterexample_lines",
-    "describe",
-    "estimator",
-    "estimator_shapley",
-    "grid_text",
-    "main",
-    "no_counterexample",
-    "prefix_mismatches",
-    "search_cell",
-    "settings",
-    "short_verdict",
-    "shrink",
-    "value",
-    "verdict_grid",
-    "with_known_cells",
-    "write_axiom_table",
-]
+FULL_MAX_EXAMPLES = 2000
+"""Examples per cell of the stored full-size table (``make axioms``)."""
+
+FAILS = "fails"
+"""Verdict of a cell with a counterexample (found by the search, or a hand-built witness)."""
+
+NOT_APPLICABLE = "not applicable"
+"""Verdict of a cell whose estimator cannot take the reading's input."""
 
 PROVED = "proved"
 """Verdict of a cell settled by a derivation (and not refuted by its search)."""
 
 UNDEFINED = "undefined"
 """Verdict of a cell whose property cannot be judged on any of its inputs."""
+
+
+def no_counterexample(n_examples: int) -> str:
+    """The verdict of a search that found nothing: ``"no counterexample in N examples"``."""
+    return f"no counterexample in {n_examples} examples"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One cell of the table: verdict, examples drawn, and the shrunk counterexample (or None)."""
+
+    estimator: str
+    prop: str
+    reading: str
+    verdict: str
+    examples: int
+    example: Example | None
+    check: pr.PropertyCheck | None
+
+
+def search_cell(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
+    """Draw up to ``max_examples`` seeded examples (:func:`~shapley.theory.axiom_search.first_counterexample`);
+    the first counterexample, shrunk, makes the verdict ``"fails"``."""
+    if not applicable(est, reading):
+        return CellResult(est.name, prop, reading, NOT_APPLICABLE, 0, None, None)
+    found = first_counterexample(est, prop, reading, max_examples, seed)
+    if found is None:
+        return CellResult(est.name, prop, reading, no_counterexample(max_examples), max_examples, None, None)
+    return CellResult(est.name, prop, reading, FAILS, *found)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -200,7 +177,7 @@ KNOWN: dict[tuple[str, str, str], KnownCell] = {
     ),
     ("Shap", "1", "rv"): KnownCell(
         UNDEFINED,
-        "shapley.theory.properties.undefined_shapley_message",
+        "shapley.theory.propositions.undefined_shapley_message",
         "an exact copy makes the new R singular, so its Shapley values are (-inf) - (-inf), undefined, as on "
         "the degenerate example of Proposition 3.6; the cell cannot fail by construction (the total is -inf)",
     ),
@@ -292,14 +269,9 @@ def describe(result: CellResult) -> dict[str, Any]:
 
 def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int, int, tuple[Estimator, ...]]:
     """Validate :func:`axiom_rows`' arguments: ValueError naming the parameter on a wrong kind or value."""
-    if isinstance(max_examples, bool) or not isinstance(max_examples, (int, float, np.integer, np.floating)):
-        raise ValueError(f"max_examples must be a positive integer; got {max_examples!r}")
-    if not math.isfinite(max_examples) or int(max_examples) != max_examples or max_examples < 1:
-        raise ValueError(f"max_examples must be a positive integer; got {max_examples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    n_max, seed = validate.positive_int(max_examples, "max_examples"), validate.integer(seed, "seed", minimum=0)
     if estimators is None:
-        return int(max_examples), int(seed), ESTIMATORS
+        return n_max, seed, ESTIMATORS
     if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Sequence):
         raise ValueError(f"estimators must be a list of estimator names (or None for all); got {estimators!r}")
     names = list(estimators)
@@ -314,7 +286,7 @@ def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int
             chosen.append(estimator(name))
         except KeyError as exc:
             raise ValueError(f"estimators: {exc.args[0]}") from None
-    return int(max_examples), int(seed), tuple(chosen)
+    return n_max, seed, tuple(chosen)
 
 
 def axiom_rows(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -353,6 +325,18 @@ def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str
     import pandas as pd
 
     return pd.DataFrame(axiom_rows(max_examples, seed, estimators))
+
+
+def grid_text(signed: bool = False) -> str:
+    """The set of inner values the search draws (tenths up to :data:`~shapley.theory.axiom_search.TENTHS`), as
+    text for the book.
+
+    Examples:
+        >>> grid_text(), grid_text(signed=True)
+        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}')
+    """
+    top = TENTHS / 10
+    return "{" + (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}" + "}"
 
 
 def short_verdict(verdict: str) -> str:

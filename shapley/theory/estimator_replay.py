@@ -27,7 +27,7 @@ MODULES = (
     "shapley.theory.axioms",
     "shapley.theory.axiom_search",
     "shapley.theory.properties",
-    "shapley.theory.property_checks",
+    "shapley.theory.worstcase",
     "shapley.core.baselines.entropies",
     "shapley.core.baselines.spectral",
     "shapley.core.entropy",

@@ -9,8 +9,8 @@ examples depend on). The page only reads it (:func:`load`, :func:`search_results
 
 * ``searches``: :func:`shapley.theory.search.search_counterexample` for each entry of :data:`SEARCHES`, and
   :func:`shapley.theory.search.search_step_counterexample` for each entry of :data:`STEPS` (the Appendix A steps);
-* ``chain_rule``: :func:`shapley.theory.properties.chain_rule_check`, the witness of
-  :func:`shapley.theory.properties.prop35_readings`.
+* ``chain_rule``: :func:`shapley.theory.propositions.chain_rule_check`, the witness of
+  :func:`shapley.theory.propositions.prop35_readings`.
 
 :func:`search_results` rebuilds each stored search as a :class:`~shapley.theory.search.SearchResult`, its ``check``
 recomputed from the stored example by the property's own function (milliseconds), and refuses a record whose
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from shapley.theory import freshness
+from shapley.theory import freshness, propositions
 from shapley.theory import properties as pr
 from shapley.theory import search as se
 
@@ -36,7 +36,7 @@ RECORD_FILE = "properties_searches.json"
 MODULES = (
     "shapley.theory.search",
     "shapley.theory.properties",
-    "shapley.theory.property_checks",
+    "shapley.theory.propositions",
     "shapley.theory.worstcase",
     "shapley.core.entropy",
     "shapley.core.kernel",
@@ -117,7 +117,7 @@ def compute(settings: Mapping[str, Any] = SETTINGS) -> dict[str, Any]:
         res = se.search_step_counterexample(s["prop"], **s["kwargs"], max_examples=settings["max_examples"])
         searches[name] = {"kind": "step", **_entry(res, s["kwargs"], time.perf_counter() - t0)}
     t0 = time.perf_counter()
-    chain = pr.chain_rule_check(**settings["chain_rule"])
+    chain = propositions.chain_rule_check(**settings["chain_rule"])
     return {
         "command": COMMAND,
         "freshness": freshness.freshness(settings, MODULES),

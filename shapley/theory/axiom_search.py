@@ -37,9 +37,6 @@ N_RANGES: dict[str, tuple[int, int]] = {"1": (3, 6), "2": (3, 6), "3": (3, 5)}
 SHRINK_BUDGET = 400
 """Most property checks the greedy shrinker may spend on one counterexample."""
 
-PROPERTIES = ("1", "2", "3")
-READINGS = ("sentence", "rv")
-
 Matrix = NDArray[np.float64]
 
 
@@ -71,7 +68,6 @@ class Estimator:
     rv: Callable[[Matrix], float] | None
     uses_likelihoods: bool
     rv_nonnegative: bool
-    description: str
 
 
 def _shap_sentence(C: Matrix, p: NDArray[np.float64] | None) -> float:
@@ -79,32 +75,20 @@ def _shap_sentence(C: Matrix, p: NDArray[np.float64] | None) -> float:
 
 
 ESTIMATORS: tuple[Estimator, ...] = (
-    Estimator("Shap", _shap_sentence, gaussian_entropy, False, False, "Gaussian entropy of the kernel matrix"),
-    Estimator(
-        "SE",
-        lambda C, p: baselines.semantic_entropy(_loglik(p), _clusters(C)),
-        None,
-        True,
-        False,
-        "semantic entropy",
-    ),
-    Estimator("DSE", lambda C, p: baselines.discrete_semantic_entropy(_clusters(C)), None, False, False, "discrete SE"),
-    Estimator("NumSet", lambda C, p: baselines.num_semantic_sets(_clusters(C)), None, False, False, "semantic sets"),
-    Estimator("EigV", lambda C, p: baselines.eigv(C), baselines.eigv, False, True, "sum of Laplacian eigen-gaps"),
-    Estimator("Deg", lambda C, p: baselines.degree(C), baselines.degree, False, True, "1 - mean degree"),
-    Estimator("Ecc", lambda C, p: baselines.eccentricity(C), baselines.eccentricity, False, True, "eccentricity"),
-    Estimator(
-        "KLE",
-        lambda C, p: baselines.kernel_language_entropy(C),
-        baselines.kernel_language_entropy,
-        False,
-        True,
-        "kernel language entropy",
-    ),
-    Estimator("NE", lambda C, p: baselines.predictive_entropy(_loglik(p)), None, True, False, "predictive entropy"),
+    Estimator("Shap", _shap_sentence, gaussian_entropy, False, False),
+    Estimator("SE", lambda C, p: baselines.semantic_entropy(_loglik(p), _clusters(C)), None, True, False),
+    Estimator("DSE", lambda C, p: baselines.discrete_semantic_entropy(_clusters(C)), None, False, False),
+    Estimator("NumSet", lambda C, p: baselines.num_semantic_sets(_clusters(C)), None, False, False),
+    Estimator("EigV", lambda C, p: baselines.eigv(C), baselines.eigv, False, True),
+    Estimator("Deg", lambda C, p: baselines.degree(C), baselines.degree, False, True),
+    Estimator("Ecc", lambda C, p: baselines.eccentricity(C), baselines.eccentricity, False, True),
+    Estimator("KLE", lambda C, p: baselines.kernel_language_entropy(C), baselines.kernel_language_entropy, False, True),
+    Estimator("NE", lambda C, p: baselines.predictive_entropy(_loglik(p)), None, True, False),
 )
-"""Every estimator judged, in display order: Shap, SE, DSE, NumSet, EigV, Deg, Ecc, KLE and NE (predictive
-entropy; lexical similarity needs texts, which no entailment matrix provides)."""
+"""Every estimator judged, in display order: Shap (Gaussian entropy of the kernel matrix), SE (semantic entropy),
+DSE (discrete SE), NumSet (number of semantic sets), EigV (sum of Laplacian eigen-gaps), Deg (1 - mean degree),
+Ecc (eccentricity), KLE (kernel language entropy) and NE (predictive entropy; lexical similarity needs texts,
+which no entailment matrix provides)."""
 
 
 def estimator(name: str) -> Estimator:
@@ -117,9 +101,7 @@ def estimator(name: str) -> Estimator:
 
 def applicable(est: Estimator, reading: str) -> bool:
     """Whether ``est`` can be judged in ``reading`` (every estimator takes an entailment matrix)."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}; got {reading!r}")
-    return reading == "sentence" or est.rv is not None
+    return pr.checked_reading(reading) == "sentence" or est.rv is not None
 
 
 def value(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> float:
@@ -266,19 +248,15 @@ def check_property3(
     return pr.judge_property3(reading, j, old, new, margin, tightest)
 
 
-def _check_example(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck:
-    M, p = ex.matrix(), ex.likelihoods()
-    if prop == "1":
-        return check_property1(est, ex.reading, M, p)
-    if prop == "2":
-        return check_property2(est, ex.reading, M, p)
-    return check_property3(est, ex.reading, M, ex.j, p)
-
-
 def check(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
     """Property ``prop`` for ``est`` on ``ex``; None when U's Shapley values are undefined there."""
+    M, p = ex.matrix(), ex.likelihoods()
     try:
-        return _check_example(est, prop, ex)
+        if prop == "1":
+            return check_property1(est, ex.reading, M, p)
+        if prop == "2":
+            return check_property2(est, ex.reading, M, p)
+        return check_property3(est, ex.reading, M, ex.j, p)
     except ValueError as exc:
         if "undefined" not in str(exc):
             raise

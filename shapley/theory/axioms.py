@@ -22,13 +22,13 @@ Readings (as in :mod:`shapley.theory.properties`):
     take a correlation matrix: "not applicable". Duplicate: an exact copy (correlation 1); unrelated:
     independent (correlation 0).
 
-The search (:func:`search_cell`) is a seeded random search followed by a greedy shrink, numpy only, so the
-table needs neither hypothesis nor a GPU: each (estimator, property, reading) cell draws from its own
-``numpy`` generator seeded by ``(seed, crc32(cell name))``, so a run with fewer examples replays a prefix of
-a longer one. Verdicts: ``"fails"`` (with the shrunk counterexample), ``"no counterexample in N examples"``
-(a search is not a proof), ``"not applicable"``, and for the cells settled by hand (:data:`KNOWN`):
-``"fails"`` with a hand-built witness the search's grid misses, ``"proved"`` where a derivation settles the
-cell (the search still runs, and a counterexample would overrule the proof's verdict, so a wrong proof shows),
+The search (:func:`~shapley.theory.axiom_search.first_counterexample`) is a seeded random search followed by a
+greedy shrink, numpy only, so the table needs neither hypothesis nor a GPU: each (estimator, property, reading)
+cell draws from its own ``numpy`` generator seeded by ``(seed, crc32(cell name))``, so a run with fewer examples
+replays a prefix of a longer one. Verdicts: ``"fails"`` (with the shrunk counterexample), ``"no counterexample in
+N examples"`` (a search is not a proof), ``"not applicable"``, and for the cells settled by hand (:data:`KNOWN`):
+``"fails"`` with a hand-built witness the search's grid misses, ``"proved"`` where a derivation settles the cell
+(the search still runs, and a counterexample would overrule the proof's verdict, so a wrong proof shows),
 ``"undefined"`` where the property cannot be judged on any input of the cell.
 
 The estimators, the property checks for one estimator and the search live in :mod:`shapley.theory.axiom_search`;
@@ -44,6 +44,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +56,6 @@ from shapley.theory.axiom_search import (
     CLUSTER_THRESHOLD,
     ESTIMATORS,
     N_RANGES,
-    PROPERTIES,
-    READINGS,
     SENTENCE_BETA,
     SHRINK_BUDGET,
     TENTHS,
@@ -64,9 +63,9 @@ from shapley.theory.axiom_search import (
     Example,
     applicable,
     check,
-    estimator,
     first_counterexample,
 )
+from shapley.theory.properties import PROPERTIES, READINGS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,17 +102,6 @@ class CellResult:
     examples: int
     example: Example | None
     check: pr.PropertyCheck | None
-
-
-def search_cell(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
-    """Draw up to ``max_examples`` seeded examples (:func:`~shapley.theory.axiom_search.first_counterexample`);
-    the first counterexample, shrunk, makes the verdict ``"fails"``."""
-    if not applicable(est, reading):
-        return CellResult(est.name, prop, reading, NOT_APPLICABLE, 0, None, None)
-    found = first_counterexample(est, prop, reading, max_examples, seed)
-    if found is None:
-        return CellResult(est.name, prop, reading, no_counterexample(max_examples), max_examples, None, None)
-    return CellResult(est.name, prop, reading, FAILS, *found)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -195,9 +183,10 @@ KNOWN: dict[tuple[str, str, str], KnownCell] = {
 
 
 def cell_result(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
-    """The cell's result: :func:`search_cell`, overruled by :data:`KNOWN` where a witness, a proof or the
-    cell's construction settles it. A known witness is checked here (it must fail); a proved cell keeps its
-    search's counterexample if the search finds one."""
+    """The cell's result: the first of up to ``max_examples`` seeded examples that fails, shrunk
+    (:func:`~shapley.theory.axiom_search.first_counterexample`, verdict ``"fails"``), overruled by :data:`KNOWN`
+    where a witness, a proof or the cell's construction settles it. A known witness is checked here (it must
+    fail); a proved cell keeps its search's counterexample if the search finds one."""
     known = KNOWN.get((est.name, prop, reading))
     if known is not None and known.kind == FAILS:
         ex = known.witness()
@@ -207,31 +196,13 @@ def cell_result(est: Estimator, prop: str, reading: str, max_examples: int, seed
         return CellResult(est.name, prop, reading, FAILS, 0, ex, chk)
     if known is not None and known.kind == UNDEFINED:
         return CellResult(est.name, prop, reading, UNDEFINED, 0, None, None)
-    res = search_cell(est, prop, reading, max_examples, seed)
-    if known is not None and known.kind == PROVED and res.verdict != FAILS:
-        return CellResult(est.name, prop, reading, PROVED, res.examples, None, None)
-    return res
-
-
-def with_known_cells(table: pd.DataFrame) -> pd.DataFrame:
-    """A stored table (``axiom_table.csv``) with the :data:`KNOWN` cells applied, for tables written before
-    they existed; tables written now already hold them, and applying twice changes nothing."""
-    import pandas as pd
-
-    rows = []
-    for r in table.to_dict("records"):
-        known = KNOWN.get((r["estimator"], str(r["property"]), r["reading"]))
-        if known is not None and not (known.kind == PROVED and r["verdict"] == FAILS):
-            res = cell_result(estimator(r["estimator"]), str(r["property"]), r["reading"], 1)
-            ce = describe(res)
-            r = {
-                **r,
-                "verdict": known.kind,
-                "counterexample": json.dumps(ce, separators=(",", ":")) if ce else "",
-                "examples": int(r["examples"]) if known.kind == PROVED else 0,
-            }
-        rows.append(r)
-    return pd.DataFrame(rows, columns=table.columns).astype(table.dtypes.to_dict())
+    if not applicable(est, reading):
+        return CellResult(est.name, prop, reading, NOT_APPLICABLE, 0, None, None)
+    found = first_counterexample(est, prop, reading, max_examples, seed)
+    if found is not None:
+        return CellResult(est.name, prop, reading, FAILS, *found)
+    verdict = PROVED if known is not None and known.kind == PROVED else no_counterexample(max_examples)
+    return CellResult(est.name, prop, reading, verdict, max_examples, None, None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -268,63 +239,52 @@ def describe(result: CellResult) -> dict[str, Any]:
 
 
 def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int, int, tuple[Estimator, ...]]:
-    """Validate :func:`axiom_rows`' arguments: ValueError naming the parameter on a wrong kind or value."""
+    """Validate :func:`axiom_table`'s arguments: ValueError naming the parameter on a wrong kind or value."""
     n_max, seed = validate.positive_int(max_examples, "max_examples"), validate.integer(seed, "seed", minimum=0)
     if estimators is None:
         return n_max, seed, ESTIMATORS
-    if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Sequence):
-        raise ValueError(f"estimators must be a list of estimator names (or None for all); got {estimators!r}")
+    if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Sequence) or not estimators:
+        raise ValueError(f"estimators must be a non-empty list of estimator names (or None); got {estimators!r}")
     names = list(estimators)
-    if not names:
-        raise ValueError("estimators must name at least one estimator (or be None for all); got an empty list")
-    repeated = sorted({x for x in names if names.count(x) > 1}, key=str)
+    repeated = sorted({str(x) for x in names if names.count(x) > 1})
     if repeated:
         raise ValueError(f"estimators must be distinct; repeated: {repeated}")
-    chosen = []
-    for name in names:
-        try:
-            chosen.append(estimator(name))
-        except KeyError as exc:
-            raise ValueError(f"estimators: {exc.args[0]}") from None
-    return n_max, seed, tuple(chosen)
+    known = {e.name: e for e in ESTIMATORS}
+    unknown = [x for x in names if x not in known]
+    if unknown:
+        raise ValueError(f"estimators: unknown {unknown}; known: {list(known)}")
+    return n_max, seed, tuple(known[x] for x in names)
 
 
-def axiom_rows(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One row per (estimator, property, reading): the columns of :func:`axiom_table` as plain dicts.
+def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
+    """The tidy table, one row per (estimator, property, reading): columns ``estimator``, ``property`` ("1", "2",
+    "3"), ``reading`` ("sentence", "rv"), ``verdict`` ("fails", "no counterexample in N examples", "not
+    applicable", "proved", "undefined"), ``counterexample`` (compact JSON of the shrunk example, :func:`describe`,
+    or empty) and ``examples`` (examples drawn until the first counterexample, or N). Needs pandas (installed with
+    the pipeline, test and book extras).
 
     ``max_examples``: a positive integer; ``seed``: a non-negative integer; ``estimators``: distinct names
     of :data:`ESTIMATORS` (a list, not one string), or None for all. Anything else is a ValueError naming
     the parameter.
     """
-    n_max, seed, chosen = _check_arguments(max_examples, seed, estimators)
-    rows = []
-    for reading in READINGS:
-        for est in chosen:
-            for prop in PROPERTIES:
-                res = cell_result(est, prop, reading, n_max, seed)
-                ce = describe(res)
-                rows.append(
-                    {
-                        "estimator": est.name,
-                        "property": prop,
-                        "reading": reading,
-                        "verdict": res.verdict,
-                        "counterexample": json.dumps(ce, separators=(",", ":")) if ce else "",
-                        "examples": res.examples,
-                    }
-                )
-    return rows
-
-
-def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
-    """The tidy table: columns ``estimator``, ``property`` ("1", "2", "3"), ``reading`` ("sentence", "rv"),
-    ``verdict`` ("fails", "no counterexample in N examples", "not applicable", "proved", "undefined"),
-    ``counterexample`` (compact
-    JSON of the shrunk example, :func:`describe`, or empty) and ``examples`` (examples drawn until the first
-    counterexample, or N). Needs pandas (installed with the pipeline, test and book extras)."""
     import pandas as pd
 
-    return pd.DataFrame(axiom_rows(max_examples, seed, estimators))
+    n_max, seed, chosen = _check_arguments(max_examples, seed, estimators)
+    rows = []
+    for reading, est, prop in product(READINGS, chosen, PROPERTIES):
+        res = cell_result(est, prop, reading, n_max, seed)
+        ce = describe(res)
+        rows.append(
+            {
+                "estimator": est.name,
+                "property": prop,
+                "reading": reading,
+                "verdict": res.verdict,
+                "counterexample": json.dumps(ce, separators=(",", ":")) if ce else "",
+                "examples": res.examples,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def grid_text(signed: bool = False) -> str:
@@ -424,11 +384,9 @@ def settings(max_examples: int, seed: int) -> dict[str, Any]:
 
 def write_axiom_table(out_dir: str | Path, max_examples: int = FULL_MAX_EXAMPLES, seed: int = 0) -> Path:
     """Compute the table and write ``axiom_table.csv`` and ``axiom_settings.json`` into ``out_dir``."""
-    import pandas as pd
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(axiom_rows(max_examples, seed)).to_csv(out / "axiom_table.csv", index=False)
+    axiom_table(max_examples, seed).to_csv(out / "axiom_table.csv", index=False)
     (out / "axiom_settings.json").write_text(json.dumps(settings(max_examples, seed), indent=2) + "\n")
     return out / "axiom_table.csv"
 

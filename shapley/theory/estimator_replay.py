@@ -46,11 +46,10 @@ def table_digest(axioms_dir: str | Path) -> str:
 
 
 def read_table(axioms_dir: str | Path) -> Any:
-    """The stored table (``axiom_table.csv``) with the hand-settled cells applied, as the page reads it."""
+    """The stored table (``axiom_table.csv``, which holds the hand-settled cells), as the page reads it."""
     import pandas as pd
 
-    path = Path(axioms_dir) / TABLE_FILE
-    return ax.with_known_cells(pd.read_csv(path, keep_default_na=False, dtype={"property": str}))
+    return pd.read_csv(Path(axioms_dir) / TABLE_FILE, keep_default_na=False, dtype={"property": str})
 
 
 def compute(axioms_dir: str | Path, settings: Mapping[str, Any] = SETTINGS) -> dict[str, Any]:

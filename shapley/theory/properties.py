@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,8 +43,12 @@ from shapley.core.entropy import gaussian_entropy, shapley_values
 from shapley.core.kernel import kernel_matrix
 from shapley.core.psd import gershgorin_beta_bound, is_singular
 
-Reading = Literal["rv", "sentence"]
-READINGS: tuple[str, ...] = ("rv", "sentence")
+Reading = Literal["sentence", "rv"]
+READINGS: tuple[str, ...] = get_args(Reading)
+"""The two readings of "replace an answer", in display order."""
+
+PROPERTIES = ("1", "2", "3")
+"""The paper's three properties (Sec. 3.4), by number."""
 
 TOL = 1e-9
 """Absolute tolerance (nats) for "<=", "<", ">=", ">" between uncertainties and for ties in argmin."""
@@ -99,6 +103,15 @@ def _unit(C: ArrayLike) -> NDArray[np.float64]:
     return validate.symmetric_matrix(A, "C")
 
 
+def _replaced(A: NDArray[np.float64], i: int, row: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """A copy of the symmetric ``A`` whose row and column i are ``row`` (unit diagonal kept)."""
+    out = A.copy()
+    out[i, :] = row
+    out[:, i] = row
+    out[i, i] = 1.0
+    return out
+
+
 def rv_duplicate(R: ArrayLike, i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
     """Correlation matrix after replacing variable i by ``g = rho s_m + sqrt(1 - rho**2) z`` (z independent).
 
@@ -108,21 +121,12 @@ def rv_duplicate(R: ArrayLike, i: int, m: int, rho: float = 1.0) -> NDArray[np.f
     A = checked_correlation(R)
     if not 0.0 <= rho <= 1.0:
         raise ValueError(f"rho must be in [0, 1]; got {rho!r}")
-    out = A.copy()
-    row = rho * A[m]
-    out[i, :] = row
-    out[:, i] = row
-    out[i, i] = 1.0
-    return out
+    return _replaced(A, i, rho * A[m])
 
 
 def rv_independent(R: ArrayLike, i: int) -> NDArray[np.float64]:
     """Correlation matrix after replacing variable i by one independent of all others (row/column e_i)."""
-    out = checked_correlation(R).copy()
-    out[i, :] = 0.0
-    out[:, i] = 0.0
-    out[i, i] = 1.0
-    return out
+    return _replaced(checked_correlation(R), i, 0.0)
 
 
 def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
@@ -131,10 +135,7 @@ def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
     For i == m the duplicate stands in for m itself and C is unchanged.
     """
     A = _unit(C)
-    out = A.copy()
-    out[i, :] = A[m]
-    out[:, i] = A[m]
-    out[i, i] = 1.0
+    out = _replaced(A, i, A[m])
     if i != m:
         out[i, m] = out[m, i] = 1.0
     return out
@@ -142,11 +143,7 @@ def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
 
 def sentence_unrelated(C: ArrayLike, i: int) -> NDArray[np.float64]:
     """C after replacing answer i by an answer unrelated to all others (C = 0 off the diagonal)."""
-    out = _unit(C).copy()
-    out[i, :] = 0.0
-    out[:, i] = 0.0
-    out[i, i] = 1.0
-    return out
+    return _replaced(_unit(C), i, 0.0)
 
 
 def rv_r_squared(R: ArrayLike) -> NDArray[np.float64]:

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from itertools import product
 from typing import Any
 
 import hypothesis
@@ -238,21 +239,15 @@ def violation_score(check: pr.PropertyCheck) -> float:
         r = check.rows[0]
         drop = r.old - r.new
         return float(min(check.detail["premise_margin"], drop)) if math.isfinite(drop) else math.nan
-    moves = []
-    for r in check.rows:
-        if not (math.isfinite(r.old) and math.isfinite(r.new)):
-            continue
-        moves.append(r.new - r.old if r.required in ("<=", "<") else r.old - r.new)
+    finite = [r for r in check.rows if math.isfinite(r.old) and math.isfinite(r.new)]
+    moves = [r.new - r.old if r.required in ("<=", "<") else r.old - r.new for r in finite]
     return float(max(moves)) if moves else math.nan
 
 
 def step_score(step: pr.StepCheck) -> float:
     """Largest wrong-way move of a Shapley value in an Appendix A step (nats; > 0 means the step fails)."""
-    d = step.phi_new - step.phi_old
     sign = 1.0 if "<=" in step.direction else -1.0
-    mask = np.ones(d.size, dtype=bool)
-    mask[step.replaced] = False
-    vals = sign * d[mask]
+    vals = np.delete(sign * (step.phi_new - step.phi_old), step.replaced)
     vals = vals[np.isfinite(vals)]
     return float(vals.max()) if vals.size else math.nan
 
@@ -288,10 +283,8 @@ def grid_values(steps: int = GRID_STEPS) -> list[float]:
 
 def _with_unrelated_g(C: NDArray[np.float64]) -> NDArray[np.float64]:
     """Joint matrix for Property 3: the answers of C plus g (last index), unrelated to all (C = 0)."""
-    n = C.shape[0]
-    M = np.zeros((n + 1, n + 1))
-    M[:n, :n] = C
-    M[n, n] = 1.0
+    M = np.pad(C, (0, 1))
+    M[-1, -1] = 1.0
     return M
 
 
@@ -317,21 +310,17 @@ def sentence_families(
     grid = grid_values(steps)
     lo, hi = n_range
     for n in range(max(lo, 3), hi + 1):
-        for eh in grid:
-            for er in grid:
-                C = pr.hub_C(n, eh, er)
-                label = f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})"
-                yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
-        for p in range(1, n // 2 + 1):
-            for within in grid:
-                for across in grid:
-                    C = two_group_C(p, n - p, within, across)
-                    label = f"two groups(p={p}, q={n - p}, within={within:g}, across={across:g})"
-                    yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+        for eh, er in product(grid, grid):
+            C = pr.hub_C(n, eh, er)
+            yield f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})", (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+        for p, within, across in product(range(1, n // 2 + 1), grid, grid):
+            C = two_group_C(p, n - p, within, across)
+            label = f"two groups(p={p}, q={n - p}, within={within:g}, across={across:g})"
+            yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
 
 
 def _check_prop(prop: str) -> None:
-    if prop not in ("1", "2", "3"):
+    if prop not in pr.PROPERTIES:
         raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
 
 

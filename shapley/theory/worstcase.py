@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
 from shapley.core.psd import gershgorin_beta_bound, min_eigenvalue, paper_beta_bound
 
@@ -41,9 +42,7 @@ EXHAUSTIVE_MAX_N = 7
 
 
 def _check_n(n: int, low: int = 1) -> int:
-    if int(n) != n or n < low:
-        raise ValueError(f"n must be an integer >= {low}; got {n!r}")
-    return int(n)
+    return validate.integer(n, "n", minimum=low)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -76,28 +75,21 @@ def two_group_C(p: int, q: int, within: float = 0.0, across: float = 1.0) -> NDA
     return _split_C(np.r_[np.zeros(p), np.ones(q)], within, across)
 
 
-def two_group_min_eigenvalue(p: int, q: int, a: float = A_FLOOR) -> float:
-    """lambda_min of the beta = 1 kernel of :func:`two_group_C` ``(p, q)``, in closed form.
-
-    Inside a group the kernel is ``(1 - a) I + a J`` and across groups it is all ones, so on vectors that
-    sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the two group indicators as
-    the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
-    """
-    p, q = _check_n(p, 0), _check_n(q, 0)
-    lam2 = (1 - a) + a * (p + q) / 2 - 0.5 * math.sqrt(a**2 * (p - q) ** 2 + 4 * p * q)
-    return float(min(lam2, 1 - a)) if max(p, q) > 1 else float(lam2)
-
-
 def min_kernel_eigenvalue(n: int, a: float = A_FLOOR) -> float:
     """m(n): the smallest eigenvalue any beta = 1 kernel matrix of size n can have (exact, closed form).
 
     ``1 - a + a n / 2 - sqrt(n**2 - (1 - a**2) (n mod 2)) / 2``; it equals ``(1 - a)(1 - n/2)`` for even n.
-    For n = 1 it is 1 (a single answer).
+    For n = 1 it is 1 (a single answer). It is lambda_min of the kernel of the balanced :func:`two_group_C`
+    ``(p, q)``: inside a group the kernel is ``(1 - a) I + a J`` and across groups it is all ones, so on vectors
+    that sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the two group indicators
+    as the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
     """
     n = _check_n(n)
     if n == 1:
         return 1.0
-    return two_group_min_eigenvalue(n // 2, n - n // 2, a)
+    p, q = n // 2, n - n // 2
+    lam2 = (1 - a) + a * (p + q) / 2 - 0.5 * math.sqrt(a**2 * (p - q) ** 2 + 4 * p * q)
+    return float(min(lam2, 1 - a)) if max(p, q) > 1 else float(lam2)
 
 
 def beta_star(n: int, a: float = A_FLOOR) -> float:
@@ -108,8 +100,7 @@ def beta_star(n: int, a: float = A_FLOOR) -> float:
 
 def smallest_failing_n(beta: float, n_max: int = 10_000) -> int | None:
     """Smallest n at which some C makes R_beta non-PSD (from the closed form); None if none up to n_max."""
-    if not 0 < beta <= 1:
-        raise ValueError(f"beta must be in (0, 1]; got {beta!r}")
+    beta = validate.beta_value(beta)
     for n in range(1, n_max + 1):
         if beta_star(n) < beta:
             return n

@@ -99,14 +99,14 @@ def test_not_applicable_in_the_rv_reading() -> None:
     for name in ("SE", "DSE", "NumSet", "NE"):
         est = axs.estimator(name)
         assert not axs.applicable(est, "rv") and axs.applicable(est, "sentence")
-        res = ax.search_cell(est, "1", "rv", 5)
+        res = ax.cell_result(est, "1", "rv", 5)
         assert res.verdict == ax.NOT_APPLICABLE and res.examples == 0 and res.example is None
         with pytest.raises(ValueError, match="not applicable"):
             axs.value(est, "rv", np.eye(2))
 
 
 def test_search_finds_and_shrinks_a_failure() -> None:
-    res = ax.search_cell(axs.estimator("NumSet"), "2", "sentence", 50, seed=0)
+    res = ax.cell_result(axs.estimator("NumSet"), "2", "sentence", 50, seed=0)
     assert res.verdict == ax.FAILS and res.check is not None and not res.check.holds
     assert res.example is not None and res.example.n_total == 2  # shrunk to two answers
     ce = ax.describe(res)
@@ -115,15 +115,15 @@ def test_search_finds_and_shrinks_a_failure() -> None:
 
 def test_search_is_seeded_and_a_prefix_of_a_longer_one() -> None:
     est = axs.estimator("KLE")
-    short, long = ax.search_cell(est, "1", "sentence", 40, seed=0), ax.search_cell(est, "1", "sentence", 400, seed=0)
+    short, long = ax.cell_result(est, "1", "sentence", 40, seed=0), ax.cell_result(est, "1", "sentence", 400, seed=0)
     assert short.verdict == ax.FAILS and short.examples <= 40
     assert (long.examples, long.example) == (short.examples, short.example)
-    other = ax.search_cell(est, "1", "sentence", 40, seed=1)
+    other = ax.cell_result(est, "1", "sentence", 40, seed=1)
     assert other.example != short.example or other.examples != short.examples
 
 
 def test_no_counterexample_verdict_states_the_size() -> None:
-    res = ax.search_cell(axs.estimator("Shap"), "2", "rv", 7, seed=0)  # true in this reading (chain rule)
+    res = ax.cell_result(axs.estimator("Shap"), "2", "rv", 7, seed=0)  # true in this reading (chain rule)
     assert res.verdict == "no counterexample in 7 examples" and res.example is None and ax.describe(res) == {}
 
 
@@ -138,7 +138,7 @@ def test_axiom_table_shape_and_vocabulary() -> None:
         assert {"replaced", "old", "new", "required"} <= set(json.loads(text))
     assert df.equals(ax.axiom_table(max_examples=5, seed=0, estimators=["Shap", "SE", "EigV"]))
     with pytest.raises(ValueError):
-        ax.axiom_rows(max_examples=0)
+        ax.axiom_table(max_examples=0)
 
 
 def test_write_axiom_table(tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ def test_stored_full_table_is_reproduced_by_a_short_run() -> None:
     )
     short = ax.axiom_table(max_examples=20, seed=settings["seed"], estimators=["Shap", "SE", "NumSet", "Ecc", "Deg"])
     assert (short.verdict == ax.FAILS).sum() > 0
-    assert ax.prefix_mismatches(short, ax.with_known_cells(stored)) == []
+    assert ax.prefix_mismatches(short, stored) == []
 
 
 def test_prefix_mismatches_detects_a_changed_counterexample() -> None:
@@ -195,29 +195,21 @@ def test_the_property2_hub_lies_inside_the_searched_sizes_but_off_the_grid() -> 
 
 
 def test_the_stored_table_shows_the_witnesses_and_the_proofs() -> None:
-    """The committed table (``make axioms``) holds the known cells itself, and ``with_known_cells`` (which the book
-    applies to tables written before those cells existed) changes nothing in it."""
+    """The committed table (``make axioms``) holds every hand-settled cell as the code settles it now."""
     stored = _stored()
     table = stored.set_index(["estimator", "property", "reading"])
     for prop in ("2", "3"):
         assert table.loc[("Shap", prop, "sentence"), "verdict"] == ax.FAILS  # the hand-built hub witnesses
-    for reading in axs.READINGS:
-        for prop in axs.PROPERTIES:
+    for reading in pr.READINGS:
+        for prop in pr.PROPERTIES:
             assert table.loc[("Deg", prop, reading), "verdict"] == ax.PROVED
     assert table.loc[("Shap", "1", "rv"), "verdict"] == ax.UNDEFINED
-    assert ax.with_known_cells(stored).equals(stored)
-
-
-def test_known_cells_are_applied_to_a_table_written_before_them() -> None:
-    old = _stored().copy()
-    where = (old["estimator"] == "Shap") & (old["reading"] == "sentence") & old["property"].isin(["2", "3"])
-    old.loc[where, "verdict"] = (
-        "no counterexample in 2000 examples"  # what the table said before the witnesses were added
-    )
-    table = ax.with_known_cells(old).set_index(["estimator", "property", "reading"])
-    for prop in ("2", "3"):
-        assert table.loc[("Shap", prop, "sentence"), "verdict"] == ax.FAILS
-    assert ax.with_known_cells(ax.with_known_cells(old)).equals(ax.with_known_cells(old))
+    for (name, prop, reading), known in ax.KNOWN.items():
+        row = table.loc[(name, prop, reading)]
+        assert row.verdict == known.kind
+        if known.kind == ax.FAILS:
+            ce = ax.describe(ax.cell_result(axs.estimator(name), prop, reading, 1))
+            assert json.loads(row.counterexample) == json.loads(json.dumps(ce))
 
 
 def test_an_exact_copy_leaves_shaps_values_undefined_so_the_rv_cell_cannot_be_judged() -> None:
@@ -251,8 +243,8 @@ def test_deg_shapley_values_are_affine_and_decreasing_in_the_degree() -> None:
         np.testing.assert_allclose(phi, (n - 1) / n**2 + b * T + (a - b) * d, atol=1e-12)
 
 
-@pytest.mark.parametrize("prop", axs.PROPERTIES)
-@pytest.mark.parametrize("reading", axs.READINGS)
+@pytest.mark.parametrize("prop", pr.PROPERTIES)
+@pytest.mark.parametrize("reading", pr.READINGS)
 def test_the_proved_deg_cells_survive_their_search(prop, reading) -> None:
     res = ax.cell_result(axs.estimator("Deg"), prop, reading, 60, seed=1)
     assert res.verdict == ax.PROVED and res.examples == 60

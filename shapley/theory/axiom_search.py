@@ -70,12 +70,8 @@ class Estimator:
     rv_nonnegative: bool
 
 
-def _shap_sentence(C: Matrix, p: NDArray[np.float64] | None) -> float:
-    return gaussian_entropy(kernel_matrix(C, SENTENCE_BETA))
-
-
 ESTIMATORS: tuple[Estimator, ...] = (
-    Estimator("Shap", _shap_sentence, gaussian_entropy, False, False),
+    Estimator("Shap", lambda C, p: gaussian_entropy(kernel_matrix(C, SENTENCE_BETA)), gaussian_entropy, False, False),
     Estimator("SE", lambda C, p: baselines.semantic_entropy(_loglik(p), _clusters(C)), None, True, False),
     Estimator("DSE", lambda C, p: baselines.discrete_semantic_entropy(_clusters(C)), None, False, False),
     Estimator("NumSet", lambda C, p: baselines.num_semantic_sets(_clusters(C)), None, False, False),
@@ -179,10 +175,6 @@ class Example:
         upper = symmetric_from_upper(self.n_total, self.params)
         return pr.corr_from_partials(upper) if self.reading == "rv" else upper
 
-    def likelihoods(self) -> NDArray[np.float64] | None:
-        """The likelihoods as an array, or None."""
-        return None if self.p is None else np.asarray(self.p, dtype=np.float64)
-
 
 def _duplicate(M: Matrix, reading: str, i: int, m: int) -> Matrix:
     return pr.sentence_duplicate(M, i, m) if reading == "sentence" else pr.rv_duplicate(M, i, m, 1.0)
@@ -250,7 +242,7 @@ def check_property3(
 
 def check(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
     """Property ``prop`` for ``est`` on ``ex``; None when U's Shapley values are undefined there."""
-    M, p = ex.matrix(), ex.likelihoods()
+    M, p = ex.matrix(), None if ex.p is None else np.asarray(ex.p, dtype=np.float64)
     try:
         if prop == "1":
             return check_property1(est, ex.reading, M, p)
@@ -309,10 +301,8 @@ def _drop(ex: Example, k: int, prop: str) -> Example:
     n = ex.n_total
     keep = [i for i in range(n) if i != k]
     sub = symmetric_from_upper(n, ex.params)[np.ix_(keep, keep)]
-    p = None
-    if ex.p is not None:
-        # Property 2 stores g's likelihood last, after the n answers' ones.
-        p = tuple(q for i, q in enumerate(ex.p) if i != k)
+    # (Property 2 stores g's likelihood last, after the n answers' ones.)
+    p = None if ex.p is None else tuple(q for i, q in enumerate(ex.p) if i != k)
     j = ex.j - (k < ex.j) if prop == "3" else 0
     return replace(ex, n_total=n - 1, params=tuple(sub[np.triu_indices(n - 1, 1)]), p=p, j=j)
 

@@ -126,7 +126,6 @@ class CosineSearch:
     min_eig_R: float
     X: NDArray[np.float64]
     n_starts: int
-    evaluations: int
 
 
 def search_min_eigenvalue(
@@ -165,15 +164,14 @@ def search_min_eigenvalue(
         X0[: W.shape[0]] = 0.0
         X0[: W.shape[0], : W.shape[1]] = W
         starts.append(X0)
-    best_val, best_X, evals = math.inf, np.eye(n), 0
+    best_val, best_X = math.inf, np.eye(n)
     for X0 in starts:
         res = _lbfgs(_value_and_grad, X0.ravel(), (n, b))
-        evals += int(res.nfev)
         for X in (res.x.reshape(n, n), X0):
             val = cosine_min_eigenvalue(X, b)
             if val < best_val:
                 best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
-    return CosineSearch(n, b, float(best_val), best_X, len(starts), evals)
+    return CosineSearch(n, b, float(best_val), best_X, len(starts))
 
 
 def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, n_min: int = 2) -> list[CosineSearch]:
@@ -222,18 +220,16 @@ def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, 
     seed = validate.integer(seed, "seed", minimum=0)
     b = validate.beta_value(beta)
     rng = np.random.default_rng(seed)
-    best_val, best_X, evals = math.inf, np.eye(n, dim), 0
+    best_val, best_X = math.inf, np.eye(n, dim)
     for _ in range(n_starts):
         x = rng.normal(size=n * dim)
         for t in SOFTMIN_TEMPERATURES:
-            res = _lbfgs(_softmin_value_and_grad, x, (n, b, t))
-            x, evals = res.x, evals + int(res.nfev)
-        res = _lbfgs(_value_and_grad, x, (n, b))
-        X, evals = res.x.reshape(n, dim), evals + int(res.nfev)
+            x = _lbfgs(_softmin_value_and_grad, x, (n, b, t)).x
+        X = _lbfgs(_value_and_grad, x, (n, b)).x.reshape(n, dim)
         val = cosine_min_eigenvalue(X, b)
         if val < best_val:
             best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
-    return CosineSearch(n, b, float(best_val), best_X, n_starts, evals)
+    return CosineSearch(n, b, float(best_val), best_X, n_starts)
 
 
 def circle_vectors(n: int) -> NDArray[np.float64]:

@@ -58,18 +58,13 @@ NEAR_ONE = 1.0 - 1e-6
 
 
 # ---------------------------------------------------------------------------------------------------
-# Efficiency: the total IS the joint entropy
+# Totals (by efficiency, the total IS the joint entropy), argmin, and the replacements
 # ---------------------------------------------------------------------------------------------------
 
 
 def efficiency_gap(R: ArrayLike) -> float:
     """``sum_i phi_i - h(N(0, R))`` in nats (exact Shapley values; zero up to round-off)."""
     return float(np.sum(shapley_values(R, "exact")) - gaussian_entropy(R))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Totals, argmin, and the replacements
-# ---------------------------------------------------------------------------------------------------
 
 
 def total_uncertainty(R: ArrayLike) -> float:
@@ -399,12 +394,9 @@ def _step(
 ) -> StepCheck:
     """The step's claim that every Shapley value but the ``exempt`` answers' falls (``falls``) or rises."""
     old, new = shapley_values(R_old, "exact"), shapley_values(R_new, "exact")
-    others = [k for k in range(old.size) if k not in exempt]
-    if falls:
-        bad = tuple(k for k in others if new[k] > old[k] + TOL)
-        return StepCheck(old, new, replaced, bad, "claimed phi_k(new) <= phi_k(old)")
-    bad = tuple(k for k in others if new[k] < old[k] - TOL)
-    return StepCheck(old, new, replaced, bad, "claimed phi_k(new) >= phi_k(old)")
+    wrong = [new[k] > old[k] + TOL if falls else new[k] < old[k] - TOL for k in range(old.size)]
+    bad = tuple(k for k in range(old.size) if k not in exempt and wrong[k])
+    return StepCheck(old, new, replaced, bad, f"claimed phi_k(new) {'<=' if falls else '>='} phi_k(old)")
 
 
 def appendix_step_property1(R: ArrayLike, i: int, rho: float = NEAR_ONE) -> StepCheck:

@@ -180,8 +180,12 @@ def _vine(n: int, vals: list[float]) -> NDArray[np.float64]:
     return pr.corr_from_partials(symmetric_from_upper(n, vals))
 
 
-def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[int, int], extra: int) -> Any:
-    """Strategy for (matrix of size n + extra, index in 0..n-1) with n drawn from ``n_range``."""
+def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[int, int], prop: str) -> Any:
+    """Strategy for (matrix of size n + extra, index in 0..n-1) with n drawn from ``n_range``; ``extra`` is 1 for
+    Property 3 (the answers plus g), else 0."""
+    if prop not in pr.PROPERTIES:
+        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
+    extra = 1 if prop == "3" else 0
 
     def matrices(n: int) -> Any:
         m = (n + extra) * (n + extra - 1) // 2
@@ -195,7 +199,7 @@ def _run_search(
     body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]],
     max_examples: int,
     derandomize: bool = True,
-) -> tuple[bool, Any, dict[str, Any] | None, int]:
+) -> tuple[bool, dict[str, Any] | None, Any, int]:
     state: dict[str, Any] = {"runs": 0, "last": None}
     # The probe's source, decorator line included, seeds the derandomised search: it must read exactly as
     # before to keep the published examples, so the derandomize choice comes in through this local name.
@@ -217,7 +221,7 @@ def _run_search(
         probe()
     except _Found:
         check, example = state["last"]
-        return True, check, example, state["runs"]
+        return True, example, check, state["runs"]
     return False, None, None, state["runs"]
 
 
@@ -319,11 +323,6 @@ def sentence_families(
             yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
 
 
-def _check_prop(prop: str) -> None:
-    if prop not in pr.PROPERTIES:
-        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
-
-
 def _conclusion_fails(x: tuple[NDArray[np.float64], int], beta: pr.BetaSpec) -> bool:
     """Property 3's cheap half: does g in place of s_j fail to raise the total? (The premise is costly.)"""
     old, new = _swap_in_g(*x)
@@ -336,7 +335,7 @@ def _sweep(
     families: Iterator[tuple[str, tuple[NDArray[np.float64], int]]],
     body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]],
     prefilter: Callable[[tuple[NDArray[np.float64], int]], bool] | None,
-) -> tuple[bool, Any, dict[str, Any] | None, int]:
+) -> tuple[bool, dict[str, Any] | None, Any, int]:
     """Check every input of ``families`` in order; stop at the first counterexample."""
     runs = 0
     for label, x in families:
@@ -345,7 +344,7 @@ def _sweep(
             continue
         ok, check, example, _ = body(x)
         if not ok:
-            return True, check, {**example, "family": label}, runs
+            return True, {**example, "family": label}, check, runs
     return False, None, None, runs
 
 
@@ -380,7 +379,6 @@ def search_counterexample(
     strict "<" part), so that ties cannot be blamed. ``found`` False is a budget (``examples_run``), not a proof.
     """
     reading = pr.checked_reading(reading)
-    _check_prop(prop)
     if singular and (prop != "2" or reading != "rv"):
         raise ValueError(
             "singular=True is for Property 2 in the rv reading: Properties 1 and 3 need Shapley "
@@ -395,31 +393,22 @@ def search_counterexample(
         values, build = st.integers(0, steps).map(lambda k: k / steps), symmetric_from_upper
         grid = "{0, 0.1, ..., 1}" if steps == 10 else "{0, 1/" + str(steps) + ", ..., 1}"
         desc = f"C entries in {grid}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
-    strategy = _matrices_and_index(values, build, n_range, 1 if prop == "3" else 0)
+    strategy = _matrices_and_index(values, build, n_range, prop)
     body = _property_body(prop, reading, {"rho": rho, "beta": beta, "strict_only": strict_only})
-    found, check, example, runs = _run_search(strategy, body, max_examples, derandomize)
+    found, example, check, runs = _run_search(strategy, body, max_examples, derandomize)
     swept = 0
     if reading == "sentence":
         desc += "; then every hub and two-group split on that grid"
         if not found:
             prefilter = partial(_conclusion_fails, beta=beta) if prop == "3" else None
-            found, check, example, swept = _sweep(sentence_families(prop, n_range, steps), body, prefilter)
+            found, example, check, swept = _sweep(sentence_families(prop, n_range, steps), body, prefilter)
     described = (
         f"n in {n_range[0]}..{n_range[1]}; {desc}; Property {prop}"
         + (f"; rho = {rho:g}" if prop == "1" and reading == "rv" else "")
         + ("; strict part only" if strict_only and prop == "1" else "")
     )
-    return SearchResult(
-        prop,
-        reading,
-        found,
-        example,
-        check,
-        runs + swept,
-        described,
-        {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps},
-        swept,
-    )
+    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps}
+    return SearchResult(prop, reading, found, example, check, runs + swept, described, settings, swept)
 
 
 def _step_body(prop: str) -> Callable[..., Any]:
@@ -453,17 +442,9 @@ def search_step_counterexample(
     some answer other than the replaced one whose Shapley value moves the way the proof says it cannot.
     For Property 1 the copy has rho = ``NEAR_ONE``; for Property 3 only inputs where the premise holds count.
     """
-    _check_prop(prop)
-    strategy = _matrices_and_index(_partials(), _vine, n_range, 1 if prop == "3" else 0)
-    found, check, example, runs = _run_search(strategy, _step_body(prop), max_examples, derandomize)
-    return SearchResult(
-        prop,
-        "rv",
-        found,
-        example,
-        check,
-        runs,
-        f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {partial_grid_text()}; "
-        f"Appendix A step of Property {prop}",
-        {"max_examples": max_examples, "derandomize": derandomize, "database": None},
-    )
+    strategy = _matrices_and_index(_partials(), _vine, n_range, prop)
+    outcome = _run_search(strategy, _step_body(prop), max_examples, derandomize)
+    described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {partial_grid_text()}; "
+    described += f"Appendix A step of Property {prop}"
+    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None}
+    return SearchResult(prop, "rv", *outcome, described, settings)

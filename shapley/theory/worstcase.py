@@ -134,6 +134,16 @@ def beta_bounds_table(ns: ArrayLike) -> list[dict[str, float]]:
 # ---------------------------------------------------------------------------------------------------
 
 
+def _batch(n: int, upper: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(m, n, n) symmetric matrices with unit diagonal whose strict upper triangles are the rows of ``upper``."""
+    iu = np.triu_indices(n, 1)
+    M = np.zeros((upper.shape[0], n, n))
+    M[:, iu[0], iu[1]] = upper
+    M[:, iu[1], iu[0]] = upper
+    M[:, np.arange(n), np.arange(n)] = 1.0
+    return M
+
+
 def symmetric_from_upper(n: int, values: ArrayLike) -> NDArray[np.float64]:
     """Symmetric (n, n) matrix with unit diagonal whose strict upper triangle, row by row, is ``values``.
 
@@ -168,21 +178,6 @@ class VertexSearch:
     exact: bool
 
 
-def _batch(n: int, upper: NDArray[np.float64]) -> NDArray[np.float64]:
-    """(m, n, n) symmetric matrices with unit diagonal whose strict upper triangles are the rows of ``upper``."""
-    iu = np.triu_indices(n, 1)
-    M = np.zeros((upper.shape[0], n, n))
-    M[:, iu[0], iu[1]] = upper
-    M[:, iu[1], iu[0]] = upper
-    M[:, np.arange(n), np.arange(n)] = 1.0
-    return M
-
-
-def _kernel_batch(n: int, bits: NDArray[np.int64], a: float) -> NDArray[np.float64]:
-    """The beta = 1 kernels (m, n, n) of the vertex matrices whose upper triangles are the rows of ``bits``."""
-    return _batch(n, np.where(bits == 1, 1.0, a))
-
-
 def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -> VertexSearch:
     """Minimum of lambda_min(K) over ALL vertex matrices of size n (exact, n <= ``EXHAUSTIVE_MAX_N``).
 
@@ -193,8 +188,6 @@ def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -
     n = _check_n(n)
     if n > EXHAUSTIVE_MAX_N:
         raise ValueError(f"exhaustive search is limited to n <= {EXHAUSTIVE_MAX_N}; got {n}")
-    if n == 1:
-        return VertexSearch(1, 1.0, np.eye(1), 1, True)
     m_rest = (n - 1) * (n - 2) // 2
     best, best_bits, checked = math.inf, None, 0
     for d in range(n):
@@ -203,7 +196,7 @@ def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -
             idx = np.arange(start, min(2**m_rest, start + chunk), dtype=np.int64)
             rest = (idx[:, None] >> np.arange(m_rest)) & 1
             bits = np.concatenate([np.broadcast_to(first, (idx.size, n - 1)), rest], axis=1)
-            lam = np.linalg.eigvalsh(_kernel_batch(n, bits, a))[:, 0]
+            lam = np.linalg.eigvalsh(_batch(n, np.where(bits == 1, 1.0, a)))[:, 0]
             k = int(np.argmin(lam))
             checked += idx.size
             if lam[k] < best:
@@ -216,8 +209,6 @@ def partition_search(n: int, a: float = A_FLOOR) -> VertexSearch:
     """Minimum of lambda_min(K) over all two-group patterns (every split of the n answers; exact by the
     sign-pattern argument of the notebook). Checks ``2**(n-1)`` splits."""
     n = _check_n(n)
-    if n == 1:
-        return VertexSearch(1, 1.0, np.eye(1), 1, True)
     if n > 20:
         raise ValueError(f"partition_search enumerates 2**(n-1) splits; n = {n} > 20 is too many")
     best, best_C = math.inf, None
@@ -253,7 +244,7 @@ def local_search(n: int, n_starts: int = 200, seed: int = 0, a: float = A_FLOOR)
         while True:
             flips = np.repeat(bits[None, :], m, axis=0)
             flips[np.arange(m), np.arange(m)] ^= 1
-            lam = np.linalg.eigvalsh(_kernel_batch(n, flips, a))[:, 0]
+            lam = np.linalg.eigvalsh(_batch(n, np.where(flips == 1, 1.0, a)))[:, 0]
             checked += m
             k = int(np.argmin(lam))
             if lam[k] >= cur - 1e-12:
@@ -371,9 +362,3 @@ def quadratic_form_circle(
     t = np.linspace(0, 2 * np.pi, n_points)
     X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
     return t, np.einsum("ki,ij,kj->k", X, M, X)
-
-
-def bottom_eigenvectors(M: ArrayLike, k: int = 2) -> NDArray[np.float64]:
-    """The k eigenvectors of the symmetric M with smallest eigenvalues, as columns (n, k)."""
-    _, V = np.linalg.eigh(np.asarray(M, dtype=np.float64))
-    return V[:, :k]

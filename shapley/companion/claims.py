@@ -141,8 +141,8 @@ def _holds(ok: bool, verdict: str = CONSISTENT) -> str:
 
 @functools.cache
 def _prop35_readings() -> tuple[Reading, ...]:
-    """Proposition 3.5 reading by reading, as ``shapley.theory.properties.prop35_readings`` decides it."""
-    from shapley.theory.properties import prop35_readings
+    """Proposition 3.5 reading by reading, as ``shapley.theory.propositions.prop35_readings`` decides it."""
+    from shapley.theory.propositions import prop35_readings
 
     return tuple(Reading(r.reading, r.verdict, r.reason + ".") for r in prop35_readings())
 
@@ -152,6 +152,7 @@ _RESULTS = "notebooks/results"
 _PROPERTIES = "notebooks/properties"
 _W = "shapley.theory.worstcase"
 _P = "shapley.theory.properties"
+_V = "shapley.theory.propositions"
 _MOZART = "shapley.companion.mozart"
 # the claims that share their place in the paper, their kind and their evidence page
 _mozart = functools.partial(Claim, where="Tables 1-2", kind="example", evidence=("notebooks/mozart",))
@@ -289,7 +290,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Shapley total is undefined too, so that input cannot separate h from the Shapley total.",
         readings=_prop35_readings,
         evidence=(_PROPERTIES,),
-        functions=(f"{_P}.prop35_readings", f"{_P}.chain_rule_check", f"{_P}.degenerate_witness"),
+        functions=(f"{_V}.prop35_readings", f"{_V}.chain_rule_check", f"{_V}.degenerate_witness"),
     ),
     Claim(
         id="prop-3.6",
@@ -312,11 +313,11 @@ CLAIMS: tuple[Claim, ...] = (
         "joint entropy.",
         evidence=(_PROPERTIES,),
         functions=(
-            f"{_P}.prop36_readings",
+            f"{_V}.prop36_readings",
             f"{_P}.property3_witness_rv",
             f"{_P}.property3_witness_sentence",
-            f"{_P}.degenerate_witness",
-            f"{_P}.sentence_premise_bounds",
+            f"{_V}.degenerate_witness",
+            f"{_V}.sentence_premise_bounds",
         ),
     ),
     Claim(

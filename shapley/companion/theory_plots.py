@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from shapley.theory.property_checks import StepCheck
+    from shapley.theory.properties import StepCheck
 
 #: Ordinal words for the answers a figure names by position.
 _ORDINALS = ("first", "second", "third", "fourth", "fifth")
@@ -185,7 +185,7 @@ def appendix_steps_figure(
     1/2 ln(2 pi e) dotted.
 
     Args:
-        property1, property3: the checks (:class:`shapley.theory.property_checks.StepCheck`: phi_old and phi_new
+        property1, property3: the checks (:class:`shapley.theory.properties.StepCheck`: phi_old and phi_new
             (n,), replaced, wrong_way).
         property3_ylim: the right panel's y range (a zoom on the values near 1/2 ln(2 pi e)); the left panel
             reaches down to 1.3 times the lowest new value (at least to -2.5).

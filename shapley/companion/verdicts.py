@@ -99,10 +99,10 @@ def _package_facts() -> dict[str, Any]:
     from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
     from shapley.pipeline.config import ScoringSettings
     from shapley.theory import properties as pr
-    from shapley.theory import worstcase
+    from shapley.theory import propositions, worstcase
 
     caveat = worstcase.beta_caveat(0.5)
-    property3 = [r.witness["property3"] for r in pr.prop36_readings() if "property3" in r.witness]
+    property3 = [r.witness["property3"] for r in propositions.prop36_readings() if "property3" in r.witness]
     R = pr.property3_witness_rv()[0]
     m = pr.argmin_player(R)
     rise = [pr.total_uncertainty(pr.rv_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]

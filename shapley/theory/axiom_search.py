@@ -2,8 +2,9 @@
 for one estimator and one input, and the seeded random search with its greedy shrinker.
 
 The readings, the rule (each estimator judged by its *own* Shapley values) and the verdicts are described in
-:mod:`shapley.theory.axioms`, which builds the table from :func:`search_cell` and re-exports this module's
-public names.
+:mod:`shapley.theory.axioms`, which builds the table from :func:`first_counterexample`. The properties' rules
+are those of :mod:`shapley.theory.properties` (:func:`~shapley.theory.properties.judge_property1` and its
+siblings), applied to each estimator's own totals and Shapley values.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from shapley.core import baselines
 from shapley.core.entropy import game_shapley_values, gaussian_entropy
 from shapley.core.kernel import kernel_matrix
 from shapley.theory import properties as pr
+from shapley.theory.worstcase import symmetric_from_upper
 
 SENTENCE_BETA = 0.5
 """Kernel scale of Shap in the sentence reading (the paper's default; R is PSD for every C up to n = 7)."""
@@ -32,23 +34,10 @@ CLUSTER_THRESHOLD = 0.5
 N_RANGES: dict[str, tuple[int, int]] = {"1": (3, 6), "2": (3, 6), "3": (3, 5)}
 """Number of answers drawn per property (Property 3 adds g: joint matrices up to 6 x 6)."""
 
-FULL_MAX_EXAMPLES = 2000
-"""Examples per cell of the stored full-size table (``make axioms``)."""
-
 SHRINK_BUDGET = 400
 """Most property checks the greedy shrinker may spend on one counterexample."""
 
-PROPERTIES = ("1", "2", "3")
-READINGS = ("sentence", "rv")
-FAILS = "fails"
-NOT_APPLICABLE = "not applicable"
-
 Matrix = NDArray[np.float64]
-
-
-def no_counterexample(n_examples: int) -> str:
-    """The verdict of a search that found nothing: ``"no counterexample in N examples"``."""
-    return f"no counterexample in {n_examples} examples"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -79,40 +68,23 @@ class Estimator:
     rv: Callable[[Matrix], float] | None
     uses_likelihoods: bool
     rv_nonnegative: bool
-    description: str
-
-
-def _shap_sentence(C: Matrix, p: NDArray[np.float64] | None) -> float:
-    return gaussian_entropy(kernel_matrix(C, SENTENCE_BETA))
 
 
 ESTIMATORS: tuple[Estimator, ...] = (
-    Estimator("Shap", _shap_sentence, gaussian_entropy, False, False, "Gaussian entropy of the kernel matrix"),
-    Estimator(
-        "SE",
-        lambda C, p: baselines.semantic_entropy(_loglik(p), _clusters(C)),
-        None,
-        True,
-        False,
-        "semantic entropy",
-    ),
-    Estimator("DSE", lambda C, p: baselines.discrete_semantic_entropy(_clusters(C)), None, False, False, "discrete SE"),
-    Estimator("NumSet", lambda C, p: baselines.num_semantic_sets(_clusters(C)), None, False, False, "semantic sets"),
-    Estimator("EigV", lambda C, p: baselines.eigv(C), baselines.eigv, False, True, "sum of Laplacian eigen-gaps"),
-    Estimator("Deg", lambda C, p: baselines.degree(C), baselines.degree, False, True, "1 - mean degree"),
-    Estimator("Ecc", lambda C, p: baselines.eccentricity(C), baselines.eccentricity, False, True, "eccentricity"),
-    Estimator(
-        "KLE",
-        lambda C, p: baselines.kernel_language_entropy(C),
-        baselines.kernel_language_entropy,
-        False,
-        True,
-        "kernel language entropy",
-    ),
-    Estimator("NE", lambda C, p: baselines.predictive_entropy(_loglik(p)), None, True, False, "predictive entropy"),
+    Estimator("Shap", lambda C, p: gaussian_entropy(kernel_matrix(C, SENTENCE_BETA)), gaussian_entropy, False, False),
+    Estimator("SE", lambda C, p: baselines.semantic_entropy(_loglik(p), _clusters(C)), None, True, False),
+    Estimator("DSE", lambda C, p: baselines.discrete_semantic_entropy(_clusters(C)), None, False, False),
+    Estimator("NumSet", lambda C, p: baselines.num_semantic_sets(_clusters(C)), None, False, False),
+    Estimator("EigV", lambda C, p: baselines.eigv(C), baselines.eigv, False, True),
+    Estimator("Deg", lambda C, p: baselines.degree(C), baselines.degree, False, True),
+    Estimator("Ecc", lambda C, p: baselines.eccentricity(C), baselines.eccentricity, False, True),
+    Estimator("KLE", lambda C, p: baselines.kernel_language_entropy(C), baselines.kernel_language_entropy, False, True),
+    Estimator("NE", lambda C, p: baselines.predictive_entropy(_loglik(p)), None, True, False),
 )
-"""Every estimator judged, in display order: Shap, SE, DSE, NumSet, EigV, Deg, Ecc, KLE and NE (predictive
-entropy; lexical similarity needs texts, which no entailment matrix provides)."""
+"""Every estimator judged, in display order: Shap (Gaussian entropy of the kernel matrix), SE (semantic entropy),
+DSE (discrete SE), NumSet (number of semantic sets), EigV (sum of Laplacian eigen-gaps), Deg (1 - mean degree),
+Ecc (eccentricity), KLE (kernel language entropy) and NE (predictive entropy; lexical similarity needs texts,
+which no entailment matrix provides)."""
 
 
 def estimator(name: str) -> Estimator:
@@ -125,9 +97,7 @@ def estimator(name: str) -> Estimator:
 
 def applicable(est: Estimator, reading: str) -> bool:
     """Whether ``est`` can be judged in ``reading`` (every estimator takes an entailment matrix)."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}; got {reading!r}")
-    return reading == "sentence" or est.rv is not None
+    return pr.checked_reading(reading) == "sentence" or est.rv is not None
 
 
 def value(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> float:
@@ -202,16 +172,8 @@ class Example:
 
     def matrix(self) -> Matrix:
         """The matrix the estimator sees: C itself (sentence) or the correlation matrix (rv)."""
-        n = self.n_total
-        P = np.zeros((n, n))
-        P[np.triu_indices(n, 1)] = self.params
-        if self.reading == "rv":
-            return pr.corr_from_partials(P)
-        return P + P.T + np.eye(n)
-
-    def likelihoods(self) -> NDArray[np.float64] | None:
-        """The likelihoods as an array, or None."""
-        return None if self.p is None else np.asarray(self.p, dtype=np.float64)
+        upper = symmetric_from_upper(self.n_total, self.params)
+        return pr.corr_from_partials(upper) if self.reading == "rv" else upper
 
 
 def _duplicate(M: Matrix, reading: str, i: int, m: int) -> Matrix:
@@ -237,16 +199,12 @@ def check_property1(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
     ``M``: C (sentence) or R (rv), (n, n); ``p``: likelihoods (n,) or None; the duplicate carries ``p[m]``.
     """
     worths = coalition_worths(est, reading, M, p)
-    phi = game_shapley_values(worths)
-    m = int(np.flatnonzero(phi <= phi.min() + pr.TOL)[0])
-    old = float(worths[-1])
-    rows = []
-    for i in range(M.shape[0]):
+
+    def duplicate_total(i: int, m: int) -> float:
         q = None if p is None else float(p[m])
-        new = value(est, reading, _duplicate(M, reading, i, m), _with(p, i, q))
-        required = "<" if phi[i] > phi[m] + pr.TOL else "<="
-        rows.append(pr.Replacement(i, old, new, required, pr._relation(old, new, required)))
-    return pr.PropertyCheck("1", reading, all(r.holds for r in rows), tuple(rows), {"argmin": m, "phi": phi})
+        return value(est, reading, _duplicate(M, reading, i, m), _with(p, i, q))
+
+    return pr.judge_property1(reading, game_shapley_values(worths), float(worths[-1]), duplicate_total)
 
 
 def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> pr.PropertyCheck:
@@ -257,13 +215,9 @@ def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
     """
     p_ans, q = (None, None) if p is None else (p[:-1], float(p[-1]))
     old = value(est, reading, M, p_ans)
-    rows = []
-    for i in range(M.shape[0]):
-        related = bool(np.any(np.abs(np.delete(M[i], i)) > pr.TOL))
-        new = value(est, reading, _unrelated(M, reading, i), _with(p_ans, i, q))
-        required = ">" if related else ">="
-        rows.append(pr.Replacement(i, old, new, required, pr._relation(old, new, required)))
-    return pr.PropertyCheck("2", reading, all(r.holds for r in rows), tuple(rows))
+    return pr.judge_property2(
+        reading, M, old, lambda i: value(est, reading, _unrelated(M, reading, i), _with(p_ans, i, q))
+    )
 
 
 def check_property3(
@@ -283,26 +237,18 @@ def check_property3(
                 margin, tightest = d, X
     old = float(worths[(1 << n) - 1])
     new = float(worths[((1 << n) - 1) & ~(1 << j) | (1 << n)])
-    premise = margin > pr.TOL
-    conclusion = pr._relation(old, new, ">")
-    row = pr.Replacement(j, old, new, ">" if premise else "(premise false)", conclusion or not premise)
-    detail = {"premise": premise, "premise_margin": margin, "tightest_X": tightest, "conclusion": conclusion}
-    return pr.PropertyCheck("3", reading, row.holds, (row,), detail)
-
-
-def _check_example(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck:
-    M, p = ex.matrix(), ex.likelihoods()
-    if prop == "1":
-        return check_property1(est, ex.reading, M, p)
-    if prop == "2":
-        return check_property2(est, ex.reading, M, p)
-    return check_property3(est, ex.reading, M, ex.j, p)
+    return pr.judge_property3(reading, j, old, new, margin, tightest)
 
 
 def check(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
     """Property ``prop`` for ``est`` on ``ex``; None when U's Shapley values are undefined there."""
+    M, p = ex.matrix(), None if ex.p is None else np.asarray(ex.p, dtype=np.float64)
     try:
-        return _check_example(est, prop, ex)
+        if prop == "1":
+            return check_property1(est, ex.reading, M, p)
+        if prop == "2":
+            return check_property2(est, ex.reading, M, p)
+        return check_property3(est, ex.reading, M, ex.j, p)
     except ValueError as exc:
         if "undefined" not in str(exc):
             raise
@@ -316,17 +262,6 @@ def check(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
 
 TENTHS = 9
 """Inner values are drawn from the tenths 1/10 ... TENTHS/10 (with a sign in the random-variable reading)."""
-
-
-def grid_text(signed: bool = False) -> str:
-    """The set of inner values the search draws, as text for the book.
-
-    Examples:
-        >>> grid_text(), grid_text(signed=True)
-        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}')
-    """
-    top = TENTHS / 10
-    return "{" + (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}" + "}"
 
 
 def _draw(rng: np.random.Generator, est: Estimator, prop: str, reading: str, n_range: tuple[int, int]) -> Example:
@@ -364,14 +299,10 @@ def _complexity(ex: Example) -> tuple[int, int, int, int]:
 def _drop(ex: Example, k: int, prop: str) -> Example:
     """``ex`` without answer k (a row and column of the parameter matrix, and its likelihood)."""
     n = ex.n_total
-    P = np.zeros((n, n))
-    P[np.triu_indices(n, 1)] = ex.params
     keep = [i for i in range(n) if i != k]
-    sub = P[np.ix_(keep, keep)]
-    p = None
-    if ex.p is not None:
-        # Property 2 stores g's likelihood last, after the n answers' ones.
-        p = tuple(q for i, q in enumerate(ex.p) if i != k)
+    sub = symmetric_from_upper(n, ex.params)[np.ix_(keep, keep)]
+    # (Property 2 stores g's likelihood last, after the n answers' ones.)
+    p = None if ex.p is None else tuple(q for i, q in enumerate(ex.p) if i != k)
     j = ex.j - (k < ex.j) if prop == "3" else 0
     return replace(ex, n_total=n - 1, params=tuple(sub[np.triu_indices(n - 1, 1)]), p=p, j=j)
 
@@ -428,32 +359,19 @@ def shrink(est: Estimator, prop: str, ex: Example, budget: int = SHRINK_BUDGET) 
     return ex, found
 
 
-@dataclass(frozen=True)
-class CellResult:
-    """One cell of the table: verdict, examples drawn, and the shrunk counterexample (or None)."""
-
-    estimator: str
-    prop: str
-    reading: str
-    verdict: str
-    examples: int
-    example: Example | None
-    check: pr.PropertyCheck | None
-
-
 def cell_rng(seed: int, est: str, prop: str, reading: str) -> np.random.Generator:
     """The cell's own generator: seeded by (seed, crc32 of the cell's name), independent of the other cells."""
     return np.random.default_rng([int(seed), zlib.crc32(f"{est}|{prop}|{reading}".encode())])
 
 
-def search_cell(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
-    """Draw up to ``max_examples`` seeded examples; shrink the first counterexample (verdict ``"fails"``)."""
-    if not applicable(est, reading):
-        return CellResult(est.name, prop, reading, NOT_APPLICABLE, 0, None, None)
+def first_counterexample(
+    est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0
+) -> tuple[int, Example, pr.PropertyCheck] | None:
+    """Draw up to ``max_examples`` seeded examples of the cell; the first that fails, as (how many examples were
+    drawn, the shrunk example, its check), or None if none fails. ``est`` must be applicable in ``reading``."""
     rng = cell_rng(seed, est.name, prop, reading)
     for k in range(1, max_examples + 1):
         ex = _draw(rng, est, prop, reading, N_RANGES[prop])
         if _fails(est, prop, ex) is not None:
-            small, chk = shrink(est, prop, ex)
-            return CellResult(est.name, prop, reading, FAILS, k, small, chk)
-    return CellResult(est.name, prop, reading, no_counterexample(max_examples), max_examples, None, None)
+            return (k, *shrink(est, prop, ex))
+    return None

@@ -22,17 +22,17 @@ Readings (as in :mod:`shapley.theory.properties`):
     take a correlation matrix: "not applicable". Duplicate: an exact copy (correlation 1); unrelated:
     independent (correlation 0).
 
-The search (:func:`search_cell`) is a seeded random search followed by a greedy shrink, numpy only, so the
-table needs neither hypothesis nor a GPU: each (estimator, property, reading) cell draws from its own
-``numpy`` generator seeded by ``(seed, crc32(cell name))``, so a run with fewer examples replays a prefix of
-a longer one. Verdicts: ``"fails"`` (with the shrunk counterexample), ``"no counterexample in N examples"``
-(a search is not a proof), ``"not applicable"``, and for the cells settled by hand (:data:`KNOWN`):
-``"fails"`` with a hand-built witness the search's grid misses, ``"proved"`` where a derivation settles the
-cell (the search still runs, and a counterexample would overrule the proof's verdict, so a wrong proof shows),
+The search (:func:`~shapley.theory.axiom_search.first_counterexample`) is a seeded random search followed by a
+greedy shrink, numpy only, so the table needs neither hypothesis nor a GPU: each (estimator, property, reading)
+cell draws from its own ``numpy`` generator seeded by ``(seed, crc32(cell name))``, so a run with fewer examples
+replays a prefix of a longer one. Verdicts: ``"fails"`` (with the shrunk counterexample), ``"no counterexample in
+N examples"`` (a search is not a proof), ``"not applicable"``, and for the cells settled by hand (:data:`KNOWN`):
+``"fails"`` with a hand-built witness the search's grid misses, ``"proved"`` where a derivation settles the cell
+(the search still runs, and a counterexample would overrule the proof's verdict, so a wrong proof shows),
 ``"undefined"`` where the property cannot be judged on any input of the cell.
 
-The estimators, the property checks and the search live in :mod:`shapley.theory.axiom_search`; their public
-names are importable from here too.
+The estimators, the property checks for one estimator and the search live in :mod:`shapley.theory.axiom_search`;
+this module turns the search's findings into verdicts and the table.
 
 Run ``python -m shapley.theory --out results/axioms`` (``make axioms``) for the full-size table.
 """
@@ -44,99 +44,64 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from shapley.core import validate
 from shapley.theory import properties as pr
 from shapley.theory.axiom_search import (
     CLUSTER_THRESHOLD,
     ESTIMATORS,
-    FAILS,
-    FULL_MAX_EXAMPLES,
     N_RANGES,
-    NOT_APPLICABLE,
-    PROPERTIES,
-    READINGS,
     SENTENCE_BETA,
     SHRINK_BUDGET,
     TENTHS,
-    CellResult,
     Estimator,
     Example,
     applicable,
-    cell_rng,
     check,
-    check_property1,
-    check_property2,
-    check_property3,
-    coalition_worths,
-    estimator,
-    estimator_shapley,
-    grid_text,
-    no_counterexample,
-    search_cell,
-    shrink,
-    value,
+    first_counterexample,
 )
+from shapley.theory.properties import PROPERTIES, READINGS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "CLUSTER_THRESHOLD",
-    "ESTIMATORS",
-    "FAILS",
-    "FULL_MAX_EXAMPLES",
-    "KNOWN",
-    "N_RANGES",
-    "NOT_APPLICABLE",
-    "PROPERTIES",
-    "PROVED",
-    "READINGS",
-    "SENTENCE_BETA",
-    "SHRINK_BUDGET",
-    "TENTHS",
-    "UNDEFINED",
-    "CellResult",
-    "Estimator",
-    "Example",
-    "KnownCell",
-    "applicable",
-    "axiom_rows",
-    "axiom_table",
-    "cell_id",
-    "cell_result",
-    "cell_rng",
-    "check",
-    "check_property1",
-    "check_property2",
-    "check_property3",
-    "coalition_worths",
-    "counterexample_lines",
-    "describe",
-    "estimator",
-    "estimator_shapley",
-    "grid_text",
-    "main",
-    "no_counterexample",
-    "prefix_mismatches",
-    "search_cell",
-    "settings",
-    "short_verdict",
-    "shrink",
-    "value",
-    "verdict_grid",
-    "with_known_cells",
-    "write_axiom_table",
-]
+FULL_MAX_EXAMPLES = 2000
+"""Examples per cell of the stored full-size table (``make axioms``)."""
+
+FAILS = "fails"
+"""Verdict of a cell with a counterexample (found by the search, or a hand-built witness)."""
+
+NOT_APPLICABLE = "not applicable"
+"""Verdict of a cell whose estimator cannot take the reading's input."""
 
 PROVED = "proved"
 """Verdict of a cell settled by a derivation (and not refuted by its search)."""
 
 UNDEFINED = "undefined"
 """Verdict of a cell whose property cannot be judged on any of its inputs."""
+
+
+def no_counterexample(n_examples: int) -> str:
+    """The verdict of a search that found nothing: ``"no counterexample in N examples"``."""
+    return f"no counterexample in {n_examples} examples"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One cell of the table: verdict, examples drawn, and the shrunk counterexample (or None)."""
+
+    estimator: str
+    prop: str
+    reading: str
+    verdict: str
+    examples: int
+    example: Example | None
+    check: pr.PropertyCheck | None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -200,7 +165,7 @@ KNOWN: dict[tuple[str, str, str], KnownCell] = {
     ),
     ("Shap", "1", "rv"): KnownCell(
         UNDEFINED,
-        "shapley.theory.properties.undefined_shapley_message",
+        "shapley.theory.propositions.undefined_shapley_message",
         "an exact copy makes the new R singular, so its Shapley values are (-inf) - (-inf), undefined, as on "
         "the degenerate example of Proposition 3.6; the cell cannot fail by construction (the total is -inf)",
     ),
@@ -218,9 +183,10 @@ KNOWN: dict[tuple[str, str, str], KnownCell] = {
 
 
 def cell_result(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
-    """The cell's result: :func:`search_cell`, overruled by :data:`KNOWN` where a witness, a proof or the
-    cell's construction settles it. A known witness is checked here (it must fail); a proved cell keeps its
-    search's counterexample if the search finds one."""
+    """The cell's result: the first of up to ``max_examples`` seeded examples that fails, shrunk
+    (:func:`~shapley.theory.axiom_search.first_counterexample`, verdict ``"fails"``), overruled by :data:`KNOWN`
+    where a witness, a proof or the cell's construction settles it. A known witness is checked here (it must
+    fail); a proved cell keeps its search's counterexample if the search finds one."""
     known = KNOWN.get((est.name, prop, reading))
     if known is not None and known.kind == FAILS:
         ex = known.witness()
@@ -230,31 +196,13 @@ def cell_result(est: Estimator, prop: str, reading: str, max_examples: int, seed
         return CellResult(est.name, prop, reading, FAILS, 0, ex, chk)
     if known is not None and known.kind == UNDEFINED:
         return CellResult(est.name, prop, reading, UNDEFINED, 0, None, None)
-    res = search_cell(est, prop, reading, max_examples, seed)
-    if known is not None and known.kind == PROVED and res.verdict != FAILS:
-        return CellResult(est.name, prop, reading, PROVED, res.examples, None, None)
-    return res
-
-
-def with_known_cells(table: pd.DataFrame) -> pd.DataFrame:
-    """A stored table (``axiom_table.csv``) with the :data:`KNOWN` cells applied, for tables written before
-    they existed; tables written now already hold them, and applying twice changes nothing."""
-    import pandas as pd
-
-    rows = []
-    for r in table.to_dict("records"):
-        known = KNOWN.get((r["estimator"], str(r["property"]), r["reading"]))
-        if known is not None and not (known.kind == PROVED and r["verdict"] == FAILS):
-            res = cell_result(estimator(r["estimator"]), str(r["property"]), r["reading"], 1)
-            ce = describe(res)
-            r = {
-                **r,
-                "verdict": known.kind,
-                "counterexample": json.dumps(ce, separators=(",", ":")) if ce else "",
-                "examples": int(r["examples"]) if known.kind == PROVED else 0,
-            }
-        rows.append(r)
-    return pd.DataFrame(rows, columns=table.columns).astype(table.dtypes.to_dict())
+    if not applicable(est, reading):
+        return CellResult(est.name, prop, reading, NOT_APPLICABLE, 0, None, None)
+    found = first_counterexample(est, prop, reading, max_examples, seed)
+    if found is not None:
+        return CellResult(est.name, prop, reading, FAILS, *found)
+    verdict = PROVED if known is not None and known.kind == PROVED else no_counterexample(max_examples)
+    return CellResult(est.name, prop, reading, verdict, max_examples, None, None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -291,68 +239,64 @@ def describe(result: CellResult) -> dict[str, Any]:
 
 
 def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int, int, tuple[Estimator, ...]]:
-    """Validate :func:`axiom_rows`' arguments: ValueError naming the parameter on a wrong kind or value."""
-    if isinstance(max_examples, bool) or not isinstance(max_examples, (int, float, np.integer, np.floating)):
-        raise ValueError(f"max_examples must be a positive integer; got {max_examples!r}")
-    if not math.isfinite(max_examples) or int(max_examples) != max_examples or max_examples < 1:
-        raise ValueError(f"max_examples must be a positive integer; got {max_examples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    """Validate :func:`axiom_table`'s arguments: ValueError naming the parameter on a wrong kind or value."""
+    n_max, seed = validate.positive_int(max_examples, "max_examples"), validate.integer(seed, "seed", minimum=0)
     if estimators is None:
-        return int(max_examples), int(seed), ESTIMATORS
-    if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Sequence):
-        raise ValueError(f"estimators must be a list of estimator names (or None for all); got {estimators!r}")
+        return n_max, seed, ESTIMATORS
+    if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Sequence) or not estimators:
+        raise ValueError(f"estimators must be a non-empty list of estimator names (or None); got {estimators!r}")
     names = list(estimators)
-    if not names:
-        raise ValueError("estimators must name at least one estimator (or be None for all); got an empty list")
-    repeated = sorted({x for x in names if names.count(x) > 1}, key=str)
+    repeated = sorted({str(x) for x in names if names.count(x) > 1})
     if repeated:
         raise ValueError(f"estimators must be distinct; repeated: {repeated}")
-    chosen = []
-    for name in names:
-        try:
-            chosen.append(estimator(name))
-        except KeyError as exc:
-            raise ValueError(f"estimators: {exc.args[0]}") from None
-    return int(max_examples), int(seed), tuple(chosen)
+    known = {e.name: e for e in ESTIMATORS}
+    unknown = [x for x in names if x not in known]
+    if unknown:
+        raise ValueError(f"estimators: unknown {unknown}; known: {list(known)}")
+    return n_max, seed, tuple(known[x] for x in names)
 
 
-def axiom_rows(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One row per (estimator, property, reading): the columns of :func:`axiom_table` as plain dicts.
+def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
+    """The tidy table, one row per (estimator, property, reading): columns ``estimator``, ``property`` ("1", "2",
+    "3"), ``reading`` ("sentence", "rv"), ``verdict`` ("fails", "no counterexample in N examples", "not
+    applicable", "proved", "undefined"), ``counterexample`` (compact JSON of the shrunk example, :func:`describe`,
+    or empty) and ``examples`` (examples drawn until the first counterexample, or N). Needs pandas (installed with
+    the pipeline, test and book extras).
 
     ``max_examples``: a positive integer; ``seed``: a non-negative integer; ``estimators``: distinct names
     of :data:`ESTIMATORS` (a list, not one string), or None for all. Anything else is a ValueError naming
     the parameter.
     """
-    n_max, seed, chosen = _check_arguments(max_examples, seed, estimators)
-    rows = []
-    for reading in READINGS:
-        for est in chosen:
-            for prop in PROPERTIES:
-                res = cell_result(est, prop, reading, n_max, seed)
-                ce = describe(res)
-                rows.append(
-                    {
-                        "estimator": est.name,
-                        "property": prop,
-                        "reading": reading,
-                        "verdict": res.verdict,
-                        "counterexample": json.dumps(ce, separators=(",", ":")) if ce else "",
-                        "examples": res.examples,
-                    }
-                )
-    return rows
-
-
-def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
-    """The tidy table: columns ``estimator``, ``property`` ("1", "2", "3"), ``reading`` ("sentence", "rv"),
-    ``verdict`` ("fails", "no counterexample in N examples", "not applicable", "proved", "undefined"),
-    ``counterexample`` (compact
-    JSON of the shrunk example, :func:`describe`, or empty) and ``examples`` (examples drawn until the first
-    counterexample, or N). Needs pandas (installed with the pipeline, test and book extras)."""
     import pandas as pd
 
-    return pd.DataFrame(axiom_rows(max_examples, seed, estimators))
+    n_max, seed, chosen = _check_arguments(max_examples, seed, estimators)
+    rows = []
+    for reading, est, prop in product(READINGS, chosen, PROPERTIES):
+        res = cell_result(est, prop, reading, n_max, seed)
+        ce = describe(res)
+        rows.append(
+            {
+                "estimator": est.name,
+                "property": prop,
+                "reading": reading,
+                "verdict": res.verdict,
+                "counterexample": json.dumps(ce, separators=(",", ":")) if ce else "",
+                "examples": res.examples,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def grid_text(signed: bool = False) -> str:
+    """The set of inner values the search draws (tenths up to :data:`~shapley.theory.axiom_search.TENTHS`), as
+    text for the book.
+
+    Examples:
+        >>> grid_text(), grid_text(signed=True)
+        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}')
+    """
+    top = TENTHS / 10
+    return "{" + (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}" + "}"
 
 
 def short_verdict(verdict: str) -> str:
@@ -440,11 +384,9 @@ def settings(max_examples: int, seed: int) -> dict[str, Any]:
 
 def write_axiom_table(out_dir: str | Path, max_examples: int = FULL_MAX_EXAMPLES, seed: int = 0) -> Path:
     """Compute the table and write ``axiom_table.csv`` and ``axiom_settings.json`` into ``out_dir``."""
-    import pandas as pd
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(axiom_rows(max_examples, seed)).to_csv(out / "axiom_table.csv", index=False)
+    axiom_table(max_examples, seed).to_csv(out / "axiom_table.csv", index=False)
     (out / "axiom_settings.json").write_text(json.dumps(settings(max_examples, seed), indent=2) + "\n")
     return out / "axiom_table.csv"
 

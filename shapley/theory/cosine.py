@@ -38,12 +38,6 @@ def _lbfgs(fun, x0, args):
     return minimize(fun, x0, args=args, jac=True, method="L-BFGS-B")
 
 
-def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
-    return int(value)
-
-
 def cosine_C(X: ArrayLike) -> NDArray[np.float64]:
     """``C = clip(cos(x_i, x_j), 0, 1)`` for the rows of X (normalised here), the embedding judge's C.
 
@@ -132,7 +126,6 @@ class CosineSearch:
     min_eig_R: float
     X: NDArray[np.float64]
     n_starts: int
-    evaluations: int
 
 
 def search_min_eigenvalue(
@@ -151,9 +144,9 @@ def search_min_eigenvalue(
         >>> abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9, s.min_eig_R > 0
         (True, True)
     """
-    n = _check_int(n, "n", 2)
-    n_starts = _check_int(n_starts, "n_starts", 1)
-    seed = _check_int(seed, "seed", 0)
+    n = validate.integer(n, "n", minimum=2)
+    n_starts = validate.integer(n_starts, "n_starts", minimum=1)
+    seed = validate.integer(seed, "seed", minimum=0)
     b = validate.beta_value(beta)
     rng = np.random.default_rng(seed)
     starts = []
@@ -171,15 +164,14 @@ def search_min_eigenvalue(
         X0[: W.shape[0]] = 0.0
         X0[: W.shape[0], : W.shape[1]] = W
         starts.append(X0)
-    best_val, best_X, evals = math.inf, np.eye(n), 0
+    best_val, best_X = math.inf, np.eye(n)
     for X0 in starts:
         res = _lbfgs(_value_and_grad, X0.ravel(), (n, b))
-        evals += int(res.nfev)
         for X in (res.x.reshape(n, n), X0):
             val = cosine_min_eigenvalue(X, b)
             if val < best_val:
                 best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
-    return CosineSearch(n, b, float(best_val), best_X, len(starts), evals)
+    return CosineSearch(n, b, float(best_val), best_X, len(starts))
 
 
 def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, n_min: int = 2) -> list[CosineSearch]:
@@ -189,8 +181,8 @@ def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0
     as n grows; the warm start makes the found values fall too (the previous vectors plus one new vector are
     a start whose value is at most the previous best).
     """
-    n_max = _check_int(n_max, "n_max", 2)
-    n_min = _check_int(n_min, "n_min", 2)
+    n_max = validate.integer(n_max, "n_max", minimum=2)
+    n_min = validate.integer(n_min, "n_min", minimum=2)
     if n_min > n_max:
         raise ValueError(f"n_min ({n_min}) must be at most n_max ({n_max})")
     out: list[CosineSearch] = []
@@ -222,34 +214,27 @@ def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, 
         >>> s.X.shape, abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9
         ((6, 3), True)
     """
-    n = _check_int(n, "n", 2)
-    dim = _check_int(dim, "dim", 1)
-    n_starts = _check_int(n_starts, "n_starts", 1)
-    seed = _check_int(seed, "seed", 0)
+    n = validate.integer(n, "n", minimum=2)
+    dim = validate.integer(dim, "dim", minimum=1)
+    n_starts = validate.integer(n_starts, "n_starts", minimum=1)
+    seed = validate.integer(seed, "seed", minimum=0)
     b = validate.beta_value(beta)
     rng = np.random.default_rng(seed)
-    best_val, best_X, evals = math.inf, np.eye(n, dim), 0
+    best_val, best_X = math.inf, np.eye(n, dim)
     for _ in range(n_starts):
         x = rng.normal(size=n * dim)
         for t in SOFTMIN_TEMPERATURES:
-            res = _lbfgs(_softmin_value_and_grad, x, (n, b, t))
-            x, evals = res.x, evals + int(res.nfev)
-        res = _lbfgs(_value_and_grad, x, (n, b))
-        X, evals = res.x.reshape(n, dim), evals + int(res.nfev)
+            x = _lbfgs(_softmin_value_and_grad, x, (n, b, t)).x
+        X = _lbfgs(_value_and_grad, x, (n, b)).x.reshape(n, dim)
         val = cosine_min_eigenvalue(X, b)
         if val < best_val:
             best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
-    return CosineSearch(n, b, float(best_val), best_X, n_starts, evals)
-
-
-def search_first_indefinite_n(results: list[CosineSearch]) -> int | None:
-    """The smallest n among ``results`` whose found ``lambda_min(R_beta)`` is negative, else None."""
-    return next((r.n for r in results if r.min_eig_R < 0), None)
+    return CosineSearch(n, b, float(best_val), best_X, n_starts)
 
 
 def circle_vectors(n: int) -> NDArray[np.float64]:
     """n unit vectors equally spaced on a circle, shape (n, 2): ``(cos 2 pi k / n, sin 2 pi k / n)``."""
-    n = _check_int(n, "n", 1)
+    n = validate.integer(n, "n", minimum=1)
     t = 2.0 * np.pi * np.arange(n) / n
     return np.stack([np.cos(t), np.sin(t)], axis=1)
 
@@ -263,7 +248,7 @@ def circle_min_eigenvalue(n: int, beta: float = 0.5) -> float:
         >>> abs(circle_min_eigenvalue(n) - cosine_min_eigenvalue(circle_vectors(n))) < 1e-12
         True
     """
-    n = _check_int(n, "n", 1)
+    n = validate.integer(n, "n", minimum=1)
     b = validate.beta_value(beta)
     c = np.maximum(np.cos(2.0 * np.pi * np.arange(n) / n), 0.0)
     row = np.exp(-((1.0 - c) ** 2) / 2.0)
@@ -279,7 +264,7 @@ def circle_first_indefinite_n(beta: float = 0.5, n_max: int = 10_000) -> int | N
         True
     """
     b = validate.beta_value(beta)
-    n_max = _check_int(n_max, "n_max", 1)
+    n_max = validate.integer(n_max, "n_max", minimum=1)
     for n in range(1, n_max + 1):
         if circle_min_eigenvalue(n, b) < 0:
             return n

@@ -21,12 +21,11 @@ TABLE = "axioms/axiom_table.csv"
 
 
 def read_table(results: str | Path) -> Any:
-    """The stored table under the results folder ``results``, with the hand-settled cells applied, as the page
-    reads it."""
+    """The stored table under the results folder ``results`` (it holds the hand-settled cells), as the page reads
+    it."""
     import pandas as pd
 
-    path = Path(results) / TABLE
-    return ax.with_known_cells(pd.read_csv(path, keep_default_na=False, dtype={"property": str}))
+    return pd.read_csv(Path(results) / TABLE, keep_default_na=False, dtype={"property": str})
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -43,7 +42,7 @@ RECORD = page_records.PageRecord(
         "shapley.theory.axioms",
         "shapley.theory.axiom_search",
         "shapley.theory.properties",
-        "shapley.theory.property_checks",
+        "shapley.theory.worstcase",
         "shapley.core.baselines.entropies",
         "shapley.core.baselines.spectral",
         "shapley.core.entropy",

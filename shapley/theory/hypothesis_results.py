@@ -6,8 +6,8 @@ derandomised examples depend on).
 * ``searches``: :func:`shapley.theory.search.search_counterexample` for each entry of :data:`SEARCHES`, and
   :func:`shapley.theory.search.search_step_counterexample` for each entry of :data:`STEPS` (the Appendix A steps),
   with its outcome and shrunk example;
-* ``chain_rule``: :func:`shapley.theory.properties.chain_rule_check`, the witness of
-  :func:`shapley.theory.properties.prop35_readings`.
+* ``chain_rule``: :func:`shapley.theory.propositions.chain_rule_check`, the witness of
+  :func:`shapley.theory.propositions.prop35_readings`.
 
 :func:`search_results` rebuilds each stored search as a :class:`~shapley.theory.search.SearchResult`, its ``check``
 recomputed from the stored example by the property's own function (milliseconds), and refuses a record whose
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from shapley.theory import page_records
+from shapley.theory import page_records, propositions
 from shapley.theory import properties as pr
 from shapley.theory import search as se
 
@@ -81,7 +81,7 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
         res = se.search_step_counterexample(s["prop"], **s["kwargs"], max_examples=settings["max_examples"])
         searches[name] = _entry("step", res, s["kwargs"], start)
     start = time.perf_counter()
-    chain = pr.chain_rule_check(**settings["chain_rule"])
+    chain = propositions.chain_rule_check(**settings["chain_rule"])
     return {"chain_rule_seconds": round(time.perf_counter() - start, 2), "searches": searches, "chain_rule": chain}
 
 
@@ -140,7 +140,7 @@ RECORD = page_records.PageRecord(
     modules=(
         "shapley.theory.search",
         "shapley.theory.properties",
-        "shapley.theory.property_checks",
+        "shapley.theory.propositions",
         "shapley.theory.worstcase",
         "shapley.core.entropy",
         "shapley.core.kernel",

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from itertools import product
 from typing import Any
 
 import hypothesis
@@ -24,7 +25,7 @@ from numpy.typing import NDArray
 from shapley.core.kernel import kernel_matrix
 from shapley.core.psd import is_psd, min_eigenvalue
 from shapley.theory import properties as pr
-from shapley.theory.worstcase import symmetric_from_upper, vertex_C
+from shapley.theory.worstcase import symmetric_from_upper, two_group_C, vertex_C
 
 HYPOTHESIS_MAX_EXAMPLES = 1000
 """Examples per size n in :func:`hypothesis_counterexample` (the PSD notebook and the tests use this value)."""
@@ -175,23 +176,20 @@ class SearchResult:
 
 
 def _vine(n: int, vals: list[float]) -> NDArray[np.float64]:
-    P = np.zeros((n, n))
-    P[np.triu_indices(n, 1)] = vals
-    return pr.corr_from_partials(P)
+    """The correlation matrix whose C-vine partial correlations, row by row, are ``vals``."""
+    return pr.corr_from_partials(symmetric_from_upper(n, vals))
 
 
-def _build_sized(
-    build: Callable[[int, list[float]], NDArray[np.float64]], n: int, vals: list[float]
-) -> NDArray[np.float64]:
-    return build(n, vals)
-
-
-def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[int, int], extra: int) -> Any:
-    """Strategy for (matrix of size n + extra, index in 0..n-1) with n drawn from ``n_range``."""
+def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[int, int], prop: str) -> Any:
+    """Strategy for (matrix of size n + extra, index in 0..n-1) with n drawn from ``n_range``; ``extra`` is 1 for
+    Property 3 (the answers plus g), else 0."""
+    if prop not in pr.PROPERTIES:
+        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
+    extra = 1 if prop == "3" else 0
 
     def matrices(n: int) -> Any:
         m = (n + extra) * (n + extra - 1) // 2
-        return st.lists(values, min_size=m, max_size=m).map(partial(_build_sized, build, n + extra))
+        return st.lists(values, min_size=m, max_size=m).map(partial(build, n + extra))
 
     return st.integers(*n_range).flatmap(lambda n: st.tuples(matrices(n), st.integers(0, n - 1)))
 
@@ -201,7 +199,7 @@ def _run_search(
     body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]],
     max_examples: int,
     derandomize: bool = True,
-) -> tuple[bool, Any, dict[str, Any] | None, int]:
+) -> tuple[bool, dict[str, Any] | None, Any, int]:
     state: dict[str, Any] = {"runs": 0, "last": None}
     # The probe's source, decorator line included, seeds the derandomised search: it must read exactly as
     # before to keep the published examples, so the derandomize choice comes in through this local name.
@@ -223,7 +221,7 @@ def _run_search(
         probe()
     except _Found:
         check, example = state["last"]
-        return True, check, example, state["runs"]
+        return True, example, check, state["runs"]
     return False, None, None, state["runs"]
 
 
@@ -235,19 +233,42 @@ def _swap_in_g(M: NDArray[np.float64], j: int) -> tuple[NDArray[np.float64], NDA
     return M[:n, :n], M[np.ix_(order, order)]
 
 
+def violation_score(check: pr.PropertyCheck) -> float:
+    """How close ``check`` is to failing (nats; > 0 means it fails): Hypothesis' search target.
+
+    Properties 1-2: the largest move of a total in the forbidden direction. Property 3: the smaller of
+    the premise margin and the drop of the total (both must be positive for a counterexample).
+    """
+    if check.prop == "3":
+        r = check.rows[0]
+        drop = r.old - r.new
+        return float(min(check.detail["premise_margin"], drop)) if math.isfinite(drop) else math.nan
+    finite = [r for r in check.rows if math.isfinite(r.old) and math.isfinite(r.new)]
+    moves = [r.new - r.old if r.required in ("<=", "<") else r.old - r.new for r in finite]
+    return float(max(moves)) if moves else math.nan
+
+
+def step_score(step: pr.StepCheck) -> float:
+    """Largest wrong-way move of a Shapley value in an Appendix A step (nats; > 0 means the step fails)."""
+    sign = 1.0 if "<=" in step.direction else -1.0
+    vals = np.delete(sign * (step.phi_new - step.phi_old), step.replaced)
+    vals = vals[np.isfinite(vals)]
+    return float(vals.max()) if vals.size else math.nan
+
+
 def _property_body(prop: str, reading: pr.Reading, opts: dict[str, Any]) -> Callable[..., Any]:
     def body(x: tuple[NDArray[np.float64], int]) -> tuple[bool, Any, dict[str, Any], float]:
         M, j = x
         if prop == "1":
             chk = pr.check_property1(M, reading, rho=opts["rho"], beta=opts["beta"])
             ok = all(r.holds for r in chk.rows if r.required == "<") if opts["strict_only"] else chk.holds
-            return ok, chk, {"M": M}, pr.violation_score(chk)
+            return ok, chk, {"M": M}, violation_score(chk)
         if prop == "2":
             chk = pr.check_property2(M, reading, beta=opts["beta"])
-            return chk.holds, chk, {"M": M}, pr.violation_score(chk)
+            return chk.holds, chk, {"M": M}, violation_score(chk)
         old, new = _swap_in_g(M, j)
         chk = pr.check_property3(old, new, j, reading, beta=opts["beta"])
-        return chk.holds, chk, {"M_old": old, "M_new": new, "j": j}, pr.violation_score(chk)
+        return chk.holds, chk, {"M_old": old, "M_new": new, "j": j}, violation_score(chk)
 
     return body
 
@@ -264,19 +285,10 @@ def grid_values(steps: int = GRID_STEPS) -> list[float]:
     return [k / steps for k in range(steps + 1)]
 
 
-def _two_groups(p: int, q: int, within: float, across: float) -> NDArray[np.float64]:
-    g = np.r_[np.zeros(p), np.ones(q)]
-    C = np.where(g[:, None] == g[None, :], within, across)
-    np.fill_diagonal(C, 1.0)
-    return C
-
-
 def _with_unrelated_g(C: NDArray[np.float64]) -> NDArray[np.float64]:
     """Joint matrix for Property 3: the answers of C plus g (last index), unrelated to all (C = 0)."""
-    n = C.shape[0]
-    M = np.zeros((n + 1, n + 1))
-    M[:n, :n] = C
-    M[n, n] = 1.0
+    M = np.pad(C, (0, 1))
+    M[-1, -1] = 1.0
     return M
 
 
@@ -302,17 +314,13 @@ def sentence_families(
     grid = grid_values(steps)
     lo, hi = n_range
     for n in range(max(lo, 3), hi + 1):
-        for eh in grid:
-            for er in grid:
-                C = pr.hub_C(n, eh, er)
-                label = f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})"
-                yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
-        for p in range(1, n // 2 + 1):
-            for within in grid:
-                for across in grid:
-                    C = _two_groups(p, n - p, within, across)
-                    label = f"two groups(p={p}, q={n - p}, within={within:g}, across={across:g})"
-                    yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+        for eh, er in product(grid, grid):
+            C = pr.hub_C(n, eh, er)
+            yield f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})", (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+        for p, within, across in product(range(1, n // 2 + 1), grid, grid):
+            C = two_group_C(p, n - p, within, across)
+            label = f"two groups(p={p}, q={n - p}, within={within:g}, across={across:g})"
+            yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
 
 
 def _conclusion_fails(x: tuple[NDArray[np.float64], int], beta: pr.BetaSpec) -> bool:
@@ -320,14 +328,14 @@ def _conclusion_fails(x: tuple[NDArray[np.float64], int], beta: pr.BetaSpec) -> 
     old, new = _swap_in_g(*x)
     b = pr.resolve_beta(beta, old.shape[0])
     h_old, h_new = pr.total_uncertainty(kernel_matrix(old, b)), pr.total_uncertainty(kernel_matrix(new, b))
-    return not pr._relation(h_old, h_new, ">")
+    return not pr.relation_holds(h_old, h_new, ">")
 
 
 def _sweep(
     families: Iterator[tuple[str, tuple[NDArray[np.float64], int]]],
     body: Callable[[Any], tuple[bool, Any, dict[str, Any], float]],
     prefilter: Callable[[tuple[NDArray[np.float64], int]], bool] | None,
-) -> tuple[bool, Any, dict[str, Any] | None, int]:
+) -> tuple[bool, dict[str, Any] | None, Any, int]:
     """Check every input of ``families`` in order; stop at the first counterexample."""
     runs = 0
     for label, x in families:
@@ -336,7 +344,7 @@ def _sweep(
             continue
         ok, check, example, _ = body(x)
         if not ok:
-            return True, check, {**example, "family": label}, runs
+            return True, {**example, "family": label}, check, runs
     return False, None, None, runs
 
 
@@ -370,9 +378,7 @@ def search_counterexample(
     ``strict_only`` (Property 1): count only failures where the replaced answer is not a minimiser (the
     strict "<" part), so that ties cannot be blamed. ``found`` False is a budget (``examples_run``), not a proof.
     """
-    reading = pr._reading(reading)
-    if prop not in ("1", "2", "3"):
-        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
+    reading = pr.checked_reading(reading)
     if singular and (prop != "2" or reading != "rv"):
         raise ValueError(
             "singular=True is for Property 2 in the rv reading: Properties 1 and 3 need Shapley "
@@ -382,37 +388,27 @@ def search_counterexample(
     build: Callable[[int, list[float]], NDArray[np.float64]]
     if reading == "rv":
         values, build = _partials(singular), _vine
-        desc = "C-vine partial correlations in {" + ("-1, " if singular else "") + "-0.9, ..., 0.9"
-        desc += ", 1}" if singular else "}"
+        desc = "C-vine partial correlations in " + partial_grid_text(singular)
     else:
         values, build = st.integers(0, steps).map(lambda k: k / steps), symmetric_from_upper
         grid = "{0, 0.1, ..., 1}" if steps == 10 else "{0, 1/" + str(steps) + ", ..., 1}"
         desc = f"C entries in {grid}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
-    strategy = _matrices_and_index(values, build, n_range, 1 if prop == "3" else 0)
+    strategy = _matrices_and_index(values, build, n_range, prop)
     body = _property_body(prop, reading, {"rho": rho, "beta": beta, "strict_only": strict_only})
-    found, check, example, runs = _run_search(strategy, body, max_examples, derandomize)
+    found, example, check, runs = _run_search(strategy, body, max_examples, derandomize)
     swept = 0
     if reading == "sentence":
         desc += "; then every hub and two-group split on that grid"
         if not found:
             prefilter = partial(_conclusion_fails, beta=beta) if prop == "3" else None
-            found, check, example, swept = _sweep(sentence_families(prop, n_range, steps), body, prefilter)
+            found, example, check, swept = _sweep(sentence_families(prop, n_range, steps), body, prefilter)
     described = (
         f"n in {n_range[0]}..{n_range[1]}; {desc}; Property {prop}"
         + (f"; rho = {rho:g}" if prop == "1" and reading == "rv" else "")
         + ("; strict part only" if strict_only and prop == "1" else "")
     )
-    return SearchResult(
-        prop,
-        reading,
-        found,
-        example,
-        check,
-        runs + swept,
-        described,
-        {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps},
-        swept,
-    )
+    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps}
+    return SearchResult(prop, reading, found, example, check, runs + swept, described, settings, swept)
 
 
 def _step_body(prop: str) -> Callable[..., Any]:
@@ -422,15 +418,15 @@ def _step_body(prop: str) -> Callable[..., Any]:
             if i == pr.argmin_player(M):
                 return True, None, {}, math.nan
             chk = pr.appendix_step_property1(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, pr.step_score(chk)
+            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
         if prop == "2":
             chk = pr.appendix_step_property2(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, pr.step_score(chk)
+            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
         old, new = _swap_in_g(M, i)
         if not pr.consistency_premise(old, new, i)[0]:
             return True, None, {}, math.nan
         chk = pr.appendix_step_property3(old, new, i)
-        return not chk.wrong_way, chk, {"R_old": old, "R_new": new, "j": i}, pr.step_score(chk)
+        return not chk.wrong_way, chk, {"R_old": old, "R_new": new, "j": i}, step_score(chk)
 
     return body
 
@@ -446,18 +442,9 @@ def search_step_counterexample(
     some answer other than the replaced one whose Shapley value moves the way the proof says it cannot.
     For Property 1 the copy has rho = ``NEAR_ONE``; for Property 3 only inputs where the premise holds count.
     """
-    if prop not in ("1", "2", "3"):
-        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
-    strategy = _matrices_and_index(_partials(), _vine, n_range, 1 if prop == "3" else 0)
-    found, check, example, runs = _run_search(strategy, _step_body(prop), max_examples, derandomize)
-    return SearchResult(
-        prop,
-        "rv",
-        found,
-        example,
-        check,
-        runs,
-        f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {{-0.9, ..., 0.9}}; "
-        f"Appendix A step of Property {prop}",
-        {"max_examples": max_examples, "derandomize": derandomize, "database": None},
-    )
+    strategy = _matrices_and_index(_partials(), _vine, n_range, prop)
+    outcome = _run_search(strategy, _step_body(prop), max_examples, derandomize)
+    described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {partial_grid_text()}; "
+    described += f"Appendix A step of Property {prop}"
+    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None}
+    return SearchResult(prop, "rv", *outcome, described, settings)

@@ -9,6 +9,7 @@ the numerical side of each result lives in :mod:`shapley.theory.worstcase` and
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from itertools import combinations
 from typing import Any
 
@@ -63,6 +64,24 @@ def symbolic_bounds() -> dict[str, Any]:
     }
 
 
+def _shapley_weight(size: int, n: int) -> sp.Rational:
+    """The Shapley weight ``|S|! (n - |S| - 1)! / n!`` of a coalition S of ``size`` players not holding the player."""
+    return sp.Rational(math.factorial(size) * math.factorial(n - size - 1), math.factorial(n))
+
+
+def _shapley_expansion(players: tuple[int, ...], v: Callable[[tuple[int, ...]], sp.Expr]) -> list[sp.Expr]:
+    """Each player's Shapley value of the set function ``v`` (coalitions as sorted tuples), expanded."""
+    phi = []
+    for i in players:
+        others = [p for p in players if p != i]
+        term = sp.Integer(0)
+        for size in range(len(players)):
+            for X in combinations(others, size):
+                term += _shapley_weight(size, len(players)) * (v(tuple(sorted((*X, i)))) - v(X))
+        phi.append(sp.expand(term))
+    return phi
+
+
 def efficiency_symbolic(n: int = 3) -> dict[str, Any]:
     """Expand the Shapley formula with a symbol v_S for every coalition S and sum over the players.
 
@@ -82,15 +101,7 @@ def efficiency_symbolic(n: int = 3) -> dict[str, Any]:
         return "v_{" + ("".join(map(str, S)) if S else "\\emptyset") + "}"
 
     v = {S: sp.Symbol(name(S)) for k in range(len(players) + 1) for S in combinations(players, k)}
-    phi = []
-    for i in players:
-        others = [p for p in players if p != i]
-        term = sp.Integer(0)
-        for k in range(len(players)):
-            w = sp.Rational(math.factorial(k) * math.factorial(len(players) - k - 1), math.factorial(len(players)))
-            for X in combinations(others, k):
-                term += w * (v[tuple(sorted(X + (i,)))] - v[X])
-        phi.append(sp.expand(term))
+    phi = _shapley_expansion(players, v.__getitem__)
     total = sp.expand(sum(phi))
     target = v[players] - v[()]
     return {"phi": phi, "total": total, "target": target, "difference": sp.simplify(total - target)}
@@ -121,8 +132,7 @@ def degree_pair_weights(n: int) -> tuple[sp.Rational, sp.Rational]:
 
     b = sp.Integer(0)
     for s in range(2, n):  # coalitions S holding the pair but not the player k, |S| = s
-        w = sp.Rational(math.factorial(s) * math.factorial(n - s - 1), math.factorial(n))
-        b += math.comb(n - 3, s - 2) * w * (f(s + 1) - f(s))
+        b += math.comb(n - 3, s - 2) * _shapley_weight(s, n) * (f(s + 1) - f(s))
     a = (f(n) - (n - 2) * b) / 2
     return sp.nsimplify(a), sp.nsimplify(b)
 
@@ -163,15 +173,7 @@ def degree_shapley_affine(n: int = 4) -> dict[str, Any]:
         links = sum((W[(i, j)] for i, j in combinations(S, 2)), sp.Integer(0))
         return 1 - (len(S) + 2 * links) / sp.Integer(len(S)) ** 2
 
-    phi = []
-    for k in range(n):
-        others = [p for p in range(n) if p != k]
-        term = sp.Integer(0)
-        for size in range(n):
-            w = sp.Rational(math.factorial(size) * math.factorial(n - size - 1), math.factorial(n))
-            for X in combinations(others, size):
-                term += w * (v(tuple(sorted((*X, k)))) - v(X))
-        phi.append(sp.expand(term))
+    phi = _shapley_expansion(tuple(range(n)), v)
     a, b = degree_pair_weights(n)
     T = sum(W.values(), sp.Integer(0))
     degree = [sum((W[(min(k, j), max(k, j))] for j in range(n) if j != k), sp.Integer(0)) for k in range(n)]

@@ -24,15 +24,15 @@ scipy and :mod:`shapley.core`. The Hypothesis search for counterexamples lives i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import gershgorin_beta_bound, is_psd, min_eigenvalue, paper_beta_bound
+from shapley.core.psd import gershgorin_beta_bound, min_eigenvalue, paper_beta_bound
 
 A_FLOOR = math.exp(-0.5)
 """Smallest off-diagonal entry of the beta = 1 kernel, reached at C = 0: exp(-1/2) ~= 0.6065."""
@@ -42,9 +42,7 @@ EXHAUSTIVE_MAX_N = 7
 
 
 def _check_n(n: int, low: int = 1) -> int:
-    if int(n) != n or n < low:
-        raise ValueError(f"n must be an integer >= {low}; got {n!r}")
-    return int(n)
+    return validate.integer(n, "n", minimum=low)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -52,13 +50,21 @@ def _check_n(n: int, low: int = 1) -> int:
 # ---------------------------------------------------------------------------------------------------
 
 
-def two_group_C(p: int, q: int) -> NDArray[np.float64]:
+def _split_C(side: NDArray[Any], within: float = 0.0, across: float = 1.0) -> NDArray[np.float64]:
+    """C = ``within`` between answers on the same side of the split ``side`` (n,), ``across`` between sides."""
+    C = np.where(side[:, None] == side[None, :], within, across)
+    np.fill_diagonal(C, 1.0)
+    return C
+
+
+def two_group_C(p: int, q: int, within: float = 0.0, across: float = 1.0) -> NDArray[np.float64]:
     """The worst-case pattern: answers 0..p-1 form group 1, p..p+q-1 group 2.
 
     ``C = 0`` between two answers of the same group, ``C = 1`` between groups (diagonal 1). In words:
     every answer of one group is judged equivalent to every answer of the other group, while answers of
     the same group are judged unrelated, an entailment pattern that no consistent notion of meaning
-    produces but that an NLI model is free to output.
+    produces but that an NLI model is free to output. Other ``within`` and ``across`` values give the
+    two-group splits that :func:`shapley.theory.search.sentence_families` checks.
 
     Returns:
         (p + q, p + q) matrix.
@@ -66,34 +72,24 @@ def two_group_C(p: int, q: int) -> NDArray[np.float64]:
     p, q = _check_n(p, 0), _check_n(q, 0)
     if p + q < 1:
         raise ValueError("p + q must be at least 1")
-    g = np.r_[np.zeros(p), np.ones(q)]
-    C = (g[:, None] != g[None, :]).astype(np.float64)
-    np.fill_diagonal(C, 1.0)
-    return C
-
-
-def two_group_min_eigenvalue(p: int, q: int, a: float = A_FLOOR) -> float:
-    """lambda_min of the beta = 1 kernel of :func:`two_group_C` ``(p, q)``, in closed form.
-
-    Inside a group the kernel is ``(1 - a) I + a J`` and across groups it is all ones, so on vectors that
-    sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the two group indicators as
-    the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
-    """
-    p, q = _check_n(p, 0), _check_n(q, 0)
-    lam2 = (1 - a) + a * (p + q) / 2 - 0.5 * math.sqrt(a**2 * (p - q) ** 2 + 4 * p * q)
-    return float(min(lam2, 1 - a)) if max(p, q) > 1 else float(lam2)
+    return _split_C(np.r_[np.zeros(p), np.ones(q)], within, across)
 
 
 def min_kernel_eigenvalue(n: int, a: float = A_FLOOR) -> float:
     """m(n): the smallest eigenvalue any beta = 1 kernel matrix of size n can have (exact, closed form).
 
     ``1 - a + a n / 2 - sqrt(n**2 - (1 - a**2) (n mod 2)) / 2``; it equals ``(1 - a)(1 - n/2)`` for even n.
-    For n = 1 it is 1 (a single answer).
+    For n = 1 it is 1 (a single answer). It is lambda_min of the kernel of the balanced :func:`two_group_C`
+    ``(p, q)``: inside a group the kernel is ``(1 - a) I + a J`` and across groups it is all ones, so on vectors
+    that sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the two group indicators
+    as the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
     """
     n = _check_n(n)
     if n == 1:
         return 1.0
-    return two_group_min_eigenvalue(n // 2, n - n // 2, a)
+    p, q = n // 2, n - n // 2
+    lam2 = (1 - a) + a * (p + q) / 2 - 0.5 * math.sqrt(a**2 * (p - q) ** 2 + 4 * p * q)
+    return float(min(lam2, 1 - a)) if max(p, q) > 1 else float(lam2)
 
 
 def beta_star(n: int, a: float = A_FLOOR) -> float:
@@ -104,8 +100,7 @@ def beta_star(n: int, a: float = A_FLOOR) -> float:
 
 def smallest_failing_n(beta: float, n_max: int = 10_000) -> int | None:
     """Smallest n at which some C makes R_beta non-PSD (from the closed form); None if none up to n_max."""
-    if not 0 < beta <= 1:
-        raise ValueError(f"beta must be in (0, 1]; got {beta!r}")
+    beta = validate.beta_value(beta)
     for n in range(1, n_max + 1):
         if beta_star(n) < beta:
             return n
@@ -119,16 +114,16 @@ def beta_bounds_table(ns: ArrayLike) -> list[dict[str, float]]:
         list of dicts with keys n, paper_bound, gershgorin_bound, beta_star, min_eig_K, beta_0_5_safe.
     """
     rows = []
-    for n in np.asarray(ns, dtype=int).ravel():
-        n = int(n)
+    for n in np.asarray(ns, dtype=int).ravel().tolist():
+        b = beta_star(n)
         rows.append(
             {
                 "n": n,
                 "paper_bound": paper_beta_bound(n),
                 "gershgorin_bound": gershgorin_beta_bound(n),
-                "beta_star": beta_star(n),
+                "beta_star": b,
                 "min_eig_K": min_kernel_eigenvalue(n),
-                "beta_0_5_safe": bool(beta_star(n) >= 0.5),
+                "beta_0_5_safe": bool(b >= 0.5),
             }
         )
     return rows
@@ -139,18 +134,37 @@ def beta_bounds_table(ns: ArrayLike) -> list[dict[str, float]]:
 # ---------------------------------------------------------------------------------------------------
 
 
+def _batch(n: int, upper: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(m, n, n) symmetric matrices with unit diagonal whose strict upper triangles are the rows of ``upper``."""
+    iu = np.triu_indices(n, 1)
+    M = np.zeros((upper.shape[0], n, n))
+    M[:, iu[0], iu[1]] = upper
+    M[:, iu[1], iu[0]] = upper
+    M[:, np.arange(n), np.arange(n)] = 1.0
+    return M
+
+
+def symmetric_from_upper(n: int, values: ArrayLike) -> NDArray[np.float64]:
+    """Symmetric (n, n) matrix with unit diagonal whose strict upper triangle, row by row, is ``values``.
+
+    Examples:
+        >>> symmetric_from_upper(3, [0.1, 0.2, 0.3])
+        array([[1. , 0.1, 0.2],
+               [0.1, 1. , 0.3],
+               [0.2, 0.3, 1. ]])
+    """
+    n = _check_n(n)
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size != n * (n - 1) // 2:
+        raise ValueError(f"values must hold n(n-1)/2 = {n * (n - 1) // 2} entries for n = {n}; got {v.size}")
+    return _batch(n, v[None, :])[0]
+
+
 def vertex_C(n: int, bits: ArrayLike) -> NDArray[np.float64]:
     """Symmetric 0/1 matrix C (unit diagonal) whose upper triangle, row by row, is ``bits``."""
-    n = _check_n(n)
-    b = np.asarray(bits, dtype=np.float64).ravel()
-    m = n * (n - 1) // 2
-    if b.size != m or not np.all(np.isin(b, (0.0, 1.0))):
-        raise ValueError(f"bits must hold {m} values in {{0, 1}} for n = {n}; got {b.size} values")
-    C = np.eye(n)
-    iu = np.triu_indices(n, 1)
-    C[iu] = b
-    C[iu[1], iu[0]] = b
-    return C
+    if not np.all(np.isin(np.asarray(bits, dtype=np.float64), (0.0, 1.0))):
+        raise ValueError(f"bits must hold values in {{0, 1}}; got {bits!r}")
+    return symmetric_from_upper(n, bits)
 
 
 @dataclass(frozen=True)
@@ -164,15 +178,6 @@ class VertexSearch:
     exact: bool
 
 
-def _kernel_batch(n: int, bits: NDArray[np.int64], a: float) -> NDArray[np.float64]:
-    iu = np.triu_indices(n, 1)
-    K = np.ones((bits.shape[0], n, n))
-    vals = np.where(bits == 1, 1.0, a)
-    K[:, iu[0], iu[1]] = vals
-    K[:, iu[1], iu[0]] = vals
-    return K
-
-
 def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -> VertexSearch:
     """Minimum of lambda_min(K) over ALL vertex matrices of size n (exact, n <= ``EXHAUSTIVE_MAX_N``).
 
@@ -183,8 +188,6 @@ def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -
     n = _check_n(n)
     if n > EXHAUSTIVE_MAX_N:
         raise ValueError(f"exhaustive search is limited to n <= {EXHAUSTIVE_MAX_N}; got {n}")
-    if n == 1:
-        return VertexSearch(1, 1.0, np.eye(1), 1, True)
     m_rest = (n - 1) * (n - 2) // 2
     best, best_bits, checked = math.inf, None, 0
     for d in range(n):
@@ -193,7 +196,7 @@ def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -
             idx = np.arange(start, min(2**m_rest, start + chunk), dtype=np.int64)
             rest = (idx[:, None] >> np.arange(m_rest)) & 1
             bits = np.concatenate([np.broadcast_to(first, (idx.size, n - 1)), rest], axis=1)
-            lam = np.linalg.eigvalsh(_kernel_batch(n, bits, a))[:, 0]
+            lam = np.linalg.eigvalsh(_batch(n, np.where(bits == 1, 1.0, a)))[:, 0]
             k = int(np.argmin(lam))
             checked += idx.size
             if lam[k] < best:
@@ -206,15 +209,11 @@ def partition_search(n: int, a: float = A_FLOOR) -> VertexSearch:
     """Minimum of lambda_min(K) over all two-group patterns (every split of the n answers; exact by the
     sign-pattern argument of the notebook). Checks ``2**(n-1)`` splits."""
     n = _check_n(n)
-    if n == 1:
-        return VertexSearch(1, 1.0, np.eye(1), 1, True)
     if n > 20:
         raise ValueError(f"partition_search enumerates 2**(n-1) splits; n = {n} > 20 is too many")
     best, best_C = math.inf, None
     for mask in range(2 ** (n - 1)):
-        g = (mask >> np.arange(n)) & 1
-        C = (g[:, None] != g[None, :]).astype(np.float64)
-        np.fill_diagonal(C, 1.0)
+        C = _split_C((mask >> np.arange(n)) & 1)
         lam = min_eigenvalue(kernel_matrix(C, 1.0)) if a == A_FLOOR else _lam_vertex(C, a)
         if lam < best:
             best, best_C = lam, C
@@ -245,7 +244,7 @@ def local_search(n: int, n_starts: int = 200, seed: int = 0, a: float = A_FLOOR)
         while True:
             flips = np.repeat(bits[None, :], m, axis=0)
             flips[np.arange(m), np.arange(m)] ^= 1
-            lam = np.linalg.eigvalsh(_kernel_batch(n, flips, a))[:, 0]
+            lam = np.linalg.eigvalsh(_batch(n, np.where(flips == 1, 1.0, a)))[:, 0]
             checked += m
             k = int(np.argmin(lam))
             if lam[k] >= cur - 1e-12:
@@ -261,51 +260,10 @@ def random_search(n: int, n_samples: int = 20_000, seed: int = 0, a: float = A_F
     """Heuristic baseline: lambda_min(K) over uniformly random C in [0, 1] (not vertices). Not exact."""
     n = _check_n(n, 2)
     rng = np.random.default_rng(seed)
-    iu = np.triu_indices(n, 1)
-    C = rng.random((n_samples, iu[0].size))
-    K = np.ones((n_samples, n, n))
-    k = np.exp(-((1 - C) ** 2) / 2)
-    K[:, iu[0], iu[1]] = k
-    K[:, iu[1], iu[0]] = k
-    lam = np.linalg.eigvalsh(K)[:, 0]
+    C = rng.random((n_samples, n * (n - 1) // 2))
+    lam = np.linalg.eigvalsh(_batch(n, np.exp(-((1 - C) ** 2) / 2)))[:, 0]
     j = int(np.argmin(lam))
-    Cj = np.eye(n)
-    Cj[iu] = C[j]
-    Cj[iu[1], iu[0]] = C[j]
-    return VertexSearch(n, float(lam[j]), Cj, n_samples, False)
-
-
-def counterexample_exists(n: int, beta: float) -> bool:
-    """True iff some symmetric C in [0, 1]^(n x n) makes R_beta non-PSD (exact, via the closed form,
-    confirmed by evaluating R_beta on the worst two-group pattern with the core's ``is_psd``)."""
-    n = _check_n(n)
-    if n == 1:
-        return False
-    witness = kernel_matrix(two_group_C(n // 2, n - n // 2), beta)
-    exists = not is_psd(witness)
-    if exists != (beta_star(n) < beta) and abs(beta_star(n) - beta) > 1e-9:
-        raise AssertionError(f"closed form and direct check disagree at n={n}, beta={beta}")  # pragma: no cover
-    return exists
-
-
-def symmetric_from_upper(n: int, values: ArrayLike) -> NDArray[np.float64]:
-    """Symmetric (n, n) matrix with unit diagonal whose strict upper triangle, row by row, is ``values``.
-
-    Examples:
-        >>> symmetric_from_upper(3, [0.1, 0.2, 0.3])
-        array([[1. , 0.1, 0.2],
-               [0.1, 1. , 0.3],
-               [0.2, 0.3, 1. ]])
-    """
-    n = _check_n(n)
-    v = np.asarray(values, dtype=np.float64).ravel()
-    if v.size != n * (n - 1) // 2:
-        raise ValueError(f"values must hold n(n-1)/2 = {n * (n - 1) // 2} entries for n = {n}; got {v.size}")
-    M = np.eye(n)
-    iu = np.triu_indices(n, 1)
-    M[iu] = v
-    M[iu[1], iu[0]] = v
-    return M
+    return VertexSearch(n, float(lam[j]), symmetric_from_upper(n, C[j]), n_samples, False)
 
 
 def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
@@ -404,22 +362,3 @@ def quadratic_form_circle(
     t = np.linspace(0, 2 * np.pi, n_points)
     X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
     return t, np.einsum("ki,ij,kj->k", X, M, X)
-
-
-def bottom_eigenvectors(M: ArrayLike, k: int = 2) -> NDArray[np.float64]:
-    """The k eigenvectors of the symmetric M with smallest eigenvalues, as columns (n, k)."""
-    _, V = np.linalg.eigh(np.asarray(M, dtype=np.float64))
-    return V[:, :k]
-
-
-def random_unit_quadratic_forms(M: ArrayLike, n_vectors: int = 20_000, seed: int = 0) -> NDArray[np.float64]:
-    """x^T M x for ``n_vectors`` uniform random unit vectors x (seeded)."""
-    M = np.asarray(M, dtype=np.float64)
-    X = np.random.default_rng(seed).normal(size=(n_vectors, M.shape[0]))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return np.einsum("ki,ij,kj->k", X, M, X)
-
-
-def iter_ns(n_max: int) -> Iterator[int]:
-    """2, 3, ..., n_max (helper for tables)."""
-    yield from range(2, _check_n(n_max, 2) + 1)

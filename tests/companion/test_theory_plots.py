@@ -11,7 +11,7 @@ import pytest
 from shapley.companion import theory_plots
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms as ax
-from shapley.theory.property_checks import StepCheck
+from shapley.theory.properties import StepCheck
 
 matplotlib.use("Agg")
 

@@ -397,7 +397,7 @@ def test_each_computed_verdict_follows_its_evidence(claim, change):
 
 
 def test_prop36_and_auroc_evidence_is_computed():
-    from shapley.theory.properties import prop36_readings
+    from shapley.theory.propositions import prop36_readings
 
     f = _quick_facts()
     p3 = [r.witness["property3"] for r in prop36_readings() if "property3" in r.witness]

@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 from shapley.core import baselines
+from shapley.theory import axiom_search as axs
 from shapley.theory import axioms as ax
 from shapley.theory import properties as pr
+from shapley.theory import propositions as pv
 
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "axioms"
 
@@ -29,21 +31,21 @@ def _joint(R_old: np.ndarray, g_row: np.ndarray, j: int, g_with_j: float = 0.0) 
 
 
 def test_estimators_cover_the_issue_list() -> None:
-    names = [e.name for e in ax.ESTIMATORS]
+    names = [e.name for e in axs.ESTIMATORS]
     assert {"Shap", "SE", "DSE", "NumSet", "EigV", "Deg", "Ecc", "KLE"} <= set(names) and len(names) >= 9
     with pytest.raises(KeyError):
-        ax.estimator("nope")
+        axs.estimator("nope")
 
 
-@pytest.mark.parametrize("name", [e.name for e in ax.ESTIMATORS])
+@pytest.mark.parametrize("name", [e.name for e in axs.ESTIMATORS])
 def test_estimator_shapley_values_are_efficient(name: str) -> None:
-    est = ax.estimator(name)
+    est = axs.estimator(name)
     rng = np.random.default_rng(3)
     C = np.round(rng.random((4, 4)), 1)
     C = np.triu(C, 1) + np.triu(C, 1).T + np.eye(4)
     p = np.array([0.5, 0.2, 0.2, 0.1]) if est.uses_likelihoods else None
-    phi = ax.estimator_shapley(est, "sentence", C, p)
-    assert phi.sum() == pytest.approx(ax.value(est, "sentence", C, p), abs=1e-9)
+    phi = axs.estimator_shapley(est, "sentence", C, p)
+    assert phi.sum() == pytest.approx(axs.value(est, "sentence", C, p), abs=1e-9)
 
 
 def test_shap_as_a_set_function_matches_the_gaussian_shapley_values() -> None:
@@ -51,8 +53,8 @@ def test_shap_as_a_set_function_matches_the_gaussian_shapley_values() -> None:
     from shapley.core.entropy import shapley_values
     from shapley.core.kernel import kernel_matrix
 
-    phi = ax.estimator_shapley(ax.estimator("Shap"), "sentence", C)
-    assert np.allclose(phi, shapley_values(kernel_matrix(C, ax.SENTENCE_BETA)), atol=1e-12)
+    phi = axs.estimator_shapley(axs.estimator("Shap"), "sentence", C)
+    assert np.allclose(phi, shapley_values(kernel_matrix(C, axs.SENTENCE_BETA)), atol=1e-12)
 
 
 def test_known_counterexample_to_shap_property3_rv() -> None:
@@ -60,7 +62,7 @@ def test_known_counterexample_to_shap_property3_rv() -> None:
     with the same totals and premise margin as the Gaussian-specific check."""
     R_old, R_new, j = pr.property3_witness_rv()
     J = _joint(R_old, R_new[j], j)
-    chk = ax.check_property3(ax.estimator("Shap"), "rv", J, j)
+    chk = axs.check_property3(axs.estimator("Shap"), "rv", J, j)
     ref = pr.check_property3(R_old, R_new, j, "rv")
     assert chk.detail["premise"] and not chk.holds
     assert chk.detail["premise_margin"] == pytest.approx(ref.detail["premise_margin"], abs=1e-12)
@@ -70,7 +72,7 @@ def test_known_counterexample_to_shap_property3_rv() -> None:
 def test_known_counterexample_to_shap_property3_sentence_hub() -> None:
     """The hub pattern (7 answers + g): the joint 8 x 8 matrix is never evaluated whole."""
     C_old, C_new, j = pr.property3_witness_sentence(7)
-    chk = ax.check_property3(ax.estimator("Shap"), "sentence", _joint(C_old, C_new[j], j), j)
+    chk = axs.check_property3(axs.estimator("Shap"), "sentence", _joint(C_old, C_new[j], j), j)
     assert chk.detail["premise"] and not chk.holds
 
 
@@ -79,7 +81,7 @@ def test_dse_and_numset_fail_property2_strictly_by_hand() -> None:
     clusters; an unrelated replacement leaves two clusters: ln 2 and 2 sets before and after."""
     C = np.array([[1.0, 0.5], [0.5, 1.0]])
     for name, before in (("DSE", math.log(2)), ("NumSet", 2.0)):
-        chk = ax.check_property2(ax.estimator(name), "sentence", C)
+        chk = axs.check_property2(axs.estimator(name), "sentence", C)
         assert not chk.holds and chk.rows[0].required == ">"
         assert chk.rows[0].old == pytest.approx(before) and chk.rows[0].new == pytest.approx(before)
 
@@ -88,23 +90,23 @@ def test_property1_duplicate_carries_the_copied_likelihood() -> None:
     """NE ignores C: a duplicate of the argmin answer (the most likely one) can only lower it."""
     C = np.eye(3)
     p = np.array([0.9, 0.3, 0.1])
-    chk = ax.check_property1(ax.estimator("NE"), "sentence", C, p)
+    chk = axs.check_property1(axs.estimator("NE"), "sentence", C, p)
     assert chk.detail["argmin"] == 0 and chk.holds
     assert chk.rows[2].new == pytest.approx(baselines.predictive_entropy(np.log([0.9, 0.3, 0.9])))
 
 
 def test_not_applicable_in_the_rv_reading() -> None:
     for name in ("SE", "DSE", "NumSet", "NE"):
-        est = ax.estimator(name)
-        assert not ax.applicable(est, "rv") and ax.applicable(est, "sentence")
-        res = ax.search_cell(est, "1", "rv", 5)
+        est = axs.estimator(name)
+        assert not axs.applicable(est, "rv") and axs.applicable(est, "sentence")
+        res = ax.cell_result(est, "1", "rv", 5)
         assert res.verdict == ax.NOT_APPLICABLE and res.examples == 0 and res.example is None
         with pytest.raises(ValueError, match="not applicable"):
-            ax.value(est, "rv", np.eye(2))
+            axs.value(est, "rv", np.eye(2))
 
 
 def test_search_finds_and_shrinks_a_failure() -> None:
-    res = ax.search_cell(ax.estimator("NumSet"), "2", "sentence", 50, seed=0)
+    res = ax.cell_result(axs.estimator("NumSet"), "2", "sentence", 50, seed=0)
     assert res.verdict == ax.FAILS and res.check is not None and not res.check.holds
     assert res.example is not None and res.example.n_total == 2  # shrunk to two answers
     ce = ax.describe(res)
@@ -112,16 +114,16 @@ def test_search_finds_and_shrinks_a_failure() -> None:
 
 
 def test_search_is_seeded_and_a_prefix_of_a_longer_one() -> None:
-    est = ax.estimator("KLE")
-    short, long = ax.search_cell(est, "1", "sentence", 40, seed=0), ax.search_cell(est, "1", "sentence", 400, seed=0)
+    est = axs.estimator("KLE")
+    short, long = ax.cell_result(est, "1", "sentence", 40, seed=0), ax.cell_result(est, "1", "sentence", 400, seed=0)
     assert short.verdict == ax.FAILS and short.examples <= 40
     assert (long.examples, long.example) == (short.examples, short.example)
-    other = ax.search_cell(est, "1", "sentence", 40, seed=1)
+    other = ax.cell_result(est, "1", "sentence", 40, seed=1)
     assert other.example != short.example or other.examples != short.examples
 
 
 def test_no_counterexample_verdict_states_the_size() -> None:
-    res = ax.search_cell(ax.estimator("Shap"), "2", "rv", 7, seed=0)  # true in this reading (chain rule)
+    res = ax.cell_result(axs.estimator("Shap"), "2", "rv", 7, seed=0)  # true in this reading (chain rule)
     assert res.verdict == "no counterexample in 7 examples" and res.example is None and ax.describe(res) == {}
 
 
@@ -136,24 +138,26 @@ def test_axiom_table_shape_and_vocabulary() -> None:
         assert {"replaced", "old", "new", "required"} <= set(json.loads(text))
     assert df.equals(ax.axiom_table(max_examples=5, seed=0, estimators=["Shap", "SE", "EigV"]))
     with pytest.raises(ValueError):
-        ax.axiom_rows(max_examples=0)
+        ax.axiom_table(max_examples=0)
 
 
 def test_write_axiom_table(tmp_path: Path) -> None:
     assert ax.main(["--max-examples", "2", "--out", str(tmp_path)]) == 0
     table = pd.read_csv(tmp_path / "axiom_table.csv", keep_default_na=False, dtype={"property": str})
     settings = json.loads((tmp_path / "axiom_settings.json").read_text())
-    assert len(table) == len(ax.ESTIMATORS) * 6 and settings["max_examples"] == 2 and settings["seed"] == 0
+    assert len(table) == len(axs.ESTIMATORS) * 6 and settings["max_examples"] == 2 and settings["seed"] == 0
 
 
 def test_stored_full_table_is_reproduced_by_a_short_run() -> None:
     """Every failure a short run finds is, example for example, the one stored in results/axioms."""
     stored = pd.read_csv(RESULTS / "axiom_table.csv", keep_default_na=False, dtype={"property": str})
     settings = json.loads((RESULTS / "axiom_settings.json").read_text())
-    assert len(stored) == len(ax.ESTIMATORS) * 6 and settings == ax.settings(settings["max_examples"], settings["seed"])
+    assert len(stored) == len(axs.ESTIMATORS) * 6 and settings == ax.settings(
+        settings["max_examples"], settings["seed"]
+    )
     short = ax.axiom_table(max_examples=20, seed=settings["seed"], estimators=["Shap", "SE", "NumSet", "Ecc", "Deg"])
     assert (short.verdict == ax.FAILS).sum() > 0
-    assert ax.prefix_mismatches(short, ax.with_known_cells(stored)) == []
+    assert ax.prefix_mismatches(short, stored) == []
 
 
 def test_prefix_mismatches_detects_a_changed_counterexample() -> None:
@@ -176,44 +180,36 @@ def _stored() -> pd.DataFrame:
     ("prop", "example"), [("2", ax.property2_hub_example), ("3", ax.property3_hub_example)], ids=["p2", "p3"]
 )
 def test_the_hand_built_hub_witnesses_break_shap_in_the_sentence_reading(prop, example) -> None:
-    chk = ax.check(ax.estimator("Shap"), prop, example())
+    chk = axs.check(axs.estimator("Shap"), prop, example())
     assert chk is not None and not chk.holds
-    res = ax.cell_result(ax.estimator("Shap"), prop, "sentence", 5)
+    res = ax.cell_result(axs.estimator("Shap"), prop, "sentence", 5)
     assert res.verdict == ax.FAILS and ax.describe(res)["witness"].endswith("_witness_sentence")
 
 
 def test_the_property2_hub_lies_inside_the_searched_sizes_but_off_the_grid() -> None:
     ex = ax.property2_hub_example()
-    low, high = ax.N_RANGES["2"]
+    low, high = axs.N_RANGES["2"]
     assert low <= ex.n_total <= high
     off_grid = [v for v in ex.params if round(10 * v) != 10 * v]
     assert off_grid == [0.05]
 
 
 def test_the_stored_table_shows_the_witnesses_and_the_proofs() -> None:
-    """The committed table (``make axioms``) holds the known cells itself, and ``with_known_cells`` (which the book
-    applies to tables written before those cells existed) changes nothing in it."""
+    """The committed table (``make axioms``) holds every hand-settled cell as the code settles it now."""
     stored = _stored()
     table = stored.set_index(["estimator", "property", "reading"])
     for prop in ("2", "3"):
         assert table.loc[("Shap", prop, "sentence"), "verdict"] == ax.FAILS  # the hand-built hub witnesses
-    for reading in ax.READINGS:
-        for prop in ax.PROPERTIES:
+    for reading in pr.READINGS:
+        for prop in pr.PROPERTIES:
             assert table.loc[("Deg", prop, reading), "verdict"] == ax.PROVED
     assert table.loc[("Shap", "1", "rv"), "verdict"] == ax.UNDEFINED
-    assert ax.with_known_cells(stored).equals(stored)
-
-
-def test_known_cells_are_applied_to_a_table_written_before_them() -> None:
-    old = _stored().copy()
-    where = (old["estimator"] == "Shap") & (old["reading"] == "sentence") & old["property"].isin(["2", "3"])
-    old.loc[where, "verdict"] = (
-        "no counterexample in 2000 examples"  # what the table said before the witnesses were added
-    )
-    table = ax.with_known_cells(old).set_index(["estimator", "property", "reading"])
-    for prop in ("2", "3"):
-        assert table.loc[("Shap", prop, "sentence"), "verdict"] == ax.FAILS
-    assert ax.with_known_cells(ax.with_known_cells(old)).equals(ax.with_known_cells(old))
+    for (name, prop, reading), known in ax.KNOWN.items():
+        row = table.loc[(name, prop, reading)]
+        assert row.verdict == known.kind
+        if known.kind == ax.FAILS:
+            ce = ax.describe(ax.cell_result(axs.estimator(name), prop, reading, 1))
+            assert json.loads(row.counterexample) == json.loads(json.dumps(ce))
 
 
 def test_an_exact_copy_leaves_shaps_values_undefined_so_the_rv_cell_cannot_be_judged() -> None:
@@ -221,9 +217,9 @@ def test_an_exact_copy_leaves_shaps_values_undefined_so_the_rv_cell_cannot_be_ju
     while the Shapley values on that input are (-inf) - (-inf), the case Proposition 3.6 counts against phi."""
     R = pr.random_correlation(4, seed=3)
     R_copy = pr.rv_duplicate(R, 0, 1, 1.0)
-    assert pr.undefined_shapley_message(R_copy) is not None
-    assert ax.value(ax.estimator("Shap"), "rv", R_copy) == -np.inf
-    assert ax.cell_result(ax.estimator("Shap"), "1", "rv", 5).verdict == ax.UNDEFINED
+    assert pv.undefined_shapley_message(R_copy) is not None
+    assert axs.value(axs.estimator("Shap"), "rv", R_copy) == -np.inf
+    assert ax.cell_result(axs.estimator("Shap"), "1", "rv", 5).verdict == ax.UNDEFINED
 
 
 def test_deg_shapley_values_are_affine_and_decreasing_in_the_degree() -> None:
@@ -240,24 +236,24 @@ def test_deg_shapley_values_are_affine_and_decreasing_in_the_degree() -> None:
         W = rng.random((n, n))
         W = (W + W.T) / 2
         np.fill_diagonal(W, 1.0)
-        phi = ax.estimator_shapley(ax.estimator("Deg"), "sentence", W)
+        phi = axs.estimator_shapley(axs.estimator("Deg"), "sentence", W)
         a, b = (float(x) for x in symbolic.degree_pair_weights(n))
         d = W.sum(axis=1) - 1
         T = d.sum() / 2
         np.testing.assert_allclose(phi, (n - 1) / n**2 + b * T + (a - b) * d, atol=1e-12)
 
 
-@pytest.mark.parametrize("prop", ax.PROPERTIES)
-@pytest.mark.parametrize("reading", ax.READINGS)
+@pytest.mark.parametrize("prop", pr.PROPERTIES)
+@pytest.mark.parametrize("reading", pr.READINGS)
 def test_the_proved_deg_cells_survive_their_search(prop, reading) -> None:
-    res = ax.cell_result(ax.estimator("Deg"), prop, reading, 60, seed=1)
+    res = ax.cell_result(axs.estimator("Deg"), prop, reading, 60, seed=1)
     assert res.verdict == ax.PROVED and res.examples == 60
 
 
 def test_a_proved_cell_that_its_search_refutes_shows_the_counterexample(monkeypatch) -> None:
     """A wrong proof cannot hide: mark a failing cell as proved and the search's counterexample wins."""
     monkeypatch.setitem(ax.KNOWN, ("NumSet", "2", "sentence"), ax.KnownCell(ax.PROVED, "nothing", "a wrong proof"))
-    assert ax.cell_result(ax.estimator("NumSet"), "2", "sentence", 50).verdict == ax.FAILS
+    assert ax.cell_result(axs.estimator("NumSet"), "2", "sentence", 50).verdict == ax.FAILS
 
 
 # --- argument checks (issue 17) --------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_the_sweep_falls_with_n_and_finds_an_indefinite_R_by_30():
     runs = cosine.search_sweep(30, 0.5, n_starts=2, seed=0, n_min=18)
     values = [r.min_eig_R for r in runs]
     assert all(b <= a + 1e-12 for a, b in zip(values, values[1:], strict=False))
-    first = cosine.search_first_indefinite_n(runs)
+    first = next((r.n for r in runs if r.min_eig_R < 0), None)
     assert first is not None and 20 < first <= 30
     witness = next(r for r in runs if r.n == first)
     assert not is_psd(kernel_matrix(cosine.cosine_C(witness.X), 0.5))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shapley.theory import axiom_search, axioms, cosine, properties, property_checks, search, symbolic, worstcase
+from shapley.theory import axiom_search, axioms, cosine, properties, propositions, search, symbolic, worstcase
 
 PKG = Path(__file__).resolve().parents[2] / "shapley"
 OPTIONAL = {"hypothesis": "search.py", "sympy": "symbolic.py"}
@@ -45,7 +45,7 @@ def test_theory_core_modules_import_without_the_extra() -> None:
         "sys.modules['hypothesis'] = None\n"
         "sys.modules['sympy'] = None\n"
         "import shapley.theory, shapley.theory.worstcase, shapley.theory.properties, shapley.theory.axioms\n"
-        "import shapley.theory.cosine\n"
+        "import shapley.theory.cosine, shapley.theory.propositions\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent)
     assert out.returncode == 0, out.stderr
@@ -53,7 +53,7 @@ def test_theory_core_modules_import_without_the_extra() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    [axiom_search, axioms, cosine, properties, property_checks, search, symbolic, worstcase],
+    [axiom_search, axioms, cosine, properties, propositions, search, symbolic, worstcase],
     ids=lambda m: m.__name__,
 )
 def test_doctests(module) -> None:

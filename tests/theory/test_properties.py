@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import shapley
 from shapley.theory import properties as pr
+from shapley.theory import propositions as pv
 from shapley.theory import search as se
 from shapley.theory import symbolic as sym
 from tests.strategies import vine_correlations
@@ -192,7 +193,7 @@ def test_validation() -> None:
 
 
 def test_partials_of_one_give_a_singular_correlation_matrix() -> None:
-    R = pr.degenerate_witness()
+    R = pv.degenerate_witness()
     assert np.array_equal(R[0], R[1]) and pr.is_singular(R) and shapley.min_eigenvalue(R) > -1e-12
     with pytest.raises(ValueError):
         pr.corr_from_partials(np.array([[0.0, 1.1], [0.0, 0.0]]))
@@ -204,18 +205,18 @@ def test_rv_search_reaches_singular_R_only_when_allowed() -> None:
     res = se.search_counterexample("2", "rv", n_range=(3, 5), singular=True)
     assert res.found and pr.is_singular(res.example["M"])
     assert all(r.old == r.new == -math.inf and r.required == ">" for r in res.check.failures())
-    assert pr.undefined_shapley_message(res.example["M"]) is not None  # phi undefined on the same input
+    assert pv.undefined_shapley_message(res.example["M"]) is not None  # phi undefined on the same input
     with pytest.raises(ValueError, match="Property 2"):
         se.search_counterexample("1", "rv", singular=True)
 
 
 def test_property1_refuses_singular_R() -> None:
     with pytest.raises(ValueError, match="singular"):
-        pr.check_property1(pr.degenerate_witness(), "rv")
+        pr.check_property1(pv.degenerate_witness(), "rv")
 
 
 def test_prop35_nonsingular_reading_is_contradicted_by_the_chain_rule() -> None:
-    nonsingular, degenerate = pr.prop35_readings(n_matrices=60, seed=1)
+    nonsingular, degenerate = pv.prop35_readings(n_matrices=60, seed=1)
     w = nonsingular.witness
     assert nonsingular.verdict == "contradicted" and w["matrices"] == 60
     assert w["property1_failures"] == 0 and w["property2_failures"] == 0
@@ -228,7 +229,7 @@ def test_prop35_nonsingular_reading_is_contradicted_by_the_chain_rule() -> None:
 
 
 def test_prop36_readings_and_their_witnesses() -> None:
-    rows = {r.reading: r for r in pr.prop36_readings()}
+    rows = {r.reading: r for r in pv.prop36_readings()}
     rv = rows["random variables, non-singular R"]
     assert rv.verdict == "contradicted" and rv.witness["property3"].detail["premise"]
     assert not rv.witness["property3"].holds
@@ -255,7 +256,7 @@ def test_property1_sentence_strict_example_is_a_small_counterexample() -> None:
 
 @pytest.mark.parametrize("beta", [0.25, 0.5, 0.9])
 def test_sentence_premises_cannot_occur_below_beta_one(beta: float) -> None:
-    b = pr.sentence_premise_bounds(beta)
+    b = pv.sentence_premise_bounds(beta)
     assert b["duplicate_R"] == pytest.approx(beta) and b["unrelated_R"] == pytest.approx(beta * math.exp(-0.5))
 
 

@@ -142,10 +142,10 @@ def test_beta_half_first_fails_at_eight_answers() -> None:
     assert first.min_eig_R < 0
     # small: no more related pairs than the worst 4 + 4 split (16 of the 28 pairs)
     assert np.count_nonzero(np.triu(first.C, 1)) <= np.count_nonzero(np.triu(wc.two_group_C(4, 4), 1))
-    assert wc.counterexample_exists(8, 0.5)
+    assert not shapley.is_psd(shapley.kernel_matrix(wc.two_group_C(4, 4), 0.5))  # the closed form's witness
     below = wc.exhaustive_vertex_search(7)
     assert 1 + 0.5 * (below.min_eig_K - 1) > 0  # no vertex (hence no C) breaks beta = 0.5 at n = 7
-    assert not wc.counterexample_exists(7, 0.5)
+    assert shapley.is_psd(shapley.kernel_matrix(wc.two_group_C(3, 4), 0.5))
     assert wc.smallest_failing_n(0.5) == 8
     assert wc.beta_star(7) > 0.5 > wc.beta_star(8)
 
@@ -161,7 +161,7 @@ def test_illustrative_matrix_is_indefinite_then_fixed_by_kernel() -> None:
 def test_worst_eight_answer_pattern_survives_kernel_at_half() -> None:
     C8 = wc.two_group_C(4, 4)
     R8 = shapley.kernel_matrix(C8, 0.5)
-    U = wc.bottom_eigenvectors(R8, 2)
+    U = np.linalg.eigh(R8)[1][:, :2]  # the two eigenvectors with the smallest eigenvalues
     _, q = wc.quadratic_form_circle(R8, U[:, 0], U[:, 1])
     assert q.min() < -0.05
     with pytest.warns(shapley.PSDRepairWarning):

@@ -20,35 +20,44 @@ import numpy as np
 import torch
 
 from shapley.pipeline.entail.base import (
-    DEFAULT_NLI_MODEL,
     EntailmentBackend,
     GroupScores,
-    _local_model_folder,
+    for_device,
     group_matrices,
     group_pairs,
-    nli_label_indices,
+    local_model_folder,
 )
-from shapley.pipeline.generate.models import (
-    default_device,
-    default_dtype,
-    is_out_of_memory,
-    path_fingerprint,
-    release_device_memory,
-)
+from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint
 
-__all__ = ["FIRST_CHUNK_PAIRS", "PASS_LIMITS", "HFNLIBackend", "pass_limits", "plan_token_batches"]
-
+#: the paper's NLI classifier (the spec ``"hf"`` alone)
+DEFAULT_NLI_MODEL = "microsoft/deberta-large-mnli"
 #: fixed limits of one forward pass by device kind: (pairs, padded tokens or None, fill); part of the cache key.
 #: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every
 #: padded token; a GPU for every pass, so it packs fuller passes)
 PASS_LIMITS: dict[str, tuple[int, int | None, float]] = {"cpu": (32, None, 0.75), "cuda": (512, 16384, 0.0)}
 #: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
 FIRST_CHUNK_PAIRS = 1024
+#: a model or tokenizer limit at or above this is no limit (tokenizers without one report a huge number)
+NO_TOKEN_LIMIT = 1_000_000
 
 
-def pass_limits(device: torch.device) -> tuple[int, int | None, float]:
-    """(pairs, padded tokens or None, fill) of a forward pass on ``device``'s kind (other kinds: the CPU's)."""
-    return PASS_LIMITS.get(device.type, PASS_LIMITS["cpu"])
+def nli_label_indices(id2label: dict[Any, str]) -> tuple[int, int | None]:
+    """(entailment index, contradiction index or None) from ``config.id2label``.
+
+    Case-insensitive: a label containing "entail" and not starting with "not"/"non" is the entailment
+    label, one containing "contra" the contradiction label. ``ValueError`` when there is no single
+    entailment label (e.g. the generic ``LABEL_0``... names) or several contradiction labels."""
+    labels = {int(i): str(name).strip().lower() for i, name in id2label.items()}
+    ent = [i for i, n in labels.items() if "entail" in n and not n.startswith(("not", "non"))]
+    con = [i for i, n in labels.items() if "contra" in n]
+    if len(ent) != 1:
+        raise ValueError(
+            f"cannot find one entailment label in config.id2label={dict(id2label)}; an NLI model must name "
+            "its labels (e.g. CONTRADICTION / NEUTRAL / ENTAILMENT)"
+        )
+    if len(con) > 1:
+        raise ValueError(f"several contradiction labels in config.id2label={dict(id2label)}")
+    return ent[0], (con[0] if con else None)
 
 
 def plan_token_batches(
@@ -110,7 +119,7 @@ class HFNLIBackend(EntailmentBackend):
         super().__init__(batch_size=batch_size, cache=cache, progress=progress)
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        folder = _local_model_folder("hf", spec)
+        folder = local_model_folder("hf", spec)
         self.name = f"hf:{spec}"
         self.device = default_device(device)
         self.dtype = default_dtype(self.device, dtype)
@@ -121,23 +130,22 @@ class HFNLIBackend(EntailmentBackend):
         self.has_contradiction = self.contradict_index is not None
         limits = [max_length, getattr(self.model.config, "max_position_embeddings", None)]
         limits.append(getattr(self.tokenizer, "model_max_length", None))
-        self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < 1_000_000))
+        self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
         self.fingerprint = path_fingerprint(folder)
         if max_batch_tokens is not None and (
             not isinstance(max_batch_tokens, int) or isinstance(max_batch_tokens, bool) or max_batch_tokens < 1
         ):
             raise ValueError(f"max_batch_tokens must be None or an integer >= 1, got {max_batch_tokens!r}")
-        pairs, tokens, fill = pass_limits(self.device)
-        self.max_batch_pairs, self.pass_fill = pairs, fill
+        self.max_batch_pairs, tokens, self.pass_fill = for_device(PASS_LIMITS, self.device.type)
         self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else tokens
-        self.computation.update(
-            device=self.device.type,
-            dtype=str(self.dtype).removeprefix("torch."),
+        self._fix_computation(
+            self.device.type,
+            self.dtype,
+            {"pairs": self.max_batch_pairs, "tokens": self.max_batch_tokens},
             pass_pairs=self.max_batch_pairs,
             pass_tokens=self.max_batch_tokens,
             pass_fill=self.pass_fill,
         )
-        self.stats["batch_size"] = {"pairs": self.max_batch_pairs, "tokens": self.max_batch_tokens}
 
     def _encode_all(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
         """Untruncated token ids (and token type ids when the model takes them) of every pair, in one call; with
@@ -173,13 +181,6 @@ class HFNLIBackend(EntailmentBackend):
                 if types is not None:
                     types[i] = cut["token_type_ids"][j]
         return ids, types, len(long)
-
-    def tokenize(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
-        """Token ids (and token type ids) of every pair; pairs over ``max_length`` are cut (longest first, as
-        the tokenizer does), warned about and counted in ``stats["truncated_texts"]``."""
-        ids, types, cut = self._tokenize(premises, hypotheses)
-        self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
-        return ids, types
 
     def _pack(self, ids: list[list[int]], types: list[list[int]] | None, sizes: Sequence[int]) -> _Packed:
         """Cut each group's pairs (``sizes``: pairs per group, consecutive in ``ids``) into passes by the batch
@@ -223,31 +224,24 @@ class HFNLIBackend(EntailmentBackend):
         self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor, left: bool
     ) -> torch.Tensor:
         """(pairs, 2) probabilities (entailment, contradiction or 0) of one padded batch, on the device; a batch
-        that runs out of memory is split in half."""
-        try:
+        that runs out of memory is split in half (:meth:`~EntailmentBackend._split_on_oom`)."""
+
+        def run(start: int, stop: int) -> torch.Tensor:
+            rows = slice(start, stop)
             cols = torch.arange(ids.shape[1], device=ids.device)
             if left:
-                mask = cols[None, :] >= (ids.shape[1] - lengths)[:, None]
+                mask = cols[None, :] >= (ids.shape[1] - lengths[rows])[:, None]
             else:
-                mask = cols[None, :] < lengths[:, None]
-            kw: dict[str, Any] = {"input_ids": ids, "attention_mask": mask.long()}
+                mask = cols[None, :] < lengths[rows][:, None]
+            kw: dict[str, Any] = {"input_ids": ids[rows], "attention_mask": mask.long()}
             if types is not None:
-                kw["token_type_ids"] = types
+                kw["token_type_ids"] = types[rows]
             probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
-            self.stats["forward_passes"] += 1
-            self.stats["batch_max"] = max(self.stats["batch_max"], int(ids.shape[0]))
+            self._count_pass(stop - start)
             con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
             return torch.stack([probs[:, self.entail_index], con], dim=-1)
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
-            if not is_out_of_memory(exc) or ids.shape[0] <= 1:
-                raise
-        release_device_memory(self.device)
-        self._note_split()
-        h = (ids.shape[0] + 1) // 2
-        parts = [(slice(0, h)), slice(h, None)]
-        return torch.cat(
-            [self._forward_batch(ids[p], None if types is None else types[p], lengths[p], left) for p in parts]
-        )
+
+        return self._split_on_oom(run, 0, int(ids.shape[0]), lambda a, b: torch.cat([a, b]))
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host-to-device copy that does not wait for the device (pinned memory) on CUDA."""

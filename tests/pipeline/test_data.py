@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from shapley.pipeline.data import datasets as D
+from shapley.pipeline.data.files import WMT_QUESTION
+from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.rundir.records import QARecord
 from tests import fakes
 
@@ -202,17 +204,23 @@ def test_nq_open_keeps_every_alias(full):
     assert max(len(r.references) for r in full["nq_open"]) > 1
 
 
-def test_llama13b_samples(folder):
-    rows = D.load_triviaqa_llama13b_samples()
-    assert len(rows) == 500
-    assert all(len(r["samples"]) == 20 for r in rows)
-    assert set(rows[0]) == {"id", "question", "references", "samples"}
-    assert all(s == s.strip() for r in rows for s in r["samples"])
-    short = D.load_triviaqa_llama13b_samples(n_samples=3, limit=4)
-    assert len(short) == 4 and all(len(r["samples"]) == 3 for r in short)
-    assert [r["samples"] for r in short] == [r["samples"][:3] for r in rows[:4]]
-    with pytest.raises(ValueError, match="n_samples"):
-        D.load_triviaqa_llama13b_samples(n_samples=21, limit=1)
+def test_llama13b_samples_are_read_as_score_samples_reads_them(folder):
+    """The TriviaQA file's real LLaMA-13B samples, through ``score-samples --reference-field answer``."""
+    f = folder / D.TRIVIAQA_SAMPLES_FILE
+    items = read_samples_file(f, reference_field="answer")
+    with gzip.open(f, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    assert len(items) == 500
+    assert all(len(it.samples) == 20 for it in items)
+    assert all(s == s.strip() for it in items for s in it.samples)
+    assert [it.id for it in items] == [str(r["id"]) for r in rows]
+    assert [it.samples for it in items] == [[s.strip() for s in r["samples_cleaned"]] for r in rows]
+    assert [it.references for it in items] == [[r["answer"]] for r in rows]
+    short = read_samples_file(f, n_samples=3, limit=4, reference_field="answer")
+    assert len(short) == 4 and all(len(it.samples) == 3 for it in short)
+    assert [it.samples for it in short] == [it.samples[:3] for it in items[:4]]
+    with pytest.raises(ValueError, match="n-samples"):
+        read_samples_file(f, n_samples=21, limit=1, reference_field="answer")
 
 
 # ------------------------------------------------------------------------------ fixture files
@@ -240,11 +248,11 @@ def test_wmt14_local_jsonl_both_layouts(tmp_path):
     b = D.load_dataset("wmt14", path=nested, n_shots=2)
     assert len(a) == len(b) == len(FR_EN) - 2
     assert [r.prompt for r in a] == [r.prompt for r in b]
-    src = {f"{D.WMT_QUESTION} {fr}": en for fr, en in FR_EN}
+    src = {f"{WMT_QUESTION} {fr}": en for fr, en in FR_EN}
     for r in a:
         lines = r.prompt.split("\n")
         assert len(lines) == 2 * 2 + 2  # no introduction line
-        assert all(line.startswith(f"Q: {D.WMT_QUESTION} ") for line in lines[0::2])
+        assert all(line.startswith(f"Q: {WMT_QUESTION} ") for line in lines[0::2])
         assert lines[1].startswith("A: ") and lines[-1] == "A:"
         assert r.references == (src[r.question],)
         pairs = _example_answers(r.prompt)

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from shapley.pipeline.data.datasets import check_input_file, iter_text_lines
+from shapley.pipeline.data.files import check_input_file, iter_text_lines
 
 KNOWN_FIELDS: tuple[str, ...] = (
     "id",

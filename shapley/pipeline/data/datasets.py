@@ -355,26 +355,6 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
     ]
 
 
-def few_shot_example_ids(
-    name: str,
-    *,
-    n_shots: int = 5,
-    seed: int = 0,
-    source: str = "auto",
-    path: str | os.PathLike[str] | None = None,
-) -> list[str]:
-    """Ids of the items used as few-shot examples by ``load_dataset`` with the same arguments.
-
-    Not defined for CoQA (its examples are the earlier turns of each conversation): raises ValueError.
-    """
-    name = _normalise_name(name)
-    if name == "coqa":
-        raise ValueError("CoQA has no shared example pool: each turn's examples are the preceding turns")
-    _check_int("n_shots", n_shots)
-    pool, _ = _split_pool(_load_items(name, source, path), n_shots, seed)
-    return [it.id for it in pool]
-
-
 def _check_int(label: str, value: Any, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return

@@ -107,17 +107,17 @@ class EmbeddingBackend(EntailmentBackend):
         texts = list(texts)
         self._count_truncated(texts)
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        out: np.ndarray | None = None
         size = self.texts_per_batch
+        passes = []
         with self._bar(math.ceil(len(texts) / size), f"embed {self.name}") as bar:
             for start in range(0, len(texts), size):
-                idx = order[start : start + size]
-                emb = self._encode_batch([texts[i] for i in idx])
-                if out is None:
-                    out = np.zeros((len(texts), emb.shape[1]), dtype=np.float64)
-                out[idx] = emb
+                passes.append(self._encode_batch([texts[i] for i in order[start : start + size]]))
                 bar.update(1)
-        return out if out is not None else np.zeros((0, 0))
+        if not passes:
+            return np.zeros((0, 0))
+        out = np.zeros((len(texts), passes[0].shape[1]), dtype=np.float64)
+        out[order] = np.concatenate(passes)
+        return out
 
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
         """Each group's texts embedded in their own passes (:meth:`embed`); cosines of the pairs."""

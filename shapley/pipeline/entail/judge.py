@@ -51,7 +51,6 @@ class LLMJudgeBackend(EntailmentBackend):
         batch_size: int | None = None,
         cache: bool | str | os.PathLike[str] = True,
         progress: bool | None = None,
-        chat_template: bool | None = None,
     ):
         super().__init__(batch_size=batch_size, cache=cache, progress=progress)
         model, tokenizer, fp = load_model(spec, device=device)
@@ -59,8 +58,9 @@ class LLMJudgeBackend(EntailmentBackend):
         self.fingerprint = fp
         param = next(model.parameters())
         self.pass_rows = for_device(JUDGE_PASS_ROWS, param.device.type)
+        # chat_template=None: the prompt is wrapped in the model's chat template when the tokenizer has one
         config = GenerationConfig(
-            n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=chat_template, progress=False
+            n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=None, progress=False
         )
         self.generator = Generator(model, config, tokenizer=tokenizer)
         self._fix_computation(

@@ -37,6 +37,8 @@ DEFAULT_NLI_MODEL = "microsoft/deberta-large-mnli"
 PASS_LIMITS: dict[str, tuple[int, int | None, float]] = {"cpu": (32, None, 0.75), "cuda": (512, 16384, 0.0)}
 #: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
 FIRST_CHUNK_PAIRS = 1024
+#: tokens of a pair the classifier reads at most (the model's and tokenizer's own limits may be lower)
+MAX_PAIR_TOKENS = 512
 #: a model or tokenizer limit at or above this is no limit (tokenizers without one report a huge number)
 NO_TOKEN_LIMIT = 1_000_000
 
@@ -99,8 +101,8 @@ class HFNLIBackend(EntailmentBackend):
     batch rule (one question's pairs, by decreasing token length, at most :data:`PASS_LIMITS` pairs and
     padded tokens for the device kind); ``batch_size`` does not change them. ``max_batch_tokens``: another
     padded-token limit per pass (it changes the passes, so it is part of ``computation`` and of the cache key).
-    ``max_length``: tokens per pair (capped by the model's and tokenizer's limits; longer pairs are cut,
-    warned about and counted)."""
+    ``max_length``: tokens read per pair (:data:`MAX_PAIR_TOKENS` or the model's or tokenizer's lower limit;
+    longer pairs are cut, warned about and counted)."""
 
     is_nli = True
 
@@ -111,7 +113,6 @@ class HFNLIBackend(EntailmentBackend):
         device: str | torch.device | None = None,
         batch_size: int | None = None,
         cache: bool | str | os.PathLike[str] = True,
-        max_length: int = 512,
         progress: bool | None = None,
         dtype: str | torch.dtype | None = None,
         max_batch_tokens: int | None = None,
@@ -128,7 +129,8 @@ class HFNLIBackend(EntailmentBackend):
         self.model = self.model.to(self.device).eval()
         self.entail_index, self.contradict_index = nli_label_indices(self.model.config.id2label)
         self.has_contradiction = self.contradict_index is not None
-        limits = [max_length, getattr(self.model.config, "max_position_embeddings", None)]
+        self.pad_left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        limits = [MAX_PAIR_TOKENS, getattr(self.model.config, "max_position_embeddings", None)]
         limits.append(getattr(self.tokenizer, "model_max_length", None))
         self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
         self.fingerprint = path_fingerprint(folder)
@@ -196,7 +198,6 @@ class HFNLIBackend(EntailmentBackend):
             ]
             at += size
         pad = int(self.tokenizer.pad_token_id or 0)
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
         total = sum(len(b) * int(lengths[b[0]]) for b in batches)
         flat_ids = np.full(total, pad, dtype=np.int64)
         flat_types = None if types is None else np.zeros(total, dtype=np.int64)
@@ -204,7 +205,7 @@ class HFNLIBackend(EntailmentBackend):
         for b in batches:
             longest = int(lengths[b[0]])
             for r, i in enumerate(b):
-                at = offset + r * longest + (longest - int(lengths[i]) if left else 0)
+                at = offset + r * longest + (longest - int(lengths[i]) if self.pad_left else 0)
                 flat_ids[at : at + lengths[i]] = ids[i]
                 if flat_types is not None and types is not None:
                     flat_types[at : at + lengths[i]] = types[i]
@@ -220,16 +221,14 @@ class HFNLIBackend(EntailmentBackend):
             order=order,
         )
 
-    def _forward_batch(
-        self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor, left: bool
-    ) -> torch.Tensor:
+    def _forward_batch(self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
         """(pairs, 2) probabilities (entailment, contradiction or 0) of one padded batch, on the device; a batch
         that runs out of memory is split in half (:meth:`~EntailmentBackend._split_on_oom`)."""
 
         def run(start: int, stop: int) -> torch.Tensor:
             rows = slice(start, stop)
             cols = torch.arange(ids.shape[1], device=ids.device)
-            if left:
+            if self.pad_left:
                 mask = cols[None, :] >= (ids.shape[1] - lengths[rows])[:, None]
             else:
                 mask = cols[None, :] < lengths[rows][:, None]
@@ -249,7 +248,7 @@ class HFNLIBackend(EntailmentBackend):
             return t.pin_memory().to(self.device, non_blocking=True)
         return t.to(self.device)
 
-    def _launch(self, packed: _Packed, left: bool, bar: Any) -> list[torch.Tensor]:
+    def _launch(self, packed: _Packed, bar: Any) -> list[torch.Tensor]:
         """Queue the forward passes of one packed chunk (no synchronisation); their probabilities stay on the
         device, in the chunk's batch order."""
         ids, lengths = self._to_device(packed.ids), self._to_device(packed.lengths)
@@ -258,9 +257,7 @@ class HFNLIBackend(EntailmentBackend):
         for offset, first, pairs, longest in packed.spans:
             flat = slice(offset, offset + pairs * longest)
             part_types = None if types is None else types[flat].view(pairs, longest)
-            out.append(
-                self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs], left)
-            )
+            out.append(self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs]))
             bar.update(pairs)
         return out
 
@@ -268,7 +265,6 @@ class HFNLIBackend(EntailmentBackend):
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
         """Groups in chunks of growing size: each chunk is tokenised and its forward passes queued while the
         device still runs the previous chunk's; one copy back at the end."""
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
         out: list[torch.Tensor] = []
         orders: list[np.ndarray] = []
         flat: list[tuple[list[str], list[str]]] = [group_pairs(g) for g in groups]
@@ -284,7 +280,7 @@ class HFNLIBackend(EntailmentBackend):
                 hypotheses = [h for g in range(first, last) for h in flat[g][1]]
                 ids, types, cut = self._tokenize(premises, hypotheses)
                 packed = self._pack(ids, types, sizes[first:last])
-                out += self._launch(packed, left, bar)
+                out += self._launch(packed, bar)
                 orders.append(packed.order + starts[first])
                 truncated += cut
                 first, want = last, want * 2

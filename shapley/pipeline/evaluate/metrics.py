@@ -83,9 +83,10 @@ def _label(value: Any, qid: Any) -> bool:
     raise ValueError(f"the stored record of question {qid!r}: 'correct' must be a boolean or 0/1; got {value!r}")
 
 
-def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | None = None) -> pd.DataFrame:
-    """Flat DataFrame of stored score records (one row per question, see the module docstring)."""
-    names = list(_score.METHODS) if methods is None else list(methods)
+def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> pd.DataFrame:
+    """Flat DataFrame of stored score records (one row per question, see the module docstring), one column per
+    method of ``methods``."""
+    names = list(methods)
     diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
     rows = []
     for r in records:

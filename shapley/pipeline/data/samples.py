@@ -18,6 +18,9 @@ from typing import Any
 
 from shapley.pipeline.data.files import check_input_file, iter_text_lines
 
+NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
+"""The optional fields of a line that hold a list of finite numbers."""
+
 KNOWN_FIELDS: tuple[str, ...] = (
     "id",
     "question",
@@ -26,16 +29,10 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "samples_cleaned",
     "answer",
     "sample_logprobs",
-    "answer_token_logprobs",
-    "answer_token_entropies",
     "p_true",
     "a4c_text",
-    "embedding",
-)
+) + NUMBER_FIELDS
 """Every field a score-samples line may use; anything else is unknown (see :func:`parse_sample_line`)."""
-
-NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
-"""The optional fields of a line that hold a list of finite numbers."""
 
 REFERENCE_FIELDS: tuple[str, ...] = ("references", "answer")
 """Where the reference answers of a line are read from (``--reference-field``): ``references`` (a list of

@@ -31,11 +31,8 @@ def judge_prompt(premise: str, hypothesis: str) -> tuple[str, str]:
     return body, "Answer:"
 
 
-_JUDGE_CLASSES = {
-    "yes": (" yes", "yes", " Yes", "Yes"),
-    "no": (" no", "no", " No", "No"),
-    "maybe": (" maybe", "maybe", " Maybe", "Maybe"),
-}
+#: the judge's three answers, each with its spellings as a next token (leading space or not, capitalised or not)
+_JUDGE_CLASSES = {w: (f" {w}", w, f" {w.capitalize()}", w.capitalize()) for w in ("yes", "no", "maybe")}
 
 
 class LLMJudgeBackend(EntailmentBackend):

@@ -69,6 +69,8 @@ from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore, RunDir, atomi
 from shapley.pipeline.score import scores as _score
 
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
+#: what ``metrics.csv`` says of the run on every row (:func:`compute_metrics`'s ``labels``)
+LABELS: tuple[str, ...] = ("model", "entailment", "dataset", "entailment_is_stand_in")
 
 
 #: the betas of the paper's Table 5, the default grid of the beta sweep: a coarse round (0.1 to 1.0 by 0.1) and a
@@ -161,10 +163,10 @@ def compute_metrics(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`).
 
-    ``skipped``: method -> Counter of reasons over questions; ``labels``: model, entailment, dataset,
-    entailment_is_stand_in; ``notes``: extra per-method notes.
+    ``skipped``: method -> Counter of reasons over questions; ``labels``: the :data:`LABELS` (others are
+    ignored); ``notes``: extra per-method notes.
     """
-    labels = dict(labels or {})
+    labels = {k: (labels or {}).get(k) for k in LABELS}
     skipped = skipped or {}
     n_q = len(scores)
     rows, srows = [], []
@@ -191,19 +193,7 @@ def compute_metrics(
         note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
         if n_sk:
             note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
-        rows.append(
-            {
-                "method": m,
-                **r,
-                "model": labels.get("model"),
-                "entailment": labels.get("entailment"),
-                "dataset": labels.get("dataset"),
-                "note": "; ".join(note),
-                "entailment_is_stand_in": labels.get("entailment_is_stand_in"),
-                "n_questions": n_q,
-                "n_skipped": n_sk,
-            }
-        )
+        rows.append({"method": m, **r, **labels, "note": "; ".join(note), "n_questions": n_q, "n_skipped": n_sk})
     metrics = pd.DataFrame(rows, columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS])
     return metrics, pd.DataFrame(srows, columns=list(SKIPPED_COLUMNS))
 

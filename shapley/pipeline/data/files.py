@@ -288,13 +288,8 @@ def _bioasq_references(q: dict[str, Any]) -> list[str]:
 
 
 def _parse_bioasq(path: Path) -> list[Item]:
-    obj = _read_json(path)
-    items = []
-    for q in _need(obj, "questions", str(path)):
-        if "exact_answer" not in q:
-            continue
-        items.append(make_item("bioasq", q["id"], q["body"], _bioasq_references(q)))
-    return items
+    questions = _need(_read_json(path), "questions", str(path))
+    return [make_item("bioasq", q["id"], q["body"], _bioasq_references(q)) for q in questions if "exact_answer" in q]
 
 
 def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:

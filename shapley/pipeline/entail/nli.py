@@ -97,10 +97,9 @@ class _Packed:
 class HFNLIBackend(EntailmentBackend):
     """NLI sequence classifier (``hf:``): entail = P(entailment | premise, hypothesis).
 
-    ``dtype``: None = bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes follow the
-    batch rule (one question's pairs, by decreasing token length, at most :data:`PASS_LIMITS` pairs and
-    padded tokens for the device kind); ``batch_size`` does not change them. ``max_batch_tokens``: another
-    padded-token limit per pass (it changes the passes, so it is part of ``computation`` and of the cache key).
+    ``dtype``: None = bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes: see the module
+    docstring. ``max_batch_tokens``: another padded-token limit per pass than :data:`PASS_LIMITS`' (it changes
+    the passes, so it is part of ``computation`` and of the cache key).
     ``max_length``: tokens read per pair (:data:`MAX_PAIR_TOKENS` or the model's or tokenizer's lower limit;
     longer pairs are cut, warned about and counted)."""
 

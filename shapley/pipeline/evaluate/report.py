@@ -69,13 +69,10 @@ def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """All runs' metrics stacked, with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns appended."""
     frames = []
     for d in run_dirs:
-        df = load_metrics(d)
         cfg = read_config(d)
-        df["run_dir"] = str(d)
-        df["beta"] = cfg.scoring.beta
-        df["n_samples"] = cfg.n_samples
-        df["seed"] = cfg.seed
-        frames.append(df)
+        frames.append(
+            load_metrics(d).assign(run_dir=str(d), beta=cfg.scoring.beta, n_samples=cfg.n_samples, seed=cfg.seed)
+        )
     if not frames:
         return pd.DataFrame(columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS, "run_dir", "beta", "n_samples", "seed"])
     return pd.concat(frames, ignore_index=True)
@@ -176,7 +173,6 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     t = runs_table(run_dirs)
     if t.empty:
         raise ValueError("no metrics found in the given run directories")
-    t = t.copy()
     labels = run_labels(list(run_dirs))
     t["run"] = [labels[str(d)] for d in t["run_dir"]]
     t["auroc [95% CI]"] = [

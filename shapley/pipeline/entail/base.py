@@ -318,9 +318,6 @@ class EntailmentBackend(ABC):
             )
         return out
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, fingerprint={self.fingerprint[:12]!r})"
-
 
 def local_model_folder(kind: str, spec: str) -> Path:
     """Folder of a local path or a cached hub snapshot; ModelNotAvailableError naming alternatives."""

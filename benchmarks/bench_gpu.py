@@ -8,7 +8,7 @@ Stages (each row has ``stage`` and ``engine``; each ``shapley`` row has ``ratio_
   stop string, dynamic cache; and, as a second transformers row, the static cache (``cache_implementation=
   "static"``, which transformers may compile). Equal batch: every row of every question at once. Throughput
   is new tokens per second (end-of-sequence tokens not counted).
-* ``nli``: :class:`shapley.pipeline.entail.backends.HFNLIBackend` with its defaults (bf16 on CUDA, token-budget
+* ``nli``: :class:`shapley.pipeline.entail.nli.HFNLIBackend` with its defaults (bf16 on CUDA, token-budget
   batches, a fresh sqlite cache: tokenisation, de-duplication, cache look-ups and writes all counted) against a
   plain forward of the same model on the same unique pairs, tokenised beforehand, sorted by length and cut
   into batches of at most 16,384 tokens (only the forward passes are timed). Throughput is unique pairs/s.
@@ -384,7 +384,7 @@ def generate_stage(
 
 def plain_forward(backend: Any, pairs: list[tuple[str, str]], budget: int) -> tuple[dict, dict]:
     """The same model's forward alone: pairs tokenised beforehand, length-sorted, batches of <= budget tokens."""
-    from shapley.pipeline.entail.backends import plan_token_batches
+    from shapley.pipeline.entail.nli import plan_token_batches
 
     model, tok, device = backend.model, backend.tokenizer, backend.device
     enc = tok([p for p, _ in pairs], [h for _, h in pairs], truncation=True, max_length=backend.max_length)
@@ -414,7 +414,8 @@ def plain_forward(backend: Any, pairs: list[tuple[str, str]], budget: int) -> tu
 
 
 def nli_stage(folder: Path, items: list, source: str, device: torch.device, tmp: Path) -> list[dict]:
-    from shapley.pipeline.entail.backends import EntailmentCache, HFNLIBackend
+    from shapley.pipeline.entail.cache import EntailmentCache
+    from shapley.pipeline.entail.nli import HFNLIBackend
 
     backend = HFNLIBackend(str(folder), device=device, cache=tmp / "warm.sqlite", progress=False)
     backend.score(items[:8])  # warm-up
@@ -465,6 +466,7 @@ def end_to_end(model: Any, tok: Any, folder: Path, data: Path, args: argparse.Na
         ScoringSettings,
     )
     from shapley.pipeline.entail import backends as entail
+    from shapley.pipeline.entail.nli import HFNLIBackend
     from shapley.pipeline.experiment import pipelines as experiment
     from shapley.pipeline.generate import generator as generate
     from shapley.pipeline.score import scores as score
@@ -476,7 +478,7 @@ def end_to_end(model: Any, tok: Any, folder: Path, data: Path, args: argparse.Na
     except ImportError:  # not installed (the GPU machine): judge with BLEU, leave out LexSim
         have_rouge = False
     methods = tuple(m for m in score.DEFAULT_METHODS if have_rouge or m != "LexSim")
-    backend = entail.HFNLIBackend(str(folder), device=device, cache=tmp / "e2e-warm.sqlite", progress=False)
+    backend = HFNLIBackend(str(folder), device=device, cache=tmp / "e2e-warm.sqlite", progress=False)
 
     class Preloaded(generate.Generator):
         def __init__(self, spec: Any, config: Any = None, tokenizer: Any = None) -> None:
@@ -497,7 +499,7 @@ def end_to_end(model: Any, tok: Any, folder: Path, data: Path, args: argparse.Na
     entail.load_backend = lambda spec, **kw: backend  # type: ignore[assignment]
     try:
         experiment.run_experiment(config(2), tmp / "e2e-warm")
-        from shapley.pipeline.entail.backends import EntailmentCache
+        from shapley.pipeline.entail.cache import EntailmentCache
 
         backend.cache = EntailmentCache(tmp / "e2e.sqlite")
         out, seconds = timed(device, lambda: experiment.run_experiment(config(args.e2e_questions), tmp / "e2e"))

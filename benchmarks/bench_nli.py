@@ -45,7 +45,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from shapley.pipeline.entail.backends import HFNLIBackend, load_backend
+from shapley.pipeline.entail.backends import load_backend
+from shapley.pipeline.entail.nli import HFNLIBackend
 from shapley.pipeline.rundir.provenance import git_info
 from shapley.pipeline.rundir.settings import data_dir
 

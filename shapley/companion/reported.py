@@ -347,5 +347,3 @@ def mozart(table: int) -> dict[str, Any]:
         "uncertainty": dict(MOZART_UNCERTAINTY[f"table{table}"]),
         "source": SOURCE,
     }
-
-

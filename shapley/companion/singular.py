@@ -23,7 +23,7 @@ import pandas as pd
 from shapley.core import kernel, metrics
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate.comparisons import rankable
-from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore
+from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def test_committed_run_counts_match_an_independent_eigenvalue_count():
     an off-diagonal 1 (counted here from the stored matrices with numpy alone); none of those is repaired."""
     from pathlib import Path
 
-    from shapley.pipeline.rundir.store import STAGE_FILES, JsonlStore
+    from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore
 
     run = Path(__file__).resolve().parents[2] / "results" / "triviaqa_llama13b" / "minilm_n10"
     if not (run / "stages.jsonl.gz").exists():

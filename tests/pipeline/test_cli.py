@@ -220,16 +220,17 @@ def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
 
 
 def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
-    from shapley.pipeline.data.datasets import TRIVIAQA_SAMPLES_FILE, load_triviaqa_llama13b_samples
+    from shapley.pipeline.data.datasets import TRIVIAQA_SAMPLES_FILE
 
     f = fakes.local_data_dir() / TRIVIAQA_SAMPLES_FILE
     if not f.is_file():
         pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
     items = read_samples_file(f, n_samples=5, limit=15, reference_field="answer")
-    ref = load_triviaqa_llama13b_samples(f, n_samples=5, limit=15)
-    assert [i.id for i in items] == [r["id"] for r in ref]
-    assert [i.samples for i in items] == [r["samples"] for r in ref]  # same mapping as the data module
-    assert [i.references for i in items] == [r["references"] for r in ref]
+    with gzip.open(f, "rt", encoding="utf-8") as fh:
+        ref = [json.loads(line) for line, _ in zip(fh, range(15), strict=False)]
+    assert [i.id for i in items] == [str(r["id"]) for r in ref]
+    assert [i.samples for i in items] == [[s.strip() for s in r["samples_cleaned"][:5]] for r in ref]  # UQ-NLG layout
+    assert [i.references for i in items] == [[r["answer"]] for r in ref]
     out = tmp_path / "tqa"
     assert (
         cli.main(

@@ -10,6 +10,7 @@ import pytest
 
 from shapley.core import metrics as M
 from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS
 from shapley.pipeline.experiment import pipelines as experiment
 from tests import fakes
 
@@ -34,7 +35,7 @@ def test_wins_losses_and_ties_against_shap():
     df = _frame()
     df["Twin"] = df["Shap"]  # the same scores: no difference at all
     t = evaluate.compare_methods(df, methods=["Shap", "Good", "Bad", "Twin"], n_boot=500, seed=3).set_index("method")
-    assert list(evaluate.compare_methods(df, methods=["Good"], n_boot=10).columns) == list(evaluate.COMPARISON_COLUMNS)
+    assert list(evaluate.compare_methods(df, methods=["Good"], n_boot=10).columns) == list(COMPARISON_COLUMNS)
     assert "Shap" not in t.index and (t["reference"] == "Shap").all()
     assert t.loc["Good", "outcome"] == "win" and t.loc["Bad", "outcome"] == "loss" and t.loc["Twin", "outcome"] == "tie"
     assert t.loc["Twin", "delta_auroc"] == 0.0 and t.loc["Twin", "delong_p"] == 1.0
@@ -91,7 +92,7 @@ def test_infinite_scores_undefined_comparisons_and_no_reference():
     assert math.isnan(t.loc["OneClass", "delong_p"]) and math.isnan(t.loc["OneClass", "delong_p_holm"])
     assert t.loc["OneClass", "outcome"] == "undefined" and "one correctness class" in t.loc["OneClass", "note"]
     empty = evaluate.compare_methods(df.drop(columns=["Shap"]), methods=["Good"], n_boot=10)
-    assert empty.empty and list(empty.columns) == list(evaluate.COMPARISON_COLUMNS)
+    assert empty.empty and list(empty.columns) == list(COMPARISON_COLUMNS)
 
 
 def test_score_samples_writes_comparisons(tmp_path, monkeypatch):

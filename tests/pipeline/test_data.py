@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from shapley.pipeline.data import datasets as D
+from shapley.pipeline.data.files import WMT_QUESTION
+from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.rundir.records import QARecord
 from tests import fakes
 
@@ -90,18 +92,14 @@ def test_counts_match_the_files(full, raw_counts, name):
 
 @pytest.mark.parametrize("name", [n for n in LOCAL_DATASETS if n != "coqa"])
 def test_examples_are_never_evaluated(full, folder, name):
-    example_ids = D.few_shot_example_ids(name, n_shots=5, seed=0, source="local")
-    assert len(example_ids) == len(set(example_ids)) == 5
-    evaluated = {r.id for r in full[name]}
-    assert evaluated.isdisjoint(example_ids)
-    # every prompt of the dataset shares the same 5 examples, and none is the target question
+    # every prompt of the dataset shares the same 5 distinct examples, and none is the target question
     first = _example_answers(full[name][0].prompt)
-    assert len(first) == 5
+    assert len(first) == len(set(first)) == 5
     for r in full[name][:100]:
         pairs = _example_answers(r.prompt)
         assert pairs == first
         assert r.question not in [q for q, _ in pairs]
-    # independently of few_shot_example_ids: no example (question, answer) is an evaluated record
+    # no example (question, answer) is an evaluated record
     evaluated_pairs = {(r.question, r.references[0]) for r in full[name]}
     assert evaluated_pairs.isdisjoint(first)
 
@@ -202,17 +200,23 @@ def test_nq_open_keeps_every_alias(full):
     assert max(len(r.references) for r in full["nq_open"]) > 1
 
 
-def test_llama13b_samples(folder):
-    rows = D.load_triviaqa_llama13b_samples()
-    assert len(rows) == 500
-    assert all(len(r["samples"]) == 20 for r in rows)
-    assert set(rows[0]) == {"id", "question", "references", "samples"}
-    assert all(s == s.strip() for r in rows for s in r["samples"])
-    short = D.load_triviaqa_llama13b_samples(n_samples=3, limit=4)
-    assert len(short) == 4 and all(len(r["samples"]) == 3 for r in short)
-    assert [r["samples"] for r in short] == [r["samples"][:3] for r in rows[:4]]
-    with pytest.raises(ValueError, match="n_samples"):
-        D.load_triviaqa_llama13b_samples(n_samples=21, limit=1)
+def test_llama13b_samples_are_read_as_score_samples_reads_them(folder):
+    """The TriviaQA file's real LLaMA-13B samples, through ``score-samples --reference-field answer``."""
+    f = folder / D.TRIVIAQA_SAMPLES_FILE
+    items = read_samples_file(f, reference_field="answer")
+    with gzip.open(f, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    assert len(items) == 500
+    assert all(len(it.samples) == 20 for it in items)
+    assert all(s == s.strip() for it in items for s in it.samples)
+    assert [it.id for it in items] == [str(r["id"]) for r in rows]
+    assert [it.samples for it in items] == [[s.strip() for s in r["samples_cleaned"]] for r in rows]
+    assert [it.references for it in items] == [[r["answer"]] for r in rows]
+    short = read_samples_file(f, n_samples=3, limit=4, reference_field="answer")
+    assert len(short) == 4 and all(len(it.samples) == 3 for it in short)
+    assert [it.samples for it in short] == [it.samples[:3] for it in items[:4]]
+    with pytest.raises(ValueError, match="n-samples"):
+        read_samples_file(f, n_samples=21, limit=1, reference_field="answer")
 
 
 # ------------------------------------------------------------------------------ fixture files
@@ -240,11 +244,11 @@ def test_wmt14_local_jsonl_both_layouts(tmp_path):
     b = D.load_dataset("wmt14", path=nested, n_shots=2)
     assert len(a) == len(b) == len(FR_EN) - 2
     assert [r.prompt for r in a] == [r.prompt for r in b]
-    src = {f"{D.WMT_QUESTION} {fr}": en for fr, en in FR_EN}
+    src = {f"{WMT_QUESTION} {fr}": en for fr, en in FR_EN}
     for r in a:
         lines = r.prompt.split("\n")
         assert len(lines) == 2 * 2 + 2  # no introduction line
-        assert all(line.startswith(f"Q: {D.WMT_QUESTION} ") for line in lines[0::2])
+        assert all(line.startswith(f"Q: {WMT_QUESTION} ") for line in lines[0::2])
         assert lines[1].startswith("A: ") and lines[-1] == "A:"
         assert r.references == (src[r.question],)
         pairs = _example_answers(r.prompt)
@@ -275,8 +279,8 @@ def test_generic_jsonl_unicode_and_context(tmp_path):
     recs = D.load_dataset("jsonl", path=p, n_shots=1, seed=3)
     assert len(recs) == 3
     by_id = {r.id: r for r in recs}
-    example = set(D.few_shot_example_ids("jsonl", path=p, n_shots=1, seed=3))
-    assert example.isdisjoint(by_id)
+    (example,) = [row for row in rows if row["id"] not in by_id]  # the one item kept back as the example
+    assert all(f"Q: {example['question']}\nA: {example['references'][0]}" in r.prompt for r in recs)
     for r in recs:
         src = next(row for row in rows if row["id"] == r.id)
         assert r.question == src["question"] and r.references == tuple(src["references"])

@@ -11,19 +11,12 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from shapley.pipeline.entail.backends import (  # noqa: E402
-    EmbeddingBackend,
-    EntailmentCache,
-    EntailmentCacheWarning,
-    EntailmentResult,
-    HFNLIBackend,
-    LLMJudgeBackend,
-    TruncatedInputWarning,
-    group_id,
-    group_pairs,
-    load_backend,
-    nli_label_indices,
-)
+from shapley.pipeline.entail.backends import load_backend  # noqa: E402
+from shapley.pipeline.entail.base import EntailmentResult, group_pairs  # noqa: E402
+from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarning, TruncatedInputWarning  # noqa: E402
+from shapley.pipeline.entail.embedding import EmbeddingBackend  # noqa: E402
+from shapley.pipeline.entail.judge import LLMJudgeBackend  # noqa: E402
+from shapley.pipeline.entail.nli import HFNLIBackend, nli_label_indices, plan_token_batches  # noqa: E402
 from shapley.pipeline.generate.models import ModelNotAvailableError  # noqa: E402
 
 CORPUS = [
@@ -426,28 +419,16 @@ def test_text_values_in_cache_rows_do_not_crash(nli_dir, tmp_path):
     np.testing.assert_allclose(first[0].entail, again[0].entail, atol=1e-6)
 
 
-def test_cache_rows_of_an_older_version_are_redone(nli_dir, tmp_path):
-    """A cache written before rows carried checksums is migrated; its unverifiable rows are scored again."""
+def test_a_cache_of_an_older_version_is_refused_naming_it(nli_dir, tmp_path):
+    """A cache written before rows carried checksums cannot vouch for its rows: it is refused, not read."""
     db = tmp_path / "old.sqlite"
     _sql(
         db,
         "CREATE TABLE pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, with_question INTEGER, "
         "entail REAL NOT NULL, contradict REAL)",
     )
-    be = HFNLIBackend(str(nli_dir), cache=db, device="cpu")
-    context = be.cache_context(group_id(["paris", "london"]))
-    key = EntailmentCache.key(be.name, be.fingerprint, False, "paris", "london", context)
-    _sql(
-        db,
-        "INSERT INTO pairs (key, backend, fingerprint, with_question, entail, contradict) "
-        "VALUES (?, ?, ?, 0, 0.5, 0.5)",
-        key,
-        be.name,
-        be.fingerprint,
-    )
-    with pytest.warns(EntailmentCacheWarning):
-        r = be.score([("q", ["paris", "london"])])[0]
-    assert r.entail[0, 1] != 0.5 and be.stats["cache_rows_redone"] == 1
+    with pytest.raises(ValueError, match=f"{db}.*checksum"):
+        HFNLIBackend(str(nli_dir), cache=db, device="cpu")
 
 
 @pytest.mark.parametrize("when", ["at open", "during a run"])
@@ -474,10 +455,10 @@ def test_corrupt_cache_file_is_rebuilt_with_a_warning_naming_it(nli_dir, tmp_pat
 def test_locked_cache_is_not_mistaken_for_corruption(tmp_path):
     import sqlite3
 
-    from shapley.pipeline.entail.backends import _corrupt
+    from shapley.pipeline.entail.cache import is_corrupt
 
-    assert not _corrupt(sqlite3.OperationalError("database is locked"))
-    assert _corrupt(sqlite3.DatabaseError("file is not a database"))
+    assert not is_corrupt(sqlite3.OperationalError("database is locked"))
+    assert is_corrupt(sqlite3.DatabaseError("file is not a database"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -578,15 +559,14 @@ def test_chunked_tokenisation_scores_every_pair_once(nli_dir, monkeypatch):
         np.testing.assert_array_equal(x.entail, y.entail)
 
 
-def test_cache_keys_of_many_pairs_equal_the_single_key():
+def test_cache_keys_of_many_pairs_equal_the_keys_one_at_a_time():
     pairs = [("paris", "london"), ('quo"te', "ünï ☕"), ("", "x")]
     many = EntailmentCache.keys("hf:m", "fp|bf16", True, pairs)
-    assert many == [EntailmentCache.key("hf:m", "fp|bf16", True, p, h) for p, h in pairs]
+    assert many == [EntailmentCache.keys("hf:m", "fp|bf16", True, [pair])[0] for pair in pairs]
+    assert len(set(many)) == len(pairs)
 
 
 def test_plan_token_batches():
-    from shapley.pipeline.entail.backends import plan_token_batches
-
     lengths = np.array([3, 10, 7, 7, 2, 50])
     batches = plan_token_batches(lengths, max_pairs=3, max_tokens=21)
     assert [list(b) for b in batches] == [[5], [1, 2], [3, 0, 4]]  # 50 > budget goes alone

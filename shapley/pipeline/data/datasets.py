@@ -50,8 +50,9 @@ appears in its prompt. The permutation only decides the order of the records (an
 Per-dataset notes
 -----------------
 * TriviaQA, local: ``triviaqa_llama13b_samples.jsonl.gz`` (500 rc.nocontext validation questions) with its
-  single reference ``answer``; online: ``answer.value`` plus its ``aliases``.
-  :func:`load_triviaqa_llama13b_samples` exposes that file's real LLaMA-13B samples for scoring.
+  single reference ``answer``; online: ``answer.value`` plus its ``aliases``. The file's real LLaMA-13B
+  samples are scored with ``score-samples --reference-field answer``
+  (:func:`shapley.pipeline.data.samples.read_samples_file`).
 * CoQA: each question of each story is a record, id ``<story id>_<turn id>``, context = story,
   references = the answer plus the ``additional_answers`` of the same turn (deduplicated); ``"unknown"``
   answers are kept.
@@ -77,22 +78,16 @@ from typing import Any
 import numpy as np
 
 from shapley.pipeline.data.files import (
-    _LOCAL_PARSERS,
-    _clean,
-    _coqa_items,
-    _Item,
-    _make_item,
-    _need,
-    _read_jsonl,
-    _svamp_items,
-    _triviaqa_answers,
-    _wmt_items,
+    LOCAL_PARSERS,
+    DatasetUnavailableError,
+    Item,
+    check_input_file,
+    coqa_items,
+    make_item,
+    svamp_items,
+    triviaqa_answers,
+    wmt_items,
 )
-from shapley.pipeline.data.files import GZIP_MAGIC as GZIP_MAGIC
-from shapley.pipeline.data.files import WMT_QUESTION as WMT_QUESTION
-from shapley.pipeline.data.files import DatasetUnavailableError as DatasetUnavailableError
-from shapley.pipeline.data.files import check_input_file as check_input_file
-from shapley.pipeline.data.files import iter_text_lines as iter_text_lines
 from shapley.pipeline.rundir.records import QARecord
 from shapley.pipeline.rundir.settings import data_dir
 
@@ -122,7 +117,8 @@ ONLINE_SOURCES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
 }
 
 BIOASQ_URL = "http://participants-area.bioasq.org/datasets/"
-TRIVIAQA_SAMPLES_FILE = "triviaqa_llama13b_samples.jsonl.gz"
+#: the local TriviaQA file, which also holds real LLaMA-13B samples of each question
+TRIVIAQA_SAMPLES_FILE = LOCAL_FILES["triviaqa"]
 
 # Template strings. The CoQA and TriviaQA introductions and the WMT question are the paper's (Appendix B).
 INTRO_COQA = "Reading the passage and answer given questions accordingly."
@@ -166,14 +162,14 @@ def _fetch_hub_rows(name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _online_triviaqa(rows: list[dict[str, Any]]) -> list[_Item]:
+def _online_triviaqa(rows: list[dict[str, Any]]) -> list[Item]:
     return [
-        _make_item("triviaqa", r.get("question_id", f"triviaqa_{i}"), r["question"], _triviaqa_answers(r["answer"]))
+        make_item("triviaqa", r.get("question_id", f"triviaqa_{i}"), r["question"], triviaqa_answers(r["answer"]))
         for i, r in enumerate(rows)
     ]
 
 
-def _online_coqa(rows: list[dict[str, Any]]) -> list[_Item]:
+def _online_coqa(rows: list[dict[str, Any]]) -> list[Item]:
     stories = []
     for i, r in enumerate(rows):
         ans = r["answers"]  # columnar: {"input_text": [...], "answer_start": [...], "answer_end": [...]}
@@ -186,43 +182,34 @@ def _online_coqa(rows: list[dict[str, Any]]) -> list[_Item]:
                 "answers": [{"input_text": a, "turn_id": k + 1} for k, a in enumerate(texts)],
             }
         )
-    return _coqa_items(stories, "stanfordnlp/coqa")
+    return coqa_items(stories, "stanfordnlp/coqa")
 
 
-def _online_wmt14(rows: list[dict[str, Any]]) -> list[_Item]:
-    return _wmt_items(((i + 1, r) for i, r in enumerate(rows)), "wmt/wmt14 fr-en test")
-
-
-def _online_squad(rows: list[dict[str, Any]]) -> list[_Item]:
+def _online_squad(rows: list[dict[str, Any]]) -> list[Item]:
     contexts: dict[str, str] = {}
     items = []
     for r in rows:
         group = contexts.setdefault(r["context"], f"{r.get('title', '')}#{len(contexts)}")
         items.append(
-            _make_item("squad", r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group)
+            make_item("squad", r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group)
         )
     return items
 
 
-def _online_nq_open(rows: list[dict[str, Any]]) -> list[_Item]:
-    return [_make_item("nq_open", f"nq_open_{i}", r["question"], r["answer"]) for i, r in enumerate(rows)]
-
-
-def _online_svamp(rows: list[dict[str, Any]]) -> list[_Item]:
-    return _svamp_items(rows, "ChilleD/SVAMP")
-
-
-_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[_Item]]] = {
+#: each hub dataset's rows (plain dicts) -> items
+_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[Item]]] = {
     "triviaqa": _online_triviaqa,
     "coqa": _online_coqa,
-    "wmt14": _online_wmt14,
+    "wmt14": lambda rows: wmt_items(((i + 1, r) for i, r in enumerate(rows)), "wmt/wmt14 fr-en test"),
     "squad": _online_squad,
-    "nq_open": _online_nq_open,
-    "svamp": _online_svamp,
+    "nq_open": lambda rows: [
+        make_item("nq_open", f"nq_open_{i}", r["question"], r["answer"]) for i, r in enumerate(rows)
+    ],
+    "svamp": lambda rows: svamp_items(rows, "ChilleD/SVAMP"),
 }
 
 
-def _load_online(name: str) -> list[_Item]:
+def _load_online(name: str) -> list[Item]:
     if name == "bioasq":
         raise DatasetUnavailableError(
             "BioASQ has no official copy on the Hugging Face hub: register at "
@@ -271,18 +258,17 @@ def _qa_lines(question: str, answer: str | None) -> list[str]:
     return [f"Q: {question}", "A:" if answer is None else f"A: {answer}"]
 
 
-def _closed_book_prompt(examples: Sequence[_Item], target: _Item, intro: str, zero_shot_intro: str) -> str:
-    lines = [intro if examples else zero_shot_intro]
-    if examples:
-        lines.append("Examples:")
+def _qa_prompt(head: list[str], examples: Sequence[Item], target: Item) -> str:
+    """The ``head`` lines (an introduction, a passage), ``Examples:`` where there are both a head and examples,
+    a ``Q:``/``A:`` pair per example, then the target's ``Q:`` and an open ``A:``."""
+    lines = [*head, *(["Examples:"] if head and examples else [])]
     for ex in examples:
         lines += _qa_lines(ex.question, ex.references[0])
-    lines += _qa_lines(target.question, None)
-    return "\n".join(lines)
+    return "\n".join(lines + _qa_lines(target.question, None))
 
 
-def _open_book_prompt(examples: Sequence[_Item], target: _Item) -> str:
-    def block(item: _Item, answer: str | None) -> str:
+def _open_book_prompt(examples: Sequence[Item], target: Item) -> str:
+    def block(item: Item, answer: str | None) -> str:
         head = [f"Passage: {item.context}"] if item.context else []
         return "\n".join(head + _qa_lines(item.question, answer))
 
@@ -293,40 +279,25 @@ def _open_book_prompt(examples: Sequence[_Item], target: _Item) -> str:
     return "\n\n".join(parts)
 
 
-def _wmt_prompt(examples: Sequence[_Item], target: _Item) -> str:
-    lines: list[str] = []
-    for ex in examples:
-        lines += _qa_lines(ex.question, ex.references[0])
-    lines += _qa_lines(target.question, None)
-    return "\n".join(lines)
-
-
-def _coqa_prompt(history: Sequence[_Item], target: _Item) -> str:
-    lines = [INTRO_COQA, f"Passage: {target.context}"]
-    if history:
-        lines.append("Examples:")
-    for ex in history:
-        lines += _qa_lines(ex.question, ex.references[0])
-    lines += _qa_lines(target.question, None)
-    return "\n".join(lines)
-
-
-def _prompt_for(name: str, examples: Sequence[_Item], target: _Item) -> str:
-    if name == "wmt14":
-        return _wmt_prompt(examples, target)
-    if name == "svamp":
-        return _closed_book_prompt(examples, target, INTRO_SVAMP, INTRO_SVAMP)
+def _prompt_for(name: str, examples: Sequence[Item], target: Item) -> str:
+    """The prompt of ``target`` with its few-shot ``examples`` (CoQA: the earlier turns of its story)."""
     if name == "squad" or (name == "jsonl" and target.context):
         return _open_book_prompt(examples, target)
-    return _closed_book_prompt(examples, target, INTRO_CLOSED_BOOK, INTRO_CLOSED_BOOK_ZERO_SHOT)
+    if name == "coqa":
+        return _qa_prompt([INTRO_COQA, f"Passage: {target.context}"], examples, target)
+    if name == "wmt14":
+        return _qa_prompt([], examples, target)
+    if name == "svamp":
+        return _qa_prompt([INTRO_SVAMP], examples, target)
+    return _qa_prompt([INTRO_CLOSED_BOOK if examples else INTRO_CLOSED_BOOK_ZERO_SHOT], examples, target)
 
 
 # -------------------------------------------------------------------------------- split and build
-def _split_pool(items: Sequence[_Item], n_shots: int, seed: int) -> tuple[list[_Item], list[_Item]]:
+def _split_pool(items: Sequence[Item], n_shots: int, seed: int) -> tuple[list[Item], list[Item]]:
     """Seeded permutation -> (r examples from distinct groups, evaluation items outside those groups)."""
     order = np.random.default_rng(seed).permutation(len(items))
     shuffled = [items[int(i)] for i in order]
-    pool: list[_Item] = []
+    pool: list[Item] = []
     used_groups: set[str] = set()
     for it in shuffled:
         if len(pool) == n_shots:
@@ -347,7 +318,7 @@ def _split_pool(items: Sequence[_Item], n_shots: int, seed: int) -> tuple[list[_
     return pool, evaluated
 
 
-def _build_records(name: str, items: Sequence[_Item], n_shots: int, seed: int, limit: int | None) -> list[QARecord]:
+def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, limit: int | None) -> list[QARecord]:
     if not items:
         raise ValueError(f"{name}: the source holds no usable records")
     ids = [it.id for it in items]
@@ -355,10 +326,10 @@ def _build_records(name: str, items: Sequence[_Item], n_shots: int, seed: int, l
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"{name}: duplicate record id {dup!r}")
     if name == "coqa":
-        by_story: dict[str, list[_Item]] = {}
+        by_story: dict[str, list[Item]] = {}
         for it in items:
             by_story.setdefault(it.group or "", []).append(it)
-        history: dict[str, list[_Item]] = {}
+        history: dict[str, list[Item]] = {}
         for turns in by_story.values():
             turns.sort(key=lambda t: t.turn or 0)
             for k, it in enumerate(turns):
@@ -371,40 +342,17 @@ def _build_records(name: str, items: Sequence[_Item], n_shots: int, seed: int, l
         pairs = [(it, pool) for it in evaluated]
     if limit is not None:
         pairs = pairs[:limit]
-    out = []
-    for it, examples in pairs:
-        prompt = _coqa_prompt(examples, it) if name == "coqa" else _prompt_for(name, examples, it)
-        out.append(
-            QARecord(
-                id=it.id,
-                dataset=name,
-                question=it.question,
-                references=it.references,
-                prompt=prompt,
-                context=it.context,
-            )
+    return [
+        QARecord(
+            id=it.id,
+            dataset=name,
+            question=it.question,
+            references=it.references,
+            prompt=_prompt_for(name, examples, it),
+            context=it.context,
         )
-    return out
-
-
-def few_shot_example_ids(
-    name: str,
-    *,
-    n_shots: int = 5,
-    seed: int = 0,
-    source: str = "auto",
-    path: str | os.PathLike[str] | None = None,
-) -> list[str]:
-    """Ids of the items used as few-shot examples by ``load_dataset`` with the same arguments.
-
-    Not defined for CoQA (its examples are the earlier turns of each conversation): raises ValueError.
-    """
-    name = _normalise_name(name)
-    if name == "coqa":
-        raise ValueError("CoQA has no shared example pool: each turn's examples are the preceding turns")
-    _check_int("n_shots", n_shots)
-    pool, _ = _split_pool(_load_items(name, source, path), n_shots, seed)
-    return [it.id for it in pool]
+        for it, examples in pairs
+    ]
 
 
 def _check_int(label: str, value: Any, *, allow_none: bool = False) -> None:
@@ -414,7 +362,7 @@ def _check_int(label: str, value: Any, *, allow_none: bool = False) -> None:
         raise ValueError(f"{label} must be a non-negative integer{' or None' if allow_none else ''}, got {value!r}")
 
 
-def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[_Item]:
+def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[Item]:
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     if source == "online":
@@ -423,12 +371,12 @@ def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> 
         return _load_online(name)
     file = local_path(name, path)
     if file is not None and file.is_file():
-        return _LOCAL_PARSERS[name](file)
+        return LOCAL_PARSERS[name](file)
     if path is not None:
         check_input_file(path, f"{name}: local file")
-    if source == "local" or name == "jsonl":
-        if name == "jsonl":
-            raise ValueError("the generic 'jsonl' dataset needs path=... to a JSON-lines file")
+    if name == "jsonl":
+        raise ValueError("the generic 'jsonl' dataset needs path=... to a JSON-lines file")
+    if source == "local":
         tried = str(file) if file is not None else f"SHAPLEY_DATA_DIR/{LOCAL_FILES[name]} (no data folder found)"
         raise FileNotFoundError(
             f"{name}: no local file at {tried}; pass path=..., set SHAPLEY_{name.upper()}_PATH or "
@@ -460,47 +408,3 @@ def load_dataset(
     _check_int("seed", seed)
     items = _load_items(name, source, path)
     return _build_records(name, items, int(n_shots), int(seed), None if limit is None else int(limit))
-
-
-# ------------------------------------------------------------------------ real LLaMA-13B samples
-def load_triviaqa_llama13b_samples(
-    path: str | os.PathLike[str] | None = None,
-    n_samples: int | None = None,
-    limit: int | None = None,
-) -> list[dict[str, Any]]:
-    """The 500 TriviaQA questions of ``triviaqa_llama13b_samples.jsonl.gz`` with their real LLaMA-13B samples.
-
-    Returns score-samples dicts ``{"id", "question", "references": [answer], "samples": [...]}`` in file
-    order; ``samples`` are the file's ``samples_cleaned`` with surrounding whitespace stripped (a few are
-    empty strings and are kept, so every question has the same number of samples). ``n_samples``: keep
-    the first n of the 20; ``limit``: keep the first ``limit`` questions.
-    """
-    _check_int("limit", limit, allow_none=True)
-    if n_samples is not None:
-        _check_int("n_samples", n_samples)
-        if n_samples < 1:
-            raise ValueError(f"n_samples must be at least 1, got {n_samples}")
-    file = Path(path) if path is not None else data_dir() / TRIVIAQA_SAMPLES_FILE
-    if not file.is_file():
-        raise FileNotFoundError(
-            f"LLaMA-13B TriviaQA samples not found at {file}; pass path=... or set SHAPLEY_DATA_DIR"
-        )
-    out = []
-    for lineno, row in _read_jsonl(file):
-        where = f"{file}, line {lineno}"
-        samples = [str(s).strip() for s in _need(row, "samples_cleaned", where)]
-        if n_samples is not None:
-            if len(samples) < n_samples:
-                raise ValueError(f"{where}: only {len(samples)} samples, fewer than n_samples={n_samples}")
-            samples = samples[:n_samples]
-        out.append(
-            {
-                "id": str(_need(row, "id", where)),
-                "question": _clean(_need(row, "question", where)),
-                "references": [_clean(_need(row, "answer", where))],
-                "samples": samples,
-            }
-        )
-        if limit is not None and len(out) >= limit:
-            break
-    return out

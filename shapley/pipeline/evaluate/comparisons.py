@@ -67,8 +67,9 @@ def _comparison(
 ) -> tuple[dict[str, Any], str]:
     """Paired interval and DeLong's test of one method against the reference on the questions both scored."""
     ok = ~np.isnan(u) & ~np.isnan(u_ref)
-    row: dict[str, Any] = dict.fromkeys(("delta_auroc", "lo", "hi", "lo_mcse", "hi_mcse", "delong_z", "delong_p"))
-    row = {k: math.nan for k in row}
+    row: dict[str, Any] = dict.fromkeys(
+        ("delta_auroc", "lo", "hi", "lo_mcse", "hi_mcse", "delong_z", "delong_p"), math.nan
+    )
     row.update(n_boot=0, n=int(ok.sum()))
     c = correct[ok]
     if not ok.any():

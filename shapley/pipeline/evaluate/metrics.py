@@ -33,7 +33,7 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
   (:mod:`shapley.pipeline.rundir.derived`; :func:`shapley.pipeline.rundir.derived.stale_outputs`).
 
 Ids in CSV files: every CSV output with an ``id`` column is written and read back exactly by
-:mod:`shapley.pipeline.rundir.csvfiles` (its functions are re-exported here).
+:mod:`shapley.pipeline.rundir.csvfiles`.
 
 Across runs: :func:`shapley.pipeline.evaluate.report.runs_table` and :func:`shapley.pipeline.evaluate.report.report`
 (``python -m shapley report DIR...``), re-exported here; :func:`beta_table` recomputes Table 5's beta ablation
@@ -56,50 +56,27 @@ import pandas as pd
 from shapley.core import metrics, validate
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.evaluate import selection
-from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS as COMPARISON_COLUMNS
-from shapley.pipeline.evaluate.comparisons import REFERENCE_METHOD as REFERENCE_METHOD
 from shapley.pipeline.evaluate.comparisons import SIGNIFICANCE as SIGNIFICANCE
 from shapley.pipeline.evaluate.comparisons import compare_methods, rankable
-from shapley.pipeline.evaluate.report import EXTRA_COLUMNS as EXTRA_COLUMNS
-from shapley.pipeline.evaluate.report import METRICS_COLUMNS as METRICS_COLUMNS
+from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE_CLASS
 from shapley.pipeline.evaluate.report import load_metrics as load_metrics
 from shapley.pipeline.evaluate.report import markdown_table as markdown_table
 from shapley.pipeline.evaluate.report import report as report
 from shapley.pipeline.evaluate.report import runs_table as runs_table
 from shapley.pipeline.rundir import derived
-from shapley.pipeline.rundir.csvfiles import CSV_FORMULA_PREFIXES as CSV_FORMULA_PREFIXES
-from shapley.pipeline.rundir.csvfiles import CSV_TEXT_COLUMNS as CSV_TEXT_COLUMNS
-from shapley.pipeline.rundir.csvfiles import csv_text as csv_text
-from shapley.pipeline.rundir.csvfiles import escape_csv_id as escape_csv_id
-from shapley.pipeline.rundir.csvfiles import read_csv_ids as read_csv_ids
-from shapley.pipeline.rundir.csvfiles import unescape_csv_id as unescape_csv_id
+from shapley.pipeline.rundir.csvfiles import csv_text, read_csv_ids
 from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore, atomic_write_text
 from shapley.pipeline.rundir.store import RunDir, read_config, read_record
 from shapley.pipeline.score import scores as _score
 
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
+#: what ``metrics.csv`` says of the run on every row (:func:`compute_metrics`'s ``labels``)
+LABELS: tuple[str, ...] = ("model", "entailment", "dataset", "entailment_is_stand_in")
 
 
-TABLE5_BETAS: tuple[float, ...] = (
-    0.1,
-    0.2,
-    0.3,
-    0.4,
-    0.42,
-    0.44,
-    0.46,
-    0.48,
-    0.5,
-    0.52,
-    0.54,
-    0.56,
-    0.58,
-    0.6,
-    0.7,
-    0.8,
-    0.9,
-    1.0,
-)
+#: the betas of the paper's Table 5, the default grid of the beta sweep: a coarse round (0.1 to 1.0 by 0.1) and a
+#: fine one around 0.5 (0.42 to 0.58 by 0.02)
+TABLE5_BETAS: tuple[float, ...] = tuple(sorted({k / 10 for k in range(1, 11)} | {k / 100 for k in range(42, 60, 2)}))
 
 
 def _label(value: Any, qid: Any) -> bool:
@@ -109,9 +86,10 @@ def _label(value: Any, qid: Any) -> bool:
     raise ValueError(f"the stored record of question {qid!r}: 'correct' must be a boolean or 0/1; got {value!r}")
 
 
-def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str] | None = None) -> pd.DataFrame:
-    """Flat DataFrame of stored score records (one row per question, see the module docstring)."""
-    names = list(_score.METHODS) if methods is None else list(methods)
+def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> pd.DataFrame:
+    """Flat DataFrame of stored score records (one row per question, see the module docstring), one column per
+    method of ``methods``."""
+    names = list(methods)
     diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
     rows = []
     for r in records:
@@ -149,7 +127,7 @@ def method_metrics(
     if n_inf:
         notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
     if c.all() or not c.any():
-        notes.append("one correctness class only: AUROC and PRR undefined")
+        notes.append(f"{ONE_CLASS} only: AUROC and PRR undefined")
     out: dict[str, Any]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -186,10 +164,10 @@ def compute_metrics(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`).
 
-    ``skipped``: method -> Counter of reasons over questions; ``labels``: model, entailment, dataset,
-    entailment_is_stand_in; ``notes``: extra per-method notes.
+    ``skipped``: method -> Counter of reasons over questions; ``labels``: the :data:`LABELS` (others are
+    ignored); ``notes``: extra per-method notes.
     """
-    labels = dict(labels or {})
+    labels = {k: (labels or {}).get(k) for k in LABELS}
     skipped = skipped or {}
     n_q = len(scores)
     rows, srows = [], []
@@ -216,19 +194,7 @@ def compute_metrics(
         note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
         if n_sk:
             note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
-        rows.append(
-            {
-                "method": m,
-                **r,
-                "model": labels.get("model"),
-                "entailment": labels.get("entailment"),
-                "dataset": labels.get("dataset"),
-                "note": "; ".join(note),
-                "entailment_is_stand_in": labels.get("entailment_is_stand_in"),
-                "n_questions": n_q,
-                "n_skipped": n_sk,
-            }
-        )
+        rows.append({"method": m, **r, **labels, "note": "; ".join(note), "n_questions": n_q, "n_skipped": n_sk})
     metrics = pd.DataFrame(rows, columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS])
     return metrics, pd.DataFrame(srows, columns=list(SKIPPED_COLUMNS))
 
@@ -251,7 +217,9 @@ def _open_outputs(
     if isinstance(run, RunDir):
         return run.path, run.config, run.record, run.store("scores").records
     path = Path(run)
-    record = _read_record(path)
+    record = read_record(path)
+    if record is None:
+        raise FileNotFoundError(f"{path} is not a run directory (no config.json)")
     return path, RunConfig.from_stored(record), record, JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
 
 
@@ -352,13 +320,6 @@ def write_run_outputs(
     return path
 
 
-def _read_record(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    rec = read_record(run_dir)
-    if rec is None:
-        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
-    return rec
-
-
 def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """A run's per-question scores: ``scores.csv`` if written, else built from ``scores.jsonl``."""
     f = Path(run_dir) / "scores.csv"
@@ -379,14 +340,11 @@ def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
 def described_ids(run_dir: str | os.PathLike[str], stored: Mapping[str, Any]) -> list[str]:
     """The questions that a run's outputs describe, in their order: those ``scores.csv`` was computed for (as
     recorded in ``derived.json``; a resume with a smaller ``--limit`` describes fewer than it stores), else
-    those of ``scores.csv``, else every stored one (``stored``: the score records, by id)."""
+    (no outputs yet) every stored one (``stored``: the score records, by id)."""
     rec = derived.read(run_dir)
     entry = (rec or {}).get("files", {}).get("scores.csv") or {}
     if isinstance(entry.get("ids"), list):
         return [str(i) for i in entry["ids"]]
-    f = Path(run_dir) / "scores.csv"
-    if f.is_file():
-        return [str(i) for i in read_csv_ids(f, usecols=["id"], dtype=str, keep_default_na=False)["id"]]
     return list(stored)
 
 
@@ -421,32 +379,28 @@ def beta_table(
             rows.append({"id": i, **d})
     per_q = pd.DataFrame(rows, columns=["id", "beta", "Shap", "psd", "min_eig", "repaired"])
     correct = {i: _label(sc[i].get("correct"), i) for i in ids}
+    interval = ("auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse")
     summary = []
-    seed = cfg.seed
-    for b, g in per_q.groupby("beta", sort=True):
-        g = g[~g["Shap"].isna()]
-        c = np.array([correct[i] for i in g["id"]], dtype=bool)
+    for b, at_beta in per_q.groupby("beta", sort=True):
+        scored = at_beta[~at_beta["Shap"].isna()]
+        c = np.array([correct[i] for i in scored["id"]], dtype=bool)
         row: dict[str, Any] = {"beta": float(b)}  # type: ignore[arg-type]
-        row.update(dict.fromkeys(("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse"), math.nan))
-        row["n_boot"] = 0
-        if len(g) and n_boot:
-            r = method_metrics(g["Shap"].to_numpy(), c, n_boot=max(int(n_boot), metrics.MIN_BOOT), seed=seed)
-            row.update({k: r[k] for k in ("auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse")})
-            row["n_boot"] = r["n_boot"]
-        elif len(g):
+        row.update(auroc=math.nan, **dict.fromkeys(interval, math.nan), n_boot=0)
+        if len(scored) and n_boot:
+            r = method_metrics(scored["Shap"].to_numpy(), c, n_boot=n_boot, seed=cfg.seed)
+            row.update({k: r[k] for k in ("auroc", *interval, "n_boot")})
+        elif len(scored):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                row["auroc"] = metrics.auroc(rankable(g["Shap"].to_numpy())[0], c)
-        all_b = per_q[per_q["beta"] == b]
+                row["auroc"] = metrics.auroc(rankable(scored["Shap"].to_numpy())[0], c)
         row.update(
-            n=int(len(g)),
-            n_not_psd=int((~all_b["psd"].astype(bool)).sum()),
-            n_repaired=int(all_b["repaired"].astype(bool).sum()),
-            min_eig_min=float(all_b["min_eig"].min()),
+            n=int(len(scored)),
+            n_not_psd=int((~at_beta["psd"].astype(bool)).sum()),
+            n_repaired=int(at_beta["repaired"].astype(bool).sum()),
+            min_eig_min=float(at_beta["min_eig"].min()),
         )
         summary.append(row)
-    columns = ["beta", "auroc", "auroc_lo", "auroc_hi", "auroc_lo_mcse", "auroc_hi_mcse"]
-    columns += ["n_boot", "n", "n_not_psd", "n_repaired", "min_eig_min"]
+    columns = ["beta", "auroc", *interval, "n_boot", "n", "n_not_psd", "n_repaired", "min_eig_min"]
     return pd.DataFrame(summary, columns=columns), per_q
 
 

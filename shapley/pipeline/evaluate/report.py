@@ -49,7 +49,10 @@ EXTRA_COLUMNS: tuple[str, ...] = (
 )
 """The other columns of ``metrics.csv``, after :data:`METRICS_COLUMNS`."""
 
-UNDEFINED_AUROC = "undefined (one correctness class)"
+#: what a ``note`` of ``metrics.csv`` says where AUROC is undefined: every answer is correct, or none
+ONE_CLASS = "one correctness class"
+#: a report's cell where the AUROC is undefined, and where there is none (the method scored no question)
+UNDEFINED_AUROC = f"undefined ({ONE_CLASS})"
 MISSING = "—"
 
 
@@ -67,13 +70,10 @@ def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """All runs' metrics stacked, with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns appended."""
     frames = []
     for d in run_dirs:
-        df = load_metrics(d)
         cfg = read_config(d)
-        df["run_dir"] = str(d)
-        df["beta"] = cfg.scoring.beta
-        df["n_samples"] = cfg.n_samples
-        df["seed"] = cfg.seed
-        frames.append(df)
+        frames.append(
+            load_metrics(d).assign(run_dir=str(d), beta=cfg.scoring.beta, n_samples=cfg.n_samples, seed=cfg.seed)
+        )
     if not frames:
         return pd.DataFrame(columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS, "run_dir", "beta", "n_samples", "seed"])
     return pd.concat(frames, ignore_index=True)
@@ -108,9 +108,14 @@ def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines)
 
 
+def _no_auroc(note: str) -> str:
+    """The report's cell for a method without an AUROC, from its ``note``."""
+    return UNDEFINED_AUROC if ONE_CLASS in note else MISSING
+
+
 def _auroc_text(auroc: float, lo: float, hi: float, note: str) -> str:
     if math.isnan(auroc):
-        return UNDEFINED_AUROC if "one correctness class" in note else MISSING
+        return _no_auroc(note)
     interval = MISSING if math.isnan(lo) or math.isnan(hi) else f"{_fmt(lo)}, {_fmt(hi)}"
     return f"{_fmt(auroc)} [{interval}]"
 
@@ -119,12 +124,7 @@ def _wide(t: pd.DataFrame) -> pd.DataFrame:
     """One row per run (one-class runs included), one AUROC column per method."""
     index = ["dataset", "model", "entailment", "run"]
     order = [m for m in _score.METHODS if m in set(t["method"])]
-    cells = t.assign(
-        cell=[
-            UNDEFINED_AUROC if math.isnan(a) and "one correctness class" in n else (MISSING if math.isnan(a) else a)
-            for a, n in zip(t["auroc"], t["note"], strict=True)
-        ]
-    )
+    cells = t.assign(cell=[_no_auroc(n) if math.isnan(a) else a for a, n in zip(t["auroc"], t["note"], strict=True)])
     wide = cells.groupby([*index, "run_dir"], sort=False, dropna=False)[["method", "cell"]].apply(
         lambda g: pd.Series(dict(zip(g["method"], g["cell"], strict=True)))
     )
@@ -174,7 +174,6 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     t = runs_table(run_dirs)
     if t.empty:
         raise ValueError("no metrics found in the given run directories")
-    t = t.copy()
     labels = run_labels(list(run_dirs))
     t["run"] = [labels[str(d)] for d in t["run_dir"]]
     t["auroc [95% CI]"] = [

@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from shapley.pipeline.config import DATA_SOURCES
 from shapley.pipeline.data.files import (
     LOCAL_PARSERS,
     DatasetUnavailableError,
@@ -92,7 +93,6 @@ from shapley.pipeline.rundir.records import QARecord
 from shapley.pipeline.rundir.settings import data_dir
 
 DATASETS = ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
-SOURCES = ("auto", "local", "online")
 
 #: file name of each dataset inside ``shapley.pipeline.rundir.settings.data_dir()`` (None: no default file).
 LOCAL_FILES: dict[str, str | None] = {
@@ -363,8 +363,8 @@ def _check_int(label: str, value: Any, *, allow_none: bool = False) -> None:
 
 
 def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[Item]:
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source not in DATA_SOURCES:
+        raise ValueError(f"source must be one of {', '.join(DATA_SOURCES)}, got {source!r}")
     if source == "online":
         if path is not None:
             raise ValueError("path is for local files; drop it or use source='local'/'auto'")

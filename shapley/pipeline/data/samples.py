@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from shapley.pipeline.config import REFERENCE_FIELDS
 from shapley.pipeline.data.files import check_input_file, iter_text_lines
 
 NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
@@ -33,11 +34,6 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "a4c_text",
 ) + NUMBER_FIELDS
 """Every field a score-samples line may use; anything else is unknown (see :func:`parse_sample_line`)."""
-
-REFERENCE_FIELDS: tuple[str, ...] = ("references", "answer")
-"""Where the reference answers of a line are read from (``--reference-field``): ``references`` (a list of
-strings; ``answer``, when present, is the judged answer) or ``answer`` (the UQ-NLG layout of
-``triviaqa_llama13b_samples.jsonl.gz``: a string or a list of strings; the judged answer is ``samples[0]``)."""
 
 MISSPELLING_CUTOFF = 0.8
 """``difflib`` similarity above which an unknown field is taken for a misspelt known one and refused."""

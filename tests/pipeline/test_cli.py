@@ -655,3 +655,20 @@ def test_run_with_an_unusable_entail_cache_exits_2_before_generating(tmp_path, c
         ["run", "--dataset", "jsonl", "--data-path", str(inp), "--output", str(out), "--entail-cache", str(tmp_path)]
     )
     assert rc == 2 and "is a directory" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("schema", [1, 2, 3])
+def test_report_refuses_a_run_of_an_older_schema_in_one_line_naming_the_file(tmp_path, fake_entail, capsys, schema):
+    """No reader migrates older run directories (issue 31): report exits 2, naming the file and saying to re-run."""
+    inp, run = tmp_path / "in.jsonl", tmp_path / "run"
+    fakes.make_samples_file(inp, 6)
+    argv = ["score-samples", str(inp), "--entailment", "fake:", "--output", str(run), "--no-progress"]
+    assert cli.main([*argv, "--methods", "Shap,DSE", "--n-boot", "20"]) == 0
+    rec = json.loads((run / "config.json").read_text())
+    rec["schema"] = schema
+    (run / "config.json").write_text(json.dumps(rec))
+    capsys.readouterr()
+    assert cli.main(["report", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(run / "config.json") in err
+    assert f"schema {schema}" in err and "run the command again" in err

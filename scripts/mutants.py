@@ -66,8 +66,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "config-threshold-default",
         "pipeline",
-        "    threshold: float = 0.3\n",
-        "    threshold: float = 0.35\n",
+        '    threshold: float = setting(0.3, "an answer is correct if its score exceeds this", low=0.0, high=1.0)\n',
+        '    threshold: float = setting(0.35, "an answer is correct if its score exceeds this", low=0.0, high=1.0)\n',
         ("tests/companion/test_reported.py", "-k", "paper_settings"),
     ),
     Mutant(

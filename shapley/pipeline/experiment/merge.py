@@ -1,6 +1,6 @@
 """Runs that fan out: a deterministic split of the questions into K shards, and the merge of the K run directories.
 
-* ``--shard I/K`` keeps the questions of shard I of K (:mod:`shapley.pipeline.data.shards`). Each shard is its own
+* ``--shard I/K`` keeps the questions of shard I of K (:mod:`shapley.pipeline.data.questions`). Each shard is its own
   resumable run directory; every score record keeps ``position``, the question's place in the unsharded input,
   so that the merge restores the unsharded order.
 * :func:`merge_runs` (``python -m shapley merge SHARD_DIR... --output DIR``) checks the shards, writes their

@@ -69,7 +69,7 @@ def run_stage(
     holds several items), so that a chunk torn by a crash is recomputed whole (see
     :mod:`shapley.pipeline.rundir.store`). ``upstream(item)``: the fingerprint of the item's inputs, stored as
     ``upstream_sha256``; a stored record with another fingerprint is discarded (with a
-    :class:`~shapley.pipeline.rundir.store.StaleRecordWarning`) and recomputed. Returns the store's ``{id: record}``.
+    :class:`~shapley.pipeline.rundir.jsonl.StaleRecordWarning`) and recomputed. Returns the store's ``{id: record}``.
     """
     ups = {key(it): upstream(it) for it in items} if upstream is not None else {}
     stale = _stale(store, ups)

@@ -15,9 +15,9 @@ the digest.
 it was computed from nor the run's compact copy are in the directory).
 
 Committed runs keep their JSONL stage files out of git and commit the compact copy
-(:data:`shapley.pipeline.rundir.store.COMPACT_FILE`: the entailment and score records of the questions that have both,
+(:data:`shapley.pipeline.rundir.jsonl.COMPACT_FILE`: the entailment and score records of the questions that have both,
 without answer text). So each entry also records a *compact digest*: the same digest over exactly what that copy
-holds (:data:`shapley.pipeline.rundir.store.TEXT_FIELDS` left out, only questions with records in both stages). Where a
+holds (:data:`shapley.pipeline.rundir.jsonl.TEXT_FIELDS` left out, only questions with records in both stages). Where a
 stage file is absent, the check runs against the compact copy instead, so a clean clone verifies every committed
 run from git alone. The answer text is then not covered; every number is.
 :func:`stale_outputs` lists the stale ones; ``report`` and the book refuse them.

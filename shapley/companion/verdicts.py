@@ -155,7 +155,7 @@ def _table_facts() -> dict[str, Any]:
     t4 = {k: dict(zip(rp.TABLE4_METHODS, v, strict=True)) for k, v in rp.TABLE4_ROWS.items()}
     gaps = {k: max(v.values()) - v["Shap"] for k, v in t4.items()}
     worst = max(gaps, key=lambda k: gaps[k])
-    squad_best = tuple(m for (d, m), v in t4.items() if d == "squad" and shap_best(v))
+    squad_best = tuple(rp.MODELS[m] for (d, m), v in t4.items() if d == "squad" and shap_best(v))
     squad_shap = {m: v["Shap"] for (d, m), v in t4.items() if d == "squad"}
     gemma = t3[("wmt14", "G-7B")]
     l13b = t4[("squad", "L-13B")]
@@ -183,13 +183,11 @@ def _table_facts() -> dict[str, Any]:
         f"{rp.MODELS[worst[1]]}",
         "rep_t4_squad_l13b_shap": l13b["Shap"],
         "rep_t4_squad_l13b_dse": l13b["DSE"],
-        "t4_squad_l13b_shortfall": l13b["DSE"] - l13b["Shap"],
         "rep_t4_bioasq_m7b_shap": m7b["Shap"],
         "rep_t4_bioasq_m7b_se": m7b["SE"],
-        "t4_bioasq_m7b_shortfall": m7b["SE"] - m7b["Shap"],
         "rep_t4_squad_d8b_shap": d8b["Shap"],
         "t4_squad_d8b_above": _above(d8b),
-        "t4_squad_shap_top": max(squad_shap, key=lambda m: squad_shap[m]),
+        "t4_squad_shap_top": rp.MODELS[max(squad_shap, key=lambda m: squad_shap[m])],
         "rep_t4_svamp_q14b_er": q14b["ER"],
         "t4_svamp_q14b_best": max(q14b, key=lambda m: q14b[m]),
         "rep_t4_nq_ne": nq["NE"],
@@ -353,9 +351,8 @@ def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
     """One row per claim of :data:`~shapley.companion.claims.CLAIMS`, templates filled and verdicts decided from
     :func:`facts` (``results``: the folder of committed runs, default the repository's).
 
-    Columns: id, where, claim (our words), quote (the paper's, or ""), kind, check (what the paper's own numbers
-    say), verdict, evidence (tuple of pages), functions (tuple), note, readings (tuple of (name, verdict, note)),
-    command.
+    Columns: id, where, claim (our words), quote (the paper's, or ""), kind, verdict, evidence (tuple of pages),
+    functions (tuple), note, readings (tuple of (name, verdict, note)), command.
     """
     import pandas as pd
 
@@ -367,7 +364,6 @@ def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
             "claim": c.statement,
             "quote": c.quote,
             "kind": c.kind,
-            "check": fill(c.check, computed),
             "verdict": c.decide(computed),
             "evidence": c.evidence,
             "functions": c.functions,

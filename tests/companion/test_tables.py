@@ -113,7 +113,12 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
     d = _config(
         tmp_path / "run",
         [
-            {"time": "2026-01-01T10:00:00", "command_line": "python -m shapley run --limit 25", "resumed": False},
+            {
+                "time": "2026-01-01T10:00:00",
+                "command_line": "python -m shapley run --limit 25",
+                "resumed": False,
+                "git": clean,
+            },
             {
                 "time": "2026-01-02T10:00:00",
                 "command_line": "python -m shapley run --limit 100",
@@ -125,7 +130,7 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
     )
     invs = provenance.recorded_invocations(d)
     assert [i["command"] for i in invs] == ["python -m shapley run --limit 25", "python -m shapley run --limit 100"]
-    assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False  # schema-1 style: creation provenance
+    assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False
     assert invs[1]["resumed"] and invs[1]["dirty"]
     history = store.run_history(json.loads((d / "config.json").read_text()))
     assert [i["command"] for i in invs] == list(history.commands)
@@ -142,36 +147,36 @@ def _comparisons(**extra):
         "delta_auroc": [0.1, -0.01, -0.2, -0.0001],
         "lo": [0.05, -0.05, -0.3, -0.02],
         "hi": [0.15, 0.03, -0.1, 0.02],
-        "delong_p": [0.001, 0.5, 0.001, 0.9],
-        # the bootstrap's outcome as an old file wrote it: deliberately different, it must not be used
-        "outcome": ["tie", "win", "tie", "loss"],
+        "delong_p_holm": [0.002, 0.5, 0.002, 0.9],
+        "outcome": ["win", "tie", "loss", "tie"],
         "run": ["r1", "r2", "r1", "r3"],
     }
     return pd.DataFrame({**base, **extra})
 
 
-def test_comparison_outcomes_follow_delong_holm_within_each_run_not_the_written_bootstrap_outcome():
-    comp = _comparisons()
-    d = paired.delong_outcomes(comp)
-    # r1 holds two tests: Holm doubles the smaller p-value there; r2 and r3 one test each
-    assert d["delong_holm"].tolist() == pytest.approx([0.002, 0.5, 0.002, 0.9])
-    assert d["outcome"].tolist() == ["win", "tie", "loss", "tie"]
-    assert set(d["holm_source"]) == {"computed here"}
-    # a file that carries the adjusted column is read as written
-    written = paired.delong_outcomes(comp.assign(delong_p_holm=[0.2, 0.01, 0.03, 0.9]))
-    assert written["outcome"].tolist() == ["tie", "loss", "loss", "tie"] and set(written["holm_source"]) == {"written"}
-    # one correctness class: no difference, no p -> undefined, never a tie
-    one_class = paired.delong_outcomes(
-        comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0], delong_p=[0.001, math.nan, 0.001, math.nan])
+def test_comparisons_are_read_as_the_runs_decided_them_by_delong_holm(tmp_path):
+    """The book reads each comparison's Holm-adjusted DeLong p-value and outcome as the run wrote them: in a
+    committed run they are Holm's adjustment of DeLong's p within the run and the outcome it decides (never a
+    bootstrap's); a file without them is refused, naming the columns."""
+    from shapley.core.metrics import holm
+    from shapley.pipeline.evaluate.comparisons import outcomes
+
+    comp = paired.load_comparisons([Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"])
+    assert len(comp) > 1 and comp["delong_p"].notna().any()
+    np.testing.assert_allclose(comp["delong_p_holm"], holm(comp["delong_p"].to_numpy(dtype=np.float64)))
+    decided = outcomes(comp["delta_auroc"].to_numpy(), comp["delong_p_holm"].to_numpy())
+    assert comp["outcome"].tolist() == decided.tolist()
+    old = tmp_path / "old"
+    old.mkdir()
+    _comparisons().drop(columns=["delong_p_holm", "outcome", "run"]).assign(delong_p=0.5).to_csv(
+        old / "comparisons.csv", index=False
     )
-    assert one_class["outcome"].tolist() == ["win", "undefined", "loss", "undefined"]
-    # Holm counts only the defined tests of a run
-    assert one_class["delong_holm"].iloc[0] == pytest.approx(0.002)
-    # a run with no defined test (r2, r3 here) has nothing to adjust: never reported as adjusted here
-    assert one_class["holm_source"].tolist() == ["computed here", "written", "computed here", "written"]
-    words = paired.comparison_summary_html(one_class_runs := comp.assign(delong_p=[0.001, math.nan, 0.001, math.nan]))
-    assert "<code>r1</code>, whose <code>comparisons.csv</code> has no adjusted value" in words
-    assert "r2" not in words.split("DeLong")[1].split("</caption>")[0] and not one_class_runs.empty
+    with pytest.raises(ValueError, match=r"missing columns \['delong_p_holm', 'outcome'\]"):
+        paired.load_comparisons([old])
+    undefined = paired.comparison_summary(
+        _comparisons(delta_auroc=[0.1, math.nan, -0.2, 0.0], outcome=["win", "undefined", "loss", "tie"])
+    ).set_index("method")
+    assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
 
 
 def test_comparison_summary_counts_outcomes_per_method():
@@ -179,10 +184,8 @@ def test_comparison_summary_counts_outcomes_per_method():
     s = paired.comparison_summary(comp).set_index("method")
     assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
     assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
-    undefined = paired.comparison_summary(comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0])).set_index("method")
-    assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
     assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
-    assert "DeLong" in paired.comparison_summary_html(comp) and "computed here" in paired.comparison_summary_html(comp)
+    assert paired.TEST_WORDS in paired.comparison_summary_html(comp) and "DeLong" in paired.TEST_WORDS
     assert "loss" in paired.comparisons_html(comp, "r1") and "0.002" in paired.comparisons_html(comp, "r1")
     grid = paired.comparison_grid(comp).set_index("run")
     assert grid.loc["r1", "SE"] == (0.1, "win") and grid.loc["r1", "DSE"] == (-0.2, "loss")
@@ -201,7 +204,8 @@ def test_comparison_grid_is_split_into_narrow_tables_with_runs_as_rows():
             "delta_auroc": 0.01,
             "lo": 0.0,
             "hi": 0.02,
-            "delong_p": 0.5,
+            "delong_p_holm": 0.5,
+            "outcome": "tie",
             "run": ["results/a/run_one"] * 17 + ["results/b/run_two"] * 17,
         }
     )
@@ -251,18 +255,21 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
     assert "undefined in 1" in paired.selection_findings(sel, undefined, sets, "min_phi", "first")
 
 
-def test_stale_derived_files_are_flagged(tmp_path):
-    d = tmp_path / "run"
-    d.mkdir()
-    rec = json.loads((Path(__file__).resolve().parents[2] / "results/smollm2/squad/config.json").read_text())
-    rec["outputs"]["n_questions"] = 8
-    (d / "config.json").write_text(json.dumps(rec))
-    pd.DataFrame({"method": ["Shap"], "n_questions": [8]}).to_csv(d / "metrics.csv", index=False)
-    pd.DataFrame({"beta": [0.5], "n": [5]}).to_csv(d / "beta_sweep.csv", index=False)  # left from --limit 5
-    pd.DataFrame({"strategy": ["first", "greedy"], "n": [8, 0]}).to_csv(d / "selection.csv", index=False)
-    assert provenance.stale_derived(d) == (["beta_sweep.csv"], False)
-    pd.DataFrame({"beta": [0.5], "n": [8]}).to_csv(d / "beta_sweep.csv", index=False)
+def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
+    from shapley.pipeline.experiment import pipelines as experiment
+
+    fakes.install_fake_entail(monkeypatch)
+    fakes.make_samples_file(tmp_path / "in.jsonl", 8)
+    d = tmp_path / "results" / "toy" / "run"
+    experiment.score_samples(fakes.samples_config(tmp_path / "in.jsonl"), d)
+    assert provenance.stale_derived(d) == ([], True)
+    metrics = d / "metrics.csv"
+    metrics.write_text(metrics.read_text() + "\n")  # changed after it was computed
+    assert provenance.stale_derived(d) == (["metrics.csv"], False)
+    assert "stale metrics.csv" in provenance.provenance_table([d])["flags"].iloc[0]
+    (d / "derived.json").unlink()  # no freshness record: nothing stale, nothing verified
     assert provenance.stale_derived(d) == ([], False)
+    assert "<em>unverified</em>" in provenance.provenance_html([d])
 
 
 def test_selection_csv_loading(tmp_path):
@@ -305,9 +312,7 @@ def test_load_comparisons_reads_a_committed_run():
 
 
 def test_outcome_counts():
-    comp = pd.DataFrame(
-        {"delong_p": [0.001, 0.5, 0.002, math.nan], "delta_auroc": [0.1, 0.0, -0.2, math.nan], "run": ["a"] * 4}
-    )
+    comp = pd.DataFrame({"outcome": ["win", "tie", "loss", "undefined"], "run": ["a"] * 4})
     assert paired.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
 
 

@@ -163,7 +163,6 @@ def _table_facts() -> dict[str, Any]:
     d8b = t4[("squad", "D-8B")]
     q14b = t4[("svamp", "Q-14B")]
     nq = t4[("nq_open", "F-7B")]
-    claim_nq: Mapping[str, Any] = next(c for c in rp.TABLE4_TEXT_CLAIMS_CHECK if c["claim_id"] == "t4-nq-f7b-ne")
     table5 = [auroc for _, auroc in rp.TABLE5_ROUND1 + rp.TABLE5_ROUND2]
     return {
         "t3_rows": len(t3),
@@ -194,7 +193,7 @@ def _table_facts() -> dict[str, Any]:
         "rep_t4_nq_shap": nq["Shap"],
         "t4_nq_gap_abs": nq["Shap"] - nq["NE"],
         "t4_nq_gap_rel": relative_gap(nq["Shap"], nq["NE"]),
-        "rep_t4_nq_claimed": 100 * claim_nq["claimed"],
+        "rep_t4_nq_claimed": 100 * rp.TABLE4_TEXT_CLAIMS["t4-nq-f7b-ne"].claimed,
         "t4_nq_above": _above(nq),
         "rep_t5_min": min(table5),
         "rep_t5_max": max(table5),

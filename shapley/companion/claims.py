@@ -152,9 +152,14 @@ _W = "shapley.theory.worstcase"
 _P = "shapley.theory.properties"
 _V = "shapley.theory.propositions"
 _MOZART = "shapley.companion.mozart"
-# the claims that share their place in the paper, their kind and their evidence page
+# the claims that share their place in the paper, their kind and their evidence page or functions
 _mozart = functools.partial(Claim, where="Tables 1-2", kind="example", evidence=("notebooks/mozart",))
+_auroc = functools.partial(
+    Claim, where="Sec. 4, AUROC paragraph", kind="definition", functions=("shapley.core.metrics.auroc",)
+)
+_table3 = functools.partial(Claim, where="Sec. 4, Table 3", kind="empirical", evidence=(_RESULTS,))
 _table4 = functools.partial(Claim, where="Appendix D, Table 4", kind="empirical", evidence=(_RESULTS,))
+_setup = functools.partial(Claim, where="Sec. 4 and Appendix B", kind="setup", evidence=("book/experiments",))
 _TRIVIAQA_SWEEP = (
     paper_scale_command("triviaqa", "L-7B")
     + " && python -m shapley beta-sweep runs/triviaqa-llama-2-7b-hf --n-boot 1000"
@@ -310,10 +315,8 @@ CLAIMS: tuple[Claim, ...] = (
             f"{_V}.sentence_premise_bounds",
         ),
     ),
-    Claim(
+    _auroc(
         id="auroc-definition",
-        where="Sec. 4, AUROC paragraph",
-        kind="definition",
         statement="AUROC is described as the probability that a random correct answer is MORE uncertain than a "
         "random incorrect one.",
         quote="the probability that a randomly chosen correct answer is more uncertain than a randomly selected "
@@ -322,35 +325,26 @@ CLAIMS: tuple[Claim, ...] = (
         note="Stated backwards: AUROC is the probability that an incorrect answer is more uncertain than a correct "
         "one; with the printed wording a perfect score would be {auroc_reversed:.0f}.",
         evidence=("book/method", "book/experiments"),
-        functions=("shapley.core.metrics.auroc",),
     ),
-    Claim(
+    _auroc(
         id="auroc-random-worst",
-        where="Sec. 4, AUROC paragraph",
-        kind="definition",
         statement="A random (called 'worst') uncertainty measure scores AUROC 0.5 and a perfect one 1.",
         quote="with perfect uncertainty scoring 1 and a random (worst) measure scoring 0.5",
         verdict=lambda facts: _holds(facts["auroc_reversed"] >= 0.5),
         note="Chance is not the worst score: a perfectly reversed score has AUROC {auroc_reversed:.0f}.",
         evidence=("book/experiments",),
-        functions=("shapley.core.metrics.auroc",),
     ),
-    Claim(
+    _table3(
         id="t3-majority",
-        where="Sec. 4, Table 3",
-        kind="empirical",
         statement="On CoQA and WMT-14 Shapley uncertainty has the best AUROC in most model-dataset rows.",
         quote="Shapley uncertainty demonstrates superior performance in the majority of cases",
         verdict=lambda facts: _holds(2 * facts["t3_shap_best"] > facts["t3_rows"]),
         note="Table 3 shows Shap best in {t3_shap_best} of {t3_rows} rows. Measuring those rows needs the 7-8B "
         "models with DeBERTa-MNLI on a GPU; our stand-in rows are in the results chapter.",
-        evidence=(_RESULTS,),
         command=paper_scale_command("coqa", "G-7B"),
     ),
-    Claim(
+    _table3(
         id="t3-gemma-wmt-exception",
-        where="Sec. 4, Table 3",
-        kind="empirical",
         statement="The one exception is Gemma-7B on WMT-14, where AvgE (0.811) beats Shap (0.808).",
         quote="for the Gemma-7B model on the WMT-14 dataset, the AvgE method achieves a marginally higher score "
         "(0.811) compared to Shapley uncertainty (0.808)",
@@ -359,18 +353,15 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         note="Table 3's Gemma-7B WMT-14 row prints AvgE {rep_t3_gemma_avge:.3f} above Shap {rep_t3_gemma_shap:.3f}; "
         "it is the only row where Shap is not best.",
-        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table3(
         id="t3-average",
         where="Sec. 4, Table 3 Average row",
-        kind="empirical",
         statement="Averaged over the six rows, Shapley uncertainty has the highest AUROC (0.755).",
         quote="Shapley uncertainty exhibits a clear advantage over all other methods",
         verdict=lambda facts: _holds(facts["t3_avg_best"] == "Shap"),
         note="Shap has the highest printed average ({rep_t3_avg_shap:.3f}). The printed averages are truncated, not "
         "rounded, means of the {t3_rows} rows.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-competitive",
@@ -396,7 +387,6 @@ CLAIMS: tuple[Claim, ...] = (
         quote="Shapley method outperforms all baselines on SQuAD",
         verdict=lambda facts: _holds(facts["t4_squad_best"] == facts["t4_per_dataset"]),
         note="Table 4 shows Shap best in {t4_squad_best} of the {t4_per_dataset} SQuAD rows ({t4_squad_best_models}).",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-squad-l13b-dse",
@@ -405,7 +395,6 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(facts["rep_t4_squad_l13b_shap"] > facts["rep_t4_squad_l13b_dse"]),
         note="Table 4 prints Shap {rep_t4_squad_l13b_shap:.3f} below DSE {rep_t4_squad_l13b_dse:.3f} for LLaMA2-13B "
         "on SQuAD.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-bioasq-all",
@@ -414,7 +403,6 @@ CLAIMS: tuple[Claim, ...] = (
         "LLaMA2-13B) and BioASQ",
         verdict=lambda facts: _holds(facts["t4_bioasq_best"] == facts["t4_per_dataset"]),
         note="Table 4 shows Shap best in {t4_bioasq_best} of the {t4_per_dataset} BioASQ rows.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-bioasq-m7b-se",
@@ -423,7 +411,6 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(facts["rep_t4_bioasq_m7b_shap"] > facts["rep_t4_bioasq_m7b_se"]),
         note="Table 4 prints Shap {rep_t4_bioasq_m7b_shap:.3f} below SE {rep_t4_bioasq_m7b_se:.3f} for Mistral-7B on "
         "BioASQ.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-deepseek-squad",
@@ -433,7 +420,6 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: _holds(not facts["t4_squad_d8b_above"]),
         note="Shap's highest SQuAD entry in Table 4 is for {t4_squad_shap_top}, but in the SQuAD row for "
         "DeepSeek-R1-Distill-LLaMA-8B, Shap ({rep_t4_squad_d8b_shap:.3f}) is below {t4_squad_d8b_above:.3f}.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-er-svamp-q14b",
@@ -441,7 +427,6 @@ CLAIMS: tuple[Claim, ...] = (
         quote="embedding regression performs exceptionally well on SVAMP with Qwen2.5-14B",
         verdict=lambda facts: _holds(facts["t4_svamp_q14b_best"] == "ER"),
         note="Table 4 prints ER {rep_t4_svamp_q14b_er:.3f}, the best entry of that row.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-nq-f7b-ne",
@@ -455,7 +440,6 @@ CLAIMS: tuple[Claim, ...] = (
         note="Table 4 prints NE {rep_t4_nq_ne:.3f} and Shap {rep_t4_nq_shap:.3f}: a gap of {t4_nq_gap_abs:.3f} "
         "AUROC ({t4_nq_gap_rel:.1f}% relative), not the stated {rep_t4_nq_claimed:.1f}%, and Shap is below "
         "{t4_nq_above:.3f} in that row.",
-        evidence=(_RESULTS,),
     ),
     Claim(
         id="t5-beta-argmax",
@@ -477,22 +461,17 @@ CLAIMS: tuple[Claim, ...] = (
         functions=("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_pivot"),
         command=_TRIVIAQA_SWEEP,
     ),
-    Claim(
+    _setup(
         id="setup-8000",
-        where="Sec. 4 and Appendix B",
-        kind="setup",
         statement="8000 questions per dataset are used.",
         quote="We utilize a subset of 8000 questions from each above",
         verdict=Fixed(NOT_HERE, "the paper's question count needs a GPU"),
         note="Our runs score {q_min} to {q_max} questions per dataset on a CPU; the paper's count needs a GPU. The "
         "paper does not state how many answers it samples per question.",
-        evidence=("book/experiments",),
         command=paper_scale_command("coqa", "L-7B"),
     ),
-    Claim(
+    _setup(
         id="setup-correctness",
-        where="Sec. 4 and Appendix B",
-        kind="setup",
         statement="QA answers count as correct when Rouge-L with the reference exceeds 0.3, translations when BLEU "
         "exceeds 0.3.",
         quote="an answer is considered correct if its Rouge-L similarity to the reference answer exceeds 0.3",
@@ -504,19 +483,16 @@ CLAIMS: tuple[Claim, ...] = (
         note="Sec. 4 and Appendix B state the same thresholds, and we implement them as stated. The BLEU scale is "
         "not stated; we read the threshold on a 0-1 scale (on sacrebleu's 0-100 scale it would pass almost "
         "every translation).",
-        evidence=("book/experiments",),
         functions=("shapley.pipeline.score.correctness.is_correct",),
     ),
-    Claim(
+    _setup(
         id="setup-opt-range",
         where="Sec. 4 text vs. Figure 2 caption",
-        kind="setup",
         statement="OPT models are used for the CoQA figure.",
         quote="we utilize GPT-like OPT models of varying sizes, from 2.7B to 13B parameters",
         verdict=Fixed(CONTRADICTED, "the paper's text against its own caption, read rather than computed"),
         note="The paper disagrees with itself: the model paragraph gives OPT sizes from 2.7B to 13B, the Figure 2 "
         "caption from 1.3B to 13B.",
-        evidence=("book/experiments",),
     ),
     Claim(
         id="fig-claims",

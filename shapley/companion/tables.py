@@ -215,20 +215,11 @@ def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict
     return {"n": int(at["n"].sum()), "n_not_psd": int(at["n_not_psd"].sum()), "runs": at["source"].nunique()}
 
 
-def _run_judge(run_dir: str | os.PathLike[str]) -> str:
-    """The entailment backend a run used (``embedding:minilm``, ``llm:smollm2``, ...), from its config.json;
-    ``"unknown"`` when that cannot be read."""
-    try:
-        return str(read_config(run_dir).entailment.backend)
-    except (ValueError, KeyError, TypeError, OSError):
-        return "unknown"
-
-
 def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, dict[str, int]]:
     """:func:`psd_at_beta` per entailment backend (from each run's config.json), judges in first-seen order."""
     groups: dict[str, list[str | os.PathLike[str]]] = {}
-    for d in run_dirs:
-        groups.setdefault(_run_judge(d), []).append(d)
+    for d in run_dirs:  # by the entailment backend each used: embedding:minilm, llm:smollm2, ...
+        groups.setdefault(str(read_config(d).entailment.backend), []).append(d)
     counts = {judge: psd_at_beta(dirs, beta) for judge, dirs in groups.items()}
     return {judge: c for judge, c in counts.items() if c["runs"]}
 

@@ -260,18 +260,11 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     results = Path(results)
     runs = provenance.discover_runs(results)
     by_judge = tables.psd_at_beta_by_judge(runs, reported.HYPERPARAMETERS["beta"])
-    sizes = []  # answers per question of each swept run that says
-    for run in (r for r in runs if (r / "beta_sweep.csv").exists()):
-        try:
-            n_samples = read_config(run).n_samples
-        except (ValueError, KeyError, TypeError, OSError):  # no readable config.json
-            continue
-        if n_samples is not None:
-            sizes.append(n_samples)
+    sizes = [read_config(r).n_samples for r in runs if (r / "beta_sweep.csv").exists()]  # answers per question
     out = {
         "cos_search_n": COSINE_SEARCH_N,
         "psd05_judges": tuple(JudgeCount(judge, **counts) for judge, counts in by_judge.items()),
-        "psd05_max_n": max(sizes, default=None),
+        "psd05_max_n": max((n for n in sizes if n is not None), default=None),
     }
     try:
         record = cosine_results.load(results / "theory")

@@ -151,7 +151,7 @@ def _sweep(path: Path, n_not_psd: int) -> None:
         f"0.5,0.7,0.6,0.8,10,{n_not_psd},{n_not_psd},0.1\n"
     )
     (path / "metrics.csv").write_text("method,auroc,n_questions\nShap,0.7,10\n")
-    (path / "config.json").write_text("{}")
+    (path / "config.json").write_text((ROOT / "results" / "smollm2" / "squad" / "config.json").read_text())
 
 
 def test_the_beta_05_verdict_follows_the_measurements(tmp_path, monkeypatch):

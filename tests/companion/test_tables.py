@@ -12,7 +12,7 @@ import pytest
 
 from shapley.companion import costs, paired, provenance, tables
 from shapley.companion import reported as paper
-from shapley.companion.htmltable import Col, html_table, short_labels
+from shapley.companion.htmltable import Col, html_table, short_labels, with_interval
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.rundir import store
 from tests import fakes
@@ -24,16 +24,23 @@ def two_runs(tmp_path_factory):
         yield fakes.make_two_runs(tmp_path_factory.mktemp("runs"), mp)
 
 
-def test_measured_table_aligns_to_paper_labels(two_runs):
-    a, b = two_runs
-    t = tables.measured_table([a, b])
-    assert list(t.columns[:8]) == list(tables.MEASURED_COLUMNS)
-    assert set(t["method"]) <= set(tables.PAPER_METHODS)
-    ta = t[t["run_dir"] == str(a)].set_index("method")
-    assert {"Shap", "DSE", "P(T)", "ER"} <= set(ta.index)
-    assert "LexSim" not in set(t["method"])
-    shap = evaluate.load_metrics(a).set_index("method").loc["Shap"]
-    assert ta.loc["Shap", "auroc"] == shap["auroc"] and ta.loc["Shap", "lo"] == shap["auroc_lo"]
+def test_measured_rows_show_our_methods_under_the_papers_labels():
+    """A committed run's row in the paper's layout: each paper label's cell is our method's AUROC over its interval
+    (SU and SE both our SE, NE our LNE), and our methods the paper does not compare are left out."""
+    results = Path(__file__).resolve().parents[2] / "results" / "smollm2"
+    for table, run in ((3, results / "coqa"), (4, results / "squad")):
+        metrics = evaluate.load_metrics(run).set_index("method")
+        row = tables.comparison_html(table, [run]).split('<tr class="measured">')[1].split("</tr>")[0]
+        labels = paper.TABLE3_METHODS if table == 3 else paper.TABLE4_METHODS
+        shown = []
+        for label in labels:
+            ours = {"SU": "SE", "NE": "LNE"}.get(label, label)
+            if ours in metrics.index and not math.isnan(metrics.loc[ours, "auroc"]):
+                m = metrics.loc[ours]
+                assert with_interval(m["auroc"], m["auroc_lo"], m["auroc_hi"], decimals=3) in row, (table, label)
+                shown.append(label)
+        assert {"SU", "Shap"} <= set(shown) if table == 3 else {"SE", "NE", "Shap"} <= set(shown)
+        assert row.count("<td") == len(labels) + 1 and "LexSim" not in row
 
 
 # ---------------------------------------------------------------------------------------------- for readers

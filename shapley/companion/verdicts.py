@@ -213,35 +213,16 @@ def paper_facts() -> dict[str, Any]:
 
 @functools.cache
 def _mozart_facts(results: Path) -> dict[str, Any]:
-    """The Mozart example recomputed; the beta fits (seconds to compute) come from the committed record under
-    ``results/companion`` (:mod:`shapley.companion.mozart_results`; ``moz_n_fit`` is absent without it)."""
-    from shapley.companion import mozart, mozart_results, reported
+    """The Mozart example recomputed (:func:`shapley.companion.mozart.verdict_facts`); the beta fits (seconds to
+    compute) come from the committed record under ``results/companion`` (:mod:`shapley.companion.mozart_results`;
+    ``moz_n_fit`` is None without it)."""
+    from shapley.companion import mozart, mozart_results
 
     try:
         fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.load(results / "companion"))
     except FileNotFoundError:
         fits = None
-    base = mozart.baseline_uncertainties(1)
-    v = mozart.verdict_facts(fits=fits if fits is not None else [])
-    # the readings other than the paper's definition with finite values on both tables
-    others = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is not None]
-    printed = reported.MOZART_UNCERTAINTY["table1"]
-    return {
-        "moz_like": base["likelihood"],
-        "moz_sem": base["semantic_likelihood"],
-        "rep_moz_like": printed["likelihood"],
-        "rep_moz_sem": printed["semantic_likelihood"],
-        "rep_moz_shap1": v["printed"][0],
-        "rep_moz_shap2": v["printed"][1],
-        "moz_paper1": v["paper_definition"][0],
-        "moz_paper2": v["paper_definition"][1],
-        "moz_n_readings": v["readings_tried"],
-        "moz_n_match": len(v["fit_both_at_beta"]),
-        "moz_n_fit": len(v["fit_both_beta_free"]) if fits is not None else None,
-        "moz_n_rise": sum(r["rises"] is True for r in others),
-        "moz_n_finite": len(others),
-        "moz_rises": v["rises_under_paper_definition"],
-    }
+    return mozart.verdict_facts(fits=fits)
 
 
 COSINE_SEARCH_N = 20

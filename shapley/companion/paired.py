@@ -124,28 +124,11 @@ def comparisons_html(comparisons: pd.DataFrame, run: str) -> Html:
     return html_table(c, cols, caption=caption, css="measured-table")
 
 
-def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Each method's AUROC minus its reference's, one row per run, one column per method, with the run's outcome.
-
-    Cells are ``(delta_auroc, outcome)`` pairs (None where the run has no such comparison); columns keep the
-    order of :func:`comparison_summary` (wins minus losses, best first).
-    """
-    if comparisons.empty:
-        return pd.DataFrame(columns=["run"])
-    records = comparisons.to_dict("records")
-    cells = {(r["method"], r["run"]): (float(r["delta_auroc"]), str(r["outcome"])) for r in records}
-    methods = list(comparison_summary(comparisons)["method"])
-    runs = list(dict.fromkeys(comparisons["run"]))
-    return pd.DataFrame([{"run": run, **{m: cells.get((m, run)) for m in methods}} for run in runs])
-
-
 _OUTCOME_MARK = {"win": "▲", "loss": "▼", "tie": "", "undefined": ""}
 
 
-def _grid_cell(cell: tuple[float, str] | None) -> str:
-    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
-        return "–"
-    delta, outcome = cell
+def _grid_cell(delta: float, outcome: str) -> str:
+    """One comparison for the grid: Δ AUROC to 2 decimals ("na" when undefined), marked by its outcome."""
     shown = round(delta, 2)
     text = "na" if math.isnan(delta) else (f"{shown:+.2f}" if shown else "0.00")
     text += _OUTCOME_MARK.get(outcome, "")
@@ -155,13 +138,15 @@ def _grid_cell(cell: tuple[float, str] | None) -> str:
 def comparison_grid_html(
     comparisons: pd.DataFrame, labels: Mapping[str, str] | None = None, *, per_table: int = 8
 ) -> Html:
-    """:func:`comparison_grid` for readers, sized for the text column: runs as rows (``labels``: short run names),
-    methods as columns, at most ``per_table`` methods per table (the tables follow one another, each with its own
-    caption and no scroll box). Δ AUROC to 2 decimals, ▲/▼ (and bold) where the method is significantly
-    better/worse than the reference (the run's outcome)."""
-    grid = comparison_grid(comparisons)
+    """Each method's AUROC minus its reference's for readers, sized for the text column: runs as rows (``labels``:
+    short run names), methods as columns in the order of :func:`comparison_summary` (wins minus losses, best
+    first), at most ``per_table`` methods per table (the tables follow one another, each with its own caption and
+    no scroll box). Δ AUROC to 2 decimals, ▲/▼ (and bold) where the method is significantly better/worse than the
+    reference (the run's outcome), – where the run has no such comparison."""
     labels = labels or {}
-    methods = [c for c in grid.columns if c != "run"]
+    records = comparisons.to_dict("records")
+    cells = {(r["method"], r["run"]): _grid_cell(float(r["delta_auroc"]), str(r["outcome"])) for r in records}
+    methods = list(comparison_summary(comparisons)["method"])
     reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else REFERENCE_METHOD
     n_tables = max(1, -(-len(methods) // per_table))
     size = max(1, -(-len(methods) // n_tables))  # as even as possible: 17 methods at 8 a table -> 6, 6, 5
@@ -169,8 +154,8 @@ def comparison_grid_html(
     parts = []
     for k, chunk in enumerate(chunks):
         rows = [
-            {"run": labels.get(str(rec["run"]), str(rec["run"])), **{m: _grid_cell(rec[m]) for m in chunk}}
-            for rec in grid.to_dict("records")
+            {"run": labels.get(str(run), str(run)), **{m: cells.get((m, run), "–") for m in chunk}}
+            for run in dict.fromkeys(comparisons["run"])
         ]
         part = f" (methods {k * size + 1}–{k * size + len(chunk)} of {len(methods)})" if len(chunks) > 1 else ""
         caption = (
@@ -227,24 +212,6 @@ def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataF
 _SIDES = {"a better": ("higher", "lower"), "b better": ("lower", "higher")}
 
 
-def selection_tests(tests: pd.DataFrame) -> pd.DataFrame:
-    """The runs' exact paired tests between answer-selection strategies, each pair read in both directions.
-
-    ``tests``: :func:`load_selection_tests`. Columns: run, strategy, against, delta (accuracy of ``strategy``
-    minus that of ``against``), p_holm (Holm within the run, as written), outcome (the run's, from ``strategy``'s
-    side: ``higher`` / ``lower`` / ``no significant difference`` at :data:`SIGNIFICANCE`, ``undefined`` where the
-    test could not be run).
-    """
-    rows = []
-    for r in tests.to_dict("records"):
-        delta = float(r["accuracy_a"]) - float(r["accuracy_b"])
-        words = _SIDES.get(r["outcome"], (r["outcome"], r["outcome"]))
-        for (a, b), sign, word in zip((("a", "b"), ("b", "a")), (1.0, -1.0), words, strict=True):
-            pair = {"run": r["run"], "strategy": r[f"strategy_{a}"], "against": r[f"strategy_{b}"]}
-            rows.append({**pair, "delta": sign * delta, "p_holm": float(r["p_holm"]), "outcome": word})
-    return pd.DataFrame(rows, columns=["run", "strategy", "against", "delta", "p_holm", "outcome"])
-
-
 def selection_findings(
     selection: pd.DataFrame,
     tests: pd.DataFrame,
@@ -267,19 +234,23 @@ def selection_findings(
     where = f"{len(runs)} runs on {len(sets)} distinct question sets"
     if len(sets) < len(runs):
         where += " (runs on the same or overlapping questions, e.g. at different n, are not independent evidence)"
-    t = selection_tests(tests)
-    t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]
-    if t.empty:
+    t = tests[tests["run"].isin(runs)]
+    found = [  # each test of the pair, its outcome from strategy's side: higher, lower, no significant difference
+        _SIDES.get(outcome, (outcome, outcome))[side]
+        for side, (a, b) in enumerate([(strategy, against), (against, strategy)])
+        for outcome in t.loc[(t["strategy_a"] == a) & (t["strategy_b"] == b), "outcome"]
+    ]
+    if not found:
         return (
             f"Over {where}, the runs record no exact paired test between {code(strategy)} and {code(against)} "
             "(they predate <code>selection_tests.csv</code>; regenerate), and overlapping bootstrap intervals are "
             "not a paired test, so this page makes no claim that either returns more accurate answers."
         )
-    counts = t["outcome"].value_counts()
+    counts = pd.Series(found).value_counts()
     return (
         f"Over {where}, an exact paired test on the same questions (Holm-adjusted within each run, p below "
         f"{SIGNIFICANCE:g}) finds {code(strategy)} more accurate than {code(against)} in "
-        f"{int(counts.get('higher', 0))} of the {len(t)} runs tested, less accurate in "
+        f"{int(counts.get('higher', 0))} of the {len(found)} runs tested, less accurate in "
         f"{int(counts.get('lower', 0))}, and no significant difference in "
         f"{int(counts.get('no significant difference', 0))}"
         + (f"; the test is undefined in {int(counts['undefined'])}" if counts.get("undefined", 0) else "")

@@ -219,7 +219,7 @@ def _mozart_facts(results: Path) -> dict[str, Any]:
     from shapley.companion import mozart, mozart_results
 
     try:
-        fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.load(results / "companion"))
+        fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.RECORD.load(results / "companion"))
     except FileNotFoundError:
         fits = None
     return mozart.verdict_facts(fits=fits)

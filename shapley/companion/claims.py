@@ -157,6 +157,7 @@ _mozart = functools.partial(Claim, where="Tables 1-2", kind="example", evidence=
 _auroc = functools.partial(
     Claim, where="Sec. 4, AUROC paragraph", kind="definition", functions=("shapley.core.metrics.auroc",)
 )
+_properties = functools.partial(Claim, kind="theory", evidence=(_PROPERTIES,))
 _table3 = functools.partial(Claim, where="Sec. 4, Table 3", kind="empirical", evidence=(_RESULTS,))
 _table4 = functools.partial(Claim, where="Appendix D, Table 4", kind="empirical", evidence=(_RESULTS,))
 _setup = functools.partial(Claim, where="Sec. 4 and Appendix B", kind="setup", evidence=("book/experiments",))
@@ -275,10 +276,9 @@ CLAIMS: tuple[Claim, ...] = (
         evidence=(_PROPERTIES, "book/method"),
         functions=(f"{_P}.efficiency_gap",),
     ),
-    Claim(
+    _properties(
         id="prop-3.5",
         where="Sec. 3.4, Proposition 3.5",
-        kind="theory",
         statement="Joint differential entropy violates the minimal- and maximal-uncertainty properties.",
         quote="The metric of differential entropy over the whole multivariate distribution, as defined in … does not "
         "satisfy Properties",
@@ -286,13 +286,11 @@ CLAIMS: tuple[Claim, ...] = (
         note="On non-singular R it is false. It holds only on the paper's own degenerate witness, where the "
         "Shapley total is undefined too, so that input cannot separate h from the Shapley total.",
         readings=_prop35_readings,
-        evidence=(_PROPERTIES,),
         functions=(f"{_V}.prop35_readings", f"{_V}.chain_rule_check", f"{_V}.degenerate_witness"),
     ),
-    Claim(
+    _properties(
         id="prop-3.6",
         where="Sec. 3.4, Proposition 3.6, Appendix A",
-        kind="theory",
         statement="Shapley uncertainty satisfies minimal uncertainty, maximal uncertainty and consistency.",
         quote="The metric of Shapley uncertainty, as defined in … satisfies Properties",
         verdict=lambda facts: _holds(facts["prop36_p3_fails"] == 0, REPRODUCED),
@@ -306,7 +304,6 @@ CLAIMS: tuple[Claim, ...] = (
         "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
         "joint entropy (efficiency), the quantity Proposition 3.5 says fails Properties 1-2.",
-        evidence=(_PROPERTIES,),
         functions=(
             f"{_V}.prop36_readings",
             f"{_P}.property3_witness_rv",

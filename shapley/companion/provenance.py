@@ -188,9 +188,8 @@ def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
     at n = 5, 10, 20 samples, or the first 200 of them under another judge): not independent evidence."""
     out = {}
     for d in run_dirs:
-        data = ((read_record(d) or {}).get("config") or {}).get("data") or {}
-        origin = data.get("sha256") or data.get("path") or data.get("dataset")
-        out[relative_path(d)] = f"{origin}|shard={data.get('shard')}"
+        data = read_config(d).data
+        out[relative_path(d)] = f"{data.sha256 or data.path or data.dataset}|shard={data.shard}"
     return out
 
 

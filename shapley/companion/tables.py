@@ -122,7 +122,7 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
 def beta_ablation(run_dirs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
     """Measured Table 5: each run's ``beta_sweep.csv`` stacked, labelled by the mapping's key.
 
-    Columns: source, beta, auroc, auroc_lo, auroc_hi, n, n_not_psd, frac_not_psd, min_eig_min, run_dir.
+    Columns: source, beta, auroc, auroc_lo, auroc_hi, n, n_not_psd, frac_not_psd, min_eig_min.
     """
     frames = []
     for label, d in run_dirs.items():
@@ -132,7 +132,6 @@ def beta_ablation(run_dirs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFram
         f = pd.read_csv(path)
         f.insert(0, "source", label)
         f["frac_not_psd"] = f["n_not_psd"] / f["n"].where(f["n"] > 0)
-        f["run_dir"] = relative_path(d)
         frames.append(f)
     return pd.concat(frames, ignore_index=True)
 

@@ -1,8 +1,8 @@
 """The paper's claims and how we judge each: one record per claim (:class:`Claim`) in one table (:data:`CLAIMS`).
 
 A claim has its id, its place in the paper, its kind (:data:`CLAIM_KINDS`), a restatement in our own words, at most
-one sentence of the paper quoted verbatim, what the paper's own numbers say about it, the rule that decides our
-verdict, the note that says why, and the evidence. One vocabulary of verdicts, used strictly
+one sentence of the paper quoted verbatim, the rule that decides our verdict, the note that says why, and the
+evidence. One vocabulary of verdicts, used strictly
 (:data:`VERDICT_KINDS`):
 
 * ``reproduced``: we computed or measured the same quantity and it agrees;
@@ -103,13 +103,12 @@ class Claim:
     """One claim of the paper, and our verdict on it.
 
     ``where``: its place in the paper; ``statement``: the claim in our own words; ``quote``: one sentence of the
-    paper, verbatim (``…`` joins the parts of one sentence around omitted LaTeX), or ""; ``check``: what the
-    paper's own numbers say about it (internal consistency only), a template; ``verdict``: the rule deciding
-    the verdict from the facts, or :class:`Fixed`; ``note``: why, a template; ``readings``: for ``depends on
-    reading``, the readings (or the function computing them); ``evidence``: book pages (toc paths, no suffix);
-    ``functions``: dotted names of the package functions that compute the evidence; ``command``: for ``not
-    reproducible here``, a command (or a shell pipeline of commands) that would settle it. Templates are filled
-    by :func:`shapley.companion.verdicts.fill`.
+    paper, verbatim (``…`` joins the parts of one sentence around omitted LaTeX), or ""; ``verdict``: the rule
+    deciding the verdict from the facts, or :class:`Fixed`; ``note``: why, a template; ``readings``: for
+    ``depends on reading``, the readings (or the function computing them); ``evidence``: book pages (toc paths,
+    no suffix); ``functions``: dotted names of the package functions that compute the evidence; ``command``: for
+    ``not reproducible here``, a command (or a shell pipeline of commands) that would settle it. Templates are
+    filled by :func:`shapley.companion.verdicts.fill`.
     """
 
     id: str
@@ -117,7 +116,6 @@ class Claim:
     kind: str
     statement: str
     quote: str = ""
-    check: str = ""
     verdict: Rule | Fixed
     note: str
     readings: tuple[Reading, ...] | Callable[[], tuple[Reading, ...]] = ()
@@ -154,9 +152,15 @@ _W = "shapley.theory.worstcase"
 _P = "shapley.theory.properties"
 _V = "shapley.theory.propositions"
 _MOZART = "shapley.companion.mozart"
-# the claims that share their place in the paper, their kind and their evidence page
+# the claims that share their place in the paper, their kind and their evidence page or functions
 _mozart = functools.partial(Claim, where="Tables 1-2", kind="example", evidence=("notebooks/mozart",))
+_auroc = functools.partial(
+    Claim, where="Sec. 4, AUROC paragraph", kind="definition", functions=("shapley.core.metrics.auroc",)
+)
+_properties = functools.partial(Claim, kind="theory", evidence=(_PROPERTIES,))
+_table3 = functools.partial(Claim, where="Sec. 4, Table 3", kind="empirical", evidence=(_RESULTS,))
 _table4 = functools.partial(Claim, where="Appendix D, Table 4", kind="empirical", evidence=(_RESULTS,))
+_setup = functools.partial(Claim, where="Sec. 4 and Appendix B", kind="setup", evidence=("book/experiments",))
 _TRIVIAQA_SWEEP = (
     paper_scale_command("triviaqa", "L-7B")
     + " && python -m shapley beta-sweep runs/triviaqa-llama-2-7b-hf --n-boot 1000"
@@ -167,7 +171,6 @@ CLAIMS: tuple[Claim, ...] = (
         id="mozart-entropies",
         statement="For likelihoods 0.5/0.4/0.1 the sequence entropy is 0.94 and the entropy over the two meaning "
         "clusters (0.9/0.1) is 0.33.",
-        check="Both agree with natural-log entropies ({moz_like:.3f}, {moz_sem:.3f}) to 2 decimals.",
         verdict=lambda facts: _holds(
             (round(facts["moz_like"], 2), round(facts["moz_sem"], 2)) == (facts["rep_moz_like"], facts["rep_moz_sem"]),
             REPRODUCED,
@@ -181,14 +184,13 @@ CLAIMS: tuple[Claim, ...] = (
         statement="The Shapley uncertainty of the example is 0.40 with Beethoven as the third answer and 0.51 with "
         "da Vinci.",
         quote="the Shapley uncertainty is computed at 0.40, but it rises to 0.51 in this context",
-        check="The recipe producing {rep_moz_shap1:.2f}/{rep_moz_shap2:.2f} from the printed matrices is not given in "
-        "the paper.",
         verdict=lambda facts: _holds(
             (round(facts["moz_paper1"], 2), round(facts["moz_paper2"], 2))
             == (facts["rep_moz_shap1"], facts["rep_moz_shap2"])
         ),
         note="The definition as written (eq. 8, printed matrix as C, beta = 0.5) gives {moz_paper1:.2f} and "
-        "{moz_paper2:.2f} nats, not {rep_moz_shap1:.2f} and {rep_moz_shap2:.2f}. Of the {moz_n_readings} readings "
+        "{moz_paper2:.2f} nats, not {rep_moz_shap1:.2f} and {rep_moz_shap2:.2f}, and the paper does not say how it "
+        "computed those. Of the {moz_n_readings} readings "
         "tried, {moz_n_match} gives both printed values at beta = 0.5; with beta left free, {moz_n_fit} fits both, "
         "a one-parameter fit to two numbers, which is not evidence. The direction of the change is judged apart "
         "(mozart-rise).",
@@ -199,13 +201,12 @@ CLAIMS: tuple[Claim, ...] = (
         statement="Replacing the related wrong answer (Beethoven) by an unrelated one (da Vinci) raises the Shapley "
         "uncertainty, while the two entropy baselines stay unchanged.",
         quote="it rises to 0.51 in this context",
-        check="The printed values rise ({rep_moz_shap1:.2f} to {rep_moz_shap2:.2f}) and the printed entropies are "
-        "the same in both tables.",
         verdict=lambda facts: _holds(facts["moz_rises"], REPRODUCED),
         note="Under the definition as written the uncertainty rises from {moz_paper1:.2f} to {moz_paper2:.2f} nats "
         "when da Vinci replaces Beethoven, and it rises under {moz_n_rise} of the {moz_n_finite} other readings with "
         "finite values (the exception, total correlation, measures redundancy and moves the other way by "
-        "construction). The printed values differ (mozart-shapley); the direction does not.",
+        "construction). The printed values rise too ({rep_moz_shap1:.2f} to {rep_moz_shap2:.2f}), while the printed "
+        "entropies are the same in both tables: the numbers differ (mozart-shapley), the direction does not.",
         functions=(f"{_MOZART}.verdict_facts", f"{_MOZART}.readings_table"),
     ),
     Claim(
@@ -227,7 +228,6 @@ CLAIMS: tuple[Claim, ...] = (
         statement="beta <= 1/(n+1) is sufficient for PSD (from a Gershgorin bound |lambda| <= n on the beta=1 matrix).",
         quote="The hyper-parameter … ensures positive semi-definiteness of the correlation matrix even in the "
         "worst case.",
-        check="Valid but loose: Gershgorin applied to R directly gives beta <= 1/(n-1).",
         verdict=lambda facts: _holds(facts["bound_paper10"] <= facts["beta_star10"], REPRODUCED),
         note="Valid but loose: Gershgorin applied to R itself gives beta <= 1/(n-1), and the exact worst case is "
         "larger still. At n = 10: the paper's bound {bound_paper10:.3f}, Gershgorin {bound_gersh10:.3f}, exact "
@@ -242,7 +242,6 @@ CLAIMS: tuple[Claim, ...] = (
         statement="With beta = 0.5 every kernel matrix met in the experiments was PSD.",
         quote="our experiments demonstrate this value maintains positive semi-definiteness across all correlation "
         "matrices",
-        check="Not a guarantee: adversarial entailment patterns make R indefinite from n = {psd05_first_n}.",
         # only a counterexample in the runs decides it; none, under judges that are not the paper's, settles nothing
         verdict=lambda facts: CONTRADICTED if facts.get("psd05_not") else NOT_HERE,
         note="Our judges are not the paper's. Of the kernel matrices at beta = 0.5 (all questions of {psd05_runs} "
@@ -271,17 +270,15 @@ CLAIMS: tuple[Claim, ...] = (
         statement="The joint differential entropy can be pushed to minus infinity by one nearly duplicated pair of "
         "answers, hiding the other answers' contribution.",
         quote="a small subset of highly correlated dimensions can drive the differential entropy to negative infinity",
-        check="The Shapley total has the same problem: by efficiency it equals the joint entropy.",
         verdict=Fixed(REPRODUCED, "a property of the Gaussian entropy, shown on the properties page"),
         note="True for the joint entropy. The Shapley total is the same number (efficiency), so it inherits the "
         "same behaviour.",
         evidence=(_PROPERTIES, "book/method"),
         functions=(f"{_P}.efficiency_gap",),
     ),
-    Claim(
+    _properties(
         id="prop-3.5",
         where="Sec. 3.4, Proposition 3.5",
-        kind="theory",
         statement="Joint differential entropy violates the minimal- and maximal-uncertainty properties.",
         quote="The metric of differential entropy over the whole multivariate distribution, as defined in … does not "
         "satisfy Properties",
@@ -289,17 +286,13 @@ CLAIMS: tuple[Claim, ...] = (
         note="On non-singular R it is false. It holds only on the paper's own degenerate witness, where the "
         "Shapley total is undefined too, so that input cannot separate h from the Shapley total.",
         readings=_prop35_readings,
-        evidence=(_PROPERTIES,),
         functions=(f"{_V}.prop35_readings", f"{_V}.chain_rule_check", f"{_V}.degenerate_witness"),
     ),
-    Claim(
+    _properties(
         id="prop-3.6",
         where="Sec. 3.4, Proposition 3.6, Appendix A",
-        kind="theory",
         statement="Shapley uncertainty satisfies minimal uncertainty, maximal uncertainty and consistency.",
         quote="The metric of Shapley uncertainty, as defined in … satisfies Properties",
-        check="By the efficiency of Shapley values the sum of the elementary uncertainties equals the joint "
-        "differential entropy, the quantity Proposition 3.5 says fails properties 1-2.",
         verdict=lambda facts: _holds(facts["prop36_p3_fails"] == 0, REPRODUCED),
         note="Property 3 fails in both readings (shrunk counterexamples), and on the paper's degenerate witness "
         "the Shapley values are undefined. For the same reason Property 1 with an exact copy (its premise, "
@@ -310,8 +303,7 @@ CLAIMS: tuple[Claim, ...] = (
         "fail too, but there the kernel never lets a duplicate reach correlation 1 nor an unrelated answer "
         "reach 0, so that shows the pipeline's notion of duplicate and unrelated missing the properties' "
         "intent, not the formal properties failing. What holds, holds because the Shapley total equals the "
-        "joint entropy.",
-        evidence=(_PROPERTIES,),
+        "joint entropy (efficiency), the quantity Proposition 3.5 says fails Properties 1-2.",
         functions=(
             f"{_V}.prop36_readings",
             f"{_P}.property3_witness_rv",
@@ -320,80 +312,58 @@ CLAIMS: tuple[Claim, ...] = (
             f"{_V}.sentence_premise_bounds",
         ),
     ),
-    Claim(
+    _auroc(
         id="auroc-definition",
-        where="Sec. 4, AUROC paragraph",
-        kind="definition",
         statement="AUROC is described as the probability that a random correct answer is MORE uncertain than a "
         "random incorrect one.",
         quote="the probability that a randomly chosen correct answer is more uncertain than a randomly selected "
         "incorrect answer",
-        check="Stated backwards: the usual (and intended) definition is that an incorrect answer is more "
-        "uncertain than a correct one; with the printed wording a perfect measure would score {auroc_reversed:.0f}.",
         verdict=lambda facts: _holds(facts["auroc_reversed"] == 1.0),
         note="Stated backwards: AUROC is the probability that an incorrect answer is more uncertain than a correct "
         "one; with the printed wording a perfect score would be {auroc_reversed:.0f}.",
         evidence=("book/method", "book/experiments"),
-        functions=("shapley.core.metrics.auroc",),
     ),
-    Claim(
+    _auroc(
         id="auroc-random-worst",
-        where="Sec. 4, AUROC paragraph",
-        kind="definition",
         statement="A random (called 'worst') uncertainty measure scores AUROC 0.5 and a perfect one 1.",
         quote="with perfect uncertainty scoring 1 and a random (worst) measure scoring 0.5",
-        check="0.5 is chance level, not the worst possible value (an inverted measure scores below 0.5).",
         verdict=lambda facts: _holds(facts["auroc_reversed"] >= 0.5),
         note="Chance is not the worst score: a perfectly reversed score has AUROC {auroc_reversed:.0f}.",
         evidence=("book/experiments",),
-        functions=("shapley.core.metrics.auroc",),
     ),
-    Claim(
+    _table3(
         id="t3-majority",
-        where="Sec. 4, Table 3",
-        kind="empirical",
         statement="On CoQA and WMT-14 Shapley uncertainty has the best AUROC in most model-dataset rows.",
         quote="Shapley uncertainty demonstrates superior performance in the majority of cases",
-        check="Consistent with Table 3: best in {t3_shap_best} of {t3_rows} rows.",
         verdict=lambda facts: _holds(2 * facts["t3_shap_best"] > facts["t3_rows"]),
         note="Table 3 shows Shap best in {t3_shap_best} of {t3_rows} rows. Measuring those rows needs the 7-8B "
         "models with DeBERTa-MNLI on a GPU; our stand-in rows are in the results chapter.",
-        evidence=(_RESULTS,),
         command=paper_scale_command("coqa", "G-7B"),
     ),
-    Claim(
+    _table3(
         id="t3-gemma-wmt-exception",
-        where="Sec. 4, Table 3",
-        kind="empirical",
         statement="The one exception is Gemma-7B on WMT-14, where AvgE (0.811) beats Shap (0.808).",
         quote="for the Gemma-7B model on the WMT-14 dataset, the AvgE method achieves a marginally higher score "
         "(0.811) compared to Shapley uncertainty (0.808)",
-        check="Consistent with Table 3.",
         verdict=lambda facts: _holds(
             facts["rep_t3_gemma_avge"] > facts["rep_t3_gemma_shap"] and facts["t3_shap_best"] == facts["t3_rows"] - 1
         ),
         note="Table 3's Gemma-7B WMT-14 row prints AvgE {rep_t3_gemma_avge:.3f} above Shap {rep_t3_gemma_shap:.3f}; "
         "it is the only row where Shap is not best.",
-        evidence=(_RESULTS,),
     ),
-    Claim(
+    _table3(
         id="t3-average",
         where="Sec. 4, Table 3 Average row",
-        kind="empirical",
         statement="Averaged over the six rows, Shapley uncertainty has the highest AUROC (0.755).",
         quote="Shapley uncertainty exhibits a clear advantage over all other methods",
-        check="Consistent; the Average row equals the truncated (not rounded) mean of the printed entries.",
         verdict=lambda facts: _holds(facts["t3_avg_best"] == "Shap"),
         note="Shap has the highest printed average ({rep_t3_avg_shap:.3f}). The printed averages are truncated, not "
         "rounded, means of the {t3_rows} rows.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-competitive",
         statement="Across the 24 rows of Table 4 the Shapley method is competitive with or better than every baseline.",
         quote="Our method achieves competitive or superior performance in all model-dataset combinations.",
-        check="Shap is best in {t4_shap_best} of {t4_rows} rows; it trails the best baseline by up to "
-        "{t4_max_gap:.3f} ({t4_max_gap_row}).",
         verdict=Fixed(DEPENDS, "'competitive' is not defined; Table 4 settles each precise reading"),
         note="'Competitive' is not defined; Table 4 settles each precise reading.",
         readings=(
@@ -412,79 +382,61 @@ CLAIMS: tuple[Claim, ...] = (
         id="t4-squad-all",
         statement="On SQuAD the Shapley method beats all baselines.",
         quote="Shapley method outperforms all baselines on SQuAD",
-        check="Not supported by Table 4: Shap is best in {t4_squad_best} of {t4_per_dataset} SQuAD rows "
-        "({t4_squad_best_models}).",
         verdict=lambda facts: _holds(facts["t4_squad_best"] == facts["t4_per_dataset"]),
-        note="Table 4 shows Shap best in {t4_squad_best} of the {t4_per_dataset} SQuAD rows.",
-        evidence=(_RESULTS,),
+        note="Table 4 shows Shap best in {t4_squad_best} of the {t4_per_dataset} SQuAD rows ({t4_squad_best_models}).",
     ),
     _table4(
         id="t4-squad-l13b-dse",
         statement="For LLaMA2-13B on SQuAD, Shap improves on discrete semantic entropy by 2.6%.",
         quote="+2.6% over discrete semantic entropy for LLaMA2-13B",
-        check="Table 4 prints DSE {rep_t4_squad_l13b_dse:.3f} and Shap {rep_t4_squad_l13b_shap:.3f} for this cell "
-        "(Shap lower by {t4_squad_l13b_shortfall:.3f}).",
         verdict=lambda facts: _holds(facts["rep_t4_squad_l13b_shap"] > facts["rep_t4_squad_l13b_dse"]),
         note="Table 4 prints Shap {rep_t4_squad_l13b_shap:.3f} below DSE {rep_t4_squad_l13b_dse:.3f} for LLaMA2-13B "
         "on SQuAD.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-bioasq-all",
         statement="On BioASQ the Shapley method beats all baselines.",
         quote="Shapley method outperforms all baselines on SQuAD (e.g., +2.6% over discrete semantic entropy for "
         "LLaMA2-13B) and BioASQ",
-        check="Not supported by Table 4: Shap is best in {t4_bioasq_best} of {t4_per_dataset} BioASQ rows.",
         verdict=lambda facts: _holds(facts["t4_bioasq_best"] == facts["t4_per_dataset"]),
         note="Table 4 shows Shap best in {t4_bioasq_best} of the {t4_per_dataset} BioASQ rows.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-bioasq-m7b-se",
         statement="For Mistral-7B on BioASQ, Shap improves on semantic entropy by 3.4%.",
         quote="+3.4% over semantic entropy for Mistral-7B",
-        check="Table 4 prints SE {rep_t4_bioasq_m7b_se:.3f} and Shap {rep_t4_bioasq_m7b_shap:.3f} for this cell "
-        "(Shap lower by {t4_bioasq_m7b_shortfall:.3f}).",
         verdict=lambda facts: _holds(facts["rep_t4_bioasq_m7b_shap"] > facts["rep_t4_bioasq_m7b_se"]),
         note="Table 4 prints Shap {rep_t4_bioasq_m7b_shap:.3f} below SE {rep_t4_bioasq_m7b_se:.3f} for Mistral-7B on "
         "BioASQ.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-deepseek-squad",
         statement="With the distilled DeepSeek-R1 model the Shapley method reaches the best AUROC on SQuAD.",
         quote="The distillation-based DeepSeek-R1 model shows particular compatibility with our method, attaining "
         "state-of-the-art AUROC on SQuAD.",
-        check="Shap's highest SQuAD value is for {t4_squad_shap_top}, but in the D-8B row it "
-        "({rep_t4_squad_d8b_shap:.3f}) is below {t4_squad_d8b_above:.3f}.",
         verdict=lambda facts: _holds(not facts["t4_squad_d8b_above"]),
-        note="In Table 4's SQuAD row for DeepSeek-R1-Distill-LLaMA-8B, Shap ({rep_t4_squad_d8b_shap:.3f}) is below "
-        "{t4_squad_d8b_above:.3f}.",
-        evidence=(_RESULTS,),
+        note="Shap's highest SQuAD entry in Table 4 is for {t4_squad_shap_top}, but in the SQuAD row for "
+        "DeepSeek-R1-Distill-LLaMA-8B, Shap ({rep_t4_squad_d8b_shap:.3f}) is below {t4_squad_d8b_above:.3f}.",
     ),
     _table4(
         id="t4-er-svamp-q14b",
         statement="Embedding regression is very strong on SVAMP with Qwen2.5-14B.",
         quote="embedding regression performs exceptionally well on SVAMP with Qwen2.5-14B",
-        check="Consistent: ER {rep_t4_svamp_q14b_er:.3f} is the best value of that row.",
         verdict=lambda facts: _holds(facts["t4_svamp_q14b_best"] == "ER"),
         note="Table 4 prints ER {rep_t4_svamp_q14b_er:.3f}, the best entry of that row.",
-        evidence=(_RESULTS,),
     ),
     _table4(
         id="t4-nq-f7b-ne",
         statement="For Falcon-7B on NQ-Open, Shap beats naive entropy by 7.9%, a gap said to widen for smaller models.",
         quote="the gap between Shapley and baselines widens for smaller models (e.g., +7.9% over naive entropy for "
         "Falcon-7B on NQ-Open)",
-        check="Table 4 prints NE {rep_t4_nq_ne:.3f} and Shap {rep_t4_nq_shap:.3f} ({t4_nq_gap_abs:+.3f} absolute, "
-        "{t4_nq_gap_rel:+.1f}% relative); {t4_nq_above:.3f} is higher than Shap in that row.",
         # the relative gap as the paper prints it, to one decimal of a percent
         verdict=lambda facts: _holds(
             round(facts["t4_nq_gap_rel"], 1) == round(facts["rep_t4_nq_claimed"], 1) and not facts["t4_nq_above"]
         ),
-        note="Table 4 gives a gap of {t4_nq_gap_abs:.3f} AUROC ({t4_nq_gap_rel:.1f}% relative), not the stated "
-        "{rep_t4_nq_claimed:.1f}%, and Shap is below {t4_nq_above:.3f} in that row.",
-        evidence=(_RESULTS,),
+        note="Table 4 prints NE {rep_t4_nq_ne:.3f} and Shap {rep_t4_nq_shap:.3f}: a gap of {t4_nq_gap_abs:.3f} "
+        "AUROC ({t4_nq_gap_rel:.1f}% relative), not the stated {rep_t4_nq_claimed:.1f}%, and Shap is below "
+        "{t4_nq_above:.3f} in that row.",
     ),
     Claim(
         id="t5-beta-argmax",
@@ -492,37 +444,31 @@ CLAIMS: tuple[Claim, ...] = (
         kind="empirical",
         statement="A two-round grid search over beta (LLaMA2-7B, TriviaQA) puts the best AUROC at beta = 0.5.",
         quote="the default hyperparameter … should be set to 0.5",
-        check="Consistent with Table 5; the whole grid spans only {rep_t5_span:.4f} AUROC "
-        "({rep_t5_min:.4f}-{rep_t5_max:.4f}).",
         verdict=Fixed(NOT_HERE, "the grid needs LLaMA2-7B with DeBERTa-MNLI on a GPU"),
-        note="The grid needs LLaMA2-7B with DeBERTa-MNLI. On the real LLaMA-13B TriviaQA answers (stand-in "
-        "entailment), the measured AUROC spans {t5_span:.3f} over the paper's first-round grid up to beta = "
-        "{t5_psd_max:g} (every R PSD there), while its 95% interval is {t5_ci:.3f} wide: the grid cannot single "
-        "out a best beta. At beta = 1 the AUROC falls to {t5_auroc1:.3f}. There {t5_not_psd1} of {t5_n1} matrices "
-        "are not PSD and are repaired, and two answers the judge scores as equivalent (C = 1, e.g. duplicates) put "
-        "an entry 1 beside R's unit diagonal: a PSD R is then singular, and Shap = -inf for {t5_neginf1} questions "
-        "({t5_neginf1_repaired} of them repaired). A -inf score ranks as the most certain; without those "
-        "questions the AUROC is {t5_auroc1_finite:.3f}.",
+        note="Table 5 prints its best AUROC at the stated beta, but its whole grid spans only {rep_t5_span:.4f} "
+        "AUROC ({rep_t5_min:.4f} to {rep_t5_max:.4f}). Measuring the grid needs LLaMA2-7B with DeBERTa-MNLI. On "
+        "the real LLaMA-13B TriviaQA answers (stand-in entailment), the measured AUROC spans {t5_span:.3f} over "
+        "the paper's first-round grid up to beta = {t5_psd_max:g} (every R PSD there), while its 95% interval is "
+        "{t5_ci:.3f} wide: the grid cannot single out a best beta. At beta = 1 the AUROC falls to "
+        "{t5_auroc1:.3f}. There {t5_not_psd1} of {t5_n1} matrices are not PSD and are repaired, and two answers "
+        "the judge scores as equivalent (C = 1, e.g. duplicates) put an entry 1 beside R's unit diagonal: a PSD R "
+        "is then singular, and Shap = -inf for {t5_neginf1} questions ({t5_neginf1_repaired} of them repaired). "
+        "A -inf score ranks as the most certain; without those questions the AUROC is {t5_auroc1_finite:.3f}.",
         evidence=(_RESULTS, "book/reproduce"),
         functions=("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_pivot"),
         command=_TRIVIAQA_SWEEP,
     ),
-    Claim(
+    _setup(
         id="setup-8000",
-        where="Sec. 4 and Appendix B",
-        kind="setup",
         statement="8000 questions per dataset are used.",
         quote="We utilize a subset of 8000 questions from each above",
-        check="The number of sampled answers n per question is not stated.",
         verdict=Fixed(NOT_HERE, "the paper's question count needs a GPU"),
-        note="Our runs score {q_min} to {q_max} questions per dataset on a CPU; the paper's count needs a GPU.",
-        evidence=("book/experiments",),
+        note="Our runs score {q_min} to {q_max} questions per dataset on a CPU; the paper's count needs a GPU. The "
+        "paper does not state how many answers it samples per question.",
         command=paper_scale_command("coqa", "L-7B"),
     ),
-    Claim(
+    _setup(
         id="setup-correctness",
-        where="Sec. 4 and Appendix B",
-        kind="setup",
         statement="QA answers count as correct when Rouge-L with the reference exceeds 0.3, translations when BLEU "
         "exceeds 0.3.",
         quote="an answer is considered correct if its Rouge-L similarity to the reference answer exceeds 0.3",
@@ -534,20 +480,16 @@ CLAIMS: tuple[Claim, ...] = (
         note="Sec. 4 and Appendix B state the same thresholds, and we implement them as stated. The BLEU scale is "
         "not stated; we read the threshold on a 0-1 scale (on sacrebleu's 0-100 scale it would pass almost "
         "every translation).",
-        evidence=("book/experiments",),
         functions=("shapley.pipeline.score.correctness.is_correct",),
     ),
-    Claim(
+    _setup(
         id="setup-opt-range",
         where="Sec. 4 text vs. Figure 2 caption",
-        kind="setup",
         statement="OPT models are used for the CoQA figure.",
         quote="we utilize GPT-like OPT models of varying sizes, from 2.7B to 13B parameters",
-        check="The text says 2.7B to 13B, the Figure 2 caption 1.3B to 13B; the figure is missing from the source.",
         verdict=Fixed(CONTRADICTED, "the paper's text against its own caption, read rather than computed"),
-        note="The paper disagrees with itself: the model paragraph and the Figure 2 caption give different "
-        "smallest OPT sizes.",
-        evidence=("book/experiments",),
+        note="The paper disagrees with itself: the model paragraph gives OPT sizes from 2.7B to 13B, the Figure 2 "
+        "caption from 1.3B to 13B.",
     ),
     Claim(
         id="fig-claims",
@@ -556,7 +498,6 @@ CLAIMS: tuple[Claim, ...] = (
         statement="Shapley uncertainty beats the baselines on CoQA across OPT sizes and on TriviaQA with LLaMA2-7B.",
         quote="Our Shapley uncertainty (red) predicts model accuracy better than baselines on the answering dataset "
         "CoQA",
-        check="The figures are empty in the LaTeX source, so these claims carry no numbers to check.",
         verdict=Fixed(NOT_HERE, "the figures are empty in the paper's source; their captions need OPT and LLaMA2 runs"),
         note="The figures are empty in the paper's source, and checking their captions needs OPT and LLaMA2 runs.",
         evidence=("book/reproduce",),

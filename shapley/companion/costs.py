@@ -29,13 +29,12 @@ class Gpu:
     name: str
     bf16_tflops: float  # dense bf16 peak, TFLOP/s
     bandwidth_tbs: float  # memory bandwidth, TB/s
-    memory_gb: float
     compute_share: float = 0.4  # of the peak, when reading prompts
     bandwidth_share: float = 0.7  # of the peak, when decoding
 
 
-A100 = Gpu("A100-80GB", 312.0, 2.039, 80.0)
-H100 = Gpu("H100-SXM", 989.0, 3.35, 80.0)
+A100 = Gpu("A100-80GB", 312.0, 2.039)
+H100 = Gpu("H100-SXM", 989.0, 3.35)
 GPU_SIZES_GB = (24.0, 40.0, 80.0)
 """Memory of the GPUs one would pick from (RTX 4090, A100-40GB, A100/H100-80GB)."""
 

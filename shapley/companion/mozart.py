@@ -338,26 +338,39 @@ def readings_tried() -> int:
 
 
 def verdict_facts(beta: float = PAPER_BETA, fits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The facts a verdict on the Mozart example can cite, all computed here.
+    """The facts the claims on the example cite (:mod:`shapley.companion.claims`), all computed here at ``beta``.
 
-    Returns a dict: ``printed`` (Tables 1-2's Shapley values, from :mod:`shapley.companion.reported`),
-    ``paper_definition`` (the paper's definition on both tables at ``beta``, nats), ``readings_tried``,
-    ``fit_both_at_beta`` (keys of the readings that reproduce both printed values at ``beta``; empty means the
-    printed values are not reproduced at the stated beta by any reading tried), ``fit_both_beta_free`` (keys of
-    the beta-dependent readings for which one beta reproduces both: a one-parameter fit to two numbers, among
-    the readings tried only), and ``rises_under_paper_definition`` (Table 2 > Table 1).
+    ``rep_`` names a number as printed (:mod:`shapley.companion.reported`). ``moz_like`` and ``moz_sem``: the two
+    entropy baselines (nats), printed as ``rep_moz_like`` and ``rep_moz_sem``; ``moz_paper1`` and ``moz_paper2``:
+    the paper's definition on Tables 1 and 2 (nats), printed as ``rep_moz_shap1`` and ``rep_moz_shap2``;
+    ``moz_rises``: whether it rises from Table 1 to Table 2; ``moz_n_readings``: the readings tried (the
+    definition included); ``moz_n_match``: how many of them give both printed values at ``beta`` (none: the
+    printed values are not reproduced at the stated beta by any reading tried); ``moz_n_fit``: for how many
+    beta-dependent readings one beta gives both (a one-parameter fit to two numbers, among the readings tried
+    only), None without ``fits``; ``moz_n_rise`` of the ``moz_n_finite`` other readings with finite values on both
+    tables rise.
 
-    ``fits``: rows of :func:`fitted_beta_table` already computed (e.g. the committed record's,
-    :func:`shapley.companion.mozart_results.fits`); None computes them (several seconds).
+    ``fits``: rows of :func:`fitted_beta_table` already computed (the committed record's,
+    :func:`shapley.companion.mozart_results.fits`; computing them takes several seconds).
     """
     rows = readings_table(beta)
+    base = baseline_uncertainties(1)
+    printed = reported.MOZART_UNCERTAINTY["table1"]
     paper = (evaluate("paper", 1, beta), evaluate("paper", 2, beta))
+    others = [r for r in rows if r["key"] != "paper" and r["rises"] is not None]  # finite on both tables
     return {
-        "beta": beta,
-        "printed": (_printed(1), _printed(2)),
-        "paper_definition": paper,
-        "readings_tried": readings_tried(),
-        "fit_both_at_beta": [r["key"] for r in rows if r["matches1"] and r["matches2"]],
-        "fit_both_beta_free": [f["key"] for f in (fitted_beta_table() if fits is None else fits) if f["beta_both"]],
-        "rises_under_paper_definition": bool(paper[1] > paper[0]),
+        "moz_like": base["likelihood"],
+        "moz_sem": base["semantic_likelihood"],
+        "rep_moz_like": printed["likelihood"],
+        "rep_moz_sem": printed["semantic_likelihood"],
+        "rep_moz_shap1": _printed(1),
+        "rep_moz_shap2": _printed(2),
+        "moz_paper1": paper[0],
+        "moz_paper2": paper[1],
+        "moz_rises": bool(paper[1] > paper[0]),
+        "moz_n_readings": readings_tried(),
+        "moz_n_match": sum(bool(r["matches1"] and r["matches2"]) for r in rows),
+        "moz_n_fit": None if fits is None else sum(bool(f["beta_both"]) for f in fits),
+        "moz_n_rise": sum(r["rises"] is True for r in others),
+        "moz_n_finite": len(others),
     }

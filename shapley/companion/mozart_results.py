@@ -3,7 +3,7 @@ written by ``python -m shapley.companion.mozart_results``).
 
 :func:`shapley.companion.mozart.fitted_beta_table` scans a grid of 600 kernel scales for every beta-dependent
 reading on both tables and refines each band's ends with Brent's method: some 12,000 evaluations, several seconds.
-The Mozart page and the verdict facts read its outcome (:func:`load`, :func:`fits`); everything else on the page
+The Mozart page and the verdict facts read its outcome (``RECORD.load``, :func:`fits`); everything else on the page
 (the readings at beta = 0.5) is cheap and stays live.
 """
 
@@ -47,7 +47,6 @@ RECORD = page_records.PageRecord(
     summary=lambda record: f"one beta fits both tables under {[r['key'] for r in record['fits'] if r['beta_both']]}",
     settings={"beta_grid_points": 600, "printed_decimals": mozart.PRINTED_DECIMALS},
 )
-load = RECORD.load  # the verdict facts read the record by this name
 
 if __name__ == "__main__":
     raise SystemExit(RECORD.main())

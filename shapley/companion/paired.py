@@ -2,10 +2,9 @@
 shown for readers.
 
 Significance is DeLong's paired test for correlated AUROCs, Holm-adjusted within each run (the deterministic
-test: it cannot depend on a bootstrap seed). A ``comparisons.csv`` that carries the adjusted value (column
-:data:`DELONG_HOLM_COLUMN`) is read as written; for a run written before the file carried it, the adjustment is
-computed here from its ``delong_p`` column over the run's comparisons (:func:`delong_outcomes`), which is the same
-family and the same :func:`shapley.core.metrics.holm`. The bootstrap gives the intervals only.
+test: it cannot depend on a bootstrap seed). The run decides each comparison's outcome once
+(:func:`shapley.pipeline.evaluate.comparisons.compare_methods`: ``delong_p_holm`` and ``outcome``) and the book
+reads it as written. The bootstrap gives the intervals only.
 """
 
 from __future__ import annotations
@@ -16,19 +15,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, with_interval
+from shapley.companion.htmltable import Col, Html, code, esc, html_table, with_interval
 from shapley.companion.provenance import relative_path
-from shapley.core.metrics import holm
-from shapley.pipeline.evaluate.comparisons import OUTCOMES, REFERENCE_METHOD, SIGNIFICANCE, outcomes
+from shapley.pipeline.evaluate.comparisons import OUTCOMES, REFERENCE_METHOD, SIGNIFICANCE
 
-COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p")
-"""Columns the book needs in every ``comparisons.csv`` (other columns are kept as read)."""
+COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p_holm", "outcome")
+"""Columns the book needs in every ``comparisons.csv`` (other columns are kept as read): ``delong_p_holm``, the
+Holm-adjusted DeLong p-value, and the ``outcome`` it decides (:data:`OUTCOMES`)."""
 
-DELONG_HOLM_COLUMN = "delong_p_holm"
-"""The Holm-adjusted DeLong p-value, when the run wrote it; otherwise computed by :func:`delong_outcomes`."""
+TEST_WORDS = f"DeLong's paired test, Holm-adjusted within each run, p below {SIGNIFICANCE:g}"
+"""How the outcomes are decided, for captions."""
 
 SELECTION_COLUMNS = ("strategy", "accuracy", "n", "lo", "hi")
 
@@ -56,64 +54,21 @@ def load_selection(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     return _read_csvs(run_dirs, "selection.csv", SELECTION_COLUMNS)
 
 
-def delong_outcomes(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Each comparison's Holm-adjusted DeLong p-value and the outcome it decides, in the input's row order.
-
-    ``delong_holm``: the run's :data:`DELONG_HOLM_COLUMN` where written, else Holm's adjustment of ``delong_p``
-    over that run's comparisons (NaN p-values do not count in the family). ``outcome``: ``win`` / ``loss`` (the
-    method is better / worse than its reference: adjusted p below :data:`SIGNIFICANCE`, sign of
-    ``delta_auroc``), ``tie`` (no significant difference) or ``undefined`` (no AUROC difference or no p-value:
-    the run's answers are all in one correctness class). ``holm_source``: ``written`` or ``computed here``.
-
-    >>> c = pd.DataFrame({"run": ["a", "a"], "delta_auroc": [0.1, -0.1], "delong_p": [0.01, 0.04]})
-    >>> delong_outcomes(c)[["delong_holm", "outcome"]].values.tolist()
-    [[0.02, 'win'], [0.04, 'loss']]
-    """
-    adjusted = pd.Series(math.nan, index=comparisons.index, dtype=float)
-    source = pd.Series("computed here", index=comparisons.index, dtype=object)
-    written = comparisons.get(DELONG_HOLM_COLUMN)
-    for _, idx in comparisons.groupby("run", sort=False).groups.items():
-        nothing_to_adjust = comparisons.loc[idx, "delong_p"].isna().all()  # e.g. one correctness class only
-        if written is not None and written.loc[idx].notna().any():
-            adjusted.loc[idx] = written.loc[idx].astype(float)
-            source.loc[idx] = "written"
-        elif nothing_to_adjust:  # NaN p-values: NaN, as written or computed
-            source.loc[idx] = "written"
-        else:
-            adjusted.loc[idx] = holm(comparisons.loc[idx, "delong_p"].to_numpy(dtype=np.float64))
-    decided = outcomes(comparisons["delta_auroc"].to_numpy(dtype=np.float64), adjusted.to_numpy())
-    return pd.DataFrame({"delong_holm": adjusted, "outcome": decided, "holm_source": source}, index=comparisons.index)
-
-
 def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Wins, ties and losses of each method against its reference, counted over runs.
 
-    Outcomes are those of :func:`delong_outcomes` (DeLong's paired test, Holm-adjusted within each run; a
-    difference that is undefined, one correctness class, counts as ``undefined``, not as a tie); an ``outcome``
-    column written in the file is not used. Columns: method, reference, runs, win, tie, loss, undefined; sorted
-    by wins minus losses, best first.
+    Outcomes are the runs' (DeLong's paired test, Holm-adjusted within each run; a difference that is undefined,
+    one correctness class, counts as ``undefined``, not as a tie). Columns: method, reference, runs, win, tie,
+    loss, undefined; sorted by wins minus losses, best first.
     """
     cols = ["method", "reference", "runs", *OUTCOMES]
     if comparisons.empty:
         return pd.DataFrame(columns=cols)
-    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], delong_outcomes(comparisons)["outcome"])
+    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], comparisons["outcome"])
     counts = counts.reindex(columns=list(OUTCOMES), fill_value=0).reset_index()
     counts.insert(2, "runs", counts[list(OUTCOMES)].sum(axis=1))
     order = (counts["win"] - counts["loss"]).sort_values(ascending=False, kind="stable").index
     return counts.loc[order, cols].reset_index(drop=True)
-
-
-def _test_words(comparisons: pd.DataFrame) -> str:
-    """How the outcomes were decided, for captions: names the runs whose Holm adjustment was computed here."""
-    computed = sorted(set(comparisons.loc[delong_outcomes(comparisons)["holm_source"] == "computed here", "run"]))
-    words = f"DeLong's paired test, Holm-adjusted within each run, p below {SIGNIFICANCE:g}"
-    labels = short_labels(sorted(set(comparisons["run"])))
-    if computed:
-        words += (
-            f"; for {', '.join(code(labels[r]) for r in computed)}, whose <code>comparisons.csv</code> has no adjusted "
-            "value, the adjustment is computed here from <code>delong_p</code>"
-        )
-    return words
 
 
 def comparison_summary_html(comparisons: pd.DataFrame) -> Html:
@@ -130,7 +85,7 @@ def comparison_summary_html(comparisons: pd.DataFrame) -> Html:
     ]
     caption = (
         "Paired comparisons on the same questions, counted over the runs (each run's "
-        f"<code>comparisons.csv</code>): <em>better</em> or <em>worse</em> only where {_test_words(comparisons)}; "
+        f"<code>comparisons.csv</code>): <em>better</em> or <em>worse</em> only where {TEST_WORDS}; "
         "<em>undefined</em>: the run's answers are all correct or all wrong, so no AUROC exists."
     )
     return html_table(s, cols, caption=caption, css="measured-table")
@@ -150,11 +105,9 @@ def delong_p_text(p: float) -> str:
 def comparisons_html(comparisons: pd.DataFrame, run: str) -> Html:
     """One run's paired differences: method minus reference AUROC, its bootstrap interval, the Holm-adjusted
     DeLong p and the outcome it decides."""
-    mask = comparisons["run"] == run
-    c = comparisons[mask].copy()
-    decided = delong_outcomes(comparisons)[mask]
-    c["outcome_text"] = [f'<span class="outcome-{esc(o)}">{esc(o)}</span>' for o in decided["outcome"]]
-    c["p_text"] = [delong_p_text(float(p)) for p in decided["delong_holm"]]
+    c = comparisons[comparisons["run"] == run].copy()
+    c["outcome_text"] = [f'<span class="outcome-{esc(o)}">{esc(o)}</span>' for o in c["outcome"]]
+    c["p_text"] = [delong_p_text(float(p)) for p in c["delong_p_holm"]]
     cols = [
         Col("method", "Method"),
         Col("reference", "Against"),
@@ -166,34 +119,16 @@ def comparisons_html(comparisons: pd.DataFrame, run: str) -> Html:
     ]
     caption = (
         f"Paired AUROC differences in {code(run)} (its <code>comparisons.csv</code>): bootstrap interval; "
-        f"outcome by {_test_words(c)}."
+        f"outcome by {TEST_WORDS}."
     )
     return html_table(c, cols, caption=caption, css="measured-table")
-
-
-def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Each method's AUROC minus its reference's, one row per run, one column per method, with the outcome of
-    :func:`delong_outcomes`.
-
-    Cells are ``(delta_auroc, outcome)`` pairs (None where the run has no such comparison); columns keep the
-    order of :func:`comparison_summary` (wins minus losses, best first).
-    """
-    if comparisons.empty:
-        return pd.DataFrame(columns=["run"])
-    decided = comparisons.assign(outcome=delong_outcomes(comparisons)["outcome"])  # not a written outcome
-    cells = {(r["method"], r["run"]): (float(r["delta_auroc"]), str(r["outcome"])) for r in decided.to_dict("records")}
-    methods = list(comparison_summary(comparisons)["method"])
-    runs = list(dict.fromkeys(comparisons["run"]))
-    return pd.DataFrame([{"run": run, **{m: cells.get((m, run)) for m in methods}} for run in runs])
 
 
 _OUTCOME_MARK = {"win": "▲", "loss": "▼", "tie": "", "undefined": ""}
 
 
-def _grid_cell(cell: tuple[float, str] | None) -> str:
-    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
-        return "–"
-    delta, outcome = cell
+def _grid_cell(delta: float, outcome: str) -> str:
+    """One comparison for the grid: Δ AUROC to 2 decimals ("na" when undefined), marked by its outcome."""
     shown = round(delta, 2)
     text = "na" if math.isnan(delta) else (f"{shown:+.2f}" if shown else "0.00")
     text += _OUTCOME_MARK.get(outcome, "")
@@ -203,13 +138,15 @@ def _grid_cell(cell: tuple[float, str] | None) -> str:
 def comparison_grid_html(
     comparisons: pd.DataFrame, labels: Mapping[str, str] | None = None, *, per_table: int = 8
 ) -> Html:
-    """:func:`comparison_grid` for readers, sized for the text column: runs as rows (``labels``: short run names),
-    methods as columns, at most ``per_table`` methods per table (the tables follow one another, each with its own
-    caption and no scroll box). Δ AUROC to 2 decimals, ▲/▼ (and bold) where the method is significantly
-    better/worse than the reference (:func:`delong_outcomes`)."""
-    grid = comparison_grid(comparisons)
+    """Each method's AUROC minus its reference's for readers, sized for the text column: runs as rows (``labels``:
+    short run names), methods as columns in the order of :func:`comparison_summary` (wins minus losses, best
+    first), at most ``per_table`` methods per table (the tables follow one another, each with its own caption and
+    no scroll box). Δ AUROC to 2 decimals, ▲/▼ (and bold) where the method is significantly better/worse than the
+    reference (the run's outcome), – where the run has no such comparison."""
     labels = labels or {}
-    methods = [c for c in grid.columns if c != "run"]
+    records = comparisons.to_dict("records")
+    cells = {(r["method"], r["run"]): _grid_cell(float(r["delta_auroc"]), str(r["outcome"])) for r in records}
+    methods = list(comparison_summary(comparisons)["method"])
     reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else REFERENCE_METHOD
     n_tables = max(1, -(-len(methods) // per_table))
     size = max(1, -(-len(methods) // n_tables))  # as even as possible: 17 methods at 8 a table -> 6, 6, 5
@@ -217,13 +154,13 @@ def comparison_grid_html(
     parts = []
     for k, chunk in enumerate(chunks):
         rows = [
-            {"run": labels.get(str(rec["run"]), str(rec["run"])), **{m: _grid_cell(rec[m]) for m in chunk}}
-            for rec in grid.to_dict("records")
+            {"run": labels.get(str(run), str(run)), **{m: cells.get((m, run), "–") for m in chunk}}
+            for run in dict.fromkeys(comparisons["run"])
         ]
         part = f" (methods {k * size + 1}–{k * size + len(chunk)} of {len(methods)})" if len(chunks) > 1 else ""
         caption = (
             f"AUROC of each method minus that of {esc(reference)}, per run, on the same questions{part}. "
-            f"▲ / ▼ (bold): significantly better / worse ({_test_words(comparisons)}); "
+            f"▲ / ▼ (bold): significantly better / worse ({TEST_WORDS}); "
             "unmarked: no significant difference; na: undefined (the run's answers are all correct or all wrong); "
             "– : not compared in that run."
         )
@@ -235,8 +172,7 @@ def comparison_grid_html(
 def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
     """How many comparisons of ``comparisons.csv`` rows are ``win``, ``tie``, ``loss`` and ``undefined`` (no
     AUROC difference: one correctness class), over all runs; keys in that order."""
-    outcome = delong_outcomes(comparisons)["outcome"]
-    return {k: int((outcome == k).sum()) for k in OUTCOMES}
+    return {k: int((comparisons["outcome"] == k).sum()) for k in OUTCOMES}
 
 
 def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
@@ -276,24 +212,6 @@ def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataF
 _SIDES = {"a better": ("higher", "lower"), "b better": ("lower", "higher")}
 
 
-def selection_tests(tests: pd.DataFrame) -> pd.DataFrame:
-    """The runs' exact paired tests between answer-selection strategies, each pair read in both directions.
-
-    ``tests``: :func:`load_selection_tests`. Columns: run, strategy, against, delta (accuracy of ``strategy``
-    minus that of ``against``), p_holm (Holm within the run, as written), outcome (the run's, from ``strategy``'s
-    side: ``higher`` / ``lower`` / ``no significant difference`` at :data:`SIGNIFICANCE`, ``undefined`` where the
-    test could not be run).
-    """
-    rows = []
-    for r in tests.to_dict("records"):
-        delta = float(r["accuracy_a"]) - float(r["accuracy_b"])
-        words = _SIDES.get(r["outcome"], (r["outcome"], r["outcome"]))
-        for (a, b), sign, word in zip((("a", "b"), ("b", "a")), (1.0, -1.0), words, strict=True):
-            pair = {"run": r["run"], "strategy": r[f"strategy_{a}"], "against": r[f"strategy_{b}"]}
-            rows.append({**pair, "delta": sign * delta, "p_holm": float(r["p_holm"]), "outcome": word})
-    return pd.DataFrame(rows, columns=["run", "strategy", "against", "delta", "p_holm", "outcome"])
-
-
 def selection_findings(
     selection: pd.DataFrame,
     tests: pd.DataFrame,
@@ -316,19 +234,23 @@ def selection_findings(
     where = f"{len(runs)} runs on {len(sets)} distinct question sets"
     if len(sets) < len(runs):
         where += " (runs on the same or overlapping questions, e.g. at different n, are not independent evidence)"
-    t = selection_tests(tests)
-    t = t[(t["strategy"] == strategy) & (t["against"] == against) & t["run"].isin(runs)]
-    if t.empty:
+    t = tests[tests["run"].isin(runs)]
+    found = [  # each test of the pair, its outcome from strategy's side: higher, lower, no significant difference
+        _SIDES.get(outcome, (outcome, outcome))[side]
+        for side, (a, b) in enumerate([(strategy, against), (against, strategy)])
+        for outcome in t.loc[(t["strategy_a"] == a) & (t["strategy_b"] == b), "outcome"]
+    ]
+    if not found:
         return (
             f"Over {where}, the runs record no exact paired test between {code(strategy)} and {code(against)} "
             "(they predate <code>selection_tests.csv</code>; regenerate), and overlapping bootstrap intervals are "
             "not a paired test, so this page makes no claim that either returns more accurate answers."
         )
-    counts = t["outcome"].value_counts()
+    counts = pd.Series(found).value_counts()
     return (
         f"Over {where}, an exact paired test on the same questions (Holm-adjusted within each run, p below "
         f"{SIGNIFICANCE:g}) finds {code(strategy)} more accurate than {code(against)} in "
-        f"{int(counts.get('higher', 0))} of the {len(t)} runs tested, less accurate in "
+        f"{int(counts.get('higher', 0))} of the {len(found)} runs tested, less accurate in "
         f"{int(counts.get('lower', 0))}, and no significant difference in "
         f"{int(counts.get('no significant difference', 0))}"
         + (f"; the test is undefined in {int(counts['undefined'])}" if counts.get("undefined", 0) else "")

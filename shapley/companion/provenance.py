@@ -42,17 +42,13 @@ def recorded_invocations(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]
     """Every invocation recorded in a run's ``config.json``, first to last, resumes included.
 
     Each: ``time``, ``command`` (the recorded command line, never rebuilt: ``run_history(d).commands``),
-    ``resumed``, ``commit`` and ``dirty`` (the source tree's state for that invocation; the run's creation
-    provenance when the invocation does not record it, as in schema-1 files).
+    ``resumed``, ``commit`` and ``dirty`` (the source tree's state for that invocation, None where not recorded).
     """
     rec = read_record(run_dir) or {}
-    prov = rec.get("provenance", {})
-    git0 = prov.get("git") or {}
-    invs = rec.get("invocations") or [{"time": prov.get("created"), "command_line": prov.get("command_line")}]
     commands = run_history(rec).commands
     out = []
-    for k, (inv, command) in enumerate(zip(invs, commands, strict=True)):
-        git = inv.get("git") or (git0 if k == 0 else {})
+    for k, (inv, command) in enumerate(zip(rec.get("invocations") or [], commands, strict=True)):
+        git = inv.get("git") or {}
         out.append(
             {
                 "time": (inv.get("time") or "")[:16].replace("T", " "),
@@ -85,7 +81,7 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
         m = load_metrics(d)
         history = run_history(d)
         commits = [c[:7] for c in history.commits]
-        stale, verified = stale_derived(d)  # from results/companion/derived_status.json when the run is unchanged
+        stale, verified = stale_derived(d)
         rows.append(
             {
                 "run": relative_path(d),
@@ -132,8 +128,8 @@ def provenance_html(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFr
     unverified = [r for r, ok in zip(t["run"], t["derived_verified"], strict=True) if not ok]
     if unverified:
         caption += (
-            f" Derived files of {len(unverified)} of {len(t)} runs: <em>unverified (old format)</em>, their runs "
-            "record no freshness check, so only their question counts were compared."
+            f" Derived files of {len(unverified)} of {len(t)} runs: <em>unverified</em>, they could not be checked "
+            "against the run's stage files (no freshness record, or no stage files)."
         )
     classes = ["flagged" if fl else "" for fl in t["flags"]]
     return html_table(t, cols, caption=caption, row_classes=classes, css="provenance")
@@ -192,43 +188,20 @@ def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
     at n = 5, 10, 20 samples, or the first 200 of them under another judge): not independent evidence."""
     out = {}
     for d in run_dirs:
-        data = ((read_record(d) or {}).get("config") or {}).get("data") or {}
-        origin = data.get("sha256") or data.get("path") or data.get("dataset")
-        out[relative_path(d)] = f"{origin}|shard={data.get('shard')}"
+        data = read_config(d).data
+        out[relative_path(d)] = f"{data.sha256 or data.path or data.dataset}|shard={data.shard}"
     return out
 
 
-DERIVED_FILES = {"metrics.csv": "n_questions", "comparisons.csv": "n", "selection.csv": "n", "beta_sweep.csv": "n"}
-"""Files computed from a run's stage files, each with its column of question counts: each must describe the
-questions the run holds now."""
-
-
 def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
-    """Derived files of a run that do not match its stage files, and whether that was fully verified.
+    """Derived files of a run that no longer match its stage files or settings, and whether every one was verified.
 
-    Returns ``(stale, verified)``. ``stale`` names each derived file (:data:`DERIVED_FILES`) whose question count
-    (its largest ``n``) exceeds or falls short of the count the run's ``config.json`` records
-    (``outputs.n_questions``): the case of a sweep left over from an earlier ``--limit``. ``verified`` is False
-    for runs whose record holds no freshness record of their derived files (old format): only the counts are
-    checked, and the book says "unverified (old format)".
-
-    Runs that carry a freshness record (``derived.json``, :mod:`shapley.pipeline.rundir.derived`) are checked against
-    their stage files' content and settings as well, and are ``verified`` when every derived file is fresh.
+    Returns ``(stale, verified)`` from the run's freshness record (``derived.json``,
+    :func:`shapley.pipeline.rundir.derived.derived_status`; the committed verdicts when the run is unchanged,
+    :func:`shapley.companion.derived_results.derived_status`): ``stale`` names each derived file whose stage files
+    or settings changed since it was computed (a sweep left over from an earlier ``--limit``, say); ``verified``
+    is False when some derived file could not be checked (no freshness record, or no stage files).
     """
-    rec = read_record(run_dir) or {}
-    n = (rec.get("outputs") or {}).get("n_questions")
-    stale = []
-    for name, col in DERIVED_FILES.items():
-        path = Path(run_dir) / name
-        if n is None or not path.exists():
-            continue
-        f = pd.read_csv(path)
-        counts = pd.to_numeric(f[col], errors="coerce").dropna() if col in f else pd.Series(dtype=float)
-        if name in ("selection.csv", "comparisons.csv"):
-            counts = counts[counts > 0]  # a strategy or comparison that does not apply counts 0 questions
-        if len(counts) and int(counts.max()) != int(n):
-            stale.append(name)
-    status = derived_results.derived_status(run_dir)  # the committed verdicts when the run is unchanged
-    stale += [name for name, s in status.items() if s.startswith("stale") and name not in stale]
-    verified = bool(status) and all(s == "fresh" for s in status.values())
-    return stale, verified
+    status = derived_results.derived_status(run_dir)
+    stale = [name for name, s in status.items() if s.startswith("stale")]
+    return stale, bool(status) and all(s == "fresh" for s in status.values())

@@ -7,7 +7,7 @@ Everything in this module is labelled ``source="reported"``: it is what the pape
 project measured. Values are kept exactly as printed (AUROC to 3 decimals in Tables 3-4, 4-5 decimals in
 Table 5, uncertainties to 2 decimals in Tables 1-2). Where the paper's own numbers can be checked against
 each other, the outcome of the check is recorded or computed here too (:func:`table3_average_check`,
-``TABLE4_TEXT_CLAIMS_CHECK``, ``TABLE1_HEADER_NOTE``) and ``tests/companion/test_reported.py`` recomputes it.
+``TABLE4_TEXT_CLAIMS``, ``TABLE1_HEADER_NOTE``) and ``tests/companion/test_reported.py`` recomputes it.
 
 The accessors at the end give Table 5 and the claims as tidy :class:`pandas.DataFrame` objects, Tables 1-2 as
 dicts.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -219,36 +219,26 @@ TABLE4_ROWS: MappingProxyType[tuple[str, str], tuple[float, ...]] = MappingProxy
         ("svamp", "D-8B"): (0.779, 0.785, 0.765, 0.664, 0.848, 0.792),
     }
 )
-#: The text's numeric comparisons (appendix D) and the cells they name. "claimed" is the paper's percentage; Shap
-#: minus the named baseline in Table 4 matches it neither as AUROC points nor as a relative change (the test).
-TABLE4_TEXT_CLAIMS_CHECK = (
-    MappingProxyType(
-        {
-            "claim_id": "t4-squad-l13b-dse",
-            "dataset": "squad",
-            "model": "L-13B",
-            "baseline": "DSE",
-            "claimed": 0.026,
-        }
-    ),
-    MappingProxyType(
-        {
-            "claim_id": "t4-bioasq-m7b-se",
-            "dataset": "bioasq",
-            "model": "M-7B",
-            "baseline": "SE",
-            "claimed": 0.034,
-        }
-    ),
-    MappingProxyType(
-        {
-            "claim_id": "t4-nq-f7b-ne",
-            "dataset": "nq_open",
-            "model": "F-7B",
-            "baseline": "NE",
-            "claimed": 0.079,
-        }
-    ),
+
+
+class TextClaim(NamedTuple):
+    """A numeric comparison of the text (appendix D): the Table 4 cell it names (dataset, model, the baseline Shap
+    is compared with) and the improvement it claims (a fraction: 0.026 is "+2.6%")."""
+
+    dataset: str
+    model: str
+    baseline: str
+    claimed: float
+
+
+#: The text's numeric comparisons, by claim id (``shapley.companion.claims``). Shap minus the named baseline in
+#: Table 4 matches none of them, neither as AUROC points nor as a relative change (the test).
+TABLE4_TEXT_CLAIMS: MappingProxyType[str, TextClaim] = MappingProxyType(
+    {
+        "t4-squad-l13b-dse": TextClaim("squad", "L-13B", "DSE", 0.026),
+        "t4-bioasq-m7b-se": TextClaim("bioasq", "M-7B", "SE", 0.034),
+        "t4-nq-f7b-ne": TextClaim("nq_open", "F-7B", "NE", 0.079),
+    }
 )
 
 # ---------------------------------------------------------------------------------------------------
@@ -314,23 +304,10 @@ HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
 
 
 def table5() -> pd.DataFrame:
-    """Table 5 in tidy form: table, round, dataset, model, model_name, method, beta, auroc, source."""
-    records = [
-        {
-            "table": "5",
-            "round": rnd,
-            "dataset": TABLE5_DATASET,
-            "model": TABLE5_MODEL,
-            "model_name": MODELS[TABLE5_MODEL],
-            "method": "Shap",
-            "beta": beta,
-            "auroc": auroc,
-            "source": SOURCE,
-        }
-        for rnd, grid in ((1, TABLE5_ROUND1), (2, TABLE5_ROUND2))
-        for beta, auroc in grid
-    ]
-    return pd.DataFrame.from_records(records)
+    """Table 5 in tidy form, one row per printed cell: round, beta, auroc (of Shap, on :data:`TABLE5_DATASET` with
+    :data:`TABLE5_MODEL`), source."""
+    cells = [(rnd, beta, auroc) for rnd, grid in ((1, TABLE5_ROUND1), (2, TABLE5_ROUND2)) for beta, auroc in grid]
+    return pd.DataFrame(cells, columns=["round", "beta", "auroc"]).assign(source=SOURCE)
 
 
 def mozart(table: int) -> dict[str, Any]:

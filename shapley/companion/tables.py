@@ -28,43 +28,10 @@ from shapley.pipeline.rundir.store import read_config
 # Measured AUROCs in the paper's layout
 # ---------------------------------------------------------------------------------------------------
 
-MEASURED_COLUMNS: tuple[str, ...] = ("dataset", "method", "auroc", "lo", "hi", "model", "entailment", "run_dir")
-
-
-PAPER_METHODS: tuple[str, ...] = tuple(reported.METHODS)
-"""The paper's column labels of Tables 3-4, in :data:`shapley.companion.reported.METHODS` order."""
-
 PAPER_ALIASES: dict[str, str] = {label: ours for label, (_, _, ours) in reported.METHODS.items() if label != ours}
 """Paper column label -> our method, where they differ (``shapley.companion.reported.METHODS``): Table 3's ``SU``
 is semantic entropy; Table 4's ``NE`` ("naive entropy" of Farquhar et al. 2024) is the length-normalised
 predictive entropy. Every other paper label is our method name."""
-
-
-def measured_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """Measured AUROCs in the layout of the paper's reported tables (:data:`PAPER_METHODS`).
-
-    Columns :data:`MEASURED_COLUMNS` plus ``our_method`` and ``entailment_is_stand_in``. ``method`` is the
-    paper's label (:data:`PAPER_ALIASES`: ``SU`` and ``SE`` both come from our ``SE``, ``NE`` from ``LNE``); our
-    methods the paper does not compare are left out.
-    """
-    rows = [
-        {
-            "dataset": r["dataset"],
-            "method": label,
-            "auroc": r["auroc"],
-            "lo": r["auroc_lo"],
-            "hi": r["auroc_hi"],
-            "model": r["model"],
-            "entailment": r["entailment"],
-            "run_dir": r["run_dir"],
-            "our_method": r["method"],
-            "entailment_is_stand_in": r.get("entailment_is_stand_in"),
-        }
-        for _, r in runs_table(run_dirs).iterrows()
-        for label in PAPER_METHODS
-        if PAPER_ALIASES.get(label, label) == r["method"]
-    ]
-    return pd.DataFrame(rows, columns=[*MEASURED_COLUMNS, "our_method", "entailment_is_stand_in"])
 
 
 NO_RUN_REASONS: dict[str, str] = {
@@ -117,7 +84,7 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
         raise ValueError(f"table must be 3 or 4; got {table!r}")
     methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
     paper_rows = reported.TABLE3_ROWS if table == 3 else reported.TABLE4_ROWS
-    measured = measured_table(run_dirs)
+    measured = runs_table(run_dirs).drop_duplicates("run_dir")  # one row per run: its dataset, model and judge
     lines: list[tuple[str, str, Mapping[str, str]]] = []  # (row class, model cell, one cell per method)
     runs = []
     for dataset in dict.fromkeys(d for d, _ in paper_rows):
@@ -155,7 +122,7 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
 def beta_ablation(run_dirs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
     """Measured Table 5: each run's ``beta_sweep.csv`` stacked, labelled by the mapping's key.
 
-    Columns: source, beta, auroc, auroc_lo, auroc_hi, n, n_not_psd, frac_not_psd, min_eig_min, run_dir.
+    Columns: source, beta, auroc, auroc_lo, auroc_hi, n, n_not_psd, frac_not_psd, min_eig_min.
     """
     frames = []
     for label, d in run_dirs.items():
@@ -165,7 +132,6 @@ def beta_ablation(run_dirs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFram
         f = pd.read_csv(path)
         f.insert(0, "source", label)
         f["frac_not_psd"] = f["n_not_psd"] / f["n"].where(f["n"] > 0)
-        f["run_dir"] = relative_path(d)
         frames.append(f)
     return pd.concat(frames, ignore_index=True)
 
@@ -215,20 +181,11 @@ def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict
     return {"n": int(at["n"].sum()), "n_not_psd": int(at["n_not_psd"].sum()), "runs": at["source"].nunique()}
 
 
-def _run_judge(run_dir: str | os.PathLike[str]) -> str:
-    """The entailment backend a run used (``embedding:minilm``, ``llm:smollm2``, ...), from its config.json;
-    ``"unknown"`` when that cannot be read."""
-    try:
-        return str(read_config(run_dir).entailment.backend)
-    except (ValueError, KeyError, TypeError, OSError):
-        return "unknown"
-
-
 def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, dict[str, int]]:
     """:func:`psd_at_beta` per entailment backend (from each run's config.json), judges in first-seen order."""
     groups: dict[str, list[str | os.PathLike[str]]] = {}
-    for d in run_dirs:
-        groups.setdefault(_run_judge(d), []).append(d)
+    for d in run_dirs:  # by the entailment backend each used: embedding:minilm, llm:smollm2, ...
+        groups.setdefault(str(read_config(d).entailment.backend), []).append(d)
     counts = {judge: psd_at_beta(dirs, beta) for judge, dirs in groups.items()}
     return {judge: c for judge, c in counts.items() if c["runs"]}
 

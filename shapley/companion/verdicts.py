@@ -155,7 +155,7 @@ def _table_facts() -> dict[str, Any]:
     t4 = {k: dict(zip(rp.TABLE4_METHODS, v, strict=True)) for k, v in rp.TABLE4_ROWS.items()}
     gaps = {k: max(v.values()) - v["Shap"] for k, v in t4.items()}
     worst = max(gaps, key=lambda k: gaps[k])
-    squad_best = tuple(m for (d, m), v in t4.items() if d == "squad" and shap_best(v))
+    squad_best = tuple(rp.MODELS[m] for (d, m), v in t4.items() if d == "squad" and shap_best(v))
     squad_shap = {m: v["Shap"] for (d, m), v in t4.items() if d == "squad"}
     gemma = t3[("wmt14", "G-7B")]
     l13b = t4[("squad", "L-13B")]
@@ -163,7 +163,6 @@ def _table_facts() -> dict[str, Any]:
     d8b = t4[("squad", "D-8B")]
     q14b = t4[("svamp", "Q-14B")]
     nq = t4[("nq_open", "F-7B")]
-    claim_nq: Mapping[str, Any] = next(c for c in rp.TABLE4_TEXT_CLAIMS_CHECK if c["claim_id"] == "t4-nq-f7b-ne")
     table5 = [auroc for _, auroc in rp.TABLE5_ROUND1 + rp.TABLE5_ROUND2]
     return {
         "t3_rows": len(t3),
@@ -183,20 +182,18 @@ def _table_facts() -> dict[str, Any]:
         f"{rp.MODELS[worst[1]]}",
         "rep_t4_squad_l13b_shap": l13b["Shap"],
         "rep_t4_squad_l13b_dse": l13b["DSE"],
-        "t4_squad_l13b_shortfall": l13b["DSE"] - l13b["Shap"],
         "rep_t4_bioasq_m7b_shap": m7b["Shap"],
         "rep_t4_bioasq_m7b_se": m7b["SE"],
-        "t4_bioasq_m7b_shortfall": m7b["SE"] - m7b["Shap"],
         "rep_t4_squad_d8b_shap": d8b["Shap"],
         "t4_squad_d8b_above": _above(d8b),
-        "t4_squad_shap_top": max(squad_shap, key=lambda m: squad_shap[m]),
+        "t4_squad_shap_top": rp.MODELS[max(squad_shap, key=lambda m: squad_shap[m])],
         "rep_t4_svamp_q14b_er": q14b["ER"],
         "t4_svamp_q14b_best": max(q14b, key=lambda m: q14b[m]),
         "rep_t4_nq_ne": nq["NE"],
         "rep_t4_nq_shap": nq["Shap"],
         "t4_nq_gap_abs": nq["Shap"] - nq["NE"],
         "t4_nq_gap_rel": relative_gap(nq["Shap"], nq["NE"]),
-        "rep_t4_nq_claimed": 100 * claim_nq["claimed"],
+        "rep_t4_nq_claimed": 100 * rp.TABLE4_TEXT_CLAIMS["t4-nq-f7b-ne"].claimed,
         "t4_nq_above": _above(nq),
         "rep_t5_min": min(table5),
         "rep_t5_max": max(table5),
@@ -216,35 +213,16 @@ def paper_facts() -> dict[str, Any]:
 
 @functools.cache
 def _mozart_facts(results: Path) -> dict[str, Any]:
-    """The Mozart example recomputed; the beta fits (seconds to compute) come from the committed record under
-    ``results/companion`` (:mod:`shapley.companion.mozart_results`; ``moz_n_fit`` is absent without it)."""
-    from shapley.companion import mozart, mozart_results, reported
+    """The Mozart example recomputed (:func:`shapley.companion.mozart.verdict_facts`); the beta fits (seconds to
+    compute) come from the committed record under ``results/companion`` (:mod:`shapley.companion.mozart_results`;
+    ``moz_n_fit`` is None without it)."""
+    from shapley.companion import mozart, mozart_results
 
     try:
-        fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.load(results / "companion"))
+        fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.RECORD.load(results / "companion"))
     except FileNotFoundError:
         fits = None
-    base = mozart.baseline_uncertainties(1)
-    v = mozart.verdict_facts(fits=fits if fits is not None else [])
-    # the readings other than the paper's definition with finite values on both tables
-    others = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is not None]
-    printed = reported.MOZART_UNCERTAINTY["table1"]
-    return {
-        "moz_like": base["likelihood"],
-        "moz_sem": base["semantic_likelihood"],
-        "rep_moz_like": printed["likelihood"],
-        "rep_moz_sem": printed["semantic_likelihood"],
-        "rep_moz_shap1": v["printed"][0],
-        "rep_moz_shap2": v["printed"][1],
-        "moz_paper1": v["paper_definition"][0],
-        "moz_paper2": v["paper_definition"][1],
-        "moz_n_readings": v["readings_tried"],
-        "moz_n_match": len(v["fit_both_at_beta"]),
-        "moz_n_fit": len(v["fit_both_beta_free"]) if fits is not None else None,
-        "moz_n_rise": sum(r["rises"] is True for r in others),
-        "moz_n_finite": len(others),
-        "moz_rises": v["rises_under_paper_definition"],
-    }
+    return mozart.verdict_facts(fits=fits)
 
 
 COSINE_SEARCH_N = 20
@@ -263,18 +241,11 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     results = Path(results)
     runs = provenance.discover_runs(results)
     by_judge = tables.psd_at_beta_by_judge(runs, reported.HYPERPARAMETERS["beta"])
-    sizes = []  # answers per question of each swept run that says
-    for run in (r for r in runs if (r / "beta_sweep.csv").exists()):
-        try:
-            n_samples = read_config(run).n_samples
-        except (ValueError, KeyError, TypeError, OSError):  # no readable config.json
-            continue
-        if n_samples is not None:
-            sizes.append(n_samples)
+    sizes = [read_config(r).n_samples for r in runs if (r / "beta_sweep.csv").exists()]  # answers per question
     out = {
         "cos_search_n": COSINE_SEARCH_N,
         "psd05_judges": tuple(JudgeCount(judge, **counts) for judge, counts in by_judge.items()),
-        "psd05_max_n": max(sizes, default=None),
+        "psd05_max_n": max((n for n in sizes if n is not None), default=None),
     }
     try:
         record = cosine_results.load(results / "theory")
@@ -353,9 +324,8 @@ def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
     """One row per claim of :data:`~shapley.companion.claims.CLAIMS`, templates filled and verdicts decided from
     :func:`facts` (``results``: the folder of committed runs, default the repository's).
 
-    Columns: id, where, claim (our words), quote (the paper's, or ""), kind, check (what the paper's own numbers
-    say), verdict, evidence (tuple of pages), functions (tuple), note, readings (tuple of (name, verdict, note)),
-    command.
+    Columns: id, where, claim (our words), quote (the paper's, or ""), kind, verdict, evidence (tuple of pages),
+    functions (tuple), note, readings (tuple of (name, verdict, note)), command.
     """
     import pandas as pd
 
@@ -367,7 +337,6 @@ def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
             "claim": c.statement,
             "quote": c.quote,
             "kind": c.kind,
-            "check": fill(c.check, computed),
             "verdict": c.decide(computed),
             "evidence": c.evidence,
             "functions": c.functions,

@@ -110,7 +110,8 @@ def test_paired_tables_escape_names_read_from_csv():
             "delta_auroc": [0.01] * len(HOSTILE),
             "lo": [-0.01] * len(HOSTILE),
             "hi": [0.02] * len(HOSTILE),
-            "delong_p": [0.5] * len(HOSTILE),
+            "delong_p_holm": [0.5] * len(HOSTILE),
+            "outcome": ["tie"] * len(HOSTILE),
             "run": ["results/</td><xmp>"] * len(HOSTILE),
         }
     )

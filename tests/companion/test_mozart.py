@@ -110,8 +110,10 @@ def test_rationales_are_one_liners() -> None:
 def test_verdict_facts() -> None:
     """What the verdict may cite: the printed values are not reproduced at beta = 0.5 by any of the readings
     tried, and the one beta-free fit is one among that many readings."""
-    facts = mz.verdict_facts()
-    assert facts["readings_tried"] == mz.readings_tried() == len(mz.READINGS)
-    assert facts["printed"] == (0.40, 0.51) and facts["fit_both_at_beta"] == []
-    assert facts["fit_both_beta_free"] == ["likelihood_weighted"]
-    assert [round(v, 2) for v in facts["paper_definition"]] == [3.96, 4.05] and facts["rises_under_paper_definition"]
+    fits = mz.fitted_beta_table()
+    facts = mz.verdict_facts(fits=fits)
+    assert facts["moz_n_readings"] == mz.readings_tried() == len(mz.READINGS)
+    assert (facts["rep_moz_shap1"], facts["rep_moz_shap2"]) == (0.40, 0.51) and facts["moz_n_match"] == 0
+    assert [f["key"] for f in fits if f["beta_both"]] == ["likelihood_weighted"] and facts["moz_n_fit"] == 1
+    assert [round(facts[k], 2) for k in ("moz_paper1", "moz_paper2")] == [3.96, 4.05] and facts["moz_rises"]
+    assert mz.verdict_facts()["moz_n_fit"] is None  # without the fits, not computed here

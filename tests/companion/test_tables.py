@@ -12,7 +12,7 @@ import pytest
 
 from shapley.companion import costs, paired, provenance, tables
 from shapley.companion import reported as paper
-from shapley.companion.htmltable import Col, html_table, short_labels
+from shapley.companion.htmltable import Col, html_table, short_labels, with_interval
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.rundir import store
 from tests import fakes
@@ -24,16 +24,23 @@ def two_runs(tmp_path_factory):
         yield fakes.make_two_runs(tmp_path_factory.mktemp("runs"), mp)
 
 
-def test_measured_table_aligns_to_paper_labels(two_runs):
-    a, b = two_runs
-    t = tables.measured_table([a, b])
-    assert list(t.columns[:8]) == list(tables.MEASURED_COLUMNS)
-    assert set(t["method"]) <= set(tables.PAPER_METHODS)
-    ta = t[t["run_dir"] == str(a)].set_index("method")
-    assert {"Shap", "DSE", "P(T)", "ER"} <= set(ta.index)
-    assert "LexSim" not in set(t["method"])
-    shap = evaluate.load_metrics(a).set_index("method").loc["Shap"]
-    assert ta.loc["Shap", "auroc"] == shap["auroc"] and ta.loc["Shap", "lo"] == shap["auroc_lo"]
+def test_measured_rows_show_our_methods_under_the_papers_labels():
+    """A committed run's row in the paper's layout: each paper label's cell is our method's AUROC over its interval
+    (SU and SE both our SE, NE our LNE), and our methods the paper does not compare are left out."""
+    results = Path(__file__).resolve().parents[2] / "results" / "smollm2"
+    for table, run in ((3, results / "coqa"), (4, results / "squad")):
+        metrics = evaluate.load_metrics(run).set_index("method")
+        row = tables.comparison_html(table, [run]).split('<tr class="measured">')[1].split("</tr>")[0]
+        labels = paper.TABLE3_METHODS if table == 3 else paper.TABLE4_METHODS
+        shown = []
+        for label in labels:
+            ours = {"SU": "SE", "NE": "LNE"}.get(label, label)
+            if ours in metrics.index and not math.isnan(metrics.loc[ours, "auroc"]):
+                m = metrics.loc[ours]
+                assert with_interval(m["auroc"], m["auroc_lo"], m["auroc_hi"], decimals=3) in row, (table, label)
+                shown.append(label)
+        assert {"SU", "Shap"} <= set(shown) if table == 3 else {"SE", "NE", "Shap"} <= set(shown)
+        assert row.count("<td") == len(labels) + 1 and "LexSim" not in row
 
 
 # ---------------------------------------------------------------------------------------------- for readers
@@ -113,7 +120,12 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
     d = _config(
         tmp_path / "run",
         [
-            {"time": "2026-01-01T10:00:00", "command_line": "python -m shapley run --limit 25", "resumed": False},
+            {
+                "time": "2026-01-01T10:00:00",
+                "command_line": "python -m shapley run --limit 25",
+                "resumed": False,
+                "git": clean,
+            },
             {
                 "time": "2026-01-02T10:00:00",
                 "command_line": "python -m shapley run --limit 100",
@@ -125,7 +137,7 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
     )
     invs = provenance.recorded_invocations(d)
     assert [i["command"] for i in invs] == ["python -m shapley run --limit 25", "python -m shapley run --limit 100"]
-    assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False  # schema-1 style: creation provenance
+    assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False
     assert invs[1]["resumed"] and invs[1]["dirty"]
     history = store.run_history(json.loads((d / "config.json").read_text()))
     assert [i["command"] for i in invs] == list(history.commands)
@@ -142,36 +154,36 @@ def _comparisons(**extra):
         "delta_auroc": [0.1, -0.01, -0.2, -0.0001],
         "lo": [0.05, -0.05, -0.3, -0.02],
         "hi": [0.15, 0.03, -0.1, 0.02],
-        "delong_p": [0.001, 0.5, 0.001, 0.9],
-        # the bootstrap's outcome as an old file wrote it: deliberately different, it must not be used
-        "outcome": ["tie", "win", "tie", "loss"],
+        "delong_p_holm": [0.002, 0.5, 0.002, 0.9],
+        "outcome": ["win", "tie", "loss", "tie"],
         "run": ["r1", "r2", "r1", "r3"],
     }
     return pd.DataFrame({**base, **extra})
 
 
-def test_comparison_outcomes_follow_delong_holm_within_each_run_not_the_written_bootstrap_outcome():
-    comp = _comparisons()
-    d = paired.delong_outcomes(comp)
-    # r1 holds two tests: Holm doubles the smaller p-value there; r2 and r3 one test each
-    assert d["delong_holm"].tolist() == pytest.approx([0.002, 0.5, 0.002, 0.9])
-    assert d["outcome"].tolist() == ["win", "tie", "loss", "tie"]
-    assert set(d["holm_source"]) == {"computed here"}
-    # a file that carries the adjusted column is read as written
-    written = paired.delong_outcomes(comp.assign(delong_p_holm=[0.2, 0.01, 0.03, 0.9]))
-    assert written["outcome"].tolist() == ["tie", "loss", "loss", "tie"] and set(written["holm_source"]) == {"written"}
-    # one correctness class: no difference, no p -> undefined, never a tie
-    one_class = paired.delong_outcomes(
-        comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0], delong_p=[0.001, math.nan, 0.001, math.nan])
+def test_comparisons_are_read_as_the_runs_decided_them_by_delong_holm(tmp_path):
+    """The book reads each comparison's Holm-adjusted DeLong p-value and outcome as the run wrote them: in a
+    committed run they are Holm's adjustment of DeLong's p within the run and the outcome it decides (never a
+    bootstrap's); a file without them is refused, naming the columns."""
+    from shapley.core.metrics import holm
+    from shapley.pipeline.evaluate.comparisons import outcomes
+
+    comp = paired.load_comparisons([Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"])
+    assert len(comp) > 1 and comp["delong_p"].notna().any()
+    np.testing.assert_allclose(comp["delong_p_holm"], holm(comp["delong_p"].to_numpy(dtype=np.float64)))
+    decided = outcomes(comp["delta_auroc"].to_numpy(), comp["delong_p_holm"].to_numpy())
+    assert comp["outcome"].tolist() == decided.tolist()
+    old = tmp_path / "old"
+    old.mkdir()
+    _comparisons().drop(columns=["delong_p_holm", "outcome", "run"]).assign(delong_p=0.5).to_csv(
+        old / "comparisons.csv", index=False
     )
-    assert one_class["outcome"].tolist() == ["win", "undefined", "loss", "undefined"]
-    # Holm counts only the defined tests of a run
-    assert one_class["delong_holm"].iloc[0] == pytest.approx(0.002)
-    # a run with no defined test (r2, r3 here) has nothing to adjust: never reported as adjusted here
-    assert one_class["holm_source"].tolist() == ["computed here", "written", "computed here", "written"]
-    words = paired.comparison_summary_html(one_class_runs := comp.assign(delong_p=[0.001, math.nan, 0.001, math.nan]))
-    assert "<code>r1</code>, whose <code>comparisons.csv</code> has no adjusted value" in words
-    assert "r2" not in words.split("DeLong")[1].split("</caption>")[0] and not one_class_runs.empty
+    with pytest.raises(ValueError, match=r"missing columns \['delong_p_holm', 'outcome'\]"):
+        paired.load_comparisons([old])
+    undefined = paired.comparison_summary(
+        _comparisons(delta_auroc=[0.1, math.nan, -0.2, 0.0], outcome=["win", "undefined", "loss", "tie"])
+    ).set_index("method")
+    assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
 
 
 def test_comparison_summary_counts_outcomes_per_method():
@@ -179,16 +191,14 @@ def test_comparison_summary_counts_outcomes_per_method():
     s = paired.comparison_summary(comp).set_index("method")
     assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
     assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
-    undefined = paired.comparison_summary(comp.assign(delta_auroc=[0.1, math.nan, -0.2, 0.0])).set_index("method")
-    assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
     assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
-    assert "DeLong" in paired.comparison_summary_html(comp) and "computed here" in paired.comparison_summary_html(comp)
+    assert paired.TEST_WORDS in paired.comparison_summary_html(comp) and "DeLong" in paired.TEST_WORDS
     assert "loss" in paired.comparisons_html(comp, "r1") and "0.002" in paired.comparisons_html(comp, "r1")
-    grid = paired.comparison_grid(comp).set_index("run")
-    assert grid.loc["r1", "SE"] == (0.1, "win") and grid.loc["r1", "DSE"] == (-0.2, "loss")
-    assert grid.loc["r2", "DSE"] is None  # DSE was not compared in r2
     page = paired.comparison_grid_html(comp, {"r1": "first run"})
     assert "first run" in page and "+0.10▲" in page and "-0.20▼" in page and "-0.01<" in page and "-0.00" not in page
+    rows = {r.split("</td>")[0]: r for r in page.split('<tr><td class="">')[1:]}  # run -> its row, methods SE, DSE
+    assert "+0.10▲" in rows["first run"] and rows["first run"].index("+0.10▲") < rows["first run"].index("-0.20▼")
+    assert rows["r2"].endswith('<td class="">–</td></tr>')  # DSE was not compared in r2
     assert paired.comparison_summary(comp.iloc[:0]).empty
 
 
@@ -201,7 +211,8 @@ def test_comparison_grid_is_split_into_narrow_tables_with_runs_as_rows():
             "delta_auroc": 0.01,
             "lo": 0.0,
             "hi": 0.02,
-            "delong_p": 0.5,
+            "delong_p_holm": 0.5,
+            "outcome": "tie",
             "run": ["results/a/run_one"] * 17 + ["results/b/run_two"] * 17,
         }
     )
@@ -228,7 +239,6 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
     text = paired.selection_findings(sel, none, sets, "min_phi", "first")
     assert "3 runs on 2 distinct question sets" in text and "not independent" in text
     assert "no exact paired test" in text and "more accurate than" not in text
-    assert paired.selection_tests(none).empty
     tests = pd.DataFrame(  # selection_tests.csv rows as shapley.pipeline.evaluate.selection writes them, one per pair
         {
             "run": ["r1", "r2", "r3"],
@@ -240,29 +250,30 @@ def test_selection_findings_claim_only_what_a_paired_test_supports():
             "outcome": ["b better", "no significant difference", "b better"],
         }
     )
-    t = paired.selection_tests(tests)
-    mine = t[t["strategy"] == "min_phi"]
-    assert mine["outcome"].tolist() == ["higher", "no significant difference", "higher"]
-    assert t[t["strategy"] == "first"]["outcome"].tolist() == ["lower", "no significant difference", "lower"]
-    assert np.allclose(mine["delta"], [0.1, 0.05, 0.05])
-    text = paired.selection_findings(sel, tests, sets, "min_phi", "first")
-    assert "more accurate than <code>first</code> in 2 of the 3 runs tested" in text
+    text = paired.selection_findings(sel, tests, sets, "min_phi", "first")  # each pair read from min_phi's side
+    assert "more accurate than <code>first</code> in 2 of the 3 runs tested, less accurate in 0" in text
+    assert "no significant difference in 1." in text
+    reverse = paired.selection_findings(sel, tests, sets, "first", "min_phi")
+    assert "more accurate than <code>min_phi</code> in 0 of the 3 runs tested, less accurate in 2" in reverse
     undefined = tests.assign(p_holm=[float("nan"), 0.4, 0.03], outcome=["undefined", *tests["outcome"][1:]])
     assert "undefined in 1" in paired.selection_findings(sel, undefined, sets, "min_phi", "first")
 
 
-def test_stale_derived_files_are_flagged(tmp_path):
-    d = tmp_path / "run"
-    d.mkdir()
-    rec = json.loads((Path(__file__).resolve().parents[2] / "results/smollm2/squad/config.json").read_text())
-    rec["outputs"]["n_questions"] = 8
-    (d / "config.json").write_text(json.dumps(rec))
-    pd.DataFrame({"method": ["Shap"], "n_questions": [8]}).to_csv(d / "metrics.csv", index=False)
-    pd.DataFrame({"beta": [0.5], "n": [5]}).to_csv(d / "beta_sweep.csv", index=False)  # left from --limit 5
-    pd.DataFrame({"strategy": ["first", "greedy"], "n": [8, 0]}).to_csv(d / "selection.csv", index=False)
-    assert provenance.stale_derived(d) == (["beta_sweep.csv"], False)
-    pd.DataFrame({"beta": [0.5], "n": [8]}).to_csv(d / "beta_sweep.csv", index=False)
+def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
+    from shapley.pipeline.experiment import pipelines as experiment
+
+    fakes.install_fake_entail(monkeypatch)
+    fakes.make_samples_file(tmp_path / "in.jsonl", 8)
+    d = tmp_path / "results" / "toy" / "run"
+    experiment.score_samples(fakes.samples_config(tmp_path / "in.jsonl"), d)
+    assert provenance.stale_derived(d) == ([], True)
+    metrics = d / "metrics.csv"
+    metrics.write_text(metrics.read_text() + "\n")  # changed after it was computed
+    assert provenance.stale_derived(d) == (["metrics.csv"], False)
+    assert "stale metrics.csv" in provenance.provenance_table([d])["flags"].iloc[0]
+    (d / "derived.json").unlink()  # no freshness record: nothing stale, nothing verified
     assert provenance.stale_derived(d) == ([], False)
+    assert "<em>unverified</em>" in provenance.provenance_html([d])
 
 
 def test_selection_csv_loading(tmp_path):
@@ -305,9 +316,7 @@ def test_load_comparisons_reads_a_committed_run():
 
 
 def test_outcome_counts():
-    comp = pd.DataFrame(
-        {"delong_p": [0.001, 0.5, 0.002, math.nan], "delta_auroc": [0.1, 0.0, -0.2, math.nan], "run": ["a"] * 4}
-    )
+    comp = pd.DataFrame({"outcome": ["win", "tie", "loss", "undefined"], "run": ["a"] * 4})
     assert paired.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
 
 

@@ -34,9 +34,11 @@ SOURCE_PATHS: tuple[str, ...] = (
 when ``git status`` reports a change to one of these, tracked or untracked (but not git-ignored). Everything
 else (``results/``, where runs write, the book, notebooks, tests) never makes a run dirty."""
 
+DIRTY_PATHS_SHOWN = 20
+"""How many changed source paths provenance lists (``git.dirty_paths``, for diagnosis)."""
 
-# --------------------------------------------------------------------------------------------------
-# Provenance
+GIT_RUN: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 10}
+"""How provenance runs git: output captured as text, at most 10 seconds a call."""
 
 
 def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str | None]:
@@ -60,22 +62,16 @@ def git_info(repo: str | os.PathLike[str] = REPO_ROOT) -> dict[str, Any]:
     out: dict[str, Any] = {"commit": None, "dirty": None, "dirty_paths": []}
     if not (Path(repo) / ".git").exists():
         return out
-    try:
-        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], **GIT_RUN)
         if r.returncode == 0:
             out["commit"] = r.stdout.strip()
-        s = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        status = ["status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS]
+        s = subprocess.run(["git", "-C", str(repo), *status], **GIT_RUN)
         if s.returncode == 0:
             changed = [line[3:] for line in s.stdout.splitlines() if line.strip()]
             out["dirty"] = bool(changed)
-            out["dirty_paths"] = changed[:20]
-    except (OSError, subprocess.SubprocessError):
-        pass
+            out["dirty_paths"] = changed[:DIRTY_PATHS_SHOWN]
     return out
 
 

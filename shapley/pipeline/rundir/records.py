@@ -5,7 +5,7 @@ Plain dataclasses that round-trip through JSON (``to_dict`` / ``from_dict``): no
 Hidden states (for the embedding-regression method ER) are the one array-valued output: they are kept out of
 the JSON records and stored in ``.npz`` files beside them (:func:`save_hidden_states`), one file per stored
 chunk, each vector referenced from its JSON record by file name, row and the SHA-256 of its bytes
-(:func:`hidden_reference`), and read back only after that checksum matched (:func:`load_hidden_state`).
+(:func:`hidden_reference`), and read back only after that checksum matched (:class:`HiddenStateReader`).
 """
 
 from __future__ import annotations
@@ -169,9 +169,3 @@ class HiddenStateReader:
             return None
         vector = matrix[row]
         return vector if vector_sha256(vector) == ref.get("sha256") else None
-
-
-def load_hidden_state(run_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> np.ndarray | None:
-    """The hidden state a stored generation record points to (``None``: no reference, file missing or bad)."""
-    ref = record.get(HIDDEN_KEY)
-    return None if ref is None else HiddenStateReader(run_dir).get(str(record.get("id")), ref)

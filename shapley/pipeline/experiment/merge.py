@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,8 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.config import RunConfig, flag_of, parse_shard
-from shapley.pipeline.data.questions import shard_of
-from shapley.pipeline.data.samples import read_samples_file
+from shapley.pipeline.data.questions import sample_questions, shard_of
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
@@ -82,9 +82,7 @@ class Shard:
 
 
 def _stages(config: RunConfig) -> tuple[str, ...]:
-    if config.command == "run":
-        return ("questions", "generations", "entailment", "scores")
-    return ("entailment", "scores")
+    return tuple(STAGE_FILES) if config.command == "run" else ("entailment", "scores")
 
 
 def read_shard(path: str | os.PathLike[str], locks: contextlib.ExitStack) -> Shard:
@@ -126,13 +124,13 @@ def _check_finished(s: Shard) -> None:
             f"{s.name} is unfinished: its last call (--limit {s.config.data.limit}) did not write its outputs "
             "(killed, or still running); rerun its command to complete it"
         )
+    limit = s.config.data.limit
     for qid, r in s.stores["scores"].items():
-        if shard_of(qid, s.count) != s.index:
+        if (owner := shard_of(qid, s.count)) != s.index:
             raise ValueError(
-                f"{s.name}: question {qid!r} belongs to shard {shard_of(qid, s.count)}/{s.count}, not this one "
+                f"{s.name}: question {qid!r} belongs to shard {owner}/{s.count}, not this one "
                 "(overlapping or mislabelled shards)"
             )
-        limit = s.config.data.limit
         if limit is not None and r["position"] >= limit:
             raise ValueError(
                 f"{s.name} stores questions beyond its --limit {limit} (an earlier call had a larger one); "
@@ -167,15 +165,10 @@ def check_shards(shards: Sequence[Shard]) -> None:
                     f"shards of different settings: {key!r} ({flag_of(key)}) is {ref.get(key)!r} in {first.path} "
                     f"but {other.get(key)!r} in {s.path}"
                 )
-        for kind in MODEL_KINDS:  # a shard that stored nothing never loaded its models: nothing to compare
-            x = first.record["provenance"].get(kind, {})
-            y = s.record["provenance"].get(kind, {})
-            for key in COMPUTE_KEYS:
-                a, b = x.get(key), y.get(key)
-                if a is not None and b is not None and a != b:
-                    raise ValueError(
-                        f"shards of different {kind} models: {key} {a!r} in {first.path}, {b!r} in {s.path}"
-                    )
+        for kind, key in itertools.product(MODEL_KINDS, COMPUTE_KEYS):
+            a, b = (shard.record["provenance"].get(kind, {}).get(key) for shard in (first, s))
+            if a is not None and b is not None and a != b:  # a shard that stored nothing never loaded its models
+                raise ValueError(f"shards of different {kind} models: {key} {a!r} in {first.path}, {b!r} in {s.path}")
     counts = sorted({s.count for s in shards})
     if len(counts) > 1:
         raise ValueError(f"shards of different counts K: {', '.join(f'/{k}' for k in counts)}")
@@ -262,12 +255,7 @@ def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], output: P
         why = "is missing" if not path.is_file() else "has changed"
         print(f"note: the input file {path} {why}: ER cannot be refitted on the union and is skipped", file=sys.stderr)
         return None
-    items = read_samples_file(
-        path,
-        n_samples=config.data.n_samples,
-        limit=config.data.limit,
-        reference_field=config.data.reference_field,
-    )
+    _, items = sample_questions(config.replace(data=dataclasses.replace(config.data, path=str(path))))
     ids = {q for q, _ in order}
     return {it.id: it.embedding for it in items if it.id in ids and it.embedding is not None} or None
 

@@ -26,6 +26,7 @@ run from git alone. The answer text is then not covered; every number is.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -83,8 +84,6 @@ class _Records:
     def __init__(self, run_dir: str | os.PathLike[str]):
         self.dir = Path(run_dir)
         self._stages: dict[str, dict[str, dict[str, Any]]] = {}
-        self._compact: dict[str, dict[str, dict[str, Any]]] | None = None
-        self._settings: dict[str, Any] | None = None
         self._digests: dict[str, str | None] = {}
 
     def stage_files(self, stages: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]] | None:
@@ -96,22 +95,24 @@ class _Records:
                 self._stages[s] = JsonlStore(self.dir / STAGE_FILES[s]).load(repair=False)
         return {s: self._stages[s] for s in stages}
 
+    @functools.cached_property
     def compact(self) -> dict[str, dict[str, dict[str, Any]]] | None:
         """``{stage: {id: record}}`` from :data:`COMPACT_FILE` (None if there is none)."""
-        if self._compact is None and (self.dir / COMPACT_FILE).is_file():
-            self._compact = read_compact(self.dir)
-        return self._compact
+        return read_compact(self.dir) if (self.dir / COMPACT_FILE).is_file() else None
+
+    @functools.cached_property
+    def settings(self) -> dict[str, Any]:
+        """The run's settings that change the derived numbers: its scoring settings and seed."""
+        config = read_config(self.dir)
+        return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
 
     def _digest(self, content: Mapping[str, Any] | None, ids: Sequence[str] | None, args: Any) -> str | None:
         """SHA-256 of ``content`` (``{stage: {id: record content}}``; None: missing, and so is the digest), ``ids``,
-        the run's settings (those that change the derived numbers: its scoring settings and seed) and ``args``."""
+        the run's :attr:`settings` and ``args``."""
         if content is None:
             return None
-        if self._settings is None:
-            config = read_config(self.dir)
-            self._settings = {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
         body = {"stages": dict(content), "ids": None if ids is None else [str(i) for i in ids]}
-        body.update(settings=self._settings, args=dict(args or {}))
+        body.update(settings=self.settings, args=dict(args or {}))
         return fingerprint(body)
 
     def full_digest(self, stages: Sequence[str], ids: Sequence[str] | None, args: Any) -> str | None:
@@ -135,7 +136,7 @@ class _Records:
             return None
         key = fingerprint(["compact", from_compact, stages, ids, args])
         if key not in self._digests:
-            records = self.compact() if from_compact else self.stage_files(COMPACT_STAGES)
+            records = self.compact if from_compact else self.stage_files(COMPACT_STAGES)
             content = None
             if records is not None:
                 kept = compact_records(records, records[COMPACT_STAGES[0]] if ids is None else ids)

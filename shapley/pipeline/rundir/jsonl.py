@@ -22,13 +22,8 @@ CHECKSUM_KEY = "_sha256"
 CHUNK_KEY = "chunk"
 UPSTREAM_KEY = "upstream_sha256"
 
-STAGE_FILES = {
-    "questions": "questions.jsonl",
-    "generations": "generations.jsonl",
-    "entailment": "entailment.jsonl",
-    "scores": "scores.jsonl",
-}
-
+STAGE_FILES = {stage: f"{stage}.jsonl" for stage in ("questions", "generations", "entailment", "scores")}
+"""Each stage's file in a run directory, in the order the stages run."""
 
 COMPACT_FILE = "stages.jsonl.gz"
 """The compact, text-free copy of a run's entailment and score records (:func:`write_compact`), committed where
@@ -171,7 +166,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
 
 class JsonlStore:
-    """Append-only JSON-lines file of records keyed by ``id`` (see the module docstring for guarantees).
+    """Append-only JSON-lines file of records keyed by ``id`` (see :mod:`shapley.pipeline.rundir.store` for the
+    guarantees).
 
     Call :meth:`load` before :meth:`append_many` on an existing file: it verifies every line and repairs the
     file, so that an append never follows a torn line.
@@ -251,7 +247,7 @@ class JsonlStore:
 
     def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
-        a torn tail that :meth:`load` detects (see the module docstring on chunks)."""
+        a torn tail that :meth:`load` detects (see :mod:`shapley.pipeline.rundir.store` on chunks)."""
         self._require_loaded("append")
         keys = [str(r.get("id")) for r in records]
         for record, key in zip(records, keys, strict=True):

@@ -43,12 +43,10 @@ GIT_RUN: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 10}
 
 def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str | None]:
     """Installed version of each distribution (None if not installed)."""
-    out: dict[str, str | None] = {}
-    for name in names:
-        try:
+    out: dict[str, str | None] = dict.fromkeys(names)
+    for name in out:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
     return out
 
 
@@ -94,14 +92,11 @@ def device_info() -> dict[str, Any]:
                 break
     info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform()}
     torch = sys.modules.get("torch")
-    if torch is None:
-        info["cuda"] = "not queried (torch not imported)"
-    else:
+    info["cuda"] = "not queried (torch not imported)"
+    if torch is not None:
         try:
-            if torch.cuda.is_available():
-                info["cuda"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-            else:
-                info["cuda"] = []
+            cuda = torch.cuda
+            info["cuda"] = [cuda.get_device_name(i) for i in range(cuda.device_count())] if cuda.is_available() else []
         except Exception as exc:  # noqa: BLE001 - provenance must never break a run
             info["cuda"] = f"error: {exc}"
     return info

@@ -155,18 +155,16 @@ def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
     run would be.
     """
     rec = run if isinstance(run, Mapping) else require_record(run)
-    commands, commits, dirty = [], [], []
-    for inv in rec.get("invocations", []):
-        commands.append(str(inv.get("command_line", "")))
-        git = inv.get("git") or {}
-        if git.get("commit") and git["commit"] not in commits:
-            commits.append(git["commit"])
-        dirty.append(git.get("dirty"))
-    for shard in rec.get("provenance", {}).get("merged_from", []):
-        commits += [c for c in shard["commits"] if c not in commits]
-        dirty.append(shard["dirty"])
-    known = [d for d in dirty if d is not None]
-    return RunHistory(tuple(commands), tuple(commits), None if not known else any(known))
+    invocations = rec.get("invocations", [])
+    gits = [inv.get("git") or {} for inv in invocations]
+    shards = rec.get("provenance", {}).get("merged_from", [])
+    commits = [git.get("commit") for git in gits] + [c for shard in shards for c in shard["commits"]]
+    known = [d for d in [git.get("dirty") for git in gits] + [shard["dirty"] for shard in shards] if d is not None]
+    return RunHistory(
+        tuple(str(inv.get("command_line", "")) for inv in invocations),
+        tuple(dict.fromkeys(c for c in commits if c)),  # distinct, in order of first use
+        None if not known else any(known),
+    )
 
 
 def read_config(path: str | os.PathLike[str]) -> RunConfig:
@@ -275,7 +273,7 @@ class RunDir:
         self.config = config
         self.record = record
         self._lock_fd: int | None = lock_fd
-        self.stores: dict[str, JsonlStore] = {}
+        self._stores: dict[str, JsonlStore] = {}
 
     @classmethod
     def open(
@@ -325,10 +323,11 @@ class RunDir:
         """Whether this call resumed a run directory that an earlier call made."""
         return bool(self.invocation["resumed"])
 
-    def note(self, message: str) -> None:
-        """Keep ``message`` in this invocation's ``notes`` (the caller prints it)."""
+    def note(self, message: str) -> str:
+        """Keep ``message`` in this invocation's ``notes`` (the caller prints it); returns it."""
         self.invocation.setdefault("notes", []).append(message)
         self.save_config()
+        return message
 
     def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> str | None:
         """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``).
@@ -346,13 +345,11 @@ class RunDir:
         others = [e for e in earlier if e != sizes]
         if not others:
             return None
-        message = (
+        return self.note(
             f"the {stage} stage ran with batch sizes {sizes} in this call but {others[-1]} in an earlier one: "
             f"{STAGE_FILES.get(stage, stage)} holds records of both calls (entailment passes are fixed per question "
             "and do not depend on these sizes; generation reuses the run's recorded rows per batch)"
         )
-        self.note(message)
-        return message
 
     def record_outputs(self, n_questions: int, input_questions: int) -> str | None:
         """Record that the CSV outputs describe this call's ``n_questions`` questions (``record["outputs"]``).
@@ -376,13 +373,11 @@ class RunDir:
         self.save_config()
         if n_questions >= stored:
             return None
-        message = (
+        return self.note(
             f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
             f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
             "rerun with a larger --limit, or none, to cover them all"
         )
-        self.note(message)
-        return message
 
     def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
         """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli",
@@ -408,7 +403,7 @@ class RunDir:
 
     def store(self, stage: str) -> JsonlStore:
         """The verified (loaded and repaired) store of ``stage`` (a key of :data:`STAGE_FILES`)."""
-        if stage not in self.stores:
+        if stage not in self._stores:
             f = self.path / STAGE_FILES[stage]
             if f.is_symlink() and self.path.resolve() not in f.resolve().parents:
                 raise ValueError(
@@ -417,8 +412,8 @@ class RunDir:
                 )
             s = JsonlStore(f, REQUIRED_FIELDS[stage])
             s.load()
-            self.stores[stage] = s
-        return self.stores[stage]
+            self._stores[stage] = s
+        return self._stores[stage]
 
     def close(self) -> None:
         if self._lock_fd is not None:

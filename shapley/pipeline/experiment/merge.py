@@ -1,14 +1,12 @@
-"""Runs that fan out: a deterministic split of the questions into K shards, and the merge of the K run directories.
+"""The merge of the K run directories of a run split with ``--shard I/K`` (:mod:`shapley.pipeline.data.questions`:
+each score record keeps ``position``, the question's place in the unsharded input).
 
-* ``--shard I/K`` keeps the questions of shard I of K (:mod:`shapley.pipeline.data.shards`). Each shard is its own
-  resumable run directory; every score record keeps ``position``, the question's place in the unsharded input,
-  so that the merge restores the unsharded order.
-* :func:`merge_runs` (``python -m shapley merge SHARD_DIR... --output DIR``) checks the shards, writes their
-  union as one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
-  ``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded
-  run uses (:func:`shapley.pipeline.evaluate.metrics.write_run_outputs`): the bootstrap intervals, the ER fit,
-  ``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files byte for byte (each
-  question's generation and entailment are computed on their own, see ``tests/pipeline/test_invariance.py``).
+:func:`merge_runs` (``python -m shapley merge SHARD_DIR... --output DIR``) checks the shards, writes their union as
+one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
+``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded run
+uses (:func:`shapley.pipeline.evaluate.metrics.write_run_outputs`): the bootstrap intervals, the ER fit,
+``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files byte for byte (each
+question's generation and entailment are computed on their own, see ``tests/pipeline/test_invariance.py``).
 
 The merge refuses (``ValueError`` naming the problem, before anything is written): a directory that is not a
 sharded run; a shard that is running (the merge holds every shard's lock while it reads and writes); shards of
@@ -107,12 +105,11 @@ def read_shard(path: str | os.PathLike[str], locks: contextlib.ExitStack) -> Sha
 
 
 def _check_finished(s: Shard) -> None:
-    ids = {stage: set(recs) for stage, recs in s.stores.items()}
-    scored = ids["scores"]
-    for stage, have in ids.items():
-        if have != scored:
+    scored = set(s.stores["scores"])
+    for stage, recs in s.stores.items():
+        if set(recs) != scored:
             raise ValueError(
-                f"{s.name} is unfinished: {len(have ^ scored)} question(s) are in {STAGE_FILES[stage]} or "
+                f"{s.name} is unfinished: {len(set(recs) ^ scored)} question(s) are in {STAGE_FILES[stage]} or "
                 f"{STAGE_FILES['scores']} but not both; rerun its command to complete it"
             )
     if not (s.path / "metrics.csv").is_file():
@@ -152,9 +149,8 @@ def _comparable(config: RunConfig) -> dict[str, Any]:
 
 
 def check_shards(shards: Sequence[Shard]) -> None:
-    """Same settings, same model fingerprints, each of the K shards exactly once (``ValueError`` otherwise)."""
-    if not shards:
-        raise ValueError("merge needs at least one shard directory")
+    """Same settings, same model fingerprints, each of the K shards exactly once (``ValueError`` otherwise);
+    ``shards`` holds one at least (``merge`` takes one or more directories)."""
     first = shards[0]
     ref = _comparable(first.config)
     for s in shards[1:]:

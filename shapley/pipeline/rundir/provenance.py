@@ -102,14 +102,13 @@ def device_info() -> dict[str, Any]:
     return info
 
 
-def provenance(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """What produced a run: time, command line, versions, git commit, device; ``cwd`` relative to the
+def provenance(argv: Sequence[str]) -> dict[str, Any]:
+    """What produced a run: time, command line ``argv``, versions, git commit, device; ``cwd`` relative to the
     repository (:func:`repo_relative`)."""
-    args = list(sys.argv if argv is None else argv)
     return {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "argv": args,
-        "command_line": shlex.join(args),
+        "argv": list(argv),
+        "command_line": shlex.join(argv),
         "cwd": repo_relative(os.getcwd()),
         "python": sys.version.split()[0],
         "versions": package_versions(),

@@ -74,11 +74,9 @@ ABSOLUTE = re.compile(r"(?:^|[\s=])(/|~/|[A-Za-z]:\\)")
 @pytest.mark.parametrize("config", CONFIGS, ids=_ids(CONFIGS))
 def test_no_absolute_path_in_provenance(config):
     rec = json.loads(config.read_text(encoding="utf-8"))
-    cfg = rec.get("config") or rec.get("settings") or {}
-    data = cfg.get("data", cfg)
     found = [
         s
-        for s in _strings([rec.get("provenance"), rec.get("invocations"), data.get("path"), data.get("data_path")])
+        for s in _strings([rec["provenance"], rec["invocations"], rec["config"]["data"]["path"]])
         if ABSOLUTE.search(s)
     ]
     assert not found, f"{config}: absolute paths {found[:3]}"

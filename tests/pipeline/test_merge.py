@@ -3,6 +3,7 @@ and refuses shards that do not belong together."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -71,7 +72,7 @@ def test_shard_of_is_a_fixed_partition():
     assert [questions.shard_of(x, 5) for x in ("東京", "", "q1", "Zürich")] == [
         int.from_bytes(hashlib.sha256(x.encode("utf-8")).digest()[:8], "big") % 5 for x in ("東京", "", "q1", "Zürich")
     ]  # the documented rule (first 8 bytes of SHA-256 of the UTF-8 id, big-endian, mod k), non-ASCII included
-    code = "from shapley.pipeline.experiment.merge import shard_of; print([shard_of(f'q{i}', 3) for i in range(8)])"
+    code = "from shapley.pipeline.data.questions import shard_of; print([shard_of(f'q{i}', 3) for i in range(8)])"
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(fakes.REPO)}  # another salt of hash()
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.stdout.strip() == "[0, 1, 2, 1, 2, 0, 1, 1]", r.stderr
@@ -282,10 +283,10 @@ def test_merge_refuses_overlapping_questions(three_shards, tmp_path, capsys):
     rc, err = _merge_cli(s, tmp_path / "m", capsys)
     assert rc == 2 and f"question {rec['id']!r} belongs to shard 1/3" in err and "overlapping" in err
     # the same shard id under two different shard labels cannot pass either: union_order names both directories
-    a = merge.read_shard(s[1])
-    a.release()  # read_shard holds the shard's lock until released
-    b = merge.read_shard(s[1])
-    b.release()
+    with contextlib.ExitStack() as locks:  # read_shard holds the shard's lock until its stack closes
+        a = merge.read_shard(s[1], locks)
+    with contextlib.ExitStack() as locks:
+        b = merge.read_shard(s[1], locks)
     b.path = tmp_path / "copy"
     with pytest.raises(ValueError, match="overlapping shards"):
         merge.union_order([a, b])
@@ -393,7 +394,7 @@ def test_merged_provenance_lists_each_shards_commits_dirt_and_batch_sizes(three_
     assert entries[2]["commits"] == ["0" * 40] and entries[2]["dirty"] is True
     assert entries[2]["batch_sizes"] == [{"entailment": {"batch_size": 3, "chunk": 1}}]
     history = store.run_history(out)
-    assert "0" * 40 in history.commits and history.dirty is True and not history.clean
+    assert "0" * 40 in history.commits and history.dirty is True
     notes = merged["invocations"][-1]["notes"]
     assert any("different batch sizes" in n and "shard 2/3" in n for n in notes)
     assert "different batch sizes" in capsys.readouterr().err

@@ -45,11 +45,11 @@ def test_store_append_and_load(tmp_path):
     s = jsonl.JsonlStore(tmp_path / "a.jsonl", ("v",))
     s.load()
     for i in range(3):
-        s.append({"id": f"k{i}", "v": i / 7})
+        s.append_many([{"id": f"k{i}", "v": i / 7}])
     with pytest.raises(ValueError, match="already holds"):
-        s.append({"id": "k1", "v": 0})
+        s.append_many([{"id": "k1", "v": 0}])
     with pytest.raises(ValueError, match="required"):
-        s.append({"id": "k9"})
+        s.append_many([{"id": "k9"}])
     t = jsonl.JsonlStore(tmp_path / "a.jsonl", ("v",))
     assert [r["v"] for r in t.load().values()] == [0 / 7, 1 / 7, 2 / 7]
     assert t.problems == []
@@ -57,16 +57,16 @@ def test_store_append_and_load(tmp_path):
 
 def test_append_requires_load_of_existing_file(tmp_path):
     s = jsonl.JsonlStore(tmp_path / "a.jsonl")
-    s.append({"id": "x"})
+    s.append_many([{"id": "x"}])
     with pytest.raises(RuntimeError, match="load"):
-        jsonl.JsonlStore(tmp_path / "a.jsonl").append({"id": "y"})
+        jsonl.JsonlStore(tmp_path / "a.jsonl").append_many([{"id": "y"}])
 
 
 def _write_store(path: Path, n: int) -> list[bytes]:
     s = jsonl.JsonlStore(path, ("v",))
     s.load()
     for i in range(n):
-        s.append({"id": f"k{i}", "v": float(i)})
+        s.append_many([{"id": f"k{i}", "v": float(i)}])
     return path.read_bytes().split(b"\n")[:-1]
 
 
@@ -79,7 +79,7 @@ def test_torn_last_line_is_dropped_and_file_repaired(tmp_path):
         recs = s.load()
     assert list(recs) == ["k0", "k1", "k2"]
     assert p.read_bytes() == b"\n".join(lines[:3]) + b"\n"
-    s.append({"id": "k3", "v": 3.0})
+    s.append_many([{"id": "k3", "v": 3.0}])
     assert p.read_bytes() == b"\n".join(lines) + b"\n"
 
 
@@ -188,7 +188,7 @@ def test_run_stage_computes_only_pending_and_logs(tmp_path, monkeypatch):
     monkeypatch.setenv(runs.TEST_CALL_LOG_ENV, str(log))
     store = jsonl.JsonlStore(tmp_path / "s.jsonl", ("v",))
     store.load()
-    store.append({"id": "b", "v": 0})
+    store.append_many([{"id": "b", "v": 0}])
     seen = []
 
     def compute(chunk):
@@ -315,10 +315,10 @@ def test_run_history_lists_commands_commits_and_dirt():
     }
     h = runs.run_history(rec)
     assert h.commands == ("python -m shapley run --limit 25", "python -m shapley run --limit 50")
-    assert h.commits == ("c1",) and h.dirty is False and not h.multi_commit and h.clean
+    assert h.commits == ("c1",) and h.dirty is False and not h.multi_commit
     rec["invocations"].append({"command_line": "c", "git": {"commit": "c2", "dirty": True}})
     h = runs.run_history(rec)
-    assert h.commits == ("c1", "c2") and h.multi_commit and h.dirty is True and not h.clean
+    assert h.commits == ("c1", "c2") and h.multi_commit and h.dirty is True
     assert runs.run_history({"provenance": {"command_line": "x"}}).commands == ()
 
 

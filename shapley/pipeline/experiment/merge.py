@@ -1,14 +1,12 @@
-"""Runs that fan out: a deterministic split of the questions into K shards, and the merge of the K run directories.
+"""The merge of the K run directories of a run split with ``--shard I/K`` (:mod:`shapley.pipeline.data.questions`:
+each score record keeps ``position``, the question's place in the unsharded input).
 
-* ``--shard I/K`` keeps the questions of shard I of K (:mod:`shapley.pipeline.data.questions`). Each shard is its own
-  resumable run directory; every score record keeps ``position``, the question's place in the unsharded input,
-  so that the merge restores the unsharded order.
-* :func:`merge_runs` (``python -m shapley merge SHARD_DIR... --output DIR``) checks the shards, writes their
-  union as one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
-  ``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded
-  run uses (:func:`shapley.pipeline.evaluate.metrics.write_run_outputs`): the bootstrap intervals, the ER fit,
-  ``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files byte for byte (each
-  question's generation and entailment are computed on their own, see ``tests/pipeline/test_invariance.py``).
+:func:`merge_runs` (``python -m shapley merge SHARD_DIR... --output DIR``) checks the shards, writes their union as
+one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
+``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded run
+uses (:func:`shapley.pipeline.evaluate.metrics.write_run_outputs`): the bootstrap intervals, the ER fit,
+``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files byte for byte (each
+question's generation and entailment are computed on their own, see ``tests/pipeline/test_invariance.py``).
 
 The merge refuses (``ValueError`` naming the problem, before anything is written): a directory that is not a
 sharded run; a shard that is running (the merge holds every shard's lock while it reads and writes); shards of
@@ -31,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,8 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.config import RunConfig, flag_of, parse_shard
-from shapley.pipeline.data.questions import shard_of
-from shapley.pipeline.data.samples import read_samples_file
+from shapley.pipeline.data.questions import sample_questions, shard_of
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
@@ -52,10 +50,13 @@ from shapley.pipeline.rundir.jsonl import (
 from shapley.pipeline.rundir.provenance import repo_relative
 from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.pipeline.rundir.store import COMPUTE_KEYS, CONFIG_FILE, RunDir, lock_run_dir, read_record, run_history
+from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, read_record, require_record, run_history
 
 MERGED_FROM = "merged_from"
 """Key of ``config.json``'s provenance listing the shards a merged run directory was made from."""
+
+MODEL_KINDS = ("model", "entailment")
+"""Keys of ``config.json``'s provenance that describe a model (:meth:`RunDir.record_fingerprint`)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -72,83 +73,61 @@ class Shard:
     index: int
     count: int
     stores: dict[str, dict[str, dict[str, Any]]]
-    lock_fd: int | None = None
 
     @property
     def name(self) -> str:
         return f"{self.path} (shard {self.index}/{self.count})"
 
-    def release(self) -> None:
-        """Give the shard's lock back (taken by :func:`read_shard`)."""
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
-
-
-def _lock_shard(path: Path) -> int:
-    """The shard's exclusive lock (``ValueError`` when a run holds it: the shard is still running)."""
-    try:
-        return lock_run_dir(path)
-    except RuntimeError as exc:
-        raise ValueError(f"{path} is in use by another process (a shard still running); merge it once it ends") from exc
-
 
 def _stages(config: RunConfig) -> tuple[str, ...]:
-    if config.command == "run":
-        return ("questions", "generations", "entailment", "scores")
-    return ("entailment", "scores")
+    return tuple(STAGE_FILES) if config.command == "run" else ("entailment", "scores")
 
 
-def read_shard(path: str | os.PathLike[str]) -> Shard:
-    """Load one shard directory; ``ValueError`` / ``FileNotFoundError`` naming it when it cannot be merged."""
+def read_shard(path: str | os.PathLike[str], locks: contextlib.ExitStack) -> Shard:
+    """Load one shard directory under its lock, held until ``locks`` closes (``ValueError`` when a run holds it: the
+    shard is still running); ``ValueError`` / ``FileNotFoundError`` naming it when it cannot be merged."""
     p = Path(path)
-    record = read_record(p)
-    if record is None:
-        raise FileNotFoundError(f"{p} is not a run directory (no {CONFIG_FILE})")
-    config = RunConfig.from_stored(record)
+    config = RunConfig.from_stored(require_record(p))
     if config.data.shard is None:
         raise ValueError(f"{p} is not a sharded run (made without --shard)")
     i, k = parse_shard(config.data.shard)
-    fd = _lock_shard(p)
     try:
-        record = read_record(p) or record  # again, under the lock
-        config = RunConfig.from_stored(record)
-        stores = {s: JsonlStore(p / STAGE_FILES[s]).load(repair=False) for s in _stages(config)}
-        shard = Shard(p, record, config, i, k, stores, fd)
-        _check_finished(shard)
-    except BaseException:
-        os.close(fd)
-        raise
+        locks.callback(os.close, lock_run_dir(p))
+    except RuntimeError as exc:
+        raise ValueError(f"{p} is in use by another process (a shard still running); merge it once it ends") from exc
+    record = require_record(p)  # again, under the lock
+    config = RunConfig.from_stored(record)
+    shard = Shard(
+        p, record, config, i, k, {s: JsonlStore(p / STAGE_FILES[s]).load(repair=False) for s in _stages(config)}
+    )
+    _check_finished(shard)
     return shard
 
 
 def _check_finished(s: Shard) -> None:
-    ids = {stage: set(recs) for stage, recs in s.stores.items()}
-    scored = ids["scores"]
-    for stage, have in ids.items():
-        if have != scored:
+    scored = set(s.stores["scores"])
+    for stage, recs in s.stores.items():
+        if set(recs) != scored:
             raise ValueError(
-                f"{s.name} is unfinished: {len(have ^ scored)} question(s) are in {STAGE_FILES[stage]} or "
+                f"{s.name} is unfinished: {len(set(recs) ^ scored)} question(s) are in {STAGE_FILES[stage]} or "
                 f"{STAGE_FILES['scores']} but not both; rerun its command to complete it"
             )
     if not (s.path / "metrics.csv").is_file():
         raise ValueError(f"{s.name} is unfinished: no metrics.csv; rerun its command to complete it")
-    outputs = s.record.get("outputs") or {}
-    last = len(s.record.get("invocations") or []) - 1
+    outputs = s.record.get("outputs", {})
+    last = len(s.record["invocations"]) - 1
     if outputs.get("invocation") != last or outputs.get("limit") != s.config.data.limit:
         raise ValueError(
             f"{s.name} is unfinished: its last call (--limit {s.config.data.limit}) did not write its outputs "
             "(killed, or still running); rerun its command to complete it"
         )
+    limit = s.config.data.limit
     for qid, r in s.stores["scores"].items():
-        if shard_of(qid, s.count) != s.index:
+        if (owner := shard_of(qid, s.count)) != s.index:
             raise ValueError(
-                f"{s.name}: question {qid!r} belongs to shard {shard_of(qid, s.count)}/{s.count}, not this one "
+                f"{s.name}: question {qid!r} belongs to shard {owner}/{s.count}, not this one "
                 "(overlapping or mislabelled shards)"
             )
-        if not isinstance(r.get("position"), int):
-            raise ValueError(f"{s.name}: the score record of {qid!r} has no 'position' (made by an older version)")
-        limit = s.config.data.limit
         if limit is not None and r["position"] >= limit:
             raise ValueError(
                 f"{s.name} stores questions beyond its --limit {limit} (an earlier call had a larger one); "
@@ -170,9 +149,8 @@ def _comparable(config: RunConfig) -> dict[str, Any]:
 
 
 def check_shards(shards: Sequence[Shard]) -> None:
-    """Same settings, same model fingerprints, each of the K shards exactly once (``ValueError`` otherwise)."""
-    if not shards:
-        raise ValueError("merge needs at least one shard directory")
+    """Same settings, same model fingerprints, each of the K shards exactly once (``ValueError`` otherwise);
+    ``shards`` holds one at least (``merge`` takes one or more directories)."""
     first = shards[0]
     ref = _comparable(first.config)
     for s in shards[1:]:
@@ -183,15 +161,10 @@ def check_shards(shards: Sequence[Shard]) -> None:
                     f"shards of different settings: {key!r} ({flag_of(key)}) is {ref.get(key)!r} in {first.path} "
                     f"but {other.get(key)!r} in {s.path}"
                 )
-        for kind in ("model", "entailment"):
-            x = first.record.get("provenance", {}).get(kind) or {}
-            y = s.record.get("provenance", {}).get(kind) or {}
-            for key in COMPUTE_KEYS:
-                a, b = x.get(key), y.get(key)
-                if key in x and key in y and a is not None and b is not None and a != b:
-                    raise ValueError(
-                        f"shards of different {kind} models: {key} {a!r} in {first.path}, {b!r} in {s.path}"
-                    )
+        for kind, key in itertools.product(MODEL_KINDS, COMPUTE_KEYS):
+            a, b = (shard.record["provenance"].get(kind, {}).get(key) for shard in (first, s))
+            if a is not None and b is not None and a != b:  # a shard that stored nothing never loaded its models
+                raise ValueError(f"shards of different {kind} models: {key} {a!r} in {first.path}, {b!r} in {s.path}")
     counts = sorted({s.count for s in shards})
     if len(counts) > 1:
         raise ValueError(f"shards of different counts K: {', '.join(f'/{k}' for k in counts)}")
@@ -220,10 +193,10 @@ def union_order(shards: Sequence[Shard]) -> list[tuple[str, Shard]]:
             if pos in by_pos:
                 raise ValueError(f"position {pos} is held by {by_pos[pos]!r} and {qid!r}: the shards do not fit")
             by_pos[pos] = qid
-    totals = {s.record.get("outputs", {}).get("input_questions") for s in shards} - {None}
+    totals = {s.record["outputs"]["input_questions"] for s in shards}
     if len(totals) > 1:
         raise ValueError(f"the shards were made from inputs of different sizes {sorted(totals)}")
-    total = max(totals) if totals else (max(by_pos) + 1 if by_pos else 0)
+    (total,) = totals
     gaps = sorted(set(range(total)) - set(by_pos))
     if gaps:
         raise ValueError(
@@ -241,7 +214,7 @@ def _check_output(output: Path, shards: Sequence[Shard]) -> None:
     if any(output.resolve() == s.path.resolve() for s in shards):
         raise ValueError(f"--output {output} is one of the shard directories")
     rec = read_record(output) if output.is_dir() else None
-    if rec is not None and MERGED_FROM not in rec.get("provenance", {}):
+    if rec is not None and MERGED_FROM not in rec["provenance"]:
         raise ValueError(f"--output {output} holds a run that is not a merge; choose a new directory")
 
 
@@ -278,12 +251,7 @@ def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], output: P
         why = "is missing" if not path.is_file() else "has changed"
         print(f"note: the input file {path} {why}: ER cannot be refitted on the union and is skipped", file=sys.stderr)
         return None
-    items = read_samples_file(
-        path,
-        n_samples=config.data.n_samples,
-        limit=config.data.limit,
-        reference_field=config.data.reference_field or "references",
-    )
+    _, items = sample_questions(config.replace(data=dataclasses.replace(config.data, path=str(path))))
     ids = {q for q, _ in order}
     return {it.id: it.embedding for it in items if it.id in ids and it.embedding is not None} or None
 
@@ -291,9 +259,8 @@ def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], output: P
 def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:
     out = []
     for s in sorted(shards, key=lambda s: s.index):
-        prov = s.record.get("provenance", {})
+        prov = s.record["provenance"]
         history = run_history(s.record)
-        invocations = s.record.get("invocations") or []
         out.append(
             {
                 "dir": repo_relative(s.path),
@@ -304,7 +271,7 @@ def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:
                 "git": prov.get("git"),
                 "commits": list(history.commits),
                 "dirty": history.dirty,
-                "batch_sizes": [inv.get("batch_sizes") for inv in invocations if isinstance(inv, Mapping)],
+                "batch_sizes": [inv.get("batch_sizes") for inv in s.record["invocations"]],
                 "device": prov.get("device"),
             }
         )
@@ -337,19 +304,12 @@ def merge_runs(
     ``output`` must be new, empty, or an earlier merge output (rewritten). Returns the merged run directory.
     """
     out = Path(output)
-    shards: list[Shard] = []
     read: dict[Path, Shard] = {}
-    try:
+    with contextlib.ExitStack() as locks:  # every shard's lock, held while it is read and merged
         for d in shard_dirs:  # a directory given twice is read (and locked) once; check_shards names it
-            key = Path(d).resolve()
-            if key not in read:
-                read[key] = read_shard(d)
-            shards.append(read[key])
-        return _merge(shards, out, argv)
-    finally:
-        for s in read.values():
-            with contextlib.suppress(OSError):
-                s.release()
+            if Path(d).resolve() not in read:
+                read[Path(d).resolve()] = read_shard(d, locks)
+        return _merge([read[Path(d).resolve()] for d in shard_dirs], out, argv)
 
 
 def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Path:
@@ -357,19 +317,15 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
     order = union_order(shards)
     _check_output(out, shards)
     config = _merged_config(shards[0].config)
-    first_prov: Mapping[str, Any] = shards[0].record.get("provenance", {})
     merged_from = _provenance(shards)
-    with RunDir.open(out, config, argv=argv, extra_provenance={MERGED_FROM: merged_from}) as run:
+    first = shards[0].record["provenance"]
+    models = {kind: first[kind] for kind in MODEL_KINDS if kind in first}
+    with RunDir.open(out, config, argv=argv, extra_provenance={MERGED_FROM: merged_from, **models}) as run:
         if config.command == "run":
             _copy_hidden_states(run.path, order)  # before the records that point to them
         for stage in _stages(config):
             data = b"".join(encode_record(s.stores[stage][q]) for q, s in order)
             atomic_write_bytes(run.path / STAGE_FILES[stage], data)
-        prov = run.record["provenance"]
-        for kind in ("model", "entailment"):
-            if first_prov.get(kind) is not None:
-                prov[kind] = first_prov[kind]
-        run.save_config()
         note = _batch_note(merged_from)
         if note:
             run.note(note)

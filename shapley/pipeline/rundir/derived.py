@@ -26,6 +26,7 @@ run from git alone. The answer text is then not covered; every number is.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -37,10 +38,10 @@ from shapley.pipeline.rundir.jsonl import (
     COMPACT_FILE,
     COMPACT_STAGES,
     STAGE_FILES,
-    TEXT_FIELDS,
     JsonlStore,
     atomic_write_text,
     canonical_json,
+    compact_records,
     fingerprint,
     read_compact,
     read_json_file,
@@ -76,21 +77,14 @@ def _content(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in BOOKKEEPING_KEYS and not k.startswith("_")}
 
 
-def settings_of(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The settings that change the derived numbers: the run's scoring settings and seed."""
-    config = read_config(run_dir)
-    return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
-
-
 class _Records:
     """The stored records of one run directory, each source read at most once: the stage files (whole records) and
-    the compact copy; the run's settings likewise."""
+    the compact copy; the run's settings likewise, and each digest computed once."""
 
     def __init__(self, run_dir: str | os.PathLike[str]):
         self.dir = Path(run_dir)
         self._stages: dict[str, dict[str, dict[str, Any]]] = {}
-        self._compact: dict[str, dict[str, dict[str, Any]]] | None = None
-        self._settings: dict[str, Any] | None = None
+        self._digests: dict[str, str | None] = {}
 
     def stage_files(self, stages: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]] | None:
         """``{stage: {id: record}}`` from the stage files (None if one of them is missing)."""
@@ -101,66 +95,54 @@ class _Records:
                 self._stages[s] = JsonlStore(self.dir / STAGE_FILES[s]).load(repair=False)
         return {s: self._stages[s] for s in stages}
 
+    @functools.cached_property
     def compact(self) -> dict[str, dict[str, dict[str, Any]]] | None:
         """``{stage: {id: record}}`` from :data:`COMPACT_FILE` (None if there is none)."""
-        if self._compact is None and (self.dir / COMPACT_FILE).is_file():
-            self._compact = read_compact(self.dir)
-        return self._compact
+        return read_compact(self.dir) if (self.dir / COMPACT_FILE).is_file() else None
 
-    def digest(self, content: Mapping[str, Any], ids: Sequence[str] | None, args: Any) -> str:
-        if self._settings is None:
-            self._settings = settings_of(self.dir)
+    @functools.cached_property
+    def settings(self) -> dict[str, Any]:
+        """The run's settings that change the derived numbers: its scoring settings and seed."""
+        config = read_config(self.dir)
+        return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
+
+    def _digest(self, content: Mapping[str, Any] | None, ids: Sequence[str] | None, args: Any) -> str | None:
+        """SHA-256 of ``content`` (``{stage: {id: record content}}``; None: missing, and so is the digest), ``ids``,
+        the run's :attr:`settings` and ``args``."""
+        if content is None:
+            return None
         body = {"stages": dict(content), "ids": None if ids is None else [str(i) for i in ids]}
-        body.update(settings=self._settings, args=dict(args or {}))
-        return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+        body.update(settings=self.settings, args=dict(args or {}))
+        return fingerprint(body)
 
     def full_digest(self, stages: Sequence[str], ids: Sequence[str] | None, args: Any) -> str | None:
-        records = self.stage_files(stages)
-        if records is None:
-            return None
-        return self.digest({s: {k: _content(r) for k, r in sorted(records[s].items())} for s in stages}, ids, args)
+        """SHA-256 of the content of ``stages``' stored records, ``ids`` and the settings (None if a stage file is
+        missing); computed once for each set of arguments, as is :meth:`compact_digest`."""
+        key = fingerprint(["stage files", stages, ids, args])
+        if key not in self._digests:
+            records = self.stage_files(stages)
+            content = None if records is None else {s: {q: _content(r) for q, r in records[s].items()} for s in stages}
+            self._digests[key] = self._digest(content, ids, args)
+        return self._digests[key]
 
     def compact_digest(
         self, stages: Sequence[str], ids: Sequence[str] | None, args: Any, *, from_compact: bool
     ) -> str | None:
+        """SHA-256 of what the run's compact copy holds of ``stages`` (records without answer text, of the questions
+        of ``ids``, or of all, that have records in every compact stage), ``ids`` and the settings; read from the
+        stage files, or with ``from_compact`` from :data:`COMPACT_FILE`. None when that source is missing or a
+        stage is not in the compact copy."""
         if not set(stages) <= set(COMPACT_STAGES):
             return None
-        records = self.compact() if from_compact else self.stage_files(COMPACT_STAGES)
-        if records is None:
-            return None
-        both = set.intersection(*(set(records[s]) for s in COMPACT_STAGES))
-        keep = sorted(both if ids is None else both & {str(i) for i in ids})
-        drop = {s: set(TEXT_FIELDS.get(s, ())) for s in stages}
-        content = {
-            s: {q: {k: v for k, v in _content(records[s][q]).items() if k not in drop[s]} for q in keep} for s in stages
-        }
-        return self.digest(content, ids, args)
-
-
-def input_digest(
-    run_dir: str | os.PathLike[str],
-    stages: Sequence[str],
-    ids: Sequence[str] | None,
-    args: Mapping[str, Any] | None = None,
-) -> str | None:
-    """SHA-256 of the content of ``stages``' stored records, ``ids`` and the settings (None if a stage file is
-    missing)."""
-    return _Records(run_dir).full_digest(stages, ids, args)
-
-
-def compact_digest(
-    run_dir: str | os.PathLike[str],
-    stages: Sequence[str],
-    ids: Sequence[str] | None,
-    args: Mapping[str, Any] | None = None,
-    *,
-    from_compact: bool,
-) -> str | None:
-    """SHA-256 of what the run's compact copy holds of ``stages`` (records without answer text, of the questions
-    of ``ids``, or of all, that have records in every compact stage), ``ids`` and the settings; read from the
-    stage files, or with ``from_compact`` from :data:`COMPACT_FILE`. None when that source is missing or a stage
-    is not in the compact copy."""
-    return _Records(run_dir).compact_digest(stages, ids, args, from_compact=from_compact)
+        key = fingerprint(["compact", from_compact, stages, ids, args])
+        if key not in self._digests:
+            records = self.compact if from_compact else self.stage_files(COMPACT_STAGES)
+            content = None
+            if records is not None:
+                kept = compact_records(records, records[COMPACT_STAGES[0]] if ids is None else ids)
+                content = {s: {q: _content(r) for q, r in kept[s].items()} for s in stages}
+            self._digests[key] = self._digest(content, ids, args)
+        return self._digests[key]
 
 
 def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -204,6 +186,10 @@ def record(
             "compact_inputs": compact,
         }
     rec["schema"] = SCHEMA
+    _write(run_dir, rec)
+
+
+def _write(run_dir: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:
     atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(json.loads(canonical_json(rec)), indent=1) + "\n")
 
 
@@ -215,23 +201,20 @@ def forget(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
     if rec is not None and any(n in rec["files"] for n in names):
         for n in names:
             rec["files"].pop(n, None)
-        atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        _write(run_dir, rec)
 
 
-def _status(records: _Records, name: str, entry: Mapping[str, Any] | None, digests: dict[str, str | None]) -> str:
+def _status(records: _Records, name: str, entry: Mapping[str, Any] | None) -> str:
     if entry is None:
         return OLD_FORMAT
     if sha256_file(records.dir / name) != entry.get("sha256"):
         return f"stale: {name} was changed after it was computed"
     stages, ids, args = entry.get("stages") or (), entry.get("ids"), entry.get("args")
-    key = fingerprint([stages, ids, args])
-    if key not in digests:
-        digests[key] = records.full_digest(stages, ids, args)
-    now, recorded, source = digests[key], entry.get("inputs"), ", ".join(STAGE_FILES.get(s, s) for s in stages)
+    now, recorded = records.full_digest(stages, ids, args), entry.get("inputs")
+    source = ", ".join(STAGE_FILES.get(s, s) for s in stages)
     if now is None and entry.get("compact_inputs") is not None:  # stage files left out: check the compact copy
-        if "compact:" + key not in digests:
-            digests["compact:" + key] = records.compact_digest(stages, ids, args, from_compact=True)
-        now, recorded, source = digests["compact:" + key], entry["compact_inputs"], COMPACT_FILE
+        now, recorded = records.compact_digest(stages, ids, args, from_compact=True), entry["compact_inputs"]
+        source = COMPACT_FILE
     if now is None:
         return NO_STAGE_FILES
     if now != recorded:
@@ -246,9 +229,8 @@ def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
     rec = read(path)
     files = rec["files"] if rec is not None else {}
     records = _Records(path)  # each stage file and the compact copy read once for all entries
-    digests: dict[str, str | None] = {}
     return {
-        name: _status(records, name, files.get(name), digests)
+        name: _status(records, name, files.get(name))
         for name in (*RUN_OUTPUTS, *SWEEP_OUTPUTS)
         if (path / name).is_file()
     }

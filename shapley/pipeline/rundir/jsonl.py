@@ -1,7 +1,6 @@
 """Append-only checksummed JSON lines, atomic writes, and the compact text-free copy of a run's records.
 
-The storage layer of :mod:`shapley.pipeline.rundir.store` (see its docstring for the guarantees); every public name is
-also importable from there.
+The storage layer of :mod:`shapley.pipeline.rundir.store` (see its docstring for the guarantees).
 """
 
 from __future__ import annotations
@@ -23,13 +22,8 @@ CHECKSUM_KEY = "_sha256"
 CHUNK_KEY = "chunk"
 UPSTREAM_KEY = "upstream_sha256"
 
-STAGE_FILES = {
-    "questions": "questions.jsonl",
-    "generations": "generations.jsonl",
-    "entailment": "entailment.jsonl",
-    "scores": "scores.jsonl",
-}
-
+STAGE_FILES = {stage: f"{stage}.jsonl" for stage in ("questions", "generations", "entailment", "scores")}
+"""Each stage's file in a run directory, in the order the stages run."""
 
 COMPACT_FILE = "stages.jsonl.gz"
 """The compact, text-free copy of a run's entailment and score records (:func:`write_compact`), committed where
@@ -69,31 +63,48 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default)
 
 
-def record_checksum(record: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``record`` without its checksum field."""
-    body = {k: v for k, v in record.items() if k != CHECKSUM_KEY}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
-
-
 def fingerprint(obj: Any) -> str:
     """SHA-256 (hex) of the canonical JSON of ``obj`` (e.g. the inputs a stored record was computed from)."""
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
 
 
+def record_checksum(record: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``record`` without its checksum field."""
+    return fingerprint({k: v for k, v in record.items() if k != CHECKSUM_KEY})
+
+
+def _normalised(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` without its checksum, as it reads back from its stored line (JSON types only)."""
+    body: dict[str, Any] = json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
+    return body
+
+
 def encode_record(record: Mapping[str, Any]) -> bytes:
     """One stored line (with trailing newline): the record, normalised through JSON, plus its checksum."""
-    body = json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
-    body[CHECKSUM_KEY] = record_checksum(body)
-    return (canonical_json(body) + "\n").encode("utf-8")
+    body = _normalised(record)
+    return (canonical_json({**body, CHECKSUM_KEY: fingerprint(body)}) + "\n").encode("utf-8")
 
 
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+def _verified(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The record of a stored line without its checksum, or None and why the line is not intact."""
+    try:
+        rec = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return None, f"not valid JSON ({exc.__class__.__name__})"
+    if not isinstance(rec, dict):
+        return None, "not a JSON object"
+    stored = rec.pop(CHECKSUM_KEY, None)
+    if stored is None:
+        return None, f"no {CHECKSUM_KEY} field"
+    if stored != record_checksum(rec):
+        return None, "checksum mismatch"
+    return rec, ""
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
     """SHA-256 (hex) of a file's bytes."""
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -127,28 +138,26 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise ValueError(f"{p} is not a regular file (a folder, pipe or device); it is not replaced: give a file name")
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
     try:
-        _write_replace(tmp, p, data)
+        _write_all(tmp, data, os.O_TRUNC)
+        os.replace(tmp, p)
     except OSError as exc:  # e.g. a full disk: the message names the file, not the temporary one
         raise OSError(exc.errno, f"cannot write {p}: {exc.strerror or exc}") from exc
+    finally:  # written and renamed, or failed (a full disk, an interrupt): no temporary file is left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     _fsync_dir(p.parent)
 
 
-def _write_replace(tmp: Path, p: Path, data: bytes) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def _write_all(path: Path, data: bytes, flags: int) -> None:
+    """Write ``data`` to the file ``path`` opened with ``flags`` (``os.write`` until all is written), then fsync."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                k = os.write(fd, view)
-                view = view[k:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, p)
-    except BaseException:  # e.g. a full disk: no temporary file is left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -157,9 +166,10 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
 
 class JsonlStore:
-    """Append-only JSON-lines file of records keyed by ``id`` (see the module docstring for guarantees).
+    """Append-only JSON-lines file of records keyed by ``id`` (see :mod:`shapley.pipeline.rundir.store` for the
+    guarantees).
 
-    Call :meth:`load` before :meth:`append` on an existing file: it verifies every line and repairs the
+    Call :meth:`load` before :meth:`append_many` on an existing file: it verifies every line and repairs the
     file, so that an append never follows a torn line.
     """
 
@@ -169,23 +179,6 @@ class JsonlStore:
         self.records: dict[str, dict[str, Any]] = {}
         self._loaded = False
         self.problems: list[tuple[int, str]] = []
-
-    def _check_line(self, line: bytes) -> tuple[dict[str, Any] | None, str]:
-        try:
-            rec = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            return None, f"not valid JSON ({exc.__class__.__name__})"
-        if not isinstance(rec, dict):
-            return None, "not a JSON object"
-        stored = rec.pop(CHECKSUM_KEY, None)
-        if stored is None:
-            return None, f"no {CHECKSUM_KEY} field"
-        if stored != record_checksum(rec):
-            return None, "checksum mismatch"
-        miss = [k for k in self.required if k not in rec]
-        if miss:
-            return None, f"missing field(s) {miss}"
-        return rec, ""
 
     def load(self, *, repair: bool = True) -> dict[str, dict[str, Any]]:
         """Read and verify every line; drop (with a :class:`CorruptRecordWarning`) torn, corrupt and duplicate
@@ -199,64 +192,63 @@ class JsonlStore:
                 self.records = read_compact(self.path.parent).get(_STAGE_OF_FILE.get(self.path.name, ""), {})
             return self.records
         raw = self.path.read_bytes()
+        torn = raw != b"" and not raw.endswith(b"\n")  # a write cut short: its line is unterminated
         lines = raw.split(b"\n")
-        tail_torn = lines[-1] != b""
-        if not tail_torn:
-            lines = lines[:-1]
-        rewrite = False
+        if not torn:
+            lines.pop()  # the empty text after the last newline
         linenos: dict[str, int] = {}
         for lineno, line in enumerate(lines, start=1):
-            last_unterminated = tail_torn and lineno == len(lines)
             if not line.strip():
                 self.problems.append((lineno, "blank line"))
-                rewrite = True
                 continue
-            rec, why = self._check_line(line)
+            rec, why = _verified(line)
+            if rec is not None and (miss := [k for k in self.required if k not in rec]):
+                rec, why = None, f"missing field(s) {miss}"
             if rec is None:
-                if last_unterminated:
+                if torn and lineno == len(lines):
                     why += " (unterminated last line: torn write)"
                 self.problems.append((lineno, why))
-                rewrite = True
-                continue
-            if last_unterminated:
-                rewrite = True  # a valid record that lost only its newline: keep it, fix the file
-            key = str(rec["id"])
-            if key in self.records:
+            elif (key := str(rec["id"])) in self.records:
                 self.problems.append((lineno, f"duplicate id {key!r} (the first valid record is kept)"))
-                rewrite = True
-                continue
-            self.records[key] = rec
-            linenos[key] = lineno
-        rewrite |= self._drop_incomplete_tail_chunk(linenos)
+            else:
+                self.records[key] = rec
+                linenos[key] = lineno
+        self._drop_incomplete_tail_chunk(linenos)
         for lineno, why in self.problems:
             warnings.warn(
                 f"{self.path}: line {lineno} dropped: {why}; its question will be recomputed if needed",
                 CorruptRecordWarning,
                 stacklevel=2,
             )
-        if rewrite and repair:
-            atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
+        if repair and (torn or self.problems):  # a valid record that lost only its newline is kept, the file fixed
+            self._rewrite()
         return self.records
 
-    def _drop_incomplete_tail_chunk(self, linenos: Mapping[str, int]) -> bool:
+    def _drop_incomplete_tail_chunk(self, linenos: Mapping[str, int]) -> None:
         """Drop the records of the file's last chunk if some of its records are missing (a torn write)."""
         if not self.records:
-            return False
-        last = next(reversed(self.records.values()))
-        chunk = last.get(CHUNK_KEY)
+            return
+        chunk = next(reversed(self.records.values())).get(CHUNK_KEY)
         if not isinstance(chunk, list) or all(str(i) in self.records for i in chunk):
-            return False
-        present = [str(i) for i in chunk if str(i) in self.records]
-        for key in present:
+            return
+        for key in [str(i) for i in chunk if str(i) in self.records]:
             self.problems.append(
                 (linenos[key], f"its chunk {chunk} was not stored whole (torn write); the chunk is recomputed whole")
             )
             del self.records[key]
-        return True
 
-    def _check_new(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def _require_loaded(self, action: str) -> None:
         if not self._loaded and self.path.exists():
-            raise RuntimeError(f"{self.path}: call load() before append() so that the file is verified first")
+            raise RuntimeError(f"{self.path}: call load() before {action}() so that the file is verified first")
+
+    def _rewrite(self) -> None:
+        """Replace the file atomically by the lines of :attr:`records`."""
+        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
+
+    def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
+        a torn tail that :meth:`load` detects (see :mod:`shapley.pipeline.rundir.store` on chunks)."""
+        self._require_loaded("append")
         keys = [str(r.get("id")) for r in records]
         for record, key in zip(records, keys, strict=True):
             miss = [k for k in self.required if k not in record]
@@ -264,56 +256,23 @@ class JsonlStore:
                 raise ValueError(f"record for {self.path.name} lacks required field(s) {miss}")
             if key in self.records or keys.count(key) > 1:
                 raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        """Append one record atomically (single ``os.write`` with ``O_APPEND``, then ``fsync``)."""
-        self.append_many([record])
-
-    def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
-        a torn tail that :meth:`load` detects (see the module docstring on chunks)."""
-        self._check_new(records)
         self._loaded = True
         if not records:
             return
-        lines = [encode_record(r) for r in records]
-        data = b"".join(lines)
+        bodies = [_normalised(r) for r in records]
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _write_all(self.path, b"".join(encode_record(b) for b in bodies), os.O_APPEND)
         except OSError as exc:  # e.g. a full disk (a torn tail is dropped by the next load): name the file
             raise OSError(exc.errno, f"cannot write {self.path}: {exc.strerror or exc}") from exc
-        for line in lines:
-            rec = json.loads(line)
-            del rec[CHECKSUM_KEY]
-            self.records[str(rec["id"])] = rec
+        self.records.update((str(b["id"]), b) for b in bodies)
 
     def discard(self, keys: Iterable[str]) -> None:
         """Remove the records of ``keys`` (to be recomputed): the file is rewritten atomically without them."""
         gone = {str(k) for k in keys} & set(self.records)
-        if not gone:
-            return
-        if not self._loaded and self.path.exists():
-            raise RuntimeError(f"{self.path}: call load() before discard()")
-        self.records = {k: r for k, r in self.records.items() if k not in gone}
-        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
-
-    def rewrite(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Replace the whole file atomically by ``records`` (e.g. a layout migration)."""
-        self.records = {}
-        self._check_new(records)
-        self._loaded = True
-        body = [json.loads(encode_record(r)) for r in records]
-        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in body))
-        for rec in body:
-            del rec[CHECKSUM_KEY]
-            self.records[str(rec["id"])] = rec
+        if gone:
+            self._require_loaded("discard")
+            self.records = {k: r for k, r in self.records.items() if k not in gone}
+            self._rewrite()
 
     def __contains__(self, key: object) -> bool:
         return str(key) in self.records
@@ -328,23 +287,28 @@ class JsonlStore:
 _STAGE_OF_FILE = {f: stage for stage, f in STAGE_FILES.items()}
 
 
+def compact_records(
+    records: Mapping[str, Mapping[str, Mapping[str, Any]]], ids: Iterable[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """What the compact copy holds of ``records`` (``{stage: {id: record}}`` of :data:`COMPACT_STAGES`): for each of
+    ``ids`` (in order) that has records in every compact stage, ``{stage: {id: record}}`` without bookkeeping
+    (``chunk``, ``upstream_sha256``) and without answer text (:data:`TEXT_FIELDS`)."""
+    kept = [str(q) for q in ids if all(str(q) in records[s] for s in COMPACT_STAGES)]
+    left_out = {s: {CHUNK_KEY, UPSTREAM_KEY, *TEXT_FIELDS.get(s, ())} for s in COMPACT_STAGES}
+    return {
+        s: {q: {k: v for k, v in records[s][q].items() if k not in left_out[s]} for q in kept} for s in COMPACT_STAGES
+    }
+
+
 def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
-    """Write ``run_dir/stages.jsonl.gz`` (:data:`COMPACT_FILE`): for each of ``ids`` (in order) that has both, its
-    entailment and score records, without bookkeeping (``chunk``, ``upstream_sha256``) and without answer text
-    (:data:`TEXT_FIELDS`). One checksummed line per question (``{"id", "entailment", "scores"}``), gzip with no
+    """Write ``run_dir/stages.jsonl.gz`` (:data:`COMPACT_FILE`): the :func:`compact_records` of the run's stage
+    files for ``ids``, one checksummed line per question (``{"id", "entailment", "scores"}``), gzip with no
     timestamp, so that equal records give equal bytes. What ``beta-sweep``, the selection table and ``report``
     read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent. Returns its path."""
     d = Path(run_dir)
     stages = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}
-    drop = {CHUNK_KEY, UPSTREAM_KEY}
-    lines = []
-    for qid in ids:
-        if not all(qid in stages[s] for s in COMPACT_STAGES):
-            continue
-        rec: dict[str, Any] = {"id": qid}
-        for s in COMPACT_STAGES:
-            rec[s] = {k: v for k, v in stages[s][qid].items() if k not in drop and k not in TEXT_FIELDS.get(s, ())}
-        lines.append(encode_record(rec))
+    kept = compact_records(stages, ids)
+    lines = [encode_record({"id": q, **{s: kept[s][q] for s in COMPACT_STAGES}}) for q in kept[COMPACT_STAGES[0]]]
     out = d / COMPACT_FILE
     atomic_write_bytes(out, gzip.compress(b"".join(lines), compresslevel=9, mtime=0))
     return out
@@ -362,12 +326,8 @@ def read_compact(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, dict[st
     except (OSError, EOFError) as exc:
         raise ValueError(f"{f} is not a readable gzip file ({exc})") from exc
     for lineno, line in enumerate(raw.splitlines(), start=1):
-        try:
-            rec = json.loads(line)
-            ok = isinstance(rec, dict) and rec.pop(CHECKSUM_KEY, None) == record_checksum(rec)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            ok = False
-        if not ok or not all(isinstance(rec.get(s), dict) for s in COMPACT_STAGES):
+        rec, _ = _verified(line)
+        if rec is None or not all(isinstance(rec.get(s), dict) for s in COMPACT_STAGES):
             raise ValueError(f"{f}, line {lineno}: not an intact record (checksum or layout)")
         for s in COMPACT_STAGES:
             out[s][str(rec["id"])] = rec[s]

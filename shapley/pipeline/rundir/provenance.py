@@ -34,19 +34,19 @@ SOURCE_PATHS: tuple[str, ...] = (
 when ``git status`` reports a change to one of these, tracked or untracked (but not git-ignored). Everything
 else (``results/``, where runs write, the book, notebooks, tests) never makes a run dirty."""
 
+DIRTY_PATHS_SHOWN = 20
+"""How many changed source paths provenance lists (``git.dirty_paths``, for diagnosis)."""
 
-# --------------------------------------------------------------------------------------------------
-# Provenance
+GIT_RUN: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 10}
+"""How provenance runs git: output captured as text, at most 10 seconds a call."""
 
 
 def package_versions(names: Iterable[str] = VERSIONED_PACKAGES) -> dict[str, str | None]:
     """Installed version of each distribution (None if not installed)."""
-    out: dict[str, str | None] = {}
-    for name in names:
-        try:
+    out: dict[str, str | None] = dict.fromkeys(names)
+    for name in out:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
     return out
 
 
@@ -60,22 +60,16 @@ def git_info(repo: str | os.PathLike[str] = REPO_ROOT) -> dict[str, Any]:
     out: dict[str, Any] = {"commit": None, "dirty": None, "dirty_paths": []}
     if not (Path(repo) / ".git").exists():
         return out
-    try:
-        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], **GIT_RUN)
         if r.returncode == 0:
             out["commit"] = r.stdout.strip()
-        s = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        status = ["status", "--porcelain", "--untracked-files=all", "--", *SOURCE_PATHS]
+        s = subprocess.run(["git", "-C", str(repo), *status], **GIT_RUN)
         if s.returncode == 0:
             changed = [line[3:] for line in s.stdout.splitlines() if line.strip()]
             out["dirty"] = bool(changed)
-            out["dirty_paths"] = changed[:20]
-    except (OSError, subprocess.SubprocessError):
-        pass
+            out["dirty_paths"] = changed[:DIRTY_PATHS_SHOWN]
     return out
 
 
@@ -98,27 +92,23 @@ def device_info() -> dict[str, Any]:
                 break
     info: dict[str, Any] = {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform()}
     torch = sys.modules.get("torch")
-    if torch is None:
-        info["cuda"] = "not queried (torch not imported)"
-    else:
+    info["cuda"] = "not queried (torch not imported)"
+    if torch is not None:
         try:
-            if torch.cuda.is_available():
-                info["cuda"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-            else:
-                info["cuda"] = []
+            cuda = torch.cuda
+            info["cuda"] = [cuda.get_device_name(i) for i in range(cuda.device_count())] if cuda.is_available() else []
         except Exception as exc:  # noqa: BLE001 - provenance must never break a run
             info["cuda"] = f"error: {exc}"
     return info
 
 
-def provenance(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """What produced a run: time, command line, versions, git commit, device; ``cwd`` relative to the
+def provenance(argv: Sequence[str]) -> dict[str, Any]:
+    """What produced a run: time, command line ``argv``, versions, git commit, device; ``cwd`` relative to the
     repository (:func:`repo_relative`)."""
-    args = list(sys.argv if argv is None else argv)
     return {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "argv": args,
-        "command_line": shlex.join(args),
+        "argv": list(argv),
+        "command_line": shlex.join(argv),
         "cwd": repo_relative(os.getcwd()),
         "python": sys.version.split()[0],
         "versions": package_versions(),

@@ -1,15 +1,17 @@
 """Record types passed between the pipeline stages (data -> generate -> entail -> score -> report).
 
-Plain dataclasses that round-trip through JSON (``to_dict`` / ``from_dict``): no pickle anywhere.
+Plain dataclasses stored as JSON (``to_dict``; a generation is read back with ``Generation.from_dict``): no pickle
+anywhere.
 
 Hidden states (for the embedding-regression method ER) are the one array-valued output: they are kept out of
 the JSON records and stored in ``.npz`` files beside them (:func:`save_hidden_states`), one file per stored
-chunk, each vector referenced from its JSON record by file name, row and the SHA-256 of its bytes
-(:func:`hidden_reference`), and read back only after that checksum matched (:func:`load_hidden_state`).
+chunk, each vector referenced from its JSON record by file name, row and the SHA-256 of its bytes, and read
+back only after that checksum matched (:class:`HiddenStateReader`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -49,17 +51,6 @@ class QARecord:
         d = asdict(self)
         d["references"] = list(self.references)
         return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> QARecord:
-        return cls(
-            id=str(d["id"]),
-            dataset=str(d.get("dataset", "")),
-            question=str(d["question"]),
-            references=tuple(str(r) for r in d["references"]),
-            prompt=str(d.get("prompt", "")),
-            context=d.get("context"),
-        )
 
 
 @dataclass
@@ -107,21 +98,15 @@ def vector_sha256(vector: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(vector, dtype="<f2").tobytes()).hexdigest()
 
 
-def hidden_reference(file: str, row: int, vector: np.ndarray) -> dict[str, Any]:
-    """The reference stored in a generation record: ``{"file", "row", "sha256", "dim"}``."""
-    return {"file": file, "row": int(row), "sha256": vector_sha256(vector), "dim": int(np.asarray(vector).size)}
-
-
 def save_hidden_states(
     run_dir: str | os.PathLike[str], ids: Sequence[str], vectors: Sequence[np.ndarray]
 ) -> list[dict[str, Any]]:
-    """Write the vectors of one chunk to ``run_dir/hidden/<digest>.npz`` atomically; return one reference each.
+    """Write the vectors of one chunk (one per id, at least one) to ``run_dir/hidden/<digest>.npz`` atomically;
+    return the reference each generation record stores: ``{"file", "row", "sha256", "dim"}``.
 
     The file holds ``ids`` (strings) and ``hidden`` (m, d) float16; its name is derived from the ids and the
     vector bytes, so a redone chunk never overwrites the file of another chunk. Written (temp file, fsync,
     rename) before the JSON records that point to it are appended."""
-    if len(ids) != len(vectors) or not ids:
-        raise ValueError(f"need one vector per id, got {len(vectors)} vectors for {len(ids)} ids")
     matrix = np.stack([np.asarray(v, dtype=np.float16).ravel() for v in vectors])
     digest = hashlib.sha256("\x1f".join(ids).encode("utf-8") + matrix.astype("<f2").tobytes()).hexdigest()[:24]
     name = f"{HIDDEN_DIR}/{digest}.npz"
@@ -130,7 +115,8 @@ def save_hidden_states(
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
     atomic_write_bytes(path, buf.getvalue())  # a failure (e.g. a full disk) names the file, leaves nothing
-    return [hidden_reference(name, i, matrix[i]) for i in range(len(ids))]
+    dim = matrix.shape[1]
+    return [{"file": name, "row": i, "sha256": vector_sha256(v), "dim": dim} for i, v in enumerate(matrix)]
 
 
 class HiddenStateReader:
@@ -143,15 +129,17 @@ class HiddenStateReader:
         self._files: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def _open(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The ids and (m, d) float16 matrix of the file ``name`` (None: outside the run directory, missing, not a
+        readable ``.npz`` or not of that layout)."""
         if name not in self._files:
-            path = self.run_dir / name
-            try:
-                if Path(name).is_absolute() or ".." in Path(name).parts:
-                    raise ValueError("reference outside the run directory")
-                with np.load(path, allow_pickle=False) as z:
-                    self._files[name] = (np.asarray(z["ids"]), np.asarray(z["hidden"]))
-            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-                self._files[name] = None
+            self._files[name] = None
+            if Path(name).is_absolute() or ".." in Path(name).parts:
+                return None  # a reference outside the run directory
+            with contextlib.suppress(OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+                with np.load(self.run_dir / name, allow_pickle=False) as z:
+                    ids, matrix = np.asarray(z["ids"]), np.asarray(z["hidden"])
+                if matrix.ndim == 2 and matrix.shape[0] == len(ids) and matrix.dtype == np.float16:  # not (m, d, 1)
+                    self._files[name] = (ids, matrix)
         return self._files[name]
 
     def get(self, record_id: str, ref: Any) -> np.ndarray | None:
@@ -163,15 +151,7 @@ class HiddenStateReader:
             return None
         ids, matrix = content
         row = ref["row"]
-        if matrix.ndim != 2 or matrix.shape[0] != len(ids) or matrix.shape[1] != ref.get("dim"):
-            return None  # e.g. re-saved as (m, d, 1): the same bytes, but not the stored shape
-        if not 0 <= row < len(ids) or str(ids[row]) != str(record_id) or matrix.dtype != np.float16:
+        if matrix.shape[1] != ref.get("dim") or not 0 <= row < len(ids) or str(ids[row]) != str(record_id):
             return None
         vector = matrix[row]
         return vector if vector_sha256(vector) == ref.get("sha256") else None
-
-
-def load_hidden_state(run_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> np.ndarray | None:
-    """The hidden state a stored generation record points to (``None``: no reference, file missing or bad)."""
-    ref = record.get(HIDDEN_KEY)
-    return None if ref is None else HiddenStateReader(run_dir).get(str(record.get("id")), ref)

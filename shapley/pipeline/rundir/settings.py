@@ -38,12 +38,11 @@ def cache_dir() -> Path:
         path = REPO_ROOT / ".cache"
     else:
         path = Path.home() / ".cache" / "shapley"
+    where = f"SHAPLEY_CACHE_DIR={env}" if env else "the cache folder"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        where = f"SHAPLEY_CACHE_DIR={env}" if env else "the cache folder"
         raise ValueError(f"{where}: {path} (or a folder above it) is a file, not a folder; name a folder") from None
     except OSError as exc:
-        where = f"SHAPLEY_CACHE_DIR={env}" if env else "the cache folder"
         raise ValueError(f"{where}: cannot create {path} ({exc.strerror or exc})") from None
     return path

@@ -112,13 +112,21 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return rec
 
 
+def require_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`read_record` of a run directory that must exist (``FileNotFoundError`` when it has no config.json)."""
+    rec = read_record(path)
+    if rec is None:
+        raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
+    return rec
+
+
 def _check_record_shape(rec: Mapping[str, Any]) -> None:
     """The parts of ``config.json`` besides the configuration: provenance an object, invocations a list of
-    objects, outputs an object."""
-    for key in ("provenance", "outputs"):
-        if key in rec and not isinstance(rec[key], Mapping):
-            raise ValueError(f"{key!r} must be a JSON object; got {type(rec[key]).__name__}")
-    inv = rec.get("invocations", [])
+    objects, outputs (written with the outputs) an object."""
+    for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")
+    inv = rec.get("invocations")
     if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
         raise ValueError("'invocations' must be a list of JSON objects")
 
@@ -138,11 +146,6 @@ class RunHistory:
         """The invocations ran at more than one commit."""
         return len(self.commits) > 1
 
-    @property
-    def clean(self) -> bool:
-        """One commit, never dirty: the run reproduces from that commit."""
-        return len(self.commits) == 1 and self.dirty is False
-
 
 def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
     """The recorded command lines and commits of a run directory (or of its parsed ``config.json``).
@@ -151,32 +154,22 @@ def run_history(run: str | os.PathLike[str] | Mapping[str, Any]) -> RunHistory:
     dirty flags of every shard's invocations (each entry's ``commits`` and ``dirty``), so that it is flagged as any
     run would be.
     """
-    rec = run if isinstance(run, Mapping) else read_record(run)
-    if rec is None:
-        raise FileNotFoundError(f"{run} is not a run directory (no {CONFIG_FILE})")
-    prov = rec.get("provenance") or {}
-    commands, commits, dirty = [], [], []
-    for inv in rec.get("invocations") or []:
-        commands.append(str(inv.get("command_line", "")))
-        git = inv.get("git") or {}
-        if git.get("commit") and git["commit"] not in commits:
-            commits.append(git["commit"])
-        dirty.append(git.get("dirty"))
-    for shard in prov.get("merged_from") or []:
-        if not isinstance(shard, Mapping):
-            continue
-        commits += [c for c in shard.get("commits") or [] if c not in commits]
-        dirty.append(shard.get("dirty"))
-    known = [d for d in dirty if d is not None]
-    return RunHistory(tuple(commands), tuple(commits), None if not known else any(known))
+    rec = run if isinstance(run, Mapping) else require_record(run)
+    invocations = rec.get("invocations", [])
+    gits = [inv.get("git") or {} for inv in invocations]
+    shards = rec.get("provenance", {}).get("merged_from", [])
+    commits = [git.get("commit") for git in gits] + [c for shard in shards for c in shard["commits"]]
+    known = [d for d in [git.get("dirty") for git in gits] + [shard["dirty"] for shard in shards] if d is not None]
+    return RunHistory(
+        tuple(str(inv.get("command_line", "")) for inv in invocations),
+        tuple(dict.fromkeys(c for c in commits if c)),  # distinct, in order of first use
+        None if not known else any(known),
+    )
 
 
 def read_config(path: str | os.PathLike[str]) -> RunConfig:
     """The :class:`RunConfig` of an existing run directory (``FileNotFoundError`` if it has no config.json)."""
-    rec = read_record(path)
-    if rec is None:
-        raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
-    return RunConfig.from_stored(rec)
+    return RunConfig.from_stored(require_record(path))
 
 
 def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str, Any] | None:
@@ -257,7 +250,6 @@ def _invocation_record(stored: Mapping[str, Any] | None, config: RunConfig, argv
     old = RunConfig.from_stored(stored).flat()
     changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
     record["config"] = config.to_dict()
-    record.setdefault("invocations", [])
     record["invocations"].append(
         {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
     )
@@ -281,8 +273,7 @@ class RunDir:
         self.config = config
         self.record = record
         self._lock_fd: int | None = lock_fd
-        self.resumed = False
-        self.stores: dict[str, JsonlStore] = {}
+        self._stores: dict[str, JsonlStore] = {}
 
     @classmethod
     def open(
@@ -308,9 +299,8 @@ class RunDir:
             if stored is None:  # temporaries left by a process that failed: stale, since we hold the lock
                 _remove_own_files(p, rmdir=False, keep_lock=True)
             record = _invocation_record(stored, config, args)
-            record.setdefault("provenance", {}).update(extra_provenance or {})
+            record["provenance"].update(extra_provenance or {})
             run = cls(p, config, record, fd)
-            run.resumed = stored is not None
             run.save_config()
         except BaseException:
             os.close(fd)
@@ -328,10 +318,16 @@ class RunDir:
         inv: dict[str, Any] = self.record["invocations"][-1]
         return inv
 
-    def note(self, message: str) -> None:
-        """Keep ``message`` in this invocation's ``notes`` (the caller prints it)."""
+    @property
+    def resumed(self) -> bool:
+        """Whether this call resumed a run directory that an earlier call made."""
+        return bool(self.invocation["resumed"])
+
+    def note(self, message: str) -> str:
+        """Keep ``message`` in this invocation's ``notes`` (the caller prints it); returns it."""
         self.invocation.setdefault("notes", []).append(message)
         self.save_config()
+        return message
 
     def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> str | None:
         """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``).
@@ -342,24 +338,20 @@ class RunDir:
         """
         sizes = json.loads(canonical_json(dict(sizes)))
         earlier = [
-            inv["batch_sizes"][stage]
-            for inv in self.record["invocations"][:-1]
-            if isinstance(inv.get("batch_sizes"), Mapping) and stage in inv["batch_sizes"]
+            inv["batch_sizes"][stage] for inv in self.record["invocations"][:-1] if stage in inv.get("batch_sizes", {})
         ]
         self.invocation.setdefault("batch_sizes", {})[stage] = sizes
         self.save_config()
         others = [e for e in earlier if e != sizes]
         if not others:
             return None
-        message = (
+        return self.note(
             f"the {stage} stage ran with batch sizes {sizes} in this call but {others[-1]} in an earlier one: "
             f"{STAGE_FILES.get(stage, stage)} holds records of both calls (entailment passes are fixed per question "
             "and do not depend on these sizes; generation reuses the run's recorded rows per batch)"
         )
-        self.note(message)
-        return message
 
-    def record_outputs(self, n_questions: int, input_questions: int | None = None) -> str | None:
+    def record_outputs(self, n_questions: int, input_questions: int) -> str | None:
         """Record that the CSV outputs describe this call's ``n_questions`` questions (``record["outputs"]``).
 
         ``input_questions``: how many questions the unsharded input holds under this call's ``--limit`` (a shard
@@ -376,19 +368,16 @@ class RunDir:
             "stored_questions": stored,
             "limit": self.config.data.limit,
             "invocation": len(self.record["invocations"]) - 1,
+            "input_questions": input_questions,
         }
-        if input_questions is not None:
-            self.record["outputs"]["input_questions"] = input_questions
         self.save_config()
         if n_questions >= stored:
             return None
-        message = (
+        return self.note(
             f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
             f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
             "rerun with a larger --limit, or none, to cover them all"
         )
-        self.note(message)
-        return message
 
     def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
         """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli",
@@ -396,12 +385,12 @@ class RunDir:
 
         Raises ``ValueError`` if a value of :data:`COMPUTE_KEYS` stored before for ``kind`` differs: the resumed
         run would mix outputs of two different models, or of one model computing in two dtypes or on two kinds
-        of device. A key that an older run did not store is not compared.
+        of device.
         """
         prov = self.record["provenance"]
         old = prov.get(kind)
         for key in COMPUTE_KEYS:
-            if old is not None and (key == "fingerprint" or key in old) and old.get(key) != info.get(key):
+            if old is not None and old.get(key) != info.get(key):
                 what = "fingerprint" if key == "fingerprint" else key.replace("_", " ")
                 raise ValueError(
                     f"cannot resume {self.path}: the {kind} model's {what} changed "
@@ -414,7 +403,7 @@ class RunDir:
 
     def store(self, stage: str) -> JsonlStore:
         """The verified (loaded and repaired) store of ``stage`` (a key of :data:`STAGE_FILES`)."""
-        if stage not in self.stores:
+        if stage not in self._stores:
             f = self.path / STAGE_FILES[stage]
             if f.is_symlink() and self.path.resolve() not in f.resolve().parents:
                 raise ValueError(
@@ -423,8 +412,8 @@ class RunDir:
                 )
             s = JsonlStore(f, REQUIRED_FIELDS[stage])
             s.load()
-            self.stores[stage] = s
-        return self.stores[stage]
+            self._stores[stage] = s
+        return self._stores[stage]
 
     def close(self) -> None:
         if self._lock_fd is not None:

@@ -271,13 +271,10 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
 # run
 
 
-def _store_questions(run: RunDir, records: Sequence[QARecord]) -> dict[str, str]:
-    """Check the questions against the stored fingerprints and store the new ones; returns id -> fingerprint.
+def _store_questions(run: RunDir, records: Sequence[QARecord], fps: Mapping[str, str]) -> None:
+    """Check the questions against the stored fingerprints ``fps`` (id -> fingerprint) and store the new ones.
 
     ``questions.jsonl`` keeps ids and fingerprints only (no dataset text)."""
-    fps = {r.id: fingerprint(r.to_dict()) for r in records}
-    run.record["provenance"]["questions_sha256"] = fingerprint([r.to_dict() for r in records])
-    run.save_config()
     qstore = run.store("questions")
     for qid, fp in fps.items():
         stored = qstore.records.get(qid)
@@ -294,7 +291,6 @@ def _store_questions(run: RunDir, records: Sequence[QARecord]) -> dict[str, str]
         key=lambda r: r.id,
         progress=False,  # instantaneous: no bar
     )
-    return fps
 
 
 def _check_hidden_states(run: RunDir) -> None:
@@ -391,8 +387,10 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
         rows = generator.get().fix_rows()
         assert config.generation is not None
         config = config.replace(generation=dataclasses.replace(config.generation, rows_per_batch=rows))
-    with RunDir.open(output, config, argv=argv) as run:
-        fps = _store_questions(run, records)
+    fps = {r.id: fingerprint(r.to_dict()) for r in records}
+    questions_sha256 = fingerprint([r.to_dict() for r in records])
+    with RunDir.open(output, config, argv=argv, extra_provenance={"questions_sha256": questions_sha256}) as run:
+        _store_questions(run, records, fps)
         gens = _generation_stage(run, records, generator, fps)
         entail_stage(
             run,

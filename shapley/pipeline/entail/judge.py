@@ -69,8 +69,7 @@ class LLMJudgeBackend(EntailmentBackend):
         config = GenerationConfig(
             n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=chat_template, progress=False
         )
-        self.generator = Generator(model, config, tokenizer=tokenizer)
-        self.generator.fingerprint = fp
+        self.generator = Generator(model, config, tokenizer=tokenizer, fingerprint=fp)
         self.computation.update(
             device=param.device.type,
             dtype=str(param.dtype).removeprefix("torch."),

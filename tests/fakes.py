@@ -106,7 +106,7 @@ class FakeGenerator:
         type(self).constructed += 1
         self.config = config
 
-    def questions_per_batch(self, records: Any = None) -> int:
+    def questions_per_batch(self) -> int:
         return max(1, (self.config.batch_size or 8) // (1 + self.config.n_samples))
 
     def fix_rows(self) -> int:

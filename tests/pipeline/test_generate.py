@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
 from shapley.pipeline.generate.config import GenerationConfig  # noqa: E402
-from shapley.pipeline.generate.decode import StopChecker, inverse_cdf_sample, truncate_at_stop  # noqa: E402
+from shapley.pipeline.generate.decode import StopChecker, inverse_cdf_sample  # noqa: E402
 from shapley.pipeline.generate.generator import Generator  # noqa: E402
 from shapley.pipeline.generate.models import (  # noqa: E402
     ModelNotAvailableError,
@@ -218,10 +218,13 @@ def test_truncate_at_stop_rule():
     def decode(ids):
         return "".join(pieces[i] for i in ids)
 
-    assert truncate_at_stop([0, 1, 2, 3], decode, ("\n",)) == (2, "Paris")
-    assert truncate_at_stop([0, 1, 3, 4], decode, ("Q:",)) == (2, "Paris")  # multi-token stop string
-    assert truncate_at_stop([0, 1], decode, ("\n",)) == (2, "Paris")
-    assert truncate_at_stop([2, 0], decode, ("\n",)) == (0, "")
+    def truncate(ids, stop):
+        return StopChecker(stop, decode, len(pieces)).truncate(ids)
+
+    assert truncate([0, 1, 2, 3], ("\n",)) == (2, "Paris")
+    assert truncate([0, 1, 3, 4], ("Q:",)) == (2, "Paris")  # multi-token stop string
+    assert truncate([0, 1], ("\n",)) == (2, "Paris")
+    assert truncate([2, 0], ("\n",)) == (0, "")
 
 
 def _first_stop_reference(ids, decode, stop):
@@ -298,8 +301,8 @@ def test_generation_with_the_filter_equals_checking_every_row(tiny):
     stop = ("\n", "a")
     fast = gen(tiny, stop=stop, max_new_tokens=12)
     slow = gen(tiny, stop=stop, max_new_tokens=12)
-    checker, eos, table = slow.decoder._lookup_tables()
-    slow.decoder._tables = (checker, eos, torch.ones_like(table))
+    checker, eos, table = slow.decoder.tables
+    slow.decoder.tables = (checker, eos, torch.ones_like(table))
     a, b = fast.generate(records()), slow.generate(records())
     assert [o.to_dict() for o in a] == [o.to_dict() for o in b]
     assert fast.stats["stop_checks"] < slow.stats["stop_checks"]
@@ -437,7 +440,7 @@ def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
 def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
     """The decoding loop moves data to the host once per step (plus a constant number of times per batch)."""
     g = gen(tiny, stop=("\n",), max_new_tokens=12)
-    g.decoder._lookup_tables()
+    g.decoder.tables  # noqa: B018 - built before the transfers are counted
     prompt = g.prompts.encode(records()[2].prompt)
     counts = {"n": 0}
     for name in ("cpu", "tolist", "item", "numpy"):

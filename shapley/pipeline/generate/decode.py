@@ -9,7 +9,7 @@ Truncation rule: a row stops at the end-of-sequence token (not kept) or once its
 stop strings. The kept tokens are then the longest prefix of the generated tokens whose decoded text contains no
 stop string and ends before the first stop string; the answer text is the decoded kept prefix with surrounding
 whitespace stripped, so the text, the log-probabilities and the entropies always describe the same tokens
-(:func:`truncate_at_stop`). Stop strings are looked for incrementally: a table over the vocabulary marks the tokens
+(:meth:`StopChecker.truncate`). Stop strings are looked for incrementally: a table over the vocabulary marks the tokens
 whose text could complete a stop string (:class:`StopChecker`), and only a row whose new token is marked is decoded
 and checked with the rule, so no step re-decodes every row. The kept tokens always come from the rule itself,
 applied once per answer at the end.
@@ -23,6 +23,7 @@ settings. A preallocated (static) cache keeps its batch whole.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,19 +36,17 @@ from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.models import (
     CausalLM,
     HeadInput,
-    free_device_memory,
     is_out_of_memory,
     kv_cache_bytes_per_token,
     release_device_memory,
 )
-from shapley.pipeline.generate.prompts import PromptBuilder, PromptState, prompt_text
-from shapley.pipeline.rundir.records import QARecord
+from shapley.pipeline.generate.prompts import PromptBuilder, PromptState
 
 #: least rows per decoding batch on a CPU when no size is set (a question's 1 + n_samples rows when more)
 CPU_BATCH_ROWS = 8
 #: upper bound of an automatic batch (rows) on CUDA
 MAX_AUTO_ROWS = 1024
-#: prompt length (tokens) assumed for the memory estimate when the prompts are not known yet
+#: prompt length (tokens) assumed for the memory estimate of an automatic batch
 ASSUMED_PROMPT_TOKENS = 512
 #: share of the free device memory an automatic batch may plan to use
 MEMORY_SHARE = 0.8
@@ -60,29 +59,9 @@ FLOAT16_MAX = float(np.finfo(np.float16).max)
 T = TypeVar("T")
 
 
-def truncate_at_stop(
-    token_ids: Sequence[int], decode: Callable[[Sequence[int]], str], stop: Sequence[str]
-) -> tuple[int, str]:
-    """Apply the truncation rule; returns (number of tokens kept, stripped answer text).
-
-    Kept tokens: the longest prefix whose decoded text contains no stop string and is not longer than
-    the position of the first stop string in the full decoded text."""
-    text = decode(token_ids)
-    hits = [text.find(s) for s in stop if s in text]
-    if not hits:
-        return len(token_ids), text.strip()
-    first = min(hits)
-    m = len(token_ids)
-    while m > 0:
-        t = decode(token_ids[:m])
-        if len(t) <= first and not any(s in t for s in stop):
-            return m, t.strip()
-        m -= 1
-    return 0, ""
-
-
 class StopChecker:
-    """Incremental stop-string detection over a vocabulary of ``vocab_size`` token ids.
+    """The truncation rule (:meth:`truncate`) and incremental stop-string detection over a vocabulary of
+    ``vocab_size`` token ids (``decode``: token ids -> text).
 
     ``table[v]`` is True when token ``v`` may complete a stop string: its own text contains the last
     character of a stop string or a replacement character (a byte that completes a multi-byte
@@ -122,6 +101,22 @@ class StopChecker:
         text = self.decode(token_ids)
         return any(s in text for s in self.stop)
 
+    def truncate(self, token_ids: Sequence[int]) -> tuple[int, str]:
+        """Apply the truncation rule; returns (number of tokens kept, stripped answer text).
+
+        Kept tokens: the longest prefix whose decoded text contains no stop string and is not longer than
+        the position of the first stop string in the full decoded text."""
+        text = self.decode(token_ids)
+        hits = [text.find(s) for s in self.stop if s in text]
+        if not hits:
+            return len(token_ids), text.strip()
+        first = min(hits)
+        for m in range(len(token_ids), 0, -1):
+            t = self.decode(token_ids[:m])
+            if len(t) <= first and not any(s in t for s in self.stop):
+                return m, t.strip()
+        return 0, ""
+
 
 def inverse_cdf_sample(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """One token per row by inverse CDF: the first index whose cumulative probability exceeds ``u * total``.
@@ -154,8 +149,9 @@ class _Batch:
     end-of-sequence token is not counted) and ``tokens`` (B, steps); on the device ``logprobs`` and ``entropies``
     (B, steps) float32 and ``alive_dev`` (B,). The rows that still take part in the forward passes are ``rows``
     (host) and ``index`` (device), in order, and ``cache``, ``mask``, ``pos``, ``u`` and ``sampled`` hold theirs:
-    :meth:`keep` drops the rows that ended (greedy rows whose hidden state is wanted stay until the end) when the
-    cache is a growing one, and counts them in ``dropped``."""
+    :meth:`keep` drops the rows that ended when the cache is a growing one, and counts them in ``dropped``. The
+    rows ``wanted`` (greedy rows whose hidden state is kept) stay until the end; ``hidden[:, i]`` holds their
+    hidden states after the prefill (i = 0) or the feeding of generated token i - 1 (:meth:`record`)."""
 
     def __init__(
         self,
@@ -175,8 +171,6 @@ class _Batch:
         self.alive_dev = torch.ones(b, dtype=torch.bool, device=device)
         self.rows = np.arange(b)
         self.index = torch.arange(b, device=device)
-        self.stay = np.zeros(b, dtype=bool)
-        self.stay[list(wanted)] = True
         self.cache = cache
         self.compact = type(cache).__name__ != "StaticCache" and hasattr(cache, "batch_select_indices")
         self.mask = torch.ones((b, state.length), dtype=torch.long, device=device)
@@ -184,6 +178,10 @@ class _Batch:
         self.u = u
         self.sampled = torch.tensor([s is not None for s in seeds], device=device)
         self.dropped = 0
+        self.wanted = list(wanted)
+        self.hidden_index = torch.tensor(self.wanted, dtype=torch.long, device=device)  # their places among rows
+        self.hidden: torch.Tensor | None = None
+        self.filled = -1
 
     def spread(self, nxt: torch.Tensor) -> torch.Tensor:
         """The live rows' tokens (len(rows),) placed in a (B,) vector (0 for rows that left)."""
@@ -192,9 +190,9 @@ class _Batch:
             return nxt
         return torch.zeros(b, dtype=nxt.dtype, device=nxt.device).index_copy(0, self.index, nxt)
 
-    def keep(self, nxt: torch.Tensor, hid: _HiddenTrack) -> torch.Tensor:
+    def keep(self, nxt: torch.Tensor) -> torch.Tensor:
         """Drop the rows that ended at this step; returns ``nxt`` of the rows that stay."""
-        at = np.flatnonzero(self.alive[self.rows] | self.stay[self.rows])
+        at = np.flatnonzero(self.alive[self.rows] | np.isin(self.rows, self.wanted))
         if not self.compact or len(at) == len(self.rows):
             return nxt
         sel = torch.from_numpy(at).to(self.index.device)
@@ -203,7 +201,8 @@ class _Batch:
         self.rows, self.index = self.rows[at], self.index.index_select(0, sel)
         self.mask, self.pos, self.sampled = self.mask[sel], self.pos[sel], self.sampled[sel]
         self.u = None if self.u is None else self.u[sel]
-        hid.follow(self.rows)
+        where = {int(r): i for i, r in enumerate(self.rows)}
+        self.hidden_index = torch.tensor([where[r] for r in self.wanted], dtype=torch.long, device=sel.device)
         return nxt[sel]
 
     def step(self, lm: CausalLM, feed: torch.Tensor) -> torch.Tensor:
@@ -220,49 +219,35 @@ class _Batch:
         self.cache = out.past_key_values
         return out.logits[:, -1, :]
 
-
-class _HiddenTrack:
-    """Hidden states of selected rows after every forward pass: ``buf[:, i]`` follows the prefill (i = 0)
-    or the feeding of generated token i - 1."""
-
-    def __init__(self, rows: Sequence[int], steps: int, device: torch.device):
-        self.rows = list(rows)
-        self.index = torch.tensor(self.rows, dtype=torch.long, device=device)
-        self.steps = steps
-        self.buf: torch.Tensor | None = None
-        self.filled = -1
-
-    def follow(self, batch_rows: np.ndarray) -> None:
-        """The batch now holds the rows ``batch_rows`` (in order): find the tracked rows among them."""
-        where = {int(r): i for i, r in enumerate(batch_rows)}
-        self.index = torch.tensor([where[r] for r in self.rows], dtype=torch.long, device=self.index.device)
-
     def record(self, position: int, h: torch.Tensor | None) -> None:
-        if not self.rows or h is None:
+        """Keep the wanted rows' hidden states ``h`` (len(rows), d) at ``position``."""
+        if not self.wanted or h is None:
             return
-        h = h.index_select(0, self.index)
-        if self.buf is None:
-            self.buf = torch.empty((len(self.rows), self.steps + 1, h.shape[-1]), dtype=h.dtype, device=h.device)
-        self.buf[:, position] = h
+        h = h.index_select(0, self.hidden_index)
+        if self.hidden is None:
+            shape = (len(self.wanted), self.tokens.shape[1] + 1, h.shape[-1])
+            self.hidden = torch.empty(shape, dtype=h.dtype, device=h.device)
+        self.hidden[:, position] = h
         self.filled = position
 
-    def vectors(self, kept: Mapping[int, int]) -> dict[int, np.ndarray]:
-        """Row -> float16 vector at its ``kept[row]`` position (rows whose position was not computed are left out)."""
-        if self.buf is None:
+    def hidden_vectors(self, kept: Mapping[int, int]) -> dict[int, np.ndarray]:
+        """Wanted row -> float16 vector at its ``kept[row]`` position (rows whose position was not computed are
+        left out)."""
+        if self.hidden is None:
             return {}
-        at = torch.tensor([min(kept[r], self.filled) for r in self.rows], device=self.buf.device)
-        chosen = self.buf[torch.arange(len(self.rows), device=self.buf.device), at]
+        at = torch.tensor([min(kept[r], self.filled) for r in self.wanted], device=self.hidden.device)
+        chosen = self.hidden[torch.arange(len(self.wanted), device=self.hidden.device), at]
         host = chosen.float().clamp(-FLOAT16_MAX, FLOAT16_MAX).cpu().numpy().astype(np.float16)
-        return {r: host[i] for i, r in enumerate(self.rows) if kept[r] <= self.filled}
+        return {r: host[i] for i, r in enumerate(self.wanted) if kept[r] <= self.filled}
 
 
 class Decoder:
     """Batch sizes and the decoding loop (the decoding part of :class:`~shapley.pipeline.generate.generator.Generator`).
 
-    State: the stop-string lookup tables (built on first use), the row cap left by an out-of-memory split and the
+    State: the stop-string lookup tables (:attr:`tables`), the row cap left by an out-of-memory split and the
     rows fixed by :meth:`fix_rows`. Prompts are encoded, prefilled and copied by its
     :class:`~shapley.pipeline.generate.prompts.PromptBuilder`. Adds its counters to ``stats`` (the generator's):
-    the rows planned per decoding batch of samples (``batch_size``), decoding batches and their sizes in rows
+    the rows planned per decoding batch of the latest prompt (``batch_size``), decoding batches and their sizes in rows
     (``batch_rows_used``), decoding steps, rows that left their batch early, tokens generated (end-of-sequence
     tokens not counted, tokens cut by a stop string counted), rows checked against the stop strings, and batches
     split after running out of memory (``oom_splits``)."""
@@ -273,7 +258,6 @@ class Decoder:
         self.config = config
         self.stats = stats
         self.prompts = prompts
-        self._tables: tuple[StopChecker, torch.Tensor, torch.Tensor] | None = None
         self._row_cap: int | None = None
         self._fixed_rows: int | None = None
         stats.update(
@@ -291,37 +275,31 @@ class Decoder:
         self, prompt: list[int], seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool = False, split: int = 0
     ) -> list[Decoded]:
         """Rows ``seeds`` (None: greedy) of one prompt (token ids): one prefill (of the tokens after the cached
-        shared prefix of length ``split``), then batches of :meth:`batch_rows` rows from copies of its cache. With
-        ``keep_hidden``, greedy rows also get their last kept token's hidden state."""
+        shared prefix of length ``split``), then batches of :meth:`batch_rows` rows from copies of its cache (a
+        batch that runs out of memory is split). With ``keep_hidden``, greedy rows also get their last kept token's
+        hidden state."""
         keep_hidden = keep_hidden and self.lm.head is not None
         with contextlib.closing(HeadInput(self.lm.head if keep_hidden else None)) as head:
             state = self.prompts.prefill(prompt, split, head)
-        self.stats["batch_size"] = self.batch_rows(state.length + new_tokens)
-        return self.decode_rows(state, seeds, new_tokens, keep_hidden)
+        rows = self.batch_rows()
+        self.stats["batch_size"] = rows
+        return self.in_batches(list(seeds), rows, lambda chunk: self._decode(state, chunk, new_tokens, keep_hidden))
 
-    def decode_rows(
-        self, state: PromptState, seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool
-    ) -> list[Decoded]:
-        """Decode the rows ``seeds`` of one prefilled prompt in batches of :meth:`batch_rows` rows (a batch
-        that runs out of memory is split); the prompt was prefilled once, whatever the batch size."""
-        size = self.batch_rows(state.length + new_tokens)
-        return self.in_batches(list(seeds), size, lambda chunk: self._decode(state, chunk, new_tokens, keep_hidden))
-
-    def _lookup_tables(self) -> tuple[StopChecker, torch.Tensor, torch.Tensor]:
-        """(stop checker, end-of-sequence table, may-stop table), the tables (V,) bool on the device."""
-        if self._tables is None:
-            vocab, tokenizer = self.lm.vocab_size, self.lm.tokenizer
-            checker = StopChecker(
-                self.config.stop,
-                self.prompts.decode_text,
-                vocab,
-                batch_decode=lambda ids: tokenizer.batch_decode(ids, skip_special_tokens=True),
-                known_tokens=len(tokenizer),
-            )
-            eos = torch.zeros(vocab, dtype=torch.bool)
-            eos[[i for i in self.lm.eos_ids if 0 <= i < vocab]] = True
-            self._tables = (checker, eos.to(self.device), torch.from_numpy(checker.table).to(self.device))
-        return self._tables
+    @functools.cached_property
+    def tables(self) -> tuple[StopChecker, torch.Tensor, torch.Tensor]:
+        """(stop checker, end-of-sequence table, may-stop table), the tables (V,) bool on the device; built on
+        first use."""
+        vocab, tokenizer = self.lm.vocab_size, self.lm.tokenizer
+        checker = StopChecker(
+            self.config.stop,
+            self.prompts.decode_text,
+            vocab,
+            batch_decode=lambda ids: tokenizer.batch_decode(ids, skip_special_tokens=True),
+            known_tokens=len(tokenizer),
+        )
+        eos = torch.zeros(vocab, dtype=torch.bool)
+        eos[[i for i in self.lm.eos_ids if 0 <= i < vocab]] = True
+        return checker, eos.to(self.device), torch.from_numpy(checker.table).to(self.device)
 
     def fix_rows(self) -> int:
         """Fix the rows per decoding batch at what :meth:`batch_rows` chooses now, for every later batch (a new run
@@ -329,34 +307,24 @@ class Decoder:
         self._fixed_rows = self.batch_rows()
         return self._fixed_rows
 
-    def batch_rows(self, context_tokens: int | None = None) -> int:
+    def batch_rows(self) -> int:
         """Rows per decoding batch: ``config.rows_per_batch`` (a run's recorded size) or the size fixed by
         :meth:`fix_rows`, else ``config.batch_size``, else on a CPU :data:`CPU_BATCH_ROWS` or a question's
         ``1 + n_samples`` rows if more, else (CUDA) as many rows as :data:`MEMORY_SHARE` of the free device memory
-        holds, each the key-value cache of ``context_tokens`` tokens (default: :data:`ASSUMED_PROMPT_TOKENS` +
-        max_new_tokens) and a step's vocabulary-sized buffers; never more than a size that ran out of memory
-        before."""
+        holds, each the key-value cache of :data:`ASSUMED_PROMPT_TOKENS` + max_new_tokens tokens and a step's
+        vocabulary-sized buffers; never more than a size that ran out of memory before."""
         rows = self.config.rows_per_batch or self._fixed_rows or self.config.batch_size
         if rows is None and self.device.type != "cuda":  # a question's rows in one batch: its cache is copied once
             rows = max(CPU_BATCH_ROWS, 1 + self.config.n_samples)
         elif rows is None:
-            context = context_tokens or ASSUMED_PROMPT_TOKENS + self.config.max_new_tokens
+            context = ASSUMED_PROMPT_TOKENS + self.config.max_new_tokens
             per_row = kv_cache_bytes_per_token(self.lm.model) * context + VOCAB_BYTES_PER_ROW * self.lm.vocab_size
-            free = free_device_memory(self.device) or 0
+            free, _total = torch.cuda.mem_get_info(self.device)
             rows = int(min(MAX_AUTO_ROWS, max(1, MEMORY_SHARE * free // per_row)))
         return self._capped(rows)
 
     def _capped(self, rows: int) -> int:
         return rows if self._row_cap is None else max(1, min(rows, self._row_cap))
-
-    def questions_per_batch(self, records: Sequence[QARecord] | None = None) -> int:
-        """Questions whose ``1 + n_samples`` rows fit one decoding batch (at least 1). With automatic sizes on
-        CUDA, the longest prompt of ``records`` (if given) sets the memory estimate."""
-        context = None
-        if records and self.config.batch_size is None and self.device.type == "cuda":
-            longest = max(len(self.prompts.encode(prompt_text(r))) for r in records)
-            context = longest + self.config.max_new_tokens
-        return max(1, self.batch_rows(context) // (1 + self.config.n_samples))
 
     def in_batches(self, items: Sequence[T], rows: int, run: Callable[[list[T]], list[Any]]) -> list[Any]:
         """``run`` over consecutive batches of ``rows`` items (fewer after an out-of-memory split)."""
@@ -457,7 +425,7 @@ class Decoder:
         out = []
         for r in range(len(batch.alive)):
             tokens = batch.tokens[r, : batch.length[r]].tolist()
-            m, text = truncate_at_stop(tokens, self.prompts.decode_text, checker.stop)
+            m, text = checker.truncate(tokens)
             out.append(Decoded(tokens[:m], lps[r, :m].tolist(), ents[r, :m].tolist(), text))
         return out
 
@@ -471,28 +439,27 @@ class Decoder:
         self.stats["decode_batches"] += 1
         if b not in self.stats["batch_rows_used"]:
             self.stats["batch_rows_used"] = sorted([*self.stats["batch_rows_used"], b])
-        tables = self._lookup_tables()
+        tables = self.tables
         wanted = [r for r, s in enumerate(seeds) if s is None] if keep_hidden else []
         with contextlib.closing(HeadInput(self.lm.head if wanted else None)) as head:
             cache = self.prompts.expand(state, b, steps)
             batch = _Batch(state, seeds, self._uniforms(seeds, steps), wanted, cache, steps)
             logits = state.logits.expand(b, -1)
-            hid = _HiddenTrack(wanted, steps, self.device)
-            hid.record(0, None if state.hidden is None or not wanted else state.hidden.expand(b, -1))
+            batch.record(0, None if state.hidden is None else state.hidden.expand(b, -1))
             nxt = torch.zeros(b, dtype=torch.long, device=self.device)
             for step in range(steps):
                 nxt, lp, ent = self._next_tokens(logits, None if batch.u is None else batch.u[:, step], batch.sampled)
                 batch.logprobs[batch.index, step], batch.entropies[batch.index, step] = lp, ent
                 if self._advance(batch, batch.spread(nxt), step, tables) or step == steps - 1:
                     break
-                nxt = batch.keep(nxt, hid)
+                nxt = batch.keep(nxt)
                 logits = batch.step(self.lm, torch.where(batch.alive_dev[batch.index], nxt, self.lm.pad_id))
-                hid.record(step + 1, head.take())
+                batch.record(step + 1, head.take())
             result = self._finish(batch, tables[0])
             kept = {r: len(result[r].tokens) for r in wanted}
-            if hid.buf is not None and max(kept.values()) > hid.filled:  # a greedy row kept its last token: feed it
+            if batch.hidden is not None and max(kept.values()) > batch.filled:  # a greedy row kept its last token
                 batch.step(self.lm, nxt)
-                hid.record(hid.filled + 1, head.take())
-            for r, vec in hid.vectors(kept).items():
+                batch.record(batch.filled + 1, head.take())
+            for r, vec in batch.hidden_vectors(kept).items():
                 result[r].hidden = vec
             return result

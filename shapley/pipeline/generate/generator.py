@@ -13,11 +13,10 @@ of the output head, float16; the prompt's last token for an empty answer): the f
 embedding-regression method ER.
 
 An answer ends at the end-of-sequence token or at the first stop string, and its text, log-probabilities and
-entropies describe the same kept tokens (the truncation rule of :mod:`shapley.pipeline.generate.decode`).
+entropies describe the same kept tokens (the truncation rule, :mod:`shapley.pipeline.generate.decode`).
 
-Sampling: sample ``k`` of a question draws one uniform number per step from its own CPU ``torch.Generator``,
-seeded from ``(config.seed, record.id, k)``, and picks the token by inverse CDF of the sampling distribution
-(temperature, then top-k, then top-p).
+Sampling: sample ``k`` of a question draws its tokens with its own generator, seeded from ``(config.seed,
+record.id, k)`` (:func:`sample_seed`; how, see :mod:`shapley.pipeline.generate.decode`).
 
 Determinism: the global torch RNG is neither read nor changed. Each question is generated on its own: its
 prompt is prefilled once (only its suffix when the shared-prefix cache is on, see
@@ -30,15 +29,11 @@ up to floating-point noise (batched matrix products of other shapes round differ
 records its rows per batch and a resume reuses it. On CUDA in bf16 that noise is at the 1e-3 level and can change
 a sampled token.
 
-Batch sizes (:meth:`Decoder.batch_rows <shapley.pipeline.generate.decode.Decoder.batch_rows>`):
-``GenerationConfig.rows_per_batch`` (a run's recorded size), else ``batch_size``, else automatic (on CUDA from
-the free device memory). A batch that runs out of memory is split in half and retried, and later batches stay
-at the smaller size; the sizes used are counted in ``Generator.stats``.
+Batch sizes: :meth:`Decoder.batch_rows <shapley.pipeline.generate.decode.Decoder.batch_rows>`. A batch that runs
+out of memory is split in half and retried, and later batches stay at the smaller size (counted in ``stats``).
 
-Self-evaluation: p(True) (Kadavath et al. 2022) is the next-token probability of "(A) True" given the question,
-the samples and the greedy answer (:meth:`Generator.class_probabilities`); A4C (Tian et al. 2023) is the model's
-greedy reply when asked how likely the greedy answer is correct (the prompts are in
-:mod:`shapley.pipeline.generate.prompts`).
+Self-evaluation (prompts in :mod:`shapley.pipeline.generate.prompts`): p(True) is the probability of "(A) True" for
+the greedy answer (:meth:`Generator.class_probabilities`), A4C the model's greedy reply when asked its confidence.
 """
 
 from __future__ import annotations
@@ -70,25 +65,19 @@ def sample_seed(seed: int, record_id: str, k: int) -> int:
 class Generator:
     """Generation stage over a causal LM.
 
-    ``Generator(spec_or_model, config, tokenizer=None, fingerprint=None)``: a model spec (see
-    :func:`~shapley.pipeline.generate.models.resolve_model`) is loaded with
+    ``Generator(spec_or_model, config, tokenizer=None, fingerprint=None)``: a model spec is loaded with
     :func:`~shapley.pipeline.generate.models.load_model` on ``config.device`` / ``config.dtype``; a model object
-    needs its ``tokenizer``. ``fingerprint`` identifies the weights (for provenance and caches): the loaded
-    files' fingerprint for a spec, else the one given (a caller that loaded the model itself knows it), else
-    :func:`~shapley.pipeline.generate.models.model_fingerprint` of the model object. ``.generate(records)``
-    returns one :class:`~shapley.pipeline.rundir.records.Generation` per record. ``stats`` counts the work, each
-    part its own counters: the prompt builder's (``prompts``), the decoder's (``decoder``). A tokenizer that cannot
-    tell the p(True) answers apart is refused.
+    needs its ``tokenizer``, and its ``fingerprint`` (which identifies the weights, for provenance and caches) is
+    :func:`~shapley.pipeline.generate.models.model_fingerprint` unless given. ``.generate(records)`` returns one
+    :class:`~shapley.pipeline.rundir.records.Generation` per record. ``stats`` counts the work, each part its own
+    counters: the prompt builder's (``prompts``) and the decoder's (``decoder``). A tokenizer that cannot tell the
+    p(True) answers apart is refused.
     """
 
     def __init__(
-        self,
-        spec_or_model: Any,
-        config: GenerationConfig | None = None,
-        tokenizer: Any = None,
-        fingerprint: str | None = None,
+        self, spec_or_model: Any, config: GenerationConfig, tokenizer: Any = None, fingerprint: str | None = None
     ):
-        self.config = config if config is not None else GenerationConfig()
+        self.config = config
         if isinstance(spec_or_model, (str, os.PathLike)):
             model, tok, fingerprint = load_model(str(spec_or_model), device=self.config.device, dtype=self.config.dtype)
             tokenizer = tokenizer if tokenizer is not None else tok
@@ -115,9 +104,9 @@ class Generator:
         :meth:`~shapley.pipeline.generate.decode.Decoder.fix_rows`)."""
         return self.decoder.fix_rows()
 
-    def questions_per_batch(self, records: Sequence[QARecord] | None = None) -> int:
+    def questions_per_batch(self) -> int:
         """Questions whose ``1 + n_samples`` rows fit one decoding batch (at least 1)."""
-        return self.decoder.questions_per_batch(records)
+        return max(1, self.decoder.batch_rows() // (1 + self.config.n_samples))
 
     @torch.inference_mode()
     def class_probabilities(
@@ -132,15 +121,13 @@ class Generator:
         :meth:`Decoder.batch_rows <shapley.pipeline.generate.decode.Decoder.batch_rows>` prompts (left-padded)."""
         ids = self.prompts.class_token_ids(classes)
         encoded = [self.prompts.encode(body, prefix) for body, prefix in prompts]
-        if not encoded:
-            return np.zeros((0, len(ids)), dtype=np.float64)
 
         def run(chunk: list[list[int]]) -> list[np.ndarray]:
             logp = torch.log_softmax(self.lm.last_logits(chunk).float(), dim=-1)
             per_class = torch.stack([torch.logsumexp(logp[:, v], dim=-1) for v in ids.values()], dim=-1)
             return list(torch.softmax(per_class, dim=-1).cpu().double().numpy())
 
-        rows = self.decoder.in_batches(encoded, self.decoder.batch_rows(max(len(p) for p in encoded) + 1), run)
+        rows = self.decoder.in_batches(encoded, self.decoder.batch_rows(), run)
         return np.stack(rows).astype(np.float64)
 
     def generate(self, records: Sequence[QARecord]) -> list[Generation]:
@@ -152,12 +139,7 @@ class Generator:
             if not isinstance(rec, QARecord):
                 raise ValueError(f"records[{i}] is a {type(rec).__name__}, expected QARecord")
         disable = None if self.config.progress is None else not self.config.progress
-        results: list[Generation] = []
-        with tqdm(total=len(records), desc="generate", unit="q", disable=disable) as bar:
-            for record in records:
-                results.append(self._generate_one(record))
-                bar.update(1)
-        return results
+        return [self._generate_one(r) for r in tqdm(records, desc="generate", unit="q", disable=disable)]
 
     def _generate_one(self, record: QARecord) -> Generation:
         """Greedy answer plus ``n_samples`` samples of one question, decoded from one prefill of its prompt, then
@@ -172,8 +154,8 @@ class Generator:
             probs = self.class_probabilities([p_true_prompt(record.question, texts, greedy.text)], TRUE_FALSE)
             p_true = float(probs[0, 0])
         if cfg.a4c:
-            state = self.prompts.prefill(self.prompts.encode(*a4c_prompt(record.question, greedy.text)))
-            a4c_text = self.decoder.decode_rows(state, [None], cfg.a4c_max_new_tokens, keep_hidden=False)[0].text
+            a4c_ids = self.prompts.encode(*a4c_prompt(record.question, greedy.text))
+            a4c_text = self.decoder.decode_prompt(a4c_ids, [None], cfg.a4c_max_new_tokens)[0].text
         return Generation(
             id=record.id,
             samples=texts,

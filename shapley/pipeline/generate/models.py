@@ -50,7 +50,6 @@ class ModelNotAvailableError(OSError):
 
 # --------------------------------------------------------------------------------------------------
 # resolving and fingerprinting
-# --------------------------------------------------------------------------------------------------
 
 
 def package_dir(package: str) -> Path | None:
@@ -104,9 +103,8 @@ def resolve_model(spec: str) -> tuple[str, str | None]:
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"model spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
-    key = spec.lower()
-    if key in SHORT_NAMES:
-        package = SHORT_NAMES[key]
+    package = SHORT_NAMES.get(spec.lower())
+    if package is not None:
         folder = package_dir(package)
         if folder is None:
             raise ModelNotAvailableError(
@@ -180,10 +178,8 @@ def model_fingerprint(model: Any) -> str:
     """Cheap sha256 fingerprint of an in-memory model: its config plus, per parameter, name, shape and
     the first and last :data:`_DIGEST_VALUES` values (float32). Used when a model object (not a spec) is handed in."""
     h = hashlib.sha256()
-    config = getattr(model, "config", None)
-    if config is not None and hasattr(config, "to_dict"):
-        d = {k: v for k, v in config.to_dict().items() if k not in {"transformers_version", "_name_or_path"}}
-        h.update(json.dumps(d, sort_keys=True, default=str).encode())
+    d = {k: v for k, v in model.config.to_dict().items() if k not in {"transformers_version", "_name_or_path"}}
+    h.update(json.dumps(d, sort_keys=True, default=str).encode())
     for name, p in model.named_parameters():
         flat = p.detach().reshape(-1)
         ends = torch.cat([flat[:_DIGEST_VALUES], flat[-_DIGEST_VALUES:]]).float().cpu().numpy()
@@ -193,8 +189,7 @@ def model_fingerprint(model: Any) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# loading
-# --------------------------------------------------------------------------------------------------
+# devices, dtypes and device memory
 
 
 def check_device(device: str) -> torch.device:
@@ -258,19 +253,6 @@ def default_dtype(device: torch.device, dtype: str | torch.dtype | None = None) 
     return torch.float32
 
 
-# --------------------------------------------------------------------------------------------------
-# device memory
-# --------------------------------------------------------------------------------------------------
-
-
-def free_device_memory(device: torch.device) -> int | None:
-    """Free bytes on a CUDA device (``torch.cuda.mem_get_info``); None for other devices."""
-    if device.type != "cuda" or not torch.cuda.is_available():
-        return None
-    free, _total = torch.cuda.mem_get_info(device)
-    return int(free)
-
-
 def is_out_of_memory(exc: BaseException) -> bool:
     """True for a device (or host) out-of-memory error raised by torch."""
     if isinstance(exc, torch.cuda.OutOfMemoryError):  # torch.OutOfMemoryError where torch has that name
@@ -288,14 +270,16 @@ def release_device_memory(device: torch.device) -> None:
 
 def kv_cache_bytes_per_token(model: Any) -> int:
     """Bytes of key-value cache one token of one sequence takes (all layers, keys and values)."""
-    cfg = getattr(model, "config", None)
-    if cfg is not None and hasattr(cfg, "get_text_config"):
-        cfg = cfg.get_text_config()
+    cfg = model.config.get_text_config()
     hidden, heads, layers = (int(getattr(cfg, k, 0) or v) for k, v in ASSUMED_SHAPE.items())
     kv_heads = int(getattr(cfg, "num_key_value_heads", 0) or heads)
     head_dim = int(getattr(cfg, "head_dim", 0) or hidden // heads)
     elem = next(model.parameters()).element_size()
     return 2 * layers * kv_heads * head_dim * elem
+
+
+# --------------------------------------------------------------------------------------------------
+# loading
 
 
 def _missing_model_error(spec: str, cause: BaseException | None = None) -> ModelNotAvailableError:
@@ -386,23 +370,24 @@ def load_model(
     if gguf_file is not None:
         model, tokenizer, fp = _load_gguf(where, gguf_file, dt)
     else:
-        folder: Path | None = Path(where) if Path(where).is_dir() else local_snapshot(where)
-        if folder is None:
-            if hf_offline():
-                raise _missing_model_error(spec)
-            try:
-                model = AutoModelForCausalLM.from_pretrained(where, dtype=dt)
-                tokenizer = AutoTokenizer.from_pretrained(where)
-            except OSError as exc:
-                raise _missing_model_error(spec, exc) from exc
-            folder = local_snapshot(where)
-            fp = path_fingerprint(folder) if folder is not None else model_fingerprint(model)
-        else:
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=dt)
-            tokenizer = AutoTokenizer.from_pretrained(folder)
-            fp = path_fingerprint(folder)
+        folder = Path(where) if Path(where).is_dir() else local_snapshot(where)
+        if folder is None and hf_offline():
+            raise _missing_model_error(spec)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(folder or where, dtype=dt)
+            tokenizer = AutoTokenizer.from_pretrained(folder or where)
+        except OSError as exc:
+            if folder is not None:
+                raise
+            raise _missing_model_error(spec, exc) from exc
+        folder = folder or local_snapshot(where)  # downloaded just now
+        fp = path_fingerprint(folder) if folder is not None else model_fingerprint(model)
     model = model.to(device=dev, dtype=dt).eval()
     return model, tokenizer, fp
+
+
+# --------------------------------------------------------------------------------------------------
+# the loaded model
 
 
 class CausalLM:
@@ -452,7 +437,7 @@ class CausalLM:
             mask[r, length - len(p) :] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
         kw: dict[str, Any] = {"input_ids": ids, "use_cache": False}
-        if len(prompts) > 1 or not bool(mask.all()):
+        if len(prompts) > 1:  # a single prompt has no padding
             kw.update(attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
         return self.forward(**kw).logits[:, -1, :]
 
@@ -476,5 +461,4 @@ class HeadInput:
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
+            self._handle.remove()  # a second call does nothing

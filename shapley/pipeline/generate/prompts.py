@@ -128,10 +128,10 @@ class PromptBuilder:
 
     def class_token_ids(self, variants: Mapping[str, Sequence[str]]) -> dict[str, list[int]]:
         """First token id of each spelling variant per class, dropping ids shared between classes."""
-        encoded = {
-            c: [self.tokenizer.encode(f, add_special_tokens=False) for f in forms] for c, forms in variants.items()
-        }
-        firsts = {c: {int(ids[0]) for ids in forms if ids} for c, forms in encoded.items()}
+        firsts: dict[str, set[int]] = {}
+        for cls, forms in variants.items():
+            encoded = [self.tokenizer.encode(form, add_special_tokens=False) for form in forms]
+            firsts[cls] = {int(ids[0]) for ids in encoded if ids}
         out: dict[str, list[int]] = {}
         for cls, ids in firsts.items():
             others = set().union(*(v for k, v in firsts.items() if k != cls))

@@ -247,7 +247,7 @@ class Decoder:
     State: the stop-string lookup tables (:attr:`tables`), the row cap left by an out-of-memory split and the
     rows fixed by :meth:`fix_rows`. Prompts are encoded, prefilled and copied by its
     :class:`~shapley.pipeline.generate.prompts.PromptBuilder`. Adds its counters to ``stats`` (the generator's):
-    the rows planned per decoding batch of the latest prompt (``batch_size``), decoding batches and their sizes in rows
+    the rows planned per decoding batch (``batch_size``), decoding batches and their sizes in rows
     (``batch_rows_used``), decoding steps, rows that left their batch early, tokens generated (end-of-sequence
     tokens not counted, tokens cut by a stop string counted), rows checked against the stop strings, and batches
     split after running out of memory (``oom_splits``)."""

@@ -79,7 +79,7 @@ class Generator:
     ):
         self.config = config
         if isinstance(spec_or_model, (str, os.PathLike)):
-            model, tok, fingerprint = load_model(str(spec_or_model), device=self.config.device, dtype=self.config.dtype)
+            model, tok, fingerprint = load_model(str(spec_or_model), device=config.device, dtype=config.dtype)
             tokenizer = tokenizer if tokenizer is not None else tok
         elif tokenizer is None:
             raise ValueError("a model object needs its tokenizer: Generator(model, config, tokenizer=...)")
@@ -90,9 +90,9 @@ class Generator:
         self.lm = CausalLM(self.model, tokenizer)
         self.device = self.lm.device
         self.stats: dict[str, Any] = {}
-        self.prompts = PromptBuilder(self.lm, self.config, self.stats)
-        self.prompts.class_token_ids(TRUE_FALSE)
-        self.decoder = Decoder(self.lm, self.config, self.stats, self.prompts)
+        self.prompts = PromptBuilder(self.lm, config, self.stats)
+        self.prompts.class_token_ids(TRUE_FALSE)  # a tokenizer that cannot tell A from B is refused here
+        self.decoder = Decoder(self.lm, config, self.stats, self.prompts)
 
     @property
     def use_chat_template(self) -> bool:

@@ -176,7 +176,7 @@ def path_fingerprint(path: str | os.PathLike[str], gguf_file: str | None = None)
 
 def model_fingerprint(model: Any) -> str:
     """Cheap sha256 fingerprint of an in-memory model: its config plus, per parameter, name, shape and
-    the first and last :data:`_DIGEST_VALUES` values (float32). Used when a model object (not a spec) is handed in."""
+    the first and last ``_DIGEST_VALUES`` values (float32). Used when a model object (not a spec) is handed in."""
     h = hashlib.sha256()
     d = {k: v for k, v in model.config.to_dict().items() if k not in {"transformers_version", "_name_or_path"}}
     h.update(json.dumps(d, sort_keys=True, default=str).encode())

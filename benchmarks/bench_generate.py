@@ -47,7 +47,8 @@ from typing import Any
 
 import torch
 
-from shapley.pipeline.generate.generator import GenerationConfig, Generator
+from shapley.pipeline.generate.config import GenerationConfig
+from shapley.pipeline.generate.generator import Generator
 from shapley.pipeline.rundir.provenance import git_info
 from shapley.pipeline.rundir.records import QARecord
 
@@ -141,7 +142,7 @@ def time_shapley(model: Any, tok: Any, recs: list[QARecord], prefix: bool, args:
     for _ in range(args.repeats):
         g = _generator(model, tok, prefix, args, args.max_new_tokens)
         t0 = time.perf_counter()
-        prompt, split = g.record_prompt(recs[0])
+        prompt, split = g.prompts.record_prompt(recs[0])
         if split:
             g.prompts.prefix_cache(tuple(prompt[:split]))  # once per run, whatever the number of questions
         setups.append(time.perf_counter() - t0)
@@ -154,7 +155,7 @@ def time_shapley(model: Any, tok: Any, recs: list[QARecord], prefix: bool, args:
         "new_tokens": int(g.stats["tokens_generated"]),
         "prefix_tokens": int(split),
         "prompt_prefills": int(g.stats["prompt_prefills"]),
-        "rows_per_batch": g.batch_rows(),
+        "rows_per_batch": g.decoder.batch_rows(),
     }
 
 

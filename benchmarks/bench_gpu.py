@@ -319,7 +319,8 @@ def transformers_generate(model: Any, tok: Any, prompts: list[str], args: argpar
 def generate_stage(
     model: Any, tok: Any, records: list[Any], args: argparse.Namespace, prompts_label: str = "short 5-shot trivia"
 ) -> list[dict]:
-    from shapley.pipeline.generate.generator import GenerationConfig, Generator
+    from shapley.pipeline.generate.config import GenerationConfig
+    from shapley.pipeline.generate.generator import Generator
 
     device = next(model.parameters()).device
     rows = len(records) * (args.samples + 1)

@@ -29,6 +29,7 @@ from shapley.pipeline.config import (
 from shapley.pipeline.data import datasets as data
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.generate import generator as generate
+from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.rundir.records import Generation, QARecord
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,11 +103,11 @@ class FakeGenerator:
     constructed = 0
     hidden_dim = 0
 
-    def __init__(self, spec: str, config: generate.GenerationConfig) -> None:
+    def __init__(self, spec: str, config: GenerationConfig) -> None:
         type(self).constructed += 1
         self.config = config
 
-    def questions_per_batch(self, records: Any = None) -> int:
+    def questions_per_batch(self) -> int:
         return max(1, (self.config.batch_size or 8) // (1 + self.config.n_samples))
 
     def fix_rows(self) -> int:

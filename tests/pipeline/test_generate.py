@@ -18,13 +18,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from shapley.pipeline.generate.generator import (  # noqa: E402
-    GenerationConfig,
-    Generator,
-    StopChecker,
-    inverse_cdf_sample,
-    truncate_at_stop,
-)
+from shapley.pipeline.generate.config import GenerationConfig  # noqa: E402
+from shapley.pipeline.generate.decode import StopChecker, inverse_cdf_sample  # noqa: E402
+from shapley.pipeline.generate.generator import Generator  # noqa: E402
 from shapley.pipeline.generate.models import (  # noqa: E402
     ModelNotAvailableError,
     load_model,
@@ -111,7 +107,7 @@ def gen(tiny, **kw) -> Generator:
 
 def decode(g, prompts, seeds, steps, keep_hidden=False):
     """Row r of prompt ``prompts[r]`` with seed ``seeds[r]`` (None: greedy), each prompt on its own."""
-    return [g.decode_prompt(p, [s], steps, keep_hidden)[0] for p, s in zip(prompts, seeds, strict=True)]
+    return [g.decoder.decode_prompt(p, [s], steps, keep_hidden)[0] for p, s in zip(prompts, seeds, strict=True)]
 
 
 def test_shapes_and_ranges(tiny):
@@ -156,7 +152,7 @@ def test_logprobs_match_a_full_forward_pass(tiny):
 
 def test_greedy_row_is_argmax(tiny):
     g = gen(tiny, stop=())
-    d = g.decode_prompt(g.prompts.encode("Q: hi\nA:"), [None], 6)[0]
+    d = g.decoder.decode_prompt(g.prompts.encode("Q: hi\nA:"), [None], 6)[0]
     assert len(d.tokens) == 6
     model, _ = tiny
     ids = g.prompts.encode("Q: hi\nA:")
@@ -222,10 +218,13 @@ def test_truncate_at_stop_rule():
     def decode(ids):
         return "".join(pieces[i] for i in ids)
 
-    assert truncate_at_stop([0, 1, 2, 3], decode, ("\n",)) == (2, "Paris")
-    assert truncate_at_stop([0, 1, 3, 4], decode, ("Q:",)) == (2, "Paris")  # multi-token stop string
-    assert truncate_at_stop([0, 1], decode, ("\n",)) == (2, "Paris")
-    assert truncate_at_stop([2, 0], decode, ("\n",)) == (0, "")
+    def truncate(ids, stop):
+        return StopChecker(stop, decode, len(pieces)).truncate(ids)
+
+    assert truncate([0, 1, 2, 3], ("\n",)) == (2, "Paris")
+    assert truncate([0, 1, 3, 4], ("Q:",)) == (2, "Paris")  # multi-token stop string
+    assert truncate([0, 1], ("\n",)) == (2, "Paris")
+    assert truncate([2, 0], ("\n",)) == (0, "")
 
 
 def _first_stop_reference(ids, decode, stop):
@@ -302,8 +301,8 @@ def test_generation_with_the_filter_equals_checking_every_row(tiny):
     stop = ("\n", "a")
     fast = gen(tiny, stop=stop, max_new_tokens=12)
     slow = gen(tiny, stop=stop, max_new_tokens=12)
-    checker, eos, table = slow.decoder._lookup_tables()
-    slow.decoder._tables = (checker, eos, torch.ones_like(table))
+    checker, eos, table = slow.decoder.tables
+    slow.decoder.tables = (checker, eos, torch.ones_like(table))
     a, b = fast.generate(records()), slow.generate(records())
     assert [o.to_dict() for o in a] == [o.to_dict() for o in b]
     assert fast.stats["stop_checks"] < slow.stats["stop_checks"]
@@ -356,7 +355,7 @@ def test_out_of_memory_batch_is_split_and_retried(tiny):
         )
         assert x.p_true == pytest.approx(y.p_true, abs=1e-5)
     assert g.stats["oom_splits"] >= 1 and max(g.stats["batch_rows_used"]) <= 3
-    assert g.batch_rows() <= 4  # later batches start at the size that worked
+    assert g.decoder.batch_rows() <= 4  # later batches start at the size that worked
 
     def always(state, seeds, *args, **kw):
         raise torch.OutOfMemoryError("fake")
@@ -374,7 +373,7 @@ def test_out_of_memory_batch_is_split_and_retried(tiny):
 def test_default_batch_rows_on_cpu(tiny):
     assert GenerationConfig().batch_size is None
     g = gen(tiny, batch_size=None)
-    assert g.batch_rows() == 8 and g.questions_per_batch() == 1  # today's CPU default: 8 rows
+    assert g.decoder.batch_rows() == 8 and g.questions_per_batch() == 1  # today's CPU default: 8 rows
     assert gen(tiny, batch_size=33, n_samples=10).questions_per_batch() == 3
 
 
@@ -422,7 +421,7 @@ def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
         g = gen(tiny, stop=("a", "e", "\n"), max_new_tokens=12, static_cache=static)
         prompt = g.prompts.encode(records(1)[0].prompt)
         seeds = [*range(1, 6), None, *range(6, 11), None]  # greedy rows after rows that may leave first
-        outs[static] = g.decode_prompt(prompt, seeds, 12, True)
+        outs[static] = g.decoder.decode_prompt(prompt, seeds, 12, True)
         lengths = {len(d.tokens) for d in outs[static]}
         assert len(lengths) > 2, lengths  # rows end at different steps
         assert (g.stats["rows_dropped"] > 0) is (not static)
@@ -441,7 +440,7 @@ def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
 def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
     """The decoding loop moves data to the host once per step (plus a constant number of times per batch)."""
     g = gen(tiny, stop=("\n",), max_new_tokens=12)
-    g.decoder._lookup_tables()
+    g.decoder.tables  # noqa: B018 - built before the transfers are counted
     prompt = g.prompts.encode(records()[2].prompt)
     counts = {"n": 0}
     for name in ("cpu", "tolist", "item", "numpy"):
@@ -453,7 +452,7 @@ def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
 
         monkeypatch.setattr(torch.Tensor, name, counted)
     steps_before = g.stats["decode_steps"]
-    g.decode_prompt(prompt, [None, 1, 2], 12, keep_hidden=True)
+    g.decoder.decode_prompt(prompt, [None, 1, 2], 12, keep_hidden=True)
     steps = g.stats["decode_steps"] - steps_before
     assert steps >= 5
     assert counts["n"] <= 2 * steps + 8  # one .cpu() and its .numpy() per step, and a few per batch
@@ -462,8 +461,8 @@ def test_at_most_one_host_transfer_per_decoding_step(tiny, monkeypatch):
 def test_eos_stops_and_is_not_kept(tiny):
     model, tok = tiny
     g = gen(tiny, stop=())
-    g.decoder.eos_ids = set(range(len(tok)))  # every token ends the sequence at once
-    d = g.decode_prompt(g.prompts.encode("Q: hi\nA:"), [5], 5)[0]
+    g.lm.eos_ids = set(range(len(tok)))  # every token ends the sequence at once
+    d = g.decoder.decode_prompt(g.prompts.encode("Q: hi\nA:"), [5], 5)[0]
     assert d.tokens == [] and d.text == "" and d.logprobs == []
 
 
@@ -768,15 +767,15 @@ def test_shared_prefix_is_the_template_head_in_token_ids(tiny):
     g = gen(tiny)
     recs = shared_records(4)
     assert template_head(recs[1]) == SHOTS + "Q: "
-    splits = {g.record_prompt(r)[1] for r in recs}
+    splits = {g.prompts.record_prompt(r)[1] for r in recs}
     assert len(splits) == 1
     split = splits.pop()
-    prompts = [g.record_prompt(r)[0] for r in recs]
+    prompts = [g.prompts.record_prompt(r)[0] for r in recs]
     assert MIN_PREFIX_TOKENS <= split <= common_prefix_length(prompts[0], prompts[1])
     assert g.prompts.decode_text(prompts[0][:split]) in SHOTS + "Q: "
-    assert gen(tiny, prefix_cache=False).record_prompt(recs[0])[1] == 0
+    assert gen(tiny, prefix_cache=False).prompts.record_prompt(recs[0])[1] == 0
     short = QARecord(id="x", dataset="toy", question="Hi?", references=("a",), prompt="Q: Hi?\nA:")
-    assert g.record_prompt(short)[1] == 0  # a prefix shorter than MIN_PREFIX_TOKENS is not cached
+    assert g.prompts.record_prompt(short)[1] == 0  # a prefix shorter than MIN_PREFIX_TOKENS is not cached
     coqa = QARecord(
         id="c",
         dataset="coqa",
@@ -828,8 +827,8 @@ def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeyp
 
 
 def test_rows_per_batch_setting_wins_over_the_runtime_batch_size(tiny):
-    assert gen(tiny, batch_size=5, rows_per_batch=3).batch_rows() == 3
-    assert gen(tiny, batch_size=5).batch_rows() == 5
+    assert gen(tiny, batch_size=5, rows_per_batch=3).decoder.batch_rows() == 3
+    assert gen(tiny, batch_size=5).decoder.batch_rows() == 5
     with pytest.raises(ValueError, match="--rows-per-batch"):
         GenerationConfig(rows_per_batch=0)
     with pytest.raises(ValueError, match=r"prefix_cache \(--no-prefix-cache\) must be true or false"):
@@ -838,5 +837,5 @@ def test_rows_per_batch_setting_wins_over_the_runtime_batch_size(tiny):
 
 def test_automatic_cpu_rows_hold_a_whole_question(tiny):
     """On a CPU the automatic size is 8 rows, or a question's 1 + n_samples rows when more (one cache copy)."""
-    assert gen(tiny, batch_size=None, n_samples=10).batch_rows() == 11
-    assert gen(tiny, batch_size=None, n_samples=3).batch_rows() == 8
+    assert gen(tiny, batch_size=None, n_samples=10).decoder.batch_rows() == 11
+    assert gen(tiny, batch_size=None, n_samples=3).decoder.batch_rows() == 8

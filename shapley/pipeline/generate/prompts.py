@@ -1,5 +1,5 @@
-"""Prompts of the generation stage and their key-value caches: encoding, the shared-prefix cache, one prefill
-per prompt, and copies of a prompt's cache for the rows that decode from it.
+"""Prompts of the generation stage and their key-value caches: the self-evaluation prompts, encoding, the
+shared-prefix cache, one prefill per prompt, and copies of a prompt's cache for the rows that decode from it.
 
 Shared prefix. Every prompt of a dataset starts with the same few-shot block; only the question's own part
 (its passage, when it has one, and its question) differs. The *template head* of a record is its prompt up
@@ -27,14 +27,16 @@ from typing import Any
 
 import torch
 
-from shapley.pipeline.generate.config import _fallback_prompt
-from shapley.pipeline.generate.models import CausalLM, is_out_of_memory
+from shapley.pipeline.generate.config import GenerationConfig
+from shapley.pipeline.generate.models import CausalLM, HeadInput, is_out_of_memory
 from shapley.pipeline.rundir.records import QARecord
 
 #: prefixes (token-id tuples) whose key-value caches are kept
 PREFIX_CACHE_ENTRIES = 4
 #: a shared prefix shorter than this (tokens) is prefilled with the rest of the prompt
 MIN_PREFIX_TOKENS = 16
+#: the answer classes of the p(True) prompt and their spellings: (A) True, (B) False
+TRUE_FALSE: dict[str, tuple[str, ...]] = {"A": (" A", "A"), "B": (" B", "B")}
 
 
 @dataclass
@@ -49,21 +51,49 @@ class PromptState:
     hidden: torch.Tensor | None
 
 
+def p_true_prompt(question: str, samples: Sequence[str], answer: str) -> tuple[str, str]:
+    """(body, answer prefix) of the p(True) self-evaluation prompt (Kadavath et al. 2022 style).
+
+    The model sees the question, its own brainstormed samples and the proposed answer, and is asked
+    whether the proposal is (A) True or (B) False; the prefix is where it states the letter."""
+    ideas = "\n".join(s if s else "(empty)" for s in samples)
+    body = (
+        f"Question: {question}\n"
+        + (f"Brainstormed answers:\n{ideas}\n" if samples else "")
+        + f"Proposed answer: {answer}\n"
+        "Is the proposed answer:\n (A) True\n (B) False"
+    )
+    return body, "The proposed answer is:"
+
+
+def a4c_prompt(question: str, answer: str) -> tuple[str, str]:
+    """(body, answer prefix) of the ask-for-confidence prompt (Tian et al. 2023 style): the model is
+    asked for the probability, 0.0 to 1.0, that the proposed answer is correct."""
+    body = (
+        f"Question: {question}\n"
+        f"Proposed answer: {answer}\n"
+        "How likely is it that the proposed answer is correct? Reply with a single probability "
+        "between 0.0 and 1.0 and nothing else."
+    )
+    return body, "Probability:"
+
+
+def prompt_text(record: QARecord) -> str:
+    """The record's prompt; a plain question-answer template when it has none."""
+    return record.prompt or f"Answer the question briefly.\nQ: {record.question}\nA:"
+
+
 def template_head(record: QARecord) -> str:
     """The record's prompt up to where its own part starts: the last occurrence of its context, else of its
     question ("" when neither occurs)."""
-    prompt = record.prompt or _fallback_prompt(record)
+    prompt = prompt_text(record)
     starts = [prompt.rfind(a) for a in (record.context, record.question) if a and a in prompt]
     return prompt[: min(starts)] if starts else ""
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two token-id sequences."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 class PromptBuilder:
@@ -71,39 +101,37 @@ class PromptBuilder:
 
     State: whether prompts use the chat template, the shared-prefix caches (:data:`PREFIX_CACHE_ENTRIES` most
     recent) and the template heads' token ids, whether the prefix cache and the static cache are (still) on.
-    Counts its prefills in ``stats`` (the generator's counters)."""
+    Adds its counters to ``stats`` (the generator's): which cache decodes (``cache``), prompt prefills (one per
+    prompt), prefills of shared prefixes, the prefix tokens whose prefill was saved, and whether the prefix cache is
+    used (``prefix_cache``)."""
 
-    def __init__(self, lm: CausalLM, config: Any, stats: dict[str, Any], static: bool) -> None:
+    def __init__(self, lm: CausalLM, config: GenerationConfig, stats: dict[str, Any]) -> None:
         self.lm = lm
         self.tokenizer = lm.tokenizer
         self.device = lm.device
-        self.config = config
         self.stats = stats
-        use_chat = config.chat_template
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
-        if use_chat and not has_template:
+        if config.chat_template and not has_template:
             raise ValueError("chat_template=True but the tokenizer has no chat template")
-        self.use_chat_template = has_template if use_chat is None else bool(use_chat)
-        self._static = static
+        self.use_chat_template = has_template if config.chat_template is None else config.chat_template
+        self._static = self.device.type == "cuda" if config.static_cache is None else config.static_cache
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._head_ids: dict[str, list[int]] = {}
-        self._prefix_ok = bool(config.prefix_cache)
-
-    def count_prefills(self) -> None:
-        """Add this part's counters to ``stats`` (after the generator's own, so the keys keep their order)."""
-        self.stats.update(prompt_prefills=0, prefix_prefills=0, prefix_tokens_reused=0)
-        self.stats["prefix_cache"] = "on" if self._prefix_ok else "off"
+        self._prefix_ok = config.prefix_cache
+        stats.update(
+            cache="static" if self._static else "dynamic",
+            prompt_prefills=0,
+            prefix_prefills=0,
+            prefix_tokens_reused=0,
+            prefix_cache="on" if self._prefix_ok else "off",
+        )
 
     def class_token_ids(self, variants: Mapping[str, Sequence[str]]) -> dict[str, list[int]]:
         """First token id of each spelling variant per class, dropping ids shared between classes."""
         firsts: dict[str, set[int]] = {}
         for cls, forms in variants.items():
-            ids = set()
-            for form in forms:
-                enc = self.tokenizer.encode(form, add_special_tokens=False)
-                if enc:
-                    ids.add(int(enc[0]))
-            firsts[cls] = ids
+            encoded = [self.tokenizer.encode(form, add_special_tokens=False) for form in forms]
+            firsts[cls] = {int(ids[0]) for ids in encoded if ids}
         out: dict[str, list[int]] = {}
         for cls, ids in firsts.items():
             others = set().union(*(v for k, v in firsts.items() if k != cls))
@@ -129,7 +157,7 @@ class PromptBuilder:
 
     def record_prompt(self, record: QARecord) -> tuple[list[int], int]:
         """(token ids of the record's prompt, length of its shared prefix; 0 when none is cached)."""
-        prompt = self.encode(record.prompt or _fallback_prompt(record))
+        prompt = self.encode(prompt_text(record))
         if not self._prefix_ok:
             return prompt, 0
         head = template_head(record)
@@ -138,7 +166,6 @@ class PromptBuilder:
         split = min(common_prefix_length(prompt, self._head_ids[head]), len(prompt) - 1)
         return prompt, (split if split >= MIN_PREFIX_TOKENS else 0)
 
-    # ---------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def prefix_cache(self, prefix: tuple[int, ...]) -> Any | None:
         """The key-value cache of ``prefix`` (one row), computed on first use; None (and the prefix cache off,
@@ -161,11 +188,9 @@ class PromptBuilder:
         return cache
 
     @torch.inference_mode()
-    def prefill(self, prompt: list[int], split: int = 0, head: Any = None) -> PromptState:
-        """Prefill one prompt once; with ``split`` > 0 only the tokens after its cached shared prefix.
-        ``head``: a :class:`~shapley.pipeline.generate.decode._HeadInput` to read the last hidden state from."""
-        if not prompt:
-            raise ValueError("cannot generate from an empty prompt")
+    def prefill(self, prompt: list[int], split: int = 0, head: HeadInput | None = None) -> PromptState:
+        """Prefill one prompt once; with ``split`` > 0 only the tokens after its cached shared prefix. ``head``:
+        where the last hidden state is read from (None: it is not kept)."""
         self.stats["prompt_prefills"] += 1
         past = self.prefix_cache(tuple(prompt[:split])) if split > 0 and self._prefix_ok else None
         if past is None:

@@ -280,3 +280,37 @@ def test_no_mixins_in_the_pipeline():
     }
     assert not {k: v for k, v in found.items() if v}, found
     assert _mixin_classes(ast.parse("class A(PromptsMixin, B):\n    pass\nclass C:\n    pass\n")) == ["A"]
+
+
+# --- no private name crosses a module ----------------------------------------------------------------------------
+
+
+def private_crossings(path: Path, tree: ast.AST) -> list[str]:
+    """``from shapley.x import _name`` and ``module._name`` (``module`` an imported module of the package) in
+    ``tree``: a private name used outside the module that defines it."""
+    where = path.relative_to(PKG.parent) if path.is_relative_to(PKG.parent) else path
+    out, modules = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("shapley"):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{where}:{node.lineno} imports {node.module}.{a.name}")
+                modules.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("shapley"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            if node.attr.startswith("_") and not node.attr.startswith("__"):
+                out.append(f"{where}:{node.lineno} uses {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_private_name_crosses_a_module():
+    found = [line for path in FILES for line in private_crossings(path, ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found, "\n".join(found)
+
+
+def test_the_private_name_check_can_fail():
+    tree = ast.parse("from shapley.core.psd import _scaled\nfrom shapley.theory import worstcase as wc\nwc._grid()\n")
+    found = private_crossings(Path("x.py"), tree)
+    assert len(found) == 2 and "_scaled" in found[0] and "wc._grid" in found[1]

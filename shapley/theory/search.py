@@ -10,7 +10,7 @@ Hypothesis version. The predicates being searched live in :mod:`shapley.theory.w
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from itertools import product
@@ -233,12 +233,18 @@ def _swap_in_g(M: NDArray[np.float64], j: int) -> tuple[NDArray[np.float64], NDA
     return M[:n, :n], M[np.ix_(order, order)]
 
 
-def violation_score(check: pr.PropertyCheck) -> float:
+def violation_score(check: pr.PropertyCheck | pr.StepCheck) -> float:
     """How close ``check`` is to failing (nats; > 0 means it fails): Hypothesis' search target.
 
     Properties 1-2: the largest move of a total in the forbidden direction. Property 3: the smaller of
-    the premise margin and the drop of the total (both must be positive for a counterexample).
+    the premise margin and the drop of the total (both must be positive for a counterexample). An Appendix A
+    step: the largest wrong-way move of a Shapley value.
     """
+    if isinstance(check, pr.StepCheck):
+        sign = 1.0 if "<=" in check.direction else -1.0
+        vals = np.delete(sign * (check.phi_new - check.phi_old), check.replaced)
+        vals = vals[np.isfinite(vals)]
+        return float(vals.max()) if vals.size else math.nan
     if check.prop == "3":
         r = check.rows[0]
         drop = r.old - r.new
@@ -248,27 +254,47 @@ def violation_score(check: pr.PropertyCheck) -> float:
     return float(max(moves)) if moves else math.nan
 
 
-def step_score(step: pr.StepCheck) -> float:
-    """Largest wrong-way move of a Shapley value in an Appendix A step (nats; > 0 means the step fails)."""
-    sign = 1.0 if "<=" in step.direction else -1.0
-    vals = np.delete(sign * (step.phi_new - step.phi_old), step.replaced)
-    vals = vals[np.isfinite(vals)]
-    return float(vals.max()) if vals.size else math.nan
+def check_example(
+    kind: str, prop: str, reading: pr.Reading, example: Mapping[str, Any], options: Mapping[str, Any]
+) -> tuple[pr.PropertyCheck | pr.StepCheck, bool]:
+    """The check of one search input, computed by the property's own function, and whether the input fails it
+    (a counterexample): the one judge of the searches here, of the page's stored examples
+    (:func:`shapley.theory.hypothesis_results.search_results`) and of scripts/properties_report.py.
+
+    ``kind``: ``"property"`` (:func:`search_counterexample`; ``example`` holds ``M``, or ``M_old``, ``M_new`` and
+    ``j`` for Property 3) or ``"step"`` (:func:`search_step_counterexample`, rv reading; ``R`` and ``i``, or
+    ``R_old``, ``R_new`` and ``j``); ``options``: the search's keyword arguments (``beta``, ``rho`` and
+    ``strict_only`` matter, with the searches' defaults).
+    """
+    beta = options.get("beta", 0.5)
+    if kind == "step":
+        if prop == "1":
+            step = pr.appendix_step_property1(example["R"], example["i"])
+        elif prop == "2":
+            step = pr.appendix_step_property2(example["R"], example["i"])
+        else:
+            step = pr.appendix_step_property3(example["R_old"], example["R_new"], example["j"])
+        return step, bool(step.wrong_way)
+    if prop == "1":
+        chk = pr.check_property1(example["M"], reading, rho=options.get("rho", 1.0), beta=beta)
+        strict_only = options.get("strict_only", False)
+        return chk, any(r.required == "<" for r in chk.failures()) if strict_only else not chk.holds
+    if prop == "2":
+        chk = pr.check_property2(example["M"], reading, beta=beta)
+    else:
+        chk = pr.check_property3(example["M_old"], example["M_new"], example["j"], reading, beta=beta)
+    return chk, not chk.holds
 
 
-def _property_body(prop: str, reading: pr.Reading, opts: dict[str, Any]) -> Callable[..., Any]:
+def _property_body(prop: str, reading: pr.Reading, options: dict[str, Any]) -> Callable[..., Any]:
     def body(x: tuple[NDArray[np.float64], int]) -> tuple[bool, Any, dict[str, Any], float]:
         M, j = x
-        if prop == "1":
-            chk = pr.check_property1(M, reading, rho=opts["rho"], beta=opts["beta"])
-            ok = all(r.holds for r in chk.rows if r.required == "<") if opts["strict_only"] else chk.holds
-            return ok, chk, {"M": M}, violation_score(chk)
-        if prop == "2":
-            chk = pr.check_property2(M, reading, beta=opts["beta"])
-            return chk.holds, chk, {"M": M}, violation_score(chk)
-        old, new = _swap_in_g(M, j)
-        chk = pr.check_property3(old, new, j, reading, beta=opts["beta"])
-        return chk.holds, chk, {"M_old": old, "M_new": new, "j": j}, violation_score(chk)
+        example: dict[str, Any] = {"M": M}
+        if prop == "3":
+            old, new = _swap_in_g(M, j)
+            example = {"M_old": old, "M_new": new, "j": j}
+        chk, fails = check_example("property", prop, reading, example, options)
+        return not fails, chk, example, violation_score(chk)
 
     return body
 
@@ -414,19 +440,16 @@ def search_counterexample(
 def _step_body(prop: str) -> Callable[..., Any]:
     def body(x: tuple[NDArray[np.float64], int]) -> tuple[bool, Any, dict[str, Any], float]:
         M, i = x
-        if prop == "1":
-            if i == pr.argmin_player(M):
-                return True, None, {}, math.nan
-            chk = pr.appendix_step_property1(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
-        if prop == "2":
-            chk = pr.appendix_step_property2(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
-        old, new = _swap_in_g(M, i)
-        if not pr.consistency_premise(old, new, i)[0]:
+        example: dict[str, Any] = {"R": M, "i": i}
+        if prop == "1" and i == pr.argmin_player(M):
             return True, None, {}, math.nan
-        chk = pr.appendix_step_property3(old, new, i)
-        return not chk.wrong_way, chk, {"R_old": old, "R_new": new, "j": i}, step_score(chk)
+        if prop == "3":
+            old, new = _swap_in_g(M, i)
+            if not pr.consistency_premise(old, new, i)[0]:
+                return True, None, {}, math.nan
+            example = {"R_old": old, "R_new": new, "j": i}
+        chk, fails = check_example("step", prop, "rv", example, {})
+        return not fails, chk, example, violation_score(chk)
 
     return body
 

@@ -121,6 +121,8 @@ def coalition_worths(
         >>> v = coalition_worths(estimator("NumSet"), "sentence", np.array([[1.0, 1.0], [1.0, 1.0]]))
         >>> v.tolist()  # both answers in one semantic set
         [0.0, 1.0, 1.0, 1.0]
+        >>> game_shapley_values(v).tolist()  # U's own Shapley values, which sum to U(all answers)
+        [0.5, 0.5]
     """
     n = M.shape[0]
     v = np.zeros(2**n)
@@ -132,17 +134,6 @@ def coalition_worths(
         idx = [k for k in range(n) if mask >> k & 1]
         v[mask] = value(est, reading, M[np.ix_(idx, idx)], None if p is None else p[idx])
     return v
-
-
-def estimator_shapley(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> Matrix:
-    """Exact Shapley values (n,) of U as a set function (:func:`coalition_worths`); they sum to U(all).
-
-    Examples:
-        >>> C = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-        >>> estimator_shapley(estimator("NumSet"), "sentence", C).round(3).tolist()
-        [0.5, 0.5, 1.0]
-    """
-    return game_shapley_values(coalition_worths(est, reading, M, p))
 
 
 def _subgame_value(worths: Matrix, players: Sequence[int], who: int) -> float:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import combinations
 from typing import Any, Literal, cast, get_args
 
@@ -93,11 +94,6 @@ def checked_correlation(R: ArrayLike) -> NDArray[np.float64]:
     return A
 
 
-def _unit(C: ArrayLike) -> NDArray[np.float64]:
-    A = validate.probability_matrix(C, "C")
-    return validate.symmetric_matrix(A, "C")
-
-
 def _replaced(A: NDArray[np.float64], i: int, row: NDArray[np.float64] | float) -> NDArray[np.float64]:
     """A copy of the symmetric ``A`` whose row and column i are ``row`` (unit diagonal kept)."""
     out = A.copy()
@@ -129,7 +125,7 @@ def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
 
     For i == m the duplicate stands in for m itself and C is unchanged.
     """
-    A = _unit(C)
+    A = validate.similarity_matrix(C, "C")
     out = _replaced(A, i, A[m])
     if i != m:
         out[i, m] = out[m, i] = 1.0
@@ -138,7 +134,7 @@ def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
 
 def sentence_unrelated(C: ArrayLike, i: int) -> NDArray[np.float64]:
     """C after replacing answer i by an answer unrelated to all others (C = 0 off the diagonal)."""
-    return _replaced(_unit(C), i, 0.0)
+    return _replaced(validate.similarity_matrix(C, "C"), i, 0.0)
 
 
 def rv_r_squared(R: ArrayLike) -> NDArray[np.float64]:
@@ -238,9 +234,7 @@ def judge_property3(
 
 def checked_reading(reading: str) -> Reading:
     """``reading`` itself if it is one of :data:`READINGS`, else a ValueError naming them."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}; got {reading!r}")
-    return reading  # type: ignore[return-value]
+    return validate.choice(reading, READINGS, "reading")  # type: ignore[return-value]
 
 
 BetaSpec = float | str
@@ -263,7 +257,7 @@ def _reading_input(M: ArrayLike, reading: str, beta: BetaSpec) -> tuple[NDArray[
     """The validated input of ``reading`` (R, or C) and the total of such an input (C through the kernel at beta)."""
     if checked_reading(reading) == "rv":
         return checked_correlation(M), total_uncertainty
-    return _unit(M), lambda C: total_uncertainty(_beta_R(C, beta))
+    return validate.similarity_matrix(M, "C"), lambda C: total_uncertainty(_beta_R(C, beta))
 
 
 def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, beta: BetaSpec = 0.5) -> PropertyCheck:
@@ -283,9 +277,8 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
             "undefined (see degenerate_witness and prop36_readings)"
         )
     phi = shapley_values(R, "exact")
-    if reading == "rv":
-        return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(rv_duplicate(A, i, m, rho)))
-    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(sentence_duplicate(A, i, m)))
+    duplicate = partial(rv_duplicate, rho=rho) if reading == "rv" else sentence_duplicate
+    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(duplicate(A, i, m)))
 
 
 def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
@@ -331,7 +324,7 @@ def check_property3(
     if checked_reading(reading) == "rv":
         A, B = checked_correlation(M_old), checked_correlation(M_new)
     else:
-        A, B = _beta_R(_unit(M_old), beta), _beta_R(_unit(M_new), beta)
+        A, B = (_beta_R(validate.similarity_matrix(M, "C"), beta) for M in (M_old, M_new))
     _, margin, X = consistency_premise(A, B, j)
     return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X, R_old=A, R_new=B)
 

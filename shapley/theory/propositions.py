@@ -20,10 +20,6 @@ from shapley.core.entropy import shapley_values
 from shapley.core.kernel import kernel_matrix
 from shapley.theory import properties as pr
 
-# ---------------------------------------------------------------------------------------------------
-# Propositions 3.5 and 3.6, reading by reading: verdict and witness
-# ---------------------------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class ReadingVerdict:

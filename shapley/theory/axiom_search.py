@@ -251,10 +251,6 @@ def check(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
 # ---------------------------------------------------------------------------------------------------
 
 
-TENTHS = 9
-"""Inner values are drawn from the tenths 1/10 ... TENTHS/10 (with a sign in the random-variable reading)."""
-
-
 def _draw(rng: np.random.Generator, est: Estimator, prop: str, reading: str, n_range: tuple[int, int]) -> Example:
     """One random example. Sentence entries: 0 or 1 with probability 1/4 each, else uniform on
     {0.1, ..., 0.9}; rv partial correlations: 0 with probability 1/4, else uniform on {-0.9, ..., 0.9}
@@ -264,13 +260,13 @@ def _draw(rng: np.random.Generator, est: Estimator, prop: str, reading: str, n_r
     m = n_total * (n_total - 1) // 2
     if reading == "sentence":
         kind = rng.integers(0, 4, m)
-        vals = np.where(kind == 0, 0, np.where(kind == 1, 10, rng.integers(1, TENTHS + 1, m)))
+        vals = np.where(kind == 0, 0, np.where(kind == 1, 10, rng.integers(1, pr.TENTHS + 1, m)))
     else:
-        mags = rng.integers(1, TENTHS + 1, m)
+        mags = rng.integers(1, pr.TENTHS + 1, m)
         signs = np.ones(m, dtype=np.int64) if est.rv_nonnegative else rng.choice([-1, 1], m)
         vals = np.where(rng.integers(0, 4, m) == 0, 0, mags * signs)
     n_lik = n_total if prop == "3" else n + (prop == "2")
-    p = tuple(rng.integers(1, TENTHS + 1, n_lik) / 10) if est.uses_likelihoods else None
+    p = tuple(rng.integers(1, pr.TENTHS + 1, n_lik) / 10) if est.uses_likelihoods else None
     j = int(rng.integers(0, n)) if prop == "3" else 0
     return Example(reading, n_total, tuple(vals / 10), p, j)
 

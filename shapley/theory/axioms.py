@@ -275,18 +275,6 @@ def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str
     return pd.DataFrame(rows)
 
 
-def grid_text(signed: bool = False) -> str:
-    """The set of inner values the search draws (tenths up to :data:`~shapley.theory.axiom_search.TENTHS`), as
-    text for the book.
-
-    Examples:
-        >>> grid_text(), grid_text(signed=True)
-        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}')
-    """
-    top = axs.TENTHS / 10
-    return "{" + (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}" + "}"
-
-
 def short_verdict(verdict: str) -> str:
     """A grid label: ``"fails"``, ``"none in N"`` or ``"n/a"``.
 

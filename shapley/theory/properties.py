@@ -57,6 +57,24 @@ TOL = 1e-9
 NEAR_ONE = 1.0 - 1e-6
 """rho used where an exact copy would make Shapley values (-inf) - (-inf): the limit rho -> 1 is read off here."""
 
+TENTHS = 9
+"""The searches of :mod:`~shapley.theory.search` and :mod:`~shapley.theory.axiom_search` draw inner values from
+the tenths 1/10 ... TENTHS/10 (with a sign for C-vine partial correlations, where +-1 would make R singular: an exact
+duplicate, for instance)."""
+
+
+def tenths_text(signed: bool = False, closed: bool = False) -> str:
+    """The tenths the searches draw, as text for the book: up to TENTHS/10, from -TENTHS/10 when ``signed``, and
+    -1 and 1 too when ``closed`` (the singular domain).
+
+    Examples:
+        >>> tenths_text(), tenths_text(signed=True), tenths_text(signed=True, closed=True)
+        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}', '{-1, -0.9, ..., 0.9, 1}')
+    """
+    top = TENTHS / 10
+    inner = (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}"
+    return "{" + ("-1, " + inner + ", 1" if closed else inner) + "}"
+
 
 # ---------------------------------------------------------------------------------------------------
 # Totals (by efficiency, the total IS the joint entropy), argmin, and the replacements

@@ -36,27 +36,11 @@ SEARCH_MAX_EXAMPLES = 400
 GRID_STEPS = 10
 """Default resolution of the sentence reading's grid: C entries in {0, 1/10, ..., 1}."""
 
-PARTIAL_STEPS = 9
-"""C-vine partial correlations of the non-singular random-variable domain: k / 10 for |k| <= 9, i.e.
-{-0.9, -0.8, ..., 0.9}. The singular domain allows |k| = 10: a partial correlation of +-1 makes R singular
-(an exact duplicate, for instance)."""
-
 
 def _partials(singular: bool = False) -> Any:
     """Strategy for one partial correlation; it shrinks towards 0 (so shrunk matrices approach the identity)."""
-    k = PARTIAL_STEPS + (1 if singular else 0)
+    k = pr.TENTHS + (1 if singular else 0)
     return st.integers(-k, k).map(lambda i: i / 10)
-
-
-def partial_grid_text(singular: bool = False) -> str:
-    """The set the C-vine partial correlations are drawn from, as text for the book.
-
-    Examples:
-        >>> partial_grid_text(), partial_grid_text(singular=True)
-        ('{-0.9, ..., 0.9}', '{-1, -0.9, ..., 0.9, 1}')
-    """
-    k = PARTIAL_STEPS / 10
-    return "{-1, " + f"{-k:g}, ..., {k:g}" + ", 1}" if singular else "{" + f"{-k:g}, ..., {k:g}" + "}"
 
 
 def search_settings(max_examples: int, derandomize: bool = True) -> Any:
@@ -390,9 +374,9 @@ def search_counterexample(
     """Look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
 
     Strategies (derandomized unless ``derandomize=False``; no database, so results are reproducible):
-      * rv: correlation matrices from C-vine partial correlations drawn from {-0.9, ..., 0.9}
-        (:data:`PARTIAL_STEPS`; every draw is positive definite; shrinking pushes towards the identity), or,
-        with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
+      * rv: correlation matrices from C-vine partial correlations drawn from {-0.9, ..., 0.9} (tenths up to
+        :data:`~shapley.theory.properties.TENTHS`; every draw is positive definite; shrinking pushes towards the
+        identity), or, with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
         exact duplicate pair are reachable; Property 2 only, the one property that needs no Shapley value);
       * sentence: symmetric C with upper-triangle entries from {0, 1/steps, ..., 1} (tenths by default),
         kernel at ``beta`` (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md). If Hypothesis finds
@@ -414,7 +398,7 @@ def search_counterexample(
     build: Callable[[int, list[float]], NDArray[np.float64]]
     if reading == "rv":
         values, build = _partials(singular), _vine
-        desc = "C-vine partial correlations in " + partial_grid_text(singular)
+        desc = "C-vine partial correlations in " + pr.tenths_text(signed=True, closed=singular)
     else:
         values, build = st.integers(0, steps).map(lambda k: k / steps), symmetric_from_upper
         grid = "{0, 0.1, ..., 1}" if steps == 10 else "{0, 1/" + str(steps) + ", ..., 1}"
@@ -467,7 +451,7 @@ def search_step_counterexample(
     """
     strategy = _matrices_and_index(_partials(), _vine, n_range, prop)
     outcome = _run_search(strategy, _step_body(prop), max_examples, derandomize)
-    described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {partial_grid_text()}; "
+    described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {pr.tenths_text(signed=True)}; "
     described += f"Appendix A step of Property {prop}"
     settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None}
     return SearchResult(prop, "rv", *outcome, described, settings)

@@ -67,13 +67,7 @@ def _plain(value: Any) -> Any:
 
 
 def timed(compute: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
-    """``compute(*args, **kwargs)`` and the seconds it took.
-
-    Examples:
-        >>> value, seconds = timed(sum, [1, 2])
-        >>> value, seconds >= 0
-        (3, True)
-    """
+    """``compute(*args, **kwargs)`` and the seconds it took (what a record says about its computations)."""
     start = time.perf_counter()
     value = compute(*args, **kwargs)
     return value, time.perf_counter() - start

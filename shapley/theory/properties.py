@@ -503,8 +503,7 @@ def hub_C(n: int, eps_hub: float = 0.05, eps_rest: float = 0.0, g_row: bool = Fa
     from n = 6 on (the hub is 'explained' by the others), so a little extra similarity to the hub makes
     s *less* predictable from the rest, not more.
     """
-    if int(n) != n or n < 3:
-        raise ValueError(f"n must be an integer >= 3; got {n!r}")
+    n = validate.integer(n, "n", minimum=3)
     C = np.zeros((n, n))
     C[0, 1 : n - 1] = C[1 : n - 1, 0] = 1.0
     if not g_row:

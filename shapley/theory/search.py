@@ -22,6 +22,7 @@ from hypothesis import given, target
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
 from shapley.core.psd import is_psd, min_eigenvalue
 from shapley.theory import properties as pr
@@ -94,8 +95,7 @@ def hypothesis_counterexample(
     (``hypothesis.target`` on -lambda_min(R), which makes Hypothesis hill-climb towards bad matrices).
     The returned C is Hypothesis' shrunk example (fewest 1 entries, earliest rows).
     """
-    if int(n) != n or n < 2:
-        raise ValueError(f"n must be an integer >= 2; got {n!r}")
+    n = validate.integer(n, "n", minimum=2)
     m = n * (n - 1) // 2
     values = st.sampled_from([0.0, 1.0]) if vertices else st.integers(0, 10).map(lambda k: k / 10)
     found: list[NDArray[np.float64]] = []
@@ -290,8 +290,7 @@ def grid_values(steps: int = GRID_STEPS) -> list[float]:
         >>> grid_values(4)
         [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")
+    steps = validate.integer(steps, "steps", minimum=1)
     return [k / steps for k in range(steps + 1)]
 
 

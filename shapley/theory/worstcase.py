@@ -186,9 +186,7 @@ def exhaustive_vertex_search(n: int, chunk: int = 1 << 15) -> VertexSearch:
     taken to be 1..d for some d in 0..n-1: this checks ``n * 2**((n-1)(n-2)/2)`` matrices instead of
     ``2**(n(n-1)/2)`` and still covers every vertex up to relabelling.
     """
-    n = validate.integer(n, "n", minimum=1)
-    if n > EXHAUSTIVE_MAX_N:
-        raise ValueError(f"exhaustive search is limited to n <= {EXHAUSTIVE_MAX_N}; got {n}")
+    n = validate.integer(n, "n", minimum=1, maximum=EXHAUSTIVE_MAX_N)
     m_rest = (n - 1) * (n - 2) // 2
     best, best_bits, checked = math.inf, None, 0
     for d in range(n):

@@ -110,15 +110,11 @@ def property2_hub_example() -> axs.Example:
 
 def property3_hub_example() -> axs.Example:
     """The Property 3 hub (:func:`shapley.theory.properties.property3_witness_sentence`: n = 7, links 0.1 and
-    0.005) as a joint matrix over (answers 0..n-1, g = n); g's row is the unrelated answer's, and the
-    (s_j, g) entry, which no coalition uses, is 0. Both its size and 0.005 lie outside the search's domain."""
-    C_old, C_new, j = pr.property3_witness_sentence()
-    n = C_old.shape[0]
-    J = np.eye(n + 1)
-    J[:n, :n] = C_old
-    others = [k for k in range(n) if k != j]
-    J[n, others] = J[others, n] = C_new[j, others]
-    return _sentence_example(J, j)
+    0.005) as a joint matrix over (answers 0..n-1, g = n): g is the unrelated answer
+    (:func:`~shapley.theory.properties.with_unrelated_g`; its (s_j, g) entry, which no coalition uses, is 0 too).
+    Both its size and 0.005 lie outside the search's domain."""
+    C_old, _, j = pr.property3_witness_sentence()
+    return _sentence_example(pr.with_unrelated_g(C_old), j)
 
 
 @dataclass(frozen=True)

@@ -187,9 +187,7 @@ def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0
     a start whose value is at most the previous best).
     """
     n_max = validate.integer(n_max, "n_max", minimum=2)
-    n_min = validate.integer(n_min, "n_min", minimum=2)
-    if n_min > n_max:
-        raise ValueError(f"n_min ({n_min}) must be at most n_max ({n_max})")
+    n_min = validate.integer(n_min, "n_min", minimum=2, maximum=n_max)
     out: list[CosineSearch] = []
     for n in range(n_min, n_max + 1):
         warm = out[-1].X if out else None

@@ -454,9 +454,7 @@ def corr_from_partials(P: ArrayLike) -> NDArray[np.float64]:
                [1. , 1. , 0.5],
                [0.5, 0.5, 1. ]])
     """
-    Pm = np.asarray(P, dtype=np.float64)
-    if Pm.ndim != 2 or Pm.shape[0] != Pm.shape[1]:
-        raise ValueError(f"P must be square; got shape {Pm.shape}")
+    Pm = validate.square_matrix(P, "P")
     n = Pm.shape[0]
     iu = np.triu_indices(n, 1)
     if np.any(np.abs(Pm[iu]) > 1):
@@ -519,6 +517,13 @@ def hub_weight(n: int, beta: BetaSpec = 0.5) -> float:
     C = hub_C(n)
     S = _beta_R(C, resolve_beta(beta, n))[: n - 1, : n - 1]
     return float(np.linalg.solve(S, np.ones(n - 1))[0])
+
+
+def with_unrelated_g(C: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Joint matrix for Property 3: the answers of C plus g (last index), unrelated to all (C = 0)."""
+    M = np.pad(C, (0, 1))
+    M[-1, -1] = 1.0
+    return M
 
 
 def property1_witness_sentence() -> NDArray[np.float64]:

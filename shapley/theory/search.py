@@ -294,13 +294,6 @@ def grid_values(steps: int = GRID_STEPS) -> list[float]:
     return [k / steps for k in range(steps + 1)]
 
 
-def _with_unrelated_g(C: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Joint matrix for Property 3: the answers of C plus g (last index), unrelated to all (C = 0)."""
-    M = np.pad(C, (0, 1))
-    M[-1, -1] = 1.0
-    return M
-
-
 def sentence_families(
     prop: str, n_range: tuple[int, int], steps: int = GRID_STEPS
 ) -> Iterator[tuple[str, tuple[NDArray[np.float64], int]]]:
@@ -325,11 +318,11 @@ def sentence_families(
     for n in range(max(lo, 3), hi + 1):
         for eh, er in product(grid, grid):
             C = pr.hub_C(n, eh, er)
-            yield f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})", (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+            yield f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})", (pr.with_unrelated_g(C) if prop == "3" else C, n - 1)
         for p, within, across in product(range(1, n // 2 + 1), grid, grid):
             C = two_group_C(p, n - p, within, across)
             label = f"two groups(p={p}, q={n - p}, within={within:g}, across={across:g})"
-            yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+            yield label, (pr.with_unrelated_g(C) if prop == "3" else C, n - 1)
 
 
 def _conclusion_fails(x: tuple[NDArray[np.float64], int], beta: pr.BetaSpec) -> bool:

@@ -346,17 +346,13 @@ def shrink(est: Estimator, prop: str, ex: Example, budget: int = SHRINK_BUDGET) 
     return ex, found
 
 
-def cell_rng(seed: int, est: str, prop: str, reading: str) -> np.random.Generator:
-    """The cell's own generator: seeded by (seed, crc32 of the cell's name), independent of the other cells."""
-    return np.random.default_rng([int(seed), zlib.crc32(f"{est}|{prop}|{reading}".encode())])
-
-
 def first_counterexample(
     est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0
 ) -> tuple[int, Example, pr.PropertyCheck] | None:
     """Draw up to ``max_examples`` seeded examples of the cell; the first that fails, as (how many examples were
     drawn, the shrunk example, its check), or None if none fails. ``est`` must be applicable in ``reading``."""
-    rng = cell_rng(seed, est.name, prop, reading)
+    # the cell's own generator, seeded by (seed, crc32 of the cell's name): independent of the other cells
+    rng = np.random.default_rng([int(seed), zlib.crc32(f"{est.name}|{prop}|{reading}".encode())])
     for k in range(1, max_examples + 1):
         ex = _draw(rng, est, prop, reading, N_RANGES[prop])
         if _fails(est, prop, ex) is not None:

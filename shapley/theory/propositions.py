@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -114,16 +115,15 @@ def prop35_readings(
     R = degenerate_witness()
     p2 = pr.check_property2(R, "rv")
     p1_rows = degenerate_property1_rows(R)
-    nonsingular = ReadingVerdict(
-        "prop-3.5",
+    verdict = partial(ReadingVerdict, "prop-3.5")
+    nonsingular = verdict(
         "random variables, non-singular R",
         "contradicted",
         "h satisfies Property 2 (conditioning reduces entropy: the total rises by -1/2 ln(1 - R2_i) >= 0) "
         "and Property 1 (an exact copy sends h to -inf)",
         check,
     )
-    degenerate = ReadingVerdict(
-        "prop-3.5",
+    degenerate = verdict(
         "the paper's degenerate example (a pair with rho = 1)",
         "reproduced",
         "h is -inf before and after the replacement, so the strict parts of Properties 1 and 2 fail; the "
@@ -169,9 +169,9 @@ def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
     R = degenerate_witness()
     p1 = pr.check_property1(pr.property1_witness_sentence(), "sentence", beta=beta)
     p2 = pr.check_property2(pr.property2_witness_sentence(), "sentence", beta=beta)
+    verdict = partial(ReadingVerdict, "prop-3.6")
     return (
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             "random variables, non-singular R",
             "contradicted",
             "Property 3 fails (a suppressor effect: g beats s_j in every sub-game, yet the total falls); "
@@ -180,22 +180,19 @@ def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
             "premise) can raise the total, by an amount that vanishes as rho -> 1",
             {"property3": pr.check_property3(R_old, R_new, j, "rv"), "R_old": R_old, "R_new": R_new, "j": j},
         ),
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             "random variables, the paper's degenerate example (a pair with rho = 1)",
             "contradicted",
             "the Shapley values are (-inf) - (-inf), undefined, so phi satisfies no property on this input",
             {"R": R, "shapley_error": undefined_shapley_message(R)},
         ),
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             f"sentences through the kernel (beta = {beta:g}), Property 3",
             "contradicted",
             "g is less similar than s_j to every answer and wins every sub-game, yet the total falls",
             {"property3": pr.check_property3(C_old, C_new, js, "sentence", beta=beta), "C_old": C_old, "j": js},
         ),
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             f"sentences through the kernel (beta = {beta:g}), Properties 1-2",
             "intent broken, formal premises unreachable",
             "a duplicate gets R = beta (never 1) and an unrelated answer R = beta e^(-1/2) (never 0), so the "

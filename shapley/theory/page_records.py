@@ -119,7 +119,8 @@ class PageRecord:
 
     def write(self, results: str | os.PathLike[str] = RESULTS, settings: Mapping[str, Any] | None = None) -> Path:
         """Compute the record from ``results`` with ``settings`` (default :attr:`settings`) and write it, with
-        the command, its freshness block and the seconds the computation took, to ``results/PATH``."""
+        the command, its freshness block and the seconds the computation took, to the file :attr:`path` under
+        ``results``."""
         root, settings = Path(results), self.settings if settings is None else settings
         block = self.freshness(root, settings)  # the inputs as they are read
         numbers, seconds = timed(self.compute, settings, root)

@@ -45,8 +45,7 @@ def main() -> int:
     for prop, reading, kw in SEARCHES:
         t0 = time.perf_counter()
         res = se.search_counterexample(prop, reading, max_examples=examples, derandomize=False, **kw)
-        entry = {"kind": "property", "prop": prop, "reading": reading, "kwargs": kw, "example": res.example}
-        recheck = hypothesis_results.recheck(entry)[1] if res.found else None  # the page's own re-check
+        recheck = se.check_example("property", prop, reading, res.example, kw)[1] if res.found else None
         bad += recheck is False
         print(f"Property {prop}, {reading} reading")
         print(f"  searched: {res.strategy}")

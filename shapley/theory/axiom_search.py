@@ -121,6 +121,8 @@ def coalition_worths(
         >>> v = coalition_worths(estimator("NumSet"), "sentence", np.array([[1.0, 1.0], [1.0, 1.0]]))
         >>> v.tolist()  # both answers in one semantic set
         [0.0, 1.0, 1.0, 1.0]
+        >>> game_shapley_values(v).tolist()  # U's own Shapley values, which sum to U(all answers)
+        [0.5, 0.5]
     """
     n = M.shape[0]
     v = np.zeros(2**n)
@@ -132,17 +134,6 @@ def coalition_worths(
         idx = [k for k in range(n) if mask >> k & 1]
         v[mask] = value(est, reading, M[np.ix_(idx, idx)], None if p is None else p[idx])
     return v
-
-
-def estimator_shapley(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> Matrix:
-    """Exact Shapley values (n,) of U as a set function (:func:`coalition_worths`); they sum to U(all).
-
-    Examples:
-        >>> C = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-        >>> estimator_shapley(estimator("NumSet"), "sentence", C).round(3).tolist()
-        [0.5, 0.5, 1.0]
-    """
-    return game_shapley_values(coalition_worths(est, reading, M, p))
 
 
 def _subgame_value(worths: Matrix, players: Sequence[int], who: int) -> float:
@@ -260,10 +251,6 @@ def check(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
 # ---------------------------------------------------------------------------------------------------
 
 
-TENTHS = 9
-"""Inner values are drawn from the tenths 1/10 ... TENTHS/10 (with a sign in the random-variable reading)."""
-
-
 def _draw(rng: np.random.Generator, est: Estimator, prop: str, reading: str, n_range: tuple[int, int]) -> Example:
     """One random example. Sentence entries: 0 or 1 with probability 1/4 each, else uniform on
     {0.1, ..., 0.9}; rv partial correlations: 0 with probability 1/4, else uniform on {-0.9, ..., 0.9}
@@ -273,13 +260,13 @@ def _draw(rng: np.random.Generator, est: Estimator, prop: str, reading: str, n_r
     m = n_total * (n_total - 1) // 2
     if reading == "sentence":
         kind = rng.integers(0, 4, m)
-        vals = np.where(kind == 0, 0, np.where(kind == 1, 10, rng.integers(1, TENTHS + 1, m)))
+        vals = np.where(kind == 0, 0, np.where(kind == 1, 10, rng.integers(1, pr.TENTHS + 1, m)))
     else:
-        mags = rng.integers(1, TENTHS + 1, m)
+        mags = rng.integers(1, pr.TENTHS + 1, m)
         signs = np.ones(m, dtype=np.int64) if est.rv_nonnegative else rng.choice([-1, 1], m)
         vals = np.where(rng.integers(0, 4, m) == 0, 0, mags * signs)
     n_lik = n_total if prop == "3" else n + (prop == "2")
-    p = tuple(rng.integers(1, TENTHS + 1, n_lik) / 10) if est.uses_likelihoods else None
+    p = tuple(rng.integers(1, pr.TENTHS + 1, n_lik) / 10) if est.uses_likelihoods else None
     j = int(rng.integers(0, n)) if prop == "3" else 0
     return Example(reading, n_total, tuple(vals / 10), p, j)
 
@@ -359,17 +346,13 @@ def shrink(est: Estimator, prop: str, ex: Example, budget: int = SHRINK_BUDGET) 
     return ex, found
 
 
-def cell_rng(seed: int, est: str, prop: str, reading: str) -> np.random.Generator:
-    """The cell's own generator: seeded by (seed, crc32 of the cell's name), independent of the other cells."""
-    return np.random.default_rng([int(seed), zlib.crc32(f"{est}|{prop}|{reading}".encode())])
-
-
 def first_counterexample(
     est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0
 ) -> tuple[int, Example, pr.PropertyCheck] | None:
     """Draw up to ``max_examples`` seeded examples of the cell; the first that fails, as (how many examples were
     drawn, the shrunk example, its check), or None if none fails. ``est`` must be applicable in ``reading``."""
-    rng = cell_rng(seed, est.name, prop, reading)
+    # the cell's own generator, seeded by (seed, crc32 of the cell's name): independent of the other cells
+    rng = np.random.default_rng([int(seed), zlib.crc32(f"{est.name}|{prop}|{reading}".encode())])
     for k in range(1, max_examples + 1):
         ex = _draw(rng, est, prop, reading, N_RANGES[prop])
         if _fails(est, prop, ex) is not None:

@@ -51,20 +51,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from shapley.core import validate
+from shapley.theory import axiom_search as axs
 from shapley.theory import properties as pr
-from shapley.theory.axiom_search import (
-    CLUSTER_THRESHOLD,
-    ESTIMATORS,
-    N_RANGES,
-    SENTENCE_BETA,
-    SHRINK_BUDGET,
-    TENTHS,
-    Estimator,
-    Example,
-    applicable,
-    check,
-    first_counterexample,
-)
 from shapley.theory.properties import PROPERTIES, READINGS
 
 if TYPE_CHECKING:
@@ -100,7 +88,7 @@ class CellResult:
     reading: str
     verdict: str
     examples: int
-    example: Example | None
+    example: axs.Example | None
     check: pr.PropertyCheck | None
 
 
@@ -109,28 +97,24 @@ class CellResult:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _sentence_example(C: np.ndarray, j: int = 0) -> Example:
+def _sentence_example(C: np.ndarray, j: int = 0) -> axs.Example:
     n = C.shape[0]
-    return Example("sentence", n, tuple(float(x) for x in C[np.triu_indices(n, 1)]), None, j)
+    return axs.Example("sentence", n, tuple(float(x) for x in C[np.triu_indices(n, 1)]), None, j)
 
 
-def property2_hub_example() -> Example:
+def property2_hub_example() -> axs.Example:
     """The Property 2 hub (:func:`shapley.theory.properties.property2_witness_sentence`: n = 6, link 0.05)
     as a search example. Its size lies inside the search's range, but 0.05 lies off the tenths grid."""
     return _sentence_example(pr.property2_witness_sentence())
 
 
-def property3_hub_example() -> Example:
+def property3_hub_example() -> axs.Example:
     """The Property 3 hub (:func:`shapley.theory.properties.property3_witness_sentence`: n = 7, links 0.1 and
-    0.005) as a joint matrix over (answers 0..n-1, g = n); g's row is the unrelated answer's, and the
-    (s_j, g) entry, which no coalition uses, is 0. Both its size and 0.005 lie outside the search's domain."""
-    C_old, C_new, j = pr.property3_witness_sentence()
-    n = C_old.shape[0]
-    J = np.eye(n + 1)
-    J[:n, :n] = C_old
-    others = [k for k in range(n) if k != j]
-    J[n, others] = J[others, n] = C_new[j, others]
-    return _sentence_example(J, j)
+    0.005) as a joint matrix over (answers 0..n-1, g = n): g is the unrelated answer
+    (:func:`~shapley.theory.properties.with_unrelated_g`; its (s_j, g) entry, which no coalition uses, is 0 too).
+    Both its size and 0.005 lie outside the search's domain."""
+    C_old, _, j = pr.property3_witness_sentence()
+    return _sentence_example(pr.with_unrelated_g(C_old), j)
 
 
 @dataclass(frozen=True)
@@ -182,7 +166,7 @@ KNOWN: dict[tuple[str, str, str], KnownCell] = {
 """Cells settled by hand, keyed by (estimator, property, reading)."""
 
 
-def cell_result(est: Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
+def cell_result(est: axs.Estimator, prop: str, reading: str, max_examples: int, seed: int = 0) -> CellResult:
     """The cell's result: the first of up to ``max_examples`` seeded examples that fails, shrunk
     (:func:`~shapley.theory.axiom_search.first_counterexample`, verdict ``"fails"``), overruled by :data:`KNOWN`
     where a witness, a proof or the cell's construction settles it. A known witness is checked here (it must
@@ -190,15 +174,15 @@ def cell_result(est: Estimator, prop: str, reading: str, max_examples: int, seed
     known = KNOWN.get((est.name, prop, reading))
     if known is not None and known.kind == FAILS:
         ex = known.witness()
-        chk = check(est, prop, ex)
+        chk = axs.check(est, prop, ex)
         if chk is None or chk.holds:
             raise AssertionError(f"the known witness {known.source} no longer breaks {est.name}, Property {prop}")
         return CellResult(est.name, prop, reading, FAILS, 0, ex, chk)
     if known is not None and known.kind == UNDEFINED:
         return CellResult(est.name, prop, reading, UNDEFINED, 0, None, None)
-    if not applicable(est, reading):
+    if not axs.applicable(est, reading):
         return CellResult(est.name, prop, reading, NOT_APPLICABLE, 0, None, None)
-    found = first_counterexample(est, prop, reading, max_examples, seed)
+    found = axs.first_counterexample(est, prop, reading, max_examples, seed)
     if found is not None:
         return CellResult(est.name, prop, reading, FAILS, *found)
     verdict = PROVED if known is not None and known.kind == PROVED else no_counterexample(max_examples)
@@ -238,21 +222,17 @@ def describe(result: CellResult) -> dict[str, Any]:
     return out
 
 
-def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int, int, tuple[Estimator, ...]]:
+def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int, int, tuple[axs.Estimator, ...]]:
     """Validate :func:`axiom_table`'s arguments: ValueError naming the parameter on a wrong kind or value."""
     n_max, seed = validate.positive_int(max_examples, "max_examples"), validate.integer(seed, "seed", minimum=0)
     if estimators is None:
-        return n_max, seed, ESTIMATORS
-    if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Sequence) or not estimators:
-        raise ValueError(f"estimators must be a non-empty list of estimator names (or None); got {estimators!r}")
-    names = list(estimators)
-    repeated = sorted({str(x) for x in names if names.count(x) > 1})
-    if repeated:
-        raise ValueError(f"estimators must be distinct; repeated: {repeated}")
-    known = {e.name: e for e in ESTIMATORS}
-    unknown = [x for x in names if x not in known]
-    if unknown:
-        raise ValueError(f"estimators: unknown {unknown}; known: {list(known)}")
+        return n_max, seed, axs.ESTIMATORS
+    known = {e.name: e for e in axs.ESTIMATORS}
+    names = [] if isinstance(estimators, str | bytes) or not isinstance(estimators, Sequence) else list(estimators)
+    if not names or len(set(names)) < len(names) or not set(names) <= known.keys():
+        raise ValueError(
+            f"estimators must be a list of distinct names from {list(known)} (or None); got {estimators!r}"
+        )
     return n_max, seed, tuple(known[x] for x in names)
 
 
@@ -285,18 +265,6 @@ def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str
             }
         )
     return pd.DataFrame(rows)
-
-
-def grid_text(signed: bool = False) -> str:
-    """The set of inner values the search draws (tenths up to :data:`~shapley.theory.axiom_search.TENTHS`), as
-    text for the book.
-
-    Examples:
-        >>> grid_text(), grid_text(signed=True)
-        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}')
-    """
-    top = TENTHS / 10
-    return "{" + (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}" + "}"
 
 
 def short_verdict(verdict: str) -> str:
@@ -371,13 +339,13 @@ def settings(max_examples: int, seed: int) -> dict[str, Any]:
     return {
         "max_examples": int(max_examples),
         "seed": int(seed),
-        "n_ranges": {k: list(v) for k, v in N_RANGES.items()},
-        "sentence_beta": SENTENCE_BETA,
-        "cluster_threshold": CLUSTER_THRESHOLD,
-        "shrink_budget": SHRINK_BUDGET,
-        "estimators": [e.name for e in ESTIMATORS],
-        "rv_nonnegative": [e.name for e in ESTIMATORS if e.rv is not None and e.rv_nonnegative],
-        "not_applicable_rv": [e.name for e in ESTIMATORS if e.rv is None],
+        "n_ranges": {k: list(v) for k, v in axs.N_RANGES.items()},
+        "sentence_beta": axs.SENTENCE_BETA,
+        "cluster_threshold": axs.CLUSTER_THRESHOLD,
+        "shrink_budget": axs.SHRINK_BUDGET,
+        "estimators": [e.name for e in axs.ESTIMATORS],
+        "rv_nonnegative": [e.name for e in axs.ESTIMATORS if e.rv is not None and e.rv_nonnegative],
+        "not_applicable_rv": [e.name for e in axs.ESTIMATORS if e.rv is None],
         "search": "seeded random search (numpy), greedy shrink of the first counterexample",
     }
 
@@ -400,7 +368,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results/axioms")
     args = parser.parse_args(argv)
-    if args.max_examples < 1:
-        parser.error("--max-examples must be at least 1")
     print(write_axiom_table(args.out, args.max_examples, args.seed))
     return 0

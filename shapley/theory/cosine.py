@@ -20,7 +20,7 @@ numpy in, numpy out (nats play no role here; everything is an eigenvalue).
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,6 +117,20 @@ def _softmin_value_and_grad(
     return float(value), _grad((V * (w / w.sum())) @ V.T, parts, beta)
 
 
+def _search_arguments(n: int, n_starts: int, seed: int, beta: float) -> tuple[int, int, np.random.Generator, float]:
+    """A search's arguments, checked (a ValueError names the wrong one): n, n_starts, the seeded generator, beta."""
+    n, n_starts = validate.integer(n, "n", minimum=2), validate.integer(n_starts, "n_starts", minimum=1)
+    seed = validate.integer(seed, "seed", minimum=0)
+    return n, n_starts, np.random.default_rng(seed), validate.beta_value(beta)
+
+
+def _lowest(candidates: Iterator[NDArray[np.float64]], beta: float) -> tuple[float, NDArray[np.float64]]:
+    """The lowest ``lambda_min(R_beta)`` over the candidate vectors (rows), and the first candidate attaining it,
+    as unit rows."""
+    val, X = min(((cosine_min_eigenvalue(X, beta), X) for X in candidates), key=lambda found: found[0])
+    return val, X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
 @dataclass(frozen=True)
 class CosineSearch:
     """Outcome of :func:`search_min_eigenvalue`: the best unit vectors found and their ``lambda_min(R_beta)``."""
@@ -144,11 +158,7 @@ def search_min_eigenvalue(
         >>> abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9, s.min_eig_R > 0
         (True, True)
     """
-    n = validate.integer(n, "n", minimum=2)
-    n_starts = validate.integer(n_starts, "n_starts", minimum=1)
-    seed = validate.integer(seed, "seed", minimum=0)
-    b = validate.beta_value(beta)
-    rng = np.random.default_rng(seed)
+    n, n_starts, rng, b = _search_arguments(n, n_starts, seed, beta)
     starts = []
     for start in range(n_starts):
         X0 = rng.normal(size=(n, n))
@@ -164,14 +174,9 @@ def search_min_eigenvalue(
         X0[: W.shape[0]] = 0.0
         X0[: W.shape[0], : W.shape[1]] = W
         starts.append(X0)
-    best_val, best_X = math.inf, np.eye(n)
-    for X0 in starts:
-        res = _lbfgs(_value_and_grad, X0.ravel(), (n, b))
-        for X in (res.x.reshape(n, n), X0):
-            val = cosine_min_eigenvalue(X, b)
-            if val < best_val:
-                best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
-    return CosineSearch(n, b, float(best_val), best_X, len(starts))
+    ends = ((_lbfgs(_value_and_grad, X0.ravel(), (n, b)).x.reshape(n, n), X0) for X0 in starts)
+    best_val, best_X = _lowest((X for pair in ends for X in pair), b)  # each start's end, then the start itself
+    return CosineSearch(n, b, best_val, best_X, len(starts))
 
 
 def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, n_min: int = 2) -> list[CosineSearch]:
@@ -182,9 +187,7 @@ def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0
     a start whose value is at most the previous best).
     """
     n_max = validate.integer(n_max, "n_max", minimum=2)
-    n_min = validate.integer(n_min, "n_min", minimum=2)
-    if n_min > n_max:
-        raise ValueError(f"n_min ({n_min}) must be at most n_max ({n_max})")
+    n_min = validate.integer(n_min, "n_min", minimum=2, maximum=n_max)
     out: list[CosineSearch] = []
     for n in range(n_min, n_max + 1):
         warm = out[-1].X if out else None
@@ -214,22 +217,16 @@ def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, 
         >>> s.X.shape, abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9
         ((6, 3), True)
     """
-    n = validate.integer(n, "n", minimum=2)
+    n, n_starts, rng, b = _search_arguments(n, n_starts, seed, beta)
     dim = validate.integer(dim, "dim", minimum=1)
-    n_starts = validate.integer(n_starts, "n_starts", minimum=1)
-    seed = validate.integer(seed, "seed", minimum=0)
-    b = validate.beta_value(beta)
-    rng = np.random.default_rng(seed)
-    best_val, best_X = math.inf, np.eye(n, dim)
-    for _ in range(n_starts):
-        x = rng.normal(size=n * dim)
+
+    def descended(x: NDArray[np.float64]) -> NDArray[np.float64]:
         for t in SOFTMIN_TEMPERATURES:
             x = _lbfgs(_softmin_value_and_grad, x, (n, b, t)).x
-        X = _lbfgs(_value_and_grad, x, (n, b)).x.reshape(n, dim)
-        val = cosine_min_eigenvalue(X, b)
-        if val < best_val:
-            best_val, best_X = val, X / np.linalg.norm(X, axis=1, keepdims=True)
-    return CosineSearch(n, b, float(best_val), best_X, n_starts)
+        return _lbfgs(_value_and_grad, x, (n, b)).x.reshape(n, dim)
+
+    best_val, best_X = _lowest((descended(rng.normal(size=n * dim)) for _ in range(n_starts)), b)
+    return CosineSearch(n, b, best_val, best_X, n_starts)
 
 
 def circle_vectors(n: int) -> NDArray[np.float64]:

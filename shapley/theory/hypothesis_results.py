@@ -16,8 +16,8 @@ example no longer fails that check.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from shapley.theory import page_records, propositions
-from shapley.theory import properties as pr
 from shapley.theory import search as se
 
 SEARCHES: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -58,31 +57,23 @@ STORED = ("prop", "reading", "found", "examples_run", "strategy", "settings", "f
 example; its check is recomputed from the example)."""
 
 
-def _entry(kind: str, res: se.SearchResult, kwargs: Mapping[str, Any], start: float) -> dict[str, Any]:
+def _entry(kind: str, s: Mapping[str, Any], max_examples: int) -> dict[str, Any]:
+    """One search of the settings (``kind``: "property" or "step"), run now, as the record stores it."""
+    if kind == "property":
+        search = partial(se.search_counterexample, s["prop"], s["reading"])
+    else:
+        search = partial(se.search_step_counterexample, s["prop"])
+    res, seconds = page_records.timed(search, **s["kwargs"], max_examples=max_examples)
     stored = {k: getattr(res, k) for k in STORED}
-    return {
-        "kind": kind,
-        "kwargs": kwargs,
-        **stored,
-        "example": res.example,
-        "seconds": round(time.perf_counter() - start, 2),
-    }
+    return {"kind": kind, "kwargs": s["kwargs"], **stored, "example": res.example, "seconds": round(seconds, 2)}
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     """The record's numbers: every search of ``settings`` and the chain-rule check (``results`` is not read)."""
-    searches: dict[str, Any] = {}
-    for name, s in settings["searches"].items():
-        start = time.perf_counter()
-        res = se.search_counterexample(s["prop"], s["reading"], **s["kwargs"], max_examples=settings["max_examples"])
-        searches[name] = _entry("property", res, s["kwargs"], start)
-    for name, s in settings["steps"].items():
-        start = time.perf_counter()
-        res = se.search_step_counterexample(s["prop"], **s["kwargs"], max_examples=settings["max_examples"])
-        searches[name] = _entry("step", res, s["kwargs"], start)
-    start = time.perf_counter()
-    chain = propositions.chain_rule_check(**settings["chain_rule"])
-    return {"chain_rule_seconds": round(time.perf_counter() - start, 2), "searches": searches, "chain_rule": chain}
+    searches = {name: _entry("property", s, settings["max_examples"]) for name, s in settings["searches"].items()}
+    searches |= {name: _entry("step", s, settings["max_examples"]) for name, s in settings["steps"].items()}
+    chain, seconds = page_records.timed(propositions.chain_rule_check, **settings["chain_rule"])
+    return {"chain_rule_seconds": round(seconds, 2), "searches": searches, "chain_rule": chain}
 
 
 def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -91,46 +82,21 @@ def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: np.asarray(v, dtype=float) if isinstance(v, list) else v for k, v in stored.items()}
 
 
-def recheck(entry: Mapping[str, Any]) -> tuple[Any, bool]:
-    """The check of a search's example (``entry``: one of the record's searches, or the same keys for a search
-    run now), recomputed by the property's own function, and whether the example fails it (a counterexample).
-    ``(None, False)`` when the search found nothing."""
-    ex, kw = _example(entry["example"]), entry["kwargs"]
-    if ex is None:
-        return None, False
-    prop, reading, beta = entry["prop"], entry["reading"], kw.get("beta", 0.5)
-    if entry["kind"] == "step":
-        if prop == "1":
-            step = pr.appendix_step_property1(ex["R"], ex["i"])
-        elif prop == "2":
-            step = pr.appendix_step_property2(ex["R"], ex["i"])
-        else:
-            step = pr.appendix_step_property3(ex["R_old"], ex["R_new"], ex["j"])
-        return step, bool(step.wrong_way)
-    if prop == "1":
-        chk = pr.check_property1(ex["M"], reading, rho=kw.get("rho", 1.0), beta=beta)
-        fails = any(r.required == "<" for r in chk.failures()) if kw.get("strict_only") else not chk.holds
-        return chk, fails
-    if prop == "2":
-        chk = pr.check_property2(ex["M"], reading, beta=beta)
-    else:
-        chk = pr.check_property3(ex["M_old"], ex["M_new"], ex["j"], reading, beta=beta)
-    return chk, not chk.holds
-
-
 def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
     """Every stored search as a :class:`~shapley.theory.search.SearchResult` (name -> result), its ``check``
     recomputed from the stored example. Raises ValueError if a stored counterexample does not fail its check."""
     out = {}
     for name, e in record["searches"].items():
-        check, fails = recheck(e)
+        example, check, fails = _example(e["example"]), None, False
+        if example is not None:
+            check, fails = se.check_example(e["kind"], e["prop"], e["reading"], example, e["kwargs"])
         if fails != e["found"]:
             raise ValueError(
                 f"{RECORD.path}: search {name!r} recorded found={e['found']}, but its example "
                 f"{'fails' if fails else 'does not fail'} the check now: run `make theory-results` ({RECORD.command})"
             )
         stored = {k: e[k] for k in STORED}
-        out[name] = se.SearchResult(**stored, example=_example(e["example"]), check=check)
+        out[name] = se.SearchResult(**stored, example=example, check=check)
     return out
 
 

@@ -21,7 +21,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 RESULTS = Path("results")
 """The results folder, relative to the repository root (where ``make`` runs)."""
@@ -62,6 +64,13 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def timed(compute: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
+    """``compute(*args, **kwargs)`` and the seconds it took (what a record says about its computations)."""
+    start = time.perf_counter()
+    value = compute(*args, **kwargs)
+    return value, time.perf_counter() - start
 
 
 @dataclass(frozen=True)
@@ -113,9 +122,9 @@ class PageRecord:
         the command, its freshness block and the seconds the computation took, to the file :attr:`path` under
         ``results``."""
         root, settings = Path(results), self.settings if settings is None else settings
-        block, start = self.freshness(root, settings), time.perf_counter()  # the inputs as they are read
-        numbers = self.compute(settings, root)
-        record = {"command": self.command, "freshness": block, "seconds": round(time.perf_counter() - start, 1)}
+        block = self.freshness(root, settings)  # the inputs as they are read
+        numbers, seconds = timed(self.compute, settings, root)
+        record = {"command": self.command, "freshness": block, "seconds": round(seconds, 1)}
         path = root / self.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({**record, **numbers}, indent=1, default=_plain) + "\n")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import combinations
 from typing import Any, Literal, cast, get_args
 
@@ -55,6 +56,24 @@ TOL = 1e-9
 
 NEAR_ONE = 1.0 - 1e-6
 """rho used where an exact copy would make Shapley values (-inf) - (-inf): the limit rho -> 1 is read off here."""
+
+TENTHS = 9
+"""The searches of :mod:`~shapley.theory.search` and :mod:`~shapley.theory.axiom_search` draw inner values from
+the tenths 1/10 ... TENTHS/10 (with a sign for C-vine partial correlations, where +-1 would make R singular: an exact
+duplicate, for instance)."""
+
+
+def tenths_text(signed: bool = False, closed: bool = False) -> str:
+    """The tenths the searches draw, as text for the book: up to TENTHS/10, from -TENTHS/10 when ``signed``, and
+    -1 and 1 too when ``closed`` (the singular domain).
+
+    Examples:
+        >>> tenths_text(), tenths_text(signed=True), tenths_text(signed=True, closed=True)
+        ('{0.1, ..., 0.9}', '{-0.9, ..., 0.9}', '{-1, -0.9, ..., 0.9, 1}')
+    """
+    top = TENTHS / 10
+    inner = (f"{-top:g}" if signed else "0.1") + f", ..., {top:g}"
+    return "{" + ("-1, " + inner + ", 1" if closed else inner) + "}"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -93,11 +112,6 @@ def checked_correlation(R: ArrayLike) -> NDArray[np.float64]:
     return A
 
 
-def _unit(C: ArrayLike) -> NDArray[np.float64]:
-    A = validate.probability_matrix(C, "C")
-    return validate.symmetric_matrix(A, "C")
-
-
 def _replaced(A: NDArray[np.float64], i: int, row: NDArray[np.float64] | float) -> NDArray[np.float64]:
     """A copy of the symmetric ``A`` whose row and column i are ``row`` (unit diagonal kept)."""
     out = A.copy()
@@ -129,7 +143,7 @@ def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
 
     For i == m the duplicate stands in for m itself and C is unchanged.
     """
-    A = _unit(C)
+    A = validate.similarity_matrix(C, "C")
     out = _replaced(A, i, A[m])
     if i != m:
         out[i, m] = out[m, i] = 1.0
@@ -138,7 +152,7 @@ def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
 
 def sentence_unrelated(C: ArrayLike, i: int) -> NDArray[np.float64]:
     """C after replacing answer i by an answer unrelated to all others (C = 0 off the diagonal)."""
-    return _replaced(_unit(C), i, 0.0)
+    return _replaced(validate.similarity_matrix(C, "C"), i, 0.0)
 
 
 def rv_r_squared(R: ArrayLike) -> NDArray[np.float64]:
@@ -238,9 +252,7 @@ def judge_property3(
 
 def checked_reading(reading: str) -> Reading:
     """``reading`` itself if it is one of :data:`READINGS`, else a ValueError naming them."""
-    if reading not in READINGS:
-        raise ValueError(f"reading must be one of {READINGS}; got {reading!r}")
-    return reading  # type: ignore[return-value]
+    return validate.choice(reading, READINGS, "reading")  # type: ignore[return-value]
 
 
 BetaSpec = float | str
@@ -263,7 +275,7 @@ def _reading_input(M: ArrayLike, reading: str, beta: BetaSpec) -> tuple[NDArray[
     """The validated input of ``reading`` (R, or C) and the total of such an input (C through the kernel at beta)."""
     if checked_reading(reading) == "rv":
         return checked_correlation(M), total_uncertainty
-    return _unit(M), lambda C: total_uncertainty(_beta_R(C, beta))
+    return validate.similarity_matrix(M, "C"), lambda C: total_uncertainty(_beta_R(C, beta))
 
 
 def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, beta: BetaSpec = 0.5) -> PropertyCheck:
@@ -283,9 +295,8 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
             "undefined (see degenerate_witness and prop36_readings)"
         )
     phi = shapley_values(R, "exact")
-    if reading == "rv":
-        return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(rv_duplicate(A, i, m, rho)))
-    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(sentence_duplicate(A, i, m)))
+    duplicate = partial(rv_duplicate, rho=rho) if reading == "rv" else sentence_duplicate
+    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(duplicate(A, i, m)))
 
 
 def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
@@ -331,7 +342,7 @@ def check_property3(
     if checked_reading(reading) == "rv":
         A, B = checked_correlation(M_old), checked_correlation(M_new)
     else:
-        A, B = _beta_R(_unit(M_old), beta), _beta_R(_unit(M_new), beta)
+        A, B = (_beta_R(validate.similarity_matrix(M, "C"), beta) for M in (M_old, M_new))
     _, margin, X = consistency_premise(A, B, j)
     return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X, R_old=A, R_new=B)
 
@@ -443,9 +454,7 @@ def corr_from_partials(P: ArrayLike) -> NDArray[np.float64]:
                [1. , 1. , 0.5],
                [0.5, 0.5, 1. ]])
     """
-    Pm = np.asarray(P, dtype=np.float64)
-    if Pm.ndim != 2 or Pm.shape[0] != Pm.shape[1]:
-        raise ValueError(f"P must be square; got shape {Pm.shape}")
+    Pm = validate.square_matrix(P, "P")
     n = Pm.shape[0]
     iu = np.triu_indices(n, 1)
     if np.any(np.abs(Pm[iu]) > 1):
@@ -492,8 +501,7 @@ def hub_C(n: int, eps_hub: float = 0.05, eps_rest: float = 0.0, g_row: bool = Fa
     from n = 6 on (the hub is 'explained' by the others), so a little extra similarity to the hub makes
     s *less* predictable from the rest, not more.
     """
-    if int(n) != n or n < 3:
-        raise ValueError(f"n must be an integer >= 3; got {n!r}")
+    n = validate.integer(n, "n", minimum=3)
     C = np.zeros((n, n))
     C[0, 1 : n - 1] = C[1 : n - 1, 0] = 1.0
     if not g_row:
@@ -509,6 +517,13 @@ def hub_weight(n: int, beta: BetaSpec = 0.5) -> float:
     C = hub_C(n)
     S = _beta_R(C, resolve_beta(beta, n))[: n - 1, : n - 1]
     return float(np.linalg.solve(S, np.ones(n - 1))[0])
+
+
+def with_unrelated_g(C: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Joint matrix for Property 3: the answers of C plus g (last index), unrelated to all (C = 0)."""
+    M = np.pad(C, (0, 1))
+    M[-1, -1] = 1.0
+    return M
 
 
 def property1_witness_sentence() -> NDArray[np.float64]:

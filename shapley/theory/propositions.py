@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,26 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core.entropy import shapley_values
 from shapley.core.kernel import kernel_matrix
-from shapley.theory.properties import (
-    Replacement,
-    check_property1,
-    check_property2,
-    check_property3,
-    checked_correlation,
-    corr_from_partials,
-    property1_witness_sentence,
-    property2_witness_sentence,
-    property3_witness_rv,
-    property3_witness_sentence,
-    random_correlation,
-    rv_duplicate,
-    rv_r_squared,
-    total_uncertainty,
-)
-
-# ---------------------------------------------------------------------------------------------------
-# Propositions 3.5 and 3.6, reading by reading: verdict and witness
-# ---------------------------------------------------------------------------------------------------
+from shapley.theory import properties as pr
 
 
 @dataclass(frozen=True)
@@ -63,22 +45,22 @@ def degenerate_witness(rho_other: float = 0.5) -> NDArray[np.float64]:
     """
     if not -1.0 < rho_other < 1.0:
         raise ValueError(f"rho_other must lie in (-1, 1); got {rho_other!r}")
-    return corr_from_partials(np.array([[0.0, 1.0, rho_other], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    return pr.corr_from_partials(np.array([[0.0, 1.0, rho_other], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
 
 
-def degenerate_property1_rows(R: ArrayLike) -> tuple[Replacement, ...]:
+def degenerate_property1_rows(R: ArrayLike) -> tuple[pr.Replacement, ...]:
     """Property 1's strict part on a singular R, for EVERY choice of the answer m that g copies (the argmin
     is undefined there): rows (i != m) with old and new totals; ``holds`` is False when -inf < -inf fails."""
-    A = checked_correlation(R)
-    old, n = total_uncertainty(A), A.shape[0]
+    A = pr.checked_correlation(R)
+    old, n = pr.total_uncertainty(A), A.shape[0]
     pairs = [(i, m) for m in range(n) for i in range(n) if i != m]
-    return tuple(Replacement(i, old, total_uncertainty(rv_duplicate(A, i, m, 1.0)), "<") for i, m in pairs)
+    return tuple(pr.Replacement(i, old, pr.total_uncertainty(pr.rv_duplicate(A, i, m, 1.0)), "<") for i, m in pairs)
 
 
 def undefined_shapley_message(R: ArrayLike) -> str | None:
     """The core's error message if the Shapley values of R are undefined ((-inf) - (-inf)), else None."""
     try:
-        shapley_values(checked_correlation(R), "exact")
+        shapley_values(pr.checked_correlation(R), "exact")
     except ValueError as exc:
         return str(exc)
     return None
@@ -96,11 +78,11 @@ def chain_rule_check(n_matrices: int = 200, seed: int = 0, n_range: tuple[int, i
     err, gain = 0.0, math.inf
     for k in range(n_matrices):
         n = int(rng.integers(n_range[0], n_range[1] + 1))
-        R = random_correlation(n, seed=int(rng.integers(2**31)) + k, max_partial=0.9)
-        p1 += not check_property1(R, "rv").holds
-        chk = check_property2(R, "rv")
+        R = pr.random_correlation(n, seed=int(rng.integers(2**31)) + k, max_partial=0.9)
+        p1 += not pr.check_property1(R, "rv").holds
+        chk = pr.check_property2(R, "rv")
         p2 += not chk.holds
-        r2 = rv_r_squared(R)
+        r2 = pr.rv_r_squared(R)
         for row in chk.rows:
             err = max(err, abs((row.new - row.old) + 0.5 * math.log(1.0 - r2[row.i])))
             if row.required == ">":
@@ -131,18 +113,17 @@ def prop35_readings(
     """
     check = chain_rule_check(n_matrices, seed) if chain is None else dict(chain)
     R = degenerate_witness()
-    p2 = check_property2(R, "rv")
+    p2 = pr.check_property2(R, "rv")
     p1_rows = degenerate_property1_rows(R)
-    nonsingular = ReadingVerdict(
-        "prop-3.5",
+    verdict = partial(ReadingVerdict, "prop-3.5")
+    nonsingular = verdict(
         "random variables, non-singular R",
         "contradicted",
         "h satisfies Property 2 (conditioning reduces entropy: the total rises by -1/2 ln(1 - R2_i) >= 0) "
         "and Property 1 (an exact copy sends h to -inf)",
         check,
     )
-    degenerate = ReadingVerdict(
-        "prop-3.5",
+    degenerate = verdict(
         "the paper's degenerate example (a pair with rho = 1)",
         "reproduced",
         "h is -inf before and after the replacement, so the strict parts of Properties 1 and 2 fail; the "
@@ -183,38 +164,35 @@ def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
     sentence-reading counterexamples to Properties 1-2 (:func:`property1_witness_sentence`,
     :func:`property2_witness_sentence`) break the properties' intent, not their formal statement
     (:func:`sentence_premise_bounds`)."""
-    R_old, R_new, j = property3_witness_rv()
-    C_old, C_new, js = property3_witness_sentence()
+    R_old, R_new, j = pr.property3_witness_rv()
+    C_old, C_new, js = pr.property3_witness_sentence()
     R = degenerate_witness()
-    p1 = check_property1(property1_witness_sentence(), "sentence", beta=beta)
-    p2 = check_property2(property2_witness_sentence(), "sentence", beta=beta)
+    p1 = pr.check_property1(pr.property1_witness_sentence(), "sentence", beta=beta)
+    p2 = pr.check_property2(pr.property2_witness_sentence(), "sentence", beta=beta)
+    verdict = partial(ReadingVerdict, "prop-3.6")
     return (
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             "random variables, non-singular R",
             "contradicted",
             "Property 3 fails (a suppressor effect: g beats s_j in every sub-game, yet the total falls); "
             "Property 2 holds there, but only because the Shapley total equals h; Property 1 is undefined with "
             "an exact copy (the new R is singular, as in the degenerate example); a near copy (rho < 1, outside the "
             "premise) can raise the total, by an amount that vanishes as rho -> 1",
-            {"property3": check_property3(R_old, R_new, j, "rv"), "R_old": R_old, "R_new": R_new, "j": j},
+            {"property3": pr.check_property3(R_old, R_new, j, "rv"), "R_old": R_old, "R_new": R_new, "j": j},
         ),
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             "random variables, the paper's degenerate example (a pair with rho = 1)",
             "contradicted",
             "the Shapley values are (-inf) - (-inf), undefined, so phi satisfies no property on this input",
             {"R": R, "shapley_error": undefined_shapley_message(R)},
         ),
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             f"sentences through the kernel (beta = {beta:g}), Property 3",
             "contradicted",
             "g is less similar than s_j to every answer and wins every sub-game, yet the total falls",
-            {"property3": check_property3(C_old, C_new, js, "sentence", beta=beta), "C_old": C_old, "j": js},
+            {"property3": pr.check_property3(C_old, C_new, js, "sentence", beta=beta), "C_old": C_old, "j": js},
         ),
-        ReadingVerdict(
-            "prop-3.6",
+        verdict(
             f"sentences through the kernel (beta = {beta:g}), Properties 1-2",
             "intent broken, formal premises unreachable",
             "a duplicate gets R = beta (never 1) and an unrelated answer R = beta e^(-1/2) (never 0), so the "

@@ -10,7 +10,7 @@ Hypothesis version. The predicates being searched live in :mod:`shapley.theory.w
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from itertools import product
@@ -22,6 +22,7 @@ from hypothesis import given, target
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
+from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
 from shapley.core.psd import is_psd, min_eigenvalue
 from shapley.theory import properties as pr
@@ -36,27 +37,11 @@ SEARCH_MAX_EXAMPLES = 400
 GRID_STEPS = 10
 """Default resolution of the sentence reading's grid: C entries in {0, 1/10, ..., 1}."""
 
-PARTIAL_STEPS = 9
-"""C-vine partial correlations of the non-singular random-variable domain: k / 10 for |k| <= 9, i.e.
-{-0.9, -0.8, ..., 0.9}. The singular domain allows |k| = 10: a partial correlation of +-1 makes R singular
-(an exact duplicate, for instance)."""
-
 
 def _partials(singular: bool = False) -> Any:
     """Strategy for one partial correlation; it shrinks towards 0 (so shrunk matrices approach the identity)."""
-    k = PARTIAL_STEPS + (1 if singular else 0)
+    k = pr.TENTHS + (1 if singular else 0)
     return st.integers(-k, k).map(lambda i: i / 10)
-
-
-def partial_grid_text(singular: bool = False) -> str:
-    """The set the C-vine partial correlations are drawn from, as text for the book.
-
-    Examples:
-        >>> partial_grid_text(), partial_grid_text(singular=True)
-        ('{-0.9, ..., 0.9}', '{-1, -0.9, ..., 0.9, 1}')
-    """
-    k = PARTIAL_STEPS / 10
-    return "{-1, " + f"{-k:g}, ..., {k:g}" + ", 1}" if singular else "{" + f"{-k:g}, ..., {k:g}" + "}"
 
 
 def search_settings(max_examples: int, derandomize: bool = True) -> Any:
@@ -110,8 +95,7 @@ def hypothesis_counterexample(
     (``hypothesis.target`` on -lambda_min(R), which makes Hypothesis hill-climb towards bad matrices).
     The returned C is Hypothesis' shrunk example (fewest 1 entries, earliest rows).
     """
-    if int(n) != n or n < 2:
-        raise ValueError(f"n must be an integer >= 2; got {n!r}")
+    n = validate.integer(n, "n", minimum=2)
     m = n * (n - 1) // 2
     values = st.sampled_from([0.0, 1.0]) if vertices else st.integers(0, 10).map(lambda k: k / 10)
     found: list[NDArray[np.float64]] = []
@@ -233,12 +217,18 @@ def _swap_in_g(M: NDArray[np.float64], j: int) -> tuple[NDArray[np.float64], NDA
     return M[:n, :n], M[np.ix_(order, order)]
 
 
-def violation_score(check: pr.PropertyCheck) -> float:
+def violation_score(check: pr.PropertyCheck | pr.StepCheck) -> float:
     """How close ``check`` is to failing (nats; > 0 means it fails): Hypothesis' search target.
 
     Properties 1-2: the largest move of a total in the forbidden direction. Property 3: the smaller of
-    the premise margin and the drop of the total (both must be positive for a counterexample).
+    the premise margin and the drop of the total (both must be positive for a counterexample). An Appendix A
+    step: the largest wrong-way move of a Shapley value.
     """
+    if isinstance(check, pr.StepCheck):
+        sign = 1.0 if "<=" in check.direction else -1.0
+        vals = np.delete(sign * (check.phi_new - check.phi_old), check.replaced)
+        vals = vals[np.isfinite(vals)]
+        return float(vals.max()) if vals.size else math.nan
     if check.prop == "3":
         r = check.rows[0]
         drop = r.old - r.new
@@ -248,27 +238,47 @@ def violation_score(check: pr.PropertyCheck) -> float:
     return float(max(moves)) if moves else math.nan
 
 
-def step_score(step: pr.StepCheck) -> float:
-    """Largest wrong-way move of a Shapley value in an Appendix A step (nats; > 0 means the step fails)."""
-    sign = 1.0 if "<=" in step.direction else -1.0
-    vals = np.delete(sign * (step.phi_new - step.phi_old), step.replaced)
-    vals = vals[np.isfinite(vals)]
-    return float(vals.max()) if vals.size else math.nan
+def check_example(
+    kind: str, prop: str, reading: pr.Reading, example: Mapping[str, Any], options: Mapping[str, Any]
+) -> tuple[pr.PropertyCheck | pr.StepCheck, bool]:
+    """The check of one search input, computed by the property's own function, and whether the input fails it
+    (a counterexample): the one judge of the searches here, of the page's stored examples
+    (:func:`shapley.theory.hypothesis_results.search_results`) and of scripts/properties_report.py.
+
+    ``kind``: ``"property"`` (:func:`search_counterexample`; ``example`` holds ``M``, or ``M_old``, ``M_new`` and
+    ``j`` for Property 3) or ``"step"`` (:func:`search_step_counterexample`, rv reading; ``R`` and ``i``, or
+    ``R_old``, ``R_new`` and ``j``); ``options``: the search's keyword arguments (``beta``, ``rho`` and
+    ``strict_only`` matter, with the searches' defaults).
+    """
+    beta = options.get("beta", 0.5)
+    if kind == "step":
+        if prop == "1":
+            step = pr.appendix_step_property1(example["R"], example["i"])
+        elif prop == "2":
+            step = pr.appendix_step_property2(example["R"], example["i"])
+        else:
+            step = pr.appendix_step_property3(example["R_old"], example["R_new"], example["j"])
+        return step, bool(step.wrong_way)
+    if prop == "1":
+        chk = pr.check_property1(example["M"], reading, rho=options.get("rho", 1.0), beta=beta)
+        strict_only = options.get("strict_only", False)
+        return chk, any(r.required == "<" for r in chk.failures()) if strict_only else not chk.holds
+    if prop == "2":
+        chk = pr.check_property2(example["M"], reading, beta=beta)
+    else:
+        chk = pr.check_property3(example["M_old"], example["M_new"], example["j"], reading, beta=beta)
+    return chk, not chk.holds
 
 
-def _property_body(prop: str, reading: pr.Reading, opts: dict[str, Any]) -> Callable[..., Any]:
+def _property_body(prop: str, reading: pr.Reading, options: dict[str, Any]) -> Callable[..., Any]:
     def body(x: tuple[NDArray[np.float64], int]) -> tuple[bool, Any, dict[str, Any], float]:
         M, j = x
-        if prop == "1":
-            chk = pr.check_property1(M, reading, rho=opts["rho"], beta=opts["beta"])
-            ok = all(r.holds for r in chk.rows if r.required == "<") if opts["strict_only"] else chk.holds
-            return ok, chk, {"M": M}, violation_score(chk)
-        if prop == "2":
-            chk = pr.check_property2(M, reading, beta=opts["beta"])
-            return chk.holds, chk, {"M": M}, violation_score(chk)
-        old, new = _swap_in_g(M, j)
-        chk = pr.check_property3(old, new, j, reading, beta=opts["beta"])
-        return chk.holds, chk, {"M_old": old, "M_new": new, "j": j}, violation_score(chk)
+        example: dict[str, Any] = {"M": M}
+        if prop == "3":
+            old, new = _swap_in_g(M, j)
+            example = {"M_old": old, "M_new": new, "j": j}
+        chk, fails = check_example("property", prop, reading, example, options)
+        return not fails, chk, example, violation_score(chk)
 
     return body
 
@@ -280,16 +290,8 @@ def grid_values(steps: int = GRID_STEPS) -> list[float]:
         >>> grid_values(4)
         [0.0, 0.25, 0.5, 0.75, 1.0]
     """
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")
+    steps = validate.integer(steps, "steps", minimum=1)
     return [k / steps for k in range(steps + 1)]
-
-
-def _with_unrelated_g(C: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Joint matrix for Property 3: the answers of C plus g (last index), unrelated to all (C = 0)."""
-    M = np.pad(C, (0, 1))
-    M[-1, -1] = 1.0
-    return M
 
 
 def sentence_families(
@@ -316,11 +318,11 @@ def sentence_families(
     for n in range(max(lo, 3), hi + 1):
         for eh, er in product(grid, grid):
             C = pr.hub_C(n, eh, er)
-            yield f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})", (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+            yield f"hub(n={n}, eps_hub={eh:g}, eps_rest={er:g})", (pr.with_unrelated_g(C) if prop == "3" else C, n - 1)
         for p, within, across in product(range(1, n // 2 + 1), grid, grid):
             C = two_group_C(p, n - p, within, across)
             label = f"two groups(p={p}, q={n - p}, within={within:g}, across={across:g})"
-            yield label, (_with_unrelated_g(C) if prop == "3" else C, n - 1)
+            yield label, (pr.with_unrelated_g(C) if prop == "3" else C, n - 1)
 
 
 def _conclusion_fails(x: tuple[NDArray[np.float64], int], beta: pr.BetaSpec) -> bool:
@@ -364,9 +366,9 @@ def search_counterexample(
     """Look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
 
     Strategies (derandomized unless ``derandomize=False``; no database, so results are reproducible):
-      * rv: correlation matrices from C-vine partial correlations drawn from {-0.9, ..., 0.9}
-        (:data:`PARTIAL_STEPS`; every draw is positive definite; shrinking pushes towards the identity), or,
-        with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
+      * rv: correlation matrices from C-vine partial correlations drawn from {-0.9, ..., 0.9} (tenths up to
+        :data:`~shapley.theory.properties.TENTHS`; every draw is positive definite; shrinking pushes towards the
+        identity), or, with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
         exact duplicate pair are reachable; Property 2 only, the one property that needs no Shapley value);
       * sentence: symmetric C with upper-triangle entries from {0, 1/steps, ..., 1} (tenths by default),
         kernel at ``beta`` (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md). If Hypothesis finds
@@ -388,7 +390,7 @@ def search_counterexample(
     build: Callable[[int, list[float]], NDArray[np.float64]]
     if reading == "rv":
         values, build = _partials(singular), _vine
-        desc = "C-vine partial correlations in " + partial_grid_text(singular)
+        desc = "C-vine partial correlations in " + pr.tenths_text(signed=True, closed=singular)
     else:
         values, build = st.integers(0, steps).map(lambda k: k / steps), symmetric_from_upper
         grid = "{0, 0.1, ..., 1}" if steps == 10 else "{0, 1/" + str(steps) + ", ..., 1}"
@@ -414,19 +416,16 @@ def search_counterexample(
 def _step_body(prop: str) -> Callable[..., Any]:
     def body(x: tuple[NDArray[np.float64], int]) -> tuple[bool, Any, dict[str, Any], float]:
         M, i = x
-        if prop == "1":
-            if i == pr.argmin_player(M):
-                return True, None, {}, math.nan
-            chk = pr.appendix_step_property1(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
-        if prop == "2":
-            chk = pr.appendix_step_property2(M, i)
-            return not chk.wrong_way, chk, {"R": M, "i": i}, step_score(chk)
-        old, new = _swap_in_g(M, i)
-        if not pr.consistency_premise(old, new, i)[0]:
+        example: dict[str, Any] = {"R": M, "i": i}
+        if prop == "1" and i == pr.argmin_player(M):
             return True, None, {}, math.nan
-        chk = pr.appendix_step_property3(old, new, i)
-        return not chk.wrong_way, chk, {"R_old": old, "R_new": new, "j": i}, step_score(chk)
+        if prop == "3":
+            old, new = _swap_in_g(M, i)
+            if not pr.consistency_premise(old, new, i)[0]:
+                return True, None, {}, math.nan
+            example = {"R_old": old, "R_new": new, "j": i}
+        chk, fails = check_example("step", prop, "rv", example, {})
+        return not fails, chk, example, violation_score(chk)
 
     return body
 
@@ -444,7 +443,7 @@ def search_step_counterexample(
     """
     strategy = _matrices_and_index(_partials(), _vine, n_range, prop)
     outcome = _run_search(strategy, _step_body(prop), max_examples, derandomize)
-    described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {partial_grid_text()}; "
+    described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {pr.tenths_text(signed=True)}; "
     described += f"Appendix A step of Property {prop}"
     settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None}
     return SearchResult(prop, "rv", *outcome, described, settings)

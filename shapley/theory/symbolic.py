@@ -15,6 +15,8 @@ from typing import Any
 
 import sympy as sp
 
+from shapley.core import validate
+
 EFFICIENCY_MAX_N = 6
 """Largest number of players for :func:`efficiency_symbolic` (2**6 coalition symbols)."""
 
@@ -93,9 +95,7 @@ def efficiency_symbolic(n: int = 3) -> dict[str, Any]:
         >>> efficiency_symbolic(2)["difference"]
         0
     """
-    if int(n) != n or not 1 <= n <= EFFICIENCY_MAX_N:
-        raise ValueError(f"n must be an integer in 1..{EFFICIENCY_MAX_N} for the symbolic expansion; got {n!r}")
-    players = tuple(range(1, int(n) + 1))
+    players = tuple(range(1, validate.integer(n, "n", minimum=1, maximum=EFFICIENCY_MAX_N) + 1))
 
     def name(S: tuple[int, ...]) -> str:
         return "v_{" + ("".join(map(str, S)) if S else "\\emptyset") + "}"
@@ -123,9 +123,7 @@ def degree_pair_weights(n: int) -> tuple[sp.Rational, sp.Rational]:
         >>> degree_pair_weights(3)
         (-17/108, 5/54)
     """
-    if int(n) != n or n < 2:
-        raise ValueError(f"n must be an integer >= 2; got {n!r}")
-    n = int(n)
+    n = validate.integer(n, "n", minimum=2)
 
     def f(s: int) -> sp.Rational:
         return sp.Rational(-2, s**2)
@@ -162,9 +160,7 @@ def degree_shapley_affine(n: int = 4) -> dict[str, Any]:
         >>> d["residual"], d["slope"], d["decreasing"]
         ([0, 0, 0], -1/4, True)
     """
-    if int(n) != n or not 2 <= n <= DEGREE_MAX_N:
-        raise ValueError(f"n must be an integer in 2..{DEGREE_MAX_N}; got {n!r}")
-    n = int(n)
+    n = validate.integer(n, "n", minimum=2, maximum=DEGREE_MAX_N)
     W = {(i, j): sp.Symbol(f"w_{i}{j}") for i, j in combinations(range(n), 2)}
 
     def v(S: tuple[int, ...]) -> sp.Expr:

@@ -41,10 +41,6 @@ EXHAUSTIVE_MAX_N = 7
 """Largest n for :func:`exhaustive_vertex_search` (7 needs 7 * 2**15 eigenvalue problems, about a second)."""
 
 
-def _check_n(n: int, low: int = 1) -> int:
-    return validate.integer(n, "n", minimum=low)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Closed form and its building blocks
 # ---------------------------------------------------------------------------------------------------
@@ -69,22 +65,22 @@ def two_group_C(p: int, q: int, within: float = 0.0, across: float = 1.0) -> NDA
     Returns:
         (p + q, p + q) matrix.
     """
-    p, q = _check_n(p, 0), _check_n(q, 0)
+    p, q = validate.integer(p, "p", minimum=0), validate.integer(q, "q", minimum=0)
     if p + q < 1:
         raise ValueError("p + q must be at least 1")
     return _split_C(np.r_[np.zeros(p), np.ones(q)], within, across)
 
 
-def min_kernel_eigenvalue(n: int, a: float = A_FLOOR) -> float:
+def min_kernel_eigenvalue(n: int) -> float:
     """m(n): the smallest eigenvalue any beta = 1 kernel matrix of size n can have (exact, closed form).
 
-    ``1 - a + a n / 2 - sqrt(n**2 - (1 - a**2) (n mod 2)) / 2``; it equals ``(1 - a)(1 - n/2)`` for even n.
-    For n = 1 it is 1 (a single answer). It is lambda_min of the kernel of the balanced :func:`two_group_C`
-    ``(p, q)``: inside a group the kernel is ``(1 - a) I + a J`` and across groups it is all ones, so on vectors
-    that sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the two group indicators
-    as the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
+    ``1 - a + a n / 2 - sqrt(n**2 - (1 - a**2) (n mod 2)) / 2`` with ``a =`` :data:`A_FLOOR`; it equals
+    ``(1 - a)(1 - n/2)`` for even n. For n = 1 it is 1 (a single answer). It is lambda_min of the kernel of the
+    balanced :func:`two_group_C` ``(p, q)``: inside a group the kernel is ``(1 - a) I + a J`` and across groups it
+    is all ones, so on vectors that sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the
+    two group indicators as the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
     """
-    n = _check_n(n)
+    n, a = validate.integer(n, "n", minimum=1), A_FLOOR
     if n == 1:
         return 1.0
     p, q = n // 2, n - n // 2
@@ -92,9 +88,9 @@ def min_kernel_eigenvalue(n: int, a: float = A_FLOOR) -> float:
     return float(min(lam2, 1 - a)) if max(p, q) > 1 else float(lam2)
 
 
-def beta_star(n: int, a: float = A_FLOOR) -> float:
+def beta_star(n: int) -> float:
     """Largest beta in (0, 1] such that R_beta is PSD for every symmetric C in [0, 1]^(n x n) (exact)."""
-    m = min_kernel_eigenvalue(n, a)
+    m = min_kernel_eigenvalue(n)
     return 1.0 if m >= 0 else 1.0 / (1.0 - m)
 
 
@@ -153,7 +149,7 @@ def symmetric_from_upper(n: int, values: ArrayLike) -> NDArray[np.float64]:
                [0.1, 1. , 0.3],
                [0.2, 0.3, 1. ]])
     """
-    n = _check_n(n)
+    n = validate.integer(n, "n", minimum=1)
     v = np.asarray(values, dtype=np.float64).ravel()
     if v.size != n * (n - 1) // 2:
         raise ValueError(f"values must hold n(n-1)/2 = {n * (n - 1) // 2} entries for n = {n}; got {v.size}")
@@ -167,6 +163,11 @@ def vertex_C(n: int, bits: ArrayLike) -> NDArray[np.float64]:
     return symmetric_from_upper(n, bits)
 
 
+def _vertex_min_eigenvalues(n: int, bits: NDArray[np.int64]) -> NDArray[np.floating[Any]]:
+    """lambda_min(K) of each vertex matrix of size n whose upper triangle is a row of the 0/1 ``bits`` (m, n(n-1)/2)."""
+    return np.linalg.eigvalsh(_batch(n, np.where(bits == 1, 1.0, A_FLOOR)))[:, 0]
+
+
 @dataclass(frozen=True)
 class VertexSearch:
     """Outcome of a search over vertex matrices (every C[i, j] in {0, 1})."""
@@ -178,16 +179,14 @@ class VertexSearch:
     exact: bool
 
 
-def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -> VertexSearch:
+def exhaustive_vertex_search(n: int, chunk: int = 1 << 15) -> VertexSearch:
     """Minimum of lambda_min(K) over ALL vertex matrices of size n (exact, n <= ``EXHAUSTIVE_MAX_N``).
 
     Relabelling the answers does not change eigenvalues, so the answers linked to answer 0 by C = 1 can be
     taken to be 1..d for some d in 0..n-1: this checks ``n * 2**((n-1)(n-2)/2)`` matrices instead of
     ``2**(n(n-1)/2)`` and still covers every vertex up to relabelling.
     """
-    n = _check_n(n)
-    if n > EXHAUSTIVE_MAX_N:
-        raise ValueError(f"exhaustive search is limited to n <= {EXHAUSTIVE_MAX_N}; got {n}")
+    n = validate.integer(n, "n", minimum=1, maximum=EXHAUSTIVE_MAX_N)
     m_rest = (n - 1) * (n - 2) // 2
     best, best_bits, checked = math.inf, None, 0
     for d in range(n):
@@ -196,7 +195,7 @@ def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -
             idx = np.arange(start, min(2**m_rest, start + chunk), dtype=np.int64)
             rest = (idx[:, None] >> np.arange(m_rest)) & 1
             bits = np.concatenate([np.broadcast_to(first, (idx.size, n - 1)), rest], axis=1)
-            lam = np.linalg.eigvalsh(_batch(n, np.where(bits == 1, 1.0, a)))[:, 0]
+            lam = _vertex_min_eigenvalues(n, bits)
             k = int(np.argmin(lam))
             checked += idx.size
             if lam[k] < best:
@@ -205,46 +204,40 @@ def exhaustive_vertex_search(n: int, a: float = A_FLOOR, chunk: int = 1 << 15) -
     return VertexSearch(n, best, vertex_C(n, best_bits), checked, True)
 
 
-def partition_search(n: int, a: float = A_FLOOR) -> VertexSearch:
+def partition_search(n: int) -> VertexSearch:
     """Minimum of lambda_min(K) over all two-group patterns (every split of the n answers; exact by the
     sign-pattern argument of the notebook). Checks ``2**(n-1)`` splits."""
-    n = _check_n(n)
+    n = validate.integer(n, "n", minimum=1)
     if n > 20:
         raise ValueError(f"partition_search enumerates 2**(n-1) splits; n = {n} > 20 is too many")
     best, best_C = math.inf, None
     for mask in range(2 ** (n - 1)):
         C = _split_C((mask >> np.arange(n)) & 1)
-        lam = min_eigenvalue(kernel_matrix(C, 1.0)) if a == A_FLOOR else _lam_vertex(C, a)
+        lam = min_eigenvalue(kernel_matrix(C, 1.0))
         if lam < best:
             best, best_C = lam, C
     assert best_C is not None
     return VertexSearch(n, float(best), best_C, 2 ** (n - 1), True)
 
 
-def _lam_vertex(C: NDArray[np.float64], a: float) -> float:
-    K = np.where(C == 1, 1.0, a)
-    np.fill_diagonal(K, 1.0)
-    return float(np.linalg.eigvalsh(K)[0])
-
-
-def local_search(n: int, n_starts: int = 200, seed: int = 0, a: float = A_FLOOR) -> VertexSearch:
+def local_search(n: int, n_starts: int = 200, seed: int = 0) -> VertexSearch:
     """Heuristic: steepest-descent single-entry flips over vertex matrices from ``n_starts`` random starts.
 
     Not exact. Any matrix it returns is a real witness, so ``1 / (1 - min_eig_K)`` is an upper bound on
     beta*(n); the search never sees the closed form, which makes it an independent check.
     """
-    n = _check_n(n, 2)
+    n = validate.integer(n, "n", minimum=2)
     rng = np.random.default_rng(seed)
     iu = np.triu_indices(n, 1)
     m = iu[0].size
     best, best_C, checked = math.inf, None, 0
     for _ in range(n_starts):
         bits = rng.integers(0, 2, m)
-        cur = _lam_vertex(vertex_C(n, bits), a)
+        cur = float(_vertex_min_eigenvalues(n, bits[None, :])[0])
         while True:
             flips = np.repeat(bits[None, :], m, axis=0)
             flips[np.arange(m), np.arange(m)] ^= 1
-            lam = np.linalg.eigvalsh(_batch(n, np.where(flips == 1, 1.0, a)))[:, 0]
+            lam = _vertex_min_eigenvalues(n, flips)
             checked += m
             k = int(np.argmin(lam))
             if lam[k] >= cur - 1e-12:
@@ -256,9 +249,9 @@ def local_search(n: int, n_starts: int = 200, seed: int = 0, a: float = A_FLOOR)
     return VertexSearch(n, best, best_C, checked, False)
 
 
-def random_search(n: int, n_samples: int = 20_000, seed: int = 0, a: float = A_FLOOR) -> VertexSearch:
+def random_search(n: int, n_samples: int = 20_000, seed: int = 0) -> VertexSearch:
     """Heuristic baseline: lambda_min(K) over uniformly random C in [0, 1] (not vertices). Not exact."""
-    n = _check_n(n, 2)
+    n = validate.integer(n, "n", minimum=2)
     rng = np.random.default_rng(seed)
     C = rng.random((n_samples, n * (n - 1) // 2))
     lam = np.linalg.eigvalsh(_batch(n, np.exp(-((1 - C) ** 2) / 2)))[:, 0]

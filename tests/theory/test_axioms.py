@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from shapley.core import baselines
+from shapley.core.entropy import game_shapley_values
 from shapley.theory import axiom_search as axs
 from shapley.theory import axioms as ax
 from shapley.theory import properties as pr
@@ -44,7 +45,7 @@ def test_estimator_shapley_values_are_efficient(name: str) -> None:
     C = np.round(rng.random((4, 4)), 1)
     C = np.triu(C, 1) + np.triu(C, 1).T + np.eye(4)
     p = np.array([0.5, 0.2, 0.2, 0.1]) if est.uses_likelihoods else None
-    phi = axs.estimator_shapley(est, "sentence", C, p)
+    phi = game_shapley_values(axs.coalition_worths(est, "sentence", C, p))
     assert phi.sum() == pytest.approx(axs.value(est, "sentence", C, p), abs=1e-9)
 
 
@@ -53,7 +54,7 @@ def test_shap_as_a_set_function_matches_the_gaussian_shapley_values() -> None:
     from shapley.core.entropy import shapley_values
     from shapley.core.kernel import kernel_matrix
 
-    phi = axs.estimator_shapley(axs.estimator("Shap"), "sentence", C)
+    phi = game_shapley_values(axs.coalition_worths(axs.estimator("Shap"), "sentence", C))
     assert np.allclose(phi, shapley_values(kernel_matrix(C, axs.SENTENCE_BETA)), atol=1e-12)
 
 
@@ -236,7 +237,7 @@ def test_deg_shapley_values_are_affine_and_decreasing_in_the_degree() -> None:
         W = rng.random((n, n))
         W = (W + W.T) / 2
         np.fill_diagonal(W, 1.0)
-        phi = axs.estimator_shapley(axs.estimator("Deg"), "sentence", W)
+        phi = game_shapley_values(axs.coalition_worths(axs.estimator("Deg"), "sentence", W))
         a, b = (float(x) for x in symbolic.degree_pair_weights(n))
         d = W.sum(axis=1) - 1
         T = d.sum() / 2

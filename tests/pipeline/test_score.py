@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -43,7 +44,8 @@ def _full_inputs(n: int = 5, seed: int = 0) -> dict:
 
 
 def test_registry_names_and_needs():
-    assert set(score.INPUT_NAMES) >= {n for s in score.METHODS.values() for n in s.needs}
+    inputs = {f.name for f in dataclasses.fields(score.ScoreInputs)}
+    assert inputs >= {n for s in score.METHODS.values() for n in s.needs}
     for name in (
         "Shap",
         "SE",
@@ -82,7 +84,7 @@ def test_every_per_question_method_computed_with_full_inputs():
 
 def test_shap_is_core_shapley_uncertainty_and_equals_sum_of_values():
     x = _full_inputs()
-    r = score.score_question(x, S(beta=0.4), methods=["Shap", "Shap_sum"])
+    r = score.score_question_detailed(x, S(beta=0.4), methods=["Shap", "Shap_sum"]).scores
     assert r["Shap"] == pytest.approx(shapley.shapley_uncertainty(x["entail"], 0.4), abs=1e-12)
     assert r["Shap_sum"] == pytest.approx(r["Shap"], abs=1e-9)
 
@@ -143,8 +145,8 @@ def test_higher_means_more_uncertain():
     n = 6
     same = {"id": "s", "samples": ["Paris"] * n, "entail": np.ones((n, n))}
     diff = {"id": "d", "samples": ["Paris", "Rome", "Oslo", "Lima", "Bern", "Kyiv"], "entail": np.eye(n)}
-    a = score.score_question(same, S())
-    b = score.score_question(diff, S())
+    a = score.score_question_detailed(same, S()).scores
+    b = score.score_question_detailed(diff, S()).scores
     for m in ("Shap", "DSE", "NumSet", "LexSim", "EigV", "Deg", "Ecc", "KLE"):
         assert b[m] > a[m], m
 
@@ -171,14 +173,14 @@ def test_input_validation():
     with pytest.raises(ValueError, match="sample_logprobs"):
         score.ScoreInputs(id="q", samples=["a", "b"], sample_logprobs=[[-1.0]])
     with pytest.raises(ValueError, match="unknown method"):
-        score.score_question({"id": "q", "samples": ["a"]}, S(), methods=["Shapley"])
+        score.score_question_detailed({"id": "q", "samples": ["a"]}, S(), methods=["Shapley"])
 
 
 def test_from_generation_treats_empty_token_lists_as_missing():
     from shapley.pipeline.rundir.records import Generation
 
     g = Generation(id="g", samples=["a", "b"], answer="a", p_true=0.5)
-    x = score.ScoreInputs.from_generation(g, score.ScoreInputs(entail=np.eye(2)))
+    x = score.ScoreInputs.from_generation(g, np.eye(2), None)
     assert not x.has("sample_logprobs") and not x.has("answer_logprobs") and x.has("p_true")
     r = score.score_question_detailed(x, S())
     assert "SE" in r.skipped and "P(T)" in r.scores
@@ -218,8 +220,8 @@ def test_embedding_regression_scores_half_split_and_signal():
 
 def test_se_aggregation_sum_or_mean():
     x = {"id": "q", "samples": ["a", "b c d e"], "entail": np.eye(2), "sample_logprobs": [[-1.0], [-1.0] * 4]}
-    by_sum = score.score_question(x, S(se_aggregation="sum"), methods=["SE"])["SE"]
-    by_mean = score.score_question(x, S(), methods=["SE"])["SE"]  # the default is the per-token mean
+    by_sum = score.score_question_detailed(x, S(se_aggregation="sum"), methods=["SE"]).scores["SE"]
+    by_mean = score.score_question_detailed(x, S(), methods=["SE"]).scores["SE"]  # the default is the per-token mean
     assert by_mean == pytest.approx(math.log(2))  # equal per-token likelihoods: two equally likely clusters
     p = np.exp([-1.0, -4.0]) / np.exp([-1.0, -4.0]).sum()
     assert by_sum == pytest.approx(-(p * np.log(p)).sum())

@@ -358,9 +358,7 @@ def _generation_inputs(
     def inputs(qid: str) -> tuple[score.ScoreInputs, str, Sequence[str]]:
         g, e = gens[qid], ent[qid]
         x = score.ScoreInputs.from_generation(
-            Generation.from_dict(g),
-            score.ScoreInputs(id=qid, entail=e["entail"], contradict=e["contradict"]),
-            embeddings=g.get("embedding"),
+            Generation.from_dict(g), e["entail"], e["contradict"], embeddings=g.get("embedding")
         )
         return x, g["answer"], references[qid]
 

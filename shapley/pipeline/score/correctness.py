@@ -115,11 +115,3 @@ def is_correct(prediction: str, references: Sequence[str], *, metric: str, thres
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must lie in [0, 1], got {threshold}")
     return exceeds(similarity(prediction, references, metric), threshold)
-
-
-def metric_for(dataset: str) -> str:
-    """Correctness metric of a dataset name (``CORRECTNESS_FOR``); ValueError for an unknown name."""
-    try:
-        return CORRECTNESS_FOR[dataset]
-    except KeyError:
-        raise ValueError(f"unknown dataset {dataset!r}; valid names: {', '.join(CORRECTNESS_FOR)}") from None

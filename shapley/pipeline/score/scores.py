@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, Literal, Protocol, TypeVar, cast
 
@@ -58,18 +58,6 @@ from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import is_psd, min_eigenvalue
 
 T = TypeVar("T")
-
-INPUT_NAMES: tuple[str, ...] = (
-    "samples",
-    "entail",
-    "contradict",
-    "sample_logprobs",
-    "answer_logprobs",
-    "answer_entropies",
-    "p_true",
-    "a4c_text",
-    "embeddings",
-)
 
 SHAP_SUM_MAX_N = 12
 """Largest n for ``Shap_sum`` (2**n subset entropies per question)."""
@@ -127,12 +115,13 @@ class ScoreInputs:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScoreInputs:
         """Build from a mapping with (a subset of) the field names; unknown keys are ignored."""
-        return cls(**{k: d[k] for k in ("id", *INPUT_NAMES) if k in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     @classmethod
-    def from_generation(cls, gen: Any, entailment: Any = None, embeddings: ArrayLike | None = None) -> ScoreInputs:
-        """From a :class:`~shapley.pipeline.rundir.records.Generation` and an entailment result (``.entail``,
-        ``.contradict``).
+    def from_generation(
+        cls, gen: Any, entail: Any, contradict: Any, embeddings: ArrayLike | None = None
+    ) -> ScoreInputs:
+        """From a :class:`~shapley.pipeline.rundir.records.Generation` and its stored entailment matrices.
 
         Empty per-token lists count as missing (a generator that did not record log-probs).
         """
@@ -141,8 +130,8 @@ class ScoreInputs:
         return cls(
             id=str(gen.id),
             samples=list(gen.samples),
-            entail=None if entailment is None else entailment.entail,
-            contradict=None if entailment is None else getattr(entailment, "contradict", None),
+            entail=entail,
+            contradict=contradict,
             sample_logprobs=slp,
             answer_logprobs=list(gen.answer_token_logprobs) or None,
             answer_entropies=list(gen.answer_token_entropies) or None,
@@ -457,19 +446,6 @@ def score_question_detailed(
     if "clusters" in ctx.__dict__:
         out.diagnostics["n_clusters"] = int(len(np.unique(ctx.clusters)))
     return out
-
-
-def score_question(
-    question: ScoreInputs | QuestionContext | Mapping[str, Any],
-    settings: MethodSettings,
-    *,
-    methods: Iterable[str] | None = None,
-) -> dict[str, float]:
-    """Scores (method -> float, higher = more uncertain) of the methods that could be computed.
-
-    See :func:`score_question_detailed` for the skipped methods' reasons and the PSD diagnostics.
-    """
-    return score_question_detailed(question, settings, methods=methods).scores
 
 
 # --------------------------------------------------------------------------------------------------

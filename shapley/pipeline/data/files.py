@@ -46,7 +46,7 @@ def _dedupe(texts: Iterable[str]) -> tuple[str, ...]:
 
 
 def make_item(
-    dataset: str,
+    where: str,
     id_: Any,
     question: Any,
     references: Iterable[Any],
@@ -56,13 +56,14 @@ def make_item(
     turn: int | None = None,
 ) -> Item:
     """An :class:`Item` with its question and references cleaned (one line each; references deduplicated);
-    ``ValueError`` naming the dataset and record for an empty question or no non-empty reference."""
+    ``ValueError`` naming ``where`` (the file and line, or the dataset, the record comes from) and the record for
+    an empty question or no non-empty reference."""
     q = _clean(question) if question is not None else ""
     if not q:
-        raise ValueError(f"{dataset}: record {id_!r} has an empty question")
+        raise ValueError(f"{where}: record {id_!r} has an empty question")
     refs = _dedupe(str(r) for r in references if r is not None)
     if not refs:
-        raise ValueError(f"{dataset}: record {id_!r} has no non-empty reference answer")
+        raise ValueError(f"{where}: record {id_!r} has no non-empty reference answer")
     ctx = context.strip() if isinstance(context, str) and context.strip() else None
     return Item(id=str(id_), question=q, references=refs, context=ctx, group=group, turn=turn)
 
@@ -134,32 +135,35 @@ def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
             yield lineno, text
 
 
-def _read_json(path: Path) -> Any:
-    text = "".join(line for _, line in iter_text_lines(path))
+def _loads(text: str, path: str | os.PathLike[str], lineno: int | None = None) -> Any:
+    """``text`` (line ``lineno`` of ``path``, or the whole file) decoded as JSON; ``ValueError`` naming the file
+    and the line where it is not valid JSON."""
+    where = f"{path}" if lineno is None else f"{path}, line {lineno}"
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from e
-    except (ValueError, RecursionError) as e:  # a 4300-digit integer, nesting too deep
-        raise ValueError(f"{path}: not valid JSON here ({e or 'nested too deeply'})") from None
+        line = e.lineno if lineno is None else lineno
+        raise ValueError(f"{path}, line {line}: not valid JSON ({e.msg} at column {e.colno})") from e
+    except RecursionError:
+        raise ValueError(f"{where}: not valid JSON here (nested too deeply)") from None
+    except ValueError as e:  # e.g. an integer literal of more than 4300 digits
+        raise ValueError(f"{where}: not valid JSON here ({e})") from None
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(1-based line number, object) for every non-blank line."""
-    rows: list[tuple[int, dict[str, Any]]] = []
+def _read_json(path: Path) -> Any:
+    return _loads("".join(line for _, line in iter_text_lines(path)), path)
+
+
+def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) of every non-blank line of a JSON-lines file (see :func:`iter_text_lines`);
+    ``ValueError`` naming the file and the line for a line that is not a JSON object."""
     for lineno, line in iter_text_lines(path):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}, line {lineno}: not valid JSON ({e})") from e
-        except (ValueError, RecursionError) as e:  # a 4300-digit integer, nesting too deep
-            raise ValueError(f"{path}, line {lineno}: not valid JSON here ({e or 'nested too deeply'})") from None
+        obj = _loads(line, path, lineno)
         if not isinstance(obj, dict):
             raise ValueError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
-        rows.append((lineno, obj))
-    return rows
+        yield lineno, obj
 
 
 def _need(obj: dict[str, Any], key: str, where: str) -> Any:
@@ -195,13 +199,13 @@ def triviaqa_answers(answer: Any) -> list[str]:
 
 def _parse_triviaqa(path: Path) -> list[Item]:
     items = []
-    for lineno, row in _read_jsonl(path):
+    for lineno, row in iter_json_lines(path):
         where = f"{path}, line {lineno}"
         id_ = row.get("id", row.get("question_id"))
         if id_ is None:
             raise ValueError(f"{where}: missing field 'id'")
         refs = triviaqa_answers(_need(row, "answer", where))
-        items.append(make_item("triviaqa", id_, _need(row, "question", where), refs))
+        items.append(make_item(where, id_, _need(row, "question", where), refs))
     return items
 
 
@@ -238,11 +242,11 @@ def _parse_squad(path: Path) -> list[Item]:
 
 def _parse_nq_open(path: Path) -> list[Item]:
     items = []
-    for i, (lineno, row) in enumerate(_read_jsonl(path)):
+    for i, (lineno, row) in enumerate(iter_json_lines(path)):
         where = f"{path}, line {lineno}"
         ans = _need(row, "answer", where)
         refs = [ans] if isinstance(ans, str) else list(ans)
-        items.append(make_item("nq_open", row.get("id", f"nq_open_{i}"), _need(row, "question", where), refs))
+        items.append(make_item(where, row.get("id", f"nq_open_{i}"), _need(row, "question", where), refs))
     return items
 
 
@@ -255,7 +259,7 @@ def svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[Item]:
         else:
             question = _need(row, "question_concat", w)
         id_ = row.get("ID", row.get("id", f"svamp_{i}"))
-        items.append(make_item("svamp", id_, question, [_format_number(_need(row, "Answer", w))]))
+        items.append(make_item(w, id_, question, [_format_number(_need(row, "Answer", w))]))
     return items
 
 
@@ -303,33 +307,28 @@ def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[It
         en = _need(pair, "en", w)
         if not fr:
             raise ValueError(f"{w}: empty French source sentence")
-        items.append(make_item("wmt14", row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
+        items.append(make_item(w, row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
     return items
 
 
 def _parse_jsonl(path: Path) -> list[Item]:
     items = []
     seen: set[str] = set()
-    for lineno, row in _read_jsonl(path):
+    for lineno, row in iter_json_lines(path):
         where = f"{path}, line {lineno}"
         id_ = str(_need(row, "id", where))
-        question = _need(row, "question", where)
-        refs = _need(row, "references", where)
-        if isinstance(refs, str) or not isinstance(refs, list):
+        question, refs, context = _need(row, "question", where), _need(row, "references", where), row.get("context")
+        if not isinstance(question, str):
+            raise ValueError(f"{where}: field 'question' must be a string")
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
             raise ValueError(f"{where}: field 'references' must be a list of strings")
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"{where}: field 'question' is empty")
-        if not any(isinstance(r, str) and r.strip() for r in refs):
-            raise ValueError(f"{where}: field 'references' holds no non-empty string")
+        if context is not None and not isinstance(context, str):
+            raise ValueError(f"{where}: field 'context' must be a string")
         if id_ in seen:
             raise ValueError(f"{where}: duplicate id {id_!r}")
         seen.add(id_)
-        context = row.get("context")
-        if context is not None and not isinstance(context, str):
-            raise ValueError(f"{where}: field 'context' must be a string")
-        items.append(
-            make_item("jsonl", id_, question, refs, context=context, group=_clean(context) if context else None)
-        )
+        group = _clean(context) if context else None
+        items.append(make_item(where, id_, question, refs, context=context, group=group))
     return items
 
 
@@ -337,7 +336,7 @@ def _parse_jsonl(path: Path) -> list[Item]:
 LOCAL_PARSERS: dict[str, Callable[[Path], list[Item]]] = {
     "triviaqa": _parse_triviaqa,
     "coqa": lambda path: coqa_items(_need(_read_json(path), "data", str(path)), str(path)),
-    "wmt14": lambda path: wmt_items(_read_jsonl(path), str(path)),
+    "wmt14": lambda path: wmt_items(iter_json_lines(path), str(path)),
     "squad": _parse_squad,
     "bioasq": _parse_bioasq,
     "nq_open": _parse_nq_open,

@@ -85,8 +85,9 @@ from shapley.pipeline.data.files import (
     check_input_file,
     coqa_items,
     make_item,
+    nq_open_items,
     svamp_items,
-    triviaqa_answers,
+    triviaqa_items,
     wmt_items,
 )
 from shapley.pipeline.rundir.records import QARecord
@@ -162,14 +163,7 @@ def _fetch_hub_rows(name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _online_triviaqa(rows: list[dict[str, Any]]) -> list[Item]:
-    return [
-        make_item("triviaqa", r.get("question_id", f"triviaqa_{i}"), r["question"], triviaqa_answers(r["answer"]))
-        for i, r in enumerate(rows)
-    ]
-
-
-def _online_coqa(rows: list[dict[str, Any]]) -> list[Item]:
+def _online_coqa(rows: list[dict[str, Any]], where: str) -> list[Item]:
     stories = []
     for i, r in enumerate(rows):
         ans = r["answers"]  # columnar: {"input_text": [...], "answer_start": [...], "answer_end": [...]}
@@ -182,30 +176,26 @@ def _online_coqa(rows: list[dict[str, Any]]) -> list[Item]:
                 "answers": [{"input_text": a, "turn_id": k + 1} for k, a in enumerate(texts)],
             }
         )
-    return coqa_items(stories, "stanfordnlp/coqa")
+    return coqa_items(stories, where)
 
 
-def _online_squad(rows: list[dict[str, Any]]) -> list[Item]:
+def _online_squad(rows: list[dict[str, Any]], where: str) -> list[Item]:
     contexts: dict[str, str] = {}
     items = []
     for r in rows:
         group = contexts.setdefault(r["context"], f"{r.get('title', '')}#{len(contexts)}")
-        items.append(
-            make_item("squad", r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group)
-        )
+        items.append(make_item(where, r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group))
     return items
 
 
-#: each hub dataset's rows (plain dicts) -> items
-_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[Item]]] = {
-    "triviaqa": _online_triviaqa,
+#: each hub dataset's rows (plain dicts) and its hub id (named in errors) -> items
+_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]], str], list[Item]]] = {
+    "triviaqa": lambda rows, where: triviaqa_items(enumerate(rows, 1), where),
     "coqa": _online_coqa,
-    "wmt14": lambda rows: wmt_items(((i + 1, r) for i, r in enumerate(rows)), "wmt/wmt14 fr-en test"),
+    "wmt14": lambda rows, where: wmt_items(enumerate(rows, 1), where),
     "squad": _online_squad,
-    "nq_open": lambda rows: [
-        make_item("nq_open", f"nq_open_{i}", r["question"], r["answer"]) for i, r in enumerate(rows)
-    ],
-    "svamp": lambda rows: svamp_items(rows, "ChilleD/SVAMP"),
+    "nq_open": lambda rows, where: nq_open_items(enumerate(rows, 1), where),
+    "svamp": svamp_items,
 }
 
 
@@ -219,7 +209,7 @@ def _load_online(name: str) -> list[Item]:
         )
     if name == "jsonl":
         raise ValueError("the generic 'jsonl' dataset is local-only: pass path=... to a JSON-lines file")
-    return _ONLINE_CONVERTERS[name](_fetch_hub_rows(name))
+    return _ONLINE_CONVERTERS[name](_fetch_hub_rows(name), ONLINE_SOURCES[name][0])
 
 
 # ------------------------------------------------------------------------------------ path resolution

@@ -186,26 +186,26 @@ def _format_number(x: Any) -> str:
 
 
 # ------------------------------------------------------------------------------ local file parsers
-def triviaqa_answers(answer: Any) -> list[str]:
-    """The single-string answer of the local file, or a hub-style ``{"value", "aliases"}`` dict."""
+def _answers(answer: Any) -> list[str]:
+    """The answers of a row: one string, a list, or the TriviaQA hub's ``{"value", "aliases"}`` dict."""
     if isinstance(answer, str):
         return [answer]
     if isinstance(answer, dict):
-        return [answer.get("value", "")] + list(answer.get("aliases", []))
+        return [answer.get("value", ""), *answer.get("aliases", [])]
     if isinstance(answer, list):
         return [str(a) for a in answer]
     return []
 
 
-def _parse_triviaqa(path: Path) -> list[Item]:
+def triviaqa_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
+    """Items of (line, row) pairs holding ``id`` (or ``question_id``), ``question`` and ``answer``."""
     items = []
-    for lineno, row in iter_json_lines(path):
-        where = f"{path}, line {lineno}"
+    for lineno, row in rows:
+        w = f"{where}, line {lineno}"
         id_ = row.get("id", row.get("question_id"))
         if id_ is None:
-            raise ValueError(f"{where}: missing field 'id'")
-        refs = triviaqa_answers(_need(row, "answer", where))
-        items.append(make_item(where, id_, _need(row, "question", where), refs))
+            raise ValueError(f"{w}: missing field 'id'")
+        items.append(make_item(w, id_, _need(row, "question", w), _answers(_need(row, "answer", w))))
     return items
 
 
@@ -240,13 +240,14 @@ def _parse_squad(path: Path) -> list[Item]:
     return items
 
 
-def _parse_nq_open(path: Path) -> list[Item]:
+def nq_open_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
+    """Items of (line, row) pairs holding ``question`` and ``answer`` (the aliases); id ``nq_open_<index>``
+    unless the row has an ``id``."""
     items = []
-    for i, (lineno, row) in enumerate(iter_json_lines(path)):
-        where = f"{path}, line {lineno}"
-        ans = _need(row, "answer", where)
-        refs = [ans] if isinstance(ans, str) else list(ans)
-        items.append(make_item(where, row.get("id", f"nq_open_{i}"), _need(row, "question", where), refs))
+    for i, (lineno, row) in enumerate(rows):
+        w = f"{where}, line {lineno}"
+        refs = _answers(_need(row, "answer", w))
+        items.append(make_item(w, row.get("id", f"nq_open_{i}"), _need(row, "question", w), refs))
     return items
 
 
@@ -334,12 +335,12 @@ def _parse_jsonl(path: Path) -> list[Item]:
 
 #: each dataset's local file -> items
 LOCAL_PARSERS: dict[str, Callable[[Path], list[Item]]] = {
-    "triviaqa": _parse_triviaqa,
+    "triviaqa": lambda path: triviaqa_items(iter_json_lines(path), str(path)),
     "coqa": lambda path: coqa_items(_need(_read_json(path), "data", str(path)), str(path)),
     "wmt14": lambda path: wmt_items(iter_json_lines(path), str(path)),
     "squad": _parse_squad,
     "bioasq": _parse_bioasq,
-    "nq_open": _parse_nq_open,
+    "nq_open": lambda path: nq_open_items(iter_json_lines(path), str(path)),
     "svamp": _parse_svamp,
     "jsonl": _parse_jsonl,
 }

@@ -85,9 +85,8 @@ from shapley.pipeline.data.files import (
     check_input_file,
     coqa_items,
     make_item,
-    nq_open_items,
+    qa_items,
     svamp_items,
-    triviaqa_items,
     wmt_items,
 )
 from shapley.pipeline.rundir.records import QARecord
@@ -190,11 +189,11 @@ def _online_squad(rows: list[dict[str, Any]], where: str) -> list[Item]:
 
 #: each hub dataset's rows (plain dicts) and its hub id (named in errors) -> items
 _ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]], str], list[Item]]] = {
-    "triviaqa": lambda rows, where: triviaqa_items(enumerate(rows, 1), where),
+    "triviaqa": lambda rows, where: qa_items(enumerate(rows, 1), where, "triviaqa"),
     "coqa": _online_coqa,
     "wmt14": lambda rows, where: wmt_items(enumerate(rows, 1), where),
     "squad": _online_squad,
-    "nq_open": lambda rows, where: nq_open_items(enumerate(rows, 1), where),
+    "nq_open": lambda rows, where: qa_items(enumerate(rows, 1), where, "nq_open"),
     "svamp": svamp_items,
 }
 

@@ -197,14 +197,13 @@ def _answers(answer: Any) -> list[str]:
     return []
 
 
-def triviaqa_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
-    """Items of (line, row) pairs holding ``id`` (or ``question_id``), ``question`` and ``answer``."""
+def qa_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str, dataset: str) -> list[Item]:
+    """Items of (line, row) pairs holding ``question``, ``answer`` (a string, a list of aliases, or the TriviaQA
+    hub's ``{"value", "aliases"}``) and an id (``id`` or ``question_id``, else ``<dataset>_<index>``)."""
     items = []
-    for lineno, row in rows:
+    for i, (lineno, row) in enumerate(rows):
         w = f"{where}, line {lineno}"
-        id_ = row.get("id", row.get("question_id"))
-        if id_ is None:
-            raise ValueError(f"{w}: missing field 'id'")
+        id_ = row.get("id", row.get("question_id", f"{dataset}_{i}"))
         items.append(make_item(w, id_, _need(row, "question", w), _answers(_need(row, "answer", w))))
     return items
 
@@ -213,11 +212,10 @@ def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[Item]:
     items = []
     for s_idx, story in enumerate(stories):
         sid = str(story.get("id", f"story{s_idx}"))
-        text = _need(story, "story", f"{where}, story {sid}")
-        questions = _need(story, "questions", f"{where}, story {sid}")
-        answers = _need(story, "answers", f"{where}, story {sid}")
+        w = f"{where}, story {sid}"
+        text, questions, answers = _need(story, "story", w), _need(story, "questions", w), _need(story, "answers", w)
         if len(questions) != len(answers):
-            raise ValueError(f"{where}, story {sid}: {len(questions)} questions but {len(answers)} answers")
+            raise ValueError(f"{w}: {len(questions)} questions but {len(answers)} answers")
         extra: dict[int, list[str]] = {}
         for alt in (story.get("additional_answers") or {}).values():
             for a in alt:
@@ -225,29 +223,19 @@ def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[Item]:
         for k, (q, a) in enumerate(zip(questions, answers, strict=True)):
             turn = int(q.get("turn_id", k + 1))
             refs = [a["input_text"], *extra.get(turn, [])]
-            items.append(make_item("coqa", f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
+            items.append(make_item(w, f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
     return items
 
 
 def _parse_squad(path: Path) -> list[Item]:
     items = []
     for a_idx, article in enumerate(_need(_read_json(path), "data", str(path))):
-        for p_idx, para in enumerate(_need(article, "paragraphs", f"{path}, article {a_idx}")):
+        w = f"{path}, article {a_idx}"
+        for p_idx, para in enumerate(_need(article, "paragraphs", w)):
             group = f"{article.get('title', a_idx)}#{p_idx}"
             for qa in para["qas"]:
                 refs = [ans["text"] for ans in qa.get("answers", [])]
-                items.append(make_item("squad", qa["id"], qa["question"], refs, context=para["context"], group=group))
-    return items
-
-
-def nq_open_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
-    """Items of (line, row) pairs holding ``question`` and ``answer`` (the aliases); id ``nq_open_<index>``
-    unless the row has an ``id``."""
-    items = []
-    for i, (lineno, row) in enumerate(rows):
-        w = f"{where}, line {lineno}"
-        refs = _answers(_need(row, "answer", w))
-        items.append(make_item(w, row.get("id", f"nq_open_{i}"), _need(row, "question", w), refs))
+                items.append(make_item(w, qa["id"], qa["question"], refs, context=para["context"], group=group))
     return items
 
 
@@ -294,7 +282,7 @@ def _bioasq_references(q: dict[str, Any]) -> list[str]:
 
 def _parse_bioasq(path: Path) -> list[Item]:
     questions = _need(_read_json(path), "questions", str(path))
-    return [make_item("bioasq", q["id"], q["body"], _bioasq_references(q)) for q in questions if "exact_answer" in q]
+    return [make_item(str(path), q["id"], q["body"], _bioasq_references(q)) for q in questions if "exact_answer" in q]
 
 
 def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
@@ -335,12 +323,12 @@ def _parse_jsonl(path: Path) -> list[Item]:
 
 #: each dataset's local file -> items
 LOCAL_PARSERS: dict[str, Callable[[Path], list[Item]]] = {
-    "triviaqa": lambda path: triviaqa_items(iter_json_lines(path), str(path)),
+    "triviaqa": lambda path: qa_items(iter_json_lines(path), str(path), "triviaqa"),
     "coqa": lambda path: coqa_items(_need(_read_json(path), "data", str(path)), str(path)),
     "wmt14": lambda path: wmt_items(iter_json_lines(path), str(path)),
     "squad": _parse_squad,
     "bioasq": _parse_bioasq,
-    "nq_open": lambda path: nq_open_items(iter_json_lines(path), str(path)),
+    "nq_open": lambda path: qa_items(iter_json_lines(path), str(path), "nq_open"),
     "svamp": _parse_svamp,
     "jsonl": _parse_jsonl,
 }

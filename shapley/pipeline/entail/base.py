@@ -8,8 +8,8 @@ length, at most a fixed number of pairs per pass for the device kind, padded wit
 entailment ``batch_size``, the other questions of a call, shards and the cache's contents do not change a
 single bit of a group's probabilities. Two questions with the same distinct texts share one computation.
 
-**Cache key** (:meth:`EntailmentBackend.cache_context`): besides the backend name, the model fingerprint,
-``with_question`` and the texts, every cached pair is keyed by its *computation*: the batch rule, the
+**Cache key** (:meth:`~shapley.pipeline.entail.cache.EntailmentCache.keys`): besides the backend name, the model
+fingerprint, ``with_question`` and the texts, every cached pair is keyed by its *computation*: the batch rule, the
 device kind (``cpu`` / ``cuda`` ...), the dtype, the pass limits (``pass_pairs``, ``pass_tokens``) and its
 group's id; a value is reused only where it was computed the same way. A group is served from the cache
 only when every one of its pairs is there (valid); otherwise the whole group is computed again.
@@ -227,14 +227,12 @@ class EntailmentBackend(ABC):
         """(u, u) matrices (:func:`group_matrices`) of each group's distinct texts (at least 2), computed by the
         batch rule."""
 
-    def cache_context(self, gid: str) -> str:
-        """The computation part of a cache key: the ``computation`` settings (JSON) and the group id."""
-        return json.dumps(self.computation, sort_keys=True) + "|" + gid
-
     def _cache_keys(self, gid: str, texts: list[str], with_question: bool) -> list[str]:
-        """The cache keys of a group's pairs, in :func:`group_pairs` order."""
+        """The cache keys of a group's pairs, in :func:`group_pairs` order; their computation context is the
+        ``computation`` settings (JSON) and the group id."""
         pairs = list(zip(*group_pairs(texts), strict=True))
-        return EntailmentCache.keys(self.name, self.fingerprint, with_question, pairs, self.cache_context(gid))
+        context = json.dumps(self.computation, sort_keys=True) + "|" + gid
+        return EntailmentCache.keys(self.name, self.fingerprint, with_question, pairs, context)
 
     def _cached(
         self, cache: EntailmentCache, groups: dict[str, list[str]], keys: dict[str, list[str]]

@@ -284,8 +284,8 @@ class HFNLIBackend(EntailmentBackend):
                 truncated += cut
                 first, want = last, want * 2
         self._note_truncated(truncated, self.max_length, "premise-hypothesis pair(s)")
-        probs = torch.cat(out).cpu().double().numpy() if out else np.zeros((0, 2))  # the only copy back
-        order = np.concatenate(orders) if orders else np.zeros(0, dtype=np.int64)
+        probs = torch.cat(out).cpu().double().numpy()  # the only copy back (every group has a pair)
+        order = np.concatenate(orders)
         ent, con = np.zeros(int(starts[-1])), np.zeros(int(starts[-1]))
         ent[order], con[order] = probs[:, 0], probs[:, 1]
         results = []

@@ -107,20 +107,17 @@ class EntailmentCache:
         """Run ``op``; a damaged file is rebuilt once and ``op`` retried; a full disk (SQLITE_FULL: sqlite has
         rolled the transaction back) is an ``OSError`` (ENOSPC) naming the file."""
         try:
-            return self._rebuilt_once(op)
+            try:
+                return op()
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise
+                self._rebuild(exc)
+            return op()
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL":
                 raise OSError(errno.ENOSPC, f"cannot write the entailment cache {self.path}: {exc}") from exc
             raise
-
-    def _rebuilt_once(self, op: Callable[[], Any]) -> Any:
-        try:
-            return op()
-        except sqlite3.DatabaseError as exc:
-            if not is_corrupt(exc):
-                raise
-            self._rebuild(exc)
-        return op()
 
     @staticmethod
     def keys(
@@ -131,13 +128,8 @@ class EntailmentCache:
         once)."""
         fields: list[Any] = [backend, fingerprint, bool(with_question)] + ([context] if context else [])
         head = json.dumps(fields, ensure_ascii=False) + "\x1f"
-        text_hash: dict[str, str] = {}
-        sha = hashlib.sha256
-        for p, h in pairs:
-            for t in (p, h):
-                if t not in text_hash:
-                    text_hash[t] = sha(t.encode("utf-8")).hexdigest()
-        return [sha((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
+        text_hash = {t: hashlib.sha256(t.encode("utf-8")).hexdigest() for t in {t for pair in pairs for t in pair}}
+        return [hashlib.sha256((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
 
     @staticmethod
     def row_checksum(key: str, entail: float, contradict: float | None) -> str:

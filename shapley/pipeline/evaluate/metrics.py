@@ -57,7 +57,7 @@ from shapley.core import metrics, validate
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.evaluate import selection
 from shapley.pipeline.evaluate.comparisons import SIGNIFICANCE as SIGNIFICANCE
-from shapley.pipeline.evaluate.comparisons import compare_methods, rankable
+from shapley.pipeline.evaluate.comparisons import compare_methods, mcse_note, rankable
 from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE_CLASS
 from shapley.pipeline.evaluate.report import load_metrics as load_metrics
 from shapley.pipeline.evaluate.report import markdown_table as markdown_table
@@ -128,27 +128,24 @@ def method_metrics(
         notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
     if c.all() or not c.any():
         notes.append(f"{ONE_CLASS} only: AUROC and PRR undefined")
-    out: dict[str, Any]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        auroc = metrics.auroc(u, c)
         ci = metrics.bootstrap_interval(
             metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), alpha=alpha, seed=seed
         )
-        out = {
-            "auroc": auroc,
+        return {
+            "auroc": metrics.auroc(u, c),
             "auroc_lo": ci.lo,
             "auroc_hi": ci.hi,
             "auarc": metrics.auarc(u, c),
             "prr": metrics.prr(u, c),
             "n": int(u.size),
             "accuracy": float(c.mean()),
+            "auroc_lo_mcse": ci.lo_mcse,
+            "auroc_hi_mcse": ci.hi_mcse,
+            "n_boot": ci.n_boot,
+            "note": "; ".join(n for n in (*notes, mcse_note(ci)) if n),
         }
-    out.update(auroc_lo_mcse=ci.lo_mcse, auroc_hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
-    if max(ci.lo_mcse, ci.hi_mcse) > metrics.MCSE_TARGET:
-        notes.append(f"interval ends' Monte-Carlo error above {metrics.MCSE_TARGET:g} after {ci.n_boot} resamples")
-    out["note"] = "; ".join(notes)
-    return out
 
 
 def compute_metrics(

@@ -106,7 +106,7 @@ def selection_table(
             ci = metrics.bootstrap_interval(
                 metrics.accuracy, np.zeros(arr.size), arr, n_boot=max(n_boot, metrics.MIN_BOOT), alpha=alpha, seed=seed
             )
-            row.update(lo=ci.lo, hi=ci.hi, lo_mcse=ci.lo_mcse, hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
+            row.update(ci._asdict())
         row["note"] = _note(records, s, len(c))
         rows.append(row)
     return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))

@@ -131,11 +131,9 @@ INTRO_SVAMP = "Solve each math word problem. Reply with the final number only."
 
 # ----------------------------------------------------------------------------------- online sources
 def _local_hint(name: str) -> str:
-    fname = LOCAL_FILES.get(name)
-    where = f"SHAPLEY_DATA_DIR/{fname}" if fname else "a file of your own"
     return (
-        f"use a local copy instead: load_dataset({name!r}, source='local', path=...) or put it at {where} "
-        f"(or set SHAPLEY_{name.upper()}_PATH); see ../shared/data/SOURCES.md"
+        f"use a local copy instead: load_dataset({name!r}, source='local', path=...) or put it at "
+        f"SHAPLEY_DATA_DIR/{LOCAL_FILES[name]} (or set SHAPLEY_{name.upper()}_PATH); see ../shared/data/SOURCES.md"
     )
 
 

@@ -110,29 +110,23 @@ def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
     UTF-8, and a name that contradicts the compression (see :func:`_open_binary`).
     """
     p = Path(path)
-    gz = p.suffix == ".gz"
     lineno = 0
     with _open_binary(p) as f:
-        lines = iter(f)
-        while True:
-            try:
-                raw = next(lines)
-            except StopIteration:
-                return
-            except (EOFError, OSError, zlib.error) as exc:
-                if not gz:
-                    raise
-                raise ValueError(
-                    f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
-                ) from exc
-            lineno += 1
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(
-                    f"{p}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1})"
-                ) from exc
-            yield lineno, text
+        try:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ValueError(
+                        f"{p}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1})"
+                    ) from exc
+                yield lineno, text
+        except (EOFError, OSError, zlib.error) as exc:
+            if p.suffix != ".gz":
+                raise
+            raise ValueError(
+                f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
+            ) from exc
 
 
 def _loads(text: str, path: str | os.PathLike[str], lineno: int | None = None) -> Any:

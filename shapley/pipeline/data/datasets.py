@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from shapley.core import validate
 from shapley.pipeline.config import DATA_SOURCES
 from shapley.pipeline.data.files import (
     LOCAL_PARSERS,
@@ -342,13 +343,6 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
     ]
 
 
-def _check_int(label: str, value: Any, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{label} must be a non-negative integer{' or None' if allow_none else ''}, got {value!r}")
-
-
 def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[Item]:
     if source not in DATA_SOURCES:
         raise ValueError(f"source must be one of {', '.join(DATA_SOURCES)}, got {source!r}")
@@ -390,8 +384,7 @@ def load_dataset(
     module docs).
     """
     name = _normalise_name(name)
-    _check_int("n_shots", n_shots)
-    _check_int("limit", limit, allow_none=True)
-    _check_int("seed", seed)
+    n_shots, seed = validate.integer(n_shots, "n_shots", minimum=0), validate.integer(seed, "seed", minimum=0)
+    limit = None if limit is None else validate.integer(limit, "limit", minimum=0)
     items = _load_items(name, source, path)
-    return _build_records(name, items, int(n_shots), int(seed), None if limit is None else int(limit))
+    return _build_records(name, items, n_shots, seed, limit)

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from shapley.core import validate
 from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarning, TruncatedInputWarning
 from shapley.pipeline.generate.models import (
     ModelNotAvailableError,
@@ -145,10 +146,8 @@ class EntailmentBackend(ABC):
         cache: bool | str | os.PathLike[str] = True,
         progress: bool | None = None,
     ):
-        if batch_size is not None and (
-            not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1
-        ):
-            raise ValueError(f"batch_size must be None (automatic) or an integer >= 1, got {batch_size!r}")
+        if batch_size is not None:
+            validate.integer(batch_size, "batch_size", minimum=1)
         self.batch_size = batch_size
         if cache is True:
             self.cache: EntailmentCache | None = EntailmentCache()

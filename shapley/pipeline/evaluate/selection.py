@@ -20,12 +20,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from shapley.core import metrics
+from shapley.core import metrics, validate
 from shapley.pipeline.score import correctness
 from shapley.pipeline.score.choice import STRATEGIES
 
@@ -124,13 +125,10 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
         >>> mcnemar_exact(3, 3), mcnemar_exact(0, 0)
         (1.0, 1.0)
     """
-    for name, v in (("a_only", a_only), ("b_only", b_only)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer count; got {v!r}")
-    n = int(a_only) + int(b_only)
+    a_only, b_only = validate.integer(a_only, "a_only", minimum=0), validate.integer(b_only, "b_only", minimum=0)
     from scipy.stats import binomtest  # scipy.stats takes about a second to import: only where it is used
 
-    return 1.0 if n == 0 else float(binomtest(int(a_only), n, 0.5).pvalue)
+    return 1.0 if a_only + b_only == 0 else float(binomtest(a_only, a_only + b_only, 0.5).pvalue)
 
 
 def _test_row(a: str, b: str, ca: dict[str, bool], cb: dict[str, bool]) -> dict[str, Any]:
@@ -157,12 +155,8 @@ def selection_tests(records: Sequence[Mapping[str, Any]], *, threshold: float) -
     questions. Deterministic: no resampling.
     """
     correct = {s: dict(_picked(records, s, threshold)) for s in STRATEGIES}
-    rows = [
-        _test_row(a, b, correct[a], correct[b])
-        for k, a in enumerate(STRATEGIES)
-        for b in STRATEGIES[k + 1 :]
-        if correct[a] and correct[b]
-    ]
+    pairs = [(a, b) for a, b in combinations(STRATEGIES, 2) if correct[a] and correct[b]]
+    rows = [_test_row(a, b, correct[a], correct[b]) for a, b in pairs]
     out = pd.DataFrame(rows, columns=list(TEST_COLUMNS))
     if rows:
         out["p_holm"] = metrics.holm(out["p_mcnemar"].to_numpy(dtype=np.float64))

@@ -20,15 +20,10 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
 * ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
   n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
   as a row of NaNs in ``metrics.csv``.
-* ``comparisons.csv``: is the difference significant: each method against ``Shap`` on the questions both
-  scored, DeLong's paired test Holm-adjusted across the run's methods deciding ``outcome`` win / tie / loss /
-  undefined, a paired bootstrap interval of the AUROC difference
-  (:func:`shapley.pipeline.evaluate.comparisons.compare_methods`).
-* ``selection.csv``: which answer to return: per strategy (``first``, ``greedy``, ``largest_cluster``,
-  ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
-  (:func:`shapley.pipeline.evaluate.selection.selection_table`, from the stored score records), and
-  ``selection_tests.csv``, McNemar's exact test between strategies
-  (:func:`shapley.pipeline.evaluate.selection.selection_tests`).
+* ``comparisons.csv``: is the difference significant: each method against ``Shap``, DeLong's paired test
+  (:mod:`shapley.pipeline.evaluate.comparisons`).
+* ``selection.csv`` and ``selection_tests.csv``: which answer to return: the accuracy of the answer each strategy
+  picks, and McNemar's test between strategies (:mod:`shapley.pipeline.evaluate.selection`).
 * ``derived.json``: the stage-file content each derived file was computed from
   (:mod:`shapley.pipeline.rundir.derived`; :func:`shapley.pipeline.rundir.derived.stale_outputs`).
 

@@ -136,8 +136,7 @@ def _test_row(a: str, b: str, ca: dict[str, bool], cb: dict[str, bool]) -> dict[
     row: dict[str, Any] = {"strategy_a": a, "strategy_b": b, "n": len(both), "note": ""}
     if not both:
         row.update(dict.fromkeys(("accuracy_a", "accuracy_b", "p_mcnemar"), math.nan), a_only=0, b_only=0)
-        row["note"] = "no question where both strategies pick an answer"
-        return row
+        return {**row, "note": "no question where both strategies pick an answer"}
     x = np.array([ca[i] for i in both], dtype=bool)
     y = np.array([cb[i] for i in both], dtype=bool)
     a_only, b_only = int((x & ~y).sum()), int((~x & y).sum())

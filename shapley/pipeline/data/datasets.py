@@ -215,7 +215,6 @@ def _normalise_name(name: str) -> str:
     if not isinstance(name, str):
         raise ValueError(f"dataset name must be a string, got {type(name).__name__}; valid: {', '.join(DATASETS)}")
     key = name.strip().lower().replace("-", "_")
-    key = {"trivia_qa": "triviaqa", "nq": "nq_open", "nqopen": "nq_open", "wmt": "wmt14"}.get(key, key)
     if key not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
     return key

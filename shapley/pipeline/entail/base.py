@@ -149,12 +149,8 @@ class EntailmentBackend(ABC):
         if batch_size is not None:
             validate.integer(batch_size, "batch_size", minimum=1)
         self.batch_size = batch_size
-        if cache is True:
-            self.cache: EntailmentCache | None = EntailmentCache()
-        elif cache is False or cache is None:
-            self.cache = None
-        else:
-            self.cache = EntailmentCache(cache)
+        # True: the default file; False (or None): no cache; else the file's path
+        self.cache = None if cache is False or cache is None else EntailmentCache(None if cache is True else cache)
         self.progress = progress
         self.computation: dict[str, Any] = {"rule": BATCH_RULE}
         self._inexact = False  # set when an out-of-memory split broke the batch rule in this call

@@ -121,13 +121,6 @@ def test_selection_table_by_hand():
     )
 
 
-def test_selection_table_of_older_records_says_so():
-    old = [{"id": "a", "correct": True, "scores": {}}, {"id": "b", "correct": False, "scores": {}}]
-    t = selection.selection_table(old, threshold=0.3, n_boot=10).set_index("strategy")
-    assert (t["n"] == 0).all() and t["accuracy"].isna().all()
-    assert "older version" in t.loc["greedy", "note"] and "older version" in t.loc["min_phi", "note"]
-
-
 @pytest.mark.parametrize("with_answer", [False, True])
 def test_score_samples_stores_what_selection_needs(tmp_path, monkeypatch, with_answer):
     """Without an 'answer' field the judged answer is the first sample: greedy is skipped (n = 0, with a note),

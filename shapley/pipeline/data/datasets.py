@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from shapley.core import validate
 from shapley.pipeline.config import DATA_SOURCES
 from shapley.pipeline.data.files import (
     LOCAL_PARSERS,
@@ -85,8 +86,8 @@ from shapley.pipeline.data.files import (
     check_input_file,
     coqa_items,
     make_item,
+    qa_items,
     svamp_items,
-    triviaqa_answers,
     wmt_items,
 )
 from shapley.pipeline.rundir.records import QARecord
@@ -131,11 +132,9 @@ INTRO_SVAMP = "Solve each math word problem. Reply with the final number only."
 
 # ----------------------------------------------------------------------------------- online sources
 def _local_hint(name: str) -> str:
-    fname = LOCAL_FILES.get(name)
-    where = f"SHAPLEY_DATA_DIR/{fname}" if fname else "a file of your own"
     return (
-        f"use a local copy instead: load_dataset({name!r}, source='local', path=...) or put it at {where} "
-        f"(or set SHAPLEY_{name.upper()}_PATH); see ../shared/data/SOURCES.md"
+        f"use a local copy instead: load_dataset({name!r}, source='local', path=...) or put it at "
+        f"SHAPLEY_DATA_DIR/{LOCAL_FILES[name]} (or set SHAPLEY_{name.upper()}_PATH); see ../shared/data/SOURCES.md"
     )
 
 
@@ -162,14 +161,7 @@ def _fetch_hub_rows(name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _online_triviaqa(rows: list[dict[str, Any]]) -> list[Item]:
-    return [
-        make_item("triviaqa", r.get("question_id", f"triviaqa_{i}"), r["question"], triviaqa_answers(r["answer"]))
-        for i, r in enumerate(rows)
-    ]
-
-
-def _online_coqa(rows: list[dict[str, Any]]) -> list[Item]:
+def _online_coqa(rows: list[dict[str, Any]], where: str) -> list[Item]:
     stories = []
     for i, r in enumerate(rows):
         ans = r["answers"]  # columnar: {"input_text": [...], "answer_start": [...], "answer_end": [...]}
@@ -182,30 +174,26 @@ def _online_coqa(rows: list[dict[str, Any]]) -> list[Item]:
                 "answers": [{"input_text": a, "turn_id": k + 1} for k, a in enumerate(texts)],
             }
         )
-    return coqa_items(stories, "stanfordnlp/coqa")
+    return coqa_items(stories, where)
 
 
-def _online_squad(rows: list[dict[str, Any]]) -> list[Item]:
+def _online_squad(rows: list[dict[str, Any]], where: str) -> list[Item]:
     contexts: dict[str, str] = {}
     items = []
     for r in rows:
         group = contexts.setdefault(r["context"], f"{r.get('title', '')}#{len(contexts)}")
-        items.append(
-            make_item("squad", r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group)
-        )
+        items.append(make_item(where, r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group))
     return items
 
 
-#: each hub dataset's rows (plain dicts) -> items
-_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]]], list[Item]]] = {
-    "triviaqa": _online_triviaqa,
+#: each hub dataset's rows (plain dicts) and its hub id (named in errors) -> items
+_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]], str], list[Item]]] = {
+    "triviaqa": lambda rows, where: qa_items(enumerate(rows, 1), where, "triviaqa"),
     "coqa": _online_coqa,
-    "wmt14": lambda rows: wmt_items(((i + 1, r) for i, r in enumerate(rows)), "wmt/wmt14 fr-en test"),
+    "wmt14": lambda rows, where: wmt_items(enumerate(rows, 1), where),
     "squad": _online_squad,
-    "nq_open": lambda rows: [
-        make_item("nq_open", f"nq_open_{i}", r["question"], r["answer"]) for i, r in enumerate(rows)
-    ],
-    "svamp": lambda rows: svamp_items(rows, "ChilleD/SVAMP"),
+    "nq_open": lambda rows, where: qa_items(enumerate(rows, 1), where, "nq_open"),
+    "svamp": svamp_items,
 }
 
 
@@ -219,7 +207,7 @@ def _load_online(name: str) -> list[Item]:
         )
     if name == "jsonl":
         raise ValueError("the generic 'jsonl' dataset is local-only: pass path=... to a JSON-lines file")
-    return _ONLINE_CONVERTERS[name](_fetch_hub_rows(name))
+    return _ONLINE_CONVERTERS[name](_fetch_hub_rows(name), ONLINE_SOURCES[name][0])
 
 
 # ------------------------------------------------------------------------------------ path resolution
@@ -227,7 +215,6 @@ def _normalise_name(name: str) -> str:
     if not isinstance(name, str):
         raise ValueError(f"dataset name must be a string, got {type(name).__name__}; valid: {', '.join(DATASETS)}")
     key = name.strip().lower().replace("-", "_")
-    key = {"trivia_qa": "triviaqa", "nq": "nq_open", "nqopen": "nq_open", "wmt": "wmt14"}.get(key, key)
     if key not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
     return key
@@ -355,13 +342,6 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
     ]
 
 
-def _check_int(label: str, value: Any, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{label} must be a non-negative integer{' or None' if allow_none else ''}, got {value!r}")
-
-
 def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[Item]:
     if source not in DATA_SOURCES:
         raise ValueError(f"source must be one of {', '.join(DATA_SOURCES)}, got {source!r}")
@@ -403,8 +383,7 @@ def load_dataset(
     module docs).
     """
     name = _normalise_name(name)
-    _check_int("n_shots", n_shots)
-    _check_int("limit", limit, allow_none=True)
-    _check_int("seed", seed)
+    n_shots, seed = validate.integer(n_shots, "n_shots", minimum=0), validate.integer(seed, "seed", minimum=0)
+    limit = None if limit is None else validate.integer(limit, "limit", minimum=0)
     items = _load_items(name, source, path)
-    return _build_records(name, items, int(n_shots), int(seed), None if limit is None else int(limit))
+    return _build_records(name, items, n_shots, seed, limit)

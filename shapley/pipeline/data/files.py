@@ -46,7 +46,7 @@ def _dedupe(texts: Iterable[str]) -> tuple[str, ...]:
 
 
 def make_item(
-    dataset: str,
+    where: str,
     id_: Any,
     question: Any,
     references: Iterable[Any],
@@ -56,13 +56,14 @@ def make_item(
     turn: int | None = None,
 ) -> Item:
     """An :class:`Item` with its question and references cleaned (one line each; references deduplicated);
-    ``ValueError`` naming the dataset and record for an empty question or no non-empty reference."""
+    ``ValueError`` naming ``where`` (the file and line, or the dataset, the record comes from) and the record for
+    an empty question or no non-empty reference."""
     q = _clean(question) if question is not None else ""
     if not q:
-        raise ValueError(f"{dataset}: record {id_!r} has an empty question")
+        raise ValueError(f"{where}: record {id_!r} has an empty question")
     refs = _dedupe(str(r) for r in references if r is not None)
     if not refs:
-        raise ValueError(f"{dataset}: record {id_!r} has no non-empty reference answer")
+        raise ValueError(f"{where}: record {id_!r} has no non-empty reference answer")
     ctx = context.strip() if isinstance(context, str) and context.strip() else None
     return Item(id=str(id_), question=q, references=refs, context=ctx, group=group, turn=turn)
 
@@ -109,57 +110,54 @@ def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
     UTF-8, and a name that contradicts the compression (see :func:`_open_binary`).
     """
     p = Path(path)
-    gz = p.suffix == ".gz"
     lineno = 0
     with _open_binary(p) as f:
-        lines = iter(f)
-        while True:
-            try:
-                raw = next(lines)
-            except StopIteration:
-                return
-            except (EOFError, OSError, zlib.error) as exc:
-                if not gz:
-                    raise
-                raise ValueError(
-                    f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
-                ) from exc
-            lineno += 1
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(
-                    f"{p}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1})"
-                ) from exc
-            yield lineno, text
+        try:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ValueError(
+                        f"{p}, line {lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1})"
+                    ) from exc
+                yield lineno, text
+        except (EOFError, OSError, zlib.error) as exc:
+            if p.suffix != ".gz":
+                raise
+            raise ValueError(
+                f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
+            ) from exc
 
 
-def _read_json(path: Path) -> Any:
-    text = "".join(line for _, line in iter_text_lines(path))
+def _loads(text: str, path: str | os.PathLike[str], lineno: int | None = None) -> Any:
+    """``text`` (line ``lineno`` of ``path``, or the whole file) decoded as JSON; ``ValueError`` naming the file
+    and the line where it is not valid JSON."""
+    where = f"{path}" if lineno is None else f"{path}, line {lineno}"
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from e
-    except (ValueError, RecursionError) as e:  # a 4300-digit integer, nesting too deep
-        raise ValueError(f"{path}: not valid JSON here ({e or 'nested too deeply'})") from None
+        line = e.lineno if lineno is None else lineno
+        raise ValueError(f"{path}, line {line}: not valid JSON ({e.msg} at column {e.colno})") from e
+    except RecursionError:
+        raise ValueError(f"{where}: not valid JSON here (nested too deeply)") from None
+    except ValueError as e:  # e.g. an integer literal of more than 4300 digits
+        raise ValueError(f"{where}: not valid JSON here ({e})") from None
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(1-based line number, object) for every non-blank line."""
-    rows: list[tuple[int, dict[str, Any]]] = []
+def _read_json(path: Path) -> Any:
+    return _loads("".join(line for _, line in iter_text_lines(path)), path)
+
+
+def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) of every non-blank line of a JSON-lines file (see :func:`iter_text_lines`);
+    ``ValueError`` naming the file and the line for a line that is not a JSON object."""
     for lineno, line in iter_text_lines(path):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}, line {lineno}: not valid JSON ({e})") from e
-        except (ValueError, RecursionError) as e:  # a 4300-digit integer, nesting too deep
-            raise ValueError(f"{path}, line {lineno}: not valid JSON here ({e or 'nested too deeply'})") from None
+        obj = _loads(line, path, lineno)
         if not isinstance(obj, dict):
             raise ValueError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
-        rows.append((lineno, obj))
-    return rows
+        yield lineno, obj
 
 
 def _need(obj: dict[str, Any], key: str, where: str) -> Any:
@@ -182,26 +180,25 @@ def _format_number(x: Any) -> str:
 
 
 # ------------------------------------------------------------------------------ local file parsers
-def triviaqa_answers(answer: Any) -> list[str]:
-    """The single-string answer of the local file, or a hub-style ``{"value", "aliases"}`` dict."""
+def _answers(answer: Any) -> list[str]:
+    """The answers of a row: one string, a list, or the TriviaQA hub's ``{"value", "aliases"}`` dict."""
     if isinstance(answer, str):
         return [answer]
     if isinstance(answer, dict):
-        return [answer.get("value", "")] + list(answer.get("aliases", []))
+        return [answer.get("value", ""), *answer.get("aliases", [])]
     if isinstance(answer, list):
         return [str(a) for a in answer]
     return []
 
 
-def _parse_triviaqa(path: Path) -> list[Item]:
+def qa_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str, dataset: str) -> list[Item]:
+    """Items of (line, row) pairs holding ``question``, ``answer`` (a string, a list of aliases, or the TriviaQA
+    hub's ``{"value", "aliases"}``) and an id (``id`` or ``question_id``, else ``<dataset>_<index>``)."""
     items = []
-    for lineno, row in _read_jsonl(path):
-        where = f"{path}, line {lineno}"
-        id_ = row.get("id", row.get("question_id"))
-        if id_ is None:
-            raise ValueError(f"{where}: missing field 'id'")
-        refs = triviaqa_answers(_need(row, "answer", where))
-        items.append(make_item("triviaqa", id_, _need(row, "question", where), refs))
+    for i, (lineno, row) in enumerate(rows):
+        w = f"{where}, line {lineno}"
+        id_ = row.get("id", row.get("question_id", f"{dataset}_{i}"))
+        items.append(make_item(w, id_, _need(row, "question", w), _answers(_need(row, "answer", w))))
     return items
 
 
@@ -209,11 +206,10 @@ def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[Item]:
     items = []
     for s_idx, story in enumerate(stories):
         sid = str(story.get("id", f"story{s_idx}"))
-        text = _need(story, "story", f"{where}, story {sid}")
-        questions = _need(story, "questions", f"{where}, story {sid}")
-        answers = _need(story, "answers", f"{where}, story {sid}")
+        w = f"{where}, story {sid}"
+        text, questions, answers = _need(story, "story", w), _need(story, "questions", w), _need(story, "answers", w)
         if len(questions) != len(answers):
-            raise ValueError(f"{where}, story {sid}: {len(questions)} questions but {len(answers)} answers")
+            raise ValueError(f"{w}: {len(questions)} questions but {len(answers)} answers")
         extra: dict[int, list[str]] = {}
         for alt in (story.get("additional_answers") or {}).values():
             for a in alt:
@@ -221,28 +217,19 @@ def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[Item]:
         for k, (q, a) in enumerate(zip(questions, answers, strict=True)):
             turn = int(q.get("turn_id", k + 1))
             refs = [a["input_text"], *extra.get(turn, [])]
-            items.append(make_item("coqa", f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
+            items.append(make_item(w, f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
     return items
 
 
 def _parse_squad(path: Path) -> list[Item]:
     items = []
     for a_idx, article in enumerate(_need(_read_json(path), "data", str(path))):
-        for p_idx, para in enumerate(_need(article, "paragraphs", f"{path}, article {a_idx}")):
+        w = f"{path}, article {a_idx}"
+        for p_idx, para in enumerate(_need(article, "paragraphs", w)):
             group = f"{article.get('title', a_idx)}#{p_idx}"
             for qa in para["qas"]:
                 refs = [ans["text"] for ans in qa.get("answers", [])]
-                items.append(make_item("squad", qa["id"], qa["question"], refs, context=para["context"], group=group))
-    return items
-
-
-def _parse_nq_open(path: Path) -> list[Item]:
-    items = []
-    for i, (lineno, row) in enumerate(_read_jsonl(path)):
-        where = f"{path}, line {lineno}"
-        ans = _need(row, "answer", where)
-        refs = [ans] if isinstance(ans, str) else list(ans)
-        items.append(make_item("nq_open", row.get("id", f"nq_open_{i}"), _need(row, "question", where), refs))
+                items.append(make_item(w, qa["id"], qa["question"], refs, context=para["context"], group=group))
     return items
 
 
@@ -255,7 +242,7 @@ def svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[Item]:
         else:
             question = _need(row, "question_concat", w)
         id_ = row.get("ID", row.get("id", f"svamp_{i}"))
-        items.append(make_item("svamp", id_, question, [_format_number(_need(row, "Answer", w))]))
+        items.append(make_item(w, id_, question, [_format_number(_need(row, "Answer", w))]))
     return items
 
 
@@ -289,7 +276,7 @@ def _bioasq_references(q: dict[str, Any]) -> list[str]:
 
 def _parse_bioasq(path: Path) -> list[Item]:
     questions = _need(_read_json(path), "questions", str(path))
-    return [make_item("bioasq", q["id"], q["body"], _bioasq_references(q)) for q in questions if "exact_answer" in q]
+    return [make_item(str(path), q["id"], q["body"], _bioasq_references(q)) for q in questions if "exact_answer" in q]
 
 
 def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
@@ -303,44 +290,39 @@ def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[It
         en = _need(pair, "en", w)
         if not fr:
             raise ValueError(f"{w}: empty French source sentence")
-        items.append(make_item("wmt14", row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
+        items.append(make_item(w, row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
     return items
 
 
 def _parse_jsonl(path: Path) -> list[Item]:
     items = []
     seen: set[str] = set()
-    for lineno, row in _read_jsonl(path):
+    for lineno, row in iter_json_lines(path):
         where = f"{path}, line {lineno}"
         id_ = str(_need(row, "id", where))
-        question = _need(row, "question", where)
-        refs = _need(row, "references", where)
-        if isinstance(refs, str) or not isinstance(refs, list):
+        question, refs, context = _need(row, "question", where), _need(row, "references", where), row.get("context")
+        if not isinstance(question, str):
+            raise ValueError(f"{where}: field 'question' must be a string")
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
             raise ValueError(f"{where}: field 'references' must be a list of strings")
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"{where}: field 'question' is empty")
-        if not any(isinstance(r, str) and r.strip() for r in refs):
-            raise ValueError(f"{where}: field 'references' holds no non-empty string")
+        if context is not None and not isinstance(context, str):
+            raise ValueError(f"{where}: field 'context' must be a string")
         if id_ in seen:
             raise ValueError(f"{where}: duplicate id {id_!r}")
         seen.add(id_)
-        context = row.get("context")
-        if context is not None and not isinstance(context, str):
-            raise ValueError(f"{where}: field 'context' must be a string")
-        items.append(
-            make_item("jsonl", id_, question, refs, context=context, group=_clean(context) if context else None)
-        )
+        group = _clean(context) if context else None
+        items.append(make_item(where, id_, question, refs, context=context, group=group))
     return items
 
 
 #: each dataset's local file -> items
 LOCAL_PARSERS: dict[str, Callable[[Path], list[Item]]] = {
-    "triviaqa": _parse_triviaqa,
+    "triviaqa": lambda path: qa_items(iter_json_lines(path), str(path), "triviaqa"),
     "coqa": lambda path: coqa_items(_need(_read_json(path), "data", str(path)), str(path)),
-    "wmt14": lambda path: wmt_items(_read_jsonl(path), str(path)),
+    "wmt14": lambda path: wmt_items(iter_json_lines(path), str(path)),
     "squad": _parse_squad,
     "bioasq": _parse_bioasq,
-    "nq_open": _parse_nq_open,
+    "nq_open": lambda path: qa_items(iter_json_lines(path), str(path), "nq_open"),
     "svamp": _parse_svamp,
     "jsonl": _parse_jsonl,
 }

@@ -10,6 +10,7 @@ the reference answers is a setting (``reference_field``, ``--reference-field``),
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import math
 import os
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shapley.pipeline.config import REFERENCE_FIELDS
-from shapley.pipeline.data.files import check_input_file, iter_text_lines
+from shapley.pipeline.data.files import check_input_file, iter_json_lines
 
 NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
 """The optional fields of a line that hold a list of finite numbers."""
@@ -33,7 +34,7 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "p_true",
     "a4c_text",
 ) + NUMBER_FIELDS
-"""Every field a score-samples line may use; anything else is unknown (see :func:`parse_sample_line`)."""
+"""Every field a score-samples line may use; anything else is unknown (see :func:`read_samples_file`)."""
 
 MISSPELLING_CUTOFF = 0.8
 """``difflib`` similarity above which an unknown field is taken for a misspelt known one and refused."""
@@ -77,26 +78,17 @@ def _str_list(v: Any, where: str, name: str, *, allow_string: bool = False) -> l
     return list(v)
 
 
-def misspelt_field(name: str) -> str | None:
-    """The known field that the unknown field ``name`` probably misspells (None: no close match)."""
-    if name in KNOWN_FIELDS:
-        return None
-    match = difflib.get_close_matches(name.lower(), KNOWN_FIELDS, n=1, cutoff=MISSPELLING_CUTOFF)
-    return match[0] if match else None
-
-
 def _check_fields(row: dict[str, Any], where: str) -> tuple[str, ...]:
     """Refuse misspelt fields and text that cannot be written as UTF-8; return the unknown fields."""
     extra = []
-    for name in row:
-        close = misspelt_field(name)
-        if close is not None:
+    for name in (n for n in row if n not in KNOWN_FIELDS):
+        close = difflib.get_close_matches(name.lower(), KNOWN_FIELDS, n=1, cutoff=MISSPELLING_CUTOFF)
+        if close:
             raise ValueError(
-                f"{where}: unknown field {name!r} looks like a misspelling of {close!r}; "
+                f"{where}: unknown field {name!r} looks like a misspelling of {close[0]!r}; "
                 "rename it (a misspelt field would be ignored and change what is judged)"
             )
-        if name not in KNOWN_FIELDS:
-            extra.append(name)
+        extra.append(name)
     for name, value in row.items():
         try:
             json.dumps({name: value}, ensure_ascii=False).encode("utf-8")
@@ -143,12 +135,10 @@ def _num_list(v: Any, where: str, name: str) -> list[float]:
     return out
 
 
-def parse_sample_line(
-    row: Any, where: str, lineno: int, n_samples: int | None = None, reference_field: str = "references"
+def _parse_line(
+    row: dict[str, Any], where: str, lineno: int, n_samples: int | None, reference_field: str
 ) -> SampleItem:
     """Validate one decoded input line (see :func:`read_samples_file` for the accepted fields)."""
-    if not isinstance(row, dict):
-        raise ValueError(f"{where}: a line must be a JSON object")
     extra = _check_fields(row, where)
     for name in ("id", "question"):
         if name not in row:
@@ -235,21 +225,10 @@ def read_samples_file(
     items: list[SampleItem] = []
     seen: dict[str, int] = {}
     width: tuple[int, int] | None = None  # (embedding length, first line with one)
-    for lineno, line in iter_text_lines(p):
-        if limit is not None and len(items) >= limit:
-            break
-        if not line.strip():
-            continue
-        where = f"{p.name}, line {lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: not valid JSON ({exc.msg})") from exc
-        except ValueError as exc:  # e.g. an integer literal of more than 4300 digits
-            raise ValueError(f"{where}: not valid JSON here ({exc})") from None
-        except RecursionError:
-            raise ValueError(f"{where}: not valid JSON here (nested too deeply)") from None
-        item = parse_sample_line(row, where, lineno, n_samples, reference_field)
+    lines = iter_json_lines(p)
+    for lineno, row in lines if limit is None else itertools.islice(lines, limit):
+        where = f"{p}, line {lineno}"
+        item = _parse_line(row, where, lineno, n_samples, reference_field)
         if item.embedding is not None:
             width = width or (len(item.embedding), lineno)
             if len(item.embedding) != width[0]:

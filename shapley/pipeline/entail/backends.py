@@ -42,6 +42,7 @@ alternatives; no other model is substituted.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -49,7 +50,14 @@ import torch
 from shapley.pipeline.entail.base import EntailmentBackend
 from shapley.pipeline.entail.embedding import EmbeddingBackend
 from shapley.pipeline.entail.judge import LLMJudgeBackend
-from shapley.pipeline.entail.nli import DEFAULT_NLI_MODEL, HFNLIBackend
+from shapley.pipeline.entail.nli import HFNLIBackend
+
+#: the backend of each spec kind (the part before ``:``); the kind alone means the class's default model
+BACKENDS: dict[str, Callable[..., EntailmentBackend]] = {
+    "hf": HFNLIBackend,
+    "embedding": EmbeddingBackend,
+    "llm": LLMJudgeBackend,
+}
 
 
 def load_backend(
@@ -66,18 +74,12 @@ def load_backend(
     kept, but it never changes the forward passes (the batch rule fixes them, so results do not depend on
     it). ``cache``: True for the default sqlite file, False for none, or a file path (``ValueError`` naming
     it when it cannot hold the cache)."""
-    if not isinstance(spec, str) or (":" not in spec and spec.strip().lower() not in {"hf", "embedding", "llm"}):
+    kind, _, rest = spec.strip().partition(":") if isinstance(spec, str) else ("", "", "")
+    if kind.lower() not in BACKENDS:
         raise ValueError(
-            f"entailment backend spec {spec!r} must look like 'hf:<id|path>', 'embedding:<name|path>' or "
+            f"unknown entailment backend {spec!r}: use 'hf:<id|path>', 'embedding:<name|path>' or "
             "'llm:<id|path|gguf|smollm2>'"
         )
-    kind, _, rest = spec.strip().partition(":")
-    kind, rest = kind.lower(), rest.strip()
-    kw: dict[str, Any] = {"device": device, "batch_size": batch_size, "cache": cache, "progress": progress}
-    if kind == "hf":
-        return HFNLIBackend(rest or DEFAULT_NLI_MODEL, **kw)
-    if kind == "embedding":
-        return EmbeddingBackend(rest or "minilm", **kw)
-    if kind == "llm":
-        return LLMJudgeBackend(rest or "smollm2", **kw)
-    raise ValueError(f"unknown entailment backend {kind!r} in {spec!r}; use hf:, embedding: or llm:")
+    options: dict[str, Any] = {"device": device, "batch_size": batch_size, "cache": cache, "progress": progress}
+    backend = BACKENDS[kind.lower()]
+    return backend(rest.strip(), **options) if rest.strip() else backend(**options)

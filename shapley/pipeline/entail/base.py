@@ -8,8 +8,8 @@ length, at most a fixed number of pairs per pass for the device kind, padded wit
 entailment ``batch_size``, the other questions of a call, shards and the cache's contents do not change a
 single bit of a group's probabilities. Two questions with the same distinct texts share one computation.
 
-**Cache key** (:meth:`EntailmentBackend.cache_context`): besides the backend name, the model fingerprint,
-``with_question`` and the texts, every cached pair is keyed by its *computation*: the batch rule, the
+**Cache key** (:meth:`~shapley.pipeline.entail.cache.EntailmentCache.keys`): besides the backend name, the model
+fingerprint, ``with_question`` and the texts, every cached pair is keyed by its *computation*: the batch rule, the
 device kind (``cpu`` / ``cuda`` ...), the dtype, the pass limits (``pass_pairs``, ``pass_tokens``) and its
 group's id; a value is reused only where it was computed the same way. A group is served from the cache
 only when every one of its pairs is there (valid); otherwise the whole group is computed again.
@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from shapley.core import validate
 from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarning, TruncatedInputWarning
 from shapley.pipeline.generate.models import (
     ModelNotAvailableError,
@@ -145,17 +146,11 @@ class EntailmentBackend(ABC):
         cache: bool | str | os.PathLike[str] = True,
         progress: bool | None = None,
     ):
-        if batch_size is not None and (
-            not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1
-        ):
-            raise ValueError(f"batch_size must be None (automatic) or an integer >= 1, got {batch_size!r}")
+        if batch_size is not None:
+            validate.integer(batch_size, "batch_size", minimum=1)
         self.batch_size = batch_size
-        if cache is True:
-            self.cache: EntailmentCache | None = EntailmentCache()
-        elif cache is False or cache is None:
-            self.cache = None
-        else:
-            self.cache = EntailmentCache(cache)
+        # True: the default file; False (or None): no cache; else the file's path
+        self.cache = None if cache is False or cache is None else EntailmentCache(None if cache is True else cache)
         self.progress = progress
         self.computation: dict[str, Any] = {"rule": BATCH_RULE}
         self._inexact = False  # set when an out-of-memory split broke the batch rule in this call
@@ -227,14 +222,12 @@ class EntailmentBackend(ABC):
         """(u, u) matrices (:func:`group_matrices`) of each group's distinct texts (at least 2), computed by the
         batch rule."""
 
-    def cache_context(self, gid: str) -> str:
-        """The computation part of a cache key: the ``computation`` settings (JSON) and the group id."""
-        return json.dumps(self.computation, sort_keys=True) + "|" + gid
-
     def _cache_keys(self, gid: str, texts: list[str], with_question: bool) -> list[str]:
-        """The cache keys of a group's pairs, in :func:`group_pairs` order."""
+        """The cache keys of a group's pairs, in :func:`group_pairs` order; their computation context is the
+        ``computation`` settings (JSON) and the group id."""
         pairs = list(zip(*group_pairs(texts), strict=True))
-        return EntailmentCache.keys(self.name, self.fingerprint, with_question, pairs, self.cache_context(gid))
+        context = json.dumps(self.computation, sort_keys=True) + "|" + gid
+        return EntailmentCache.keys(self.name, self.fingerprint, with_question, pairs, context)
 
     def _cached(
         self, cache: EntailmentCache, groups: dict[str, list[str]], keys: dict[str, list[str]]

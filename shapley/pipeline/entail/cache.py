@@ -20,9 +20,9 @@ import stat
 import struct
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from shapley.pipeline.rundir.settings import cache_dir
 
@@ -48,6 +48,7 @@ def is_corrupt(exc: BaseException) -> bool:
 LOCK_TIMEOUT_S = 60
 #: keys looked up per query (sqlite bounds the parameters of one statement; old builds at 999)
 KEYS_PER_QUERY = 500
+T = TypeVar("T")
 
 
 class EntailmentCache:
@@ -67,26 +68,26 @@ class EntailmentCache:
         check_cache_path(self.path)
         self.rejected = 0
         try:
-            self._guarded(self._create)
+            self._transaction(self._create)
         except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute, rows without checksums
             raise ValueError(f"entailment cache {self.path}: cannot open it as an sqlite database ({exc})") from exc
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """``op(connection)`` in one transaction, committed on success."""
         con = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S)
         try:
-            with con:  # one transaction, committed on success
-                yield con
+            with con:
+                return op(con)
         finally:
             con.close()
 
-    def _create(self) -> None:
-        with self._connect() as con:
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, "
-                "with_question INTEGER, entail REAL NOT NULL, contradict REAL, checksum TEXT)"
-            )
-            con.execute("SELECT COUNT(checksum) FROM pairs").fetchone()  # refuses a table without checksums
+    @staticmethod
+    def _create(con: sqlite3.Connection) -> None:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, "
+            "with_question INTEGER, entail REAL NOT NULL, contradict REAL, checksum TEXT)"
+        )
+        con.execute("SELECT COUNT(checksum) FROM pairs").fetchone()  # refuses a table without checksums
 
     def _rebuild(self, exc: BaseException) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -101,26 +102,23 @@ class EntailmentCache:
             EntailmentCacheWarning,
             stacklevel=3,
         )
-        self._create()
+        self._run(self._create)
 
-    def _guarded(self, op: Callable[[], Any]) -> Any:
-        """Run ``op``; a damaged file is rebuilt once and ``op`` retried; a full disk (SQLITE_FULL: sqlite has
-        rolled the transaction back) is an ``OSError`` (ENOSPC) naming the file."""
+    def _transaction(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """:meth:`_run` ``op``; a damaged file is rebuilt once and ``op`` retried; a full disk (SQLITE_FULL:
+        sqlite has rolled the transaction back) is an ``OSError`` (ENOSPC) naming the file."""
         try:
-            return self._rebuilt_once(op)
+            try:
+                return self._run(op)
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise
+                self._rebuild(exc)
+            return self._run(op)
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL":
                 raise OSError(errno.ENOSPC, f"cannot write the entailment cache {self.path}: {exc}") from exc
             raise
-
-    def _rebuilt_once(self, op: Callable[[], Any]) -> Any:
-        try:
-            return op()
-        except sqlite3.DatabaseError as exc:
-            if not is_corrupt(exc):
-                raise
-            self._rebuild(exc)
-        return op()
 
     @staticmethod
     def keys(
@@ -131,13 +129,8 @@ class EntailmentCache:
         once)."""
         fields: list[Any] = [backend, fingerprint, bool(with_question)] + ([context] if context else [])
         head = json.dumps(fields, ensure_ascii=False) + "\x1f"
-        text_hash: dict[str, str] = {}
-        sha = hashlib.sha256
-        for p, h in pairs:
-            for t in (p, h):
-                if t not in text_hash:
-                    text_hash[t] = sha(t.encode("utf-8")).hexdigest()
-        return [sha((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
+        text_hash = {t: hashlib.sha256(t.encode("utf-8")).hexdigest() for t in {t for pair in pairs for t in pair}}
+        return [hashlib.sha256((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
 
     @staticmethod
     def row_checksum(key: str, entail: float, contradict: float | None) -> str:
@@ -155,39 +148,29 @@ class EntailmentCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[float, float | None]]:
         """Valid cached values of ``keys``; bad rows are left out (and counted in ``rejected``)."""
 
-        def read() -> dict[str, tuple[float, float | None]]:
+        def read(con: sqlite3.Connection) -> dict[str, tuple[float, float | None]]:
             found: dict[str, tuple[float, float | None]] = {}
-            with self._connect() as con:
-                for start in range(0, len(keys), KEYS_PER_QUERY):
-                    chunk = list(keys[start : start + KEYS_PER_QUERY])
-                    marks = ",".join("?" * len(chunk))
-                    query = f"SELECT key, entail, contradict, checksum FROM pairs WHERE key IN ({marks})"
-                    rows = con.execute(query, chunk).fetchall()
-                    for k, e, c, checksum in rows:
-                        if self._valid(k, e, c, checksum):
-                            found[k] = (e, c)
-                        else:
-                            self.rejected += 1
+            for start in range(0, len(keys), KEYS_PER_QUERY):
+                chunk = list(keys[start : start + KEYS_PER_QUERY])
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT key, entail, contradict, checksum FROM pairs WHERE key IN ({marks})"
+                for k, e, c, checksum in con.execute(query, chunk).fetchall():
+                    if self._valid(k, e, c, checksum):
+                        found[k] = (e, c)
+                    else:
+                        self.rejected += 1
             return found
 
-        return self._guarded(read)
+        return self._transaction(read)
 
     def put_many(self, rows: Sequence[tuple[str, str, str, bool, float, float | None]]) -> None:
         """Store (key, backend, fingerprint, with_question, entail, contradict) rows with their checksums."""
         full = [(*r, self.row_checksum(r[0], r[4], r[5])) for r in rows]
-
-        def write() -> None:
-            with self._connect() as con:
-                con.executemany(f"INSERT OR REPLACE INTO pairs ({self.COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", full)
-
-        self._guarded(write)
+        query = f"INSERT OR REPLACE INTO pairs ({self.COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        self._transaction(lambda con: con.executemany(query, full))
 
     def __len__(self) -> int:
-        def count() -> int:
-            with self._connect() as con:
-                return int(con.execute("SELECT COUNT(*) FROM pairs").fetchone()[0])
-
-        return int(self._guarded(count))
+        return int(self._transaction(lambda con: con.execute("SELECT COUNT(*) FROM pairs").fetchone()[0]))
 
 
 def check_cache_path(path: Path) -> None:

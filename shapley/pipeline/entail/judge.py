@@ -51,9 +51,8 @@ class LLMJudgeBackend(EntailmentBackend):
         progress: bool | None = None,
     ):
         super().__init__(batch_size=batch_size, cache=cache, progress=progress)
-        model, tokenizer, fp = load_model(spec, device=device)
+        model, tokenizer, self.fingerprint = load_model(spec, device=device)
         self.name = f"llm:{spec}"
-        self.fingerprint = fp
         param = next(model.parameters())
         self.pass_rows = for_device(JUDGE_PASS_ROWS, param.device.type)
         # chat_template=None: the prompt is wrapped in the model's chat template when the tokenizer has one

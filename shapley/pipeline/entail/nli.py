@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from shapley.core import validate
 from shapley.pipeline.entail.base import (
     EntailmentBackend,
     GroupScores,
@@ -133,10 +134,8 @@ class HFNLIBackend(EntailmentBackend):
         limits.append(getattr(self.tokenizer, "model_max_length", None))
         self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
         self.fingerprint = path_fingerprint(folder)
-        if max_batch_tokens is not None and (
-            not isinstance(max_batch_tokens, int) or isinstance(max_batch_tokens, bool) or max_batch_tokens < 1
-        ):
-            raise ValueError(f"max_batch_tokens must be None or an integer >= 1, got {max_batch_tokens!r}")
+        if max_batch_tokens is not None:
+            validate.integer(max_batch_tokens, "max_batch_tokens", minimum=1)
         self.max_batch_pairs, tokens, self.pass_fill = for_device(PASS_LIMITS, self.device.type)
         self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else tokens
         self._fix_computation(
@@ -284,8 +283,8 @@ class HFNLIBackend(EntailmentBackend):
                 truncated += cut
                 first, want = last, want * 2
         self._note_truncated(truncated, self.max_length, "premise-hypothesis pair(s)")
-        probs = torch.cat(out).cpu().double().numpy() if out else np.zeros((0, 2))  # the only copy back
-        order = np.concatenate(orders) if orders else np.zeros(0, dtype=np.int64)
+        probs = torch.cat(out).cpu().double().numpy()  # the only copy back (every group has a pair)
+        order = np.concatenate(orders)
         ent, con = np.zeros(int(starts[-1])), np.zeros(int(starts[-1]))
         ent[order], con[order] = probs[:, 0], probs[:, 1]
         results = []

@@ -62,10 +62,9 @@ def rankable(u: np.ndarray) -> tuple[np.ndarray, int]:
     return u, int(inf.sum())
 
 
-def _comparison(
-    u: np.ndarray, u_ref: np.ndarray, correct: np.ndarray, *, n_boot: int, seed: int
-) -> tuple[dict[str, Any], str]:
-    """Paired interval and DeLong's test of one method against the reference on the questions both scored."""
+def _comparison(u: np.ndarray, u_ref: np.ndarray, correct: np.ndarray, *, n_boot: int, seed: int) -> dict[str, Any]:
+    """Paired interval, DeLong's test and note of one method against the reference on the questions both
+    scored."""
     ok = ~np.isnan(u) & ~np.isnan(u_ref)
     row: dict[str, Any] = dict.fromkeys(
         ("delta_auroc", "lo", "hi", "lo_mcse", "hi_mcse", "delong_z", "delong_p"), math.nan
@@ -73,9 +72,9 @@ def _comparison(
     row.update(n_boot=0, n=int(ok.sum()))
     c = correct[ok]
     if not ok.any():
-        return row, "no question scored by both"
+        return {**row, "note": "no question scored by both"}
     if c.all() or not c.any():
-        return row, "one correctness class only on the shared questions: AUROC undefined"
+        return {**row, "note": "one correctness class only on the shared questions: AUROC undefined"}
     a, b = rankable(u[ok])[0], rankable(u_ref[ok])[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -83,12 +82,17 @@ def _comparison(
         d = metrics.delong_test(a, b, c)
     row.update(r._asdict(), delta_auroc=r.delta, delong_z=d.z, delong_p=d.p_value)
     del row["delta"]
-    notes = []
-    if math.isnan(d.p_value):
-        notes.append("DeLong's test needs two correct and two incorrect answers: significance undefined")
-    if max(r.lo_mcse, r.hi_mcse) > metrics.MCSE_TARGET:
-        notes.append(f"interval ends' Monte-Carlo error above {metrics.MCSE_TARGET:g} after {r.n_boot} resamples")
-    return row, "; ".join(notes)
+    undefined = "DeLong's test needs two correct and two incorrect answers: significance undefined"
+    notes = (undefined if math.isnan(d.p_value) else "", mcse_note(r))
+    return {**row, "note": "; ".join(n for n in notes if n)}
+
+
+def mcse_note(interval: metrics.BootstrapInterval | metrics.PairedInterval) -> str:
+    """The note for an interval whose ends' Monte-Carlo standard error is above
+    :data:`shapley.core.metrics.MCSE_TARGET` after the most resamples allowed ("" for any other)."""
+    if max(interval.lo_mcse, interval.hi_mcse) <= metrics.MCSE_TARGET:
+        return ""
+    return f"interval ends' Monte-Carlo error above {metrics.MCSE_TARGET:g} after {interval.n_boot} resamples"
 
 
 def outcomes(delta: np.ndarray, p_holm: np.ndarray) -> np.ndarray:
@@ -126,8 +130,8 @@ def compare_methods(
         for m in methods:
             if m == reference or m not in scores or scores[m].isna().all():
                 continue
-            row, note = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
-            rows.append({"method": m, "reference": reference, **row, "note": note})
+            row = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
+            rows.append({"method": m, "reference": reference, **row})
     out = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     if rows:
         out["delong_p_holm"] = metrics.holm(out["delong_p"].to_numpy(dtype=np.float64))

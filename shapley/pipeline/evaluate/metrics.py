@@ -20,15 +20,10 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
 * ``skipped.csv``: methods that were not computed on some or all questions: ``method, n_skipped,
   n_questions, reason`` (most frequent reason first). A method skipped everywhere appears *only* here, never
   as a row of NaNs in ``metrics.csv``.
-* ``comparisons.csv``: is the difference significant: each method against ``Shap`` on the questions both
-  scored, DeLong's paired test Holm-adjusted across the run's methods deciding ``outcome`` win / tie / loss /
-  undefined, a paired bootstrap interval of the AUROC difference
-  (:func:`shapley.pipeline.evaluate.comparisons.compare_methods`).
-* ``selection.csv``: which answer to return: per strategy (``first``, ``greedy``, ``largest_cluster``,
-  ``medoid``, ``min_phi``) the accuracy of the answers it picks, ``n`` and a bootstrap interval ``lo``/``hi``
-  (:func:`shapley.pipeline.evaluate.selection.selection_table`, from the stored score records), and
-  ``selection_tests.csv``, McNemar's exact test between strategies
-  (:func:`shapley.pipeline.evaluate.selection.selection_tests`).
+* ``comparisons.csv``: is the difference significant: each method against ``Shap``, DeLong's paired test
+  (:mod:`shapley.pipeline.evaluate.comparisons`).
+* ``selection.csv`` and ``selection_tests.csv``: which answer to return: the accuracy of the answer each strategy
+  picks, and McNemar's test between strategies (:mod:`shapley.pipeline.evaluate.selection`).
 * ``derived.json``: the stage-file content each derived file was computed from
   (:mod:`shapley.pipeline.rundir.derived`; :func:`shapley.pipeline.rundir.derived.stale_outputs`).
 
@@ -57,7 +52,7 @@ from shapley.core import metrics, validate
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.evaluate import selection
 from shapley.pipeline.evaluate.comparisons import SIGNIFICANCE as SIGNIFICANCE
-from shapley.pipeline.evaluate.comparisons import compare_methods, rankable
+from shapley.pipeline.evaluate.comparisons import compare_methods, mcse_note, rankable
 from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE_CLASS
 from shapley.pipeline.evaluate.report import load_metrics as load_metrics
 from shapley.pipeline.evaluate.report import markdown_table as markdown_table
@@ -128,27 +123,24 @@ def method_metrics(
         notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
     if c.all() or not c.any():
         notes.append(f"{ONE_CLASS} only: AUROC and PRR undefined")
-    out: dict[str, Any]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        auroc = metrics.auroc(u, c)
         ci = metrics.bootstrap_interval(
             metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), alpha=alpha, seed=seed
         )
-        out = {
-            "auroc": auroc,
+        return {
+            "auroc": metrics.auroc(u, c),
             "auroc_lo": ci.lo,
             "auroc_hi": ci.hi,
             "auarc": metrics.auarc(u, c),
             "prr": metrics.prr(u, c),
             "n": int(u.size),
             "accuracy": float(c.mean()),
+            "auroc_lo_mcse": ci.lo_mcse,
+            "auroc_hi_mcse": ci.hi_mcse,
+            "n_boot": ci.n_boot,
+            "note": "; ".join(n for n in (*notes, mcse_note(ci)) if n),
         }
-    out.update(auroc_lo_mcse=ci.lo_mcse, auroc_hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
-    if max(ci.lo_mcse, ci.hi_mcse) > metrics.MCSE_TARGET:
-        notes.append(f"interval ends' Monte-Carlo error above {metrics.MCSE_TARGET:g} after {ci.n_boot} resamples")
-    out["note"] = "; ".join(notes)
-    return out
 
 
 def compute_metrics(

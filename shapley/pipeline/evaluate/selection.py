@@ -20,12 +20,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from shapley.core import metrics
+from shapley.core import metrics, validate
 from shapley.pipeline.score import correctness
 from shapley.pipeline.score.choice import STRATEGIES
 
@@ -51,47 +52,36 @@ SIGNIFICANCE = 0.05
 """A strategy is more accurate than another in a run when the Holm-adjusted McNemar p-value is below this."""
 
 
-def _greedy_correct(r: Mapping[str, Any]) -> bool | None:
-    source = r.get("answer_source")
-    if source in ("greedy", "input"):
-        return bool(r["correct"])
-    return None
+#: the answer sources (:data:`shapley.pipeline.score.choice.ANSWER_SOURCES`) under which the judged answer is a
+#: greedy answer, so that its stored ``correct`` is ``greedy``'s
+GREEDY_SOURCES = ("greedy", "input")
 
 
-def _picks(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float) -> tuple[list[bool], str]:
-    """Correctness of the answer ``strategy`` picks, over the questions where it picks one; and a note."""
-    out: list[bool] = []
+def _picked(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float) -> list[tuple[str, bool]]:
+    """(question id, whether the answer ``strategy`` picks is correct) over the questions where it picks one, in
+    the order of ``records``."""
     if strategy == "greedy":
-        for r in records:
-            g = _greedy_correct(r)
-            if g is not None:
-                out.append(g)
-        missing = len(records) - len(out)
-        if not missing:
-            return out, ""
-        if all(r.get("answer_source") is None for r in records):
-            return out, "the stored records do not say what the judged answer is (made by an older version)"
-        return out, (
+        return [(str(r["id"]), bool(r["correct"])) for r in records if r["answer_source"] in GREEDY_SOURCES]
+    picks = ((str(r["id"]), r["sample_correctness"], r["selected"][strategy]) for r in records)
+    return [(qid, correctness.exceeds(float(values[k]), threshold)) for qid, values, k in picks if k is not None]
+
+
+def _note(records: Sequence[Mapping[str, Any]], strategy: str, n: int) -> str:
+    """Why ``strategy`` picks an answer on only ``n`` of the questions of ``records`` ("" when it picks one on
+    every question)."""
+    missing = len(records) - n
+    if not missing:
+        return ""
+    if strategy == "greedy":
+        return (
             f"no greedy answer on {missing} of {len(records)} questions: the input gives no 'answer' field "
             "(the judged answer is then the first sample, counted under 'first')"
         )
-    old = 0
-    for r in records:
-        values, picked = r.get("sample_correctness"), (r.get("selected") or {}).get(strategy)
-        if values is None or "selected" not in r:
-            old += 1
-            continue
-        if picked is not None:
-            out.append(correctness.exceeds(float(values[picked]), threshold))
-    note = ""
-    if old:
-        note = f"{old} record(s) lack sample_correctness/selected (made by an older version): not counted"
-    elif len(out) < len(records):
-        note = f"no choice on {len(records) - len(out)} of {len(records)} questions"
-        if strategy == "min_phi":
-            why = Counter(str(r.get("phi_note") or "") for r in records if r.get("phi") is None)
-            note += "".join(f"; {k} ({v})" for k, v in why.most_common() if k)
-    return out, note
+    note = f"no choice on {missing} of {len(records)} questions"
+    if strategy == "min_phi":
+        why = Counter(str(r.get("phi_note") or "") for r in records if r.get("phi") is None)
+        note += "".join(f"; {k} ({v})" for k, v in why.most_common() if k)
+    return note
 
 
 def selection_table(
@@ -108,7 +98,7 @@ def selection_table(
     """
     rows = []
     for s in STRATEGIES:
-        c, note = _picks(records, s, threshold)
+        c = [ok for _, ok in _picked(records, s, threshold)]
         row: dict[str, Any] = {"strategy": s, "n": len(c), "n_boot": 0}
         row.update(dict.fromkeys(("accuracy", "lo", "hi", "lo_mcse", "hi_mcse"), math.nan))
         if c:
@@ -117,25 +107,10 @@ def selection_table(
             ci = metrics.bootstrap_interval(
                 metrics.accuracy, np.zeros(arr.size), arr, n_boot=max(n_boot, metrics.MIN_BOOT), alpha=alpha, seed=seed
             )
-            row.update(lo=ci.lo, hi=ci.hi, lo_mcse=ci.lo_mcse, hi_mcse=ci.hi_mcse, n_boot=ci.n_boot)
-        row["note"] = note
+            row.update(ci._asdict())
+        row["note"] = _note(records, s, len(c))
         rows.append(row)
     return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
-
-
-def _correct_by_question(records: Sequence[Mapping[str, Any]], strategy: str, threshold: float) -> dict[str, bool]:
-    """Question id -> whether the answer ``strategy`` picks is correct, where it picks one."""
-    out: dict[str, bool] = {}
-    for r in records:
-        if strategy == "greedy":
-            g = _greedy_correct(r)
-            if g is not None:
-                out[str(r["id"])] = g
-            continue
-        values, picked = r.get("sample_correctness"), (r.get("selected") or {}).get(strategy)
-        if values is not None and picked is not None:
-            out[str(r["id"])] = correctness.exceeds(float(values[picked]), threshold)
-    return out
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -150,22 +125,18 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
         >>> mcnemar_exact(3, 3), mcnemar_exact(0, 0)
         (1.0, 1.0)
     """
-    for name, v in (("a_only", a_only), ("b_only", b_only)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer count; got {v!r}")
-    n = int(a_only) + int(b_only)
+    a_only, b_only = validate.integer(a_only, "a_only", minimum=0), validate.integer(b_only, "b_only", minimum=0)
     from scipy.stats import binomtest  # scipy.stats takes about a second to import: only where it is used
 
-    return 1.0 if n == 0 else float(binomtest(int(a_only), n, 0.5).pvalue)
+    return 1.0 if a_only + b_only == 0 else float(binomtest(a_only, a_only + b_only, 0.5).pvalue)
 
 
-def _test_row(a: str, b: str, ca: dict[str, bool], cb: dict[str, bool], order: list[str]) -> dict[str, Any]:
-    both = [i for i in order if i in ca and i in cb]
+def _test_row(a: str, b: str, ca: dict[str, bool], cb: dict[str, bool]) -> dict[str, Any]:
+    both = [i for i in ca if i in cb]
     row: dict[str, Any] = {"strategy_a": a, "strategy_b": b, "n": len(both), "note": ""}
     if not both:
         row.update(dict.fromkeys(("accuracy_a", "accuracy_b", "p_mcnemar"), math.nan), a_only=0, b_only=0)
-        row["note"] = "no question where both strategies pick an answer"
-        return row
+        return {**row, "note": "no question where both strategies pick an answer"}
     x = np.array([ca[i] for i in both], dtype=bool)
     y = np.array([cb[i] for i in both], dtype=bool)
     a_only, b_only = int((x & ~y).sum()), int((~x & y).sum())
@@ -182,14 +153,9 @@ def selection_tests(records: Sequence[Mapping[str, Any]], *, threshold: float) -
     ``p_holm`` < :data:`SIGNIFICANCE`, ``no significant difference`` otherwise, ``undefined`` without shared
     questions. Deterministic: no resampling.
     """
-    order = [str(r["id"]) for r in records]
-    correct = {s: _correct_by_question(records, s, threshold) for s in STRATEGIES}
-    rows = [
-        _test_row(a, b, correct[a], correct[b], order)
-        for k, a in enumerate(STRATEGIES)
-        for b in STRATEGIES[k + 1 :]
-        if correct[a] and correct[b]
-    ]
+    correct = {s: dict(_picked(records, s, threshold)) for s in STRATEGIES}
+    pairs = [(a, b) for a, b in combinations(STRATEGIES, 2) if correct[a] and correct[b]]
+    rows = [_test_row(a, b, correct[a], correct[b]) for a, b in pairs]
     out = pd.DataFrame(rows, columns=list(TEST_COLUMNS))
     if rows:
         out["p_holm"] = metrics.holm(out["p_mcnemar"].to_numpy(dtype=np.float64))

@@ -59,7 +59,7 @@ class LLMJudgeBackend(EntailmentBackend):
         config = GenerationConfig(
             n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=None, progress=False
         )
-        self.generator = Generator(model, config, tokenizer=tokenizer, fingerprint=fp)
+        self.generator = Generator(model, config, tokenizer=tokenizer, fingerprint=self.fingerprint)
         self._fix_computation(
             param.device.type,
             param.dtype,

@@ -51,12 +51,13 @@ def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _print_summary(path: Path) -> None:
     from shapley.pipeline.evaluate import metrics as evaluate
+    from shapley.pipeline.evaluate import report
 
-    m = evaluate.load_metrics(path)
+    m = report.load_metrics(path)
     sk = evaluate.load_skipped(path)
     cols = ["method", "auroc", "auroc_lo", "auroc_hi", "n", "accuracy"]
     print(f"run directory: {path}")
-    print(evaluate.markdown_table(m[cols]))
+    print(report.markdown_table(m[cols]))
     if len(m) and m["accuracy"].isin([0.0, 1.0]).all():
         print(
             "note: all judged answers are "
@@ -75,10 +76,9 @@ def _cmd_merge(a: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from shapley.pipeline.evaluate import metrics as evaluate
     from shapley.pipeline.evaluate import report
 
-    md = evaluate.report(a.run_dirs, a.output)
+    md = report.report(a.run_dirs, a.output)
     if a.output is None:
         print(md, end="")
     else:
@@ -96,6 +96,7 @@ def _writable_file(out: Path, flag: str) -> None:
 
 def _cmd_beta_sweep(a: argparse.Namespace) -> int:
     from shapley.pipeline.evaluate import metrics as evaluate
+    from shapley.pipeline.evaluate import report
 
     if a.output:
         _writable_file(Path(a.output), "--output")
@@ -103,7 +104,7 @@ def _cmd_beta_sweep(a: argparse.Namespace) -> int:
     summary, paths = evaluate.write_beta_sweep(
         a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output
     )
-    print(evaluate.markdown_table(summary, digits=5))
+    print(report.markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
     return 0
 

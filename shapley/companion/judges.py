@@ -23,7 +23,7 @@ from shapley.companion.provenance import relative_path
 from shapley.core import metrics, ranks
 from shapley.pipeline.evaluate.comparisons import REFERENCE_METHOD as REFERENCE
 from shapley.pipeline.evaluate.comparisons import outcomes
-from shapley.pipeline.evaluate.metrics import load_metrics
+from shapley.pipeline.evaluate.report import load_metrics
 from shapley.pipeline.rundir.csvfiles import read_csv_ids
 
 

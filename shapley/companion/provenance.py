@@ -13,7 +13,7 @@ import pandas as pd
 
 from shapley.companion import derived_results
 from shapley.companion.htmltable import Col, Html, esc, html_table
-from shapley.pipeline.evaluate.metrics import load_metrics
+from shapley.pipeline.evaluate.report import load_metrics
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import RunHistory, read_config, read_record, run_history
 

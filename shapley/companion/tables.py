@@ -21,7 +21,8 @@ import pandas as pd
 from shapley.companion import mozart, reported
 from shapley.companion.htmltable import Col, Html, esc, html_table, pinned_scroll, with_interval
 from shapley.companion.provenance import relative_path
-from shapley.pipeline.evaluate.metrics import load_metrics, load_skipped, runs_table
+from shapley.pipeline.evaluate.metrics import load_skipped
+from shapley.pipeline.evaluate.report import load_metrics, runs_table
 from shapley.pipeline.rundir.store import read_config
 
 # ---------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from shapley.companion import costs, paired, provenance, tables
 from shapley.companion import reported as paper
 from shapley.companion.htmltable import Col, html_table, short_labels, with_interval
-from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import store
 from tests import fakes
 
@@ -29,7 +29,7 @@ def test_measured_rows_show_our_methods_under_the_papers_labels():
     (SU and SE both our SE, NE our LNE), and our methods the paper does not compare are left out."""
     results = Path(__file__).resolve().parents[2] / "results" / "smollm2"
     for table, run in ((3, results / "coqa"), (4, results / "squad")):
-        metrics = evaluate.load_metrics(run).set_index("method")
+        metrics = report.load_metrics(run).set_index("method")
         row = tables.comparison_html(table, [run]).split('<tr class="measured">')[1].split("</tr>")[0]
         labels = paper.TABLE3_METHODS if table == 3 else paper.TABLE4_METHODS
         shown = []

@@ -21,6 +21,7 @@ from shapley.cli import args as cli_args
 from shapley.core import metrics
 from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import derived, jsonl, store
 from tests import fakes
 
@@ -61,7 +62,7 @@ def _one_error_line(err: str) -> str:
 
 
 def test_beta_sweep_covers_the_questions_of_the_outputs_also_from_the_compact_copy(run8, capsys):
-    assert len(evaluate.load_metrics(run8)) and (evaluate.load_metrics(run8)["n"] <= 4).all()
+    assert len(report.load_metrics(run8)) and (report.load_metrics(run8)["n"] <= 4).all()
     assert cli.main(["beta-sweep", str(run8), "--betas", "0.3,0.5"]) == 0
     full = pd.read_csv(run8 / "beta_sweep.csv")
     assert (full["n"] == 4).all()
@@ -447,7 +448,7 @@ def test_ids_and_labels_round_trip_through_every_reader(tmp_path, fake_entail, c
     for label in ("NA", "=cmd", "1e3", "a\tb"):
         shutil.rmtree(out, ignore_errors=True)
         assert _ss(inp, out, "--model-label", label, "--dataset-label", "null") == 0, capsys.readouterr().err
-        m = evaluate.load_metrics(out)
+        m = report.load_metrics(out)
         assert set(m["model"]) == {label} and set(m["dataset"]) == {"null"}
     assert evaluate.read_csv_ids(out / "scores.csv")["id"].tolist() == HOSTILE
     assert evaluate.load_scores(out)["id"].tolist() == HOSTILE

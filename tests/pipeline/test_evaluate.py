@@ -15,7 +15,7 @@ import pytest
 
 from shapley.core import metrics as M
 from shapley.pipeline.evaluate import metrics as evaluate
-from shapley.pipeline.evaluate import report as report_module
+from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import derived, jsonl
 from tests import fakes
 
@@ -95,7 +95,7 @@ def two_runs(tmp_path_factory):
 
 def test_run_outputs_and_loaders(two_runs):
     a, b = two_runs
-    m = evaluate.load_metrics(a)
+    m = report.load_metrics(a)
     assert list(m.columns[:11]) == list(evaluate.METRICS_COLUMNS)
     by = m.set_index("method")
     assert {"Shap", "DSE", "LexSim", "P(T)", "ER"} <= set(by.index)
@@ -108,7 +108,7 @@ def test_run_outputs_and_loaders(two_runs):
     s = evaluate.load_scores(a)
     assert len(s) == 40 and s["id"].tolist() == sorted(s["id"]) and s["ER"].isna().sum() == 20
     assert {"shap_psd_repaired", "shap_min_eig", "n_clusters"} <= set(s.columns)
-    t = evaluate.runs_table([a, b])
+    t = report.runs_table([a, b])
     assert set(t["run_dir"]) == {str(a), str(b)} and set(t["beta"]) == {0.5, 0.3}
     # metrics.csv is reproducible from scores.jsonl alone
     before = (a / "metrics.csv").read_bytes()
@@ -124,14 +124,14 @@ def _rows(run_dir: Path) -> list[dict]:
 
 def test_report_writes_markdown_and_csv(two_runs, tmp_path):
     a, b = two_runs
-    md = evaluate.report([a, b], tmp_path / "out" / "table.md")
+    md = report.report([a, b], tmp_path / "out" / "table.md")
     assert md.startswith("# AUROC across runs")
     assert "| dataset | model | entailment | run |" in md and "Shap" in md
     assert (tmp_path / "out" / "table.md").read_text() == md
     csv = pd.read_csv(tmp_path / "out" / "table.csv")
-    assert len(csv) == len(evaluate.runs_table([a, b]))
+    assert len(csv) == len(report.runs_table([a, b]))
     with pytest.raises(FileNotFoundError):
-        evaluate.report([tmp_path])
+        report.report([tmp_path])
 
 
 def test_beta_table_from_stored_entailment(two_runs):
@@ -140,7 +140,7 @@ def test_beta_table_from_stored_entailment(two_runs):
     assert list(summary["beta"]) == [0.1, 0.5, 1.0]
     assert (summary["n"] == 40).all() and len(per_q) == 120
     s5 = summary.set_index("beta").loc[0.5]
-    assert s5["auroc"] == pytest.approx(evaluate.load_metrics(a).set_index("method").loc["Shap", "auroc"])
+    assert s5["auroc"] == pytest.approx(report.load_metrics(a).set_index("method").loc["Shap", "auroc"])
     assert summary.set_index("beta").loc[0.1, "n_not_psd"] == 0  # beta <= 1/(n-1) = 0.2 is always PSD
     assert (summary["n_repaired"] <= summary["n_not_psd"]).all()
 
@@ -172,14 +172,14 @@ def test_derived_files_record_their_inputs_and_go_stale(two_runs, tmp_path):
     stale = derived.stale_outputs(a)
     assert {"metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv"} <= set(stale)
     with pytest.raises(ValueError, match=r"metrics\.csv"):
-        evaluate.report([a])
+        report.report([a])
     with pytest.warns(UserWarning, match="beta_sweep.csv"):
         evaluate.write_run_outputs(a, embeddings={r["id"]: r["embedding"] for r in _rows(a)})
     assert not (a / "beta_sweep.csv").exists() and not (a / "beta_sweep_per_question.csv").exists()
     assert (
         derived.stale_outputs(a) == [] and "beta_sweep.csv" not in json.loads((a / "derived.json").read_text())["files"]
     )
-    evaluate.report([a])
+    report.report([a])
     # a derived file edited by hand is stale too
     (a / "metrics.csv").write_text((a / "metrics.csv").read_text().replace("toy", "tay"))
     assert derived.stale_outputs(a) == ["metrics.csv"]
@@ -209,7 +209,7 @@ def test_committed_runs_are_fresh_from_git_alone_and_old_runs_unverified_not_sta
     status = derived.derived_status(old)
     assert status and set(status.values()) == {derived.OLD_FORMAT}
     assert derived.stale_outputs(old) == []
-    assert "Not checked against their stage files" in evaluate.report([old])
+    assert "Not checked against their stage files" in report.report([old])
 
 
 def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
@@ -230,7 +230,7 @@ def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
     status = derived.derived_status(b)
     assert all(s.startswith("stale: stages.jsonl.gz") for s in status.values()), status
     with pytest.raises(ValueError, match=r"metrics\.csv"):
-        evaluate.report([b])
+        report.report([b])
     (b / jsonl.COMPACT_FILE).unlink()
     assert set(derived.derived_status(b).values()) == {derived.NO_STAGE_FILES}
 
@@ -259,7 +259,7 @@ def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):
     (a / "derived.json").unlink()  # an old-format run: not checked, still reported
     (b / "metrics.csv").write_text(one.to_csv(index=False))
     (b / "derived.json").unlink()
-    md = evaluate.report([a, b])
+    md = report.report([a, b])
     assert "<script>" not in md and "&lt;script&gt;&amp;" in md and "x\\|y \\| forged \\| row \\|" in md
     assert all(line.startswith("|") for line in md.split("## All metrics")[1].splitlines() if "forged" in line)
     wide = md.split("## All metrics")[0]
@@ -267,14 +267,14 @@ def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):
     assert "[, ]" not in md
     mm = pd.read_csv(a / "metrics.csv").assign(auroc_lo=math.nan)
     (a / "metrics.csv").write_text(mm.to_csv(index=False))
-    assert "[—]" in evaluate.report([a])
+    assert "[—]" in report.report([a])
 
 
 @pytest.mark.parametrize("name", ["table.csv", "table.md", "table"])
 def test_report_writes_two_distinct_files(two_runs, tmp_path, name):
-    md_path, csv_path = report_module.report_files(tmp_path / name)
+    md_path, csv_path = report.report_files(tmp_path / name)
     assert md_path != csv_path
-    md = evaluate.report(list(two_runs), tmp_path / name)
+    md = report.report(list(two_runs), tmp_path / name)
     assert md_path.read_text() == md and pd.read_csv(csv_path)["method"].notna().all()
 
 

@@ -51,13 +51,8 @@ import pandas as pd
 from shapley.core import metrics, validate
 from shapley.pipeline.config import RunConfig
 from shapley.pipeline.evaluate import selection
-from shapley.pipeline.evaluate.comparisons import SIGNIFICANCE as SIGNIFICANCE
 from shapley.pipeline.evaluate.comparisons import compare_methods, mcse_note, rankable
 from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE_CLASS
-from shapley.pipeline.evaluate.report import load_metrics as load_metrics
-from shapley.pipeline.evaluate.report import markdown_table as markdown_table
-from shapley.pipeline.evaluate.report import report as report
-from shapley.pipeline.evaluate.report import runs_table as runs_table
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.csvfiles import csv_text, read_csv_ids
 from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore, atomic_write_text

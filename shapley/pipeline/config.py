@@ -333,12 +333,6 @@ class ScoringSettings(Settings):
     threshold: float = setting(0.3, "an answer is correct if its score exceeds this", low=0.0, high=1.0)
     n_boot: int = setting(1000, "bootstrap resamples for the AUROC interval", low=2, high=MAX_BOOT)
 
-    def for_dataset(self, dataset: str) -> ScoringSettings:
-        """These settings with the correctness metric resolved for ``dataset`` when left open (``None``: the
-        dataset's own, :data:`shapley.pipeline.score.correctness.CORRECTNESS_FOR`, else Rouge-L)."""
-        metric = self.correctness_metric or CORRECTNESS_FOR.get(dataset, "rougeL")
-        return dataclasses.replace(self, correctness_metric=metric)
-
 
 @dataclass(frozen=True)
 class RuntimeSettings(Settings):
@@ -440,17 +434,26 @@ class RunConfig(Settings):
             return self.generation.model
         return self.data.model_label or "external"
 
-    def resume_from(self, stored: Mapping[str, Any] | None) -> RunConfig:
-        """This configuration as a resume of the run whose parsed ``config.json`` is ``stored`` (None: a new run):
-        it decodes as the run did, with the recorded rows per batch and prefix-cache setting where this one leaves
-        them at their defaults (an explicit ``--no-prefix-cache`` or ``--rows-per-batch`` is kept, and refused by
-        the resume check when it differs from the record, since other sizes round differently)."""
+    def resolved(self, data: DataSettings, stored: Mapping[str, Any] | None = None) -> RunConfig:
+        """This configuration for one call, with what it leaves open filled in: the data settings its questions
+        resolved (:mod:`shapley.pipeline.data.questions`), the correctness metric (``None``: the dataset's own,
+        :data:`shapley.pipeline.score.correctness.CORRECTNESS_FOR`, for ``run``; Rouge-L for ``score-samples``)
+        and, resuming the run whose parsed ``config.json`` is ``stored``, how it decoded: the recorded rows per
+        batch and prefix-cache setting where this one leaves them at their defaults (an explicit
+        ``--no-prefix-cache`` or ``--rows-per-batch`` is kept, and refused by the resume check when it differs from
+        the record, since other sizes round differently)."""
+        own = CORRECTNESS_FOR.get(data.dataset, "rougeL") if self.command == "run" else "rougeL"
+        config = self.replace(
+            data=data,
+            scoring=dataclasses.replace(self.scoring, correctness_metric=self.scoring.correctness_metric or own),
+        )
         recorded = None if stored is None or self.generation is None else RunConfig.from_stored(stored).generation
-        if self.generation is None or recorded is None:
-            return self
-        rows = self.generation.rows_per_batch or recorded.rows_per_batch
-        prefix = recorded.prefix_cache and self.generation.prefix_cache
-        return self.replace(generation=dataclasses.replace(self.generation, rows_per_batch=rows, prefix_cache=prefix))
+        if config.generation is None or recorded is None:
+            return config
+        rows = config.generation.rows_per_batch or recorded.rows_per_batch
+        prefix = recorded.prefix_cache and config.generation.prefix_cache
+        generation = dataclasses.replace(config.generation, rows_per_batch=rows, prefix_cache=prefix)
+        return config.replace(generation=generation)
 
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with whole groups or top-level fields replaced (``dataclasses.replace``)."""

@@ -1,6 +1,6 @@
 """The questions a run covers: its data settings' questions under ``--limit`` and ``--shard``, checked, and the
-data settings resolved from them (:func:`run_questions` for ``run``, :func:`sample_questions` for
-``score-samples``).
+data settings they resolve (:func:`run_questions` for ``run``, :func:`sample_questions` for ``score-samples``;
+the run's configuration takes them in :meth:`shapley.pipeline.config.RunConfig.resolved`).
 
 ``--shard I/K`` (:attr:`shapley.pipeline.config.DataSettings.shard`) keeps the questions, after ``--limit``, whose
 id falls in shard I (from 0) of K: :func:`shard_of`, a SHA-256 of the id (not Python's salted ``hash``), so that
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from shapley.pipeline.config import RunConfig, parse_shard
+from shapley.pipeline.config import DataSettings, RunConfig
 from shapley.pipeline.data import datasets
 from shapley.pipeline.data.samples import SampleItem, read_samples_file
 from shapley.pipeline.rundir.jsonl import fingerprint, sha256_file
@@ -46,10 +46,10 @@ class Questions(Sequence[T]):
         return {key(it): pos for pos, it in self.placed}
 
 
-def run_questions(config: RunConfig) -> tuple[RunConfig, Questions[QARecord]]:
-    """The questions of a ``run`` and its configuration with what it leaves to the data filled in: the dataset's
-    name, the local file (relative to the repository) and its fingerprint, and the per-dataset correctness
-    metric. ``ValueError`` for a dataset without questions or a question that cannot be stored as UTF-8."""
+def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]:
+    """The questions of a ``run`` and its data settings with what they leave to the data filled in: the dataset's
+    name, the local file (relative to the repository) and its fingerprint. ``ValueError`` for a dataset without
+    questions or a question that cannot be stored as UTF-8."""
     d = config.data
     source = "auto" if d.source == "file" else d.source
     records = datasets.load_dataset(
@@ -65,25 +65,22 @@ def run_questions(config: RunConfig) -> tuple[RunConfig, Questions[QARecord]]:
                 f"{d.dataset}: question {r.id!r} holds text that cannot be encoded as UTF-8 "
                 f"({exc.reason}: {exc.object[exc.start : exc.end]!r}); fix the data file"
             ) from exc
-    name = records[0].dataset or d.dataset
     local = None if source == "online" else datasets.local_path(d.dataset, d.path)
     sha = sha256_file(local) if local is not None and Path(local).is_file() else None
     data = dataclasses.replace(
         d,
-        dataset=name,
+        dataset=records[0].dataset,
         source=source if sha is None else "local",
         path=None if local is None else repo_relative(local),
         sha256=sha,
     )
-    config = config.replace(data=data, scoring=config.scoring.for_dataset(name))
-    return config, Questions(take_shard(records, d.shard, key=lambda r: r.id), len(records))
+    return data, Questions(take_shard(records, d.shard, key=lambda r: r.id), len(records))
 
 
-def sample_questions(config: RunConfig) -> tuple[RunConfig, Questions[SampleItem]]:
+def sample_questions(config: RunConfig) -> tuple[DataSettings, Questions[SampleItem]]:
     """The questions of a ``score-samples`` run, read from its input file (``config.data.path``, JSON lines, see
-    :func:`shapley.pipeline.data.samples.read_samples_file`), and its configuration with the input's path
-    (relative to the repository) and fingerprint filled in, and the model label and correctness metric the
-    input leaves open (``external``, Rouge-L)."""
+    :func:`shapley.pipeline.data.samples.read_samples_file`), and its data settings with the input's path
+    (relative to the repository) and fingerprint filled in, and the model label left open (``external``)."""
     d = config.data
     if config.command != "score-samples" or d.path is None:
         raise ValueError("score_samples needs a 'score-samples' RunConfig whose data.path is the input file")
@@ -92,9 +89,7 @@ def sample_questions(config: RunConfig) -> tuple[RunConfig, Questions[SampleItem
     data = dataclasses.replace(
         d, path=repo_relative(path), sha256=sha256_file(path), source="file", model_label=d.model_label or "external"
     )
-    metric = config.scoring.correctness_metric or "rougeL"
-    config = config.replace(data=data, scoring=dataclasses.replace(config.scoring, correctness_metric=metric))
-    return config, Questions(take_shard(every, d.shard, key=lambda it: it.id), len(every))
+    return data, Questions(take_shard(every, d.shard, key=lambda it: it.id), len(every))
 
 
 def shard_of(qid: str, k: int) -> int:
@@ -113,10 +108,10 @@ def shard_of(qid: str, k: int) -> int:
 
 
 def take_shard(items: Sequence[T], shard: str | None, key: Callable[[T], str]) -> list[tuple[int, T]]:
-    """``(position, item)`` for the items of ``shard`` (``"I/K"``; ``None``: all), ``position`` counted in
-    ``items`` (the questions after ``--limit``), order kept."""
+    """``(position, item)`` for the items of ``shard`` (``"I/K"``, as the data settings hold it; ``None``: all),
+    ``position`` counted in ``items`` (the questions after ``--limit``), order kept."""
     pairs = list(enumerate(items))
     if shard is None:
         return pairs
-    i, k = parse_shard(shard)
+    i, k = (int(part) for part in shard.split("/"))
     return [(pos, it) for pos, it in pairs if shard_of(key(it), k) == i]

@@ -32,9 +32,9 @@ from shapley.pipeline.data.samples import SampleItem
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment.stages import (
     ENTAIL_CHUNK,
+    EntailmentModel,
+    GenerationModel,
     LazyModel,
-    entailment_model,
-    generation_model,
     note,
     run_stage,
     scoring_fingerprint,
@@ -103,7 +103,7 @@ def entail_stage(
         progress=run.config.runtime.progress,
         upstream=lambda it: fingerprint([inputs(it[0]), settings]),
     )
-    backend.record_batch_sizes(run, "entailment", run.config.runtime.batch_size, chunk_size)
+    backend.record_batch_sizes(run, "entailment", chunk_size)
     return records
 
 
@@ -240,9 +240,10 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     is validated, and for a new run the entailment backend loaded, before anything is written. Stages:
     entailment -> scores -> metrics.
     """
-    config, items = sample_questions(config)
+    data, items = sample_questions(config)
+    config = config.resolved(data)
     _sample_notes(items, config.scoring.methods)
-    backend = entailment_model(config)
+    backend = EntailmentModel(config)
     if check_resumable(output, config) is None:
         backend.get()  # a backend that cannot load fails before the output directory exists
     with RunDir.open(output, config, argv=argv) as run:
@@ -345,7 +346,7 @@ def _generation_stage(
         progress=run.config.runtime.progress,
         upstream=lambda r: fps[r.id],
     )
-    generator.record_batch_sizes(run, "generation", run.config.runtime.batch_size, chunk_size)
+    generator.record_batch_sizes(run, "generation", chunk_size)
     return gens
 
 
@@ -371,15 +372,15 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
     Every stage is resumable (stage files in the run directory); models are loaded only when a stage has
     pending questions, except for a new run, whose models are loaded before its directory is created (the
     entailment model first, since it is the one that cannot load offline by default, DeBERTa). A resume and every
-    shard decode as the run began (``config.resume_from``: its recorded rows per batch and prefix cache); a new
+    shard decode as the run began (``config.resolved``: its recorded rows per batch and prefix cache); a new
     run records the rows per batch its generator fixes. A record is recomputed when the record it was computed
     from was redone (entailment from its generation, scores from both). Returns the run directory.
     """
     if config.command != "run":
         raise ValueError("run_experiment needs a 'run' RunConfig (with generation settings)")
-    config, records = run_questions(config)
-    config = config.resume_from(read_record(output))
-    backend, generator = entailment_model(config), generation_model(config)
+    data, records = run_questions(config)
+    config = config.resolved(data, read_record(output))
+    backend, generator = EntailmentModel(config), GenerationModel(config)
     if check_resumable(output, config) is None:  # models that cannot load fail before the directory exists
         backend.get()
         rows = generator.get().fix_rows()

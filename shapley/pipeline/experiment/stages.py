@@ -1,7 +1,7 @@
 """The stage runner and the lazily loaded models of the pipelines (:mod:`shapley.pipeline.experiment.pipelines`).
 
 :func:`run_stage` computes and stores, chunk by chunk, what a stage file does not hold yet; a :class:`LazyModel`
-(:func:`entailment_model`, :func:`generation_model`) loads its model on first use, so that a fully resumed run
+(:class:`EntailmentModel`, :class:`GenerationModel`) loads its model on first use, so that a fully resumed run
 never loads one, and records it in the run's provenance.
 """
 
@@ -187,17 +187,26 @@ def scoring_fingerprint(scoring: ScoringSettings) -> str:
 
 class LazyModel:
     """A model loaded on first use (a fully resumed run never loads one); :meth:`record` stores what it is in the
-    run's provenance under ``kind`` once per call, and :meth:`record_batch_sizes` the batch sizes it used."""
+    run's provenance under :attr:`kind` once per call, and :meth:`record_batch_sizes` the batch sizes it used.
+    A subclass says how it loads (:meth:`load`) and what provenance records of it (:meth:`info`)."""
 
-    def __init__(self, kind: str, load: Callable[[], Any], info: Callable[[Any], dict[str, Any]], quiet: bool) -> None:
-        self.kind, self._load, self._info, self._quiet = kind, load, info, quiet
+    kind = ""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
         self._model: Any = None
         self._recorded = False
 
+    def load(self) -> Any:
+        raise NotImplementedError
+
+    def info(self, model: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
     def get(self) -> Any:
         if self._model is None:
-            with quiet_model_loading(self._quiet):
-                self._model = self._load()
+            with quiet_model_loading(not self.config.runtime.progress):
+                self._model = self.load()
         return self._model
 
     @property
@@ -208,60 +217,67 @@ class LazyModel:
         """Store the model's information in ``run``'s provenance (:meth:`RunDir.record_fingerprint`, which refuses
         another model than a resumed run's), loading it if needed; once per call."""
         if not self._recorded:
-            run.record_fingerprint(self.kind, self._info(self.get()))
+            run.record_fingerprint(self.kind, self.info(self.get()))
             self._recorded = True
 
-    def record_batch_sizes(self, run: RunDir, stage: str, configured: int | None, chunk: int) -> None:
+    def record_batch_sizes(self, run: RunDir, stage: str, chunk: int) -> None:
         """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted), if loaded."""
         if self.loaded:
-            sizes = {"batch_size": used_batch_size(self.get(), configured), "chunk": chunk}
+            sizes = {"batch_size": used_batch_size(self.get(), self.config.runtime.batch_size), "chunk": chunk}
             message = run.record_batch_sizes(stage, sizes)
             if message:
                 note(message)
 
 
-def entailment_model(config: RunConfig) -> LazyModel:
+class EntailmentModel(LazyModel):
     """The run's entailment backend (:func:`shapley.pipeline.entail.backends.load_backend`), loaded on first use."""
-    spec, runtime = config.entailment.backend, config.runtime
 
-    def info(b: Any) -> dict[str, Any]:
-        return {
-            "spec": spec,
-            "name": getattr(b, "name", spec),
-            "fingerprint": getattr(b, "fingerprint", None),
-            "is_nli": bool(getattr(b, "is_nli", False)),
-            "computation": getattr(b, "computation", None),
-            **compute_kind(b),
-        }
+    kind = "entailment"
 
-    def load() -> Any:
+    def load(self) -> Any:
+        runtime = self.config.runtime
         return entail.load_backend(
-            spec,
+            self.config.entailment.backend,
             device=runtime.device,
             batch_size=runtime.batch_size,
             cache=runtime.entail_cache_arg(),
             progress=None if runtime.progress else False,
         )
 
-    return LazyModel("entailment", load, info, quiet=not runtime.progress)
+    def info(self, model: Any) -> dict[str, Any]:
+        spec = self.config.entailment.backend
+        return {
+            "spec": spec,
+            "name": getattr(model, "name", spec),
+            "fingerprint": getattr(model, "fingerprint", None),
+            "is_nli": bool(getattr(model, "is_nli", False)),
+            "computation": getattr(model, "computation", None),
+            **compute_kind(model),
+        }
 
 
-def generation_model(config: RunConfig) -> LazyModel:
+class GenerationModel(LazyModel):
     """The run's generator (:class:`shapley.pipeline.generate.generator.Generator` on the run's generation
     settings, seed and runtime), loaded on first use; ``run_stage`` shows the progress bar, not the generator."""
-    assert config.generation is not None
-    settings = dataclasses.asdict(config.generation)
-    gen_config = GenerationConfig(
-        **settings,
-        seed=config.seed,
-        batch_size=config.runtime.batch_size,
-        device=config.runtime.device,
-        progress=False,
-    )
 
-    def info(gen: Any) -> dict[str, Any]:
-        return {"spec": gen_config.model, "fingerprint": getattr(gen, "fingerprint", None), **compute_kind(gen)}
+    kind = "model"
 
-    return LazyModel(
-        "model", lambda: generate.Generator(gen_config.model, gen_config), info, quiet=not config.runtime.progress
-    )
+    def load(self) -> Any:
+        config = self.config
+        assert config.generation is not None
+        settings = GenerationConfig(
+            **dataclasses.asdict(config.generation),
+            seed=config.seed,
+            batch_size=config.runtime.batch_size,
+            device=config.runtime.device,
+            progress=False,
+        )
+        return generate.Generator(settings.model, settings)
+
+    def info(self, model: Any) -> dict[str, Any]:
+        assert self.config.generation is not None
+        return {
+            "spec": self.config.generation.model,
+            "fingerprint": getattr(model, "fingerprint", None),
+            **compute_kind(model),
+        }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig
-from shapley.pipeline.experiment.pipelines import run_stage
+from shapley.pipeline.experiment.stages import run_stage
 from shapley.pipeline.rundir import jsonl, provenance
 from shapley.pipeline.rundir import store as runs
 from shapley.pipeline.rundir.settings import REPO_ROOT
@@ -153,16 +154,27 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
         runs.RunDir.open(other, config)
 
 
-@pytest.mark.parametrize("schema", [1, 2, 3, 5, None])
-def test_a_config_of_another_schema_is_refused_naming_the_file_and_saying_to_run_again(tmp_path, schema):
-    """No reader migrates older run directories: any schema but today's is refused, before anything is written."""
-    d = tmp_path / "run"
-    config = fakes.samples_config(tmp_path / "in.jsonl")
+def _edited_run(tmp_path, edit):
+    """A new run directory whose ``config.json`` record ``edit(record)`` has changed; returns (its path, its config)."""
+    d, config = tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")
     with runs.RunDir.open(d, config):
         pass
     rec = json.loads((d / "config.json").read_text())
-    rec["schema"] = schema
+    edit(rec)
     (d / "config.json").write_text(json.dumps(rec))
+    return d, config
+
+
+def _setting(rec, key):
+    """The mapping of ``rec["config"]`` that holds the dotted ``key``, and the key's last part."""
+    group, _, name = key.rpartition(".")
+    return (rec["config"][group] if group else rec["config"]), name
+
+
+@pytest.mark.parametrize("schema", [1, 2, 3, 5, None])
+def test_a_config_of_another_schema_is_refused_naming_the_file_and_saying_to_run_again(tmp_path, schema):
+    """No reader migrates older run directories: any schema but today's is refused, before anything is written."""
+    d, config = _edited_run(tmp_path, lambda rec: rec.update(schema=schema))
     before = (d / "config.json").read_bytes()
     with pytest.raises(
         ValueError,
@@ -292,12 +304,7 @@ def test_provenance_paths_are_relative_to_the_repository(tmp_path, monkeypatch):
     ],
 )
 def test_malformed_record_is_refused_naming_the_file(tmp_path, change):
-    d = tmp_path / "run"
-    with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
-        pass
-    rec = json.loads((d / "config.json").read_text())
-    rec.update(change)
-    (d / "config.json").write_text(json.dumps(rec))
+    d, _ = _edited_run(tmp_path, lambda rec: rec.update(change))
     with pytest.raises(ValueError, match=r"config.json"):
         runs.read_record(d)
     with pytest.raises(ValueError, match=r"config.json"):
@@ -363,14 +370,7 @@ def test_batch_sizes_are_recorded_and_a_change_is_noted(tmp_path):
     "key", ["scoring.beta", "scoring.methods", "entailment.with_question", "seed", "data.shard", "data.reference_field"]
 )
 def test_a_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
-    d = tmp_path / "run"
-    config = fakes.samples_config(tmp_path / "in.jsonl")
-    with runs.RunDir.open(d, config):
-        pass
-    rec = json.loads((d / "config.json").read_text())
-    group, _, name = key.rpartition(".")
-    del (rec["config"][group] if group else rec["config"])[name]
-    (d / "config.json").write_text(json.dumps(rec))
+    d, config = _edited_run(tmp_path, lambda rec: operator.delitem(*_setting(rec, key)))
     with pytest.raises(ValueError, match=rf"{d / 'config.json'}.*lacks the key '{key}'"):
         runs.read_config(d)
     with pytest.raises(ValueError, match=f"'{key}'"):
@@ -378,12 +378,7 @@ def test_a_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
 
 
 def test_a_config_missing_a_whole_group_is_refused(tmp_path):
-    d = tmp_path / "run"
-    with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
-        pass
-    rec = json.loads((d / "config.json").read_text())
-    del rec["config"]["scoring"]
-    (d / "config.json").write_text(json.dumps(rec))
+    d, _ = _edited_run(tmp_path, lambda rec: rec["config"].pop("scoring"))
     with pytest.raises(ValueError, match="lacks the key 'scoring'"):
         runs.read_config(d)
 
@@ -400,13 +395,7 @@ def test_a_config_missing_a_whole_group_is_refused(tmp_path):
     ],
 )
 def test_stored_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, key, value, message):
-    d = tmp_path / "run"
-    with runs.RunDir.open(d, fakes.samples_config(tmp_path / "in.jsonl")):
-        pass
-    rec = json.loads((d / "config.json").read_text())
-    group, _, name = key.rpartition(".")
-    (rec["config"][group] if group else rec["config"])[name] = value
-    (d / "config.json").write_text(json.dumps(rec))
+    d, _ = _edited_run(tmp_path, lambda rec: operator.setitem(*_setting(rec, key), value))
     with pytest.raises(ValueError, match=rf"config.json.*{message}"):
         runs.read_config(d)
 

@@ -14,8 +14,7 @@ outside core; theory and pipeline import core; companion may import all three; t
 and companion (``tests/test_architecture.py``).
 """
 
-from typing import TYPE_CHECKING, Any
-
+from shapley.core import metrics
 from shapley.core.entropy import (
     EXACT_MAX_N,
     HALF_LOG_2PIE,
@@ -42,20 +41,7 @@ from shapley.core.psd import (
     paper_beta_bound,
 )
 
-if TYPE_CHECKING:
-    from shapley.core import metrics
-
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> Any:
-    """``shapley.metrics`` on first use: it imports scipy.stats (about a second), which ``--help`` never needs."""
-    if name == "metrics":
-        import shapley.core.metrics
-
-        return shapley.core.metrics
-    raise AttributeError(f"module 'shapley' has no attribute {name!r}")
-
 
 __all__ = [
     "EXACT_MAX_N",

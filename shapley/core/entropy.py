@@ -12,9 +12,8 @@ without it (minors of ``R[1:, 1:]``) and those with it (``R[0, 0]`` times minors
 complement). Level by level this is vectorised in numpy and costs O(2**n) arithmetic in total.
 
 Singularity, one rule for every function here. A PSD matrix R is singular when its smallest eigenvalue is at
-most ``psd_tolerance(R) = 10 n eps_machine max|R|`` (:func:`shapley.core.psd.is_singular`): relative to R's
-scale, so ``c * R`` is singular exactly when R is (``1e-300 * I`` is not; ``[[1, 1 - 1e-12], [1 - 1e-12, 1]]``,
-eigenvalue ratio 5e-13, is not either). Then:
+most ``psd_tolerance(R) = 10 n eps_machine max|R|``, relative to R's scale (:func:`shapley.core.psd.is_singular`).
+Then:
 
 * :func:`gaussian_entropy` is ``-inf`` when R is singular; otherwise it is the log-det of the elimination below,
   the arithmetic that gives ``v(N)`` in :func:`log_principal_minors`, so ``sum(phi) == h(R)`` up to the round-off
@@ -31,13 +30,9 @@ eigenvalue ratio 5e-13, is not either). Then:
   sampled order anew, so its sum matches ``h(R)`` only up to round-off that grows with R's condition number
   (about ``n eps_machine cond(R)`` nats at worst).
 
-Size limits, each checked before any O(n**3) work and named in the refusal: ``"exact"`` (and
-:func:`subset_entropies`, :func:`log_principal_minors`, :func:`game_shapley_values`) needs ``n <= EXACT_MAX_N``
-(memory 2**n), ``"naive"`` ``n <= NAIVE_MAX_N`` (time), and ``"monte_carlo"`` at most ``MC_MAX_SECONDS`` of
-estimated time (a cost per sampled order, per entry of its (n, n) matrix and per operation of its Cholesky
-factor); it processes its permutations in chunks that fit ``MC_MEMORY_BYTES`` (refusing an n
-where one permutation does not fit). :func:`gaussian_entropy` has no limit: beyond ``EXACT_MAX_N`` it factors R
-once (Cholesky) instead of eliminating answer by answer in Python (n = 2000: about a second).
+Size limits, each checked before any O(n**3) work and named in the refusal: :data:`EXACT_MAX_N` (``"exact"`` and
+every computation over all 2**n subsets), :data:`NAIVE_MAX_N`, :data:`MC_MAX_SECONDS` and :data:`MC_MEMORY_BYTES`
+(``"monte_carlo"``). :func:`gaussian_entropy` has none (:func:`_chain_logdet`).
 """
 
 from __future__ import annotations
@@ -81,8 +76,7 @@ _MC_SECONDS_PER_PERMUTATION = (1e-6, 3.5e-8, 1.5e-10)
 permuted (n, n) matrix, its Cholesky factor). Measured by ``benchmarks/bench_guards.py``
 (``results/bench_guards.json``; ``shapley_values_mc`` on one thread, n = 3 to 320; 0.5 to 0.8 us per order at
 n = 3, 1.7 to 2.6 us at n = 10, 2.3 to 2.5 ms at n = 320 in two runs on a shared machine), fitted at or above the
-slowest run, then raised by half as a margin for a loaded one. (An earlier measurement, 1.3 us at n = 3 and
-9.9 ms at n = 320, made the guard admit about a quarter of its minute.)"""
+slowest run, then raised by half as a margin for a loaded one."""
 
 _MC_SECONDS_PER_CALL = 4.5e-10
 """Cost of one call besides its orders, times n**3 seconds: the PSD check and the singularity check decompose R
@@ -507,9 +501,7 @@ def shapley_values(
 
     Returns:
         (n,) array ``phi`` with ``phi.sum() == gaussian_entropy(R)`` (efficiency) up to round-off whenever
-        the entropy is finite (for ``"monte_carlo"``, round-off that grows with R's condition number). For a
-        singular R (the module's rule) entries are ``-inf``, or a ``ValueError`` says they are undefined
-        (``"monte_carlo"`` always refuses a singular R).
+        the entropy is finite; for a singular R, ``-inf`` entries or a ``ValueError`` (the module's rule).
 
     Raises:
         ValueError: bad input, unknown method, n above the method's limit, undefined values.

@@ -3,17 +3,10 @@
 Conventions: ``uncertainty`` is higher for answers the method trusts less; ``correct`` is boolean.
 A metric that needs both classes returns NaN with a ``RuntimeWarning`` when only one is present.
 
-Comparing two methods on the same m questions: :func:`paired_bootstrap` (any metric; one set of resampled
-questions for both methods, a percentile interval of the difference and a two-sided p-value),
-:func:`delong_test` (AUROC only, DeLong et al. 1988's asymptotic test for correlated AUROCs) and :func:`holm`
-(Holm's step-down adjustment of several p-values, e.g. every method against one reference).
-:func:`bootstrap_interval` and :func:`paired_interval` give percentile intervals whose resample count grows
-until each end's Monte-Carlo standard error (:func:`quantile_mcse`, Maritz-Jarrett) is at most a target.
-
-Ties: every function here rounds the uncertainty scores once to :data:`SCORE_DIGITS` significant digits
-(:func:`round_scores`) before ranking them, so that scores equal in exact arithmetic but apart by round-off
-(a few units in the last place) are ranked as ties, whatever the order of the floating-point operations that
-produced them.
+Two methods on the same m questions: :func:`paired_bootstrap` and :func:`paired_interval` (any metric),
+:func:`delong_test` and :func:`holm` (from :mod:`shapley.core.paired`). :func:`bootstrap_interval` and
+:func:`paired_interval` draw resamples until each end's Monte-Carlo error (:func:`quantile_mcse`) meets a target.
+Every function here rounds the scores once (:func:`round_scores`, which says why) before ranking them.
 """
 
 from __future__ import annotations
@@ -337,14 +330,11 @@ def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int,
         s = s[np.isfinite(s)]
         if s.size < 2:
             return BootstrapInterval(math.nan, math.nan, math.nan, math.nan, total)
-        q = (b.alpha / 2.0, 1.0 - b.alpha / 2.0)
-        lo, hi = np.quantile(s, q)
         x = np.sort(s)
-        e_lo, e_hi = _mcse(x, q[0]), _mcse(x, q[1])
+        e_lo, e_hi = _mcse(x, b.alpha / 2.0), _mcse(x, 1.0 - b.alpha / 2.0)
         if max(e_lo, e_hi) <= b.mcse or total >= b.max_boot:
-            return BootstrapInterval(float(lo), float(hi), e_lo, e_hi, total)
-        # The error falls as 1/sqrt(resamples): ask for what should reach the target (with 20 % to spare), at
-        # least twice as many, at most max_boot; rounded up to a multiple of n_boot.
+            return BootstrapInterval(*_percentile_interval(s, b.alpha), e_lo, e_hi, total)
+        # the error falls as 1/sqrt(resamples) (the rule in bootstrap_interval's docstring)
         want = 1.2 * total * (max(e_lo, e_hi) / b.mcse) ** 2
         target = min(max(2 * total, int(math.ceil(want / b.n_boot)) * b.n_boot), b.max_boot)
 

@@ -17,9 +17,8 @@ need a log-det therefore take a ``psd_policy``:
     Higham's (2002) alternating projections to the nearest correlation matrix whose eigenvalues are
     at least ``eps`` (Frobenius norm).
 
-The PSD test is relative to R's scale: R is PSD when no eigenvalue lies below ``-psd_tolerance(R)``
-(``10 n eps_machine max|R|``), and a PSD R is singular when its smallest eigenvalue is at most that tolerance
-(:func:`is_singular`; the rule and its consequences are in :mod:`shapley.core.entropy`).
+R is PSD when no eigenvalue lies below ``-psd_tolerance(R)`` (:func:`is_psd`), and a PSD R is singular when its
+smallest eigenvalue is at most that tolerance (:func:`is_singular`).
 
 Every repair emits a :class:`PSDRepairWarning`. ``eps`` (a number with ``0 < eps < 1``, checked by every
 function that takes it) defaults to ``1e-6``: a repaired matrix is positive definite, so its log-det is
@@ -277,18 +276,16 @@ def _nearest(R: NDArray[np.float64], e: float, iters: int, stop: float) -> NDArr
         )
     Y = R.copy()
     dS = np.zeros_like(R)
-    X = R.copy()
     for _ in range(iters):
         Rk = Y - dS
         w, V = np.linalg.eigh((Rk + Rk.T) / 2.0)
         X = (V * np.maximum(w, e)) @ V.T
         dS = X - Rk
-        Y_new = X.copy()
-        np.fill_diagonal(Y_new, 1.0)
-        if np.linalg.norm(Y_new - Y, "fro") <= stop * max(1.0, float(np.linalg.norm(Y, "fro"))):
-            Y = Y_new
+        np.fill_diagonal(X, 1.0)  # the projection onto unit diagonals: the next iterate
+        converged = np.linalg.norm(X - Y, "fro") <= stop * max(1.0, float(np.linalg.norm(Y, "fro")))
+        Y = X
+        if converged:
             break
-        Y = Y_new
     # The unit-diagonal iterate may sit a hair below eps; finish with a clip, which moves it by O(tol).
     Y = (Y + Y.T) / 2.0
     if np.linalg.eigvalsh(Y)[0] < e * (1 - 1e-9):

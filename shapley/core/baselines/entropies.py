@@ -135,11 +135,7 @@ def semantic_clusters(
     if rule == "bidirectional":
         if E is None:
             raise ValueError("rule='bidirectional' needs the entailment matrix `entail`; got None")
-
-        def same(i: int, j: int) -> bool:
-            return bool(E[i, j] > threshold and E[j, i] > threshold)
-
-        n = E.shape[0]
+        same = (E > threshold) & (E > threshold).T  # each of the two entails the other
     else:
         if Cm is None:
             raise ValueError(
@@ -148,17 +144,13 @@ def semantic_clusters(
             )
         if E is not None and E.shape != Cm.shape:
             raise ValueError(f"entail and contradict must have the same shape; got {E.shape} and {Cm.shape}")
+        same = (Cm < threshold) & (Cm < threshold).T  # neither contradicts the other
 
-        def same(i: int, j: int) -> bool:
-            return bool(Cm[i, j] < threshold and Cm[j, i] < threshold)
-
-        n = Cm.shape[0]
-
-    labels = np.empty(n, dtype=np.int64)
+    labels = np.empty(same.shape[0], dtype=np.int64)
     representatives: list[int] = []
-    for i in range(n):
+    for i in range(same.shape[0]):
         for c, r in enumerate(representatives):
-            if same(r, i):
+            if same[r, i]:
                 labels[i] = c
                 break
         else:

@@ -273,11 +273,6 @@ def _subset_entropies(A: NDArray[np.float64], lam: float | None) -> NDArray[np.f
     return _popcount(masks, n) * HALF_LOG_2PIE + 0.5 * _log_minors(A, lam)
 
 
-def _shapley_weights(n: int) -> NDArray[np.float64]:
-    """w[s] = s! (n - s - 1)! / n! for a coalition of size s not containing the player."""
-    return np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])
-
-
 def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
     """Exact Shapley values of any cooperative game given by its worth on every coalition.
 
@@ -320,7 +315,8 @@ _UNDEFINED = (
 
 def _shapley_from_values(v: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     masks = np.arange(2**n, dtype=np.int64)
-    w = _shapley_weights(n)[_popcount(masks, n).clip(max=n - 1)]
+    weights = np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])  # s! (n - s - 1)! / n!, |S| = s
+    w = weights[_popcount(masks, n).clip(max=n - 1)]  # the weight of each coalition S not containing i
     phi = np.empty(n)
     for i in range(n):
         without = masks[((masks >> i) & 1) == 0]

@@ -447,14 +447,6 @@ def _resamples(indices: ArrayLike | None, m: int, n_boot: int, seed: int | None)
     return idx.astype(np.int64)
 
 
-def _two_sided_p(delta: float, d: NDArray[np.float64]) -> float:
-    """Twice the share of resampled differences on the far side of zero (ties at 0 count), capped at 1."""
-    if delta == 0.0:
-        return 1.0
-    far = np.count_nonzero(d <= 0.0) if delta > 0.0 else np.count_nonzero(d >= 0.0)
-    return float(min(1.0, 2.0 * far / d.size))
-
-
 def paired_bootstrap(
     metric: Metric,
     u_a: ArrayLike,
@@ -509,4 +501,6 @@ def paired_bootstrap(
     d = d[np.isfinite(d)]
     if d.size == 0:
         return PairedComparison(delta, math.nan, math.nan, math.nan)
-    return PairedComparison(delta, *_percentile_interval(d, alpha), _two_sided_p(delta, d))
+    far = np.count_nonzero(d <= 0.0) if delta > 0.0 else np.count_nonzero(d >= 0.0)  # ties at 0 count
+    p_value = 1.0 if delta == 0.0 else float(min(1.0, 2.0 * far / d.size))
+    return PairedComparison(delta, *_percentile_interval(d, alpha), p_value)

@@ -332,7 +332,12 @@ def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple
         return A, PSDReport(lam, True, policy, False)
     n = A.shape[0]
     if policy == "raise":
-        raise ValueError(_not_psd_message(lam, n))
+        raise ValueError(
+            f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
+            "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
+            f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
+            "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
+        )
     t = None
     if policy == "shrink":
         out, t = _shrink(A, eps, lam)
@@ -347,15 +352,6 @@ def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple
         stacklevel=_first_caller_outside_the_core(),
     )
     return out, PSDReport(lam, False, policy, True, t)
-
-
-def _not_psd_message(lam: float, n: int) -> str:
-    return (
-        f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
-        "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
-        f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
-        "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
-    )
 
 
 def _first_caller_outside_the_core() -> int:

@@ -69,7 +69,6 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
             "seed": 0,
             "psd_policy": "raise",
             "eps": 1e-6,
-            "chunk": 4,
             "memory_bytes": 2**20,
         },
         {
@@ -78,7 +77,6 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
             "seed": "seed",
             "psd_policy": "choice",
             "eps": "real",
-            "chunk": "int",
             "memory_bytes": "int",
         },
     ),

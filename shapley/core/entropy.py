@@ -358,12 +358,10 @@ def _shapley_naive(A: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 _MC_CHUNK = 1024
-"""Sampled orders that :func:`shapley_values_mc` factors at once, at most (its ``chunk``)."""
+"""Most sampled orders that :func:`shapley_values_mc` factors at once (fewer where ``memory_bytes`` says so)."""
 
 
-def _mc_plan(
-    n: int, n_permutations: int, seed: int | None, chunk: int, memory_bytes: int
-) -> tuple[int, int | None, int]:
+def _mc_plan(n: int, n_permutations: int, seed: int | None, memory_bytes: int) -> tuple[int, int | None, int]:
     """Checked Monte-Carlo settings at n answers: ``(n_permutations, seed, orders per chunk)``. Refuses, before any
     O(n**3) work, more than :data:`MC_MAX_SECONDS` of estimated time or one order larger than ``memory_bytes``."""
     n_permutations = validate.integer(n_permutations, "n_permutations", minimum=2)
@@ -374,7 +372,6 @@ def _mc_plan(
             f"{_mc_seconds(n_permutations, n):.3g} s on one core, more than MC_MAX_SECONDS = {MC_MAX_SECONDS:g} "
             "(about a minute); lower n_permutations"
         )
-    chunk = validate.positive_int(chunk, "chunk")
     memory_bytes = validate.positive_int(memory_bytes, "memory_bytes")
     per_perm = _MC_BYTES_PER_ENTRY * n * n
     if per_perm > memory_bytes:
@@ -383,7 +380,7 @@ def _mc_plan(
             f"permutation, more than the memory budget memory_bytes = {memory_bytes} bytes "
             f"(default MC_MEMORY_BYTES = {MC_MEMORY_BYTES}); raise memory_bytes or reduce n"
         )
-    return n_permutations, seed, min(chunk, memory_bytes // per_perm)
+    return n_permutations, seed, min(_MC_CHUNK, memory_bytes // per_perm)
 
 
 def _mc_contributions(A: NDArray[np.float64], perms: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -410,7 +407,6 @@ def shapley_values_mc(
     seed: int | None = 0,
     psd_policy: str = "raise",
     eps: float = DEFAULT_EPS,
-    chunk: int = _MC_CHUNK,
     memory_bytes: int = MC_MEMORY_BYTES,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Monte-Carlo Shapley values by permutation sampling, with standard errors.
@@ -423,10 +419,8 @@ def shapley_values_mc(
         R: (n, n) symmetric PSD, nonsingular matrix (the module's rule).
         n_permutations: sampled orders (>= 2). seed: for ``numpy.random.default_rng``.
         psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`).
-        chunk: at most this many orders are factored at once.
-        memory_bytes: working-memory budget; chunks are made small enough to fit (about
-            ``32 n**2`` bytes per order). The result does not depend on ``chunk`` or ``memory_bytes``
-            beyond round-off.
+        memory_bytes: working-memory budget; the orders are factored in chunks small enough to fit (about
+            ``32 n**2`` bytes per order). The result does not depend on it beyond round-off.
 
     Returns:
         (phi, stderr), both (n,) in nats. ``stderr`` is the standard error of the mean over orders.
@@ -441,7 +435,7 @@ def shapley_values_mc(
         ([1.4189, 1.4189, 1.4189], [0.0, 0.0, 0.0])
     """
     A = validate.symmetric_matrix(R, "R")
-    plan = _mc_plan(A.shape[0], n_permutations, seed, chunk, memory_bytes)
+    plan = _mc_plan(A.shape[0], n_permutations, seed, memory_bytes)
     return _shapley_mc(A, *_psd_settings(psd_policy, eps), plan)
 
 
@@ -515,7 +509,7 @@ def shapley_values(
     policy, e = _psd_settings(psd_policy, eps)
     n = A.shape[0]
     if method == "monte_carlo":
-        return _shapley_mc(A, policy, e, _mc_plan(n, n_permutations, seed, _MC_CHUNK, MC_MEMORY_BYTES))[0]
+        return _shapley_mc(A, policy, e, _mc_plan(n, n_permutations, seed, MC_MEMORY_BYTES))[0]
     if method == "naive" and n > NAIVE_MAX_N:
         raise ValueError(
             f"method='naive' evaluates about n * 2**n log-dets; n = {n} > NAIVE_MAX_N = {NAIVE_MAX_N} "

@@ -54,7 +54,6 @@ class EmbeddingRegression:
         self.random_state = random_state
         self.max_iter = max_iter
         self.model_: Any = None
-        self.n_features_: int | None = None
 
     @staticmethod
     def _features(X: Any, name: str) -> np.ndarray:
@@ -80,13 +79,10 @@ class EmbeddingRegression:
                 f"the training answers are {'all correct' if y[0] == 1 else 'all incorrect'}: logistic "
                 "regression needs both correct and incorrect examples"
             )
-        model = make_pipeline(
+        self.model_ = make_pipeline(
             StandardScaler(),
             LogisticRegression(C=self.C, random_state=self.random_state, max_iter=self.max_iter),
-        )
-        model.fit(X, y)
-        self.model_ = model
-        self.n_features_ = X.shape[1]
+        ).fit(X, y)
         return self
 
     def uncertainty(self, X: np.ndarray) -> np.ndarray:
@@ -94,8 +90,7 @@ class EmbeddingRegression:
         if self.model_ is None:
             raise ValueError("EmbeddingRegression is not fitted yet: call fit(X_train, correct_train) first")
         A = self._features(X, "X")
-        if A.shape[1] != self.n_features_:
-            raise ValueError(f"X has {A.shape[1]} features but the model was fitted on {self.n_features_}")
-        classes = list(self.model_.classes_)
-        p_correct = self.model_.predict_proba(A)[:, classes.index(1)]
-        return 1.0 - p_correct
+        fitted = self.model_.n_features_in_
+        if A.shape[1] != fitted:
+            raise ValueError(f"X has {A.shape[1]} features but the model was fitted on {fitted}")
+        return 1.0 - self.model_.predict_proba(A)[:, 1]  # the columns are classes 0 and 1 (fit needs both)

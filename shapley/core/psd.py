@@ -299,8 +299,7 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
     Args:
         R: (n, n) symmetric matrix.
         policy: one of ``PSD_POLICIES`` (module docstring).
-        eps: eigenvalue floor used by the repairing policies, a finite number with ``0 < eps < 1`` (checked
-            under every policy).
+        eps: eigenvalue floor of the repairing policies, ``0 < eps < 1`` (checked under every policy).
 
     Returns:
         (R to use, report). A PSD input (no eigenvalue below ``-psd_tolerance(R)``) is returned unchanged,

@@ -74,9 +74,8 @@ def real_array(
 ) -> NDArray[np.float64]:
     """``x`` as a float64 array if its entries are real numbers (integer or floating dtype), else ``ValueError``.
 
-    Refused (named in the message): complex, string, bytes, object, datetime and boolean arrays, ragged
-    nestings, and non-array objects such as ``None``, a dict or a bare string; with ``ndim``, an array of another
-    number of dimensions (``dims`` describes the expected shape in the message, e.g. ``" (n, n)"``).
+    Refused (named in the message): the kinds the module docstring lists, ragged nestings, non-array objects (``None``,
+    a dict, a bare string) and, with ``ndim``, another number of dimensions (``dims`` describes the shape).
 
     Examples:
         >>> real_array([1, 2.5], "x").tolist()
@@ -205,8 +204,7 @@ def open_fraction(x: Any, name: str) -> float:
 
 
 def integer(x: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An ``int`` or numpy integer in ``[minimum, maximum]`` (either may be ``None``); bools, floats (``2.0``,
-    ``inf``, ``nan``) and strings refused."""
+    """An integer parameter (module docstring) in ``[minimum, maximum]`` (either may be ``None``)."""
     kind_ok = not isinstance(x, bool | np.bool_) and isinstance(x, int | np.integer)
     if kind_ok and (minimum is None or x >= minimum) and (maximum is None or x <= maximum):
         return int(x)

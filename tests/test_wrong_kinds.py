@@ -224,10 +224,7 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"n": 6, "test_fraction": 0.5, "seed": 0},
         {"n": "int", "test_fraction": "real", "seed": "seed"},
     ),
-    "EmbeddingRegression": (
-        {"C": 1.0, "random_state": 0, "max_iter": 100},
-        {"C": "real", "random_state": "seed", "max_iter": "int"},
-    ),
+    "EmbeddingRegression": ({}, {}),
     "EmbeddingRegression.fit": (
         {"self": shapley.core.baselines.EmbeddingRegression, "X_train": X6, "correct_train": Y6},
         {"X_train": "matrix", "correct_train": "labels"},

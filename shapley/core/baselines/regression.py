@@ -33,7 +33,7 @@ class EmbeddingRegression:
 
     Liu et al. (2024) "Uncertainty estimation and quantification for LLMs: a simple supervised
     approach" (the paper's ER column). Features are standardised (scikit-learn ``StandardScaler``)
-    and fed to ``LogisticRegression`` (L2, ``C``, lbfgs, fixed ``random_state``).
+    and fed to ``LogisticRegression`` (scikit-learn's defaults: L2 with C = 1, lbfgs; seeded, up to 1000 steps).
 
     ``fit(X_train, correct_train)``: X (m, d) finite features (e.g. hidden states or sentence
     embeddings), correct (m,) booleans / 0-1 labels with both classes present; returns self.
@@ -47,13 +47,7 @@ class EmbeddingRegression:
         True
     """
 
-    def __init__(self, C: float = 1.0, random_state: int = 0, max_iter: int = 1000) -> None:
-        self.C = validate.number(C, "C", 0.0)  # the inverse regularisation strength
-        validate.positive_int(max_iter, "max_iter")
-        validate.seed_value(random_state, "random_state")
-        self.random_state = random_state
-        self.max_iter = max_iter
-        self.model_: Any = None
+    model_: Any = None  # the fitted pipeline
 
     @staticmethod
     def _features(X: Any, name: str) -> np.ndarray:
@@ -81,7 +75,7 @@ class EmbeddingRegression:
             )
         self.model_ = make_pipeline(
             StandardScaler(),
-            LogisticRegression(C=self.C, random_state=self.random_state, max_iter=self.max_iter),
+            LogisticRegression(random_state=0, max_iter=1000),
         ).fit(X, y)
         return self
 

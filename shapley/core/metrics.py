@@ -421,11 +421,7 @@ def paired_interval(
 
 
 class PairedComparison(NamedTuple):
-    """Method a against method b on the same questions (see :func:`paired_bootstrap`).
-
-    ``delta = metric(a) - metric(b)`` on all questions; ``(lo, hi)`` its percentile bootstrap interval;
-    ``p_value`` two-sided, for "no difference".
-    """
+    """``delta = metric(a) - metric(b)``, its percentile interval and two-sided p-value (:func:`paired_bootstrap`)."""
 
     delta: float
     lo: float

@@ -293,14 +293,9 @@ class BootstrapInterval(NamedTuple):
     n_boot: int
 
 
-class _Resampling(NamedTuple):
-    """The checked settings of :func:`bootstrap_interval` and :func:`paired_interval`."""
-
-    n_boot: int
-    alpha: float
-    seed: int | None
-    mcse: float
-    max_boot: int
+_Resampling = tuple[int, float, int | None, float, int]
+"""The checked settings of :func:`bootstrap_interval` and :func:`paired_interval`: (n_boot, alpha, seed, mcse,
+max_boot)."""
 
 
 def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcse: float, max_boot: int) -> _Resampling:
@@ -308,21 +303,22 @@ def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcs
     validate.integer(max_boot, "max_boot", minimum=MIN_BOOT)
     if max_boot < n_boot:
         raise ValueError(f"max_boot must be >= n_boot; got {max_boot} < {n_boot}")
-    return _Resampling(int(n_boot), alpha, seed, validate.number(mcse, "mcse", 0.0), int(max_boot))
+    return int(n_boot), alpha, seed, validate.number(mcse, "mcse", 0.0), int(max_boot)
 
 
 def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int, b: _Resampling) -> BootstrapInterval:
-    """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``b.mcse``."""
-    need = b.max_boot * max(m, 1) * 8  # bytes of max_boot resamples' question positions
+    """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``mcse``."""
+    n_boot, alpha, seed, mcse, max_boot = b
+    need = max_boot * max(m, 1) * 8  # bytes of max_boot resamples' question positions
     if need > BOOT_MEMORY_BYTES:
         raise ValueError(
-            f"max_boot = {b.max_boot} resamples of {m} questions could need {need / 2**30:.3g} GiB of resampled "
+            f"max_boot = {max_boot} resamples of {m} questions could need {need / 2**30:.3g} GiB of resampled "
             f"positions, more than BOOT_MEMORY_BYTES = {BOOT_MEMORY_BYTES / 2**30:g} GiB; lower max_boot "
             f"(default MAX_BOOT = {MAX_BOOT}) or raise mcse"
         )
-    rng = np.random.default_rng(b.seed)
+    rng = np.random.default_rng(seed)
     values: list[NDArray[np.float64]] = []
-    total, target = 0, b.n_boot
+    total, target = 0, n_boot
     while True:
         values.append(stats(_draw(rng, m, target - total)))
         total = target
@@ -331,12 +327,12 @@ def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int,
         if s.size < 2:
             return BootstrapInterval(math.nan, math.nan, math.nan, math.nan, total)
         x = np.sort(s)
-        e_lo, e_hi = _mcse(x, b.alpha / 2.0), _mcse(x, 1.0 - b.alpha / 2.0)
-        if max(e_lo, e_hi) <= b.mcse or total >= b.max_boot:
-            return BootstrapInterval(*_percentile_interval(s, b.alpha), e_lo, e_hi, total)
+        e_lo, e_hi = _mcse(x, alpha / 2.0), _mcse(x, 1.0 - alpha / 2.0)
+        if max(e_lo, e_hi) <= mcse or total >= max_boot:
+            return BootstrapInterval(*_percentile_interval(s, alpha), e_lo, e_hi, total)
         # the error falls as 1/sqrt(resamples) (the rule in bootstrap_interval's docstring)
-        want = 1.2 * total * (max(e_lo, e_hi) / b.mcse) ** 2
-        target = min(max(2 * total, int(math.ceil(want / b.n_boot)) * b.n_boot), b.max_boot)
+        want = 1.2 * total * (max(e_lo, e_hi) / mcse) ** 2
+        target = min(max(2 * total, int(math.ceil(want / n_boot)) * n_boot), max_boot)
 
 
 def bootstrap_interval(

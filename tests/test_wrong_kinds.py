@@ -56,7 +56,6 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"R": R2, "psd_policy": "raise", "eps": 1e-6},
         {"R": "matrix", "psd_policy": "choice", "eps": "real"},
     ),
-    "log_principal_minors": ({"R": R2}, {"R": "matrix"}),
     "subset_entropies": (
         {"R": R2, "psd_policy": "raise", "eps": 1e-6},
         {"R": "matrix", "psd_policy": "choice", "eps": "real"},
@@ -520,7 +519,6 @@ def test_gaussian_entropy_at_large_n_is_one_factorisation_and_agrees_with_slogde
     [
         lambda R: shapley.shapley_values(R),
         lambda R: shapley.subset_entropies(R),
-        lambda R: shapley.log_principal_minors(R),
     ],
 )
 def test_exact_computations_at_large_n_name_the_limit(call):

@@ -16,9 +16,9 @@ most ``psd_tolerance(R) = 10 n eps_machine max|R|``, relative to R's scale (:fun
 Then:
 
 * :func:`gaussian_entropy` is ``-inf`` when R is singular; otherwise it is the log-det of the elimination below,
-  the arithmetic that gives ``v(N)`` in :func:`log_principal_minors`, so ``sum(phi) == h(R)`` up to the round-off
+  the arithmetic that gives ``v(N)`` in :func:`subset_entropies`, so ``sum(phi) == h(R)`` up to the round-off
   of the Shapley weights (about 1e-12) whenever both are finite.
-* :func:`log_principal_minors` / :func:`subset_entropies`: ``v(N) = -inf`` when R is singular. The other
+* :func:`subset_entropies`: ``v(N) = -inf`` when R is singular. The other
   subsets are decided by their elimination pivots (Schur complements, answers in index order): a pivot at or
   below the threshold makes every subset containing that prefix singular (``-inf``). The threshold is 0 when R
   is nonsingular (every principal submatrix is then positive definite, its eigenvalues at least
@@ -117,7 +117,7 @@ def _scaled(A: NDArray[np.float64], floor: float = 0.0) -> tuple[NDArray[np.floa
 
 
 def _chain_logdet(A: NDArray[np.float64], floor: float) -> float:
-    """``ln det A`` by Schur complements in index order (one branch of :func:`log_principal_minors`).
+    """``ln det A`` by Schur complements in index order (one branch of :func:`_log_minors`).
 
     Beyond ``EXACT_MAX_N`` answers (no subset entropies to agree with) a nonsingular A is factored by LAPACK's
     Cholesky, the same pivots computed in one call: O(n**3 / 3) without n Python-level steps (n = 2000: well under
@@ -198,28 +198,12 @@ def _check_exact_size(n: int, what: str) -> None:
         )
 
 
-def log_principal_minors(R: ArrayLike) -> NDArray[np.float64]:
-    """``ln det R_S`` for every subset S, indexed by bitmask (bit j set iff answer j is in S).
-
-    R must be PSD (the callers validate it); ``ln det R_empty = 0``; singular minors give ``-inf`` by the
-    module's rule (``R_N`` exactly when :func:`shapley.core.psd.is_singular`, the others by their pivots).
-
-    Returns:
-        (2**n,) array.
-
-    Examples:
-        >>> np.round(log_principal_minors([[1.0, 0.5], [0.5, 1.0]]), 6).tolist()  # {}, {0}, {1}, {0, 1}
-        [0.0, 0.0, 0.0, -0.287682]
-        >>> log_principal_minors([[1.0, 1.0], [1.0, 1.0]]).tolist()
-        [0.0, 0.0, 0.0, -inf]
-    """
-    A = validate.symmetric_matrix(R, "R")
-    _check_exact_size(A.shape[0], "log principal minors")
-    return _log_minors(A, None)
-
-
 def _log_minors(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
-    """:func:`log_principal_minors` of a checked A; ``lam`` is lambda_min(A) where already known."""
+    """(2**n,) ``ln det A_S`` of every subset S of a checked PSD A, by bitmask; ``lam`` is lambda_min(A) if known.
+
+    ``ln det A_empty = 0``; singular minors give ``-inf`` by the module's rule (``A_N`` exactly when
+    :func:`shapley.core.psd.is_singular`, the others by their pivots).
+    """
     singular, floor = singularity_checked(A, lam)
     scaled, floor, log_scale = _scaled(A, floor)
     stack = scaled[None, :, :].copy()
@@ -251,7 +235,9 @@ def _popcount(masks: NDArray[np.int64], n: int) -> NDArray[np.int64]:
 
 
 def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
-    """``h(N(0, R_S))`` in nats for all ``2**n`` subsets S, indexed by bitmask; entry 0 (empty set) is 0.
+    """``h(N(0, R_S))`` in nats for all ``2**n`` subsets S, indexed by bitmask (bit j set iff answer j is in S).
+
+    Entry 0 (the empty set) is 0; singular subsets give ``-inf`` (the module's rule).
 
     Raises:
         ValueError: bad R or ``eps``, non-PSD R under ``psd_policy="raise"``, or n > ``EXACT_MAX_N``.
@@ -259,6 +245,8 @@ def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
     Examples:
         >>> np.round(subset_entropies(np.eye(2)), 4).tolist()  # {}, {0}, {1}, {0, 1}
         [0.0, 1.4189, 1.4189, 2.8379]
+        >>> np.round(subset_entropies([[1.0, 1.0], [1.0, 1.0]]), 4).tolist()  # a duplicated answer: singular
+        [0.0, 1.4189, 1.4189, -inf]
     """
     A = validate.symmetric_matrix(R, "R")
     _check_exact_size(A.shape[0], "exact subset entropies")

@@ -148,8 +148,7 @@ def gaussian_entropy(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
 
     Args:
         R: (n, n) symmetric covariance (for the paper, the kernel matrix), n >= 1.
-        psd_policy: what to do if R is not PSD (see :mod:`shapley.core.psd`); default raises.
-        eps: eigenvalue floor for the repairing policies, ``0 < eps < 1``.
+        psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`; default raises), ``0 < eps < 1``.
 
     Returns:
         The entropy; ``-inf`` for a singular PSD R (smallest eigenvalue at most

@@ -295,13 +295,13 @@ def entropies(x: Any, name: str) -> NDArray[np.float64]:
     return np.maximum(arr, 0.0)
 
 
-def ragged_rows(rows: Any, name: str) -> list[NDArray[np.float64]]:
-    """A non-empty sequence of 1-D finite arrays (ragged lengths allowed), e.g. per-sample token values."""
+def ragged_rows(rows: Any, name: str, row: Callable[[Any, str], NDArray[np.float64]]) -> list[NDArray[np.float64]]:
+    """A non-empty sequence of per-sample arrays (ragged lengths allowed), each checked by ``row`` (e.g. log_probs)."""
     if isinstance(rows, str | bytes) or not isinstance(rows, Sequence | np.ndarray):
         raise ValueError(f"{name} must be a sequence of per-sample token arrays; got {type(rows).__name__}")
     if len(rows) == 0:
         raise ValueError(f"{name} must hold at least one sample; got an empty list")
-    return [vector(r, f"{name}[{k}]") for k, r in enumerate(rows)]
+    return [row(r, f"{name}[{k}]") for k, r in enumerate(rows)]
 
 
 def cluster_labels(x: Any, name: str = "cluster_ids") -> NDArray[np.int64]:

@@ -8,8 +8,7 @@ subpackage runs and is tested without a language model. Conventions shared by al
   literature states as a confidence (lexical similarity, p(True), verbalised confidence, P(correct) of a
   classifier) are flipped as ``1 - confidence``.
 * **Units**: log-probabilities and entropies are natural-log (nats).
-* **Validation**: inputs are checked at the edge by :mod:`shapley.core.validate`; a ``ValueError`` says
-  what was wrong (NaN / inf, wrong shape, empty input, probabilities outside [0, 1], ...).
+* **Validation**: inputs are checked at the edge by :mod:`shapley.core.validate` (a ``ValueError`` says what).
 * **No hidden state**: no caches, no module-level models; the only stateful object is the explicit
   :class:`EmbeddingRegression` estimator.
 

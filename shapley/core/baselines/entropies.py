@@ -82,8 +82,8 @@ def length_normalised_predictive_entropy(token_logprobs: Sequence[Sequence[float
         >>> round(length_normalised_predictive_entropy(tokens), 4)  # (ln 2 + ln 4) / 2
         1.0397
     """
-    rows = validate.ragged_rows(token_logprobs, "token_logprobs")
-    means = [np.mean(validate.log_probs(r, f"token_logprobs[{k}]")) for k, r in enumerate(rows)]
+    rows = validate.ragged_rows(token_logprobs, "token_logprobs", validate.log_probs)
+    means = [np.mean(r) for r in rows]
     return float(max(0.0, -np.mean(means)))
 
 

@@ -66,9 +66,8 @@ def eccentricity(W: np.ndarray, k: int | None = None, *, eigv_threshold: float =
     is invariant to the choice of basis inside the selected eigenspace.
 
     ``k=None`` keeps every eigenvector whose eigenvalue is below ``eigv_threshold`` (0.9, the choice of
-    Lin et al.'s code; at least one is always kept), otherwise the k smallest (1 <= k <= n).
-    The centring is across answers, as in the paper's definition. 0 when all answers agree; sqrt(n-1)
-    for the identity W.
+    Lin et al.'s code; at least one is always kept), otherwise the k smallest (1 <= k <= n). Centred across
+    answers, as in the paper's definition: 0 when all answers agree; sqrt(n-1) for the identity W.
 
     Examples:
         >>> round(eccentricity(np.ones((3, 3))), 6), round(eccentricity(np.eye(3)), 6)  # 0 and sqrt(2)

@@ -1,6 +1,6 @@
 """Issue 17, general rule: inputs of the wrong *kind* are refused everywhere, naming the argument.
 
-The walk covers every public callable of the maths API (``shapley.__all__`` and every module of
+The walk covers every public callable of the maths API (what ``shapley`` re-exports and every module of
 ``shapley.core`` except the validation layer itself and the internal ``..._checked`` helpers, which take checked
 inputs, classes' public methods included) and every list argument
 of the command line. A public function or list argument that is missing from the tables below fails the walk,

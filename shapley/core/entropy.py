@@ -117,7 +117,7 @@ def _scaled(A: NDArray[np.float64], floor: float = 0.0) -> tuple[NDArray[np.floa
 
 
 def _chain_logdet(A: NDArray[np.float64], floor: float) -> float:
-    """``ln det A`` by Schur complements in index order (one branch of :func:`_log_minors`).
+    """``ln det A`` by Schur complements in index order (one branch of :func:`_subset_entropies`).
 
     Beyond ``EXACT_MAX_N`` answers (no subset entropies to agree with) a nonsingular A is factored by LAPACK's
     Cholesky, the same pivots computed in one call: O(n**3 / 3) without n Python-level steps (n = 2000: well under
@@ -197,12 +197,11 @@ def _check_exact_size(n: int, what: str) -> None:
         )
 
 
-def _log_minors(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
-    """(2**n,) ``ln det A_S`` of every subset S of a checked PSD A, by bitmask; ``lam`` is lambda_min(A) if known.
-
-    ``ln det A_empty = 0``; singular minors give ``-inf`` by the module's rule (``A_N`` exactly when
-    :func:`shapley.core.psd.is_singular`, the others by their pivots).
-    """
+def _subset_entropies(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
+    """:func:`subset_entropies` of a checked PSD A whose lambda_min is ``lam`` where already known: ``ln det A_S``
+    of every subset by the recursive Schur complement (module docstring), ``ln det A_empty = 0``, singular minors
+    ``-inf`` by the module's rule (``A_N`` exactly when :func:`shapley.core.psd.is_singular`, the others by their
+    pivots), then the entropies."""
     singular, floor = singularity_checked(A, lam)
     scaled, floor, log_scale = _scaled(A, floor)
     stack = scaled[None, :, :].copy()
@@ -223,7 +222,8 @@ def _log_minors(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64
         logdet = np.concatenate([logdet, logdet + logpiv])
     if singular:
         logdet[-1] = -np.inf
-    return logdet
+    n = A.shape[0]
+    return _popcount(np.arange(2**n, dtype=np.int64), n) * HALF_LOG_2PIE + 0.5 * logdet
 
 
 def _popcount(masks: NDArray[np.int64], n: int) -> NDArray[np.int64]:
@@ -251,13 +251,6 @@ def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
     _check_exact_size(A.shape[0], "exact subset entropies")
     A, lam = _psd(A, *_psd_settings(psd_policy, eps))
     return _subset_entropies(A, lam)
-
-
-def _subset_entropies(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
-    """:func:`subset_entropies` of a checked PSD A whose lambda_min is ``lam`` where already known."""
-    n = A.shape[0]
-    masks = np.arange(2**n, dtype=np.int64)
-    return _popcount(masks, n) * HALF_LOG_2PIE + 0.5 * _log_minors(A, lam)
 
 
 def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:

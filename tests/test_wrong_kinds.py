@@ -113,7 +113,6 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "ensure_psd": ({"R": R2, "policy": "raise", "eps": 1e-6}, {"R": "matrix", "policy": "choice", "eps": "real"}),
     # shapley.core.metrics
     "auroc": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
-    "accuracy_rejection_curve": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
     "auarc": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
     "prr": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
     "bootstrap_ci": (

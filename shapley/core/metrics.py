@@ -58,21 +58,9 @@ def auroc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
     return float(u_stat / (n_wrong * n_right))
 
 
-def accuracy_rejection_curve(uncertainty: ArrayLike, correct: ArrayLike) -> NDArray[np.float64]:
-    """Accuracy of the k most certain answers, k = 1..m, in expectation over random tie orders.
-
-    Returns:
-        (m,) array; entry k-1 is the accuracy when the ``m - k`` most uncertain answers are rejected.
-
-    Examples:
-        >>> np.round(accuracy_rejection_curve([0.1, 0.2, 0.8, 0.9], [True, True, False, False]), 4).tolist()
-        [1.0, 1.0, 0.6667, 0.5]
-    """
-    return _arc(*_inputs(uncertainty, correct))
-
-
 def _arc(u: NDArray[np.float64], c: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """:func:`accuracy_rejection_curve` of checked inputs."""
+    """The accuracy-rejection curve of checked inputs: (m,) accuracies of the k most certain answers, k = 1..m
+    (entry k-1 rejects the ``m - k`` most uncertain), in expectation over random tie orders."""
     order = np.argsort(u, kind="stable")
     us, cs = u[order], c[order].astype(np.float64)
     # Replace each tie group by its mean: the expected cumulative sum under a random order within ties.

@@ -104,7 +104,7 @@ def _psd_settings(psd_policy: str, eps: float) -> tuple[str, float]:
 def _psd(A: NDArray[np.float64], policy: str, eps: float) -> tuple[NDArray[np.float64], float | None]:
     """A made PSD under ``policy`` (:func:`~shapley.core.psd.ensure_psd`) and its lambda_min where already known."""
     out, report = ensure_psd_checked(A, policy, eps)
-    return out, (None if report.repaired else report.min_eigenvalue)
+    return out, (report.min_eigenvalue if report.was_psd else None)
 
 
 def _scaled(A: NDArray[np.float64], floor: float = 0.0) -> tuple[NDArray[np.float64], float, float]:

@@ -81,12 +81,11 @@ class PSDRepairWarning(RuntimeWarning):
 
 @dataclass(frozen=True)
 class PSDReport:
-    """What a PSD check found and did. ``min_eigenvalue`` is of the input; ``repaired`` says if R changed."""
+    """What a PSD check found and did: ``min_eigenvalue`` is of the input, which is repaired when not ``was_psd``."""
 
     min_eigenvalue: float
     was_psd: bool
     policy: str
-    repaired: bool
     shrink_factor: float | None = None
 
 
@@ -310,14 +309,14 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
 
     Examples:
         >>> A, report = ensure_psd([[1.0, 0.5], [0.5, 1.0]])
-        >>> report.was_psd, report.repaired
-        (True, False)
+        >>> report.was_psd, report.shrink_factor
+        (True, None)
         >>> import warnings
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore", PSDRepairWarning)
         ...     A, report = ensure_psd([[1.0, 2.0], [2.0, 1.0]], "shrink", eps=0.5)
-        >>> report.repaired, report.shrink_factor
-        (True, 0.25)
+        >>> report.was_psd, report.shrink_factor
+        (False, 0.25)
     """
     policy = validate.choice(policy, PSD_POLICIES, "policy (psd_policy)")
     eps = validate.open_fraction(eps, "eps")
@@ -328,7 +327,7 @@ def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple
     """:func:`ensure_psd` of a checked symmetric A, policy and eps (no checks)."""
     lam = _smallest_eigenvalue(A)
     if lam >= -psd_tolerance_checked(A):
-        return A, PSDReport(lam, True, policy, False)
+        return A, PSDReport(lam, True, policy)
     n = A.shape[0]
     if policy == "raise":
         raise ValueError(
@@ -350,7 +349,7 @@ def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple
         PSDRepairWarning,
         stacklevel=_first_caller_outside_the_core(),
     )
-    return out, PSDReport(lam, False, policy, True, t)
+    return out, PSDReport(lam, False, policy, t)
 
 
 def _first_caller_outside_the_core() -> int:

@@ -23,7 +23,6 @@ from shapley.core import validate
 from shapley.core.paired import DeLongResult as DeLongResult
 from shapley.core.paired import delong_test as delong_test
 from shapley.core.paired import holm as holm
-from shapley.core.ranks import SCORE_DIGITS as SCORE_DIGITS
 from shapley.core.ranks import checked_inputs as _inputs
 from shapley.core.ranks import checked_scores as _scores
 from shapley.core.ranks import midranks_checked as _midranks

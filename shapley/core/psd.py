@@ -196,11 +196,8 @@ def gershgorin_beta_bound(n: int) -> float:
 
 
 def shrink_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], float]:
-    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps``; returns (repaired R, t).
-
-    Args:
-        R: (n, n) symmetric matrix with unit diagonal (a kernel matrix).
-        eps: the eigenvalue floor, ``0 < eps < 1``.
+    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps`` (``0 < eps < 1``) for a symmetric (n, n) R with
+    unit diagonal (a kernel matrix); returns (repaired R, t).
 
     Examples:
         >>> A, t = shrink_to_psd([[1.0, 2.0], [2.0, 1.0]], eps=0.5)  # eigenvalues -1 and 3

@@ -136,22 +136,22 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "clusters-non-contradiction-one-direction",
         "core",
-        "return bool(Cm[i, j] < threshold and Cm[j, i] < threshold)",
-        "return bool(Cm[i, j] < threshold)",
+        "same = (Cm < threshold) & (Cm < threshold).T",
+        "same = Cm < threshold",
         (T_BASE, "-k", "clusters"),
     ),
     Mutant(
         "clusters-non-contradiction-other-direction",
         "core",
-        "return bool(Cm[i, j] < threshold and Cm[j, i] < threshold)",
-        "return bool(Cm[j, i] < threshold)",
+        "same = (Cm < threshold) & (Cm < threshold).T",
+        "same = (Cm < threshold).T",
         (T_BASE, "-k", "clusters"),
     ),
     Mutant(
         "clusters-bidirectional-one-direction",
         "core",
-        "return bool(E[i, j] > threshold and E[j, i] > threshold)",
-        "return bool(E[j, i] > threshold)",
+        "same = (E > threshold) & (E > threshold).T",
+        "same = (E > threshold).T",
         (T_BASE, "-k", "clusters"),
     ),
     Mutant(
@@ -228,8 +228,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "paired-bootstrap-p-not-doubled",
         "core",
-        "return float(min(1.0, 2.0 * far / d.size))",
-        "return float(min(1.0, far / d.size))",
+        "p_value = 1.0 if delta == 0.0 else float(min(1.0, 2.0 * far / d.size))",
+        "p_value = 1.0 if delta == 0.0 else float(min(1.0, far / d.size))",
         (T_METRICS, "-k", "paired_bootstrap"),
     ),
     Mutant(
@@ -291,8 +291,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "shapley-weights",
         "core",
-        "return np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])",
-        "return np.array([1.0 / (n * math.comb(n, s)) for s in range(n)])",
+        "weights = np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])",
+        "weights = np.array([1.0 / (n * math.comb(n, s)) for s in range(n)])",
         (T_CORE,),
     ),
     Mutant(

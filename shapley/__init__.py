@@ -14,71 +14,27 @@ outside core; theory and pipeline import core; companion may import all three; t
 and companion (``tests/test_architecture.py``).
 """
 
-from typing import TYPE_CHECKING, Any
-
-from shapley.core.entropy import (
-    EXACT_MAX_N,
-    HALF_LOG_2PIE,
-    MC_MAX_SECONDS,
-    MC_MEMORY_BYTES,
-    NAIVE_MAX_N,
-    game_shapley_values,
-    gaussian_entropy,
-    log_principal_minors,
-    shapley_uncertainty,
-    shapley_values,
-    shapley_values_mc,
-    subset_entropies,
-)
-from shapley.core.kernel import correlation_matrix, kernel_matrix
-from shapley.core.psd import (
-    PSD_POLICIES,
-    PSDRepairWarning,
-    ensure_psd,
-    gershgorin_beta_bound,
-    is_psd,
-    is_singular,
-    min_eigenvalue,
-    paper_beta_bound,
-)
-
-if TYPE_CHECKING:
-    from shapley.core import metrics
+from shapley.core import metrics as metrics
+from shapley.core.entropy import EXACT_MAX_N as EXACT_MAX_N
+from shapley.core.entropy import HALF_LOG_2PIE as HALF_LOG_2PIE
+from shapley.core.entropy import MC_MAX_SECONDS as MC_MAX_SECONDS
+from shapley.core.entropy import MC_MEMORY_BYTES as MC_MEMORY_BYTES
+from shapley.core.entropy import NAIVE_MAX_N as NAIVE_MAX_N
+from shapley.core.entropy import game_shapley_values as game_shapley_values
+from shapley.core.entropy import gaussian_entropy as gaussian_entropy
+from shapley.core.entropy import shapley_uncertainty as shapley_uncertainty
+from shapley.core.entropy import shapley_values as shapley_values
+from shapley.core.entropy import shapley_values_mc as shapley_values_mc
+from shapley.core.entropy import subset_entropies as subset_entropies
+from shapley.core.kernel import correlation_matrix as correlation_matrix
+from shapley.core.kernel import kernel_matrix as kernel_matrix
+from shapley.core.psd import PSD_POLICIES as PSD_POLICIES
+from shapley.core.psd import PSDRepairWarning as PSDRepairWarning
+from shapley.core.psd import ensure_psd as ensure_psd
+from shapley.core.psd import gershgorin_beta_bound as gershgorin_beta_bound
+from shapley.core.psd import is_psd as is_psd
+from shapley.core.psd import is_singular as is_singular
+from shapley.core.psd import min_eigenvalue as min_eigenvalue
+from shapley.core.psd import paper_beta_bound as paper_beta_bound
 
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> Any:
-    """``shapley.metrics`` on first use: it imports scipy.stats (about a second), which ``--help`` never needs."""
-    if name == "metrics":
-        import shapley.core.metrics
-
-        return shapley.core.metrics
-    raise AttributeError(f"module 'shapley' has no attribute {name!r}")
-
-
-__all__ = [
-    "EXACT_MAX_N",
-    "HALF_LOG_2PIE",
-    "MC_MAX_SECONDS",
-    "MC_MEMORY_BYTES",
-    "NAIVE_MAX_N",
-    "PSD_POLICIES",
-    "PSDRepairWarning",
-    "correlation_matrix",
-    "ensure_psd",
-    "game_shapley_values",
-    "gaussian_entropy",
-    "gershgorin_beta_bound",
-    "is_psd",
-    "is_singular",
-    "kernel_matrix",
-    "log_principal_minors",
-    "metrics",
-    "min_eigenvalue",
-    "paper_beta_bound",
-    "shapley_uncertainty",
-    "shapley_values",
-    "shapley_values_mc",
-    "subset_entropies",
-]

@@ -12,14 +12,13 @@ without it (minors of ``R[1:, 1:]``) and those with it (``R[0, 0]`` times minors
 complement). Level by level this is vectorised in numpy and costs O(2**n) arithmetic in total.
 
 Singularity, one rule for every function here. A PSD matrix R is singular when its smallest eigenvalue is at
-most ``psd_tolerance(R) = 10 n eps_machine max|R|`` (:func:`shapley.core.psd.is_singular`): relative to R's
-scale, so ``c * R`` is singular exactly when R is (``1e-300 * I`` is not; ``[[1, 1 - 1e-12], [1 - 1e-12, 1]]``,
-eigenvalue ratio 5e-13, is not either). Then:
+most ``psd_tolerance(R) = 10 n eps_machine max|R|``, relative to R's scale (:func:`shapley.core.psd.is_singular`).
+Then:
 
 * :func:`gaussian_entropy` is ``-inf`` when R is singular; otherwise it is the log-det of the elimination below,
-  the arithmetic that gives ``v(N)`` in :func:`log_principal_minors`, so ``sum(phi) == h(R)`` up to the round-off
+  the arithmetic that gives ``v(N)`` in :func:`subset_entropies`, so ``sum(phi) == h(R)`` up to the round-off
   of the Shapley weights (about 1e-12) whenever both are finite.
-* :func:`log_principal_minors` / :func:`subset_entropies`: ``v(N) = -inf`` when R is singular. The other
+* :func:`subset_entropies`: ``v(N) = -inf`` when R is singular. The other
   subsets are decided by their elimination pivots (Schur complements, answers in index order): a pivot at or
   below the threshold makes every subset containing that prefix singular (``-inf``). The threshold is 0 when R
   is nonsingular (every principal submatrix is then positive definite, its eigenvalues at least
@@ -31,13 +30,9 @@ eigenvalue ratio 5e-13, is not either). Then:
   sampled order anew, so its sum matches ``h(R)`` only up to round-off that grows with R's condition number
   (about ``n eps_machine cond(R)`` nats at worst).
 
-Size limits, each checked before any O(n**3) work and named in the refusal: ``"exact"`` (and
-:func:`subset_entropies`, :func:`log_principal_minors`, :func:`game_shapley_values`) needs ``n <= EXACT_MAX_N``
-(memory 2**n), ``"naive"`` ``n <= NAIVE_MAX_N`` (time), and ``"monte_carlo"`` at most ``MC_MAX_SECONDS`` of
-estimated time (a cost per sampled order, per entry of its (n, n) matrix and per operation of its Cholesky
-factor); it processes its permutations in chunks that fit ``MC_MEMORY_BYTES`` (refusing an n
-where one permutation does not fit). :func:`gaussian_entropy` has no limit: beyond ``EXACT_MAX_N`` it factors R
-once (Cholesky) instead of eliminating answer by answer in Python (n = 2000: about a second).
+Size limits, each checked before any O(n**3) work and named in the refusal: :data:`EXACT_MAX_N` (``"exact"`` and
+every computation over all 2**n subsets), :data:`NAIVE_MAX_N`, :data:`MC_MAX_SECONDS` and :data:`MC_MEMORY_BYTES`
+(``"monte_carlo"``). :func:`gaussian_entropy` has none (:func:`_chain_logdet`).
 """
 
 from __future__ import annotations
@@ -81,8 +76,7 @@ _MC_SECONDS_PER_PERMUTATION = (1e-6, 3.5e-8, 1.5e-10)
 permuted (n, n) matrix, its Cholesky factor). Measured by ``benchmarks/bench_guards.py``
 (``results/bench_guards.json``; ``shapley_values_mc`` on one thread, n = 3 to 320; 0.5 to 0.8 us per order at
 n = 3, 1.7 to 2.6 us at n = 10, 2.3 to 2.5 ms at n = 320 in two runs on a shared machine), fitted at or above the
-slowest run, then raised by half as a margin for a loaded one. (An earlier measurement, 1.3 us at n = 3 and
-9.9 ms at n = 320, made the guard admit about a quarter of its minute.)"""
+slowest run, then raised by half as a margin for a loaded one."""
 
 _MC_SECONDS_PER_CALL = 4.5e-10
 """Cost of one call besides its orders, times n**3 seconds: the PSD check and the singularity check decompose R
@@ -110,7 +104,7 @@ def _psd_settings(psd_policy: str, eps: float) -> tuple[str, float]:
 def _psd(A: NDArray[np.float64], policy: str, eps: float) -> tuple[NDArray[np.float64], float | None]:
     """A made PSD under ``policy`` (:func:`~shapley.core.psd.ensure_psd`) and its lambda_min where already known."""
     out, report = ensure_psd_checked(A, policy, eps)
-    return out, (None if report.repaired else report.min_eigenvalue)
+    return out, (report.min_eigenvalue if report.was_psd else None)
 
 
 def _scaled(A: NDArray[np.float64], floor: float = 0.0) -> tuple[NDArray[np.float64], float, float]:
@@ -123,7 +117,7 @@ def _scaled(A: NDArray[np.float64], floor: float = 0.0) -> tuple[NDArray[np.floa
 
 
 def _chain_logdet(A: NDArray[np.float64], floor: float) -> float:
-    """``ln det A`` by Schur complements in index order (one branch of :func:`log_principal_minors`).
+    """``ln det A`` by Schur complements in index order (one branch of :func:`_subset_entropies`).
 
     Beyond ``EXACT_MAX_N`` answers (no subset entropies to agree with) a nonsingular A is factored by LAPACK's
     Cholesky, the same pivots computed in one call: O(n**3 / 3) without n Python-level steps (n = 2000: well under
@@ -154,8 +148,7 @@ def gaussian_entropy(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
 
     Args:
         R: (n, n) symmetric covariance (for the paper, the kernel matrix), n >= 1.
-        psd_policy: what to do if R is not PSD (see :mod:`shapley.core.psd`); default raises.
-        eps: eigenvalue floor for the repairing policies, ``0 < eps < 1``.
+        psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`; default raises), ``0 < eps < 1``.
 
     Returns:
         The entropy; ``-inf`` for a singular PSD R (smallest eigenvalue at most
@@ -204,28 +197,11 @@ def _check_exact_size(n: int, what: str) -> None:
         )
 
 
-def log_principal_minors(R: ArrayLike) -> NDArray[np.float64]:
-    """``ln det R_S`` for every subset S, indexed by bitmask (bit j set iff answer j is in S).
-
-    R must be PSD (the callers validate it); ``ln det R_empty = 0``; singular minors give ``-inf`` by the
-    module's rule (``R_N`` exactly when :func:`shapley.core.psd.is_singular`, the others by their pivots).
-
-    Returns:
-        (2**n,) array.
-
-    Examples:
-        >>> np.round(log_principal_minors([[1.0, 0.5], [0.5, 1.0]]), 6).tolist()  # {}, {0}, {1}, {0, 1}
-        [0.0, 0.0, 0.0, -0.287682]
-        >>> log_principal_minors([[1.0, 1.0], [1.0, 1.0]]).tolist()
-        [0.0, 0.0, 0.0, -inf]
-    """
-    A = validate.symmetric_matrix(R, "R")
-    _check_exact_size(A.shape[0], "log principal minors")
-    return _log_minors(A, None)
-
-
-def _log_minors(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
-    """:func:`log_principal_minors` of a checked A; ``lam`` is lambda_min(A) where already known."""
+def _subset_entropies(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
+    """:func:`subset_entropies` of a checked PSD A whose lambda_min is ``lam`` where already known: ``ln det A_S``
+    of every subset by the recursive Schur complement (module docstring), ``ln det A_empty = 0``, singular minors
+    ``-inf`` by the module's rule (``A_N`` exactly when :func:`shapley.core.psd.is_singular`, the others by their
+    pivots), then the entropies."""
     singular, floor = singularity_checked(A, lam)
     scaled, floor, log_scale = _scaled(A, floor)
     stack = scaled[None, :, :].copy()
@@ -246,7 +222,8 @@ def _log_minors(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64
         logdet = np.concatenate([logdet, logdet + logpiv])
     if singular:
         logdet[-1] = -np.inf
-    return logdet
+    n = A.shape[0]
+    return _popcount(np.arange(2**n, dtype=np.int64), n) * HALF_LOG_2PIE + 0.5 * logdet
 
 
 def _popcount(masks: NDArray[np.int64], n: int) -> NDArray[np.int64]:
@@ -257,7 +234,9 @@ def _popcount(masks: NDArray[np.int64], n: int) -> NDArray[np.int64]:
 
 
 def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
-    """``h(N(0, R_S))`` in nats for all ``2**n`` subsets S, indexed by bitmask; entry 0 (empty set) is 0.
+    """``h(N(0, R_S))`` in nats for all ``2**n`` subsets S, indexed by bitmask (bit j set iff answer j is in S).
+
+    Entry 0 (the empty set) is 0; singular subsets give ``-inf`` (the module's rule).
 
     Raises:
         ValueError: bad R or ``eps``, non-PSD R under ``psd_policy="raise"``, or n > ``EXACT_MAX_N``.
@@ -265,23 +244,13 @@ def subset_entropies(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DE
     Examples:
         >>> np.round(subset_entropies(np.eye(2)), 4).tolist()  # {}, {0}, {1}, {0, 1}
         [0.0, 1.4189, 1.4189, 2.8379]
+        >>> np.round(subset_entropies([[1.0, 1.0], [1.0, 1.0]]), 4).tolist()  # a duplicated answer: singular
+        [0.0, 1.4189, 1.4189, -inf]
     """
     A = validate.symmetric_matrix(R, "R")
     _check_exact_size(A.shape[0], "exact subset entropies")
     A, lam = _psd(A, *_psd_settings(psd_policy, eps))
     return _subset_entropies(A, lam)
-
-
-def _subset_entropies(A: NDArray[np.float64], lam: float | None) -> NDArray[np.float64]:
-    """:func:`subset_entropies` of a checked PSD A whose lambda_min is ``lam`` where already known."""
-    n = A.shape[0]
-    masks = np.arange(2**n, dtype=np.int64)
-    return _popcount(masks, n) * HALF_LOG_2PIE + 0.5 * _log_minors(A, lam)
-
-
-def _shapley_weights(n: int) -> NDArray[np.float64]:
-    """w[s] = s! (n - s - 1)! / n! for a coalition of size s not containing the player."""
-    return np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])
 
 
 def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
@@ -326,7 +295,8 @@ _UNDEFINED = (
 
 def _shapley_from_values(v: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     masks = np.arange(2**n, dtype=np.int64)
-    w = _shapley_weights(n)[_popcount(masks, n).clip(max=n - 1)]
+    weights = np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])  # s! (n - s - 1)! / n!, |S| = s
+    w = weights[_popcount(masks, n).clip(max=n - 1)]  # the weight of each coalition S not containing i
     phi = np.empty(n)
     for i in range(n):
         without = masks[((masks >> i) & 1) == 0]
@@ -368,12 +338,10 @@ def _shapley_naive(A: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 _MC_CHUNK = 1024
-"""Sampled orders that :func:`shapley_values_mc` factors at once, at most (its ``chunk``)."""
+"""Most sampled orders that :func:`shapley_values_mc` factors at once (fewer where ``memory_bytes`` says so)."""
 
 
-def _mc_plan(
-    n: int, n_permutations: int, seed: int | None, chunk: int, memory_bytes: int
-) -> tuple[int, int | None, int]:
+def _mc_plan(n: int, n_permutations: int, seed: int | None, memory_bytes: int) -> tuple[int, int | None, int]:
     """Checked Monte-Carlo settings at n answers: ``(n_permutations, seed, orders per chunk)``. Refuses, before any
     O(n**3) work, more than :data:`MC_MAX_SECONDS` of estimated time or one order larger than ``memory_bytes``."""
     n_permutations = validate.integer(n_permutations, "n_permutations", minimum=2)
@@ -384,7 +352,6 @@ def _mc_plan(
             f"{_mc_seconds(n_permutations, n):.3g} s on one core, more than MC_MAX_SECONDS = {MC_MAX_SECONDS:g} "
             "(about a minute); lower n_permutations"
         )
-    chunk = validate.positive_int(chunk, "chunk")
     memory_bytes = validate.positive_int(memory_bytes, "memory_bytes")
     per_perm = _MC_BYTES_PER_ENTRY * n * n
     if per_perm > memory_bytes:
@@ -393,7 +360,7 @@ def _mc_plan(
             f"permutation, more than the memory budget memory_bytes = {memory_bytes} bytes "
             f"(default MC_MEMORY_BYTES = {MC_MEMORY_BYTES}); raise memory_bytes or reduce n"
         )
-    return n_permutations, seed, min(chunk, memory_bytes // per_perm)
+    return n_permutations, seed, min(_MC_CHUNK, memory_bytes // per_perm)
 
 
 def _mc_contributions(A: NDArray[np.float64], perms: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -420,7 +387,6 @@ def shapley_values_mc(
     seed: int | None = 0,
     psd_policy: str = "raise",
     eps: float = DEFAULT_EPS,
-    chunk: int = _MC_CHUNK,
     memory_bytes: int = MC_MEMORY_BYTES,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Monte-Carlo Shapley values by permutation sampling, with standard errors.
@@ -433,10 +399,8 @@ def shapley_values_mc(
         R: (n, n) symmetric PSD, nonsingular matrix (the module's rule).
         n_permutations: sampled orders (>= 2). seed: for ``numpy.random.default_rng``.
         psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`).
-        chunk: at most this many orders are factored at once.
-        memory_bytes: working-memory budget; chunks are made small enough to fit (about
-            ``32 n**2`` bytes per order). The result does not depend on ``chunk`` or ``memory_bytes``
-            beyond round-off.
+        memory_bytes: working-memory budget; the orders are factored in chunks small enough to fit (about
+            ``32 n**2`` bytes per order). The result does not depend on it beyond round-off.
 
     Returns:
         (phi, stderr), both (n,) in nats. ``stderr`` is the standard error of the mean over orders.
@@ -451,7 +415,7 @@ def shapley_values_mc(
         ([1.4189, 1.4189, 1.4189], [0.0, 0.0, 0.0])
     """
     A = validate.symmetric_matrix(R, "R")
-    plan = _mc_plan(A.shape[0], n_permutations, seed, chunk, memory_bytes)
+    plan = _mc_plan(A.shape[0], n_permutations, seed, memory_bytes)
     return _shapley_mc(A, *_psd_settings(psd_policy, eps), plan)
 
 
@@ -507,9 +471,7 @@ def shapley_values(
 
     Returns:
         (n,) array ``phi`` with ``phi.sum() == gaussian_entropy(R)`` (efficiency) up to round-off whenever
-        the entropy is finite (for ``"monte_carlo"``, round-off that grows with R's condition number). For a
-        singular R (the module's rule) entries are ``-inf``, or a ``ValueError`` says they are undefined
-        (``"monte_carlo"`` always refuses a singular R).
+        the entropy is finite; for a singular R, ``-inf`` entries or a ``ValueError`` (the module's rule).
 
     Raises:
         ValueError: bad input, unknown method, n above the method's limit, undefined values.
@@ -527,7 +489,7 @@ def shapley_values(
     policy, e = _psd_settings(psd_policy, eps)
     n = A.shape[0]
     if method == "monte_carlo":
-        return _shapley_mc(A, policy, e, _mc_plan(n, n_permutations, seed, _MC_CHUNK, MC_MEMORY_BYTES))[0]
+        return _shapley_mc(A, policy, e, _mc_plan(n, n_permutations, seed, MC_MEMORY_BYTES))[0]
     if method == "naive" and n > NAIVE_MAX_N:
         raise ValueError(
             f"method='naive' evaluates about n * 2**n log-dets; n = {n} > NAIVE_MAX_N = {NAIVE_MAX_N} "

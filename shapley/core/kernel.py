@@ -5,8 +5,7 @@
 
     R[i, i] = 1,    R[i, j] = beta * exp(-(1 - C[i, j])**2 / 2)   (i != j)
 
-R plays the role of a correlation matrix; whether it is positive semi-definite is the business of
-:mod:`shapley.core.psd`.
+R plays the role of a correlation matrix (:mod:`shapley.core.psd` on whether it is one).
 """
 
 from __future__ import annotations

@@ -3,17 +3,10 @@
 Conventions: ``uncertainty`` is higher for answers the method trusts less; ``correct`` is boolean.
 A metric that needs both classes returns NaN with a ``RuntimeWarning`` when only one is present.
 
-Comparing two methods on the same m questions: :func:`paired_bootstrap` (any metric; one set of resampled
-questions for both methods, a percentile interval of the difference and a two-sided p-value),
-:func:`delong_test` (AUROC only, DeLong et al. 1988's asymptotic test for correlated AUROCs) and :func:`holm`
-(Holm's step-down adjustment of several p-values, e.g. every method against one reference).
-:func:`bootstrap_interval` and :func:`paired_interval` give percentile intervals whose resample count grows
-until each end's Monte-Carlo standard error (:func:`quantile_mcse`, Maritz-Jarrett) is at most a target.
-
-Ties: every function here rounds the uncertainty scores once to :data:`SCORE_DIGITS` significant digits
-(:func:`round_scores`) before ranking them, so that scores equal in exact arithmetic but apart by round-off
-(a few units in the last place) are ranked as ties, whatever the order of the floating-point operations that
-produced them.
+Two methods on the same m questions: :func:`paired_bootstrap` and :func:`paired_interval` (any metric),
+:func:`delong_test` and :func:`holm` (from :mod:`shapley.core.paired`). :func:`bootstrap_interval` and
+:func:`paired_interval` draw resamples until each end's Monte-Carlo error (:func:`quantile_mcse`) meets a target.
+Every function here rounds the scores once (:func:`round_scores`, which says why) before ranking them.
 """
 
 from __future__ import annotations
@@ -30,7 +23,6 @@ from shapley.core import validate
 from shapley.core.paired import DeLongResult as DeLongResult
 from shapley.core.paired import delong_test as delong_test
 from shapley.core.paired import holm as holm
-from shapley.core.ranks import SCORE_DIGITS as SCORE_DIGITS
 from shapley.core.ranks import checked_inputs as _inputs
 from shapley.core.ranks import checked_scores as _scores
 from shapley.core.ranks import midranks_checked as _midranks
@@ -65,21 +57,9 @@ def auroc(uncertainty: ArrayLike, correct: ArrayLike) -> float:
     return float(u_stat / (n_wrong * n_right))
 
 
-def accuracy_rejection_curve(uncertainty: ArrayLike, correct: ArrayLike) -> NDArray[np.float64]:
-    """Accuracy of the k most certain answers, k = 1..m, in expectation over random tie orders.
-
-    Returns:
-        (m,) array; entry k-1 is the accuracy when the ``m - k`` most uncertain answers are rejected.
-
-    Examples:
-        >>> np.round(accuracy_rejection_curve([0.1, 0.2, 0.8, 0.9], [True, True, False, False]), 4).tolist()
-        [1.0, 1.0, 0.6667, 0.5]
-    """
-    return _arc(*_inputs(uncertainty, correct))
-
-
 def _arc(u: NDArray[np.float64], c: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """:func:`accuracy_rejection_curve` of checked inputs."""
+    """The accuracy-rejection curve of checked inputs: (m,) accuracies of the k most certain answers, k = 1..m
+    (entry k-1 rejects the ``m - k`` most uncertain), in expectation over random tie orders."""
     order = np.argsort(u, kind="stable")
     us, cs = u[order], c[order].astype(np.float64)
     # Replace each tie group by its mean: the expected cumulative sum under a random order within ties.
@@ -300,14 +280,9 @@ class BootstrapInterval(NamedTuple):
     n_boot: int
 
 
-class _Resampling(NamedTuple):
-    """The checked settings of :func:`bootstrap_interval` and :func:`paired_interval`."""
-
-    n_boot: int
-    alpha: float
-    seed: int | None
-    mcse: float
-    max_boot: int
+_Resampling = tuple[int, float, int | None, float, int]
+"""The checked settings of :func:`bootstrap_interval` and :func:`paired_interval`: (n_boot, alpha, seed, mcse,
+max_boot)."""
 
 
 def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcse: float, max_boot: int) -> _Resampling:
@@ -315,21 +290,22 @@ def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcs
     validate.integer(max_boot, "max_boot", minimum=MIN_BOOT)
     if max_boot < n_boot:
         raise ValueError(f"max_boot must be >= n_boot; got {max_boot} < {n_boot}")
-    return _Resampling(int(n_boot), alpha, seed, validate.number(mcse, "mcse", 0.0), int(max_boot))
+    return int(n_boot), alpha, seed, validate.number(mcse, "mcse", 0.0), int(max_boot)
 
 
 def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int, b: _Resampling) -> BootstrapInterval:
-    """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``b.mcse``."""
-    need = b.max_boot * max(m, 1) * 8  # bytes of max_boot resamples' question positions
+    """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``mcse``."""
+    n_boot, alpha, seed, mcse, max_boot = b
+    need = max_boot * max(m, 1) * 8  # bytes of max_boot resamples' question positions
     if need > BOOT_MEMORY_BYTES:
         raise ValueError(
-            f"max_boot = {b.max_boot} resamples of {m} questions could need {need / 2**30:.3g} GiB of resampled "
+            f"max_boot = {max_boot} resamples of {m} questions could need {need / 2**30:.3g} GiB of resampled "
             f"positions, more than BOOT_MEMORY_BYTES = {BOOT_MEMORY_BYTES / 2**30:g} GiB; lower max_boot "
             f"(default MAX_BOOT = {MAX_BOOT}) or raise mcse"
         )
-    rng = np.random.default_rng(b.seed)
+    rng = np.random.default_rng(seed)
     values: list[NDArray[np.float64]] = []
-    total, target = 0, b.n_boot
+    total, target = 0, n_boot
     while True:
         values.append(stats(_draw(rng, m, target - total)))
         total = target
@@ -337,16 +313,13 @@ def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int,
         s = s[np.isfinite(s)]
         if s.size < 2:
             return BootstrapInterval(math.nan, math.nan, math.nan, math.nan, total)
-        q = (b.alpha / 2.0, 1.0 - b.alpha / 2.0)
-        lo, hi = np.quantile(s, q)
         x = np.sort(s)
-        e_lo, e_hi = _mcse(x, q[0]), _mcse(x, q[1])
-        if max(e_lo, e_hi) <= b.mcse or total >= b.max_boot:
-            return BootstrapInterval(float(lo), float(hi), e_lo, e_hi, total)
-        # The error falls as 1/sqrt(resamples): ask for what should reach the target (with 20 % to spare), at
-        # least twice as many, at most max_boot; rounded up to a multiple of n_boot.
-        want = 1.2 * total * (max(e_lo, e_hi) / b.mcse) ** 2
-        target = min(max(2 * total, int(math.ceil(want / b.n_boot)) * b.n_boot), b.max_boot)
+        e_lo, e_hi = _mcse(x, alpha / 2.0), _mcse(x, 1.0 - alpha / 2.0)
+        if max(e_lo, e_hi) <= mcse or total >= max_boot:
+            return BootstrapInterval(*_percentile_interval(s, alpha), e_lo, e_hi, total)
+        # the error falls as 1/sqrt(resamples) (the rule in bootstrap_interval's docstring)
+        want = 1.2 * total * (max(e_lo, e_hi) / mcse) ** 2
+        target = min(max(2 * total, int(math.ceil(want / n_boot)) * n_boot), max_boot)
 
 
 def bootstrap_interval(
@@ -431,11 +404,7 @@ def paired_interval(
 
 
 class PairedComparison(NamedTuple):
-    """Method a against method b on the same questions (see :func:`paired_bootstrap`).
-
-    ``delta = metric(a) - metric(b)`` on all questions; ``(lo, hi)`` its percentile bootstrap interval;
-    ``p_value`` two-sided, for "no difference".
-    """
+    """``delta = metric(a) - metric(b)``, its percentile interval and two-sided p-value (:func:`paired_bootstrap`)."""
 
     delta: float
     lo: float
@@ -455,14 +424,6 @@ def _resamples(indices: ArrayLike | None, m: int, n_boot: int, seed: int | None)
     if idx.min() < 0 or idx.max() >= m:
         raise ValueError(f"indices must lie in [0, {m - 1}]; got values in [{idx.min()}, {idx.max()}]")
     return idx.astype(np.int64)
-
-
-def _two_sided_p(delta: float, d: NDArray[np.float64]) -> float:
-    """Twice the share of resampled differences on the far side of zero (ties at 0 count), capped at 1."""
-    if delta == 0.0:
-        return 1.0
-    far = np.count_nonzero(d <= 0.0) if delta > 0.0 else np.count_nonzero(d >= 0.0)
-    return float(min(1.0, 2.0 * far / d.size))
 
 
 def paired_bootstrap(
@@ -519,4 +480,6 @@ def paired_bootstrap(
     d = d[np.isfinite(d)]
     if d.size == 0:
         return PairedComparison(delta, math.nan, math.nan, math.nan)
-    return PairedComparison(delta, *_percentile_interval(d, alpha), _two_sided_p(delta, d))
+    far = np.count_nonzero(d <= 0.0) if delta > 0.0 else np.count_nonzero(d >= 0.0)  # ties at 0 count
+    p_value = 1.0 if delta == 0.0 else float(min(1.0, 2.0 * far / d.size))
+    return PairedComparison(delta, *_percentile_interval(d, alpha), p_value)

@@ -102,11 +102,9 @@ def delong_test(u_a: ArrayLike, u_b: ArrayLike, correct: ArrayLike) -> DeLongRes
     delta = float(np.mean(v10a) - np.mean(v10b))
     S = np.cov(np.vstack([v10a, v10b])) / n_wrong + np.cov(np.vstack([v01a, v01b])) / n_right
     var = float(S[0, 0] + S[1, 1] - 2.0 * S[0, 1])
-    if var <= 0.0:
-        return (
-            DeLongResult(delta, 0.0, 1.0) if delta == 0.0 else DeLongResult(delta, math.copysign(math.inf, delta), 0.0)
-        )
-    z = delta / math.sqrt(var)
+    if var <= 0.0 and delta == 0.0:
+        return DeLongResult(delta, 0.0, 1.0)
+    z = delta / math.sqrt(var) if var > 0.0 else math.copysign(math.inf, delta)  # p = 0 at z = +-inf
     from scipy.special import ndtr  # what scipy.stats.norm.sf calls, without scipy.stats' second-long import
 
     return DeLongResult(delta, z, float(2.0 * ndtr(-abs(z))))

@@ -17,9 +17,8 @@ need a log-det therefore take a ``psd_policy``:
     Higham's (2002) alternating projections to the nearest correlation matrix whose eigenvalues are
     at least ``eps`` (Frobenius norm).
 
-The PSD test is relative to R's scale: R is PSD when no eigenvalue lies below ``-psd_tolerance(R)``
-(``10 n eps_machine max|R|``), and a PSD R is singular when its smallest eigenvalue is at most that tolerance
-(:func:`is_singular`; the rule and its consequences are in :mod:`shapley.core.entropy`).
+R is PSD when no eigenvalue lies below ``-psd_tolerance(R)`` (:func:`is_psd`), and a PSD R is singular when its
+smallest eigenvalue is at most that tolerance (:func:`is_singular`).
 
 Every repair emits a :class:`PSDRepairWarning`. ``eps`` (a number with ``0 < eps < 1``, checked by every
 function that takes it) defaults to ``1e-6``: a repaired matrix is positive definite, so its log-det is
@@ -82,12 +81,11 @@ class PSDRepairWarning(RuntimeWarning):
 
 @dataclass(frozen=True)
 class PSDReport:
-    """What a PSD check found and did. ``min_eigenvalue`` is of the input; ``repaired`` says if R changed."""
+    """What a PSD check found and did: ``min_eigenvalue`` is of the input, which is repaired when not ``was_psd``."""
 
     min_eigenvalue: float
     was_psd: bool
     policy: str
-    repaired: bool
     shrink_factor: float | None = None
 
 
@@ -198,11 +196,8 @@ def gershgorin_beta_bound(n: int) -> float:
 
 
 def shrink_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], float]:
-    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps``; returns (repaired R, t).
-
-    Args:
-        R: (n, n) symmetric matrix with unit diagonal (a kernel matrix).
-        eps: the eigenvalue floor, ``0 < eps < 1``.
+    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps`` (``0 < eps < 1``) for a symmetric (n, n) R with
+    unit diagonal (a kernel matrix); returns (repaired R, t).
 
     Examples:
         >>> A, t = shrink_to_psd([[1.0, 2.0], [2.0, 1.0]], eps=0.5)  # eigenvalues -1 and 3
@@ -277,18 +272,16 @@ def _nearest(R: NDArray[np.float64], e: float, iters: int, stop: float) -> NDArr
         )
     Y = R.copy()
     dS = np.zeros_like(R)
-    X = R.copy()
     for _ in range(iters):
         Rk = Y - dS
         w, V = np.linalg.eigh((Rk + Rk.T) / 2.0)
         X = (V * np.maximum(w, e)) @ V.T
         dS = X - Rk
-        Y_new = X.copy()
-        np.fill_diagonal(Y_new, 1.0)
-        if np.linalg.norm(Y_new - Y, "fro") <= stop * max(1.0, float(np.linalg.norm(Y, "fro"))):
-            Y = Y_new
+        np.fill_diagonal(X, 1.0)  # the projection onto unit diagonals: the next iterate
+        converged = np.linalg.norm(X - Y, "fro") <= stop * max(1.0, float(np.linalg.norm(Y, "fro")))
+        Y = X
+        if converged:
             break
-        Y = Y_new
     # The unit-diagonal iterate may sit a hair below eps; finish with a clip, which moves it by O(tol).
     Y = (Y + Y.T) / 2.0
     if np.linalg.eigvalsh(Y)[0] < e * (1 - 1e-9):
@@ -302,8 +295,7 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
     Args:
         R: (n, n) symmetric matrix.
         policy: one of ``PSD_POLICIES`` (module docstring).
-        eps: eigenvalue floor used by the repairing policies, a finite number with ``0 < eps < 1`` (checked
-            under every policy).
+        eps: eigenvalue floor of the repairing policies, ``0 < eps < 1`` (checked under every policy).
 
     Returns:
         (R to use, report). A PSD input (no eigenvalue below ``-psd_tolerance(R)``) is returned unchanged,
@@ -314,14 +306,14 @@ def ensure_psd(R: ArrayLike, policy: str = "raise", eps: float = DEFAULT_EPS) ->
 
     Examples:
         >>> A, report = ensure_psd([[1.0, 0.5], [0.5, 1.0]])
-        >>> report.was_psd, report.repaired
-        (True, False)
+        >>> report.was_psd, report.shrink_factor
+        (True, None)
         >>> import warnings
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore", PSDRepairWarning)
         ...     A, report = ensure_psd([[1.0, 2.0], [2.0, 1.0]], "shrink", eps=0.5)
-        >>> report.repaired, report.shrink_factor
-        (True, 0.25)
+        >>> report.was_psd, report.shrink_factor
+        (False, 0.25)
     """
     policy = validate.choice(policy, PSD_POLICIES, "policy (psd_policy)")
     eps = validate.open_fraction(eps, "eps")
@@ -332,10 +324,15 @@ def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple
     """:func:`ensure_psd` of a checked symmetric A, policy and eps (no checks)."""
     lam = _smallest_eigenvalue(A)
     if lam >= -psd_tolerance_checked(A):
-        return A, PSDReport(lam, True, policy, False)
+        return A, PSDReport(lam, True, policy)
     n = A.shape[0]
     if policy == "raise":
-        raise ValueError(_not_psd_message(lam, n))
+        raise ValueError(
+            f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
+            "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
+            f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
+            "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
+        )
     t = None
     if policy == "shrink":
         out, t = _shrink(A, eps, lam)
@@ -349,16 +346,7 @@ def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple
         PSDRepairWarning,
         stacklevel=_first_caller_outside_the_core(),
     )
-    return out, PSDReport(lam, False, policy, True, t)
-
-
-def _not_psd_message(lam: float, n: int) -> str:
-    return (
-        f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
-        "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
-        f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
-        "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
-    )
+    return out, PSDReport(lam, False, policy, t)
 
 
 def _first_caller_outside_the_core() -> int:

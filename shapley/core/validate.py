@@ -74,9 +74,8 @@ def real_array(
 ) -> NDArray[np.float64]:
     """``x`` as a float64 array if its entries are real numbers (integer or floating dtype), else ``ValueError``.
 
-    Refused (named in the message): complex, string, bytes, object, datetime and boolean arrays, ragged
-    nestings, and non-array objects such as ``None``, a dict or a bare string; with ``ndim``, an array of another
-    number of dimensions (``dims`` describes the expected shape in the message, e.g. ``" (n, n)"``).
+    Refused (named in the message): the kinds the module docstring lists, ragged nestings, non-array objects (``None``,
+    a dict, a bare string) and, with ``ndim``, another number of dimensions (``dims`` describes the shape).
 
     Examples:
         >>> real_array([1, 2.5], "x").tolist()
@@ -205,8 +204,7 @@ def open_fraction(x: Any, name: str) -> float:
 
 
 def integer(x: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An ``int`` or numpy integer in ``[minimum, maximum]`` (either may be ``None``); bools, floats (``2.0``,
-    ``inf``, ``nan``) and strings refused."""
+    """An integer parameter (module docstring) in ``[minimum, maximum]`` (either may be ``None``)."""
     kind_ok = not isinstance(x, bool | np.bool_) and isinstance(x, int | np.integer)
     if kind_ok and (minimum is None or x >= minimum) and (maximum is None or x <= maximum):
         return int(x)
@@ -297,13 +295,13 @@ def entropies(x: Any, name: str) -> NDArray[np.float64]:
     return np.maximum(arr, 0.0)
 
 
-def ragged_rows(rows: Any, name: str) -> list[NDArray[np.float64]]:
-    """A non-empty sequence of 1-D finite arrays (ragged lengths allowed), e.g. per-sample token values."""
+def ragged_rows(rows: Any, name: str, row: Callable[[Any, str], NDArray[np.float64]]) -> list[NDArray[np.float64]]:
+    """A non-empty sequence of per-sample arrays (ragged lengths allowed), each checked by ``row`` (e.g. log_probs)."""
     if isinstance(rows, str | bytes) or not isinstance(rows, Sequence | np.ndarray):
         raise ValueError(f"{name} must be a sequence of per-sample token arrays; got {type(rows).__name__}")
     if len(rows) == 0:
         raise ValueError(f"{name} must hold at least one sample; got an empty list")
-    return [vector(r, f"{name}[{k}]") for k, r in enumerate(rows)]
+    return [row(r, f"{name}[{k}]") for k, r in enumerate(rows)]
 
 
 def cluster_labels(x: Any, name: str = "cluster_ids") -> NDArray[np.int64]:

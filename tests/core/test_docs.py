@@ -34,11 +34,8 @@ def _public_functions(module: ModuleType) -> dict[str, Callable[..., object]]:
 
 
 def _reexported() -> dict[str, Callable[..., object]]:
-    return {
-        f"shapley.{name}": getattr(shapley, name)
-        for name in shapley.__all__
-        if inspect.isfunction(getattr(shapley, name))
-    }
+    """The functions ``shapley/__init__.py`` re-exports (``from shapley.core... import f as f``)."""
+    return {f"shapley.{name}": f for name, f in vars(shapley).items() if inspect.isfunction(f)}
 
 
 def _all_public() -> dict[str, Callable[..., object]]:

@@ -8,8 +8,7 @@ subpackage runs and is tested without a language model. Conventions shared by al
   literature states as a confidence (lexical similarity, p(True), verbalised confidence, P(correct) of a
   classifier) are flipped as ``1 - confidence``.
 * **Units**: log-probabilities and entropies are natural-log (nats).
-* **Validation**: inputs are checked at the edge by :mod:`shapley.core.validate`; a ``ValueError`` says
-  what was wrong (NaN / inf, wrong shape, empty input, probabilities outside [0, 1], ...).
+* **Validation**: inputs are checked at the edge by :mod:`shapley.core.validate` (a ``ValueError`` says what).
 * **No hidden state**: no caches, no module-level models; the only stateful object is the explicit
   :class:`EmbeddingRegression` estimator.
 
@@ -18,49 +17,28 @@ Families: :mod:`.entropies` (likelihood and semantic entropies), :mod:`.lexical`
 :mod:`.regression` (embedding regression).
 """
 
+from shapley.core.baselines.entropies import discrete_semantic_entropy as discrete_semantic_entropy
 from shapley.core.baselines.entropies import (
-    discrete_semantic_entropy,
-    length_normalised_predictive_entropy,
-    likelihood_entropy,
-    num_semantic_sets,
-    predictive_entropy,
-    semantic_clusters,
-    semantic_entropy,
-    shannon_entropy,
+    length_normalised_predictive_entropy as length_normalised_predictive_entropy,
 )
-from shapley.core.baselines.lexical import lexical_similarity
-from shapley.core.baselines.regression import EmbeddingRegression, train_test_split_indices
-from shapley.core.baselines.selfcheck import selfcheck_avge, selfcheck_avgl, selfcheck_maxe, selfcheck_maxl
-from shapley.core.baselines.spectral import degree, eccentricity, eigv, kernel_language_entropy
-from shapley.core.baselines.verbalised import (
-    p_true_uncertainty,
-    parse_confidence,
-    parse_p_true,
-    verbalised_uncertainty,
-)
-
-__all__ = [
-    "EmbeddingRegression",
-    "degree",
-    "discrete_semantic_entropy",
-    "eccentricity",
-    "eigv",
-    "kernel_language_entropy",
-    "length_normalised_predictive_entropy",
-    "lexical_similarity",
-    "likelihood_entropy",
-    "num_semantic_sets",
-    "p_true_uncertainty",
-    "parse_confidence",
-    "parse_p_true",
-    "predictive_entropy",
-    "selfcheck_avge",
-    "selfcheck_avgl",
-    "selfcheck_maxe",
-    "selfcheck_maxl",
-    "semantic_clusters",
-    "semantic_entropy",
-    "shannon_entropy",
-    "train_test_split_indices",
-    "verbalised_uncertainty",
-]
+from shapley.core.baselines.entropies import likelihood_entropy as likelihood_entropy
+from shapley.core.baselines.entropies import num_semantic_sets as num_semantic_sets
+from shapley.core.baselines.entropies import predictive_entropy as predictive_entropy
+from shapley.core.baselines.entropies import semantic_clusters as semantic_clusters
+from shapley.core.baselines.entropies import semantic_entropy as semantic_entropy
+from shapley.core.baselines.entropies import shannon_entropy as shannon_entropy
+from shapley.core.baselines.lexical import lexical_similarity as lexical_similarity
+from shapley.core.baselines.regression import EmbeddingRegression as EmbeddingRegression
+from shapley.core.baselines.regression import train_test_split_indices as train_test_split_indices
+from shapley.core.baselines.selfcheck import selfcheck_avge as selfcheck_avge
+from shapley.core.baselines.selfcheck import selfcheck_avgl as selfcheck_avgl
+from shapley.core.baselines.selfcheck import selfcheck_maxe as selfcheck_maxe
+from shapley.core.baselines.selfcheck import selfcheck_maxl as selfcheck_maxl
+from shapley.core.baselines.spectral import degree as degree
+from shapley.core.baselines.spectral import eccentricity as eccentricity
+from shapley.core.baselines.spectral import eigv as eigv
+from shapley.core.baselines.spectral import kernel_language_entropy as kernel_language_entropy
+from shapley.core.baselines.verbalised import p_true_uncertainty as p_true_uncertainty
+from shapley.core.baselines.verbalised import parse_confidence as parse_confidence
+from shapley.core.baselines.verbalised import parse_p_true as parse_p_true
+from shapley.core.baselines.verbalised import verbalised_uncertainty as verbalised_uncertainty

@@ -52,8 +52,6 @@ def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float
 
     With a single answer there is no pair to compare and no evidence of disagreement: returns 0.0.
 
-    Direction: higher = more uncertain (answers differ lexically); the similarity itself is a confidence.
-
     Examples:
         >>> lexical_similarity(["Paris", "Paris"])  # identical answers
         0.0

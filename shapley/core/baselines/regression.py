@@ -33,7 +33,7 @@ class EmbeddingRegression:
 
     Liu et al. (2024) "Uncertainty estimation and quantification for LLMs: a simple supervised
     approach" (the paper's ER column). Features are standardised (scikit-learn ``StandardScaler``)
-    and fed to ``LogisticRegression`` (L2, ``C``, lbfgs, fixed ``random_state``).
+    and fed to ``LogisticRegression`` (scikit-learn's defaults: L2 with C = 1, lbfgs; seeded, up to 1000 steps).
 
     ``fit(X_train, correct_train)``: X (m, d) finite features (e.g. hidden states or sentence
     embeddings), correct (m,) booleans / 0-1 labels with both classes present; returns self.
@@ -47,14 +47,7 @@ class EmbeddingRegression:
         True
     """
 
-    def __init__(self, C: float = 1.0, random_state: int = 0, max_iter: int = 1000) -> None:
-        self.C = validate.number(C, "C", 0.0)  # the inverse regularisation strength
-        validate.positive_int(max_iter, "max_iter")
-        validate.seed_value(random_state, "random_state")
-        self.random_state = random_state
-        self.max_iter = max_iter
-        self.model_: Any = None
-        self.n_features_: int | None = None
+    model_: Any = None  # the fitted pipeline
 
     @staticmethod
     def _features(X: Any, name: str) -> np.ndarray:
@@ -80,13 +73,10 @@ class EmbeddingRegression:
                 f"the training answers are {'all correct' if y[0] == 1 else 'all incorrect'}: logistic "
                 "regression needs both correct and incorrect examples"
             )
-        model = make_pipeline(
+        self.model_ = make_pipeline(
             StandardScaler(),
-            LogisticRegression(C=self.C, random_state=self.random_state, max_iter=self.max_iter),
-        )
-        model.fit(X, y)
-        self.model_ = model
-        self.n_features_ = X.shape[1]
+            LogisticRegression(random_state=0, max_iter=1000),
+        ).fit(X, y)
         return self
 
     def uncertainty(self, X: np.ndarray) -> np.ndarray:
@@ -94,8 +84,7 @@ class EmbeddingRegression:
         if self.model_ is None:
             raise ValueError("EmbeddingRegression is not fitted yet: call fit(X_train, correct_train) first")
         A = self._features(X, "X")
-        if A.shape[1] != self.n_features_:
-            raise ValueError(f"X has {A.shape[1]} features but the model was fitted on {self.n_features_}")
-        classes = list(self.model_.classes_)
-        p_correct = self.model_.predict_proba(A)[:, classes.index(1)]
-        return 1.0 - p_correct
+        fitted = self.model_.n_features_in_
+        if A.shape[1] != fitted:
+            raise ValueError(f"X has {A.shape[1]} features but the model was fitted on {fitted}")
+        return 1.0 - self.model_.predict_proba(A)[:, 1]  # the columns are classes 0 and 1 (fit needs both)

@@ -1,5 +1,6 @@
-"""Graph-spectral uncertainty (Lin et al. 2024: EigV, Deg, Ecc) and kernel language entropy (Nikitin et al. 2024)
-on a symmetric similarity matrix W with entries in [0, 1]."""
+"""Graph-spectral uncertainty (Lin, Trivedi & Sun 2024, TMLR, "Generating with confidence": EigV, Deg, Ecc) and
+kernel language entropy (Nikitin et al. 2024) of n answers, from their (n, n) symmetric similarity matrix W with
+entries in [0, 1] (e.g. averaged entailment probabilities, diagonal usually 1). D = diag(row sums of W)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,8 @@ def _normalised_laplacian(W: np.ndarray) -> np.ndarray:
 def eigv(W: np.ndarray) -> float:
     """Sum of eigenvalue gaps U_EigV = sum_k max(0, 1 - lambda_k) (unitless, a soft cluster count).
 
-    Lin, Trivedi & Sun (2024, TMLR) "Generating with confidence". ``W``: (n, n) symmetric similarity
-    matrix with entries in [0, 1] (e.g. averaged entailment probabilities, diagonal usually 1);
-    lambda_k are the eigenvalues of the symmetric normalised Laplacian L = I - D^-1/2 W D^-1/2,
-    D = diag(row sums). Equals the number of connected components for a 0/1 block matrix: 1 when all
-    answers agree, n for the identity.
+    lambda_k are the eigenvalues of the symmetric normalised Laplacian L = I - D^-1/2 W D^-1/2. Equals the
+    number of connected components for a 0/1 block matrix: 1 when all answers agree, n for the identity.
 
     Examples:
         >>> W = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # two groups of answers
@@ -45,11 +43,9 @@ def eigv(W: np.ndarray) -> float:
 
 
 def degree(W: np.ndarray) -> float:
-    """Degree-based uncertainty U_Deg = trace(n I - D) / n^2 = 1 - mean_j(d_j) / n (unitless).
+    """Degree-based uncertainty U_Deg = trace(n I - D) / n^2 = 1 - mean_j(d_j) / n (unitless), d_j = sum_i W[j, i].
 
-    Lin, Trivedi & Sun (2024, TMLR) "Generating with confidence". ``W``: (n, n) symmetric similarity
-    matrix in [0, 1]; d_j = sum_i W[j, i]. 0 when every pair is fully similar, 1 - 1/n for the
-    identity (each answer similar only to itself).
+    0 when every pair is fully similar, 1 - 1/n for the identity (each answer similar only to itself).
 
     Examples:
         >>> W = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
@@ -64,17 +60,14 @@ def degree(W: np.ndarray) -> float:
 def eccentricity(W: np.ndarray, k: int | None = None, *, eigv_threshold: float = 0.9) -> float:
     """Eccentricity U_Ecc: spread of the answers' spectral embeddings around their centroid (unitless).
 
-    Lin, Trivedi & Sun (2024, TMLR) "Generating with confidence". ``W``: (n, n) symmetric similarity
-    matrix in [0, 1]. Take the eigenvectors u_1..u_k of the k smallest eigenvalues of the symmetric
-    normalised Laplacian L = I - D^-1/2 W D^-1/2; answer j is embedded as v_j = (u_1[j], ..., u_k[j]).
-    With v_bar the mean embedding, U_Ecc = ||[v_1 - v_bar, ..., v_n - v_bar]||_2, i.e. the Frobenius
-    norm (square root of the summed squared distances to the centroid); it is invariant to the choice
-    of basis inside the selected eigenspace.
+    Take the eigenvectors u_1..u_k of the k smallest eigenvalues of the Laplacian L of :func:`eigv`; answer j
+    is embedded as v_j = (u_1[j], ..., u_k[j]). With v_bar the mean embedding, U_Ecc = ||[v_1 - v_bar, ...,
+    v_n - v_bar]||_2, i.e. the Frobenius norm (square root of the summed squared distances to the centroid); it
+    is invariant to the choice of basis inside the selected eigenspace.
 
     ``k=None`` keeps every eigenvector whose eigenvalue is below ``eigv_threshold`` (0.9, the choice of
-    Lin et al.'s code; at least one is always kept), otherwise the k smallest (1 <= k <= n).
-    The centring is across answers, as in the paper's definition. 0 when all answers agree; sqrt(n-1)
-    for the identity W.
+    Lin et al.'s code; at least one is always kept), otherwise the k smallest (1 <= k <= n). Centred across
+    answers, as in the paper's definition: 0 when all answers agree; sqrt(n-1) for the identity W.
 
     Examples:
         >>> round(eccentricity(np.ones((3, 3))), 6), round(eccentricity(np.eye(3)), 6)  # 0 and sqrt(2)
@@ -100,10 +93,9 @@ def kernel_language_entropy(
 ) -> float:
     """Kernel language entropy (nats): von Neumann entropy of a heat kernel on the answer graph.
 
-    Nikitin et al. (2024, NeurIPS) "Kernel language entropy: fine-grained uncertainty quantification
-    for LLMs from semantic similarities". ``W``: (n, n) symmetric similarity matrix in [0, 1];
-    L = D - W is its (unnormalised) graph Laplacian and K = expm(-t L) the heat kernel (t > 0, the
-    diffusion time). K is turned into a density matrix rho (PSD, unit trace):
+    Nikitin et al. (2024, NeurIPS) "Kernel language entropy: fine-grained uncertainty quantification for LLMs
+    from semantic similarities". L = D - W is W's (unnormalised) graph Laplacian and K = expm(-t L) the heat
+    kernel (t > 0, the diffusion time). K is turned into a density matrix rho (PSD, unit trace):
 
     * ``"trace"`` (default): rho = K / tr K.
     * ``"diagonal"``: rho = D_K^-1/2 K D_K^-1/2 / n (unit diagonal, then divided by n), the scaling of

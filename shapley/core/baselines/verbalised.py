@@ -30,12 +30,8 @@ def parse_p_true(logprob_true: float, logprob_false: float) -> float:
             raise ValueError(f"{name} must be finite or -inf; got {v}")
     if a == -math.inf and b == -math.inf:
         raise ValueError("logprob_true and logprob_false are both -inf: no probability mass on either option")
-    if a == -math.inf:
-        return 0.0
-    if b == -math.inf:
-        return 1.0
     d = b - a
-    # 1 / (1 + exp(b - a)), stable for large |d|
+    # 1 / (1 + exp(b - a)), stable for large |d| (and exact for d = +-inf: 0 and 1)
     if d >= 0:
         e = math.exp(-d)
         return e / (1.0 + e)

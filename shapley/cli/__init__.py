@@ -47,13 +47,14 @@ def _run(a: argparse.Namespace, argv: list[str]) -> None:
 
 
 def _print_summary(path: Path) -> None:
-    from shapley.pipeline.evaluate import metrics as evaluate
+    from shapley.pipeline.evaluate.metrics import load_skipped
+    from shapley.pipeline.evaluate.report import load_metrics, markdown_table
 
-    m = evaluate.load_metrics(path)
-    sk = evaluate.load_skipped(path)
+    m = load_metrics(path)
+    sk = load_skipped(path)
     cols = ["method", "auroc", "auroc_lo", "auroc_hi", "n", "accuracy"]
     print(f"run directory: {path}")
-    print(evaluate.markdown_table(m[cols]))
+    print(markdown_table(m[cols]))
     if len(m) and m["accuracy"].isin([0.0, 1.0]).all():
         verdict = "correct" if m["accuracy"].iloc[0] == 1.0 else "incorrect"
         print(f"note: all judged answers are {verdict}: AUROC and PRR are undefined (NaN)")
@@ -68,10 +69,9 @@ def _merge(a: argparse.Namespace, argv: list[str]) -> None:
 
 
 def _report(a: argparse.Namespace, argv: list[str]) -> None:
-    from shapley.pipeline.evaluate import metrics as evaluate
     from shapley.pipeline.evaluate import report
 
-    md = evaluate.report(a.run_dirs, a.output)
+    md = report.report(a.run_dirs, a.output)
     if a.output is None:
         print(md, end="")
     else:
@@ -79,13 +79,12 @@ def _report(a: argparse.Namespace, argv: list[str]) -> None:
 
 
 def _beta_sweep(a: argparse.Namespace, argv: list[str]) -> None:
-    from shapley.pipeline.evaluate import metrics as evaluate
+    from shapley.pipeline.evaluate.metrics import TABLE5_BETAS, write_beta_sweep
+    from shapley.pipeline.evaluate.report import markdown_table
 
-    betas = evaluate.TABLE5_BETAS if a.betas is None else a.betas
-    summary, paths = evaluate.write_beta_sweep(
-        a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output
-    )
-    print(evaluate.markdown_table(summary, digits=5))
+    betas = TABLE5_BETAS if a.betas is None else a.betas
+    summary, paths = write_beta_sweep(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output)
+    print(markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
 
 

@@ -19,7 +19,7 @@ import re
 import stat
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -88,13 +88,7 @@ def _beta_sweep(a: argparse.Namespace, argv: list[str]) -> None:
     print("wrote " + " and ".join(str(f) for f in paths))
 
 
-_COMMANDS: dict[str, Callable[[argparse.Namespace, list[str]], None]] = {
-    "run": _run,
-    "score-samples": _run,
-    "merge": _merge,
-    "report": _report,
-    "beta-sweep": _beta_sweep,
-}
+_COMMANDS = {"run": _run, "score-samples": _run, "merge": _merge, "report": _report, "beta-sweep": _beta_sweep}
 """What each subcommand runs, given its parsed arguments and its whole command line (recorded by a run)."""
 
 _PATH_ARGS = {  # command -> (dest, how the message names it) of every argument that is a path

@@ -26,7 +26,8 @@ from typing import TextIO
 from shapley.cli.args import build_parser, config_from_args
 
 
-def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
+def _run(a: argparse.Namespace, argv: list[str]) -> None:
+    """``run`` and ``score-samples``: the device and the entailment cache checked, then the run."""
     from shapley.pipeline.entail.cache import check_cache_path
     from shapley.pipeline.experiment import pipelines as experiment
 
@@ -41,41 +42,33 @@ def _cmd_pipeline(a: argparse.Namespace, argv: Sequence[str]) -> int:
         from shapley.pipeline.rundir.settings import cache_dir
 
         cache_dir()
-    if config.command == "run":
-        path = experiment.run_experiment(config, a.output, argv=argv)
-    else:
-        path = experiment.score_samples(config, a.output, argv=argv)
-    _print_summary(path)
-    return 0
+    start = experiment.run_experiment if config.command == "run" else experiment.score_samples
+    _print_summary(start(config, a.output, argv=argv))
 
 
 def _print_summary(path: Path) -> None:
-    from shapley.pipeline.evaluate import metrics as evaluate
-    from shapley.pipeline.evaluate import report
+    from shapley.pipeline.evaluate.metrics import load_skipped
+    from shapley.pipeline.evaluate.report import load_metrics, markdown_table
 
-    m = report.load_metrics(path)
-    sk = evaluate.load_skipped(path)
+    m = load_metrics(path)
+    sk = load_skipped(path)
     cols = ["method", "auroc", "auroc_lo", "auroc_hi", "n", "accuracy"]
     print(f"run directory: {path}")
-    print(report.markdown_table(m[cols]))
+    print(markdown_table(m[cols]))
     if len(m) and m["accuracy"].isin([0.0, 1.0]).all():
-        print(
-            "note: all judged answers are "
-            + ("correct" if m["accuracy"].iloc[0] == 1.0 else "incorrect")
-            + ": AUROC and PRR are undefined (NaN)"
-        )
+        verdict = "correct" if m["accuracy"].iloc[0] == 1.0 else "incorrect"
+        print(f"note: all judged answers are {verdict}: AUROC and PRR are undefined (NaN)")
     for _, r in sk.iterrows():
         print(f"note: {r['method']} skipped on {r['n_skipped']} of {r['n_questions']} questions: {r['reason']}")
 
 
-def _cmd_merge(a: argparse.Namespace, argv: Sequence[str]) -> int:
+def _merge(a: argparse.Namespace, argv: list[str]) -> None:
     from shapley.pipeline.experiment import merge
 
     _print_summary(merge.merge_runs(a.shard_dirs, a.output, argv=argv))
-    return 0
 
 
-def _cmd_report(a: argparse.Namespace) -> int:
+def _report(a: argparse.Namespace, argv: list[str]) -> None:
     from shapley.pipeline.evaluate import report
 
     md = report.report(a.run_dirs, a.output)
@@ -83,31 +76,20 @@ def _cmd_report(a: argparse.Namespace) -> int:
         print(md, end="")
     else:
         print("wrote " + " and ".join(str(f) for f in report.report_files(a.output)))
-    return 0
 
 
-def _writable_file(out: Path, flag: str) -> None:
-    """Refuse (ValueError naming ``flag`` and ``out``) an output file whose folder is missing or that is a folder."""
-    if out.is_dir():
-        raise ValueError(f"{flag} {out} is a directory; give a file name")
-    if not out.parent.is_dir():
-        raise ValueError(f"{flag} {out}: its folder {out.parent} does not exist")
+def _beta_sweep(a: argparse.Namespace, argv: list[str]) -> None:
+    from shapley.pipeline.evaluate.metrics import TABLE5_BETAS, write_beta_sweep
+    from shapley.pipeline.evaluate.report import markdown_table
 
-
-def _cmd_beta_sweep(a: argparse.Namespace) -> int:
-    from shapley.pipeline.evaluate import metrics as evaluate
-    from shapley.pipeline.evaluate import report
-
-    if a.output:
-        _writable_file(Path(a.output), "--output")
-    betas = evaluate.TABLE5_BETAS if a.betas is None else a.betas
-    summary, paths = evaluate.write_beta_sweep(
-        a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output
-    )
-    print(report.markdown_table(summary, digits=5))
+    betas = TABLE5_BETAS if a.betas is None else a.betas
+    summary, paths = write_beta_sweep(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output)
+    print(markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
-    return 0
 
+
+_COMMANDS = {"run": _run, "score-samples": _run, "merge": _merge, "report": _report, "beta-sweep": _beta_sweep}
+"""What each subcommand runs, given its parsed arguments and its whole command line (recorded by a run)."""
 
 _PATH_ARGS = {  # command -> (dest, how the message names it) of every argument that is a path
     "run": (("output", "--output"), ("data.path", "--data-path"), ("runtime.entail_cache", "--entail-cache")),
@@ -139,30 +121,28 @@ def _check_paths(a: argparse.Namespace) -> None:
                 ) from None
         if name != "SHARD_DIR":  # merge refuses a repeated shard itself, naming the shard (I/K)
             _distinct_paths(paths, name)
-    for dest in ("input", "data.path"):
-        _regular_input(getattr(a, dest, None), "FILE.jsonl" if dest == "input" else "--data-path")
-
-
-def _output_files(a: argparse.Namespace) -> tuple[list[Path], list[str], set[Path]]:
-    """(files the command writes for --output, run directories it reads, files of those it may replace)."""
-    if a.command == "report" and a.output is not None:
-        from shapley.pipeline.evaluate.report import report_files
-
-        return list(report_files(a.output)), list(a.run_dirs), set()
-    if a.command == "beta-sweep" and a.output is not None:
-        from shapley.pipeline.rundir.derived import SWEEP_OUTPUTS
-
-        out = Path(a.output)
-        own = {Path(os.path.realpath(Path(a.run_dir) / name)) for name in SWEEP_OUTPUTS}
-        return [out, out.with_name(out.stem + "_per_question.csv")], [a.run_dir], own
-    return [], [], set()
+    for dest, name in _PATH_ARGS[a.command]:
+        if dest in ("input", "data.path"):  # the input files, read twice
+            _regular_input(getattr(a, dest), name)
 
 
 def _check_outputs(a: argparse.Namespace) -> None:
-    """``--output`` files, checked before anything is read or written (``ValueError`` naming the option): never
-    a file of a run directory the command reads (the sweep's own files excepted), never a folder, pipe or device
-    (a link is written through to its target, which must be a regular file or new, in an existing folder)."""
-    files, reads, own = _output_files(a)
+    """``--output`` files of ``report`` and ``beta-sweep``, checked before anything is read or written
+    (``ValueError`` naming the option): never a file of a run directory the command reads (the sweep's own files
+    excepted), never a folder, pipe or device (a link is written through to its target, which must be a regular
+    file or new, in an existing folder). The sweep's folder must exist; the report creates its own."""
+    if a.output is None or a.command not in ("report", "beta-sweep"):
+        return
+    if a.command == "report":
+        from shapley.pipeline.evaluate.report import report_files
+
+        files, reads, own = list(report_files(a.output)), a.run_dirs, set()
+    else:
+        from shapley.pipeline.rundir.derived import SWEEP_OUTPUTS
+
+        out = Path(a.output)
+        files, reads = [out, out.with_name(out.stem + "_per_question.csv")], [a.run_dir]
+        own = {Path(os.path.realpath(Path(a.run_dir) / name)) for name in SWEEP_OUTPUTS}
     read_dirs = {Path(os.path.realpath(d)) for d in reads}
     for f in files:
         real = Path(os.path.realpath(f))
@@ -176,6 +156,8 @@ def _check_outputs(a: argparse.Namespace) -> None:
                 f"--output {f} is in the run directory {real.parent} being read; the command never writes there "
                 "(it could replace the run's own files): write it outside the run directory"
             )
+    if a.command == "beta-sweep" and not files[0].parent.is_dir():
+        raise ValueError(f"--output {files[0]}: its folder {files[0].parent} does not exist")
 
 
 def _distinct_paths(paths: list[str], name: str) -> None:
@@ -234,14 +216,11 @@ def _join_dash_values(argv: list[str], options: set[str]) -> list[str]:
     joined, the value reaches its own check, which says what is wrong with it.
     """
     out: list[str] = []
-    k = 0
-    while k < len(argv):
-        if argv[k] in options and k + 1 < len(argv) and re.match(r"-[\d.]", argv[k + 1]):
-            out.append(f"{argv[k]}={argv[k + 1]}")
-            k += 2
+    for arg in argv:
+        if out and out[-1] in options and re.match(r"-[\d.]", arg):
+            out[-1] += "=" + arg
         else:
-            out.append(argv[k])
-            k += 1
+            out.append(arg)
     return out
 
 
@@ -250,32 +229,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     a = parser.parse_args(_join_dash_values(args_list, _value_options(parser)))
-    full_argv = ["python", "-m", "shapley", *args_list]
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
-        return _dispatch(a, full_argv)
-
-
-def _dispatch(a: argparse.Namespace, full_argv: list[str]) -> int:
-    try:
-        _check_paths(a)
-        _check_outputs(a)
-        if a.command in ("run", "score-samples"):
-            return _cmd_pipeline(a, full_argv)
-        if a.command == "merge":
-            return _cmd_merge(a, full_argv)
-        if a.command == "report":
-            return _cmd_report(a)
-        return _cmd_beta_sweep(a)
-    except (ValueError, OSError, RuntimeError) as exc:
-        # bad input or environment: a file, a full disk, a run directory in use, a model that is not available
-        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
-        return 2
-    except Exception as exc:  # a bug: one line, never a traceback (SHAPLEY_DEBUG=1 shows it)
-        if os.environ.get("SHAPLEY_DEBUG"):
-            raise
-        print(f"error: internal error (a bug; please report it): {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        try:
+            _check_paths(a)
+            _check_outputs(a)
+            _COMMANDS[a.command](a, ["python", "-m", "shapley", *args_list])
+            return 0
+        except (ValueError, OSError, RuntimeError) as exc:
+            # bad input or environment: a file, a full disk, a run directory in use, a model that is not available
+            print("error: " + " ".join(str(exc).split()), file=sys.stderr)
+            return 2
+        except Exception as exc:  # a bug: one line, never a traceback (SHAPLEY_DEBUG=1 shows it)
+            if os.environ.get("SHAPLEY_DEBUG"):
+                raise
+            print(f"error: internal error (a bug; please report it): {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,9 +7,9 @@
   scorer with uqlm's ``evaluate(responses, sampled_responses)`` returning confidences in [0, 1].
 
 Both modules import without their peer installed (so that the package's doctests and layer checks run in the
-main environment); using their classes then raises ``ImportError`` naming the environment to install. The maths
-both share (the total with a defined value for singular kernels, the map to a confidence) is in
-:mod:`shapley.integrations.common`.
+main environment): LM-Polygraph's classes then raise ``ImportError`` naming the environment to install; the uqlm
+scorer needs no uqlm (it only follows uqlm's interface). The maths both share (the total with a defined value for
+singular kernels, the map to a confidence) is in :mod:`shapley.integrations.common`.
 
 Layer rule: this layer may import :mod:`shapley.core` and :mod:`shapley.pipeline`; nothing in the package imports
 it (``tests/test_architecture.py``). The pipeline's entailment backends are reached through one function,

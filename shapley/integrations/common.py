@@ -18,7 +18,6 @@ value). A harness needs a number it can rank and average:
 
 from __future__ import annotations
 
-import importlib
 import math
 from typing import Any
 
@@ -38,31 +37,12 @@ __all__ = [
     "defined_total",
     "floored_total",
     "load_entailment_backend",
-    "optional_attr",
 ]
 
 RUN_DEFAULTS = ScoringSettings()
 """The pipeline's scoring defaults (:class:`shapley.pipeline.config.ScoringSettings`), which the integrations take as
 theirs: the paper's beta, and the PSD policy ``"nearest"`` (a harness run must not stop at the first indefinite
 kernel, and it is the repair our committed runs use)."""
-
-
-def optional_attr(module: str, name: str) -> Any:
-    """``module.name`` if ``module`` imports, else ``None`` (the peer library is optional outside its venv)."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ImportError:
-        return None
-
-
-def require(obj: Any, what: str, extra: str) -> Any:
-    """``obj``, or ``ImportError`` naming the extra and the environment that provide ``what``."""
-    if obj is None:
-        raise ImportError(
-            f"{what} needs the {extra!r} extra: `make integrations` builds .venv-{extra} "
-            f"(or pip install -e '.[{extra}]' with constraints-{extra}.txt)"
-        )
-    return obj
 
 
 def load_entailment_backend(spec: str, **kwargs: Any) -> Any:
@@ -143,5 +123,4 @@ def confidence_from_total(total: float, n: int) -> float:
     n = validate.positive_int(n, "n")
     if math.isnan(total):
         raise ValueError("total must not be NaN")
-    c = 1.0 - math.exp(min(0.0, 2.0 * (total - n * HALF_LOG_2PIE) / n))
-    return float(min(1.0, max(0.0, c)))
+    return 1.0 - math.exp(min(0.0, 2.0 * (total - n * HALF_LOG_2PIE) / n))  # in [0, 1]: exp of at most 0

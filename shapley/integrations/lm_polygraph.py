@@ -20,22 +20,16 @@ Usage (in ``.venv-lm-polygraph``)::
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from shapley.core.entropy import shapley_values as _core_shapley_values
+from shapley.core import entropy
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS
-from shapley.integrations.common import (
-    RUN_DEFAULTS,
-    check_settings,
-    defined_total,
-    load_entailment_backend,
-    optional_attr,
-    require,
-)
+from shapley.integrations.common import RUN_DEFAULTS, check_settings, defined_total, load_entailment_backend
 
 __all__ = [
     "CannedBlackboxModel",
@@ -47,9 +41,33 @@ __all__ = [
     "stat_calculator_container",
 ]
 
-_Estimator: Any = optional_attr("lm_polygraph.estimators.estimator", "Estimator") or object
-_StatCalculator: Any = optional_attr("lm_polygraph.stat_calculators.stat_calculator", "StatCalculator") or object
-_BlackboxModel: Any = optional_attr("lm_polygraph.utils.model", "BlackboxModel") or object
+EXTRA = "lm-polygraph"
+"""The extra (and ``.venv-lm-polygraph``, the environment of ``make integrations``) that installs LM-Polygraph."""
+
+
+def _peer(module: str, name: str, what: str) -> Any:
+    """LM-Polygraph's ``module.name``; without LM-Polygraph (outside its environment: this module must still
+    import there, for the doctests and layer checks), a stand-in whose construction raises ``ImportError``
+    naming ``what`` needs it and the environment that provides it."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        pass
+
+    class Missing:
+        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+            raise ImportError(
+                f"{what} needs the {EXTRA!r} extra: `make integrations` builds .venv-{EXTRA} "
+                f"(or pip install -e '.[{EXTRA}]' with constraints-{EXTRA}.txt)"
+            )
+
+    return Missing
+
+
+_Estimator: Any = _peer("lm_polygraph.estimators.estimator", "Estimator", "ShapleyUncertainty")
+_StatCalculator: Any = _peer("lm_polygraph.stat_calculators.stat_calculator", "StatCalculator", "the calculator")
+_BlackboxModel: Any = _peer("lm_polygraph.utils.model", "BlackboxModel", "CannedBlackboxModel")
+_Container: Any = _peer("lm_polygraph.utils.factory_stat_calculator", "StatCalculatorContainer", "the container")
 
 STAT = "semantic_matrix_entail"
 
@@ -78,8 +96,8 @@ class ShapleyUncertainty(_Estimator):
 
     Args:
         beta: kernel scale in (0, 1] (the paper's 0.5).
-        psd_policy: what to do with an indefinite kernel (``shapley.PSD_POLICIES``); ``"nearest"``, the pipeline's
-            default, by default. ``"raise"`` stops the run at the first indefinite kernel.
+        psd_policy: what to do with an indefinite kernel (``shapley.PSD_POLICIES``); by default the pipeline's
+            (:data:`shapley.integrations.common.RUN_DEFAULTS`). ``"raise"`` stops the run at the first indefinite one.
         eps: eigenvalue floor of the PSD repairs and of the singular-kernel floor, ``0 < eps < 1``.
 
     ``str(estimator)`` (LM-Polygraph's unique name) carries beta and the policy, e.g. ``Shap_beta0.5_nearest``.
@@ -88,7 +106,6 @@ class ShapleyUncertainty(_Estimator):
     def __init__(
         self, beta: float = RUN_DEFAULTS.beta, psd_policy: str = RUN_DEFAULTS.psd_policy, eps: float = DEFAULT_EPS
     ):
-        require(optional_attr("lm_polygraph.estimators.estimator", "Estimator"), "ShapleyUncertainty", "lm-polygraph")
         self.beta, self.psd_policy, self.eps = check_settings(beta, psd_policy, eps)
         super().__init__([STAT], "sequence")
 
@@ -107,21 +124,25 @@ class ShapleyUncertainty(_Estimator):
         finite (``shapley.shapley_values``, exact method; for a singular kernel the core's ``-inf`` entries or its
         ``ValueError``)."""
         return [
-            _core_shapley_values(
+            entropy.shapley_values(
                 kernel_matrix(correlation_matrix(P), self.beta), psd_policy=self.psd_policy, eps=self.eps
             )
             for P in entail_matrices(stats)
         ]
 
 
+def _from_cfg(cls: Any, cfg: dict[str, Any], options: tuple[str, ...]) -> Any:
+    """``cls(**cfg)`` for one of LM-Polygraph's factories; ``ValueError`` naming the keys that are not ``options``."""
+    unknown = sorted(set(cfg) - set(options))
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} option(s) {unknown}; use {', '.join(options)}")
+    return cls(**cfg)
+
+
 def load_estimator(cfg: Mapping[str, Any] | None = None) -> ShapleyUncertainty:
     """The estimator for LM-Polygraph's ``FactoryEstimator``: ``cfg`` may set ``beta``, ``psd_policy`` and
     ``eps``; other keys raise ``ValueError`` naming them."""
-    cfg = dict(cfg or {})
-    unknown = sorted(set(cfg) - {"beta", "psd_policy", "eps"})
-    if unknown:
-        raise ValueError(f"unknown ShapleyUncertainty option(s) {unknown}; use beta, psd_policy, eps")
-    return ShapleyUncertainty(**cfg)
+    return _from_cfg(ShapleyUncertainty, dict(cfg or {}), ("beta", "psd_policy", "eps"))
 
 
 class ShapleyEntailmentCalculator(_StatCalculator):
@@ -147,11 +168,6 @@ class ShapleyEntailmentCalculator(_StatCalculator):
     def __init__(
         self, entailment: str = "embedding:minilm", cache: Any = False, with_question: bool = False, backend: Any = None
     ) -> None:
-        require(
-            optional_attr("lm_polygraph.stat_calculators.stat_calculator", "StatCalculator"),
-            "the calculator",
-            "lm-polygraph",
-        )
         super().__init__()
         self.backend = (
             backend if backend is not None else load_entailment_backend(entailment, cache=cache, progress=False)
@@ -180,24 +196,14 @@ def load_stat_calculator(cfg: Mapping[str, Any] | None = None, environment: Any 
     """What LM-Polygraph's ``FactoryStatCalculator`` calls for a builder module: ``cfg`` may set ``entailment``,
     ``cache`` and ``with_question`` (an ``obj`` key, which LM-Polygraph's configs carry, is ignored)."""
     cfg = {k: v for k, v in dict(cfg or {}).items() if k != "obj"}
-    unknown = sorted(set(cfg) - {"entailment", "cache", "with_question"})
-    if unknown:
-        raise ValueError(
-            f"unknown ShapleyEntailmentCalculator option(s) {unknown}; use entailment, cache, with_question"
-        )
-    return ShapleyEntailmentCalculator(**cfg)
+    return _from_cfg(ShapleyEntailmentCalculator, cfg, ("entailment", "cache", "with_question"))
 
 
 def stat_calculator_container(entailment: str = "embedding:minilm", **cfg: Any) -> Any:
     """A ``StatCalculatorContainer`` for UEManager's ``available_stat_calculators``: put it after LM-Polygraph's
     defaults (``register_default_stat_calculators``), where it replaces their ``semantic_matrix_entail``."""
-    container = require(
-        optional_attr("lm_polygraph.utils.factory_stat_calculator", "StatCalculatorContainer"),
-        "the container",
-        "lm-polygraph",
-    )
     stats, deps = ShapleyEntailmentCalculator.meta_info()
-    return container(
+    return _Container(
         name="ShapleyEntailmentCalculator",
         stats=stats,
         dependencies=deps,
@@ -212,7 +218,6 @@ class CannedBlackboxModel(_BlackboxModel):
     sample), a sampling request with ``n`` returns the first ``n`` samples. For replaying committed generations."""
 
     def __init__(self, answers: Mapping[str, Sequence[str]], greedy: Mapping[str, str] | None = None) -> None:
-        require(optional_attr("lm_polygraph.utils.model", "BlackboxModel"), "CannedBlackboxModel", "lm-polygraph")
         super().__init__(model_path="canned")
         self.answers = {str(k): [str(a) for a in v] for k, v in answers.items()}
         self.greedy = {k: v[0] for k, v in self.answers.items() if v} | dict(greedy or {})

@@ -12,10 +12,8 @@ its sampled responses; their entailment matrix comes from
   NLI reads its outputs in a fixed [contradiction, neutral, entailment] order; we never assume it.
 
 The total Shapley uncertainty U (nats, :func:`shapley.shapley_uncertainty`) becomes a confidence by
-:func:`shapley.integrations.common.confidence_from_total`, ``1 - det(R) ** (1/n)``: in [0, 1], exactly 1 for a
-singular kernel (``U = -inf``: duplicates at beta = 1), strictly decreasing in U for a fixed number of answers. It
-ranks, it is not calibrated (at beta = 0.5 it spans a narrow range); this map is our choice (the paper ranks by U
-and defines no confidence), justified there.
+:func:`shapley.integrations.common.confidence_from_total`, ``1 - det(R) ** (1/n)``: our choice (the paper ranks by U
+and defines no confidence), which ranks prompts as U does but is not calibrated (why, and its range: there).
 
 :func:`add_to_result` puts the Shapley confidence into a ``BlackBoxUQ`` result (``UQResult``) as one more column
 of its score table, beside uqlm's own scorers.
@@ -77,10 +75,7 @@ def _nli_matrix(nli: Any, texts: Sequence[str]) -> np.ndarray:
             logits = model(**{k: v.to(device) for k, v in enc.items()}).logits
         p = torch.softmax(logits.double(), dim=-1)[:, ent].cpu().numpy()
         probs = {pair: float(v) for pair, v in zip(pairs, p, strict=True)}
-    n = len(texts)
-    return np.array(
-        [[1.0 if texts[i] == texts[j] else probs[(texts[i], texts[j])] for j in range(n)] for i in range(n)]
-    )
+    return np.array([[1.0 if a == b else probs[(a, b)] for b in texts] for a in texts])
 
 
 class ShapleyScorer:
@@ -89,7 +84,8 @@ class ShapleyScorer:
     Args:
         entailment: our backend spec (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``) or a uqlm NLI
             object (``model`` and ``tokenizer`` attributes; its ``label2id`` is read).
-        beta, psd_policy, eps: as :func:`shapley.shapley_uncertainty` (defaults: 0.5, ``"nearest"``, 1e-6).
+        beta, psd_policy, eps: as :func:`shapley.shapley_uncertainty` (defaults: the pipeline's beta and policy,
+            :data:`shapley.integrations.common.RUN_DEFAULTS`, and ``shapley.core.psd.DEFAULT_EPS``).
         cache: our backends' entailment cache (False: none; True: the default file; or a path).
     """
 
@@ -103,13 +99,14 @@ class ShapleyScorer:
         cache: Any = False,
     ) -> None:
         self.beta, self.psd_policy, self.eps = check_settings(beta, psd_policy, eps)
+        self.backend: Any = None
+        self.nli: Any = None
         if isinstance(entailment, str):
-            self.backend: Any = load_entailment_backend(entailment, cache=cache, progress=False)
-            self.nli: Any = None
+            self.backend = load_entailment_backend(entailment, cache=cache, progress=False)
             self.name = f"shapley[{entailment}]"
         elif hasattr(entailment, "model") and hasattr(entailment, "tokenizer"):
             entailment_label(dict(entailment.model.config.label2id))  # fail now, not at the first prompt
-            self.backend, self.nli = None, entailment
+            self.nli = entailment
             self.name = f"shapley[{type(entailment).__name__}]"
         else:
             raise ValueError(
@@ -127,16 +124,15 @@ class ShapleyScorer:
     def uncertainty(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[float]:
         """Total Shapley uncertainty (nats) per prompt, exactly :func:`shapley.shapley_uncertainty` (``-inf`` for a
         singular kernel)."""
-        return [
-            shapley_uncertainty(P, self.beta, psd_policy=self.psd_policy, eps=self.eps)
-            for P in self.entail_matrices(responses, sampled_responses)
-        ]
+        return [self._total(P) for P in self.entail_matrices(responses, sampled_responses)]
 
     def evaluate(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[float]:
         """Confidence in [0, 1] per prompt (higher = more confident): ``1 - det(R) ** (1/n)`` of its n answers."""
-        groups = _answer_groups(responses, sampled_responses)
-        totals = self.uncertainty(responses, sampled_responses)
-        return [confidence_from_total(u, len(g)) for u, g in zip(totals, groups, strict=True)]
+        matrices = self.entail_matrices(responses, sampled_responses)
+        return [confidence_from_total(self._total(P), len(P)) for P in matrices]
+
+    def _total(self, P: np.ndarray) -> float:
+        return shapley_uncertainty(P, self.beta, psd_policy=self.psd_policy, eps=self.eps)
 
 
 def _answer_groups(responses: Any, sampled_responses: Any) -> list[list[str]]:

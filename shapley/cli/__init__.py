@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from shapley.cli.args import build_parser, config_from_args
+from shapley.pipeline.config import NO_CACHE
 
 
 def _run(a: argparse.Namespace, argv: list[str]) -> None:
@@ -36,9 +37,10 @@ def _run(a: argparse.Namespace, argv: list[str]) -> None:
         from shapley.pipeline.generate.models import check_device
 
         check_device(config.runtime.device)
-    if config.runtime.entail_cache is not None:  # before generation, not when the entailment stage opens it
-        check_cache_path(Path(config.runtime.entail_cache))
-    else:  # the shared cache's folder (SHAPLEY_CACHE_DIR), likewise
+    cache = config.runtime.entail_cache_arg()
+    if isinstance(cache, str):  # before generation, not when the entailment stage opens it
+        check_cache_path(Path(cache))
+    elif cache:  # the shared cache's folder (SHAPLEY_CACHE_DIR), likewise
         from shapley.pipeline.rundir.settings import cache_dir
 
         cache_dir()
@@ -110,7 +112,7 @@ def _check_paths(a: argparse.Namespace) -> None:
     """
     for dest, name in _PATH_ARGS[a.command]:
         value = getattr(a, dest)
-        paths = [] if value is None or value == "none" else [value] if isinstance(value, str) else list(value)
+        paths = [] if value is None or value == NO_CACHE else [value] if isinstance(value, str) else list(value)
         for p in paths:
             try:
                 p.encode("utf-8")
@@ -138,10 +140,10 @@ def _check_outputs(a: argparse.Namespace) -> None:
 
         files, reads, own = list(report_files(a.output)), a.run_dirs, set()
     else:
+        from shapley.pipeline.evaluate.metrics import sweep_files
         from shapley.pipeline.rundir.derived import SWEEP_OUTPUTS
 
-        out = Path(a.output)
-        files, reads = [out, out.with_name(out.stem + "_per_question.csv")], [a.run_dir]
+        files, reads = sweep_files(a.output), [a.run_dir]
         own = {Path(os.path.realpath(Path(a.run_dir) / name)) for name in SWEEP_OUTPUTS}
     read_dirs = {Path(os.path.realpath(d)) for d in reads}
     for f in files:

@@ -55,6 +55,8 @@ REFERENCE_FIELDS: tuple[str, ...] = ("references", "answer")
 strings; ``answer``, when present, is the judged answer) or ``answer`` (the UQ-NLG layout of
 ``triviaqa_llama13b_samples.jsonl.gz``: a string or a list of strings; the judged answer is ``samples[0]``)."""
 DEFAULT_ENTAILMENT = "hf:microsoft/deberta-large-mnli"
+NO_CACHE = "none"
+"""``--entail-cache none`` (in any case): no entailment pair cache."""
 LARGEST_SEED = 2**63 - 1
 """The largest seed ``config.json`` can store and numpy can take (a signed 64-bit integer)."""
 
@@ -364,13 +366,13 @@ class RuntimeSettings(Settings):
         "cache). Give each concurrent process its own file: sqlite on a network file system is not safe for "
         "concurrent writers",
         result=False,
+        convert=lambda text: NO_CACHE if text.strip().lower() == NO_CACHE else text,
     )
 
     def entail_cache_arg(self) -> bool | str:
-        """The ``cache`` argument of :func:`shapley.pipeline.entail.backends.load_backend` for this setting."""
-        if self.entail_cache is None:
-            return True
-        return False if self.entail_cache.strip().lower() == "none" else self.entail_cache
+        """The ``cache`` argument of :func:`shapley.pipeline.entail.backends.load_backend` for this setting: True
+        (the shared cache), False (``none``) or the file's path."""
+        return True if self.entail_cache is None else self.entail_cache != NO_CACHE and self.entail_cache
 
 
 GROUPS: dict[str, type] = {

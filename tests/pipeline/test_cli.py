@@ -672,3 +672,18 @@ def test_report_refuses_a_run_of_an_older_schema_in_one_line_naming_the_file(tmp
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and str(run / "config.json") in err
     assert f"schema {schema}" in err and "run the command again" in err
+
+
+@pytest.mark.parametrize("value", ["none", "NONE", " None "])
+def test_entail_cache_none_in_any_case_means_no_cache_even_beside_a_folder_named_none(
+    tmp_path, fake_entail, monkeypatch, value
+):
+    """One rule for 'none' (RuntimeSettings): the CLI never checks a file named 'none' as the cache."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "none").mkdir()  # a folder named like the keyword: not a cache file
+    inp = tmp_path / "in.jsonl"
+    fakes.make_samples_file(inp, 4)
+    argv = ["score-samples", str(inp), "--entailment", "fake:", "--output", str(tmp_path / "run"), "--no-progress"]
+    assert cli.main([*argv, "--methods", "Shap", "--entail-cache", value]) == 0
+    runtime = json.loads((tmp_path / "run" / "config.json").read_text())["config"]["runtime"]
+    assert runtime["entail_cache"] == "none"

@@ -391,6 +391,13 @@ def beta_table(
     return pd.DataFrame(summary, columns=columns), per_q
 
 
+def sweep_files(output: str | os.PathLike[str]) -> list[Path]:
+    """The (summary, per-question) CSV paths :func:`write_beta_sweep` writes for ``output``: ``output`` itself and
+    ``<stem>_per_question.csv`` beside it."""
+    out = Path(output)
+    return [out, out.with_name(out.stem + "_per_question.csv")]
+
+
 def write_beta_sweep(
     run_dir: str | os.PathLike[str],
     betas: Sequence[float] = TABLE5_BETAS,
@@ -406,7 +413,7 @@ def write_beta_sweep(
     summary, per_q = beta_table(run_dir, betas, psd_policy=psd_policy, n_boot=n_boot)
     ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
     out = Path(output) if output is not None else Path(run_dir) / derived.SWEEP_OUTPUTS[0]
-    paths = [out, out.with_name(out.stem + "_per_question.csv")]
+    paths = sweep_files(out)
     texts = [summary.to_csv(index=False), csv_text(per_q)]
     for f, text in zip(paths, texts, strict=True):
         atomic_write_text(f, text)  # a failure names the output, not the temporary file written first

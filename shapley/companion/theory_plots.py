@@ -1,4 +1,4 @@
-"""Figures for the theory pages (psd, mozart, properties, axioms).
+"""Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's HTML of the estimator table.
 
 As in :mod:`shapley.companion.plots`: each function takes tidy data that the page computes with the package and
 returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
@@ -9,6 +9,7 @@ As there too, a figure comes back closed in pyplot (:func:`plots.closed`): a pag
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from shapley.companion.htmltable import esc
 from shapley.companion.plots import closed, plain, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms
@@ -251,3 +253,56 @@ def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
         axis.set_title("sentence reading" if reading == "sentence" else "random-variable reading")
     fig.suptitle(f"Examples drawn until the first counterexample (none in N = {max_examples}: grey)")
     return closed(fig)
+
+
+def _anchor(estimator: str, prop: str, reading: str) -> str:
+    """The HTML anchor of a cell's counterexample, e.g. ``cex-shap-3-rv`` (escaped)."""
+    return esc(f"cex-{estimator.lower()}-{prop}-{reading}")
+
+
+def _grid_label(verdict: str, anchor: str) -> str:
+    """One cell of :func:`verdict_grid_html`: "fails" linking to ``anchor``, "n/a", "none in N", or the verdict."""
+    if verdict == axioms.FAILS:
+        return f'<a href="#{anchor}">fails</a>'
+    if verdict == axioms.NOT_APPLICABLE:
+        return "n/a"
+    return esc(verdict.replace("no counterexample in ", "none in ").replace(" examples", ""))
+
+
+def verdict_grid_html(table: pd.DataFrame, reading: str) -> str:
+    """Estimator (rows, in table order) x property grid of one reading's verdicts as an HTML table: "fails" linking
+    to its counterexample (:func:`counterexample_html`), "none in N", "n/a", "proved" or "undefined".
+
+    Args:
+        table: columns estimator, property, reading, verdict (the search's rows, as for :func:`axiom_search_figure`).
+    """
+    sub = table[table["reading"] == reading]
+    labels = [_grid_label(r.verdict, _anchor(r.estimator, r.property, reading)) for r in sub.itertuples()]
+    grid = sub.assign(label=labels).pivot(index="estimator", columns="property", values="label")
+    grid = grid.reindex(list(dict.fromkeys(sub["estimator"])))
+    grid.index = [esc(e) for e in grid.index]
+    grid.columns = [f"Property {c}" for c in grid.columns]
+    return grid.to_html(escape=False, classes="axiom-grid")
+
+
+def counterexample_html(row: Any) -> str:
+    """One failing cell (a row of the table: estimator, property, reading, examples, and counterexample, the JSON
+    of :func:`shapley.theory.axioms.describe`) as an HTML block anchored for :func:`verdict_grid_html`: the input,
+    the replacement that breaks the property and the totals before and after."""
+    ce = json.loads(row.counterexample)
+    how = f"hand-built witness, {ce['witness']}" if row.examples == 0 else f"found after {row.examples} examples"
+    name = "C" if "C" in ce else "R"
+    M = np.asarray(ce[name], dtype=np.float64)
+    lines = [f"{name} ({M.shape[0]} x {M.shape[0]}) ="]
+    lines += ["  " + " ".join(f"{x:7.4g}" for x in r) for r in M]
+    if "p" in ce:
+        lines.append("likelihoods p = " + ", ".join(f"{q:g}" for q in ce["p"]))
+    if "argmin" in ce:
+        lines.append(f"answer with the smallest Shapley value: m = {ce['argmin']}")
+    if "g" in ce:
+        lines.append(f"g is answer {ce['g']}; premise holds (smallest margin {ce['premise_margin']:g})")
+    lines.append(f"replaced answer {ce['replaced']}: required {ce['required']}")
+    lines.append(f"old = {ce['old']}, new = {ce['new']}, change = {ce['change']}")
+    title = esc(f"{row.estimator}, Property {row.property}, {row.reading} reading ({how})")
+    body = esc("\n".join(lines))
+    return f'<div id="{_anchor(row.estimator, row.property, row.reading)}"><p><b>{title}</b></p><pre>{body}</pre></div>'

@@ -267,51 +267,6 @@ def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str
     return pd.DataFrame(rows)
 
 
-def short_verdict(verdict: str) -> str:
-    """A grid label: ``"fails"``, ``"none in N"`` or ``"n/a"``.
-
-    Examples:
-        >>> short_verdict(no_counterexample(2000)), short_verdict(NOT_APPLICABLE)
-        ('none in 2000', 'n/a')
-    """
-    if verdict == NOT_APPLICABLE:
-        return "n/a"
-    return verdict.replace("no counterexample in ", "none in ").replace(" examples", "")
-
-
-def cell_id(est: str, prop: str, reading: str) -> str:
-    """An HTML anchor for a cell's counterexample, e.g. ``cex-shap-3-rv``."""
-    return f"cex-{est.lower()}-{prop}-{reading}"
-
-
-def verdict_grid(table: pd.DataFrame, reading: str) -> pd.DataFrame:
-    """Estimator x property grid of :func:`short_verdict` labels for one reading (estimators in table order)."""
-    sub = table[table.reading == reading]
-    grid = sub.pivot(index="estimator", columns="property", values="verdict").map(short_verdict)
-    grid = grid.reindex(list(dict.fromkeys(sub.estimator)))
-    grid.columns = [f"Property {c}" for c in grid.columns]
-    grid.columns.name, grid.index.name = None, None
-    return grid
-
-
-def counterexample_lines(counterexample: str) -> list[str]:
-    """A stored counterexample (the JSON of :func:`describe`) as plain-text lines for the book."""
-    ce = json.loads(counterexample)
-    name = "C" if "C" in ce else "R"
-    M = np.asarray(ce[name], dtype=np.float64)
-    lines = [f"{name} ({M.shape[0]} x {M.shape[0]}) ="]
-    lines += ["  " + " ".join(f"{x:7.4g}" for x in row) for row in M]
-    if "p" in ce:
-        lines.append("likelihoods p = " + ", ".join(f"{q:g}" for q in ce["p"]))
-    if "argmin" in ce:
-        lines.append(f"answer with the smallest Shapley value: m = {ce['argmin']}")
-    if "g" in ce:
-        lines.append(f"g is answer {ce['g']}; premise holds (smallest margin {ce['premise_margin']:g})")
-    lines.append(f"replaced answer {ce['replaced']}: required {ce['required']}")
-    lines.append(f"old = {ce['old']}, new = {ce['new']}, change = {ce['change']}")
-    return lines
-
-
 def prefix_mismatches(short: pd.DataFrame, full: pd.DataFrame) -> list[tuple[str, str, str]]:
     """Cells where a short run (N examples) disagrees with a longer one of the same seed. Each cell's search
     replays the same draws, so a failure found in N examples must be the longer run's failure, with the same

@@ -1,7 +1,11 @@
 """The theory pages' figures draw what they are given: panels, titles, axis labels, legends and cell texts, with
-labels read from data drawn literally (dollar signs escaped, so never parsed as mathtext)."""
+labels read from data drawn literally (dollar signs escaped, so never parsed as mathtext); the axioms page's HTML
+links each failing cell to its counterexample and keeps the table's strings as text."""
 
 from __future__ import annotations
+
+import json
+from io import StringIO
 
 import matplotlib
 import numpy as np
@@ -154,3 +158,27 @@ def test_axiom_search_figure():
     img = axis.get_images()[0].get_array()
     assert tuple(img[1, 2]) == (1.0, 1.0, 1.0)  # not applicable: blank
     assert img[0, 2][0] == pytest.approx(0.85) and img[0, 2][1] == pytest.approx(0.475)  # 10 of 100: half shade
+
+
+def test_verdict_grid_html_labels_and_links():
+    table = _axiom_table().assign(estimator=lambda t: t["estimator"].replace("$Shap", "<b>Shap"))
+    html = theory_plots.verdict_grid_html(table, "rv")
+    grid = pd.read_html(StringIO(html), keep_default_na=False)[0]
+    assert list(grid.columns[1:]) == ["Property 1", "Property 2", "Property 3"]
+    assert grid.iloc[:, 0].tolist() == ["<b>Shap", "SE"]  # in the table's order, kept as text
+    assert grid.iloc[0, 1:].tolist() == ["fails", "proved", "fails"]
+    assert grid.iloc[1, 1:].tolist() == ["undefined", "none in 100", "n/a"]
+    assert '<a href="#cex-&lt;b&gt;shap-1-rv">fails</a>' in html and "<b>" not in html
+
+
+def test_counterexample_html_block():
+    ce = {"C": [[1.0, 0.5], [0.5, 1.0]], "p": [0.2, 0.8], "argmin": 0, "replaced": 1, "required": "new < old"}
+    ce |= {"old": 1.5, "new": 1.75, "change": 0.25}
+    cell = {"estimator": "SE", "property": "1", "reading": "sentence", "examples": 7, "counterexample": json.dumps(ce)}
+    block = theory_plots.counterexample_html(next(pd.DataFrame([cell]).itertuples()))
+    assert block.startswith(
+        '<div id="cex-se-1-sentence"><p><b>SE, Property 1, sentence reading (found after 7 examples)'
+    )
+    assert "C (2 x 2) =\n        1     0.5\n      0.5       1\nlikelihoods p = 0.2, 0.8\n" in block
+    assert "answer with the smallest Shapley value: m = 0\nreplaced answer 1: required new &lt; old\n" in block
+    assert block.endswith("old = 1.5, new = 1.75, change = 0.25</pre></div>")

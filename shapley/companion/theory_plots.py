@@ -1,8 +1,9 @@
 """Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's HTML of the estimator table.
 
-As in :mod:`shapley.companion.plots`: each function takes tidy data that the page computes with the package and
-returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
-labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
+As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package (the
+quadratic-form figures take the matrices themselves) and returns a matplotlib Figure; a label read from data is
+drawn literally (:func:`plots.plain`). Titles and legend labels a page writes itself (mathtext included) are drawn
+as written. Values are in nats.
 
 As there too, a figure comes back closed in pyplot (:func:`plots.closed`): a page shows it with ``display(fig)``.
 """
@@ -63,20 +64,23 @@ def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) ->
     return closed(fig)
 
 
-def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], forms: Mapping[str, NDArray]) -> Figure:
-    """One panel per quadratic form x^T M x over unit x in S^2, coloured symmetrically about 0 (red negative),
-    with its zero level in black and its minimum in the title.
+def sphere_forms_figure(matrices: Mapping[str, NDArray[np.float64]]) -> Figure:
+    """One panel per symmetric 3x3 matrix M: its quadratic form x^T M x over unit x in S^2, on a one-degree grid of
+    polar angles and azimuths, coloured symmetrically about 0 (red negative), with its zero level in black and its
+    minimum in the title.
 
     Args:
-        theta: polar angles (n_theta,) in radians; phi: azimuths (n_phi,) in radians
-            (:func:`shapley.theory.worstcase.sphere_grid`).
-        forms: panel title (the page's own, mathtext drawn) -> values (n_theta, n_phi)
-            (:func:`shapley.theory.worstcase.quadratic_form_sphere`).
+        matrices: panel title (the page's own, mathtext drawn) -> M, shape (3, 3).
     """
+    theta = np.linspace(0, np.pi, 181)
+    phi = np.linspace(0, 2 * np.pi, 361)
+    T, P = np.meshgrid(theta, phi, indexing="ij")
+    X = np.stack([np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)], axis=-1)  # unit vectors (181, 361, 3)
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(forms), figsize=(5 * len(forms), 3.8), sharey=True, layout="constrained",
+    fig, axes = plt.subplots(1, len(matrices), figsize=(5 * len(matrices), 3.8), sharey=True, layout="constrained",
                              squeeze=False)  # fmt: skip
-    for ax, (title, Q) in zip(axes[0], forms.items(), strict=True):
+    for ax, (title, M) in zip(axes[0], matrices.items(), strict=True):
+        Q = np.einsum("...i,ij,...j->...", X, M, X)
         lim = np.abs(Q).max()
         im = ax.pcolormesh(np.degrees(phi), np.degrees(theta), Q, cmap="RdBu", vmin=-lim, vmax=lim, shading="auto")
         ax.contour(np.degrees(phi), np.degrees(theta), Q, levels=[0], colors="k", linewidths=1)
@@ -88,17 +92,25 @@ def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], fo
     return closed(fig)
 
 
-def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title: str) -> Figure:
-    """x^T M x along a great circle, one line per matrix, each labelled with its minimum; a black zero line.
+def great_circle_figure(
+    matrices: Mapping[str, NDArray[np.float64]], u: NDArray[np.float64], v: NDArray[np.float64], *, title: str
+) -> Figure:
+    """x^T M x along the great circle x(t) = cos t u + sin t v (721 angles t), one line per matrix, each labelled
+    with its minimum; a black zero line.
 
     Args:
-        curves: legend label (the page's own, mathtext drawn) -> (angles (m,) in radians, values (m,)), as
-            :func:`shapley.theory.worstcase.quadratic_form_circle` returns them.
+        matrices: legend label (the page's own, mathtext drawn) -> M, shape (n, n).
+        u, v: orthonormal vectors (n,), else a ValueError.
         title: the panel's title (the page's own).
     """
+    if abs(u @ v) > 1e-8 or abs(u @ u - 1) > 1e-8 or abs(v @ v - 1) > 1e-8:
+        raise ValueError("u and v must be orthonormal")
+    t = np.linspace(0, 2 * np.pi, 721)
+    X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for label, (t, q) in curves.items():
+    for label, M in matrices.items():
+        q = np.einsum("ki,ij,kj->k", X, M, X)
         ax.plot(np.degrees(t), q, label=f"{label} (min {np.min(q):.3f})")
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("angle along the great circle (deg)")

@@ -279,8 +279,7 @@ def _reading_input(M: ArrayLike, reading: str, beta: BetaSpec) -> tuple[NDArray[
 
 
 def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, beta: BetaSpec = 0.5) -> PropertyCheck:
-    """Property 1 (minimal uncertainty, :func:`judge_property1`): replacing any answer by a copy of the argmin
-    answer m must not raise the total, and must lower it strictly unless the replaced answer is itself a minimiser.
+    """Property 1 (minimal uncertainty; the rule: :func:`judge_property1`) for the Shapley total.
 
     Args:
         M: a correlation matrix R (``reading="rv"``) or a symmetric entailment matrix C (``"sentence"``).
@@ -300,9 +299,8 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
 
 
 def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
-    """Property 2 (maximal uncertainty, :func:`judge_property2`): replacing any answer by an unrelated one must
-    not lower the total, and must raise it strictly if the replaced answer was related to another one (rv: some
-    R[i, k] != 0; sentence: some C[i, k] > 0)."""
+    """Property 2 (maximal uncertainty; the rule: :func:`judge_property2`) for the Shapley total of ``M``, R or C
+    as in :func:`check_property1`."""
     A, total = _reading_input(M, reading, beta)
     unrelated = rv_independent if reading == "rv" else sentence_unrelated
     return judge_property2(reading, A, total(A), lambda i: total(unrelated(A, i)))
@@ -336,9 +334,8 @@ def consistency_premise(R_old: ArrayLike, R_new: ArrayLike, j: int) -> tuple[boo
 def check_property3(
     M_old: ArrayLike, M_new: ArrayLike, j: int, reading: Reading = "rv", *, beta: BetaSpec = 0.5
 ) -> PropertyCheck:
-    """Property 3 (consistency, :func:`judge_property3`): if g beats s_j in every sub-game (premise), replacing
-    s_j by g must raise the total. ``M_old``/``M_new`` are correlation matrices (rv) or entailment matrices C
-    (sentence) that differ only in row/column j. ``holds`` is ``not premise or conclusion``."""
+    """Property 3 (consistency; the rule: :func:`judge_property3`) for the Shapley total. ``M_old``/``M_new``:
+    correlation matrices (rv) or entailment matrices C (sentence) that differ only in row/column j."""
     if checked_reading(reading) == "rv":
         A, B = checked_correlation(M_old), checked_correlation(M_new)
     else:
@@ -368,20 +365,6 @@ def property1_rv_rho_condition(R: ArrayLike) -> dict[str, Any]:
         "rho_min": float(math.sqrt(max(0.0, float(others.max())))) if others.size else 0.0,
         "fails_at_m_for_rho_below_1": bool(r2[m] > TOL),
     }
-
-
-def summarize(check: PropertyCheck) -> list[dict[str, Any]]:
-    """Rows (one per replacement) for display: i, old total, new total, required relation, holds."""
-    return [
-        {
-            "replaced": r.i,
-            "old_total": r.old,
-            "new_total": r.new,
-            "required": f"new {r.required} old" if r.required != PREMISE_FALSE else r.required,
-            "holds": r.holds,
-        }
-        for r in check.rows
-    ]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -515,7 +498,7 @@ def hub_weight(n: int, beta: BetaSpec = 0.5) -> float:
     """The hub's entry of ``S^{-1} 1`` for the rest's kernel matrix S of :func:`hub_C` (negative means the
     hub pattern can break Property 2 in the sentence reading)."""
     C = hub_C(n)
-    S = _beta_R(C, resolve_beta(beta, n))[: n - 1, : n - 1]
+    S = _beta_R(C, beta)[: n - 1, : n - 1]
     return float(np.linalg.solve(S, np.ones(n - 1))[0])
 
 

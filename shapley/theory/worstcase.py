@@ -15,10 +15,10 @@ equal as possible, which gives the closed form :func:`min_kernel_eigenvalue`::
     m(n) = 1 - A + A n / 2 - sqrt(n**2 - (1 - A**2) (n mod 2)) / 2.
 
 The module offers the closed form, three independent numerical checks of it (all vertices, all two-group
-partitions, random-restart local search), the worst-case witness for a given beta
-(:func:`beta_caveat`), and quadratic-form grids for plots. numpy in, numpy out; it imports only numpy,
-scipy and :mod:`shapley.core`. The Hypothesis search for counterexamples lives in
-:mod:`shapley.theory.search` and the sympy derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
+partitions, random-restart local search), the worst-case witness for a given beta (:func:`beta_caveat`) and the
+illustrative matrix of the paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and
+:mod:`shapley.core`. The Hypothesis search for counterexamples lives in :mod:`shapley.theory.search` and the sympy
+derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ def split_of(C: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None
 
 
 # ---------------------------------------------------------------------------------------------------
-# Quadratic forms (the paper's Figure 3)
+# The paper's Figure 3 (its quadratic forms are drawn by shapley.companion.theory_plots)
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -323,35 +323,3 @@ def illustrative_entailment() -> NDArray[np.float64]:
     non-transitive judgement. Its symmetrisation C is indefinite.
     """
     return np.array([[1.0, 0.97, 0.05], [0.95, 1.0, 0.92], [0.03, 0.90, 1.0]])
-
-
-def sphere_grid(n_theta: int = 181, n_phi: int = 361) -> tuple[NDArray[np.float64], ...]:
-    """Unit vectors on S^2 on a (theta, phi) grid: returns (theta (n_theta,), phi (n_phi,), X (n_theta, n_phi, 3))."""
-    th = np.linspace(0, np.pi, n_theta)
-    ph = np.linspace(0, 2 * np.pi, n_phi)
-    T, P = np.meshgrid(th, ph, indexing="ij")
-    X = np.stack([np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)], axis=-1)
-    return th, ph, X
-
-
-def quadratic_form_sphere(M: ArrayLike, n_theta: int = 181, n_phi: int = 361) -> NDArray[np.float64]:
-    """x^T M x for unit x on a (theta, phi) grid of S^2; M is 3x3 symmetric. Returns (n_theta, n_phi)."""
-    M = np.asarray(M, dtype=np.float64)
-    if M.shape != (3, 3):
-        raise ValueError(f"quadratic_form_sphere needs a 3x3 matrix; got shape {M.shape}")
-    _, _, X = sphere_grid(n_theta, n_phi)
-    return np.einsum("...i,ij,...j->...", X, M, X)
-
-
-def quadratic_form_circle(
-    M: ArrayLike, u: ArrayLike, v: ArrayLike, n_points: int = 721
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """x^T M x along the great circle x(t) = cos t u + sin t v (u, v orthonormal). Returns (t, values)."""
-    M = np.asarray(M, dtype=np.float64)
-    u = np.asarray(u, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
-    if abs(u @ v) > 1e-8 or abs(u @ u - 1) > 1e-8 or abs(v @ v - 1) > 1e-8:
-        raise ValueError("u and v must be orthonormal")
-    t = np.linspace(0, 2 * np.pi, n_points)
-    X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
-    return t, np.einsum("ki,ij,kj->k", X, M, X)

@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import shapley
 from shapley.companion import theory_plots
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms as ax
+from shapley.theory import worstcase as wc
 from shapley.theory.properties import StepCheck
 
 matplotlib.use("Agg")
@@ -54,32 +56,44 @@ def test_beta_threshold_figure():
 
 
 def test_sphere_forms_figure():
-    theta, phi = np.linspace(0, np.pi, 7), np.linspace(0, 2 * np.pi, 9)
-    Q = np.cos(theta)[:, None] * np.sin(phi)[None, :] - 0.25
-    fig = _drawn(theory_plots.sphere_forms_figure(theta, phi, {"raw C": Q, r"kernel $R_{0.5}$": Q + 1.0}))
+    M = np.diag([1.0, -0.5, 0.25])  # x^T M x ranges over [-0.5, 1] on the unit sphere
+    fig = _drawn(theory_plots.sphere_forms_figure({"raw C": M, r"kernel $R_{0.5}$": M + np.eye(3)}))
     panels = [a for a in fig.axes if a.get_title()]
     assert len(fig.axes) == 4 and len(panels) == 2  # two panels, each with its colour bar
-    assert [a.get_title() for a in panels] == [
-        f"raw C: min = {Q.min():.3f}",
-        rf"kernel $R_{{0.5}}$: min = {Q.min() + 1:.3f}",
-    ]
+    assert [a.get_title() for a in panels] == ["raw C: min = -0.500", r"kernel $R_{0.5}$: min = 0.500"]
     assert panels[0].get_ylabel() == r"polar angle $\vartheta$ (deg)" and panels[1].get_ylabel() == ""
     assert all(a.get_xlabel() == r"azimuth $\varphi$ (deg)" for a in panels)
     assert fig.get_suptitle().startswith(r"$x^\top M x$ over unit vectors")
     mesh = panels[0].collections[0]
-    assert mesh.get_clim() == pytest.approx((-np.abs(Q).max(), np.abs(Q).max()))  # symmetric about 0
+    assert mesh.get_clim() == pytest.approx((-1.0, 1.0))  # symmetric about 0
     assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
 
 
+def test_sphere_forms_of_the_illustrative_matrix_turn_positive_under_the_kernel():
+    C = shapley.correlation_matrix(wc.illustrative_entailment())
+    fig = theory_plots.sphere_forms_figure({"C": C, "R": shapley.kernel_matrix(C, 0.5)})
+    mins = [float(a.get_title().split("= ")[1]) for a in fig.axes if a.get_title()]
+    assert mins[0] < 0 < mins[1]
+
+
 def test_great_circle_figure():
-    t = np.linspace(0, 2 * np.pi, 13)
-    curves = {"raw C": (t, np.cos(t)), r"$R_{0.5}$": (t, 0.5 + 0.2 * np.cos(t))}
-    fig = _drawn(theory_plots.great_circle_figure(curves, title="a title"))
+    u, v = np.eye(2)
+    matrices = {"raw C": np.diag([1.0, -1.0]), r"$R_{0.5}$": 0.5 * np.eye(2)}
+    fig = _drawn(theory_plots.great_circle_figure(matrices, u, v, title="a title"))
     (axis,) = fig.axes
-    assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.300)"]
+    assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.500)"]
     assert axis.get_title() == "a title" and axis.get_ylabel() == r"$x^\top M x$"
     assert axis.get_xlabel() == "angle along the great circle (deg)"
     assert axis.get_lines()[0].get_xdata()[-1] == pytest.approx(360.0)
+    with pytest.raises(ValueError, match="orthonormal"):
+        theory_plots.great_circle_figure({"M": np.eye(3)}, np.array([1.0, 0, 0]), np.array([1.0, 0, 0]), title="")
+
+
+def test_great_circle_of_the_worst_eight_answer_pattern_dips_below_zero_at_half():
+    R8 = shapley.kernel_matrix(wc.two_group_C(4, 4), 0.5)
+    U = np.linalg.eigh(R8)[1][:, :2]  # the two eigenvectors with the smallest eigenvalues
+    line = theory_plots.great_circle_figure({"R8": R8}, U[:, 0], U[:, 1], title="").axes[0].get_lines()[0]
+    assert min(line.get_ydata()) < -0.05
 
 
 def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:

@@ -11,7 +11,7 @@ As there too, a figure comes back closed in pyplot (:func:`plots.closed`): a pag
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +21,8 @@ from numpy.typing import NDArray
 from shapley.companion.htmltable import esc
 from shapley.companion.plots import closed, plain, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
-from shapley.theory import axioms
+from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
+from shapley.theory import axioms, worstcase
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -38,20 +39,16 @@ _ORDINALS = ("first", "second", "third", "fourth", "fifth")
 # ---------------------------------------------------------------------------------------------------
 
 
-def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) -> Figure:
-    """Log-scale largest safe beta against n: the exact beta*(n) and the Gershgorin and paper bounds, with the
-    default beta as a grey line.
-
-    Args:
-        bounds: columns n, beta_star, gershgorin_bound, paper_bound (one row per n), e.g.
-            ``pd.DataFrame(shapley.theory.worstcase.beta_bounds_table(range(2, 41)))``.
-        default_beta: where the grey line is drawn.
-    """
+def beta_threshold_figure(ns: Sequence[int], *, default_beta: float = 0.5) -> Figure:
+    """Log-scale largest safe beta against the numbers of answers ``ns``: the exact beta*(n)
+    (:func:`shapley.theory.worstcase.beta_star`) and the Gershgorin and paper bounds, with the default beta as a grey
+    line."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
-    ax.plot(bounds["n"], bounds["beta_star"], "o-", ms=3, label=r"exact $\beta^*(n)$")
-    ax.plot(bounds["n"], bounds["gershgorin_bound"], "s--", ms=3, label=r"Gershgorin $1/(n-1)$")
-    ax.plot(bounds["n"], bounds["paper_bound"], "^:", ms=3, label=r"paper $1/(n+1)$")
+    ns = list(ns)
+    ax.plot(ns, [worstcase.beta_star(n) for n in ns], "o-", ms=3, label=r"exact $\beta^*(n)$")
+    ax.plot(ns, [gershgorin_beta_bound(n) for n in ns], "s--", ms=3, label=r"Gershgorin $1/(n-1)$")
+    ax.plot(ns, [paper_beta_bound(n) for n in ns], "^:", ms=3, label=r"paper $1/(n+1)$")
     ax.axhline(default_beta, color="grey", lw=1)
     # x at 71.5% of the axis (n = 30 for n = 2..40), y just above the line
     ax.text(0.715, default_beta * 1.04, rf"default $\beta = {default_beta:g}$", color="grey",

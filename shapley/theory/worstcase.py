@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import gershgorin_beta_bound, min_eigenvalue, paper_beta_bound
+from shapley.core.psd import min_eigenvalue
 
 A_FLOOR = math.exp(-0.5)
 """Smallest off-diagonal entry of the beta = 1 kernel, reached at C = 0: exp(-1/2) ~= 0.6065."""
@@ -101,28 +101,6 @@ def smallest_failing_n(beta: float, n_max: int = 10_000) -> int | None:
         if beta_star(n) < beta:
             return n
     return None
-
-
-def beta_bounds_table(ns: ArrayLike) -> list[dict[str, float]]:
-    """For each n: the paper's bound 1/(n+1), the Gershgorin bound 1/(n-1), the exact beta*(n), m(n).
-
-    Returns:
-        list of dicts with keys n, paper_bound, gershgorin_bound, beta_star, min_eig_K, beta_0_5_safe.
-    """
-    rows = []
-    for n in np.asarray(ns, dtype=int).ravel().tolist():
-        b = beta_star(n)
-        rows.append(
-            {
-                "n": n,
-                "paper_bound": paper_beta_bound(n),
-                "gershgorin_bound": gershgorin_beta_bound(n),
-                "beta_star": b,
-                "min_eig_K": min_kernel_eigenvalue(n),
-                "beta_0_5_safe": bool(b >= 0.5),
-            }
-        )
-    return rows
 
 
 # ---------------------------------------------------------------------------------------------------

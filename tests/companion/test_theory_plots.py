@@ -41,16 +41,15 @@ def _ticks(labels) -> list[str]:
 
 def test_beta_threshold_figure():
     ns = np.arange(2, 6)
-    bounds = pd.DataFrame(
-        {"n": ns, "beta_star": [1.0, 0.9, 0.7, 0.5], "gershgorin_bound": 1 / (ns - 1), "paper_bound": 1 / (ns + 1)}
-    )
-    fig = _drawn(theory_plots.beta_threshold_figure(bounds, default_beta=0.4))
+    fig = _drawn(theory_plots.beta_threshold_figure(range(2, 6), default_beta=0.4))
     (axis,) = fig.axes
     assert _legend(axis) == [r"exact $\beta^*(n)$", r"Gershgorin $1/(n-1)$", r"paper $1/(n+1)$"]
     assert axis.get_yscale() == "log" and axis.get_title() == "Worst-case PSD threshold of the kernel matrix"
     assert (axis.get_xlabel(), axis.get_ylabel()) == ("number of answers n", r"largest safe $\beta$")
     lines = {ln.get_label(): ln for ln in axis.get_lines()}
     assert list(lines[r"paper $1/(n+1)$"].get_ydata()) == pytest.approx(1 / (ns + 1))
+    assert list(lines[r"Gershgorin $1/(n-1)$"].get_ydata()) == pytest.approx(1 / (ns - 1))
+    assert list(lines[r"exact $\beta^*(n)$"].get_ydata()) == [wc.beta_star(n) for n in ns]
     assert [tuple(ln.get_ydata()) for ln in axis.get_lines() if ln.get_label().startswith("_")] == [(0.4, 0.4)]
     assert _ticks(axis.texts) == [r"default $\beta = 0.4$"]
 

@@ -248,7 +248,7 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
         "psd05_max_n": max((n for n in sizes if n is not None), default=None),
     }
     try:
-        record = cosine_results.load(results / "theory")
+        record = cosine_results.RECORD.load(results / "theory")
     except FileNotFoundError:
         return out
     witness = record["witness"]

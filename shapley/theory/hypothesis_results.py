@@ -9,9 +9,7 @@ derandomised examples depend on).
 * ``chain_rule``: :func:`shapley.theory.propositions.chain_rule_check`, the witness of
   :func:`shapley.theory.propositions.prop35_readings`.
 
-:func:`search_results` rebuilds each stored search as a :class:`~shapley.theory.search.SearchResult`, its ``check``
-recomputed from the stored example by the property's own function (milliseconds), and refuses a record whose
-example no longer fails that check.
+The page reads the searches back through :func:`search_results`.
 """
 
 from __future__ import annotations
@@ -84,7 +82,8 @@ def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
     """Every stored search as a :class:`~shapley.theory.search.SearchResult` (name -> result), its ``check``
-    recomputed from the stored example. Raises ValueError if a stored counterexample does not fail its check."""
+    recomputed from the stored example by the property's own function (milliseconds). Raises ValueError if a stored
+    counterexample no longer fails its check."""
     out = {}
     for name, e in record["searches"].items():
         example, check, fails = _example(e["example"]), None, False

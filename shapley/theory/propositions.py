@@ -33,9 +33,9 @@ class ReadingVerdict:
     witness: dict[str, Any]
 
 
-def degenerate_witness(rho_other: float = 0.5) -> NDArray[np.float64]:
+def degenerate_witness() -> NDArray[np.float64]:
     """The paper's own example for Proposition 3.5: answers 0 and 1 with correlation 1 (an exact duplicate),
-    answer 2 correlated ``rho_other`` with both. R is singular (PSD, one zero eigenvalue).
+    answer 2 correlated 0.5 with both. R is singular (PSD, one zero eigenvalue).
 
     Examples:
         >>> degenerate_witness()
@@ -43,9 +43,7 @@ def degenerate_witness(rho_other: float = 0.5) -> NDArray[np.float64]:
                [1. , 1. , 0.5],
                [0.5, 0.5, 1. ]])
     """
-    if not -1.0 < rho_other < 1.0:
-        raise ValueError(f"rho_other must lie in (-1, 1); got {rho_other!r}")
-    return pr.corr_from_partials(np.array([[0.0, 1.0, rho_other], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    return pr.corr_from_partials(np.array([[0.0, 1.0, 0.5], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
 
 
 def degenerate_property1_rows(R: ArrayLike) -> tuple[pr.Replacement, ...]:

@@ -149,9 +149,8 @@ def search_min_eigenvalue(
 
     Random restarts: half from Gaussian vectors, half from the circle witness plus noise; each is refined by
     L-BFGS-B with the analytic gradient of the smallest eigenvalue. ``warm``: optional (m, d) vectors, m <= n,
-    d <= n, used as one more start (padded with random vectors). Vectors live in ``R^n`` (enough for any
-    dimension, see the module docstring). The returned value is attained by ``X`` (check it with
-    :func:`cosine_min_eigenvalue`), so it bounds the true minimum from above.
+    d <= n, used as one more start (padded with random vectors). Vectors live in ``R^n``, and the returned value
+    is attained by ``X`` (both: see the module docstring).
 
     Examples:
         >>> s = search_min_eigenvalue(4, 0.5, n_starts=2, seed=0)

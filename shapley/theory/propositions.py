@@ -97,15 +97,8 @@ def chain_rule_check(n_matrices: int = 200, seed: int = 0, n_range: tuple[int, i
 def prop35_readings(
     n_matrices: int = 200, seed: int = 0, chain: dict[str, Any] | None = None
 ) -> tuple[ReadingVerdict, ReadingVerdict]:
-    """Proposition 3.5 ("h violates Properties 1 and 2"), reading by reading.
-
-    * non-singular R: contradicted. Chain rule: replacing s_i by an independent g changes h by
-      ``-1/2 ln(1 - R2_i) >= 0``, strictly positive when s_i is correlated with the rest (conditioning
-      reduces entropy); an exact copy makes h = -inf. Witness: :func:`chain_rule_check`.
-    * the paper's degenerate witness (:func:`degenerate_witness`, a pair with rho = 1): the strict parts
-      fail for h (-inf is not greater, or smaller, than -inf), as the paper says; but the Shapley values
-      are undefined on the same input (see :func:`prop36_readings`), so it cannot separate h from phi.
-
+    """Proposition 3.5 ("h violates Properties 1 and 2"), reading by reading, each verdict with its reason and
+    witness: :func:`chain_rule_check` on non-singular R, and the paper's own :func:`degenerate_witness`.
     ``chain``: a stored ``chain_rule_check(n_matrices, seed)`` (the committed record of
     :mod:`shapley.theory.hypothesis_results`) instead of computing it again.
     """
@@ -156,12 +149,9 @@ def sentence_premise_bounds(beta: float = 0.5) -> dict[str, float]:
 
 
 def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
-    """Proposition 3.6 ("phi satisfies Properties 1, 2 and 3"), reading by reading, with witnesses:
-    Property 3 fails in both readings (:func:`property3_witness_rv`, :func:`property3_witness_sentence`),
-    the Shapley values are undefined on the degenerate example (:func:`degenerate_witness`), and the
-    sentence-reading counterexamples to Properties 1-2 (:func:`property1_witness_sentence`,
-    :func:`property2_witness_sentence`) break the properties' intent, not their formal statement
-    (:func:`sentence_premise_bounds`)."""
+    """Proposition 3.6 ("phi satisfies Properties 1, 2 and 3"), reading by reading, each verdict with its reason
+    and witnesses (the hand-made witnesses of :mod:`shapley.theory.properties`, :func:`degenerate_witness` and
+    :func:`sentence_premise_bounds`)."""
     R_old, R_new, j = pr.property3_witness_rv()
     C_old, C_new, js = pr.property3_witness_sentence()
     R = degenerate_witness()

@@ -238,10 +238,9 @@ def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int
 
 def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
     """The tidy table, one row per (estimator, property, reading): columns ``estimator``, ``property`` ("1", "2",
-    "3"), ``reading`` ("sentence", "rv"), ``verdict`` ("fails", "no counterexample in N examples", "not
-    applicable", "proved", "undefined"), ``counterexample`` (compact JSON of the shrunk example, :func:`describe`,
-    or empty) and ``examples`` (examples drawn until the first counterexample, or N). Needs pandas (installed with
-    the pipeline, test and book extras).
+    "3"), ``reading`` ("sentence", "rv"), ``verdict`` (the module docstring's), ``counterexample`` (compact JSON of
+    the shrunk example, :func:`describe`, or empty) and ``examples`` (examples drawn until the first
+    counterexample, or N). Needs pandas (installed with the pipeline, test and book extras).
 
     ``max_examples``: a positive integer; ``seed``: a non-negative integer; ``estimators``: distinct names
     of :data:`ESTIMATORS` (a list, not one string), or None for all. Anything else is a ValueError naming

@@ -15,6 +15,7 @@ The page reads the searches back through :func:`search_results`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
@@ -50,7 +51,7 @@ STEPS: dict[str, tuple[str, dict[str, Any]]] = {
 """name -> (property, keyword arguments of ``search_step_counterexample``): the Appendix A step searches."""
 
 
-STORED = ("prop", "reading", "found", "examples_run", "strategy", "settings", "families_run")
+STORED = tuple(f.name for f in fields(se.SearchResult) if f.name not in ("example", "check"))
 """The fields of a :class:`~shapley.theory.search.SearchResult` that the record stores as they are (beside its
 example; its check is recomputed from the example)."""
 

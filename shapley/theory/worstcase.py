@@ -265,29 +265,6 @@ def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
     }
 
 
-def split_of(C: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
-    """If the 0/1 matrix C is 'bipartite' (every C = 1 pair links the two sides of some split, and no
-    C = 1 pair lies inside a side), return the two sides; else None. Used to read shrunk examples."""
-    M = np.asarray(C, dtype=np.float64).copy()
-    n = M.shape[0]
-    np.fill_diagonal(M, 0.0)
-    side = -np.ones(n, dtype=np.int64)
-    for s in range(n):
-        if side[s] >= 0:
-            continue
-        side[s] = 0
-        stack = [s]
-        while stack:
-            u = stack.pop()
-            for v in np.flatnonzero(M[u] == 1):
-                if side[v] < 0:
-                    side[v] = 1 - side[u]
-                    stack.append(int(v))
-                elif side[v] == side[u]:
-                    return None
-    return np.flatnonzero(side == 0), np.flatnonzero(side == 1)
-
-
 # ---------------------------------------------------------------------------------------------------
 # The paper's Figure 3 (its quadratic forms are drawn by shapley.companion.theory_plots)
 # ---------------------------------------------------------------------------------------------------

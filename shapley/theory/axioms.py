@@ -120,47 +120,32 @@ def property3_hub_example() -> axs.Example:
 @dataclass(frozen=True)
 class KnownCell:
     """A cell settled by hand. ``kind``: ``FAILS`` (``witness`` builds the example), ``PROVED`` (``source``
-    names the derivation) or ``UNDEFINED``; ``reason``: one sentence for the book."""
+    names the derivation) or ``UNDEFINED``."""
 
     kind: str
     source: str
-    reason: str
     witness: Any = None
 
 
-_DEG_PROOF = "shapley.theory.symbolic.degree_shapley_affine"
-_DEG_REASON = (
-    "each answer's Shapley value for Deg is affine and decreasing in its degree (symbolic.degree_shapley_affine), "
-    "so {what}"
-)
-
 KNOWN: dict[tuple[str, str, str], KnownCell] = {
+    # hand-built hub witness (n = 6, link 0.05): inside the searched sizes, off the tenths grid
     ("Shap", "2", "sentence"): KnownCell(
-        FAILS,
-        "shapley.theory.properties.property2_witness_sentence",
-        "hand-built hub witness (n = 6, link 0.05): inside the searched sizes, off the tenths grid",
-        property2_hub_example,
+        FAILS, "shapley.theory.properties.property2_witness_sentence", property2_hub_example
     ),
+    # hand-built hub witness (n = 7, links 0.1 and 0.005): beyond the searched sizes and off the grid
     ("Shap", "3", "sentence"): KnownCell(
-        FAILS,
-        "shapley.theory.properties.property3_witness_sentence",
-        "hand-built hub witness (n = 7, links 0.1 and 0.005): beyond the searched sizes and off the grid",
-        property3_hub_example,
+        FAILS, "shapley.theory.properties.property3_witness_sentence", property3_hub_example
     ),
-    ("Shap", "1", "rv"): KnownCell(
-        UNDEFINED,
-        "shapley.theory.propositions.undefined_shapley_message",
-        "an exact copy makes the new R singular, so its Shapley values are (-inf) - (-inf), undefined, as on "
-        "the degenerate example of Proposition 3.6; the cell cannot fail by construction (the total is -inf)",
-    ),
+    # an exact copy makes the new R singular, so its Shapley values are (-inf) - (-inf), undefined, as on the
+    # degenerate example of Proposition 3.6; the cell cannot fail by construction (the total is -inf)
+    ("Shap", "1", "rv"): KnownCell(UNDEFINED, "shapley.theory.propositions.undefined_shapley_message"),
+    # each answer's Shapley value for Deg is affine and decreasing in its degree, so a copy of the highest-degree
+    # answer never lowers the total degree (Property 1), an unrelated answer removes the replaced answer's links
+    # (Property 2), and the premise on every singleton sub-game already forces the total degree down (Property 3)
     **{
-        ("Deg", prop, reading): KnownCell(PROVED, _DEG_PROOF, _DEG_REASON.format(what=what))
+        ("Deg", prop, reading): KnownCell(PROVED, "shapley.theory.symbolic.degree_shapley_affine")
         for reading in READINGS
-        for prop, what in (
-            ("1", "a copy of the highest-degree answer never lowers the total degree"),
-            ("2", "an unrelated answer removes the replaced answer's links"),
-            ("3", "the premise on every singleton sub-game already forces the total degree down"),
-        )
+        for prop in PROPERTIES
     },
 }
 """Cells settled by hand, keyed by (estimator, property, reading)."""

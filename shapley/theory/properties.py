@@ -352,19 +352,12 @@ def property1_rv_rho_condition(R: ArrayLike) -> dict[str, Any]:
     of s_i on the others). For i == m the total changes by ``0.5 ln(rho**2 + (1 - rho**2) / v)`` with
     ``v = 1 - R2_m``, which is > 0 for every rho < 1 unless s_m is uncorrelated with all others.
 
-    Returns a dict: argmin ``m``, ``r2`` (n,), ``rho_min`` = sqrt(max_{i != m} R2_i), and
-    ``fails_at_m_for_rho_below_1`` (bool).
+    Returns a dict: argmin ``m``, ``r2`` (n,) and ``fails_at_m_for_rho_below_1`` (bool).
     """
     A = checked_correlation(R)
     m = argmin_player(A)
     r2 = rv_r_squared(A)
-    others = np.delete(r2, m)
-    return {
-        "m": m,
-        "r2": r2,
-        "rho_min": float(math.sqrt(max(0.0, float(others.max())))) if others.size else 0.0,
-        "fails_at_m_for_rho_below_1": bool(r2[m] > TOL),
-    }
+    return {"m": m, "r2": r2, "fails_at_m_for_rho_below_1": bool(r2[m] > TOL)}
 
 
 # ---------------------------------------------------------------------------------------------------

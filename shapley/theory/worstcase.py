@@ -242,7 +242,7 @@ def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
     indefinite, the exact thresholds around it, and the witness (the balanced two-group pattern).
 
     Returns:
-        dict with ``beta``, ``n_fail`` (None if beta <= beta*(n) for every n tried), ``beta_star_below``
+        dict with ``n_fail`` (None if beta <= beta*(n) for every n tried), ``beta_star_below``
         (beta*(n_fail - 1)), ``beta_star_at`` (beta*(n_fail)), ``C`` (the (n_fail, n_fail) witness) and
         ``min_eig_R`` (its lambda_min(R_beta), negative).
 
@@ -253,10 +253,9 @@ def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
     """
     n_fail = smallest_failing_n(beta)
     if n_fail is None:
-        return {"beta": beta, "n_fail": None, "beta_star_below": None, "beta_star_at": None, "C": None}
+        return {"n_fail": None, "beta_star_below": None, "beta_star_at": None, "C": None}
     C = two_group_C(n_fail // 2, n_fail - n_fail // 2)
     return {
-        "beta": beta,
         "n_fail": n_fail,
         "beta_star_below": beta_star(n_fail - 1),
         "beta_star_at": beta_star(n_fail),

@@ -72,8 +72,8 @@ def provenance_flags(history: RunHistory) -> list[str]:
 def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """One row per run: where it is, what it covered, the commit(s) it ran from, and its flags.
 
-    Columns: run, dataset, model, entailment, questions, samples, accuracy, commits, invocations, flags
-    (a list: see :func:`provenance_flags`).
+    Columns: run, model, questions, samples, accuracy, commits, flags (a list: see :func:`provenance_flags`) and
+    derived_verified (:func:`stale_derived`).
     """
     rows = []
     for d in run_dirs:
@@ -85,14 +85,11 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
         rows.append(
             {
                 "run": relative_path(d),
-                "dataset": cfg.data.dataset,
                 "model": cfg.model,
-                "entailment": cfg.entailment.backend,
                 "questions": question_count(d),
                 "samples": cfg.n_samples,
                 "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
                 "commits": ", ".join(commits),
-                "invocations": len(history.commands),
                 "flags": provenance_flags(history) + [f"stale {name}" for name in stale],
                 "derived_verified": verified,
             }

@@ -121,7 +121,6 @@ def prop35_readings(
         "Shapley values are undefined on the same input, so Proposition 3.6 fails there too",
         {
             "R": R,
-            "property2": p2,
             "property2_failures": p2.failures(),
             "property1_strict_failures": tuple(r for r in p1_rows if not r.holds),
             "property1_rows": p1_rows,

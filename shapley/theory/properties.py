@@ -239,15 +239,15 @@ def judge_property2(
 
 
 def judge_property3(
-    reading: str, j: int, old: float, new: float, margin: float, tightest_X: tuple[int, ...], **detail: Any
+    reading: str, j: int, old: float, new: float, margin: float, tightest_X: tuple[int, ...]
 ) -> PropertyCheck:
     """Property 3's rule: if g beats s_j in every sub-game (the smallest margin ``margin`` exceeds TOL, attained
-    at ``tightest_X``), g in place of s_j must raise the total (``new > old``); ``detail`` is kept with the check."""
+    at ``tightest_X``), g in place of s_j must raise the total (``new > old``)."""
     premise = margin > TOL
     row = Replacement(j, old, new, ">" if premise else PREMISE_FALSE)
     conclusion = relation_holds(old, new, ">")
     facts = {"premise": premise, "premise_margin": margin, "tightest_X": tightest_X, "conclusion": conclusion}
-    return PropertyCheck("3", reading, (row,), {**facts, **detail})
+    return PropertyCheck("3", reading, (row,), facts)
 
 
 def checked_reading(reading: str) -> Reading:
@@ -341,7 +341,7 @@ def check_property3(
     else:
         A, B = (_beta_R(validate.similarity_matrix(M, "C"), beta) for M in (M_old, M_new))
     _, margin, X = consistency_premise(A, B, j)
-    return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X, R_old=A, R_new=B)
+    return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X)
 
 
 def property1_rv_rho_condition(R: ArrayLike) -> dict[str, Any]:

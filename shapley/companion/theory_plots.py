@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
     from shapley.theory.properties import StepCheck
 
-#: Ordinal words for the answers a figure names by position.
-_ORDINALS = ("first", "second", "third", "fourth", "fifth")
+#: The Mozart tables' three answers named by position.
+_ORDINALS = ("first", "second", "third")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -128,12 +128,7 @@ def _position_label(g: pd.DataFrame, k: int) -> str:
     at = g[g["position"] == k]["short"].unique()
     if len(at) == 1:
         return plain(at[0])
-    return f"{_ordinal(k)} answer"
-
-
-def _ordinal(k: int) -> str:
-    """Answer position ``k`` (0-based) in words: "first", "second", ..., then "#6", "#7", ..."""
-    return _ORDINALS[k] if k < len(_ORDINALS) else f"#{k + 1}"
+    return f"{_ORDINALS[k]} answer"
 
 
 def per_answer_figure(rows: pd.DataFrame) -> Figure:
@@ -156,7 +151,7 @@ def per_answer_figure(rows: pd.DataFrame) -> Figure:
         for j, t in enumerate(tables):
             d = g[g["table"] == t].sort_values("position")
             pairs = zip(d["position"], d["short"], strict=True)
-            names = ", ".join(f"{_ordinal(k)}: {plain(s)}" for k, s in pairs if k in differ)
+            names = ", ".join(f"{_ORDINALS[k]}: {plain(s)}" for k, s in pairs if k in differ)
             x = np.asarray(d["position"], dtype=float) + (j - (len(tables) - 1) / 2) * width
             bars = ax.bar(x, d["phi"], width, label=f"Table {t}" + (f" ({names})" if names else ""))
             ax.bar_label(bars, fmt="%.3f", fontsize=7)
@@ -279,12 +274,8 @@ def _grid_label(verdict: str, anchor: str) -> str:
 
 
 def verdict_grid_html(table: pd.DataFrame, reading: str) -> str:
-    """Estimator (rows, in table order) x property grid of one reading's verdicts as an HTML table: "fails" linking
-    to its counterexample (:func:`counterexample_html`), "none in N", "n/a", "proved" or "undefined".
-
-    Args:
-        table: columns estimator, property, reading, verdict (the search's rows, as for :func:`axiom_search_figure`).
-    """
+    """Estimator (rows, in table order) x property grid of one reading's verdicts (``table`` as for
+    :func:`axiom_search_figure`) as an HTML table, each "fails" linking to its :func:`counterexample_html`."""
     sub = table[table["reading"] == reading]
     labels = [_grid_label(r.verdict, _anchor(r.estimator, r.property, reading)) for r in sub.itertuples()]
     grid = sub.assign(label=labels).pivot(index="estimator", columns="property", values="label")

@@ -74,11 +74,6 @@ UNDEFINED = "undefined"
 """Verdict of a cell whose property cannot be judged on any of its inputs."""
 
 
-def no_counterexample(n_examples: int) -> str:
-    """The verdict of a search that found nothing: ``"no counterexample in N examples"``."""
-    return f"no counterexample in {n_examples} examples"
-
-
 @dataclass(frozen=True)
 class CellResult:
     """One cell of the table: verdict, examples drawn, and the shrunk counterexample (or None)."""
@@ -170,7 +165,7 @@ def cell_result(est: axs.Estimator, prop: str, reading: str, max_examples: int, 
     found = axs.first_counterexample(est, prop, reading, max_examples, seed)
     if found is not None:
         return CellResult(est.name, prop, reading, FAILS, *found)
-    verdict = PROVED if known is not None and known.kind == PROVED else no_counterexample(max_examples)
+    verdict = PROVED if known is not None and known.kind == PROVED else f"no counterexample in {max_examples} examples"
     return CellResult(est.name, prop, reading, verdict, max_examples, None, None)
 
 

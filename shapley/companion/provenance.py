@@ -166,17 +166,16 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
 
 
 def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
-    """The generation and scoring settings of ``run_dirs`` as recorded in their ``config.json``: each setting's
-    distinct values, joined ("0.5" or "5, 10"). Settings of ``score-samples`` runs (no generation) are skipped."""
+    """The settings the book quotes (``n_samples``, and ``temperature``, ``max_new_tokens`` and ``n_shots`` of the
+    runs that generated) of ``run_dirs`` as recorded in their ``config.json``: each setting's distinct values,
+    joined ("0.5" or "5, 10")."""
     seen: dict[str, list[Any]] = {}
     for d in run_dirs:
         cfg = read_config(d)
-        values: dict[str, Any] = {"beta": cfg.scoring.beta, "psd_policy": cfg.scoring.psd_policy}
-        values["n_samples"] = cfg.n_samples
+        values: dict[str, Any] = {"n_samples": cfg.n_samples}
         if cfg.generation is not None:
             g = cfg.generation
-            values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, top_p=g.top_p)
-            values.update(chat_template=g.chat_template, n_shots=cfg.data.n_shots)
+            values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, n_shots=cfg.data.n_shots)
         for k, v in values.items():
             if v not in seen.setdefault(k, []):
                 seen[k].append(v)

@@ -277,7 +277,8 @@ def verdict_grid_html(table: pd.DataFrame, reading: str) -> str:
     """Estimator (rows, in table order) x property grid of one reading's verdicts (``table`` as for
     :func:`axiom_search_figure`) as an HTML table, each "fails" linking to its :func:`counterexample_html`."""
     sub = table[table["reading"] == reading]
-    labels = [_grid_label(r.verdict, _anchor(r.estimator, r.property, reading)) for r in sub.itertuples()]
+    cells = zip(sub["estimator"], sub["property"], sub["verdict"], strict=True)
+    labels = [_grid_label(verdict, _anchor(est, prop, reading)) for est, prop, verdict in cells]
     grid = sub.assign(label=labels).pivot(index="estimator", columns="property", values="label")
     grid = grid.reindex(list(dict.fromkeys(sub["estimator"])))
     grid.index = [esc(e) for e in grid.index]

@@ -170,8 +170,8 @@ class PageRecord:
         return f"results/{self.path} ({record['seconds']:.0f} s when computed; `{record['command']}`): {state}"
 
     def main(self) -> int:
-        """``python -m MODULE``: write the record computed from ``results`` to ``results/PATH`` and print the path,
-        the seconds it took and its summary."""
+        """``python -m MODULE``: write the record computed from the results folder (:data:`RESULTS`) to its
+        :attr:`path` there, and print the path, the seconds it took and its summary."""
         path = self.write()
         record = self.load(path)
         print(f"wrote {path} in {record['seconds']} s: {self.summary(record)}")

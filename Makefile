@@ -104,7 +104,7 @@ results: setup
 # PAGE_RECORDS declares one record (shapley.theory.page_records.PageRecord), and `python -m MODULE` writes it.
 PAGE_RECORDS = shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results \
 	shapley.theory.estimator_replay shapley.companion.mozart_results shapley.companion.singular_results \
-	shapley.companion.derived_results
+	shapley.companion.provenance
 theory-results: setup
 	for m in $(PAGE_RECORDS); do $(THREADS) PYTHONPATH=. $(BIN)/python -m $$m || exit 1; done
 

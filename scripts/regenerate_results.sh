@@ -80,7 +80,7 @@ fi
 # The -inf counts at the top of the beta grid, from the runs written above (results/companion/infinite_scores.json).
 $PY -m shapley.companion.singular_results
 # Whether each run's derived files match its stage files, for the results page (results/companion/derived_status.json).
-$PY -m shapley.companion.derived_results
+$PY -m shapley.companion.provenance
 
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the
 # stages.jsonl.gz files written above), in LM-Polygraph's own environment (built first if it is missing).

@@ -1,11 +1,10 @@
 """Recomputing the paper's "Queen of the Night aria" example (Tables 1 and 2).
 
-The inputs are the printed ones, taken from :mod:`shapley.companion.reported`
-(``reported.mozart(1)``, ``reported.mozart(2)``):
-three answers with likelihoods 0.5 / 0.4 / 0.1, the clusters {W. A. Mozart, Mozart} and {third answer}, and a
-printed 3x3 matrix. The paper prints a Shapley uncertainty of 0.40 (Beethoven) and 0.51 (da Vinci) without
-saying how it was computed. This module computes the paper's stated definition and a list of alternative
-readings, each a named function with a one-line rationale, so the notebook can put them side by side.
+The inputs are the printed ones, taken from :mod:`shapley.companion.reported` (:func:`inputs`): three answers with
+likelihoods 0.5 / 0.4 / 0.1, the clusters {W. A. Mozart, Mozart} and {third answer}, and a printed 3x3 matrix. The
+paper prints a Shapley uncertainty of 0.40 (Beethoven) and 0.51 (da Vinci) without saying how it was computed. This
+module computes the paper's stated definition and a list of alternative readings, each a named function with a
+one-line rationale, so the notebook can put them side by side.
 
 Nothing here hard-codes a computed number: the printed values are read from :mod:`shapley.companion.reported`.
 Entropies are in nats unless a reading says otherwise.
@@ -35,13 +34,19 @@ PRINTED_DECIMALS = 2
 
 
 def inputs(table: int) -> dict[str, Any]:
-    """The printed inputs of Table 1 or 2 (:func:`shapley.companion.reported.mozart`), as arrays."""
-    d = reported.mozart(table)
+    """The printed inputs of Table 1 or 2 (transcribed in :mod:`shapley.companion.reported`): ``answers``, the
+    ``likelihoods`` (3,) and ``clusters`` (3,) and the ``matrix`` (3, 3) as arrays, the printed ``uncertainty`` and
+    their ``source`` ("reported")."""
+    if table not in (1, 2):
+        raise ValueError(f"the Mozart example is Table 1 or 2, got table={table!r}")
+    matrix = reported.MOZART_MATRIX_TABLE1 if table == 1 else reported.MOZART_MATRIX_TABLE2
     return {
-        **d,
-        "matrix": np.asarray(d["matrix"], dtype=np.float64),
-        "likelihoods": np.asarray(d["likelihoods"], dtype=np.float64),
-        "clusters": np.asarray(d["clusters"], dtype=np.int64),
+        "answers": reported.MOZART_ANSWERS_TABLE1 if table == 1 else reported.MOZART_ANSWERS_TABLE2,
+        "likelihoods": np.asarray(reported.MOZART_LIKELIHOODS, dtype=np.float64),
+        "clusters": np.asarray(reported.MOZART_CLUSTERS, dtype=np.int64),
+        "matrix": np.asarray(matrix, dtype=np.float64),
+        "uncertainty": dict(reported.MOZART_UNCERTAINTY[f"table{table}"]),
+        "source": reported.SOURCE,
     }
 
 

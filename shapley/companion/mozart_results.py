@@ -20,8 +20,6 @@ from shapley.theory import page_records
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     """:func:`shapley.companion.mozart.fitted_beta_table` on a grid of ``beta_grid_points``: the record's numbers
     (``results`` is not read)."""
-    if settings["printed_decimals"] != mozart.PRINTED_DECIMALS:
-        raise ValueError(f"printed_decimals is fixed by the module ({mozart.PRINTED_DECIMALS})")
     return {"fits": mozart.fitted_beta_table(mozart.beta_grid(int(settings["beta_grid_points"])))}
 
 
@@ -45,7 +43,7 @@ RECORD = page_records.PageRecord(
     ),
     compute=compute,
     summary=lambda record: f"one beta fits both tables under {[r['key'] for r in record['fits'] if r['beta_both']]}",
-    settings={"beta_grid_points": 600, "printed_decimals": mozart.PRINTED_DECIMALS},
+    settings={"beta_grid_points": 600},
 )
 
 if __name__ == "__main__":

@@ -1,21 +1,33 @@
-"""What each run was: where it is, the commands and commits that built it (from its ``config.json``), and the
-settings the runs share."""
+"""What each run was: where it is, the commands and commits that built it (from its ``config.json``), the settings
+the runs share, and whether its derived files still match its stage files.
+
+That last verdict is :func:`shapley.pipeline.rundir.derived.derived_status`, which re-reads every record of a run
+and hashes its canonical JSON: a tenth of a second to a quarter per run, two seconds for the results page's
+provenance table. :data:`RECORD` (``results/companion/derived_status.json``, written by ``python -m
+shapley.companion.provenance`` after the runs in ``make results``) holds it for every run, with each run's files
+that git would commit as its inputs (its ``config.json``, ``derived.json``, compact copy, derived files, and the
+JSONL stage files where those are committed). :func:`derived_status` answers from the record when it is fresh and
+recomputes otherwise: a stale or missing record costs time, never a wrong verdict. A local edit of a git-ignored
+JSONL stage file that leaves the compact copy as it was is not seen by the record (the run rewrites its compact copy
+whenever it changes a stage file, and ``report`` checks the stage files themselves).
+"""
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from shapley.companion import derived_results
 from shapley.companion.htmltable import Col, Html, esc, html_table
 from shapley.pipeline.evaluate.report import load_metrics
+from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import RunHistory, read_config, read_record, run_history
+from shapley.theory import page_records
 
 
 def relative_path(path: str | os.PathLike[str]) -> str:
@@ -72,8 +84,8 @@ def provenance_flags(history: RunHistory) -> list[str]:
 def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """One row per run: where it is, what it covered, the commit(s) it ran from, and its flags.
 
-    Columns: run, dataset, model, entailment, questions, samples, accuracy, commits, invocations, flags
-    (a list: see :func:`provenance_flags`).
+    Columns: run, model, questions, samples, accuracy, commits, flags (a list: see :func:`provenance_flags`) and
+    derived_verified (:func:`stale_derived`).
     """
     rows = []
     for d in run_dirs:
@@ -85,14 +97,11 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
         rows.append(
             {
                 "run": relative_path(d),
-                "dataset": cfg.data.dataset,
                 "model": cfg.model,
-                "entailment": cfg.entailment.backend,
                 "questions": question_count(d),
                 "samples": cfg.n_samples,
                 "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
                 "commits": ", ".join(commits),
-                "invocations": len(history.commands),
                 "flags": provenance_flags(history) + [f"stale {name}" for name in stale],
                 "derived_verified": verified,
             }
@@ -157,17 +166,16 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
 
 
 def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
-    """The generation and scoring settings of ``run_dirs`` as recorded in their ``config.json``: each setting's
-    distinct values, joined ("0.5" or "5, 10"). Settings of ``score-samples`` runs (no generation) are skipped."""
+    """The settings the book quotes (``n_samples``, and ``temperature``, ``max_new_tokens`` and ``n_shots`` of the
+    runs that generated) of ``run_dirs`` as recorded in their ``config.json``: each setting's distinct values,
+    joined ("0.5" or "5, 10")."""
     seen: dict[str, list[Any]] = {}
     for d in run_dirs:
         cfg = read_config(d)
-        values: dict[str, Any] = {"beta": cfg.scoring.beta, "psd_policy": cfg.scoring.psd_policy}
-        values["n_samples"] = cfg.n_samples
+        values: dict[str, Any] = {"n_samples": cfg.n_samples}
         if cfg.generation is not None:
             g = cfg.generation
-            values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, top_p=g.top_p)
-            values.update(chat_template=g.chat_template, n_shots=cfg.data.n_shots)
+            values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, n_shots=cfg.data.n_shots)
         for k, v in values.items():
             if v not in seen.setdefault(k, []):
                 seen[k].append(v)
@@ -198,10 +206,54 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
 
     Returns ``(stale, verified)`` from the run's freshness record (``derived.json``,
     :func:`shapley.pipeline.rundir.derived.derived_status`; the committed verdicts when the run is unchanged,
-    :func:`shapley.companion.derived_results.derived_status`): ``stale`` names each derived file whose stage files
+    :func:`derived_status`): ``stale`` names each derived file whose stage files
     or settings changed since it was computed (a sweep left over from an earlier ``--limit``, say); ``verified``
     is False when some derived file could not be checked (no freshness record, or no stage files).
     """
-    status = derived_results.derived_status(run_dir)
+    status = derived_status(run_dir)
     stale = [name for name, s in status.items() if s.startswith("stale")]
     return stale, bool(status) and all(s == "fresh" for s in status.values())
+
+
+def _runs(results: Path) -> list[str]:
+    """The runs under ``results`` (paths relative to it): the folders with a ``derived.json`` and a config."""
+    found = (p.parent for p in results.rglob(derived.DERIVED_FILE))
+    return sorted(run.relative_to(results).as_posix() for run in found if (run / "config.json").is_file())
+
+
+def _inputs(results: Path) -> list[str]:
+    runs = set(_runs(results))
+    return [p for p in page_records.committed_files(results) if Path(p).parent.as_posix() in runs]
+
+
+def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
+    """The record's numbers: the derived statuses of each run under ``results``."""
+    return {"runs": {rel: derived.derived_status(results / rel) for rel in _runs(results)}}
+
+
+RECORD = page_records.PageRecord(
+    path="companion/derived_status.json",
+    module=__spec__.name,
+    modules=(
+        "shapley.pipeline.rundir.derived",
+        "shapley.pipeline.rundir.jsonl",
+        "shapley.pipeline.rundir.store",
+        "shapley.pipeline.rundir.settings",
+    ),
+    compute=compute,
+    summary=lambda record: f"{len(record['runs'])} runs",
+    inputs=_inputs,
+)
+
+
+def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """:func:`shapley.pipeline.rundir.derived.derived_status` of ``run_dir``: from the record under the run's
+    grandparent folder when it is fresh and saw every derived file the run has now, recomputed otherwise."""
+    run = Path(run_dir).resolve()
+    status = (RECORD.fresh(run.parent.parent) or {}).get("runs", {}).get(f"{run.parent.name}/{run.name}", {})
+    present = [n for n in (*derived.RUN_OUTPUTS, *derived.SWEEP_OUTPUTS) if (run / n).is_file()]
+    return {n: status[n] for n in present} if all(n in status for n in present) else derived.derived_status(run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(RECORD.main())

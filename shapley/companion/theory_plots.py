@@ -1,24 +1,28 @@
-"""Figures for the theory pages (psd, mozart, properties, axioms).
+"""Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's HTML of the estimator table.
 
-As in :mod:`shapley.companion.plots`: each function takes tidy data that the page computes with the package and
-returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
-labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
+As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package (the
+quadratic-form figures take the matrices themselves) and returns a matplotlib Figure; a label read from data is
+drawn literally (:func:`plots.plain`). Titles and legend labels a page writes itself (mathtext included) are drawn
+as written. Values are in nats.
 
 As there too, a figure comes back closed in pyplot (:func:`plots.closed`): a page shows it with ``display(fig)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from shapley.companion.htmltable import esc
 from shapley.companion.plots import closed, plain, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
-from shapley.theory import axioms
+from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
+from shapley.theory import axioms, worstcase
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -26,8 +30,8 @@ if TYPE_CHECKING:
 
     from shapley.theory.properties import StepCheck
 
-#: Ordinal words for the answers a figure names by position.
-_ORDINALS = ("first", "second", "third", "fourth", "fifth")
+#: The Mozart tables' three answers named by position.
+_ORDINALS = ("first", "second", "third")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -35,20 +39,16 @@ _ORDINALS = ("first", "second", "third", "fourth", "fifth")
 # ---------------------------------------------------------------------------------------------------
 
 
-def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) -> Figure:
-    """Log-scale largest safe beta against n: the exact beta*(n) and the Gershgorin and paper bounds, with the
-    default beta as a grey line.
-
-    Args:
-        bounds: columns n, beta_star, gershgorin_bound, paper_bound (one row per n), e.g.
-            ``pd.DataFrame(shapley.theory.worstcase.beta_bounds_table(range(2, 41)))``.
-        default_beta: where the grey line is drawn.
-    """
+def beta_threshold_figure(ns: Sequence[int], *, default_beta: float = 0.5) -> Figure:
+    """Log-scale largest safe beta against the numbers of answers ``ns``: the exact beta*(n)
+    (:func:`shapley.theory.worstcase.beta_star`) and the Gershgorin and paper bounds, with the default beta as a grey
+    line."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
-    ax.plot(bounds["n"], bounds["beta_star"], "o-", ms=3, label=r"exact $\beta^*(n)$")
-    ax.plot(bounds["n"], bounds["gershgorin_bound"], "s--", ms=3, label=r"Gershgorin $1/(n-1)$")
-    ax.plot(bounds["n"], bounds["paper_bound"], "^:", ms=3, label=r"paper $1/(n+1)$")
+    ns = list(ns)
+    ax.plot(ns, [worstcase.beta_star(n) for n in ns], "o-", ms=3, label=r"exact $\beta^*(n)$")
+    ax.plot(ns, [gershgorin_beta_bound(n) for n in ns], "s--", ms=3, label=r"Gershgorin $1/(n-1)$")
+    ax.plot(ns, [paper_beta_bound(n) for n in ns], "^:", ms=3, label=r"paper $1/(n+1)$")
     ax.axhline(default_beta, color="grey", lw=1)
     # x at 71.5% of the axis (n = 30 for n = 2..40), y just above the line
     ax.text(0.715, default_beta * 1.04, rf"default $\beta = {default_beta:g}$", color="grey",
@@ -61,20 +61,23 @@ def beta_threshold_figure(bounds: pd.DataFrame, *, default_beta: float = 0.5) ->
     return closed(fig)
 
 
-def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], forms: Mapping[str, NDArray]) -> Figure:
-    """One panel per quadratic form x^T M x over unit x in S^2, coloured symmetrically about 0 (red negative),
-    with its zero level in black and its minimum in the title.
+def sphere_forms_figure(matrices: Mapping[str, NDArray[np.float64]]) -> Figure:
+    """One panel per symmetric 3x3 matrix M: its quadratic form x^T M x over unit x in S^2, on a one-degree grid of
+    polar angles and azimuths, coloured symmetrically about 0 (red negative), with its zero level in black and its
+    minimum in the title.
 
     Args:
-        theta: polar angles (n_theta,) in radians; phi: azimuths (n_phi,) in radians
-            (:func:`shapley.theory.worstcase.sphere_grid`).
-        forms: panel title (the page's own, mathtext drawn) -> values (n_theta, n_phi)
-            (:func:`shapley.theory.worstcase.quadratic_form_sphere`).
+        matrices: panel title (the page's own, mathtext drawn) -> M, shape (3, 3).
     """
+    theta = np.linspace(0, np.pi, 181)
+    phi = np.linspace(0, 2 * np.pi, 361)
+    T, P = np.meshgrid(theta, phi, indexing="ij")
+    X = np.stack([np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)], axis=-1)  # unit vectors (181, 361, 3)
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(forms), figsize=(5 * len(forms), 3.8), sharey=True, layout="constrained",
+    fig, axes = plt.subplots(1, len(matrices), figsize=(5 * len(matrices), 3.8), sharey=True, layout="constrained",
                              squeeze=False)  # fmt: skip
-    for ax, (title, Q) in zip(axes[0], forms.items(), strict=True):
+    for ax, (title, M) in zip(axes[0], matrices.items(), strict=True):
+        Q = np.einsum("...i,ij,...j->...", X, M, X)
         lim = np.abs(Q).max()
         im = ax.pcolormesh(np.degrees(phi), np.degrees(theta), Q, cmap="RdBu", vmin=-lim, vmax=lim, shading="auto")
         ax.contour(np.degrees(phi), np.degrees(theta), Q, levels=[0], colors="k", linewidths=1)
@@ -86,17 +89,25 @@ def sphere_forms_figure(theta: NDArray[np.float64], phi: NDArray[np.float64], fo
     return closed(fig)
 
 
-def great_circle_figure(curves: Mapping[str, tuple[NDArray, NDArray]], *, title: str) -> Figure:
-    """x^T M x along a great circle, one line per matrix, each labelled with its minimum; a black zero line.
+def great_circle_figure(
+    matrices: Mapping[str, NDArray[np.float64]], u: NDArray[np.float64], v: NDArray[np.float64], *, title: str
+) -> Figure:
+    """x^T M x along the great circle x(t) = cos t u + sin t v (721 angles t), one line per matrix, each labelled
+    with its minimum; a black zero line.
 
     Args:
-        curves: legend label (the page's own, mathtext drawn) -> (angles (m,) in radians, values (m,)), as
-            :func:`shapley.theory.worstcase.quadratic_form_circle` returns them.
+        matrices: legend label (the page's own, mathtext drawn) -> M, shape (n, n).
+        u, v: orthonormal vectors (n,), else a ValueError.
         title: the panel's title (the page's own).
     """
+    if abs(u @ v) > 1e-8 or abs(u @ u - 1) > 1e-8 or abs(v @ v - 1) > 1e-8:
+        raise ValueError("u and v must be orthonormal")
+    t = np.linspace(0, 2 * np.pi, 721)
+    X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for label, (t, q) in curves.items():
+    for label, M in matrices.items():
+        q = np.einsum("ki,ij,kj->k", X, M, X)
         ax.plot(np.degrees(t), q, label=f"{label} (min {np.min(q):.3f})")
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("angle along the great circle (deg)")
@@ -117,12 +128,7 @@ def _position_label(g: pd.DataFrame, k: int) -> str:
     at = g[g["position"] == k]["short"].unique()
     if len(at) == 1:
         return plain(at[0])
-    return f"{_ordinal(k)} answer"
-
-
-def _ordinal(k: int) -> str:
-    """Answer position ``k`` (0-based) in words: "first", "second", ..., then "#6", "#7", ..."""
-    return _ORDINALS[k] if k < len(_ORDINALS) else f"#{k + 1}"
+    return f"{_ORDINALS[k]} answer"
 
 
 def per_answer_figure(rows: pd.DataFrame) -> Figure:
@@ -145,7 +151,7 @@ def per_answer_figure(rows: pd.DataFrame) -> Figure:
         for j, t in enumerate(tables):
             d = g[g["table"] == t].sort_values("position")
             pairs = zip(d["position"], d["short"], strict=True)
-            names = ", ".join(f"{_ordinal(k)}: {plain(s)}" for k, s in pairs if k in differ)
+            names = ", ".join(f"{_ORDINALS[k]}: {plain(s)}" for k, s in pairs if k in differ)
             x = np.asarray(d["position"], dtype=float) + (j - (len(tables) - 1) / 2) * width
             bars = ax.bar(x, d["phi"], width, label=f"Table {t}" + (f" ({names})" if names else ""))
             ax.bar_label(bars, fmt="%.3f", fontsize=7)
@@ -251,3 +257,53 @@ def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
         axis.set_title("sentence reading" if reading == "sentence" else "random-variable reading")
     fig.suptitle(f"Examples drawn until the first counterexample (none in N = {max_examples}: grey)")
     return closed(fig)
+
+
+def _anchor(estimator: str, prop: str, reading: str) -> str:
+    """The HTML anchor of a cell's counterexample, e.g. ``cex-shap-3-rv`` (escaped)."""
+    return esc(f"cex-{estimator.lower()}-{prop}-{reading}")
+
+
+def _grid_label(verdict: str, anchor: str) -> str:
+    """One cell of :func:`verdict_grid_html`: "fails" linking to ``anchor``, "n/a", "none in N", or the verdict."""
+    if verdict == axioms.FAILS:
+        return f'<a href="#{anchor}">fails</a>'
+    if verdict == axioms.NOT_APPLICABLE:
+        return "n/a"
+    return esc(verdict.replace("no counterexample in ", "none in ").replace(" examples", ""))
+
+
+def verdict_grid_html(table: pd.DataFrame, reading: str) -> str:
+    """Estimator (rows, in table order) x property grid of one reading's verdicts (``table`` as for
+    :func:`axiom_search_figure`) as an HTML table, each "fails" linking to its :func:`counterexample_html`."""
+    sub = table[table["reading"] == reading]
+    cells = zip(sub["estimator"], sub["property"], sub["verdict"], strict=True)
+    labels = [_grid_label(verdict, _anchor(est, prop, reading)) for est, prop, verdict in cells]
+    grid = sub.assign(label=labels).pivot(index="estimator", columns="property", values="label")
+    grid = grid.reindex(list(dict.fromkeys(sub["estimator"])))
+    grid.index = [esc(e) for e in grid.index]
+    grid.columns = [f"Property {c}" for c in grid.columns]
+    return grid.to_html(escape=False, classes="axiom-grid")
+
+
+def counterexample_html(row: Any) -> str:
+    """One failing cell (a row of the table: estimator, property, reading, examples, and counterexample, the JSON
+    of :func:`shapley.theory.axioms.describe`) as an HTML block anchored for :func:`verdict_grid_html`: the input,
+    the replacement that breaks the property and the totals before and after."""
+    ce = json.loads(row.counterexample)
+    how = f"hand-built witness, {ce['witness']}" if row.examples == 0 else f"found after {row.examples} examples"
+    name = "C" if "C" in ce else "R"
+    M = np.asarray(ce[name], dtype=np.float64)
+    lines = [f"{name} ({M.shape[0]} x {M.shape[0]}) ="]
+    lines += ["  " + " ".join(f"{x:7.4g}" for x in r) for r in M]
+    if "p" in ce:
+        lines.append("likelihoods p = " + ", ".join(f"{q:g}" for q in ce["p"]))
+    if "argmin" in ce:
+        lines.append(f"answer with the smallest Shapley value: m = {ce['argmin']}")
+    if "g" in ce:
+        lines.append(f"g is answer {ce['g']}; premise holds (smallest margin {ce['premise_margin']:g})")
+    lines.append(f"replaced answer {ce['replaced']}: required {ce['required']}")
+    lines.append(f"old = {ce['old']}, new = {ce['new']}, change = {ce['change']}")
+    title = esc(f"{row.estimator}, Property {row.property}, {row.reading} reading ({how})")
+    body = esc("\n".join(lines))
+    return f'<div id="{_anchor(row.estimator, row.property, row.reading)}"><p><b>{title}</b></p><pre>{body}</pre></div>'

@@ -248,7 +248,7 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
         "psd05_max_n": max((n for n in sizes if n is not None), default=None),
     }
     try:
-        record = cosine_results.load(results / "theory")
+        record = cosine_results.RECORD.load(results / "theory")
     except FileNotFoundError:
         return out
     witness = record["witness"]
@@ -324,7 +324,7 @@ def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
     """One row per claim of :data:`~shapley.companion.claims.CLAIMS`, templates filled and verdicts decided from
     :func:`facts` (``results``: the folder of committed runs, default the repository's).
 
-    Columns: id, where, claim (our words), quote (the paper's, or ""), kind, verdict, evidence (tuple of pages),
+    Columns: id, where, claim (our words), quote (the paper's, or ""), verdict, evidence (tuple of pages),
     functions (tuple), note, readings (tuple of (name, verdict, note)), command.
     """
     import pandas as pd
@@ -336,7 +336,6 @@ def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
             "where": c.where,
             "claim": c.statement,
             "quote": c.quote,
-            "kind": c.kind,
             "verdict": c.decide(computed),
             "evidence": c.evidence,
             "functions": c.functions,

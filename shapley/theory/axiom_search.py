@@ -184,11 +184,8 @@ def _with(p: NDArray[np.float64] | None, i: int, q: float | None) -> NDArray[np.
 
 
 def check_property1(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> pr.PropertyCheck:
-    """Property 1 for U: replacing any answer by a duplicate of U's argmin-Shapley answer m (lowest index among
-    ties) must not raise U, and must lower it strictly unless the replaced answer is itself a minimiser.
-
-    ``M``: C (sentence) or R (rv), (n, n); ``p``: likelihoods (n,) or None; the duplicate carries ``p[m]``.
-    """
+    """Property 1 (the rule: :func:`~shapley.theory.properties.judge_property1`) for U and its own Shapley values.
+    ``M``: C (sentence) or R (rv), (n, n); ``p``: likelihoods (n,) or None; the duplicate carries ``p[m]``."""
     worths = coalition_worths(est, reading, M, p)
 
     def duplicate_total(i: int, m: int) -> float:
@@ -199,11 +196,8 @@ def check_property1(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
 
 
 def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> pr.PropertyCheck:
-    """Property 2 for U: replacing any answer by an unrelated one must not lower U, and must raise it strictly
-    if the replaced answer was related to another one (some off-diagonal entry of its row is non-zero).
-
-    ``M``: C or R, (n, n); ``p``: (n + 1,) likelihoods, the unrelated answer's last, or None.
-    """
+    """Property 2 (the rule: :func:`~shapley.theory.properties.judge_property2`) for U. ``M``: C or R, (n, n);
+    ``p``: (n + 1,) likelihoods, the unrelated answer's last, or None."""
     p_ans, q = (None, None) if p is None else (p[:-1], float(p[-1]))
     old = value(est, reading, M, p_ans)
     return pr.judge_property2(
@@ -214,9 +208,8 @@ def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
 def check_property3(
     est: Estimator, reading: str, M: Matrix, j: int, p: NDArray[np.float64] | None = None
 ) -> pr.PropertyCheck:
-    """Property 3 for U on one joint matrix over (answers 0..n-1, g = n), (n + 1, n + 1): if g's Shapley
-    value in the sub-game on X + {g} beats s_j's on X + {s_j} for every non-empty X of the other answers,
-    then U(answers with g in place of s_j) must exceed U(answers). ``p``: (n + 1,) likelihoods or None."""
+    """Property 3 (the rule: :func:`~shapley.theory.properties.judge_property3`) for U on one joint matrix over
+    (answers 0..n-1, g = n), (n + 1, n + 1). ``p``: (n + 1,) likelihoods or None."""
     n = M.shape[0] - 1
     worths = coalition_worths(est, reading, M, p, apart=(j, n))
     others = [k for k in range(n) if k != j]

@@ -74,11 +74,6 @@ UNDEFINED = "undefined"
 """Verdict of a cell whose property cannot be judged on any of its inputs."""
 
 
-def no_counterexample(n_examples: int) -> str:
-    """The verdict of a search that found nothing: ``"no counterexample in N examples"``."""
-    return f"no counterexample in {n_examples} examples"
-
-
 @dataclass(frozen=True)
 class CellResult:
     """One cell of the table: verdict, examples drawn, and the shrunk counterexample (or None)."""
@@ -120,47 +115,32 @@ def property3_hub_example() -> axs.Example:
 @dataclass(frozen=True)
 class KnownCell:
     """A cell settled by hand. ``kind``: ``FAILS`` (``witness`` builds the example), ``PROVED`` (``source``
-    names the derivation) or ``UNDEFINED``; ``reason``: one sentence for the book."""
+    names the derivation) or ``UNDEFINED``."""
 
     kind: str
     source: str
-    reason: str
     witness: Any = None
 
 
-_DEG_PROOF = "shapley.theory.symbolic.degree_shapley_affine"
-_DEG_REASON = (
-    "each answer's Shapley value for Deg is affine and decreasing in its degree (symbolic.degree_shapley_affine), "
-    "so {what}"
-)
-
 KNOWN: dict[tuple[str, str, str], KnownCell] = {
+    # hand-built hub witness (n = 6, link 0.05): inside the searched sizes, off the tenths grid
     ("Shap", "2", "sentence"): KnownCell(
-        FAILS,
-        "shapley.theory.properties.property2_witness_sentence",
-        "hand-built hub witness (n = 6, link 0.05): inside the searched sizes, off the tenths grid",
-        property2_hub_example,
+        FAILS, "shapley.theory.properties.property2_witness_sentence", property2_hub_example
     ),
+    # hand-built hub witness (n = 7, links 0.1 and 0.005): beyond the searched sizes and off the grid
     ("Shap", "3", "sentence"): KnownCell(
-        FAILS,
-        "shapley.theory.properties.property3_witness_sentence",
-        "hand-built hub witness (n = 7, links 0.1 and 0.005): beyond the searched sizes and off the grid",
-        property3_hub_example,
+        FAILS, "shapley.theory.properties.property3_witness_sentence", property3_hub_example
     ),
-    ("Shap", "1", "rv"): KnownCell(
-        UNDEFINED,
-        "shapley.theory.propositions.undefined_shapley_message",
-        "an exact copy makes the new R singular, so its Shapley values are (-inf) - (-inf), undefined, as on "
-        "the degenerate example of Proposition 3.6; the cell cannot fail by construction (the total is -inf)",
-    ),
+    # an exact copy makes the new R singular, so its Shapley values are (-inf) - (-inf), undefined, as on the
+    # degenerate example of Proposition 3.6; the cell cannot fail by construction (the total is -inf)
+    ("Shap", "1", "rv"): KnownCell(UNDEFINED, "shapley.theory.propositions.undefined_shapley_message"),
+    # each answer's Shapley value for Deg is affine and decreasing in its degree, so a copy of the highest-degree
+    # answer never lowers the total degree (Property 1), an unrelated answer removes the replaced answer's links
+    # (Property 2), and the premise on every singleton sub-game already forces the total degree down (Property 3)
     **{
-        ("Deg", prop, reading): KnownCell(PROVED, _DEG_PROOF, _DEG_REASON.format(what=what))
+        ("Deg", prop, reading): KnownCell(PROVED, "shapley.theory.symbolic.degree_shapley_affine")
         for reading in READINGS
-        for prop, what in (
-            ("1", "a copy of the highest-degree answer never lowers the total degree"),
-            ("2", "an unrelated answer removes the replaced answer's links"),
-            ("3", "the premise on every singleton sub-game already forces the total degree down"),
-        )
+        for prop in PROPERTIES
     },
 }
 """Cells settled by hand, keyed by (estimator, property, reading)."""
@@ -185,7 +165,7 @@ def cell_result(est: axs.Estimator, prop: str, reading: str, max_examples: int, 
     found = axs.first_counterexample(est, prop, reading, max_examples, seed)
     if found is not None:
         return CellResult(est.name, prop, reading, FAILS, *found)
-    verdict = PROVED if known is not None and known.kind == PROVED else no_counterexample(max_examples)
+    verdict = PROVED if known is not None and known.kind == PROVED else f"no counterexample in {max_examples} examples"
     return CellResult(est.name, prop, reading, verdict, max_examples, None, None)
 
 
@@ -238,10 +218,9 @@ def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int
 
 def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
     """The tidy table, one row per (estimator, property, reading): columns ``estimator``, ``property`` ("1", "2",
-    "3"), ``reading`` ("sentence", "rv"), ``verdict`` ("fails", "no counterexample in N examples", "not
-    applicable", "proved", "undefined"), ``counterexample`` (compact JSON of the shrunk example, :func:`describe`,
-    or empty) and ``examples`` (examples drawn until the first counterexample, or N). Needs pandas (installed with
-    the pipeline, test and book extras).
+    "3"), ``reading`` ("sentence", "rv"), ``verdict`` (the module docstring's), ``counterexample`` (compact JSON of
+    the shrunk example, :func:`describe`, or empty) and ``examples`` (examples drawn until the first
+    counterexample, or N). Needs pandas (installed with the pipeline, test and book extras).
 
     ``max_examples``: a positive integer; ``seed``: a non-negative integer; ``estimators``: distinct names
     of :data:`ESTIMATORS` (a list, not one string), or None for all. Anything else is a ValueError naming
@@ -265,51 +244,6 @@ def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str
             }
         )
     return pd.DataFrame(rows)
-
-
-def short_verdict(verdict: str) -> str:
-    """A grid label: ``"fails"``, ``"none in N"`` or ``"n/a"``.
-
-    Examples:
-        >>> short_verdict(no_counterexample(2000)), short_verdict(NOT_APPLICABLE)
-        ('none in 2000', 'n/a')
-    """
-    if verdict == NOT_APPLICABLE:
-        return "n/a"
-    return verdict.replace("no counterexample in ", "none in ").replace(" examples", "")
-
-
-def cell_id(est: str, prop: str, reading: str) -> str:
-    """An HTML anchor for a cell's counterexample, e.g. ``cex-shap-3-rv``."""
-    return f"cex-{est.lower()}-{prop}-{reading}"
-
-
-def verdict_grid(table: pd.DataFrame, reading: str) -> pd.DataFrame:
-    """Estimator x property grid of :func:`short_verdict` labels for one reading (estimators in table order)."""
-    sub = table[table.reading == reading]
-    grid = sub.pivot(index="estimator", columns="property", values="verdict").map(short_verdict)
-    grid = grid.reindex(list(dict.fromkeys(sub.estimator)))
-    grid.columns = [f"Property {c}" for c in grid.columns]
-    grid.columns.name, grid.index.name = None, None
-    return grid
-
-
-def counterexample_lines(counterexample: str) -> list[str]:
-    """A stored counterexample (the JSON of :func:`describe`) as plain-text lines for the book."""
-    ce = json.loads(counterexample)
-    name = "C" if "C" in ce else "R"
-    M = np.asarray(ce[name], dtype=np.float64)
-    lines = [f"{name} ({M.shape[0]} x {M.shape[0]}) ="]
-    lines += ["  " + " ".join(f"{x:7.4g}" for x in row) for row in M]
-    if "p" in ce:
-        lines.append("likelihoods p = " + ", ".join(f"{q:g}" for q in ce["p"]))
-    if "argmin" in ce:
-        lines.append(f"answer with the smallest Shapley value: m = {ce['argmin']}")
-    if "g" in ce:
-        lines.append(f"g is answer {ce['g']}; premise holds (smallest margin {ce['premise_margin']:g})")
-    lines.append(f"replaced answer {ce['replaced']}: required {ce['required']}")
-    lines.append(f"old = {ce['old']}, new = {ce['new']}, change = {ce['change']}")
-    return lines
 
 
 def prefix_mismatches(short: pd.DataFrame, full: pd.DataFrame) -> list[tuple[str, str, str]]:

@@ -136,7 +136,6 @@ class CosineSearch:
     """Outcome of :func:`search_min_eigenvalue`: the best unit vectors found and their ``lambda_min(R_beta)``."""
 
     n: int
-    beta: float
     min_eig_R: float
     X: NDArray[np.float64]
     n_starts: int
@@ -149,9 +148,8 @@ def search_min_eigenvalue(
 
     Random restarts: half from Gaussian vectors, half from the circle witness plus noise; each is refined by
     L-BFGS-B with the analytic gradient of the smallest eigenvalue. ``warm``: optional (m, d) vectors, m <= n,
-    d <= n, used as one more start (padded with random vectors). Vectors live in ``R^n`` (enough for any
-    dimension, see the module docstring). The returned value is attained by ``X`` (check it with
-    :func:`cosine_min_eigenvalue`), so it bounds the true minimum from above.
+    d <= n, used as one more start (padded with random vectors). Vectors live in ``R^n``, and the returned value
+    is attained by ``X`` (both: see the module docstring).
 
     Examples:
         >>> s = search_min_eigenvalue(4, 0.5, n_starts=2, seed=0)
@@ -176,7 +174,7 @@ def search_min_eigenvalue(
         starts.append(X0)
     ends = ((_lbfgs(_value_and_grad, X0.ravel(), (n, b)).x.reshape(n, n), X0) for X0 in starts)
     best_val, best_X = _lowest((X for pair in ends for X in pair), b)  # each start's end, then the start itself
-    return CosineSearch(n, b, best_val, best_X, len(starts))
+    return CosineSearch(n, best_val, best_X, len(starts))
 
 
 def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, n_min: int = 2) -> list[CosineSearch]:
@@ -226,7 +224,7 @@ def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, 
         return _lbfgs(_value_and_grad, x, (n, b)).x.reshape(n, dim)
 
     best_val, best_X = _lowest((descended(rng.normal(size=n * dim)) for _ in range(n_starts)), b)
-    return CosineSearch(n, b, best_val, best_X, n_starts)
+    return CosineSearch(n, best_val, best_X, n_starts)
 
 
 def circle_vectors(n: int) -> NDArray[np.float64]:

@@ -60,7 +60,6 @@ RECORD = page_records.PageRecord(
         "dimension_search": {"sizes": [12, 14, 16, 18, 20], "dims": [4, 5, 6, 7, 8], "n_starts": 4, "seed": 0},
     },
 )
-load = RECORD.load  # the verdict facts read the record by this name
 
 if __name__ == "__main__":
     raise SystemExit(RECORD.main())

@@ -9,14 +9,13 @@ derandomised examples depend on).
 * ``chain_rule``: :func:`shapley.theory.propositions.chain_rule_check`, the witness of
   :func:`shapley.theory.propositions.prop35_readings`.
 
-:func:`search_results` rebuilds each stored search as a :class:`~shapley.theory.search.SearchResult`, its ``check``
-recomputed from the stored example by the property's own function (milliseconds), and refuses a record whose
-example no longer fails that check.
+The page reads the searches back through :func:`search_results`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
@@ -52,7 +51,7 @@ STEPS: dict[str, tuple[str, dict[str, Any]]] = {
 """name -> (property, keyword arguments of ``search_step_counterexample``): the Appendix A step searches."""
 
 
-STORED = ("prop", "reading", "found", "examples_run", "strategy", "settings", "families_run")
+STORED = tuple(f.name for f in fields(se.SearchResult) if f.name not in ("example", "check"))
 """The fields of a :class:`~shapley.theory.search.SearchResult` that the record stores as they are (beside its
 example; its check is recomputed from the example)."""
 
@@ -84,7 +83,8 @@ def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
     """Every stored search as a :class:`~shapley.theory.search.SearchResult` (name -> result), its ``check``
-    recomputed from the stored example. Raises ValueError if a stored counterexample does not fail its check."""
+    recomputed from the stored example by the property's own function (milliseconds). Raises ValueError if a stored
+    counterexample no longer fails its check."""
     out = {}
     for name, e in record["searches"].items():
         example, check, fails = _example(e["example"]), None, False

@@ -1,24 +1,23 @@
 """Page records: the committed outcome of each page computation that takes longer than a page should
 (``make theory-results``; part of ``make results``), and whether it is still fresh.
 
-A record is declared once, as a :class:`PageRecord` in the module that computes it; ``python -m MODULE
-[--results FOLDER]`` writes it (:meth:`PageRecord.main`), and a page only reads it (:meth:`PageRecord.load`) and
-says whether it is stale (:meth:`PageRecord.status`). Each record holds a ``freshness`` block: the ``settings`` it
-ran with, the SHA-256 of the ``code`` of each module that determines its numbers, and that of each of its
-``inputs``, the files it was computed from (by path under the results folder). Inputs are files git would commit,
-so that a clean clone finds every record fresh.
+A record is declared once, as a :class:`PageRecord` in the module that computes it; ``python -m MODULE`` writes it
+(:meth:`PageRecord.main`), and a page only reads it (:meth:`PageRecord.load`) and says whether it is stale
+(:meth:`PageRecord.status`). Each record holds a ``freshness`` block: the ``settings`` it ran with, the SHA-256 of
+the ``code`` of each module that determines its numbers, and that of each of its ``inputs``, the files it was
+computed from (by path under the results folder). Inputs are files git would commit, so that a clean clone finds
+every record fresh.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
 import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -170,12 +169,10 @@ class PageRecord:
         state = "fresh" if not stale else "STALE (run make theory-results): " + "; ".join(stale)
         return f"results/{self.path} ({record['seconds']:.0f} s when computed; `{record['command']}`): {state}"
 
-    def main(self, argv: Sequence[str] | None = None) -> int:
-        """``python -m MODULE [--results FOLDER]``: write the record computed from ``FOLDER`` (default
-        ``results``) to ``FOLDER/PATH`` and print the path, the seconds it took and its summary."""
-        parser = argparse.ArgumentParser(prog=self.command, description=f"Write the page record {self.path}.")
-        parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (default results)")
-        path = self.write(parser.parse_args(argv).results)
+    def main(self) -> int:
+        """``python -m MODULE``: write the record computed from the results folder (:data:`RESULTS`) to its
+        :attr:`path` there, and print the path, the seconds it took and its summary."""
+        path = self.write()
         record = self.load(path)
         print(f"wrote {path} in {record['seconds']} s: {self.summary(record)}")
         return 0

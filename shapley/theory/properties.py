@@ -239,15 +239,15 @@ def judge_property2(
 
 
 def judge_property3(
-    reading: str, j: int, old: float, new: float, margin: float, tightest_X: tuple[int, ...], **detail: Any
+    reading: str, j: int, old: float, new: float, margin: float, tightest_X: tuple[int, ...]
 ) -> PropertyCheck:
     """Property 3's rule: if g beats s_j in every sub-game (the smallest margin ``margin`` exceeds TOL, attained
-    at ``tightest_X``), g in place of s_j must raise the total (``new > old``); ``detail`` is kept with the check."""
+    at ``tightest_X``), g in place of s_j must raise the total (``new > old``)."""
     premise = margin > TOL
     row = Replacement(j, old, new, ">" if premise else PREMISE_FALSE)
     conclusion = relation_holds(old, new, ">")
     facts = {"premise": premise, "premise_margin": margin, "tightest_X": tightest_X, "conclusion": conclusion}
-    return PropertyCheck("3", reading, (row,), {**facts, **detail})
+    return PropertyCheck("3", reading, (row,), facts)
 
 
 def checked_reading(reading: str) -> Reading:
@@ -279,8 +279,7 @@ def _reading_input(M: ArrayLike, reading: str, beta: BetaSpec) -> tuple[NDArray[
 
 
 def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, beta: BetaSpec = 0.5) -> PropertyCheck:
-    """Property 1 (minimal uncertainty, :func:`judge_property1`): replacing any answer by a copy of the argmin
-    answer m must not raise the total, and must lower it strictly unless the replaced answer is itself a minimiser.
+    """Property 1 (minimal uncertainty; the rule: :func:`judge_property1`) for the Shapley total.
 
     Args:
         M: a correlation matrix R (``reading="rv"``) or a symmetric entailment matrix C (``"sentence"``).
@@ -300,9 +299,8 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
 
 
 def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
-    """Property 2 (maximal uncertainty, :func:`judge_property2`): replacing any answer by an unrelated one must
-    not lower the total, and must raise it strictly if the replaced answer was related to another one (rv: some
-    R[i, k] != 0; sentence: some C[i, k] > 0)."""
+    """Property 2 (maximal uncertainty; the rule: :func:`judge_property2`) for the Shapley total of ``M``, R or C
+    as in :func:`check_property1`."""
     A, total = _reading_input(M, reading, beta)
     unrelated = rv_independent if reading == "rv" else sentence_unrelated
     return judge_property2(reading, A, total(A), lambda i: total(unrelated(A, i)))
@@ -336,15 +334,14 @@ def consistency_premise(R_old: ArrayLike, R_new: ArrayLike, j: int) -> tuple[boo
 def check_property3(
     M_old: ArrayLike, M_new: ArrayLike, j: int, reading: Reading = "rv", *, beta: BetaSpec = 0.5
 ) -> PropertyCheck:
-    """Property 3 (consistency, :func:`judge_property3`): if g beats s_j in every sub-game (premise), replacing
-    s_j by g must raise the total. ``M_old``/``M_new`` are correlation matrices (rv) or entailment matrices C
-    (sentence) that differ only in row/column j. ``holds`` is ``not premise or conclusion``."""
+    """Property 3 (consistency; the rule: :func:`judge_property3`) for the Shapley total. ``M_old``/``M_new``:
+    correlation matrices (rv) or entailment matrices C (sentence) that differ only in row/column j."""
     if checked_reading(reading) == "rv":
         A, B = checked_correlation(M_old), checked_correlation(M_new)
     else:
         A, B = (_beta_R(validate.similarity_matrix(M, "C"), beta) for M in (M_old, M_new))
     _, margin, X = consistency_premise(A, B, j)
-    return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X, R_old=A, R_new=B)
+    return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X)
 
 
 def property1_rv_rho_condition(R: ArrayLike) -> dict[str, Any]:
@@ -355,33 +352,12 @@ def property1_rv_rho_condition(R: ArrayLike) -> dict[str, Any]:
     of s_i on the others). For i == m the total changes by ``0.5 ln(rho**2 + (1 - rho**2) / v)`` with
     ``v = 1 - R2_m``, which is > 0 for every rho < 1 unless s_m is uncorrelated with all others.
 
-    Returns a dict: argmin ``m``, ``r2`` (n,), ``rho_min`` = sqrt(max_{i != m} R2_i), and
-    ``fails_at_m_for_rho_below_1`` (bool).
+    Returns a dict: argmin ``m``, ``r2`` (n,) and ``fails_at_m_for_rho_below_1`` (bool).
     """
     A = checked_correlation(R)
     m = argmin_player(A)
     r2 = rv_r_squared(A)
-    others = np.delete(r2, m)
-    return {
-        "m": m,
-        "r2": r2,
-        "rho_min": float(math.sqrt(max(0.0, float(others.max())))) if others.size else 0.0,
-        "fails_at_m_for_rho_below_1": bool(r2[m] > TOL),
-    }
-
-
-def summarize(check: PropertyCheck) -> list[dict[str, Any]]:
-    """Rows (one per replacement) for display: i, old total, new total, required relation, holds."""
-    return [
-        {
-            "replaced": r.i,
-            "old_total": r.old,
-            "new_total": r.new,
-            "required": f"new {r.required} old" if r.required != PREMISE_FALSE else r.required,
-            "holds": r.holds,
-        }
-        for r in check.rows
-    ]
+    return {"m": m, "r2": r2, "fails_at_m_for_rho_below_1": bool(r2[m] > TOL)}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -515,7 +491,7 @@ def hub_weight(n: int, beta: BetaSpec = 0.5) -> float:
     """The hub's entry of ``S^{-1} 1`` for the rest's kernel matrix S of :func:`hub_C` (negative means the
     hub pattern can break Property 2 in the sentence reading)."""
     C = hub_C(n)
-    S = _beta_R(C, resolve_beta(beta, n))[: n - 1, : n - 1]
+    S = _beta_R(C, beta)[: n - 1, : n - 1]
     return float(np.linalg.solve(S, np.ones(n - 1))[0])
 
 

@@ -33,9 +33,9 @@ class ReadingVerdict:
     witness: dict[str, Any]
 
 
-def degenerate_witness(rho_other: float = 0.5) -> NDArray[np.float64]:
+def degenerate_witness() -> NDArray[np.float64]:
     """The paper's own example for Proposition 3.5: answers 0 and 1 with correlation 1 (an exact duplicate),
-    answer 2 correlated ``rho_other`` with both. R is singular (PSD, one zero eigenvalue).
+    answer 2 correlated 0.5 with both. R is singular (PSD, one zero eigenvalue).
 
     Examples:
         >>> degenerate_witness()
@@ -43,9 +43,7 @@ def degenerate_witness(rho_other: float = 0.5) -> NDArray[np.float64]:
                [1. , 1. , 0.5],
                [0.5, 0.5, 1. ]])
     """
-    if not -1.0 < rho_other < 1.0:
-        raise ValueError(f"rho_other must lie in (-1, 1); got {rho_other!r}")
-    return pr.corr_from_partials(np.array([[0.0, 1.0, rho_other], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    return pr.corr_from_partials(np.array([[0.0, 1.0, 0.5], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
 
 
 def degenerate_property1_rows(R: ArrayLike) -> tuple[pr.Replacement, ...]:
@@ -99,15 +97,8 @@ def chain_rule_check(n_matrices: int = 200, seed: int = 0, n_range: tuple[int, i
 def prop35_readings(
     n_matrices: int = 200, seed: int = 0, chain: dict[str, Any] | None = None
 ) -> tuple[ReadingVerdict, ReadingVerdict]:
-    """Proposition 3.5 ("h violates Properties 1 and 2"), reading by reading.
-
-    * non-singular R: contradicted. Chain rule: replacing s_i by an independent g changes h by
-      ``-1/2 ln(1 - R2_i) >= 0``, strictly positive when s_i is correlated with the rest (conditioning
-      reduces entropy); an exact copy makes h = -inf. Witness: :func:`chain_rule_check`.
-    * the paper's degenerate witness (:func:`degenerate_witness`, a pair with rho = 1): the strict parts
-      fail for h (-inf is not greater, or smaller, than -inf), as the paper says; but the Shapley values
-      are undefined on the same input (see :func:`prop36_readings`), so it cannot separate h from phi.
-
+    """Proposition 3.5 ("h violates Properties 1 and 2"), reading by reading, each verdict with its reason and
+    witness: :func:`chain_rule_check` on non-singular R, and the paper's own :func:`degenerate_witness`.
     ``chain``: a stored ``chain_rule_check(n_matrices, seed)`` (the committed record of
     :mod:`shapley.theory.hypothesis_results`) instead of computing it again.
     """
@@ -130,7 +121,6 @@ def prop35_readings(
         "Shapley values are undefined on the same input, so Proposition 3.6 fails there too",
         {
             "R": R,
-            "property2": p2,
             "property2_failures": p2.failures(),
             "property1_strict_failures": tuple(r for r in p1_rows if not r.holds),
             "property1_rows": p1_rows,
@@ -158,12 +148,9 @@ def sentence_premise_bounds(beta: float = 0.5) -> dict[str, float]:
 
 
 def prop36_readings(beta: float = 0.5) -> tuple[ReadingVerdict, ...]:
-    """Proposition 3.6 ("phi satisfies Properties 1, 2 and 3"), reading by reading, with witnesses:
-    Property 3 fails in both readings (:func:`property3_witness_rv`, :func:`property3_witness_sentence`),
-    the Shapley values are undefined on the degenerate example (:func:`degenerate_witness`), and the
-    sentence-reading counterexamples to Properties 1-2 (:func:`property1_witness_sentence`,
-    :func:`property2_witness_sentence`) break the properties' intent, not their formal statement
-    (:func:`sentence_premise_bounds`)."""
+    """Proposition 3.6 ("phi satisfies Properties 1, 2 and 3"), reading by reading, each verdict with its reason
+    and witnesses (the hand-made witnesses of :mod:`shapley.theory.properties`, :func:`degenerate_witness` and
+    :func:`sentence_premise_bounds`)."""
     R_old, R_new, j = pr.property3_witness_rv()
     C_old, C_new, js = pr.property3_witness_sentence()
     R = degenerate_witness()

@@ -78,7 +78,6 @@ class HypothesisResult:
     """What :func:`hypothesis_counterexample` did: the shrunk C (None if no counterexample), examples run."""
 
     n: int
-    beta: float
     C: NDArray[np.float64] | None
     min_eig_R: float | None
     examples_run: int
@@ -119,8 +118,8 @@ def hypothesis_counterexample(
         probe()
     except _Found:
         C = found[-1]  # Hypothesis replays the shrunk example last
-        return HypothesisResult(n, beta, C, min_eigenvalue(kernel_matrix(C, beta)), runs[0], strategy)
-    return HypothesisResult(n, beta, None, None, runs[0], strategy)
+        return HypothesisResult(n, C, min_eigenvalue(kernel_matrix(C, beta)), runs[0], strategy)
+    return HypothesisResult(n, None, None, runs[0], strategy)
 
 
 def hypothesis_smallest_failing_n(

@@ -15,10 +15,10 @@ equal as possible, which gives the closed form :func:`min_kernel_eigenvalue`::
     m(n) = 1 - A + A n / 2 - sqrt(n**2 - (1 - A**2) (n mod 2)) / 2.
 
 The module offers the closed form, three independent numerical checks of it (all vertices, all two-group
-partitions, random-restart local search), the worst-case witness for a given beta
-(:func:`beta_caveat`), and quadratic-form grids for plots. numpy in, numpy out; it imports only numpy,
-scipy and :mod:`shapley.core`. The Hypothesis search for counterexamples lives in
-:mod:`shapley.theory.search` and the sympy derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
+partitions, random-restart local search), the worst-case witness for a given beta (:func:`beta_caveat`) and the
+illustrative matrix of the paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and
+:mod:`shapley.core`. The Hypothesis search for counterexamples lives in :mod:`shapley.theory.search` and the sympy
+derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import gershgorin_beta_bound, min_eigenvalue, paper_beta_bound
+from shapley.core.psd import min_eigenvalue
 
 A_FLOOR = math.exp(-0.5)
 """Smallest off-diagonal entry of the beta = 1 kernel, reached at C = 0: exp(-1/2) ~= 0.6065."""
@@ -101,28 +101,6 @@ def smallest_failing_n(beta: float, n_max: int = 10_000) -> int | None:
         if beta_star(n) < beta:
             return n
     return None
-
-
-def beta_bounds_table(ns: ArrayLike) -> list[dict[str, float]]:
-    """For each n: the paper's bound 1/(n+1), the Gershgorin bound 1/(n-1), the exact beta*(n), m(n).
-
-    Returns:
-        list of dicts with keys n, paper_bound, gershgorin_bound, beta_star, min_eig_K, beta_0_5_safe.
-    """
-    rows = []
-    for n in np.asarray(ns, dtype=int).ravel().tolist():
-        b = beta_star(n)
-        rows.append(
-            {
-                "n": n,
-                "paper_bound": paper_beta_bound(n),
-                "gershgorin_bound": gershgorin_beta_bound(n),
-                "beta_star": b,
-                "min_eig_K": min_kernel_eigenvalue(n),
-                "beta_0_5_safe": bool(b >= 0.5),
-            }
-        )
-    return rows
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -264,7 +242,7 @@ def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
     indefinite, the exact thresholds around it, and the witness (the balanced two-group pattern).
 
     Returns:
-        dict with ``beta``, ``n_fail`` (None if beta <= beta*(n) for every n tried), ``beta_star_below``
+        dict with ``n_fail`` (None if beta <= beta*(n) for every n tried), ``beta_star_below``
         (beta*(n_fail - 1)), ``beta_star_at`` (beta*(n_fail)), ``C`` (the (n_fail, n_fail) witness) and
         ``min_eig_R`` (its lambda_min(R_beta), negative).
 
@@ -275,10 +253,9 @@ def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
     """
     n_fail = smallest_failing_n(beta)
     if n_fail is None:
-        return {"beta": beta, "n_fail": None, "beta_star_below": None, "beta_star_at": None, "C": None}
+        return {"n_fail": None, "beta_star_below": None, "beta_star_at": None, "C": None}
     C = two_group_C(n_fail // 2, n_fail - n_fail // 2)
     return {
-        "beta": beta,
         "n_fail": n_fail,
         "beta_star_below": beta_star(n_fail - 1),
         "beta_star_at": beta_star(n_fail),
@@ -287,31 +264,8 @@ def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
     }
 
 
-def split_of(C: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
-    """If the 0/1 matrix C is 'bipartite' (every C = 1 pair links the two sides of some split, and no
-    C = 1 pair lies inside a side), return the two sides; else None. Used to read shrunk examples."""
-    M = np.asarray(C, dtype=np.float64).copy()
-    n = M.shape[0]
-    np.fill_diagonal(M, 0.0)
-    side = -np.ones(n, dtype=np.int64)
-    for s in range(n):
-        if side[s] >= 0:
-            continue
-        side[s] = 0
-        stack = [s]
-        while stack:
-            u = stack.pop()
-            for v in np.flatnonzero(M[u] == 1):
-                if side[v] < 0:
-                    side[v] = 1 - side[u]
-                    stack.append(int(v))
-                elif side[v] == side[u]:
-                    return None
-    return np.flatnonzero(side == 0), np.flatnonzero(side == 1)
-
-
 # ---------------------------------------------------------------------------------------------------
-# Quadratic forms (the paper's Figure 3)
+# The paper's Figure 3 (its quadratic forms are drawn by shapley.companion.theory_plots)
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -323,35 +277,3 @@ def illustrative_entailment() -> NDArray[np.float64]:
     non-transitive judgement. Its symmetrisation C is indefinite.
     """
     return np.array([[1.0, 0.97, 0.05], [0.95, 1.0, 0.92], [0.03, 0.90, 1.0]])
-
-
-def sphere_grid(n_theta: int = 181, n_phi: int = 361) -> tuple[NDArray[np.float64], ...]:
-    """Unit vectors on S^2 on a (theta, phi) grid: returns (theta (n_theta,), phi (n_phi,), X (n_theta, n_phi, 3))."""
-    th = np.linspace(0, np.pi, n_theta)
-    ph = np.linspace(0, 2 * np.pi, n_phi)
-    T, P = np.meshgrid(th, ph, indexing="ij")
-    X = np.stack([np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)], axis=-1)
-    return th, ph, X
-
-
-def quadratic_form_sphere(M: ArrayLike, n_theta: int = 181, n_phi: int = 361) -> NDArray[np.float64]:
-    """x^T M x for unit x on a (theta, phi) grid of S^2; M is 3x3 symmetric. Returns (n_theta, n_phi)."""
-    M = np.asarray(M, dtype=np.float64)
-    if M.shape != (3, 3):
-        raise ValueError(f"quadratic_form_sphere needs a 3x3 matrix; got shape {M.shape}")
-    _, _, X = sphere_grid(n_theta, n_phi)
-    return np.einsum("...i,ij,...j->...", X, M, X)
-
-
-def quadratic_form_circle(
-    M: ArrayLike, u: ArrayLike, v: ArrayLike, n_points: int = 721
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """x^T M x along the great circle x(t) = cos t u + sin t v (u, v orthonormal). Returns (t, values)."""
-    M = np.asarray(M, dtype=np.float64)
-    u = np.asarray(u, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
-    if abs(u @ v) > 1e-8 or abs(u @ u - 1) > 1e-8 or abs(v @ v - 1) > 1e-8:
-        raise ValueError("u and v must be orthonormal")
-    t = np.linspace(0, 2 * np.pi, n_points)
-    X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
-    return t, np.einsum("ki,ij,kj->k", X, M, X)

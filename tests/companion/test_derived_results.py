@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from shapley.companion import derived_results
+from shapley.companion import provenance
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir import derived
 from shapley.theory import page_records
 from tests import fakes
 
-RECORD = derived_results.RECORD
+RECORD = provenance.RECORD
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_a_fresh_record_answers_as_a_recomputation_does(results: Path):
     assert list(record["runs"]) == ["toy/run"] and all(p.startswith("toy/run/") for p in record["freshness"]["inputs"])
     assert "toy/run/config.json" in record["freshness"]["inputs"]
     assert RECORD.fresh(results) == record
-    assert derived_results.derived_status(run) == record["runs"]["toy/run"] == derived.derived_status(run)
+    assert provenance.derived_status(run) == record["runs"]["toy/run"] == derived.derived_status(run)
     assert set(derived.derived_status(run).values()) == {"fresh"}
 
 
@@ -42,7 +42,7 @@ def test_a_changed_file_or_code_sends_the_check_back_to_the_stage_files(results:
     metrics = run / "metrics.csv"
     metrics.write_text(metrics.read_text() + "\n")  # a hand edit after the record
     assert RECORD.fresh(results) is None
-    assert derived_results.derived_status(run)["metrics.csv"].startswith("stale")
+    assert provenance.derived_status(run)["metrics.csv"].startswith("stale")
     metrics.write_text(metrics.read_text()[:-1])
     assert RECORD.fresh(results) is not None
     assert dataclasses.replace(RECORD, modules=("shapley.theory.page_records",)).fresh(results) is None
@@ -53,16 +53,16 @@ def test_a_recorded_verdict_is_never_read_for_a_derived_file_the_record_did_not_
     RECORD.write(results)
     recomputed = {"metrics.csv": "recomputed"}
     monkeypatch.setattr(derived, "derived_status", lambda run_dir: recomputed)
-    assert derived_results.derived_status(run) != recomputed  # the record holds every derived file present
+    assert provenance.derived_status(run) != recomputed  # the record holds every derived file present
     record = RECORD.load(results / RECORD.path)
     del record["runs"]["toy/run"]["metrics.csv"]
     monkeypatch.setattr(page_records.PageRecord, "fresh", lambda self, folder: record)
-    assert derived_results.derived_status(run) == recomputed
+    assert provenance.derived_status(run) == recomputed
 
 
 def test_no_record_means_a_recomputation(results: Path):
     run = results / "toy" / "run"
     assert RECORD.fresh(results) is None
-    with pytest.raises(FileNotFoundError, match="derived_results"):
+    with pytest.raises(FileNotFoundError, match="companion.provenance"):
         RECORD.load(results / RECORD.path)
-    assert derived_results.derived_status(run) == derived.derived_status(run)
+    assert provenance.derived_status(run) == derived.derived_status(run)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from shapley.companion import claims, verdicts
+from shapley.companion import mozart as mz
 from shapley.companion import reported as paper
 from shapley.core.psd import paper_beta_bound
 
@@ -218,8 +219,8 @@ def test_mozart_entropies_are_natural_log_entropies():
 
 @pytest.mark.parametrize("table", [1, 2])
 def test_mozart_matrices_symmetric_unit_diagonal(table):
-    d = paper.mozart(table)
-    m = d["matrix"]
+    d = mz.inputs(table)
+    m = d["matrix"].tolist()
     assert d["source"] == "reported"
     assert len(m) == 3
     for i in range(3):
@@ -234,7 +235,7 @@ def test_mozart_matrices_symmetric_unit_diagonal(table):
 
 def test_mozart_rejects_other_tables():
     with pytest.raises(ValueError, match="Table 1 or 2"):
-        paper.mozart(3)
+        mz.inputs(3)
 
 
 # ---------------------------------------------------------------- hyper-parameters

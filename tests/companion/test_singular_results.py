@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from shapley.companion import singular, singular_results
+from shapley.companion import singular_results
 
 REL = singular_results.RUNS[0]
 RECORD = singular_results.RECORD
@@ -20,13 +20,13 @@ def results(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     for name in ("beta_sweep.csv", "config.json", "stages.jsonl.gz"):
         (run / name).write_text(f"{name} of a small run\n")
-    recomputed = singular.InfiniteScores(1.0, 3, 0, 0, 0, 0, 0, 0.5, 0.5)
-    monkeypatch.setattr(singular, "infinite_scores", lambda run_dir, beta: recomputed)
+    recomputed = singular_results.InfiniteScores(1.0, 3, 0, 0, 0, 0, 0, 0.5, 0.5)
+    monkeypatch.setattr(singular_results, "recompute", lambda run_dir, beta: recomputed)
     return tmp_path
 
 
 def test_a_fresh_record_is_read_and_a_stale_one_is_not(results):
-    stored = singular.InfiniteScores(1.0, 10, 4, 1, 0, 5, 4, 0.6, 0.8)
+    stored = singular_results.InfiniteScores(1.0, 10, 4, 1, 0, 5, 4, 0.6, 0.8)
     rec = {"freshness": RECORD.freshness(results), "scores": {REL: dataclasses.asdict(stored)}}
     (results / "companion").mkdir()
     (results / RECORD.path).write_text(json.dumps(rec))
@@ -49,7 +49,7 @@ def test_a_missing_record_names_its_command_and_is_recomputed(results):
     assert singular_results.infinite_scores(results / REL, 1.0, results).n == 3
 
 
-def test_write_stores_what_singular_computes(results):
+def test_write_stores_what_recompute_computes(results):
     rec = RECORD.load(RECORD.write(results))
     assert list(rec["scores"]) == [REL] and rec["scores"][REL]["n"] == 3
     assert RECORD.stale_reasons(rec, results) == []

@@ -1,16 +1,22 @@
 """The theory pages' figures draw what they are given: panels, titles, axis labels, legends and cell texts, with
-labels read from data drawn literally (dollar signs escaped, so never parsed as mathtext)."""
+labels read from data drawn literally (dollar signs escaped, so never parsed as mathtext); the axioms page's HTML
+links each failing cell to its counterexample and keeps the table's strings as text."""
 
 from __future__ import annotations
+
+import json
+from io import StringIO
 
 import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
 
+import shapley
 from shapley.companion import theory_plots
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms as ax
+from shapley.theory import worstcase as wc
 from shapley.theory.properties import StepCheck
 
 matplotlib.use("Agg")
@@ -35,47 +41,58 @@ def _ticks(labels) -> list[str]:
 
 def test_beta_threshold_figure():
     ns = np.arange(2, 6)
-    bounds = pd.DataFrame(
-        {"n": ns, "beta_star": [1.0, 0.9, 0.7, 0.5], "gershgorin_bound": 1 / (ns - 1), "paper_bound": 1 / (ns + 1)}
-    )
-    fig = _drawn(theory_plots.beta_threshold_figure(bounds, default_beta=0.4))
+    fig = _drawn(theory_plots.beta_threshold_figure(range(2, 6), default_beta=0.4))
     (axis,) = fig.axes
     assert _legend(axis) == [r"exact $\beta^*(n)$", r"Gershgorin $1/(n-1)$", r"paper $1/(n+1)$"]
     assert axis.get_yscale() == "log" and axis.get_title() == "Worst-case PSD threshold of the kernel matrix"
     assert (axis.get_xlabel(), axis.get_ylabel()) == ("number of answers n", r"largest safe $\beta$")
     lines = {ln.get_label(): ln for ln in axis.get_lines()}
     assert list(lines[r"paper $1/(n+1)$"].get_ydata()) == pytest.approx(1 / (ns + 1))
+    assert list(lines[r"Gershgorin $1/(n-1)$"].get_ydata()) == pytest.approx(1 / (ns - 1))
+    assert list(lines[r"exact $\beta^*(n)$"].get_ydata()) == [wc.beta_star(n) for n in ns]
     assert [tuple(ln.get_ydata()) for ln in axis.get_lines() if ln.get_label().startswith("_")] == [(0.4, 0.4)]
     assert _ticks(axis.texts) == [r"default $\beta = 0.4$"]
 
 
 def test_sphere_forms_figure():
-    theta, phi = np.linspace(0, np.pi, 7), np.linspace(0, 2 * np.pi, 9)
-    Q = np.cos(theta)[:, None] * np.sin(phi)[None, :] - 0.25
-    fig = _drawn(theory_plots.sphere_forms_figure(theta, phi, {"raw C": Q, r"kernel $R_{0.5}$": Q + 1.0}))
+    M = np.diag([1.0, -0.5, 0.25])  # x^T M x ranges over [-0.5, 1] on the unit sphere
+    fig = _drawn(theory_plots.sphere_forms_figure({"raw C": M, r"kernel $R_{0.5}$": M + np.eye(3)}))
     panels = [a for a in fig.axes if a.get_title()]
     assert len(fig.axes) == 4 and len(panels) == 2  # two panels, each with its colour bar
-    assert [a.get_title() for a in panels] == [
-        f"raw C: min = {Q.min():.3f}",
-        rf"kernel $R_{{0.5}}$: min = {Q.min() + 1:.3f}",
-    ]
+    assert [a.get_title() for a in panels] == ["raw C: min = -0.500", r"kernel $R_{0.5}$: min = 0.500"]
     assert panels[0].get_ylabel() == r"polar angle $\vartheta$ (deg)" and panels[1].get_ylabel() == ""
     assert all(a.get_xlabel() == r"azimuth $\varphi$ (deg)" for a in panels)
     assert fig.get_suptitle().startswith(r"$x^\top M x$ over unit vectors")
     mesh = panels[0].collections[0]
-    assert mesh.get_clim() == pytest.approx((-np.abs(Q).max(), np.abs(Q).max()))  # symmetric about 0
+    assert mesh.get_clim() == pytest.approx((-1.0, 1.0))  # symmetric about 0
     assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
 
 
+def test_sphere_forms_of_the_illustrative_matrix_turn_positive_under_the_kernel():
+    C = shapley.correlation_matrix(wc.illustrative_entailment())
+    fig = theory_plots.sphere_forms_figure({"C": C, "R": shapley.kernel_matrix(C, 0.5)})
+    mins = [float(a.get_title().split("= ")[1]) for a in fig.axes if a.get_title()]
+    assert mins[0] < 0 < mins[1]
+
+
 def test_great_circle_figure():
-    t = np.linspace(0, 2 * np.pi, 13)
-    curves = {"raw C": (t, np.cos(t)), r"$R_{0.5}$": (t, 0.5 + 0.2 * np.cos(t))}
-    fig = _drawn(theory_plots.great_circle_figure(curves, title="a title"))
+    u, v = np.eye(2)
+    matrices = {"raw C": np.diag([1.0, -1.0]), r"$R_{0.5}$": 0.5 * np.eye(2)}
+    fig = _drawn(theory_plots.great_circle_figure(matrices, u, v, title="a title"))
     (axis,) = fig.axes
-    assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.300)"]
+    assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.500)"]
     assert axis.get_title() == "a title" and axis.get_ylabel() == r"$x^\top M x$"
     assert axis.get_xlabel() == "angle along the great circle (deg)"
     assert axis.get_lines()[0].get_xdata()[-1] == pytest.approx(360.0)
+    with pytest.raises(ValueError, match="orthonormal"):
+        theory_plots.great_circle_figure({"M": np.eye(3)}, np.array([1.0, 0, 0]), np.array([1.0, 0, 0]), title="")
+
+
+def test_great_circle_of_the_worst_eight_answer_pattern_dips_below_zero_at_half():
+    R8 = shapley.kernel_matrix(wc.two_group_C(4, 4), 0.5)
+    U = np.linalg.eigh(R8)[1][:, :2]  # the two eigenvectors with the smallest eigenvalues
+    line = theory_plots.great_circle_figure({"R8": R8}, U[:, 0], U[:, 1], title="").axes[0].get_lines()[0]
+    assert min(line.get_ydata()) < -0.05
 
 
 def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
@@ -154,3 +171,27 @@ def test_axiom_search_figure():
     img = axis.get_images()[0].get_array()
     assert tuple(img[1, 2]) == (1.0, 1.0, 1.0)  # not applicable: blank
     assert img[0, 2][0] == pytest.approx(0.85) and img[0, 2][1] == pytest.approx(0.475)  # 10 of 100: half shade
+
+
+def test_verdict_grid_html_labels_and_links():
+    table = _axiom_table().assign(estimator=lambda t: t["estimator"].replace("$Shap", "<b>Shap"))
+    html = theory_plots.verdict_grid_html(table, "rv")
+    grid = pd.read_html(StringIO(html), keep_default_na=False)[0]
+    assert list(grid.columns[1:]) == ["Property 1", "Property 2", "Property 3"]
+    assert grid.iloc[:, 0].tolist() == ["<b>Shap", "SE"]  # in the table's order, kept as text
+    assert grid.iloc[0, 1:].tolist() == ["fails", "proved", "fails"]
+    assert grid.iloc[1, 1:].tolist() == ["undefined", "none in 100", "n/a"]
+    assert '<a href="#cex-&lt;b&gt;shap-1-rv">fails</a>' in html and "<b>" not in html
+
+
+def test_counterexample_html_block():
+    ce = {"C": [[1.0, 0.5], [0.5, 1.0]], "p": [0.2, 0.8], "argmin": 0, "replaced": 1, "required": "new < old"}
+    ce |= {"old": 1.5, "new": 1.75, "change": 0.25}
+    cell = {"estimator": "SE", "property": "1", "reading": "sentence", "examples": 7, "counterexample": json.dumps(ce)}
+    block = theory_plots.counterexample_html(next(pd.DataFrame([cell]).itertuples()))
+    assert block.startswith(
+        '<div id="cex-se-1-sentence"><p><b>SE, Property 1, sentence reading (found after 7 examples)'
+    )
+    assert "C (2 x 2) =\n        1     0.5\n      0.5       1\nlikelihoods p = 0.2, 0.8\n" in block
+    assert "answer with the smallest Shapley value: m = 0\nreplaced answer 1: required new &lt; old\n" in block
+    assert block.endswith("old = 1.5, new = 1.75, change = 0.25</pre></div>")

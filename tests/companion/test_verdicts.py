@@ -199,7 +199,7 @@ def test_the_beta_05_note_quotes_the_committed_cosine_searches():
     from shapley.theory import cosine, cosine_results
 
     f = verdicts.facts()
-    record = cosine_results.load(REPO_ROOT / "results" / "theory")
+    record = cosine_results.RECORD.load(REPO_ROOT / "results" / "theory")
     found = next(r for r in record["sweep"] if r["n"] == verdicts.COSINE_SEARCH_N)
     assert f["cos_search_min"] == found["min_eig_R"]
     lam = np.linalg.eigvalsh(shapley.kernel_matrix(cosine.cosine_C(cosine_results.witness_vectors(record)), 0.5))

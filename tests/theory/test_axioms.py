@@ -253,7 +253,7 @@ def test_the_proved_deg_cells_survive_their_search(prop, reading) -> None:
 
 def test_a_proved_cell_that_its_search_refutes_shows_the_counterexample(monkeypatch) -> None:
     """A wrong proof cannot hide: mark a failing cell as proved and the search's counterexample wins."""
-    monkeypatch.setitem(ax.KNOWN, ("NumSet", "2", "sentence"), ax.KnownCell(ax.PROVED, "nothing", "a wrong proof"))
+    monkeypatch.setitem(ax.KNOWN, ("NumSet", "2", "sentence"), ax.KnownCell(ax.PROVED, "a wrong proof"))
     assert ax.cell_result(axs.estimator("NumSet"), "2", "sentence", 50).verdict == ax.FAILS
 
 

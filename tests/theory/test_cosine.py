@@ -120,7 +120,7 @@ def test_the_committed_witness_is_indefinite_and_the_record_is_fresh():
     from shapley.pipeline.rundir.settings import REPO_ROOT
     from shapley.theory import cosine_results
 
-    record = cosine_results.load(REPO_ROOT / "results" / "theory")
+    record = cosine_results.RECORD.load(REPO_ROOT / "results" / "theory")
     assert cosine_results.RECORD.stale_reasons(record, REPO_ROOT / "results") == []
     X = cosine_results.witness_vectors(record)
     lam = _independent_min_eigenvalue(X, record["witness"]["beta"])

@@ -25,6 +25,12 @@ def _bipartite(n: int = 8) -> np.ndarray:
     return P
 
 
+def scored(x: score.ScoreInputs | dict, settings: S, **kw) -> score.QuestionScores:
+    """score_question on inputs given as ScoreInputs or as a mapping of its fields."""
+    x = x if isinstance(x, score.ScoreInputs) else score.ScoreInputs(**x)
+    return score.score_question(score.QuestionContext(x, settings), **kw)
+
+
 def _full_inputs(n: int = 5, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     P = rng.uniform(size=(n, n))
@@ -73,7 +79,7 @@ def test_registry_names_and_needs():
 
 
 def test_every_per_question_method_computed_with_full_inputs():
-    r = score.score_question_detailed(_full_inputs(), S(), methods=list(score.METHODS))
+    r = scored(_full_inputs(), S(), methods=list(score.METHODS))
     expected = {m for m, s in score.METHODS.items() if s.per_question}
     assert set(r.scores) == expected
     assert r.skipped == {}
@@ -84,7 +90,7 @@ def test_every_per_question_method_computed_with_full_inputs():
 
 def test_shap_is_core_shapley_uncertainty_and_equals_sum_of_values():
     x = _full_inputs()
-    r = score.score_question_detailed(x, S(beta=0.4), methods=["Shap", "Shap_sum"]).scores
+    r = scored(x, S(beta=0.4), methods=["Shap", "Shap_sum"]).scores
     assert r["Shap"] == pytest.approx(shapley.shapley_uncertainty(x["entail"], 0.4), abs=1e-12)
     assert r["Shap_sum"] == pytest.approx(r["Shap"], abs=1e-9)
 
@@ -92,9 +98,7 @@ def test_shap_is_core_shapley_uncertainty_and_equals_sum_of_values():
 def test_shap_sum_skipped_beyond_limit():
     n = score.SHAP_SUM_MAX_N + 1
     P = np.eye(n)
-    r = score.score_question_detailed(
-        {"id": "x", "samples": [str(i) for i in range(n)], "entail": P}, S(), methods=["Shap", "Shap_sum"]
-    )
+    r = scored({"id": "x", "samples": [str(i) for i in range(n)], "entail": P}, S(), methods=["Shap", "Shap_sum"])
     assert "Shap" in r.scores and "Shap_sum" in r.skipped and str(score.SHAP_SUM_MAX_N) in r.skipped["Shap_sum"]
 
 
@@ -102,7 +106,7 @@ def test_missing_inputs_are_skipped_with_reason_not_zero():
     x = _full_inputs()
     for k in ("sample_logprobs", "answer_logprobs", "answer_entropies", "p_true", "a4c_text"):
         del x[k]
-    r = score.score_question_detailed(x, S())
+    r = scored(x, S())
     for m in ("SE", "NE", "LNE"):
         assert m not in r.scores
         assert "sample_logprobs" in r.skipped[m]
@@ -113,7 +117,7 @@ def test_missing_inputs_are_skipped_with_reason_not_zero():
 
 
 def test_no_entailment_skips_entailment_methods():
-    r = score.score_question_detailed({"id": "x", "samples": ["a", "b"]}, S())
+    r = scored({"id": "x", "samples": ["a", "b"]}, S())
     assert set(r.scores) == {"LexSim"}
     assert "entail" in r.skipped["Shap"]
 
@@ -121,7 +125,7 @@ def test_no_entailment_skips_entailment_methods():
 def test_unparseable_a4c_is_skipped_not_nan():
     x = _full_inputs()
     x["a4c_text"] = "I am quite sure"
-    r = score.score_question_detailed(x, S(), methods=["A4C", "P(T)"])
+    r = scored(x, S(), methods=["A4C", "P(T)"])
     assert "A4C" not in r.scores and "NaN" in r.skipped["A4C"]
     assert r.scores["P(T)"] == pytest.approx(0.2)
 
@@ -131,11 +135,11 @@ def test_non_psd_kernel_is_repaired_and_recorded():
     R = shapley.kernel_matrix(shapley.correlation_matrix(P), 0.5)
     assert shapley.min_eigenvalue(R) < 0
     x = {"id": "b", "samples": [f"s{i}" for i in range(8)], "entail": P}
-    r = score.score_question_detailed(x, S(), methods=["Shap"])
+    r = scored(x, S(), methods=["Shap"])
     assert math.isfinite(r.scores["Shap"])
     assert r.diagnostics["shap_psd"] is False and r.diagnostics["shap_psd_repaired"] is True
     assert r.diagnostics["shap_min_eig"] == pytest.approx(shapley.min_eigenvalue(R))
-    raised = score.score_question_detailed(x, S(psd_policy="raise"), methods=["Shap"])
+    raised = scored(x, S(psd_policy="raise"), methods=["Shap"])
     assert "Shap" not in raised.scores
     assert "not positive semi-definite" in raised.skipped["Shap"]
     assert raised.diagnostics["shap_psd_repaired"] is False
@@ -145,14 +149,14 @@ def test_higher_means_more_uncertain():
     n = 6
     same = {"id": "s", "samples": ["Paris"] * n, "entail": np.ones((n, n))}
     diff = {"id": "d", "samples": ["Paris", "Rome", "Oslo", "Lima", "Bern", "Kyiv"], "entail": np.eye(n)}
-    a = score.score_question_detailed(same, S()).scores
-    b = score.score_question_detailed(diff, S()).scores
+    a = scored(same, S()).scores
+    b = scored(diff, S()).scores
     for m in ("Shap", "DSE", "NumSet", "LexSim", "EigV", "Deg", "Ecc", "KLE"):
         assert b[m] > a[m], m
 
 
 def test_single_sample_is_valid_and_finite():
-    r = score.score_question_detailed({"id": "one", "samples": ["Mozart"], "entail": [[1.0]]}, S())
+    r = scored({"id": "one", "samples": ["Mozart"], "entail": [[1.0]]}, S())
     assert r.scores["Shap"] == pytest.approx(shapley.HALF_LOG_2PIE)
     assert r.scores["DSE"] == 0.0 and r.scores["NumSet"] == 1.0 and r.scores["LexSim"] == 0.0
     assert all(math.isfinite(v) for v in r.scores.values())
@@ -160,7 +164,7 @@ def test_single_sample_is_valid_and_finite():
 
 def test_empty_answers_and_unicode_are_scored():
     x = {"id": "u", "samples": ["", "Zürich", "東京", ""], "entail": np.eye(4)}
-    r = score.score_question_detailed(x, S())
+    r = scored(x, S())
     assert r.diagnostics["n_empty_samples"] == 2
     assert math.isfinite(r.scores["Shap"]) and math.isfinite(r.scores["LexSim"])
 
@@ -173,7 +177,7 @@ def test_input_validation():
     with pytest.raises(ValueError, match="sample_logprobs"):
         score.ScoreInputs(id="q", samples=["a", "b"], sample_logprobs=[[-1.0]])
     with pytest.raises(ValueError, match="unknown method"):
-        score.score_question_detailed({"id": "q", "samples": ["a"]}, S(), methods=["Shapley"])
+        scored({"id": "q", "samples": ["a"]}, S(), methods=["Shapley"])
 
 
 def test_from_generation_treats_empty_token_lists_as_missing():
@@ -182,7 +186,7 @@ def test_from_generation_treats_empty_token_lists_as_missing():
     g = Generation(id="g", samples=["a", "b"], answer="a", p_true=0.5)
     x = score.ScoreInputs.from_generation(g, np.eye(2), None)
     assert not x.has("sample_logprobs") and not x.has("answer_logprobs") and x.has("p_true")
-    r = score.score_question_detailed(x, S())
+    r = scored(x, S())
     assert "SE" in r.skipped and "P(T)" in r.scores
 
 
@@ -220,8 +224,8 @@ def test_embedding_regression_scores_half_split_and_signal():
 
 def test_se_aggregation_sum_or_mean():
     x = {"id": "q", "samples": ["a", "b c d e"], "entail": np.eye(2), "sample_logprobs": [[-1.0], [-1.0] * 4]}
-    by_sum = score.score_question_detailed(x, S(se_aggregation="sum"), methods=["SE"]).scores["SE"]
-    by_mean = score.score_question_detailed(x, S(), methods=["SE"]).scores["SE"]  # the default is the per-token mean
+    by_sum = scored(x, S(se_aggregation="sum"), methods=["SE"]).scores["SE"]
+    by_mean = scored(x, S(), methods=["SE"]).scores["SE"]  # the default is the per-token mean
     assert by_mean == pytest.approx(math.log(2))  # equal per-token likelihoods: two equally likely clusters
     p = np.exp([-1.0, -4.0]) / np.exp([-1.0, -4.0]).sum()
     assert by_sum == pytest.approx(-(p * np.log(p)).sum())

@@ -134,7 +134,7 @@ def score_record(
     ctx = score.QuestionContext(x, scoring)
     with np.errstate(over="ignore"):
         chosen, phi, phi_note = choose(ctx)
-        qs = score.score_question_detailed(ctx, scoring, methods=scoring.methods)
+        qs = score.score_question(ctx, methods=scoring.methods)
     return {
         "id": x.id,
         "answer": answer,

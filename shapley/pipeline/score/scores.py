@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol, TypeVar, cast
 
@@ -111,11 +111,6 @@ class ScoreInputs:
             self.sample_logprobs = lp
         if self.embeddings is not None:
             self.embeddings = np.asarray(self.embeddings, dtype=np.float64).ravel()
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ScoreInputs:
-        """Build from a mapping with (a subset of) the field names; unknown keys are ignored."""
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     @classmethod
     def from_generation(
@@ -260,84 +255,80 @@ def _shap_sum(c: QuestionContext) -> float:
         return float(np.sum(shapley_values(c.R, "exact", psd_policy=c.opts.psd_policy)))
 
 
-def _spec(name: str, func: Callable[[QuestionContext], float], needs: Sequence[str], description: str) -> MethodSpec:
-    return MethodSpec(name, func, tuple(needs), description)
-
-
 METHODS: dict[str, MethodSpec] = {
     s.name: s
     for s in (
-        _spec("Shap", _shap, ["entail"], "Shapley uncertainty h(N(0, R)), R = kernel(beta) of (P+P^T)/2"),
-        _spec("Shap_sum", _shap_sum, ["entail"], "explicit sum of exact Shapley values (n <= 12; = Shap)"),
-        _spec(
+        MethodSpec("Shap", _shap, ("entail",), "Shapley uncertainty h(N(0, R)), R = kernel(beta) of (P+P^T)/2"),
+        MethodSpec("Shap_sum", _shap_sum, ("entail",), "explicit sum of exact Shapley values (n <= 12; = Shap)"),
+        MethodSpec(
             "SE",
             lambda c: baselines.semantic_entropy(c.se_log_likelihoods, c.clusters),
-            ["samples", "entail", "sample_logprobs"],
+            ("samples", "entail", "sample_logprobs"),
             "semantic entropy (Kuhn et al. 2023); sample log-likelihood = sum (default) or mean of token log-probs",
         ),
-        _spec(
+        MethodSpec(
             "DSE",
             lambda c: baselines.discrete_semantic_entropy(c.clusters),
-            ["samples", "entail"],
+            ("samples", "entail"),
             "discrete semantic entropy (cluster frequencies)",
         ),
-        _spec(
+        MethodSpec(
             "NumSet",
             lambda c: baselines.num_semantic_sets(c.clusters),
-            ["samples", "entail"],
+            ("samples", "entail"),
             "number of semantic sets",
         ),
-        _spec(
+        MethodSpec(
             "NE",
             lambda c: baselines.predictive_entropy(c.log_likelihoods),
-            ["samples", "sample_logprobs"],
+            ("samples", "sample_logprobs"),
             "predictive (naive) entropy, -mean log p(s)",
         ),
-        _spec(
+        MethodSpec(
             "LNE",
             lambda c: baselines.length_normalised_predictive_entropy(_req(c.x.sample_logprobs)),
-            ["samples", "sample_logprobs"],
+            ("samples", "sample_logprobs"),
             "length-normalised predictive entropy",
         ),
-        _spec(
+        MethodSpec(
             "LexSim",
             lambda c: baselines.lexical_similarity(_req(c.x.samples)),
-            ["samples"],
+            ("samples",),
             "1 - mean pairwise Rouge-L of the samples",
         ),
-        _spec("EigV", lambda c: baselines.eigv(c.W), ["entail"], "sum of eigenvalues of the graph Laplacian"),
-        _spec("Deg", lambda c: baselines.degree(c.W), ["entail"], "1 - mean degree of W"),
-        _spec("Ecc", lambda c: baselines.eccentricity(c.W), ["entail"], "eccentricity of the spectral embedding"),
-        _spec("KLE", lambda c: baselines.kernel_language_entropy(c.W), ["entail"], "kernel language entropy"),
-        _spec(
+        MethodSpec("EigV", lambda c: baselines.eigv(c.W), ("entail",), "sum of eigenvalues of the graph Laplacian"),
+        MethodSpec("Deg", lambda c: baselines.degree(c.W), ("entail",), "1 - mean degree of W"),
+        MethodSpec("Ecc", lambda c: baselines.eccentricity(c.W), ("entail",), "eccentricity of the spectral embedding"),
+        MethodSpec("KLE", lambda c: baselines.kernel_language_entropy(c.W), ("entail",), "kernel language entropy"),
+        MethodSpec(
             "MaxL",
             lambda c: baselines.selfcheck_maxl(_req(c.x.answer_logprobs)),
-            ["answer_logprobs"],
+            ("answer_logprobs",),
             "max over tokens of -log p",
         ),
-        _spec(
+        MethodSpec(
             "AvgL",
             lambda c: baselines.selfcheck_avgl(_req(c.x.answer_logprobs)),
-            ["answer_logprobs"],
+            ("answer_logprobs",),
             "mean over tokens of -log p",
         ),
-        _spec(
+        MethodSpec(
             "MaxE",
             lambda c: baselines.selfcheck_maxe(_req(c.x.answer_entropies)),
-            ["answer_entropies"],
+            ("answer_entropies",),
             "max token entropy",
         ),
-        _spec(
+        MethodSpec(
             "AvgE",
             lambda c: baselines.selfcheck_avge(_req(c.x.answer_entropies)),
-            ["answer_entropies"],
+            ("answer_entropies",),
             "mean token entropy",
         ),
-        _spec("P(T)", lambda c: baselines.p_true_uncertainty(_req(c.x.p_true)), ["p_true"], "1 - p(True)"),
-        _spec(
+        MethodSpec("P(T)", lambda c: baselines.p_true_uncertainty(_req(c.x.p_true)), ("p_true",), "1 - p(True)"),
+        MethodSpec(
             "A4C",
             lambda c: baselines.verbalised_uncertainty(_req(c.x.a4c_text)),
-            ["a4c_text"],
+            ("a4c_text",),
             "1 - verbalised confidence (ask for confidence)",
         ),
     )
@@ -353,8 +344,6 @@ METHODS["ER"] = MethodSpec(
 
 DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m not in ("Shap_sum",))
 """Methods computed when none are named: everything except the opt-in ``Shap_sum``."""
-
-PER_QUESTION_METHODS: tuple[str, ...] = tuple(m for m, s in METHODS.items() if s.per_question)
 
 
 def resolve_methods(methods: Iterable[str] | None) -> tuple[str, ...]:
@@ -395,25 +384,15 @@ def psd_diagnostics(R: NDArray[np.float64], psd_policy: str) -> dict[str, Any]:
     return {"shap_psd": psd, "shap_psd_repaired": (not psd) and psd_policy != "raise", "shap_min_eig": lam}
 
 
-def score_question_detailed(
-    question: ScoreInputs | QuestionContext | Mapping[str, Any],
-    settings: MethodSettings,
-    *,
-    methods: Iterable[str] | None = None,
-) -> QuestionScores:
-    """Run every requested per-question method on one question (its inputs, or their :class:`QuestionContext`
-    when the caller shares it, e.g. with :func:`shapley.pipeline.score.choice.choose`).
+def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None) -> QuestionScores:
+    """Run every requested per-question method on one question, through its :class:`QuestionContext` (which the
+    caller may share, e.g. with :func:`shapley.pipeline.score.choice.choose`, so that R is built once).
 
     A method is skipped (reason in ``.skipped``) when an input it needs is missing, when it raises a
     ``ValueError``/``ArithmeticError``/``LinAlgError`` (e.g. ``psd_policy="raise"`` on a non-PSD R), or when
     it returns NaN. ``+-inf`` is kept (a valid ranking value, e.g. ``Shap`` of a singular R). ``ER`` is
     never computed here (see :func:`embedding_regression_scores`).
     """
-    if isinstance(question, QuestionContext):
-        ctx = question
-    else:
-        x = question if isinstance(question, ScoreInputs) else ScoreInputs.from_dict(question)
-        ctx = QuestionContext(x, settings)
     x = ctx.x
     out = QuestionScores(id=x.id)
     if x.samples is not None:
@@ -422,7 +401,7 @@ def score_question_detailed(
     names = resolve_methods(methods)
     if x.has("entail") and any(METHODS[m].per_question and "entail" in METHODS[m].needs for m in names):
         try:
-            out.diagnostics.update(psd_diagnostics(ctx.R, settings.psd_policy))
+            out.diagnostics.update(psd_diagnostics(ctx.R, ctx.opts.psd_policy))
         except (ValueError, np.linalg.LinAlgError) as exc:
             out.diagnostics["shap_error"] = str(exc)
     for name in names:

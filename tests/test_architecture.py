@@ -286,8 +286,8 @@ def test_no_mixins_in_the_pipeline():
 
 
 def private_crossings(path: Path, tree: ast.AST) -> list[str]:
-    """``from shapley.x import _name`` and ``module._name`` (``module`` an imported module of the package) in
-    ``tree``: a private name used outside the module that defines it."""
+    """A private name imported from one of the package's modules (``from ... import _name``), or read as
+    ``module._name`` (``module`` an imported module of the package), in ``tree``: used outside its module."""
     where = path.relative_to(PKG.parent) if path.is_relative_to(PKG.parent) else path
     out, modules = [], set()
     for node in ast.walk(tree):

@@ -30,15 +30,6 @@ from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES, ensure_psd
 from shapley.pipeline.config import ScoringSettings
 
-__all__ = [
-    "RUN_DEFAULTS",
-    "check_settings",
-    "confidence_from_total",
-    "defined_total",
-    "floored_total",
-    "load_entailment_backend",
-]
-
 RUN_DEFAULTS = ScoringSettings()
 """The pipeline's scoring defaults (:class:`shapley.pipeline.config.ScoringSettings`), which the integrations take as
 theirs: the paper's beta, and the PSD policy ``"nearest"`` (a harness run must not stop at the first indefinite

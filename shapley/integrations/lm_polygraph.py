@@ -31,16 +31,6 @@ from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS
 from shapley.integrations.common import RUN_DEFAULTS, check_settings, defined_total, load_entailment_backend
 
-__all__ = [
-    "CannedBlackboxModel",
-    "ShapleyEntailmentCalculator",
-    "ShapleyUncertainty",
-    "entail_matrices",
-    "load_estimator",
-    "load_stat_calculator",
-    "stat_calculator_container",
-]
-
 EXTRA = "lm-polygraph"
 """The extra (and ``.venv-lm-polygraph``, the environment of ``make integrations``) that installs LM-Polygraph."""
 

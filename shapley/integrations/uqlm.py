@@ -35,8 +35,6 @@ from shapley.integrations.common import (
     load_entailment_backend,
 )
 
-__all__ = ["ShapleyScorer", "add_to_result", "entailment_label"]
-
 
 def entailment_label(label2id: dict[str, Any]) -> int:
     """Index of the entailment label in a model's ``config.label2id`` (case-insensitive: the one label containing

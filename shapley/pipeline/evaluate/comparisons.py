@@ -76,8 +76,7 @@ def _comparison(u: np.ndarray, u_ref: np.ndarray, correct: np.ndarray, *, n_boot
     if c.all() or not c.any():
         return {**row, "note": "one correctness class only on the shared questions: AUROC undefined"}
     a, b = rankable(u[ok])[0], rankable(u_ref[ok])[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         r = metrics.paired_interval(metrics.auroc, a, b, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), seed=seed)
         d = metrics.delong_test(a, b, c)
     row.update(r._asdict(), delta_auroc=r.delta, delong_z=d.z, delong_p=d.p_value)

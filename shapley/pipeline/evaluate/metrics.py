@@ -31,7 +31,7 @@ Ids in CSV files: every CSV output with an ``id`` column is written and read bac
 :mod:`shapley.pipeline.rundir.csvfiles`.
 
 Across runs: :func:`shapley.pipeline.evaluate.report.runs_table` and :func:`shapley.pipeline.evaluate.report.report`
-(``python -m shapley report DIR...``), re-exported here; :func:`beta_table` recomputes Table 5's beta ablation
+(``python -m shapley report DIR...``); :func:`beta_table` recomputes Table 5's beta ablation
 from a run's stored entailment matrices and :func:`write_beta_sweep` writes it (``beta_sweep.csv``).
 """
 
@@ -105,7 +105,6 @@ def method_metrics(
     correct: Sequence[bool] | np.ndarray,
     *,
     n_boot: int = 1000,
-    alpha: float = 0.05,
     seed: int = 0,
 ) -> dict[str, Any]:
     """AUROC with bootstrap CI (and its ends' MC errors, resamples drawn), AUARC, PRR, n and accuracy of one
@@ -118,11 +117,8 @@ def method_metrics(
         notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
     if c.all() or not c.any():
         notes.append(f"{ONE_CLASS} only: AUROC and PRR undefined")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ci = metrics.bootstrap_interval(
-            metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), alpha=alpha, seed=seed
-        )
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
+        ci = metrics.bootstrap_interval(metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), seed=seed)
         return {
             "auroc": metrics.auroc(u, c),
             "auroc_lo": ci.lo,
@@ -145,7 +141,6 @@ def compute_metrics(
     skipped: Mapping[str, Counter[str]] | None = None,
     labels: Mapping[str, Any] | None = None,
     n_boot: int = 1000,
-    alpha: float = 0.05,
     seed: int = 0,
     notes: Mapping[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -162,22 +157,15 @@ def compute_metrics(
     for m in methods:
         reasons = skipped.get(m, Counter())
         n_sk = int(sum(reasons.values()))
-        if n_sk:
-            srows.append(
-                {
-                    "method": m,
-                    "n_skipped": n_sk,
-                    "n_questions": n_q,
-                    "reason": "; ".join(f"{why} ({k})" for why, k in reasons.most_common()),
-                }
-            )
+        if n_sk:  # a row of SKIPPED_COLUMNS
+            srows.append((m, n_sk, n_q, "; ".join(f"{why} ({k})" for why, k in reasons.most_common())))
         u = scores[m].to_numpy(dtype=np.float64) if m in scores else np.full(n_q, np.nan)
         ok = ~np.isnan(u)
         if not ok.any():
             if not n_sk:
-                srows.append({"method": m, "n_skipped": n_q, "n_questions": n_q, "reason": "no scores"})
+                srows.append((m, n_q, n_q, "no scores"))
             continue
-        r = method_metrics(u[ok], correct[ok], n_boot=n_boot, alpha=alpha, seed=seed)
+        r = method_metrics(u[ok], correct[ok], n_boot=n_boot, seed=seed)
         note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
         if n_sk:
             note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
@@ -377,8 +365,7 @@ def beta_table(
             r = method_metrics(scored["Shap"].to_numpy(), c, n_boot=n_boot, seed=cfg.seed)
             row.update({k: r[k] for k in ("auroc", *interval, "n_boot")})
         elif len(scored):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
+            with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
                 row["auroc"] = metrics.auroc(rankable(scored["Shap"].to_numpy())[0], c)
         row.update(
             n=int(len(scored)),

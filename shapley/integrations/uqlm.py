@@ -32,7 +32,6 @@ from shapley.integrations.common import (
     RUN_DEFAULTS,
     check_settings,
     confidence_from_total,
-    load_entailment_backend,
 )
 
 
@@ -100,7 +99,9 @@ class ShapleyScorer:
         self.backend: Any = None
         self.nli: Any = None
         if isinstance(entailment, str):
-            self.backend = load_entailment_backend(entailment, cache=cache, progress=False)
+            from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
+
+            self.backend = load_backend(entailment, cache=cache, progress=False)
             self.name = f"shapley[{entailment}]"
         elif hasattr(entailment, "model") and hasattr(entailment, "tokenizer"):
             entailment_label(dict(entailment.model.config.label2id))  # fail now, not at the first prompt

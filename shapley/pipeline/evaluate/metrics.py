@@ -80,24 +80,18 @@ def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str]) -
     """Flat DataFrame of stored score records (one row per question, see the module docstring), one column per
     method of ``methods``."""
     names = list(methods)
+    copied = ("correctness_value", "correctness_metric", "answer")  # stored fields written as they are
     diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
     rows = []
     for r in records:
-        row: dict[str, Any] = {
-            "id": str(r["id"]),
-            "correct": _label(r.get("correct"), r["id"]),
-            "correctness_value": r.get("correctness_value"),
-            "correctness_metric": r.get("correctness_metric"),
-            "answer": r.get("answer"),
-        }
+        row: dict[str, Any] = {"id": str(r["id"]), "correct": _label(r.get("correct"), r["id"])}
+        row.update({k: r.get(k) for k in copied})
         for m in names:
             v = r["scores"].get(m)
             row[m] = math.nan if v is None else float(v)
-        for k in diag_keys:
-            row[k] = r.get("diagnostics", {}).get(k)
+        row.update({k: r.get("diagnostics", {}).get(k) for k in diag_keys})
         rows.append(row)
-    cols = ["id", "correct", "correctness_value", "correctness_metric", "answer", *names, *diag_keys]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=["id", "correct", *copied, *names, *diag_keys])
 
 
 def method_metrics(

@@ -435,7 +435,7 @@ def _is_list(action: Any) -> bool:
     return (
         action.nargs in ("+", "*")
         or (isinstance(action.nargs, int) and action.nargs > 1)
-        or action.type in cli_args.LIST_TYPES
+        or action.type is cli_args.read_betas
         or "comma-separated" in (action.help or "")
     )
 

@@ -146,7 +146,7 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     from lm_polygraph.utils.manager import UEManager
 
     from shapley.core.baselines import degree
-    from shapley.integrations.common import load_entailment_backend
+    from shapley.pipeline.entail.backends import load_backend
 
     model = CannedBlackboxModel(CANNED)
     data = Dataset(list(CANNED), TARGETS, batch_size=2)
@@ -167,7 +167,7 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     metrics = man()
     assert [list(s) for s in man.stats["sample_texts"]] == list(CANNED.values())
     got = np.array(man.estimations["sequence", "Shap_beta0.5_nearest"])
-    ours = load_entailment_backend("embedding:minilm", cache=False).score([(q, a) for q, a in CANNED.items()])
+    ours = load_backend("embedding:minilm", cache=False).score([(q, a) for q, a in CANNED.items()])
     want = [shapley.shapley_uncertainty(r.entail, 0.5, psd_policy="nearest") for r in ours]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
     deg = np.array(man.estimations["sequence", "DegMat_NLI_score_entail"])

@@ -194,10 +194,6 @@ def read_sweep_boot(text: str) -> int:
     return 0 if text.strip() == "0" else int(read_boot(text))
 
 
-LIST_TYPES: tuple[Callable[[str], object], ...] = (read_betas,)
-"""Argument types of the other subcommands that read a comma-separated list (``--methods`` is a setting's)."""
-
-
 def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser("report", help="AUROC tables across run directories", description="Tables across runs.")
     rp.add_argument("run_dirs", nargs="+", metavar="DIR", help="run directories (with metrics.csv)")

@@ -12,6 +12,8 @@ scorer needs no uqlm (it only follows uqlm's interface). The maths both share (t
 singular kernels, the map to a confidence) is in :mod:`shapley.integrations.common`.
 
 Layer rule: this layer may import :mod:`shapley.core` and :mod:`shapley.pipeline`; nothing in the package imports
-it (``tests/test_architecture.py``). The pipeline's entailment backends are reached through one function,
-:func:`shapley.integrations.common.load_entailment_backend`.
+it (``tests/test_architecture.py``). The pipeline's entailment backends
+(:func:`shapley.pipeline.entail.backends.load_backend`, whose ``score`` gives each question's (n, n) matrix
+``P(s_i => s_j)``) are imported where one is built, not at module level, so that the integrations import without
+torch.
 """

@@ -1,5 +1,5 @@
 """What the LM-Polygraph and uqlm integrations share: settings, the total with a defined value for singular
-kernels, the map from uncertainty to confidence, and the one door to the pipeline's entailment backends.
+kernels and the map from uncertainty to confidence.
 
 **Singular kernels.** With exact-duplicate answers at ``beta = 1`` (more generally, whenever the kernel R is
 singular under :mod:`shapley.core.entropy`'s rule) the Gaussian entropy, hence the total Shapley uncertainty, is
@@ -30,31 +30,10 @@ from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES, ensure_psd
 from shapley.pipeline.config import ScoringSettings
 
-__all__ = [
-    "RUN_DEFAULTS",
-    "check_settings",
-    "confidence_from_total",
-    "defined_total",
-    "floored_total",
-    "load_entailment_backend",
-]
-
 RUN_DEFAULTS = ScoringSettings()
 """The pipeline's scoring defaults (:class:`shapley.pipeline.config.ScoringSettings`), which the integrations take as
 theirs: the paper's beta, and the PSD policy ``"nearest"`` (a harness run must not stop at the first indefinite
 kernel, and it is the repair our committed runs use)."""
-
-
-def load_entailment_backend(spec: str, **kwargs: Any) -> Any:
-    """Our entailment backend for ``spec`` (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``), built by
-    the pipeline's ``load_backend`` with ``kwargs`` (``device``, ``batch_size``, ``cache``, ``progress``).
-
-    The one place this layer imports the pipeline's entailment code (imported here, not at module level, so that
-    the integrations import without torch). Its ``score([(question, answers), ...])`` returns objects whose
-    ``entail`` is the (n, n) matrix ``P(s_i => s_j)`` in float64 with diagonal 1."""
-    from shapley.pipeline.entail.backends import load_backend
-
-    return load_backend(spec, **kwargs)
 
 
 def check_settings(beta: Any, psd_policy: Any, eps: Any) -> tuple[float, str, float]:

@@ -29,17 +29,7 @@ import numpy as np
 from shapley.core import entropy
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS
-from shapley.integrations.common import RUN_DEFAULTS, check_settings, defined_total, load_entailment_backend
-
-__all__ = [
-    "CannedBlackboxModel",
-    "ShapleyEntailmentCalculator",
-    "ShapleyUncertainty",
-    "entail_matrices",
-    "load_estimator",
-    "load_stat_calculator",
-    "stat_calculator_container",
-]
+from shapley.integrations.common import RUN_DEFAULTS, check_settings, defined_total
 
 EXTRA = "lm-polygraph"
 """The extra (and ``.venv-lm-polygraph``, the environment of ``make integrations``) that installs LM-Polygraph."""
@@ -169,9 +159,11 @@ class ShapleyEntailmentCalculator(_StatCalculator):
         self, entailment: str = "embedding:minilm", cache: Any = False, with_question: bool = False, backend: Any = None
     ) -> None:
         super().__init__()
-        self.backend = (
-            backend if backend is not None else load_entailment_backend(entailment, cache=cache, progress=False)
-        )
+        if backend is None:
+            from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
+
+            backend = load_backend(entailment, cache=cache, progress=False)
+        self.backend = backend
         self.with_question = bool(with_question)
 
     def __str__(self) -> str:

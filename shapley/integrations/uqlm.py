@@ -32,10 +32,7 @@ from shapley.integrations.common import (
     RUN_DEFAULTS,
     check_settings,
     confidence_from_total,
-    load_entailment_backend,
 )
-
-__all__ = ["ShapleyScorer", "add_to_result", "entailment_label"]
 
 
 def entailment_label(label2id: dict[str, Any]) -> int:
@@ -102,7 +99,9 @@ class ShapleyScorer:
         self.backend: Any = None
         self.nli: Any = None
         if isinstance(entailment, str):
-            self.backend = load_entailment_backend(entailment, cache=cache, progress=False)
+            from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
+
+            self.backend = load_backend(entailment, cache=cache, progress=False)
             self.name = f"shapley[{entailment}]"
         elif hasattr(entailment, "model") and hasattr(entailment, "tokenizer"):
             entailment_label(dict(entailment.model.config.label2id))  # fail now, not at the first prompt

@@ -23,6 +23,7 @@ from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import derived, jsonl, store
+from shapley.pipeline.rundir.csvfiles import read_csv_ids
 from tests import fakes
 
 
@@ -67,7 +68,7 @@ def test_beta_sweep_covers_the_questions_of_the_outputs_also_from_the_compact_co
     full = pd.read_csv(run8 / "beta_sweep.csv")
     assert (full["n"] == 4).all()
     assert derived.derived_status(run8)["beta_sweep.csv"] == derived.FRESH
-    ids = evaluate.read_csv_ids(run8 / "scores.csv")["id"].tolist()
+    ids = read_csv_ids(run8 / "scores.csv")["id"].tolist()
     jsonl.write_compact(run8, ids)
     for name in jsonl.STAGE_FILES.values():
         (run8 / name).unlink(missing_ok=True)
@@ -450,10 +451,10 @@ def test_ids_and_labels_round_trip_through_every_reader(tmp_path, fake_entail, c
         assert _ss(inp, out, "--model-label", label, "--dataset-label", "null") == 0, capsys.readouterr().err
         m = report.load_metrics(out)
         assert set(m["model"]) == {label} and set(m["dataset"]) == {"null"}
-    assert evaluate.read_csv_ids(out / "scores.csv")["id"].tolist() == HOSTILE
+    assert read_csv_ids(out / "scores.csv")["id"].tolist() == HOSTILE
     assert evaluate.load_scores(out)["id"].tolist() == HOSTILE
     assert cli.main(["beta-sweep", str(out), "--betas", "0.5"]) == 0
-    per_q = evaluate.read_csv_ids(out / "beta_sweep_per_question.csv")
+    per_q = read_csv_ids(out / "beta_sweep_per_question.csv")
     assert per_q["id"].tolist() == HOSTILE
     assert derived.derived_status(out)["beta_sweep.csv"] == derived.FRESH
     a, b = judges._common_scores(out, out)

@@ -18,6 +18,7 @@ from shapley.pipeline.data.datasets import DATASETS
 from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment import pipelines as experiment
+from shapley.pipeline.rundir.csvfiles import read_csv_ids
 from tests import fakes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -476,7 +477,7 @@ def test_ids_round_trip_through_csv_and_formulas_are_escaped(tmp_path, fake_enta
     raw = pd.read_csv(out / "scores.csv", dtype=str, keep_default_na=False)["id"].tolist()
     assert raw == ["", "NaN", "null", "'=1+1", "'-2", "'+3", "'@SUM(A1)", "''quoted", "plain"]
     assert cli.main(["beta-sweep", str(out), "--betas", "0.5"]) == 0
-    per_q = evaluate.read_csv_ids(out / "beta_sweep_per_question.csv")
+    per_q = read_csv_ids(out / "beta_sweep_per_question.csv")
     assert sorted(per_q["id"]) == sorted(ids)
     assert "'=1+1" in (out / "beta_sweep_per_question.csv").read_text()
 

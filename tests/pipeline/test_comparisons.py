@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from shapley.core import metrics as M
-from shapley.pipeline.evaluate import metrics as evaluate
-from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS
+from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS, compare_methods
 from shapley.pipeline.experiment import pipelines as experiment
 from tests import fakes
 
@@ -34,8 +33,8 @@ def _frame(m: int = 80, seed: int = 0) -> pd.DataFrame:
 def test_wins_losses_and_ties_against_shap():
     df = _frame()
     df["Twin"] = df["Shap"]  # the same scores: no difference at all
-    t = evaluate.compare_methods(df, methods=["Shap", "Good", "Bad", "Twin"], n_boot=500, seed=3).set_index("method")
-    assert list(evaluate.compare_methods(df, methods=["Good"], n_boot=10).columns) == list(COMPARISON_COLUMNS)
+    t = compare_methods(df, methods=["Shap", "Good", "Bad", "Twin"], n_boot=500, seed=3).set_index("method")
+    assert list(compare_methods(df, methods=["Good"], n_boot=10).columns) == list(COMPARISON_COLUMNS)
     assert "Shap" not in t.index and (t["reference"] == "Shap").all()
     assert t.loc["Good", "outcome"] == "win" and t.loc["Bad", "outcome"] == "loss" and t.loc["Twin", "outcome"] == "tie"
     assert t.loc["Twin", "delta_auroc"] == 0.0 and t.loc["Twin", "delong_p"] == 1.0
@@ -63,8 +62,8 @@ def test_outcome_and_holm_delong_do_not_depend_on_the_bootstrap_seed():
     for k in range(6):
         df[f"M{k}"] = signal + rng.normal(0, 0.8 + 0.15 * k, m)
     methods = ["Shap", *[f"M{k}" for k in range(6)]]
-    a = evaluate.compare_methods(df, methods=methods, n_boot=200, seed=1)
-    b = evaluate.compare_methods(df, methods=methods, n_boot=200, seed=2)
+    a = compare_methods(df, methods=methods, n_boot=200, seed=1)
+    b = compare_methods(df, methods=methods, n_boot=200, seed=2)
     for col in ("outcome", "delong_p", "delong_p_holm", "delta_auroc", "delong_z"):
         assert a[col].tolist() == b[col].tolist()
     assert not np.array_equal(a["lo"], b["lo"])  # the intervals alone follow the seed
@@ -75,7 +74,7 @@ def test_pairs_on_the_questions_both_methods_scored():
     df = _frame()
     df.loc[:29, "Good"] = np.nan  # Good skipped on 30 questions
     df.loc[70:, "Shap"] = np.nan  # Shap skipped on 10 others
-    t = evaluate.compare_methods(df, methods=["Good"], n_boot=200).set_index("method")
+    t = compare_methods(df, methods=["Good"], n_boot=200).set_index("method")
     shared = df.iloc[30:70]
     assert t.loc["Good", "n"] == 40
     expected = M.auroc(shared["Good"], shared["correct"]) - M.auroc(shared["Shap"], shared["correct"])
@@ -86,12 +85,12 @@ def test_infinite_scores_undefined_comparisons_and_no_reference():
     df = _frame(m=20)
     df.loc[0, "Good"] = math.inf  # ranked at the top, as in metrics.csv
     df["OneClass"] = np.where(df["correct"], np.nan, 1.0)  # scored only where wrong
-    t = evaluate.compare_methods(df, methods=["Good", "OneClass", "Twin"], n_boot=100).set_index("method")
+    t = compare_methods(df, methods=["Good", "OneClass", "Twin"], n_boot=100).set_index("method")
     assert "Twin" not in t.index  # a method without scores is not compared (skipped.csv says why)
     assert math.isfinite(t.loc["Good", "delta_auroc"])
     assert math.isnan(t.loc["OneClass", "delong_p"]) and math.isnan(t.loc["OneClass", "delong_p_holm"])
     assert t.loc["OneClass", "outcome"] == "undefined" and "one correctness class" in t.loc["OneClass", "note"]
-    empty = evaluate.compare_methods(df.drop(columns=["Shap"]), methods=["Good"], n_boot=10)
+    empty = compare_methods(df.drop(columns=["Shap"]), methods=["Good"], n_boot=10)
     assert empty.empty and list(empty.columns) == list(COMPARISON_COLUMNS)
 
 

@@ -47,7 +47,7 @@ def test_compute_metrics_columns_and_values():
         n_boot=200,
         seed=1,
     )
-    assert list(m.columns) == [*evaluate.METRICS_COLUMNS, *evaluate.EXTRA_COLUMNS]
+    assert list(m.columns) == [*report.METRICS_COLUMNS, *report.EXTRA_COLUMNS]
     assert list(m.columns[:11]) == [
         "method",
         "auroc",
@@ -96,7 +96,7 @@ def two_runs(tmp_path_factory):
 def test_run_outputs_and_loaders(two_runs):
     a, b = two_runs
     m = report.load_metrics(a)
-    assert list(m.columns[:11]) == list(evaluate.METRICS_COLUMNS)
+    assert list(m.columns[:11]) == list(report.METRICS_COLUMNS)
     by = m.set_index("method")
     assert {"Shap", "DSE", "LexSim", "P(T)", "ER"} <= set(by.index)
     assert not {"SE", "NE", "LNE", "MaxL", "A4C"} & set(by.index)  # no log-probs / A4C text in the input

@@ -14,7 +14,7 @@ import pytest
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.metrics import holm
 from shapley.pipeline.config import ScoringSettings
-from shapley.pipeline.evaluate.metrics import selection
+from shapley.pipeline.evaluate import selection
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir import jsonl
 from shapley.pipeline.score import choice

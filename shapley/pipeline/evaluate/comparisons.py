@@ -66,18 +66,15 @@ def _comparison(u: np.ndarray, u_ref: np.ndarray, correct: np.ndarray, *, n_boot
     """Paired interval, DeLong's test and note of one method against the reference on the questions both
     scored."""
     ok = ~np.isnan(u) & ~np.isnan(u_ref)
-    row: dict[str, Any] = dict.fromkeys(
-        ("delta_auroc", "lo", "hi", "lo_mcse", "hi_mcse", "delong_z", "delong_p"), math.nan
-    )
-    row.update(n_boot=0, n=int(ok.sum()))
+    measured = ("delta_auroc", "lo", "hi", "lo_mcse", "hi_mcse", "delong_z", "delong_p")  # NaN where undefined
+    row: dict[str, Any] = {**dict.fromkeys(measured, math.nan), "n_boot": 0, "n": int(ok.sum())}
     c = correct[ok]
     if not ok.any():
         return {**row, "note": "no question scored by both"}
     if c.all() or not c.any():
         return {**row, "note": "one correctness class only on the shared questions: AUROC undefined"}
     a, b = rankable(u[ok])[0], rankable(u_ref[ok])[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         r = metrics.paired_interval(metrics.auroc, a, b, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), seed=seed)
         d = metrics.delong_test(a, b, c)
     row.update(r._asdict(), delta_auroc=r.delta, delong_z=d.z, delong_p=d.p_value)
@@ -108,11 +105,10 @@ def compare_methods(
     scores: pd.DataFrame,
     *,
     methods: Sequence[str],
-    reference: str = REFERENCE_METHOD,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """``comparisons.csv``: each method of ``methods`` against ``reference`` on the same questions.
+    """``comparisons.csv``: each method of ``methods`` against :data:`REFERENCE_METHOD` on the questions both scored.
 
     For each method, on the questions where both it and the reference have a score: ``delta_auroc`` =
     AUROC(method) - AUROC(reference); its paired percentile bootstrap interval ``lo``/``hi`` with the
@@ -124,14 +120,14 @@ def compare_methods(
     reference scores the table is empty.
     """
     rows: list[dict[str, Any]] = []
-    if reference in scores and not scores[reference].isna().all():
-        u_ref = scores[reference].to_numpy(dtype=np.float64)
+    if REFERENCE_METHOD in scores and not scores[REFERENCE_METHOD].isna().all():
+        u_ref = scores[REFERENCE_METHOD].to_numpy(dtype=np.float64)
         correct = scores["correct"].to_numpy(dtype=bool)
         for m in methods:
-            if m == reference or m not in scores or scores[m].isna().all():
+            if m == REFERENCE_METHOD or m not in scores or scores[m].isna().all():
                 continue
             row = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
-            rows.append({"method": m, "reference": reference, **row})
+            rows.append({"method": m, "reference": REFERENCE_METHOD, **row})
     out = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     if rows:
         out["delong_p_holm"] = metrics.holm(out["delong_p"].to_numpy(dtype=np.float64))

@@ -31,7 +31,7 @@ Ids in CSV files: every CSV output with an ``id`` column is written and read bac
 :mod:`shapley.pipeline.rundir.csvfiles`.
 
 Across runs: :func:`shapley.pipeline.evaluate.report.runs_table` and :func:`shapley.pipeline.evaluate.report.report`
-(``python -m shapley report DIR...``), re-exported here; :func:`beta_table` recomputes Table 5's beta ablation
+(``python -m shapley report DIR...``); :func:`beta_table` recomputes Table 5's beta ablation
 from a run's stored entailment matrices and :func:`write_beta_sweep` writes it (``beta_sweep.csv``).
 """
 
@@ -80,24 +80,18 @@ def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str]) -
     """Flat DataFrame of stored score records (one row per question, see the module docstring), one column per
     method of ``methods``."""
     names = list(methods)
+    copied = ("correctness_value", "correctness_metric", "answer")  # stored fields written as they are
     diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
     rows = []
     for r in records:
-        row: dict[str, Any] = {
-            "id": str(r["id"]),
-            "correct": _label(r.get("correct"), r["id"]),
-            "correctness_value": r.get("correctness_value"),
-            "correctness_metric": r.get("correctness_metric"),
-            "answer": r.get("answer"),
-        }
+        row: dict[str, Any] = {"id": str(r["id"]), "correct": _label(r.get("correct"), r["id"])}
+        row.update({k: r.get(k) for k in copied})
         for m in names:
             v = r["scores"].get(m)
             row[m] = math.nan if v is None else float(v)
-        for k in diag_keys:
-            row[k] = r.get("diagnostics", {}).get(k)
+        row.update({k: r.get("diagnostics", {}).get(k) for k in diag_keys})
         rows.append(row)
-    cols = ["id", "correct", "correctness_value", "correctness_metric", "answer", *names, *diag_keys]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=["id", "correct", *copied, *names, *diag_keys])
 
 
 def method_metrics(
@@ -105,7 +99,6 @@ def method_metrics(
     correct: Sequence[bool] | np.ndarray,
     *,
     n_boot: int = 1000,
-    alpha: float = 0.05,
     seed: int = 0,
 ) -> dict[str, Any]:
     """AUROC with bootstrap CI (and its ends' MC errors, resamples drawn), AUARC, PRR, n and accuracy of one
@@ -118,11 +111,8 @@ def method_metrics(
         notes.append(f"{n_inf} infinite score(s) ranked at the extremes")
     if c.all() or not c.any():
         notes.append(f"{ONE_CLASS} only: AUROC and PRR undefined")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ci = metrics.bootstrap_interval(
-            metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), alpha=alpha, seed=seed
-        )
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
+        ci = metrics.bootstrap_interval(metrics.auroc, u, c, n_boot=max(int(n_boot), metrics.MIN_BOOT), seed=seed)
         return {
             "auroc": metrics.auroc(u, c),
             "auroc_lo": ci.lo,
@@ -145,7 +135,6 @@ def compute_metrics(
     skipped: Mapping[str, Counter[str]] | None = None,
     labels: Mapping[str, Any] | None = None,
     n_boot: int = 1000,
-    alpha: float = 0.05,
     seed: int = 0,
     notes: Mapping[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -162,22 +151,15 @@ def compute_metrics(
     for m in methods:
         reasons = skipped.get(m, Counter())
         n_sk = int(sum(reasons.values()))
-        if n_sk:
-            srows.append(
-                {
-                    "method": m,
-                    "n_skipped": n_sk,
-                    "n_questions": n_q,
-                    "reason": "; ".join(f"{why} ({k})" for why, k in reasons.most_common()),
-                }
-            )
+        if n_sk:  # a row of SKIPPED_COLUMNS
+            srows.append((m, n_sk, n_q, "; ".join(f"{why} ({k})" for why, k in reasons.most_common())))
         u = scores[m].to_numpy(dtype=np.float64) if m in scores else np.full(n_q, np.nan)
         ok = ~np.isnan(u)
         if not ok.any():
             if not n_sk:
-                srows.append({"method": m, "n_skipped": n_q, "n_questions": n_q, "reason": "no scores"})
+                srows.append((m, n_q, n_q, "no scores"))
             continue
-        r = method_metrics(u[ok], correct[ok], n_boot=n_boot, alpha=alpha, seed=seed)
+        r = method_metrics(u[ok], correct[ok], n_boot=n_boot, seed=seed)
         note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
         if n_sk:
             note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
@@ -377,8 +359,7 @@ def beta_table(
             r = method_metrics(scored["Shap"].to_numpy(), c, n_boot=n_boot, seed=cfg.seed)
             row.update({k: r[k] for k in ("auroc", *interval, "n_boot")})
         elif len(scored):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
+            with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
                 row["auroc"] = metrics.auroc(rankable(scored["Shap"].to_numpy())[0], c)
         row.update(
             n=int(len(scored)),

@@ -85,7 +85,7 @@ def _note(records: Sequence[Mapping[str, Any]], strategy: str, n: int) -> str:
 
 
 def selection_table(
-    records: Sequence[Mapping[str, Any]], *, threshold: float, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+    records: Sequence[Mapping[str, Any]], *, threshold: float, n_boot: int = 1000, seed: int = 0
 ) -> pd.DataFrame:
     """``selection.csv``: per strategy, the accuracy of the answers it picks, over ``n`` questions, with a
     percentile bootstrap interval ``[lo, hi]`` of the questions, seeded, the Monte-Carlo standard errors of its
@@ -105,7 +105,7 @@ def selection_table(
             arr = np.asarray(c, dtype=bool)
             row["accuracy"] = float(arr.mean())
             ci = metrics.bootstrap_interval(
-                metrics.accuracy, np.zeros(arr.size), arr, n_boot=max(n_boot, metrics.MIN_BOOT), alpha=alpha, seed=seed
+                metrics.accuracy, np.zeros(arr.size), arr, n_boot=max(n_boot, metrics.MIN_BOOT), seed=seed
             )
             row.update(ci._asdict())
         row["note"] = _note(records, s, len(c))

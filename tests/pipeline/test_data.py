@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from shapley.pipeline.data import datasets as D
-from shapley.pipeline.data.files import WMT_QUESTION
+from shapley.pipeline.data.files import HUB_CONVERTERS, LOCAL_PARSERS, WMT_QUESTION
 from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.rundir.records import QARecord
 from tests import fakes
@@ -342,8 +342,8 @@ def test_bad_arguments(kwargs, tmp_path):
 
 def test_datasets_tuple_matches_contract():
     assert D.DATASETS == ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
-    assert set(D.LOCAL_FILES) == set(D.DATASETS)
-    assert set(D.ONLINE_SOURCES) == set(D.DATASETS) - {"bioasq", "jsonl"}
+    assert set(LOCAL_PARSERS) == set(D.DATASETS)
+    assert set(D.ONLINE_SOURCES) == set(HUB_CONVERTERS) == set(D.DATASETS) - {"bioasq", "jsonl"}
 
 
 # ------------------------------------------------------------------ dispatch (network replaced)

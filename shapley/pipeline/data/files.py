@@ -1,6 +1,7 @@
-"""Reading the local dataset files: one parser per file format (:data:`LOCAL_PARSERS`), each returning plain
-:class:`Item` objects with file-and-line errors, and the item builders that :mod:`shapley.pipeline.data.datasets`
-also applies to rows from the hub before it shuffles and prompts them.
+"""Reading the dataset sources as plain :class:`Item` objects, with errors naming the file and line (or the hub id):
+one parser per local file format (:data:`LOCAL_PARSERS`) and one converter per hub dataset's rows
+(:data:`HUB_CONVERTERS`), sharing the item builders; :mod:`shapley.pipeline.data.datasets` then shuffles and prompts
+the items.
 """
 
 from __future__ import annotations
@@ -90,28 +91,22 @@ def check_input_file(path: str | os.PathLike[str], what: str = "input file") -> 
     return p
 
 
-def _open_binary(path: Path) -> Any:
-    """The file's bytes, decompressed when its name ends in ``.gz``; a name that contradicts the content
-    (gzip data without ``.gz``, or ``.gz`` on plain text) is refused naming the file."""
-    with open(path, "rb") as f:
-        head = f.read(2)
-    gz = path.suffix == ".gz"
-    if gz and head and head != GZIP_MAGIC:
-        raise ValueError(f"{path}, line 1: the name ends in .gz but the file is not gzip-compressed; rename it")
-    if not gz and head == GZIP_MAGIC:
-        raise ValueError(f"{path}, line 1: the file is gzip-compressed but its name does not end in .gz; rename it")
-    return gzip.open(path, "rb") if gz else open(path, "rb")
-
-
 def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of every line of a UTF-8 text file, gunzipped when named ``.gz``.
 
     Raises ``ValueError`` naming the file and the line for a truncated or corrupt gzip stream, invalid
-    UTF-8, and a name that contradicts the compression (see :func:`_open_binary`).
+    UTF-8, and a name that contradicts the compression (gzip data without ``.gz``, or ``.gz`` on plain text).
     """
     p = Path(path)
+    with open(p, "rb") as f:
+        head = f.read(2)
+    gz = p.suffix == ".gz"
+    if gz and head and head != GZIP_MAGIC:
+        raise ValueError(f"{p}, line 1: the name ends in .gz but the file is not gzip-compressed; rename it")
+    if not gz and head == GZIP_MAGIC:
+        raise ValueError(f"{p}, line 1: the file is gzip-compressed but its name does not end in .gz; rename it")
     lineno = 0
-    with _open_binary(p) as f:
+    with gzip.open(p, "rb") if gz else open(p, "rb") as f:
         try:
             for lineno, raw in enumerate(f, 1):
                 try:
@@ -122,7 +117,7 @@ def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
                     ) from exc
                 yield lineno, text
         except (EOFError, OSError, zlib.error) as exc:
-            if p.suffix != ".gz":
+            if not gz:
                 raise
             raise ValueError(
                 f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
@@ -233,7 +228,9 @@ def _parse_squad(path: Path) -> list[Item]:
     return items
 
 
-def svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[Item]:
+def svamp_items(rows: Any, where: str) -> list[Item]:
+    if not isinstance(rows, list):
+        raise ValueError(f"{where}: expected a JSON list of SVAMP problems")
     items = []
     for i, row in enumerate(rows):
         w = f"{where}, problem {i}"
@@ -244,13 +241,6 @@ def svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[Item]:
         id_ = row.get("ID", row.get("id", f"svamp_{i}"))
         items.append(make_item(w, id_, question, [_format_number(_need(row, "Answer", w))]))
     return items
-
-
-def _parse_svamp(path: Path) -> list[Item]:
-    obj = _read_json(path)
-    if not isinstance(obj, list):
-        raise ValueError(f"{path}: expected a JSON list of SVAMP problems")
-    return svamp_items(obj, str(path))
 
 
 def _flatten(x: Any) -> list[str]:
@@ -323,6 +313,36 @@ LOCAL_PARSERS: dict[str, Callable[[Path], list[Item]]] = {
     "squad": _parse_squad,
     "bioasq": _parse_bioasq,
     "nq_open": lambda path: qa_items(iter_json_lines(path), str(path), "nq_open"),
-    "svamp": _parse_svamp,
+    "svamp": lambda path: svamp_items(_read_json(path), str(path)),
     "jsonl": _parse_jsonl,
+}
+
+
+def _hub_coqa(rows: list[dict[str, Any]], where: str) -> list[Item]:
+    """The hub's CoQA rows (questions as strings, answers columnar: ``{"input_text": [...], "answer_start": [...],
+    "answer_end": [...]}``) as the local file's stories (turns numbered from 1)."""
+    stories = [
+        {
+            "id": r.get("id", f"coqa_validation_{i}"),
+            "story": r["story"],
+            "questions": [{"input_text": q} for q in r["questions"]],
+            "answers": [{"input_text": a} for a in r["answers"]["input_text"]],
+        }
+        for i, r in enumerate(rows)
+    ]
+    return coqa_items(stories, where)
+
+
+#: each hub dataset's rows (plain dicts) and its hub id (named in errors) -> items; a SQuAD question's group is its
+#: passage, so that questions on one passage stay on one side of the examples/evaluation split
+HUB_CONVERTERS: dict[str, Callable[[list[dict[str, Any]], str], list[Item]]] = {
+    "triviaqa": lambda rows, where: qa_items(enumerate(rows, 1), where, "triviaqa"),
+    "coqa": _hub_coqa,
+    "wmt14": lambda rows, where: wmt_items(enumerate(rows, 1), where),
+    "squad": lambda rows, where: [
+        make_item(where, r["id"], r["question"], r["answers"]["text"], context=r["context"], group=r["context"])
+        for r in rows
+    ],
+    "nq_open": lambda rows, where: qa_items(enumerate(rows, 1), where, "nq_open"),
+    "svamp": svamp_items,
 }

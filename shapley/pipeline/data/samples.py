@@ -9,12 +9,12 @@ the reference answers is a setting (``reference_field``, ``--reference-field``),
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import json
 import math
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from shapley.pipeline.config import REFERENCE_FIELDS
@@ -23,24 +23,11 @@ from shapley.pipeline.data.files import check_input_file, iter_json_lines
 NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
 """The optional fields of a line that hold a list of finite numbers."""
 
-KNOWN_FIELDS: tuple[str, ...] = (
-    "id",
-    "question",
-    "references",
-    "samples",
-    "samples_cleaned",
-    "answer",
-    "sample_logprobs",
-    "p_true",
-    "a4c_text",
-) + NUMBER_FIELDS
-"""Every field a score-samples line may use; anything else is unknown (see :func:`read_samples_file`)."""
-
 MISSPELLING_CUTOFF = 0.8
 """``difflib`` similarity above which an unknown field is taken for a misspelt known one and refused."""
 
 
-@dataclass
+@dataclasses.dataclass
 class SampleItem:
     """One validated line of a score-samples input file.
 
@@ -62,6 +49,14 @@ class SampleItem:
     extra_fields: tuple[str, ...] = ()
     answer_given: bool = False
     """Whether the line gave the judged answer (``answer`` beside ``references``); else it is ``samples[0]``."""
+
+
+KNOWN_FIELDS: tuple[str, ...] = (
+    "samples_cleaned",
+    *(f.name for f in dataclasses.fields(SampleItem) if f.name not in ("lineno", "extra_fields", "answer_given")),
+)
+"""Every field a score-samples line may use: :class:`SampleItem`'s fields but those that say how the line was read,
+and ``samples_cleaned`` (read instead of ``samples``); anything else is unknown (see :func:`read_samples_file`)."""
 
 
 def _str_list(v: Any, where: str, name: str, *, allow_string: bool = False) -> list[str]:

@@ -227,15 +227,11 @@ def default_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device(device)
 
 
+#: the dtype names :func:`default_dtype` accepts (also with a ``torch.`` prefix) -> dtype
 _DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
+    **dict.fromkeys(("float32", "fp32", "float"), torch.float32),
+    **dict.fromkeys(("bfloat16", "bf16"), torch.bfloat16),
+    **dict.fromkeys(("float16", "fp16", "half"), torch.float16),
 }
 
 

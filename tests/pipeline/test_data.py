@@ -203,7 +203,7 @@ def test_nq_open_keeps_every_alias(full):
 
 def test_llama13b_samples_are_read_as_score_samples_reads_them(folder):
     """The TriviaQA file's real LLaMA-13B samples, through ``score-samples --reference-field answer``."""
-    f = folder / D.TRIVIAQA_SAMPLES_FILE
+    f = folder / D.LOCAL_FILES["triviaqa"]
     items = read_samples_file(f, reference_field="answer")
     with gzip.open(f, "rt", encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]

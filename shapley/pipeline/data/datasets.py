@@ -85,7 +85,7 @@ from shapley.pipeline.rundir.settings import data_dir
 
 #: file name of each dataset inside ``shapley.pipeline.rundir.settings.data_dir()`` (None: no default file).
 LOCAL_FILES: dict[str, str | None] = {
-    "triviaqa": "triviaqa_llama13b_samples.jsonl.gz",
+    "triviaqa": "triviaqa_llama13b_samples.jsonl.gz",  # also holds real LLaMA-13B samples of each question
     "coqa": "coqa_test.json.gz",
     "wmt14": "wmt14_fr-en_test.jsonl",
     "squad": "squad_v1.1_dev.json.gz",
@@ -108,8 +108,6 @@ ONLINE_SOURCES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
 }
 
 BIOASQ_URL = "http://participants-area.bioasq.org/datasets/"
-#: the local TriviaQA file, which also holds real LLaMA-13B samples of each question
-TRIVIAQA_SAMPLES_FILE = LOCAL_FILES["triviaqa"]
 
 # Template strings. The CoQA and TriviaQA introductions and the WMT question are the paper's (Appendix B).
 INTRO_COQA = "Reading the passage and answer given questions accordingly."
@@ -137,18 +135,16 @@ def _fetch_hub_rows(name: str) -> list[dict[str, Any]]:
         raise DatasetUnavailableError(
             f"online loading of {name!r} needs the 'datasets' package (pip install datasets); or {_local_hint(name)}"
         ) from e
-    rows: list[dict[str, Any]] = []
-    for split in splits:
-        try:
-            ds = datasets.load_dataset(hub_id, config, split=split)
-        except Exception as e:  # network, hub and cache errors all surface here
-            raise DatasetUnavailableError(
-                f"could not load {name!r} from the Hugging Face hub "
-                f"({hub_id}, config={config}, split={split}): "
-                f"{type(e).__name__}: {e}. Offline? {_local_hint(name)}"
-            ) from e
-        rows.extend(dict(r) for r in ds)
-    return rows
+    split = "+".join(splits)  # the splits concatenated in order ("train+test"), as datasets reads them
+    try:
+        ds = datasets.load_dataset(hub_id, config, split=split)
+    except Exception as e:  # network, hub and cache errors all surface here
+        raise DatasetUnavailableError(
+            f"could not load {name!r} from the Hugging Face hub "
+            f"({hub_id}, config={config}, split={split}): "
+            f"{type(e).__name__}: {e}. Offline? {_local_hint(name)}"
+        ) from e
+    return [dict(r) for r in ds]
 
 
 def _load_online(name: str) -> list[Item]:
@@ -161,7 +157,7 @@ def _load_online(name: str) -> list[Item]:
         )
     if name == "jsonl":
         raise ValueError("the generic 'jsonl' dataset is local-only: pass path=... to a JSON-lines file")
-    return HUB_CONVERTERS[name](_fetch_hub_rows(name), ONLINE_SOURCES[name][0])
+    return list(HUB_CONVERTERS[name](_fetch_hub_rows(name), ONLINE_SOURCES[name][0]))
 
 
 # ------------------------------------------------------------------------------------ path resolution
@@ -295,15 +291,14 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
 
 
 def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[Item]:
-    if source not in DATA_SOURCES:
-        raise ValueError(f"source must be one of {', '.join(DATA_SOURCES)}, got {source!r}")
+    validate.choice(source, DATA_SOURCES, "source")
     if source == "online":
         if path is not None:
             raise ValueError("path is for local files; drop it or use source='local'/'auto'")
         return _load_online(name)
     file = local_path(name, path)
     if file is not None and file.is_file():
-        return LOCAL_PARSERS[name](file)
+        return list(LOCAL_PARSERS[name](file))
     if path is not None:
         check_input_file(path, f"{name}: local file")
     if name == "jsonl":

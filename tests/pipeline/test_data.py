@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from shapley.pipeline.data import datasets as D
-from shapley.pipeline.data.files import WMT_QUESTION
+from shapley.pipeline.data.files import HUB_CONVERTERS, LOCAL_PARSERS, WMT_QUESTION
 from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.rundir.records import QARecord
 from tests import fakes
@@ -203,7 +203,7 @@ def test_nq_open_keeps_every_alias(full):
 
 def test_llama13b_samples_are_read_as_score_samples_reads_them(folder):
     """The TriviaQA file's real LLaMA-13B samples, through ``score-samples --reference-field answer``."""
-    f = folder / D.TRIVIAQA_SAMPLES_FILE
+    f = folder / D.LOCAL_FILES["triviaqa"]
     items = read_samples_file(f, reference_field="answer")
     with gzip.open(f, "rt", encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
@@ -342,8 +342,8 @@ def test_bad_arguments(kwargs, tmp_path):
 
 def test_datasets_tuple_matches_contract():
     assert D.DATASETS == ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
-    assert set(D.LOCAL_FILES) == set(D.DATASETS)
-    assert set(D.ONLINE_SOURCES) == set(D.DATASETS) - {"bioasq", "jsonl"}
+    assert set(LOCAL_PARSERS) == set(D.DATASETS)
+    assert set(D.ONLINE_SOURCES) == set(HUB_CONVERTERS) == set(D.DATASETS) - {"bioasq", "jsonl"}
 
 
 # ------------------------------------------------------------------ dispatch (network replaced)

@@ -71,7 +71,7 @@ Per-dataset notes
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,25 +79,13 @@ import numpy as np
 
 from shapley.core import validate
 from shapley.pipeline.config import DATA_SOURCES
-from shapley.pipeline.data.files import (
-    LOCAL_PARSERS,
-    DatasetUnavailableError,
-    Item,
-    check_input_file,
-    coqa_items,
-    make_item,
-    qa_items,
-    svamp_items,
-    wmt_items,
-)
+from shapley.pipeline.data.files import HUB_CONVERTERS, LOCAL_PARSERS, DatasetUnavailableError, Item, check_input_file
 from shapley.pipeline.rundir.records import QARecord
 from shapley.pipeline.rundir.settings import data_dir
 
-DATASETS = ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
-
 #: file name of each dataset inside ``shapley.pipeline.rundir.settings.data_dir()`` (None: no default file).
 LOCAL_FILES: dict[str, str | None] = {
-    "triviaqa": "triviaqa_llama13b_samples.jsonl.gz",
+    "triviaqa": "triviaqa_llama13b_samples.jsonl.gz",  # also holds real LLaMA-13B samples of each question
     "coqa": "coqa_test.json.gz",
     "wmt14": "wmt14_fr-en_test.jsonl",
     "squad": "squad_v1.1_dev.json.gz",
@@ -106,6 +94,8 @@ LOCAL_FILES: dict[str, str | None] = {
     "svamp": "svamp.json",
     "jsonl": None,
 }
+#: the dataset names :func:`load_dataset` accepts
+DATASETS = tuple(LOCAL_FILES)
 
 #: ``datasets.load_dataset`` arguments per dataset: (hub id, config name, splits).
 ONLINE_SOURCES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
@@ -118,8 +108,6 @@ ONLINE_SOURCES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
 }
 
 BIOASQ_URL = "http://participants-area.bioasq.org/datasets/"
-#: the local TriviaQA file, which also holds real LLaMA-13B samples of each question
-TRIVIAQA_SAMPLES_FILE = LOCAL_FILES["triviaqa"]
 
 # Template strings. The CoQA and TriviaQA introductions and the WMT question are the paper's (Appendix B).
 INTRO_COQA = "Reading the passage and answer given questions accordingly."
@@ -147,54 +135,16 @@ def _fetch_hub_rows(name: str) -> list[dict[str, Any]]:
         raise DatasetUnavailableError(
             f"online loading of {name!r} needs the 'datasets' package (pip install datasets); or {_local_hint(name)}"
         ) from e
-    rows: list[dict[str, Any]] = []
-    for split in splits:
-        try:
-            ds = datasets.load_dataset(hub_id, config, split=split)
-        except Exception as e:  # network, hub and cache errors all surface here
-            raise DatasetUnavailableError(
-                f"could not load {name!r} from the Hugging Face hub "
-                f"({hub_id}, config={config}, split={split}): "
-                f"{type(e).__name__}: {e}. Offline? {_local_hint(name)}"
-            ) from e
-        rows.extend(dict(r) for r in ds)
-    return rows
-
-
-def _online_coqa(rows: list[dict[str, Any]], where: str) -> list[Item]:
-    stories = []
-    for i, r in enumerate(rows):
-        ans = r["answers"]  # columnar: {"input_text": [...], "answer_start": [...], "answer_end": [...]}
-        texts = ans["input_text"] if isinstance(ans, dict) else [a["input_text"] for a in ans]
-        stories.append(
-            {
-                "id": r.get("id", f"coqa_validation_{i}"),
-                "story": r["story"],
-                "questions": [{"input_text": q, "turn_id": k + 1} for k, q in enumerate(r["questions"])],
-                "answers": [{"input_text": a, "turn_id": k + 1} for k, a in enumerate(texts)],
-            }
-        )
-    return coqa_items(stories, where)
-
-
-def _online_squad(rows: list[dict[str, Any]], where: str) -> list[Item]:
-    contexts: dict[str, str] = {}
-    items = []
-    for r in rows:
-        group = contexts.setdefault(r["context"], f"{r.get('title', '')}#{len(contexts)}")
-        items.append(make_item(where, r["id"], r["question"], r["answers"]["text"], context=r["context"], group=group))
-    return items
-
-
-#: each hub dataset's rows (plain dicts) and its hub id (named in errors) -> items
-_ONLINE_CONVERTERS: dict[str, Callable[[list[dict[str, Any]], str], list[Item]]] = {
-    "triviaqa": lambda rows, where: qa_items(enumerate(rows, 1), where, "triviaqa"),
-    "coqa": _online_coqa,
-    "wmt14": lambda rows, where: wmt_items(enumerate(rows, 1), where),
-    "squad": _online_squad,
-    "nq_open": lambda rows, where: qa_items(enumerate(rows, 1), where, "nq_open"),
-    "svamp": svamp_items,
-}
+    split = "+".join(splits)  # the splits concatenated in order ("train+test"), as datasets reads them
+    try:
+        ds = datasets.load_dataset(hub_id, config, split=split)
+    except Exception as e:  # network, hub and cache errors all surface here
+        raise DatasetUnavailableError(
+            f"could not load {name!r} from the Hugging Face hub "
+            f"({hub_id}, config={config}, split={split}): "
+            f"{type(e).__name__}: {e}. Offline? {_local_hint(name)}"
+        ) from e
+    return [dict(r) for r in ds]
 
 
 def _load_online(name: str) -> list[Item]:
@@ -207,7 +157,7 @@ def _load_online(name: str) -> list[Item]:
         )
     if name == "jsonl":
         raise ValueError("the generic 'jsonl' dataset is local-only: pass path=... to a JSON-lines file")
-    return _ONLINE_CONVERTERS[name](_fetch_hub_rows(name), ONLINE_SOURCES[name][0])
+    return list(HUB_CONVERTERS[name](_fetch_hub_rows(name), ONLINE_SOURCES[name][0]))
 
 
 # ------------------------------------------------------------------------------------ path resolution
@@ -280,10 +230,9 @@ def _prompt_for(name: str, examples: Sequence[Item], target: Item) -> str:
 
 
 # -------------------------------------------------------------------------------- split and build
-def _split_pool(items: Sequence[Item], n_shots: int, seed: int) -> tuple[list[Item], list[Item]]:
-    """Seeded permutation -> (r examples from distinct groups, evaluation items outside those groups)."""
-    order = np.random.default_rng(seed).permutation(len(items))
-    shuffled = [items[int(i)] for i in order]
+def _split_pool(shuffled: Sequence[Item], n_shots: int) -> tuple[list[Item], list[Item]]:
+    """The permuted items -> (the first r examples from distinct groups, the evaluation items outside those
+    groups, in permuted order)."""
     pool: list[Item] = []
     used_groups: set[str] = set()
     for it in shuffled:
@@ -300,7 +249,7 @@ def _split_pool(items: Sequence[Item], n_shots: int, seed: int) -> tuple[list[It
     evaluated = [it for it in shuffled if it.id not in pool_ids and (it.group is None or it.group not in used_groups)]
     if not evaluated:
         raise ValueError(
-            f"no evaluation records left after reserving n_shots={n_shots} examples from {len(items)} items"
+            f"no evaluation records left after reserving n_shots={n_shots} examples from {len(shuffled)} items"
         )
     return pool, evaluated
 
@@ -312,6 +261,7 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"{name}: duplicate record id {dup!r}")
+    shuffled = [items[int(i)] for i in np.random.default_rng(seed).permutation(len(items))]
     if name == "coqa":
         by_story: dict[str, list[Item]] = {}
         for it in items:
@@ -321,11 +271,9 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
             turns.sort(key=lambda t: t.turn or 0)
             for k, it in enumerate(turns):
                 history[it.id] = turns[max(0, k - n_shots) : k] if n_shots else []
-        order = np.random.default_rng(seed).permutation(len(items))
-        evaluated = [items[int(i)] for i in order]
-        pairs = [(it, history[it.id]) for it in evaluated]
+        pairs = [(it, history[it.id]) for it in shuffled]
     else:
-        pool, evaluated = _split_pool(items, n_shots, seed)
+        pool, evaluated = _split_pool(shuffled, n_shots)
         pairs = [(it, pool) for it in evaluated]
     if limit is not None:
         pairs = pairs[:limit]
@@ -343,15 +291,14 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
 
 
 def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[Item]:
-    if source not in DATA_SOURCES:
-        raise ValueError(f"source must be one of {', '.join(DATA_SOURCES)}, got {source!r}")
+    validate.choice(source, DATA_SOURCES, "source")
     if source == "online":
         if path is not None:
             raise ValueError("path is for local files; drop it or use source='local'/'auto'")
         return _load_online(name)
     file = local_path(name, path)
     if file is not None and file.is_file():
-        return LOCAL_PARSERS[name](file)
+        return list(LOCAL_PARSERS[name](file))
     if path is not None:
         check_input_file(path, f"{name}: local file")
     if name == "jsonl":

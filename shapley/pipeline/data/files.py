@@ -1,6 +1,7 @@
-"""Reading the local dataset files: one parser per file format (:data:`LOCAL_PARSERS`), each returning plain
-:class:`Item` objects with file-and-line errors, and the item builders that :mod:`shapley.pipeline.data.datasets`
-also applies to rows from the hub before it shuffles and prompts them.
+"""Reading the dataset sources as plain :class:`Item` objects, with errors naming the file and line (or the hub id):
+one parser per local file format (:data:`LOCAL_PARSERS`) and one converter per hub dataset's rows
+(:data:`HUB_CONVERTERS`), sharing the item builders; :mod:`shapley.pipeline.data.datasets` then shuffles and prompts
+the items.
 """
 
 from __future__ import annotations
@@ -40,11 +41,6 @@ def _clean(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _dedupe(texts: Iterable[str]) -> tuple[str, ...]:
-    """The non-empty :func:`_clean` texts, each once, in first-seen order."""
-    return tuple(dict.fromkeys(c for c in map(_clean, texts) if c))
-
-
 def make_item(
     where: str,
     id_: Any,
@@ -61,7 +57,8 @@ def make_item(
     q = _clean(question) if question is not None else ""
     if not q:
         raise ValueError(f"{where}: record {id_!r} has an empty question")
-    refs = _dedupe(str(r) for r in references if r is not None)
+    cleaned = (_clean(r) for r in references if r is not None)
+    refs = tuple(dict.fromkeys(c for c in cleaned if c))  # the non-empty ones, each once, in first-seen order
     if not refs:
         raise ValueError(f"{where}: record {id_!r} has no non-empty reference answer")
     ctx = context.strip() if isinstance(context, str) and context.strip() else None
@@ -90,28 +87,22 @@ def check_input_file(path: str | os.PathLike[str], what: str = "input file") -> 
     return p
 
 
-def _open_binary(path: Path) -> Any:
-    """The file's bytes, decompressed when its name ends in ``.gz``; a name that contradicts the content
-    (gzip data without ``.gz``, or ``.gz`` on plain text) is refused naming the file."""
-    with open(path, "rb") as f:
-        head = f.read(2)
-    gz = path.suffix == ".gz"
-    if gz and head and head != GZIP_MAGIC:
-        raise ValueError(f"{path}, line 1: the name ends in .gz but the file is not gzip-compressed; rename it")
-    if not gz and head == GZIP_MAGIC:
-        raise ValueError(f"{path}, line 1: the file is gzip-compressed but its name does not end in .gz; rename it")
-    return gzip.open(path, "rb") if gz else open(path, "rb")
-
-
 def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of every line of a UTF-8 text file, gunzipped when named ``.gz``.
 
     Raises ``ValueError`` naming the file and the line for a truncated or corrupt gzip stream, invalid
-    UTF-8, and a name that contradicts the compression (see :func:`_open_binary`).
+    UTF-8, and a name that contradicts the compression (gzip data without ``.gz``, or ``.gz`` on plain text).
     """
     p = Path(path)
+    with open(p, "rb") as f:
+        head = f.read(2)
+    gz = p.suffix == ".gz"
+    if gz and head and head != GZIP_MAGIC:
+        raise ValueError(f"{p}, line 1: the name ends in .gz but the file is not gzip-compressed; rename it")
+    if not gz and head == GZIP_MAGIC:
+        raise ValueError(f"{p}, line 1: the file is gzip-compressed but its name does not end in .gz; rename it")
     lineno = 0
-    with _open_binary(p) as f:
+    with gzip.open(p, "rb") if gz else open(p, "rb") as f:
         try:
             for lineno, raw in enumerate(f, 1):
                 try:
@@ -122,7 +113,7 @@ def iter_text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
                     ) from exc
                 yield lineno, text
         except (EOFError, OSError, zlib.error) as exc:
-            if p.suffix != ".gz":
+            if not gz:
                 raise
             raise ValueError(
                 f"{p}, line {lineno + 1}: the gzip stream is truncated or corrupt ({type(exc).__name__}: {exc})"
@@ -167,13 +158,11 @@ def _need(obj: dict[str, Any], key: str, where: str) -> Any:
 
 
 def _format_number(x: Any) -> str:
-    """``51.0`` -> ``"51"``, ``2.5`` -> ``"2.5"``; strings pass through."""
-    if isinstance(x, str):
-        try:
-            x = float(x)
-        except ValueError:
-            return x.strip()
-    v = float(x)
+    """``51.0`` -> ``"51"``, ``2.5`` -> ``"2.5"`` (also as strings); other strings pass through, stripped."""
+    try:
+        v = float(x)
+    except ValueError:  # a JSON value that float() refuses with a ValueError is a string
+        return str(x).strip()
     if v.is_integer():
         return str(int(v))
     return repr(v)
@@ -191,19 +180,16 @@ def _answers(answer: Any) -> list[str]:
     return []
 
 
-def qa_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str, dataset: str) -> list[Item]:
+def qa_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str, dataset: str) -> Iterator[Item]:
     """Items of (line, row) pairs holding ``question``, ``answer`` (a string, a list of aliases, or the TriviaQA
     hub's ``{"value", "aliases"}``) and an id (``id`` or ``question_id``, else ``<dataset>_<index>``)."""
-    items = []
     for i, (lineno, row) in enumerate(rows):
         w = f"{where}, line {lineno}"
         id_ = row.get("id", row.get("question_id", f"{dataset}_{i}"))
-        items.append(make_item(w, id_, _need(row, "question", w), _answers(_need(row, "answer", w))))
-    return items
+        yield make_item(w, id_, _need(row, "question", w), _answers(_need(row, "answer", w)))
 
 
-def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[Item]:
-    items = []
+def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> Iterator[Item]:
     for s_idx, story in enumerate(stories):
         sid = str(story.get("id", f"story{s_idx}"))
         w = f"{where}, story {sid}"
@@ -217,24 +203,22 @@ def coqa_items(stories: Iterable[dict[str, Any]], where: str) -> list[Item]:
         for k, (q, a) in enumerate(zip(questions, answers, strict=True)):
             turn = int(q.get("turn_id", k + 1))
             refs = [a["input_text"], *extra.get(turn, [])]
-            items.append(make_item(w, f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn))
-    return items
+            yield make_item(w, f"{sid}_{turn}", q["input_text"], refs, context=text, group=sid, turn=turn)
 
 
-def _parse_squad(path: Path) -> list[Item]:
-    items = []
+def _parse_squad(path: Path) -> Iterator[Item]:
     for a_idx, article in enumerate(_need(_read_json(path), "data", str(path))):
         w = f"{path}, article {a_idx}"
         for p_idx, para in enumerate(_need(article, "paragraphs", w)):
             group = f"{article.get('title', a_idx)}#{p_idx}"
             for qa in para["qas"]:
                 refs = [ans["text"] for ans in qa.get("answers", [])]
-                items.append(make_item(w, qa["id"], qa["question"], refs, context=para["context"], group=group))
-    return items
+                yield make_item(w, qa["id"], qa["question"], refs, context=para["context"], group=group)
 
 
-def svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[Item]:
-    items = []
+def svamp_items(rows: Any, where: str) -> Iterator[Item]:
+    if not isinstance(rows, list):
+        raise ValueError(f"{where}: expected a JSON list of SVAMP problems")
     for i, row in enumerate(rows):
         w = f"{where}, problem {i}"
         if "Body" in row or "Question" in row:
@@ -242,15 +226,7 @@ def svamp_items(rows: Iterable[dict[str, Any]], where: str) -> list[Item]:
         else:
             question = _need(row, "question_concat", w)
         id_ = row.get("ID", row.get("id", f"svamp_{i}"))
-        items.append(make_item(w, id_, question, [_format_number(_need(row, "Answer", w))]))
-    return items
-
-
-def _parse_svamp(path: Path) -> list[Item]:
-    obj = _read_json(path)
-    if not isinstance(obj, list):
-        raise ValueError(f"{path}: expected a JSON list of SVAMP problems")
-    return svamp_items(obj, str(path))
+        yield make_item(w, id_, question, [_format_number(_need(row, "Answer", w))])
 
 
 def _flatten(x: Any) -> list[str]:
@@ -274,13 +250,7 @@ def _bioasq_references(q: dict[str, Any]) -> list[str]:
     return _flatten(exact)
 
 
-def _parse_bioasq(path: Path) -> list[Item]:
-    questions = _need(_read_json(path), "questions", str(path))
-    return [make_item(str(path), q["id"], q["body"], _bioasq_references(q)) for q in questions if "exact_answer" in q]
-
-
-def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[Item]:
-    items = []
+def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> Iterator[Item]:
     for i, (lineno, row) in enumerate(rows):
         w = f"{where}, line {lineno}"
         pair = row.get("translation", row)
@@ -290,12 +260,10 @@ def wmt_items(rows: Iterable[tuple[int, dict[str, Any]]], where: str) -> list[It
         en = _need(pair, "en", w)
         if not fr:
             raise ValueError(f"{w}: empty French source sentence")
-        items.append(make_item(w, row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en]))
-    return items
+        yield make_item(w, row.get("id", f"wmt14_{i}"), f"{WMT_QUESTION} {fr}", [en])
 
 
-def _parse_jsonl(path: Path) -> list[Item]:
-    items = []
+def _parse_jsonl(path: Path) -> Iterator[Item]:
     seen: set[str] = set()
     for lineno, row in iter_json_lines(path):
         where = f"{path}, line {lineno}"
@@ -311,18 +279,51 @@ def _parse_jsonl(path: Path) -> list[Item]:
             raise ValueError(f"{where}: duplicate id {id_!r}")
         seen.add(id_)
         group = _clean(context) if context else None
-        items.append(make_item(where, id_, question, refs, context=context, group=group))
-    return items
+        yield make_item(where, id_, question, refs, context=context, group=group)
 
 
 #: each dataset's local file -> items
-LOCAL_PARSERS: dict[str, Callable[[Path], list[Item]]] = {
+LOCAL_PARSERS: dict[str, Callable[[Path], Iterable[Item]]] = {
     "triviaqa": lambda path: qa_items(iter_json_lines(path), str(path), "triviaqa"),
     "coqa": lambda path: coqa_items(_need(_read_json(path), "data", str(path)), str(path)),
     "wmt14": lambda path: wmt_items(iter_json_lines(path), str(path)),
     "squad": _parse_squad,
-    "bioasq": _parse_bioasq,
+    "bioasq": lambda path: (
+        make_item(str(path), q["id"], q["body"], _bioasq_references(q))
+        for q in _need(_read_json(path), "questions", str(path))
+        if "exact_answer" in q  # summary questions have none
+    ),
     "nq_open": lambda path: qa_items(iter_json_lines(path), str(path), "nq_open"),
-    "svamp": _parse_svamp,
+    "svamp": lambda path: svamp_items(_read_json(path), str(path)),
     "jsonl": _parse_jsonl,
+}
+
+
+def _hub_coqa(rows: list[dict[str, Any]], where: str) -> Iterator[Item]:
+    """The hub's CoQA rows (questions as strings, answers columnar: ``{"input_text": [...], "answer_start": [...],
+    "answer_end": [...]}``) as the local file's stories (turns numbered from 1)."""
+    stories = [
+        {
+            "id": r.get("id", f"coqa_validation_{i}"),
+            "story": r["story"],
+            "questions": [{"input_text": q} for q in r["questions"]],
+            "answers": [{"input_text": a} for a in r["answers"]["input_text"]],
+        }
+        for i, r in enumerate(rows)
+    ]
+    return coqa_items(stories, where)
+
+
+#: each hub dataset's rows (plain dicts) and its hub id (named in errors) -> items; a SQuAD question's group is its
+#: passage, so that questions on one passage stay on one side of the examples/evaluation split
+HUB_CONVERTERS: dict[str, Callable[[list[dict[str, Any]], str], Iterable[Item]]] = {
+    "triviaqa": lambda rows, where: qa_items(enumerate(rows, 1), where, "triviaqa"),
+    "coqa": _hub_coqa,
+    "wmt14": lambda rows, where: wmt_items(enumerate(rows, 1), where),
+    "squad": lambda rows, where: [
+        make_item(where, r["id"], r["question"], r["answers"]["text"], context=r["context"], group=r["context"])
+        for r in rows
+    ],
+    "nq_open": lambda rows, where: qa_items(enumerate(rows, 1), where, "nq_open"),
+    "svamp": svamp_items,
 }

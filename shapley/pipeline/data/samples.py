@@ -9,38 +9,26 @@ the reference answers is a setting (``reference_field``, ``--reference-field``),
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import json
 import math
 import os
-from dataclasses import dataclass
 from typing import Any
 
+from shapley.core import validate
 from shapley.pipeline.config import REFERENCE_FIELDS
 from shapley.pipeline.data.files import check_input_file, iter_json_lines
 
 NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
 """The optional fields of a line that hold a list of finite numbers."""
 
-KNOWN_FIELDS: tuple[str, ...] = (
-    "id",
-    "question",
-    "references",
-    "samples",
-    "samples_cleaned",
-    "answer",
-    "sample_logprobs",
-    "p_true",
-    "a4c_text",
-) + NUMBER_FIELDS
-"""Every field a score-samples line may use; anything else is unknown (see :func:`read_samples_file`)."""
-
 MISSPELLING_CUTOFF = 0.8
 """``difflib`` similarity above which an unknown field is taken for a misspelt known one and refused."""
 
 
-@dataclass
+@dataclasses.dataclass
 class SampleItem:
     """One validated line of a score-samples input file.
 
@@ -62,6 +50,14 @@ class SampleItem:
     extra_fields: tuple[str, ...] = ()
     answer_given: bool = False
     """Whether the line gave the judged answer (``answer`` beside ``references``); else it is ``samples[0]``."""
+
+
+KNOWN_FIELDS: tuple[str, ...] = (
+    "samples_cleaned",
+    *(f.name for f in dataclasses.fields(SampleItem) if f.name not in ("lineno", "extra_fields", "answer_given")),
+)
+"""Every field a score-samples line may use: :class:`SampleItem`'s fields but those that say how the line was read,
+and ``samples_cleaned`` (read instead of ``samples``); anything else is unknown (see :func:`read_samples_file`)."""
 
 
 def _str_list(v: Any, where: str, name: str, *, allow_string: bool = False) -> list[str]:
@@ -217,11 +213,10 @@ def read_samples_file(
             or corrupt gzip stream, invalid UTF-8, a directory given as the file); or duplicate ids.
         FileNotFoundError: no such file.
     """
-    if reference_field not in REFERENCE_FIELDS:
-        raise ValueError(f"--reference-field must be one of {', '.join(REFERENCE_FIELDS)}; got {reference_field!r}")
+    validate.choice(reference_field, REFERENCE_FIELDS, "--reference-field")
     p = check_input_file(path)
-    if n_samples is not None and n_samples < 1:
-        raise ValueError(f"--n-samples must be >= 1; got {n_samples}")
+    if n_samples is not None:
+        validate.integer(n_samples, "--n-samples", minimum=1)
     items: list[SampleItem] = []
     seen: dict[str, int] = {}
     width: tuple[int, int] | None = None  # (embedding length, first line with one)

@@ -254,7 +254,6 @@ class Decoder:
 
     def __init__(self, lm: CausalLM, config: GenerationConfig, stats: dict[str, Any], prompts: PromptBuilder) -> None:
         self.lm = lm
-        self.device = lm.device
         self.config = config
         self.stats = stats
         self.prompts = prompts
@@ -299,7 +298,7 @@ class Decoder:
         )
         eos = torch.zeros(vocab, dtype=torch.bool)
         eos[[i for i in self.lm.eos_ids if 0 <= i < vocab]] = True
-        return checker, eos.to(self.device), torch.from_numpy(checker.table).to(self.device)
+        return checker, eos.to(self.lm.device), torch.from_numpy(checker.table).to(self.lm.device)
 
     def fix_rows(self) -> int:
         """Fix the rows per decoding batch at what :meth:`batch_rows` chooses now, for every later batch (a new run
@@ -314,12 +313,12 @@ class Decoder:
         holds, each the key-value cache of :data:`ASSUMED_PROMPT_TOKENS` + max_new_tokens tokens and a step's
         vocabulary-sized buffers; never more than a size that ran out of memory before."""
         rows = self.config.rows_per_batch or self._fixed_rows or self.config.batch_size
-        if rows is None and self.device.type != "cuda":  # a question's rows in one batch: its cache is copied once
+        if rows is None and self.lm.device.type != "cuda":  # a question's rows in one batch: its cache is copied once
             rows = max(CPU_BATCH_ROWS, 1 + self.config.n_samples)
         elif rows is None:
             context = ASSUMED_PROMPT_TOKENS + self.config.max_new_tokens
             per_row = kv_cache_bytes_per_token(self.lm.model) * context + VOCAB_BYTES_PER_ROW * self.lm.vocab_size
-            free, _total = torch.cuda.mem_get_info(self.device)
+            free, _total = torch.cuda.mem_get_info(self.lm.device)
             rows = int(min(MAX_AUTO_ROWS, max(1, MEMORY_SHARE * free // per_row)))
         return self._capped(rows)
 
@@ -344,7 +343,7 @@ class Decoder:
         except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
             if not is_out_of_memory(exc) or len(items) <= 1:
                 raise
-        release_device_memory(self.device)  # outside the except block, so the failed batch's tensors are gone
+        release_device_memory(self.lm.device)  # outside the except block, so the failed batch's tensors are gone
         half = (len(items) + 1) // 2
         self._row_cap = half if self._row_cap is None else min(self._row_cap, half)
         self.stats["oom_splits"] += 1
@@ -379,7 +378,7 @@ class Decoder:
         for r, s in enumerate(seeds):
             if s is not None:
                 u[r] = torch.rand(steps, generator=torch.Generator().manual_seed(int(s)), dtype=torch.float64)
-        return u.to(self.device)
+        return u.to(self.lm.device)
 
     def _next_tokens(
         self, logits: torch.Tensor, u: torch.Tensor | None, sampled: torch.Tensor
@@ -413,7 +412,7 @@ class Decoder:
             if checker.hit(batch.tokens[r, : step + 1].tolist()):
                 batch.alive[r] = False
         if not np.array_equal(was, batch.alive):
-            batch.alive_dev = torch.from_numpy(batch.alive.copy()).to(self.device)
+            batch.alive_dev = torch.from_numpy(batch.alive.copy()).to(self.lm.device)
         self.stats["decode_steps"] += 1
         return not batch.alive.any()
 
@@ -446,7 +445,7 @@ class Decoder:
             batch = _Batch(state, seeds, self._uniforms(seeds, steps), wanted, cache, steps)
             logits = state.logits.expand(b, -1)
             batch.record(0, None if state.hidden is None else state.hidden.expand(b, -1))
-            nxt = torch.zeros(b, dtype=torch.long, device=self.device)
+            nxt = torch.zeros(b, dtype=torch.long, device=self.lm.device)
             for step in range(steps):
                 nxt, lp, ent = self._next_tokens(logits, None if batch.u is None else batch.u[:, step], batch.sampled)
                 batch.logprobs[batch.index, step], batch.entropies[batch.index, step] = lp, ent

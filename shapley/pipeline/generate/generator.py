@@ -88,7 +88,6 @@ class Generator:
         self.model = model.eval()
         self.fingerprint = fingerprint if fingerprint is not None else model_fingerprint(model)
         self.lm = CausalLM(self.model, tokenizer)
-        self.device = self.lm.device
         self.stats: dict[str, Any] = {}
         self.prompts = PromptBuilder(self.lm, config, self.stats)
         self.prompts.class_token_ids(TRUE_FALSE)  # a tokenizer that cannot tell A from B is refused here

@@ -48,8 +48,7 @@ class ModelNotAvailableError(OSError):
     """A model spec cannot be resolved or loaded locally (the message names the alternatives)."""
 
 
-# --------------------------------------------------------------------------------------------------
-# resolving and fingerprinting
+# --------------------------------------------------------------------- resolving and fingerprinting
 
 
 def package_dir(package: str) -> Path | None:
@@ -188,8 +187,7 @@ def model_fingerprint(model: Any) -> str:
     return h.hexdigest()
 
 
-# --------------------------------------------------------------------------------------------------
-# devices, dtypes and device memory
+# ---------------------------------------------------------------- devices, dtypes and device memory
 
 
 def check_device(device: str) -> torch.device:
@@ -212,10 +210,9 @@ def check_device(device: str) -> torch.device:
             )
         if d.index is not None and d.index >= torch.cuda.device_count():
             raise ValueError(f"--device {device}: there are {torch.cuda.device_count()} GPU(s) (cuda:0 ..)")
-    elif d.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise ValueError(f"--device {device}: MPS is not available in this torch or on this machine")
-    elif d.type != "cpu":
+    elif d.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {device}: MPS is not available in this torch or on this machine")
+    elif d.type not in ("cpu", "mps"):
         raise ValueError(f"--device {device}: only cpu, cuda[:i] and mps are supported")
     return d
 
@@ -227,15 +224,11 @@ def default_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device(device)
 
 
+#: the dtype names :func:`default_dtype` accepts (also with a ``torch.`` prefix) -> dtype
 _DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
+    **dict.fromkeys(("float32", "fp32", "float"), torch.float32),
+    **dict.fromkeys(("bfloat16", "bf16"), torch.bfloat16),
+    **dict.fromkeys(("float16", "fp16", "half"), torch.float16),
 }
 
 
@@ -278,8 +271,7 @@ def kv_cache_bytes_per_token(model: Any) -> int:
     return 2 * layers * kv_heads * head_dim * elem
 
 
-# --------------------------------------------------------------------------------------------------
-# loading
+# ------------------------------------------------------------------------------------------ loading
 
 
 def _missing_model_error(spec: str, cause: BaseException | None = None) -> ModelNotAvailableError:
@@ -386,8 +378,7 @@ def load_model(
     return model, tokenizer, fp
 
 
-# --------------------------------------------------------------------------------------------------
-# the loaded model
+# --------------------------------------------------------------------------------- the loaded model
 
 
 class CausalLM:

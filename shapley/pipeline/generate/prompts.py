@@ -107,14 +107,12 @@ class PromptBuilder:
 
     def __init__(self, lm: CausalLM, config: GenerationConfig, stats: dict[str, Any]) -> None:
         self.lm = lm
-        self.tokenizer = lm.tokenizer
-        self.device = lm.device
         self.stats = stats
-        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        has_template = bool(getattr(self.lm.tokenizer, "chat_template", None))
         if config.chat_template and not has_template:
             raise ValueError("chat_template=True but the tokenizer has no chat template")
         self.use_chat_template = has_template if config.chat_template is None else config.chat_template
-        self._static = self.device.type == "cuda" if config.static_cache is None else config.static_cache
+        self._static = self.lm.device.type == "cuda" if config.static_cache is None else config.static_cache
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._head_ids: dict[str, list[int]] = {}
         self._prefix_ok = config.prefix_cache
@@ -130,7 +128,7 @@ class PromptBuilder:
         """First token id of each spelling variant per class, dropping ids shared between classes."""
         firsts: dict[str, set[int]] = {}
         for cls, forms in variants.items():
-            encoded = [self.tokenizer.encode(form, add_special_tokens=False) for form in forms]
+            encoded = [self.lm.tokenizer.encode(form, add_special_tokens=False) for form in forms]
             firsts[cls] = {int(ids[0]) for ids in encoded if ids}
         out: dict[str, list[int]] = {}
         for cls, ids in firsts.items():
@@ -145,15 +143,15 @@ class PromptBuilder:
         """Token ids of a prompt; with the chat template, ``body`` is the user turn and ``prefix`` starts
         the assistant turn."""
         if self.use_chat_template:
-            rendered = self.tokenizer.apply_chat_template(
+            rendered = self.lm.tokenizer.apply_chat_template(
                 [{"role": "user", "content": body}], add_generation_prompt=True, tokenize=False
             )
-            return list(self.tokenizer.encode(rendered + prefix, add_special_tokens=False))
+            return list(self.lm.tokenizer.encode(rendered + prefix, add_special_tokens=False))
         text = body + ("\n" + prefix if prefix else "")
-        return list(self.tokenizer.encode(text, add_special_tokens=True))
+        return list(self.lm.tokenizer.encode(text, add_special_tokens=True))
 
     def decode_text(self, ids: Sequence[int]) -> str:
-        return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
+        return str(self.lm.tokenizer.decode(list(ids), skip_special_tokens=True))
 
     def record_prompt(self, record: QARecord) -> tuple[list[int], int]:
         """(token ids of the record's prompt, length of its shared prefix; 0 when none is cached)."""
@@ -173,7 +171,7 @@ class PromptBuilder:
         if prefix in self._prefixes:
             self._prefixes.move_to_end(prefix)
             return self._prefixes[prefix]
-        ids = torch.tensor([list(prefix)], dtype=torch.long, device=self.device)
+        ids = torch.tensor([list(prefix)], dtype=torch.long, device=self.lm.device)
         cache = self.lm.forward(input_ids=ids, use_cache=True).past_key_values
         self.stats["prefix_prefills"] += 1
         kinds = {type(layer).__name__ for layer in getattr(cache, "layers", [None])}
@@ -194,14 +192,14 @@ class PromptBuilder:
         self.stats["prompt_prefills"] += 1
         past = self.prefix_cache(tuple(prompt[:split])) if split > 0 and self._prefix_ok else None
         if past is None:
-            out = self.lm.forward(input_ids=torch.tensor([prompt], device=self.device), use_cache=True)
+            out = self.lm.forward(input_ids=torch.tensor([prompt], device=self.lm.device), use_cache=True)
         else:
             self.stats["prefix_tokens_reused"] += split
             n = len(prompt)
             out = self.lm.forward(
-                input_ids=torch.tensor([prompt[split:]], device=self.device),
-                attention_mask=torch.ones((1, n), dtype=torch.long, device=self.device),
-                position_ids=torch.arange(split, n, device=self.device)[None],
+                input_ids=torch.tensor([prompt[split:]], device=self.lm.device),
+                attention_mask=torch.ones((1, n), dtype=torch.long, device=self.lm.device),
+                position_ids=torch.arange(split, n, device=self.lm.device)[None],
                 past_key_values=copy.deepcopy(past),
                 use_cache=True,
             )
@@ -212,7 +210,7 @@ class PromptBuilder:
     def expand(self, state: PromptState, rows: int, extra: int) -> Any:
         """A cache of ``rows`` copies of the prompt's cache, for ``extra`` more tokens: preallocated (static)
         when that is on and works for this model, else a dynamic copy. The prompt's own cache is left as is."""
-        index = torch.zeros(rows, dtype=torch.long, device=self.device)
+        index = torch.zeros(rows, dtype=torch.long, device=self.lm.device)
         if self._static and extra > 0:
             static = self._static_copy(state.cache, index, state.length + extra)
             if static is not None:

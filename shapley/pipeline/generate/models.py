@@ -48,7 +48,8 @@ class ModelNotAvailableError(OSError):
     """A model spec cannot be resolved or loaded locally (the message names the alternatives)."""
 
 
-# --------------------------------------------------------------------- resolving and fingerprinting
+# --------------------------------------------------------------------------------------------------
+# resolving and fingerprinting
 
 
 def package_dir(package: str) -> Path | None:
@@ -187,7 +188,8 @@ def model_fingerprint(model: Any) -> str:
     return h.hexdigest()
 
 
-# ---------------------------------------------------------------- devices, dtypes and device memory
+# --------------------------------------------------------------------------------------------------
+# devices, dtypes and device memory
 
 
 def check_device(device: str) -> torch.device:
@@ -271,7 +273,8 @@ def kv_cache_bytes_per_token(model: Any) -> int:
     return 2 * layers * kv_heads * head_dim * elem
 
 
-# ------------------------------------------------------------------------------------------ loading
+# --------------------------------------------------------------------------------------------------
+# loading
 
 
 def _missing_model_error(spec: str, cause: BaseException | None = None) -> ModelNotAvailableError:
@@ -378,7 +381,8 @@ def load_model(
     return model, tokenizer, fp
 
 
-# --------------------------------------------------------------------------------- the loaded model
+# --------------------------------------------------------------------------------------------------
+# the loaded model
 
 
 class CausalLM:

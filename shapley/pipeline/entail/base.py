@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import numpy as np
 import torch
@@ -102,6 +102,18 @@ def group_matrices(u: int, entail: np.ndarray, contradict: np.ndarray | None) ->
     return e, c
 
 
+class BackendOptions(TypedDict, total=False):
+    """The keyword options every backend takes besides its model and ``device`` (as does
+    :func:`~shapley.pipeline.entail.backends.load_backend`): ``batch_size`` (validated and kept, but it never changes
+    the forward passes: the batch rule fixes them), ``cache`` (True, the default: the default sqlite file; False or
+    None: no cache; else the file's path, ``ValueError`` naming it when it cannot hold the cache) and ``progress``
+    (None, the default: a bar on a terminal only)."""
+
+    batch_size: int | None
+    cache: bool | str | os.PathLike[str] | None
+    progress: bool | None
+
+
 def _validate_items(items: Any) -> list[tuple[str, list[str]]]:
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise ValueError("items must be a sequence of (question, answers) pairs")
@@ -139,19 +151,14 @@ class EntailmentBackend(ABC):
     has_contradiction: bool = True
     device: torch.device
 
-    def __init__(
-        self,
-        *,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
-    ):
+    def __init__(self, **options: Unpack[BackendOptions]) -> None:
+        batch_size = options.get("batch_size")
         if batch_size is not None:
             validate.integer(batch_size, "batch_size", minimum=1)
         self.batch_size = batch_size
-        # True: the default file; False (or None): no cache; else the file's path
+        cache = options.get("cache", True)
         self.cache = None if cache is False or cache is None else EntailmentCache(None if cache is True else cache)
-        self.progress = progress
+        self.progress = options.get("progress")
         self.computation: dict[str, Any] = {"rule": BATCH_RULE}
         self._inexact = False  # set when an out-of-memory split broke the batch rule in this call
         self.stats: dict[str, Any] = {

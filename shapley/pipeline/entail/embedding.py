@@ -8,15 +8,16 @@ depend on the other questions of a call or on the ``batch_size`` setting.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Unpack
 
 import numpy as np
 import torch
 
 from shapley.pipeline.entail.base import (
     MODEL_ALTERNATIVES,
+    BackendOptions,
     EntailmentBackend,
     GroupScores,
     for_device,
@@ -56,15 +57,9 @@ class EmbeddingBackend(EntailmentBackend):
     has_contradiction = False
 
     def __init__(
-        self,
-        spec: str = "minilm",
-        *,
-        device: str | torch.device | None = None,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
-    ):
-        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        self, spec: str = "minilm", *, device: str | torch.device | None = None, **options: Unpack[BackendOptions]
+    ) -> None:
+        super().__init__(**options)
         from sentence_transformers import SentenceTransformer
 
         folder = _embedding_folder(spec)

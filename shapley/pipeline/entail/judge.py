@@ -8,11 +8,12 @@ depend on the other questions of a call or on the ``batch_size`` setting.
 from __future__ import annotations
 
 import math
-import os
+from typing import Unpack
 
 import numpy as np
 import torch
 
+from shapley.pipeline.entail import base
 from shapley.pipeline.entail.base import EntailmentBackend, GroupScores, for_device, group_matrices, group_pairs
 from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.generator import Generator
@@ -42,15 +43,9 @@ class LLMJudgeBackend(EntailmentBackend):
     is_nli = False
 
     def __init__(
-        self,
-        spec: str = "smollm2",
-        *,
-        device: str | torch.device | None = None,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
-    ):
-        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        self, spec: str = "smollm2", *, device: str | torch.device | None = None, **options: Unpack[base.BackendOptions]
+    ) -> None:
+        super().__init__(**options)
         model, tokenizer, self.fingerprint = load_model(spec, device=device)
         self.name = f"llm:{spec}"
         param = next(model.parameters())

@@ -11,16 +11,16 @@ as many each time) so that the host tokenises while the device runs the previous
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import torch
 
 from shapley.core import validate
 from shapley.pipeline.entail.base import (
+    BackendOptions,
     EntailmentBackend,
     GroupScores,
     for_device,
@@ -111,13 +111,11 @@ class HFNLIBackend(EntailmentBackend):
         spec: str = DEFAULT_NLI_MODEL,
         *,
         device: str | torch.device | None = None,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
         dtype: str | torch.dtype | None = None,
         max_batch_tokens: int | None = None,
-    ):
-        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        **options: Unpack[BackendOptions],
+    ) -> None:
+        super().__init__(**options)
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         folder = local_model_folder("hf", spec)

@@ -318,11 +318,6 @@ class RunDir:
         inv: dict[str, Any] = self.record["invocations"][-1]
         return inv
 
-    @property
-    def resumed(self) -> bool:
-        """Whether this call resumed a run directory that an earlier call made."""
-        return bool(self.invocation["resumed"])
-
     def note(self, message: str) -> str:
         """Keep ``message`` in this invocation's ``notes`` (the caller prints it); returns it."""
         self.invocation.setdefault("notes", []).append(message)
@@ -391,9 +386,8 @@ class RunDir:
         old = prov.get(kind)
         for key in COMPUTE_KEYS:
             if old is not None and old.get(key) != info.get(key):
-                what = "fingerprint" if key == "fingerprint" else key.replace("_", " ")
                 raise ValueError(
-                    f"cannot resume {self.path}: the {kind} model's {what} changed "
+                    f"cannot resume {self.path}: the {kind} model's {key.replace('_', ' ')} changed "
                     f"(stored {old.get(key)!r}, now {info.get(key)!r}); its stored records were computed with the "
                     "stored one: resume where it ran (--device, --dtype), or use a new --output directory"
                 )

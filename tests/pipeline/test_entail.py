@@ -561,8 +561,8 @@ def test_chunked_tokenisation_scores_every_pair_once(nli_dir, monkeypatch):
 
 def test_cache_keys_of_many_pairs_equal_the_keys_one_at_a_time():
     pairs = [("paris", "london"), ('quo"te', "ünï ☕"), ("", "x")]
-    many = EntailmentCache.keys("hf:m", "fp|bf16", True, pairs)
-    assert many == [EntailmentCache.keys("hf:m", "fp|bf16", True, [pair])[0] for pair in pairs]
+    many = EntailmentCache.keys("hf:m", "fp|bf16", True, pairs, "rule|group")
+    assert many == [EntailmentCache.keys("hf:m", "fp|bf16", True, [pair], "rule|group")[0] for pair in pairs]
     assert len(set(many)) == len(pairs)
 
 

@@ -122,13 +122,11 @@ class EntailmentCache:
 
     @staticmethod
     def keys(
-        backend: str, fingerprint: str, with_question: bool, pairs: Sequence[tuple[str, str]], context: str = ""
+        backend: str, fingerprint: str, with_question: bool, pairs: Sequence[tuple[str, str]], context: str
     ) -> list[str]:
         """SHA-256 (hex) naming each scored (premise, hypothesis) pair: of the backend, fingerprint, with_question
-        and (when given) the computation ``context``, and the SHA-256 of each text (each distinct text hashed
-        once)."""
-        fields: list[Any] = [backend, fingerprint, bool(with_question)] + ([context] if context else [])
-        head = json.dumps(fields, ensure_ascii=False) + "\x1f"
+        and the computation ``context``, and the SHA-256 of each text (each distinct text hashed once)."""
+        head = json.dumps([backend, fingerprint, bool(with_question), context], ensure_ascii=False) + "\x1f"
         text_hash = {t: hashlib.sha256(t.encode("utf-8")).hexdigest() for t in {t for pair in pairs for t in pair}}
         return [hashlib.sha256((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
 

@@ -85,6 +85,28 @@ def for_device(limits: dict[str, T], device_kind: str) -> T:
     return limits.get(device_kind, limits["cpu"])
 
 
+def plan_passes(
+    lengths: Sequence[int] | np.ndarray, max_rows: int, max_tokens: int | None = None, fill: float = 0.0
+) -> list[np.ndarray]:
+    """The batch rule's forward passes over one group's rows (pairs or texts), as arrays of row indices: rows
+    sorted by decreasing length (ties in index order), each pass at most ``max_rows`` rows and, with a budget,
+    at most ``max_tokens`` padded tokens (rows x its longest row; a row longer than the budget goes alone); a
+    pass also ends before a row shorter than ``fill`` times its longest row (so at most a fraction ``1 - fill``
+    of a row is padding)."""
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        longest = int(lengths[order[start]])
+        size = max_rows if max_tokens is None else max(1, min(max_rows, max_tokens // max(1, longest)))
+        end = min(start + size, len(order))
+        short = np.nonzero(lengths[order[start + 1 : end]] < fill * longest)[0]
+        end = start + 1 + int(short[0]) if len(short) else end
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
 def _off_diagonal(u: int) -> np.ndarray:
     return ~np.eye(u, dtype=bool)
 

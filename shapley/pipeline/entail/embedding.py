@@ -7,7 +7,6 @@ depend on the other questions of a call or on the ``batch_size`` setting.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Unpack
@@ -23,6 +22,7 @@ from shapley.pipeline.entail.base import (
     for_device,
     group_matrices,
     local_model_folder,
+    plan_passes,
 )
 from shapley.pipeline.generate.models import ModelNotAvailableError, default_device, package_dir, path_fingerprint
 
@@ -97,21 +97,19 @@ class EmbeddingBackend(EntailmentBackend):
         return self._split_on_oom(run, 0, len(batch), lambda a, b: np.concatenate([a, b]))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised embeddings, shape (len(texts), dim), by decreasing length, at most ``PASS_TEXTS`` texts
-        per forward pass for the device kind. Texts longer than the model reads are counted and warned about."""
+        """L2-normalised embeddings, shape (len(texts) >= 1, dim), in the batch rule's passes (:func:`plan_passes`:
+        by decreasing length, at most ``PASS_TEXTS`` texts per pass for the device kind). Texts longer than the
+        model reads are counted and warned about."""
         texts = list(texts)
         self._count_truncated(texts)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        size = self.texts_per_batch
+        batches = plan_passes([len(t) for t in texts], self.texts_per_batch)
         passes = []
-        with self._bar(math.ceil(len(texts) / size), f"embed {self.name}") as bar:
-            for start in range(0, len(texts), size):
-                passes.append(self._encode_batch([texts[i] for i in order[start : start + size]]))
+        with self._bar(len(batches), f"embed {self.name}") as bar:
+            for batch in batches:
+                passes.append(self._encode_batch([texts[i] for i in batch]))
                 bar.update(1)
-        if not passes:
-            return np.zeros((0, 0))
         out = np.zeros((len(texts), passes[0].shape[1]), dtype=np.float64)
-        out[order] = np.concatenate(passes)
+        out[np.concatenate(batches)] = np.concatenate(passes)
         return out
 
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:

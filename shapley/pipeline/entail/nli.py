@@ -27,6 +27,7 @@ from shapley.pipeline.entail.base import (
     group_matrices,
     group_pairs,
     local_model_folder,
+    plan_passes,
 )
 from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint
 
@@ -61,27 +62,6 @@ def nli_label_indices(id2label: dict[Any, str]) -> tuple[int, int | None]:
     if len(con) > 1:
         raise ValueError(f"several contradiction labels in config.id2label={dict(id2label)}")
     return ent[0], (con[0] if con else None)
-
-
-def plan_token_batches(
-    lengths: np.ndarray, max_pairs: int, max_tokens: int | None, fill: float = 0.0
-) -> list[np.ndarray]:
-    """Batches of pair indices: pairs sorted by decreasing token length (ties in index order), each batch at
-    most ``max_pairs`` pairs and, with a budget, at most ``max_tokens`` padded tokens (pairs x its longest
-    pair; a pair longer than the budget goes alone); a batch also ends before a pair shorter than ``fill``
-    times its longest pair (so at most a fraction ``1 - fill`` of a row is padding)."""
-    lengths = np.asarray(lengths)
-    order = np.argsort(-lengths, kind="stable")
-    batches, start = [], 0
-    while start < len(order):
-        longest = int(lengths[order[start]])
-        size = max_pairs if max_tokens is None else max(1, min(max_pairs, max_tokens // max(1, longest)))
-        end = min(start + size, len(order))
-        short = np.nonzero(lengths[order[start + 1 : end]] < fill * longest)[0]
-        end = start + 1 + int(short[0]) if len(short) else end
-        batches.append(order[start:end])
-        start = end
-    return batches
 
 
 @dataclass
@@ -182,17 +162,14 @@ class HFNLIBackend(EntailmentBackend):
 
     def _pack(self, ids: list[list[int]], types: list[list[int]] | None, sizes: Sequence[int]) -> _Packed:
         """Cut each group's pairs (``sizes``: pairs per group, consecutive in ``ids``) into passes by the batch
-        rule (:func:`plan_token_batches` within the group) and pad each pass, all on the host."""
+        rule (:func:`~shapley.pipeline.entail.base.plan_passes` within the group) and pad each pass, all on the
+        host."""
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        batches, at = [], 0
-        for size in sizes:
-            batches += [
-                b + at
-                for b in plan_token_batches(
-                    lengths[at : at + size], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill
-                )
-            ]
-            at += size
+        starts = np.cumsum([0, *sizes])
+        batches = []
+        for at, end in zip(starts[:-1], starts[1:], strict=True):
+            passes = plan_passes(lengths[at:end], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill)
+            batches += [b + at for b in passes]
         pad = int(self.tokenizer.pad_token_id or 0)
         total = sum(len(b) * int(lengths[b[0]]) for b in batches)
         flat_ids = np.full(total, pad, dtype=np.int64)

@@ -107,14 +107,10 @@ def plan_passes(
     return batches
 
 
-def _off_diagonal(u: int) -> np.ndarray:
-    return ~np.eye(u, dtype=bool)
-
-
 def group_matrices(u: int, entail: np.ndarray, contradict: np.ndarray | None) -> GroupScores:
     """(u, u) matrices from the flat values of :func:`group_pairs` order: clipped to [0, 1], float64, with
     diagonal 1 (entail) and 0 (contradict)."""
-    off = _off_diagonal(u)
+    off = ~np.eye(u, dtype=bool)
     e = np.eye(u)
     e[off] = np.clip(np.asarray(entail, dtype=np.float64), 0.0, 1.0)
     if contradict is None:
@@ -158,14 +154,13 @@ def _validate_items(items: Any) -> list[tuple[str, list[str]]]:
 class EntailmentBackend(ABC):
     """Common machinery (question groups, the batch rule, the cache); subclasses implement ``_score_groups``.
 
-    Attributes: ``name`` (the spec, e.g. ``"embedding:minilm"``), ``fingerprint`` (of the weights),
-    ``is_nli`` (True only for real NLI classifiers), ``batch_size`` (as given; it never changes a result: the
-    forward passes follow the batch rule, see the module docstring), ``computation`` (what besides the texts
-    determines a pair's numbers: ``rule``, ``device``, ``dtype``, ``pass_pairs``, ``pass_tokens``; part of
-    every cache key), ``cache`` (an :class:`EntailmentCache` or ``None``), ``stats`` (work counters,
-    cumulative: the pass limits (``batch_size``), pairs requested / unique within their group / scored, cache
-    hits, cache rows redone, forward passes, truncated texts, the largest pass run in pairs or texts,
-    out-of-memory splits)."""
+    Attributes: ``name`` (the spec, e.g. ``"embedding:minilm"``), ``fingerprint`` (of the weights), ``is_nli``
+    (True only for real NLI classifiers), ``batch_size`` (as given, :class:`BackendOptions`), ``computation``
+    (what besides the texts determines a pair's numbers: ``rule``, ``device``, ``dtype``, ``pass_pairs``,
+    ``pass_tokens``; part of every cache key), ``cache`` (an :class:`EntailmentCache` or ``None``), ``stats``
+    (work counters, cumulative: the pass limits (``batch_size``), pairs requested / unique within their group /
+    scored, cache hits, cache rows redone, forward passes, truncated texts, the largest pass run in pairs or
+    texts, out-of-memory splits)."""
 
     name: str
     fingerprint: str
@@ -289,7 +284,7 @@ class EntailmentBackend(ABC):
         tag = self.fingerprint + "|" + json.dumps(self.computation, sort_keys=True)
         rows = []
         for gid, (e, c) in scored.items():
-            off = _off_diagonal(len(e))
+            off = ~np.eye(len(e), dtype=bool)
             c_list = [None] * len(keys[gid]) if c is None else c[off].tolist()
             rows += [
                 (k, self.name, tag, bool(with_question), ev, cv)
@@ -335,9 +330,8 @@ class EntailmentBackend(ABC):
         out = []
         for gid, inv in per_item:
             e, c = matrices[gid]
-            out.append(
-                EntailmentResult(entail=e[np.ix_(inv, inv)], contradict=None if c is None else c[np.ix_(inv, inv)])
-            )
+            rows = np.ix_(inv, inv)  # each answer's row (and column) of its group's distinct texts
+            out.append(EntailmentResult(entail=e[rows], contradict=None if c is None else c[rows]))
         return out
 
 

@@ -73,13 +73,9 @@ class EntailmentCache:
             raise ValueError(f"entailment cache {self.path}: cannot open it as an sqlite database ({exc})") from exc
 
     def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """``op(connection)`` in one transaction, committed on success."""
-        con = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S)
-        try:
-            with con:
-                return op(con)
-        finally:
-            con.close()
+        """``op(connection)`` in one transaction, committed on success (rolled back on an error), then closed."""
+        with contextlib.closing(sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S)) as con, con:
+            return op(con)
 
     @staticmethod
     def _create(con: sqlite3.Connection) -> None:
@@ -93,9 +89,8 @@ class EntailmentCache:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
         for suffix in ("", "-journal", "-wal", "-shm"):
-            src = Path(str(self.path) + suffix)
             with contextlib.suppress(FileNotFoundError):
-                src.rename(Path(str(aside) + suffix))
+                Path(str(self.path) + suffix).rename(Path(str(aside) + suffix))
         warnings.warn(
             f"entailment cache {self.path} is not a readable sqlite database ({type(exc).__name__}: {exc}); "
             f"moved it to {aside} and started an empty cache (its pairs will be scored again)",

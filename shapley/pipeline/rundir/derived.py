@@ -110,11 +110,9 @@ class _Records:
         return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
 
     def _content_of(self, source: Source, stages: Sequence[str], ids: Sequence[str] | None) -> dict[str, Any] | None:
-        """``{stage: {id: record content}}`` of ``stages`` from ``source``: ``"stage files"`` (every stored record)
-        or what the compact copy holds (records without answer text, of the questions of ``ids``, or of all, that
-        have records in every compact stage), read from the stage files (``"compact of stage files"``) or from
-        :data:`COMPACT_FILE` (``"compact file"``). None when that source is missing or, for the compact copy, a
-        stage is not in it."""
+        """``{stage: {id: record content}}`` of ``stages`` from ``source``: every stored record of the stage files,
+        or what the compact copy holds (:func:`compact_records` of ``ids``, or of all) from the stage files or from
+        :data:`COMPACT_FILE`. None when that source is missing or, for the compact copy, a stage is not in it."""
         if source == "stage files":
             records = self.stage_files(stages)
         elif not set(stages) <= set(COMPACT_STAGES):

@@ -75,8 +75,7 @@ def record_checksum(record: Mapping[str, Any]) -> str:
 
 def _normalised(record: Mapping[str, Any]) -> dict[str, Any]:
     """``record`` without its checksum, as it reads back from its stored line (JSON types only)."""
-    body: dict[str, Any] = json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
-    return body
+    return json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
 
 
 def encode_record(record: Mapping[str, Any]) -> bytes:

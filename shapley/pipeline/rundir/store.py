@@ -91,10 +91,6 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-# --------------------------------------------------------------------------------------------------
-# Run directories
-
-
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The parsed ``config.json`` of run directory ``path`` (None if it has none).
 
@@ -106,7 +102,14 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     rec = read_json_file(f, refusal="; refusing to use this run directory")
     try:
         RunConfig.from_stored(rec)
-        _check_record_shape(rec)
+        # the parts besides the configuration: provenance an object, invocations a list of objects, outputs
+        # (written with the outputs) an object
+        for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")
+        inv = rec.get("invocations")
+        if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
+            raise ValueError("'invocations' must be a list of JSON objects")
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"{f}: not a readable shapley run configuration ({exc})") from exc
     return rec
@@ -118,17 +121,6 @@ def require_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     if rec is None:
         raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
     return rec
-
-
-def _check_record_shape(rec: Mapping[str, Any]) -> None:
-    """The parts of ``config.json`` besides the configuration: provenance an object, invocations a list of
-    objects, outputs (written with the outputs) an object."""
-    for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")
-    inv = rec.get("invocations")
-    if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
-        raise ValueError("'invocations' must be a list of JSON objects")
 
 
 @dataclass(frozen=True)
@@ -315,8 +307,7 @@ class RunDir:
     @property
     def invocation(self) -> dict[str, Any]:
         """This call's entry of ``record["invocations"]``."""
-        inv: dict[str, Any] = self.record["invocations"][-1]
-        return inv
+        return self.record["invocations"][-1]
 
     def note(self, message: str) -> str:
         """Keep ``message`` in this invocation's ``notes`` (the caller prints it); returns it."""

@@ -18,6 +18,7 @@ only when every one of its pairs is there (valid); otherwise the whole group is 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import warnings
@@ -74,10 +75,8 @@ def group_id(texts: Sequence[str]) -> str:
 def group_pairs(texts: Sequence[str]) -> tuple[list[str], list[str]]:
     """(premises, hypotheses) of a group's ordered pairs of different texts, row by row: (0,1), (0,2), ...,
     (1,0), (1,2), ...; ``len(texts) * (len(texts) - 1)`` pairs."""
-    u = len(texts)
-    premises = [texts[r] for r in range(u) for s in range(u) if r != s]
-    hypotheses = [texts[s] for r in range(u) for s in range(u) if r != s]
-    return premises, hypotheses
+    pairs = list(itertools.permutations(texts, 2))  # by position, in that order
+    return [p for p, _ in pairs], [h for _, h in pairs]
 
 
 def for_device(limits: dict[str, T], device_kind: str) -> T:
@@ -258,9 +257,7 @@ class EntailmentBackend(ABC):
     ) -> dict[str, GroupScores]:
         """The groups every pair of which the cache holds (valid), as matrices (``keys``: each group's
         :meth:`_cache_keys`)."""
-        before = cache.rejected
-        hit = cache.get_many([k for mine in keys.values() for k in mine])
-        bad = cache.rejected - before
+        hit, bad = cache.get_many([k for mine in keys.values() for k in mine])
         if bad:
             self.stats["cache_rows_redone"] += bad
             warnings.warn(

@@ -57,16 +57,15 @@ class EntailmentCache:
     A row holds the sha256 key of (backend name, fingerprint, with_question, computation, premise, hypothesis)
     (:meth:`keys`), the backend name and fingerprint (for inspection / pruning), the two probabilities and a
     checksum of key and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum
-    matches and whose values are probabilities; others are counted in ``rejected`` and recomputed by the
-    caller. A file that is not a readable database is moved aside with a warning and replaced by an empty
-    cache; a table without checksums (written by an older version) is refused with a ``ValueError``."""
+    matches and whose values are probabilities; others are counted and recomputed by the caller. A file that
+    is not a readable database is moved aside with a warning and replaced by an empty cache; a table without
+    checksums (written by an older version) is refused with a ``ValueError``."""
 
     COLUMNS = "key, backend, fingerprint, with_question, entail, contradict, checksum"
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else cache_dir() / "entail" / "entail.sqlite"
         check_cache_path(self.path)
-        self.rejected = 0
         try:
             self._transaction(self._create)
         except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute, rows without checksums
@@ -138,11 +137,12 @@ class EntailmentCache:
 
         return prob(e) and (c is None or prob(c)) and checksum == EntailmentCache.row_checksum(key, e, c)
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[float, float | None]]:
-        """Valid cached values of ``keys``; bad rows are left out (and counted in ``rejected``)."""
+    def get_many(self, keys: Sequence[str]) -> tuple[dict[str, tuple[float, float | None]], int]:
+        """Valid cached values of ``keys``, and how many of their rows were bad (left out)."""
 
-        def read(con: sqlite3.Connection) -> dict[str, tuple[float, float | None]]:
+        def read(con: sqlite3.Connection) -> tuple[dict[str, tuple[float, float | None]], int]:
             found: dict[str, tuple[float, float | None]] = {}
+            bad = 0
             for start in range(0, len(keys), KEYS_PER_QUERY):
                 chunk = list(keys[start : start + KEYS_PER_QUERY])
                 marks = ",".join("?" * len(chunk))
@@ -151,8 +151,8 @@ class EntailmentCache:
                     if self._valid(k, e, c, checksum):
                         found[k] = (e, c)
                     else:
-                        self.rejected += 1
-            return found
+                        bad += 1
+            return found, bad
 
         return self._transaction(read)
 

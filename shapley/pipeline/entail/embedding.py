@@ -75,7 +75,7 @@ class EmbeddingBackend(EntailmentBackend):
         """Warn about and count the texts longer than the model's ``max_seq_length`` (it cuts them)."""
         limit = getattr(self.model, "max_seq_length", None)
         tokenizer = getattr(self.model, "tokenizer", None)
-        if not isinstance(limit, int) or tokenizer is None or not texts:
+        if not isinstance(limit, int) or tokenizer is None:
             return
         lengths = [len(x) for x in tokenizer(texts, truncation=False, verbose=False)["input_ids"]]
         self._note_truncated(sum(n > limit for n in lengths), limit, "text(s)")
@@ -97,9 +97,8 @@ class EmbeddingBackend(EntailmentBackend):
         return self._split_on_oom(run, 0, len(batch), lambda a, b: np.concatenate([a, b]))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised embeddings, shape (len(texts) >= 1, dim), in the batch rule's passes (:func:`plan_passes`:
-        by decreasing length, at most ``PASS_TEXTS`` texts per pass for the device kind). Texts longer than the
-        model reads are counted and warned about."""
+        """L2-normalised embeddings, shape (len(texts), dim), by decreasing length, at most ``PASS_TEXTS`` texts
+        per forward pass for the device kind. Texts longer than the model reads are counted and warned about."""
         texts = list(texts)
         self._count_truncated(texts)
         batches = plan_passes([len(t) for t in texts], self.texts_per_batch)

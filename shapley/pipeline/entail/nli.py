@@ -1,12 +1,12 @@
 """The NLI backend (``hf:``): a sequence classifier, its tokenisation and its forward passes.
 
-Forward passes follow the batch rule of :mod:`shapley.pipeline.entail.base`: one question's pairs alone,
-sorted by decreasing token length (ties in the group's canonical pair order), cut into passes of at most
-``PASS_LIMITS[device kind]`` pairs and padded tokens, a new pass where a pair is much shorter than the
-pass's longest (the ``fill`` limit), each padded to its longest pair. Every limit is a
-constant, never the free memory or the ``batch_size`` setting, so a pair's probabilities are the same in
-every call. Groups are tokenised in chunks of growing size (``FIRST_CHUNK_PAIRS`` pairs first, then twice
-as many each time) so that the host tokenises while the device runs the previous chunk's passes.
+Forward passes follow the batch rule of :mod:`shapley.pipeline.entail.base`: one question's pairs alone (in
+the group's canonical pair order), cut by :func:`~shapley.pipeline.entail.base.plan_passes` on their token
+lengths with the limits ``PASS_LIMITS[device kind]`` (pairs, padded tokens, ``fill``), each pass padded to its
+longest pair. Every limit is a constant, never the free memory or the ``batch_size`` setting, so a pair's
+probabilities are the same in every call. Groups are tokenised in chunks of growing size
+(``FIRST_CHUNK_PAIRS`` pairs first, then twice as many each time) so that the host tokenises while the device
+runs the previous chunk's passes.
 """
 
 from __future__ import annotations

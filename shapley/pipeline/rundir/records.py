@@ -48,9 +48,8 @@ class QARecord:
     context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["references"] = list(self.references)
-        return d
+        """JSON-ready fields (``references`` a tuple, written as a JSON list)."""
+        return asdict(self)
 
 
 @dataclass

@@ -163,17 +163,15 @@ def record(
     """Record in ``derived.json`` that the files ``texts`` (name -> text as written) come from the current
     content of ``stages`` for ``ids`` (and ``args``); other files' entries are kept."""
     rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
-    records = _Records(run_dir)  # each stage file read once for both digests
-    digest = records.digest("stage files", stages, ids, args)
-    compact = records.digest("compact of stage files", stages, ids, args)
+    records = _Records(run_dir)  # each stage file read once, each digest computed once for all the files
     for name, text in texts.items():
         rec["files"][name] = {
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "stages": list(stages),
             "ids": None if ids is None else [str(i) for i in ids],
             "args": dict(args or {}),
-            "inputs": digest,
-            "compact_inputs": compact,
+            "inputs": records.digest("stage files", stages, ids, args),
+            "compact_inputs": records.digest("compact of stage files", stages, ids, args),
         }
     rec["schema"] = SCHEMA
     _write(run_dir, rec)

@@ -51,7 +51,7 @@ def _json_default(o: Any) -> Any:
         return o.tolist()
     if isinstance(o, np.generic):
         return o.item()
-    if isinstance(o, (tuple, set, frozenset)):
+    if isinstance(o, (set, frozenset)):  # (tuples are JSON arrays already)
         return list(o)
     if isinstance(o, Path):
         return str(o)

@@ -102,8 +102,7 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     rec = read_json_file(f, refusal="; refusing to use this run directory")
     try:
         RunConfig.from_stored(rec)
-        # the parts besides the configuration: provenance an object, invocations a list of objects, outputs
-        # (written with the outputs) an object
+        # besides the configuration: provenance and outputs (once written) objects, invocations a list of objects
         for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
             if not isinstance(value, Mapping):
                 raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")

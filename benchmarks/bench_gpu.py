@@ -385,14 +385,14 @@ def generate_stage(
 
 def plain_forward(backend: Any, pairs: list[tuple[str, str]], budget: int) -> tuple[dict, dict]:
     """The same model's forward alone: pairs tokenised beforehand, length-sorted, batches of <= budget tokens."""
-    from shapley.pipeline.entail.nli import plan_token_batches
+    from shapley.pipeline.entail.base import plan_passes
 
     model, tok, device = backend.model, backend.tokenizer, backend.device
     enc = tok([p for p, _ in pairs], [h for _, h in pairs], truncation=True, max_length=backend.max_length)
     ids = enc["input_ids"]
     lengths = np.array([len(x) for x in ids])
     batches = []
-    for b in plan_token_batches(lengths, 1 << 30, budget):
+    for b in plan_passes(lengths, 1 << 30, budget):
         width = int(lengths[b[0]])
         x = torch.full((len(b), width), tok.pad_token_id, dtype=torch.long)
         for r, i in enumerate(b):

@@ -12,11 +12,11 @@ transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
 from shapley.pipeline.entail.backends import load_backend  # noqa: E402
-from shapley.pipeline.entail.base import EntailmentResult, group_pairs  # noqa: E402
+from shapley.pipeline.entail.base import EntailmentResult, group_pairs, plan_passes  # noqa: E402
 from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarning, TruncatedInputWarning  # noqa: E402
 from shapley.pipeline.entail.embedding import EmbeddingBackend  # noqa: E402
 from shapley.pipeline.entail.judge import LLMJudgeBackend  # noqa: E402
-from shapley.pipeline.entail.nli import HFNLIBackend, nli_label_indices, plan_token_batches  # noqa: E402
+from shapley.pipeline.entail.nli import HFNLIBackend, nli_label_indices  # noqa: E402
 from shapley.pipeline.generate.models import ModelNotAvailableError  # noqa: E402
 
 CORPUS = [
@@ -561,18 +561,18 @@ def test_chunked_tokenisation_scores_every_pair_once(nli_dir, monkeypatch):
 
 def test_cache_keys_of_many_pairs_equal_the_keys_one_at_a_time():
     pairs = [("paris", "london"), ('quo"te', "ünï ☕"), ("", "x")]
-    many = EntailmentCache.keys("hf:m", "fp|bf16", True, pairs)
-    assert many == [EntailmentCache.keys("hf:m", "fp|bf16", True, [pair])[0] for pair in pairs]
+    many = EntailmentCache.keys("hf:m", "fp|bf16", True, pairs, "rule|group")
+    assert many == [EntailmentCache.keys("hf:m", "fp|bf16", True, [pair], "rule|group")[0] for pair in pairs]
     assert len(set(many)) == len(pairs)
 
 
-def test_plan_token_batches():
+def test_plan_passes():
     lengths = np.array([3, 10, 7, 7, 2, 50])
-    batches = plan_token_batches(lengths, max_pairs=3, max_tokens=21)
+    batches = plan_passes(lengths, max_rows=3, max_tokens=21)
     assert [list(b) for b in batches] == [[5], [1, 2], [3, 0, 4]]  # 50 > budget goes alone
-    assert [list(b) for b in plan_token_batches(lengths, 4, None)] == [[5, 1, 2, 3], [0, 4]]
+    assert [list(b) for b in plan_passes(lengths, 4, None)] == [[5, 1, 2, 3], [0, 4]]
     # fill 0.6: a pass ends before a pair shorter than 0.6 x its longest (50 -> alone; 10, 7, 7; 3; 2)
-    assert [list(b) for b in plan_token_batches(lengths, 4, None, fill=0.6)] == [[5], [1, 2, 3], [0, 4]]
+    assert [list(b) for b in plan_passes(lengths, 4, None, fill=0.6)] == [[5], [1, 2, 3], [0, 4]]
 
 
 def test_a_token_limit_is_another_computation_in_the_cache_key(tmp_path):

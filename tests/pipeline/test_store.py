@@ -126,7 +126,7 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
     config = fakes.samples_config(tmp_path / "in.jsonl", limit=10)
     config = config.replace(scoring=replace(config.scoring, methods=("Shap",)))
     with runs.RunDir.open(d, config, argv=["prog", "--beta", "0.5"]) as run:
-        assert not run.resumed
+        assert not run.invocation["resumed"]
         cfg = json.loads((d / "config.json").read_text())
         assert cfg["schema"] == CONFIG_SCHEMA == 4 and RunConfig.from_stored(cfg) == config
         prov = cfg["provenance"]
@@ -144,7 +144,7 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
     with pytest.raises(ValueError, match=r"'scoring.methods' \(--methods\) differs"):
         runs.check_resumable(d, config.replace(scoring=replace(config.scoring, methods=("Shap", "SE"))))
     with runs.RunDir.open(d, fakes.with_limit(config, 20)) as run:  # limit does not affect results
-        assert run.resumed
+        assert run.invocation["resumed"]
         inv = json.loads((d / "config.json").read_text())["invocations"]
         assert len(inv) == 2 and inv[1]["changed_settings"] == {"data.limit": [10, 20]}
     other = tmp_path / "other"

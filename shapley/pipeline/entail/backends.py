@@ -41,13 +41,12 @@ alternatives; no other model is substituted.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from typing import Any
+from typing import Unpack
 
 import torch
 
-from shapley.pipeline.entail.base import EntailmentBackend
+from shapley.pipeline.entail.base import BackendOptions, EntailmentBackend
 from shapley.pipeline.entail.embedding import EmbeddingBackend
 from shapley.pipeline.entail.judge import LLMJudgeBackend
 from shapley.pipeline.entail.nli import HFNLIBackend
@@ -61,25 +60,17 @@ BACKENDS: dict[str, Callable[..., EntailmentBackend]] = {
 
 
 def load_backend(
-    spec: str,
-    *,
-    device: str | torch.device | None = None,
-    batch_size: int | None = None,
-    cache: bool | str | os.PathLike[str] = True,
-    progress: bool | None = None,
+    spec: str, *, device: str | torch.device | None = None, **options: Unpack[BackendOptions]
 ) -> EntailmentBackend:
-    """Build a backend from ``"hf:<id|path>"``, ``"embedding:<name|path>"`` or ``"llm:<id|path|gguf|smollm2>"``.
+    """Build a backend from ``"hf:<id|path>"``, ``"embedding:<name|path>"`` or ``"llm:<id|path|gguf|smollm2>"``
+    on ``device`` with ``options`` (:class:`~shapley.pipeline.entail.base.BackendOptions`).
 
-    ``"hf"`` / ``"hf:"`` alone mean the paper's ``microsoft/deberta-large-mnli``. ``batch_size``: validated and
-    kept, but it never changes the forward passes (the batch rule fixes them, so results do not depend on
-    it). ``cache``: True for the default sqlite file, False for none, or a file path (``ValueError`` naming
-    it when it cannot hold the cache)."""
+    ``"hf"`` / ``"hf:"`` alone mean the paper's ``microsoft/deberta-large-mnli``."""
     kind, _, rest = spec.strip().partition(":") if isinstance(spec, str) else ("", "", "")
     if kind.lower() not in BACKENDS:
         raise ValueError(
             f"unknown entailment backend {spec!r}: use 'hf:<id|path>', 'embedding:<name|path>' or "
             "'llm:<id|path|gguf|smollm2>'"
         )
-    options: dict[str, Any] = {"device": device, "batch_size": batch_size, "cache": cache, "progress": progress}
     backend = BACKENDS[kind.lower()]
-    return backend(rest.strip(), **options) if rest.strip() else backend(**options)
+    return backend(rest.strip(), device=device, **options) if rest.strip() else backend(device=device, **options)

@@ -18,6 +18,7 @@ only when every one of its pairs is there (valid); otherwise the whole group is 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import warnings
@@ -25,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import numpy as np
 import torch
@@ -74,10 +75,8 @@ def group_id(texts: Sequence[str]) -> str:
 def group_pairs(texts: Sequence[str]) -> tuple[list[str], list[str]]:
     """(premises, hypotheses) of a group's ordered pairs of different texts, row by row: (0,1), (0,2), ...,
     (1,0), (1,2), ...; ``len(texts) * (len(texts) - 1)`` pairs."""
-    u = len(texts)
-    premises = [texts[r] for r in range(u) for s in range(u) if r != s]
-    hypotheses = [texts[s] for r in range(u) for s in range(u) if r != s]
-    return premises, hypotheses
+    pairs = list(itertools.permutations(texts, 2))  # by position, in that order
+    return [p for p, _ in pairs], [h for _, h in pairs]
 
 
 def for_device(limits: dict[str, T], device_kind: str) -> T:
@@ -85,14 +84,32 @@ def for_device(limits: dict[str, T], device_kind: str) -> T:
     return limits.get(device_kind, limits["cpu"])
 
 
-def _off_diagonal(u: int) -> np.ndarray:
-    return ~np.eye(u, dtype=bool)
+def plan_passes(
+    lengths: Sequence[int] | np.ndarray, max_rows: int, max_tokens: int | None = None, fill: float = 0.0
+) -> list[np.ndarray]:
+    """The batch rule's forward passes over one group's rows (pairs or texts), as arrays of row indices: rows
+    sorted by decreasing length (ties in index order), each pass at most ``max_rows`` rows and, with a budget,
+    at most ``max_tokens`` padded tokens (rows x its longest row; a row longer than the budget goes alone); a
+    pass also ends before a row shorter than ``fill`` times its longest row (so at most a fraction ``1 - fill``
+    of a row is padding)."""
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        longest = int(lengths[order[start]])
+        size = max_rows if max_tokens is None else max(1, min(max_rows, max_tokens // max(1, longest)))
+        end = min(start + size, len(order))
+        short = np.nonzero(lengths[order[start + 1 : end]] < fill * longest)[0]
+        end = start + 1 + int(short[0]) if len(short) else end
+        batches.append(order[start:end])
+        start = end
+    return batches
 
 
 def group_matrices(u: int, entail: np.ndarray, contradict: np.ndarray | None) -> GroupScores:
     """(u, u) matrices from the flat values of :func:`group_pairs` order: clipped to [0, 1], float64, with
     diagonal 1 (entail) and 0 (contradict)."""
-    off = _off_diagonal(u)
+    off = ~np.eye(u, dtype=bool)
     e = np.eye(u)
     e[off] = np.clip(np.asarray(entail, dtype=np.float64), 0.0, 1.0)
     if contradict is None:
@@ -100,6 +117,18 @@ def group_matrices(u: int, entail: np.ndarray, contradict: np.ndarray | None) ->
     c = np.zeros((u, u))
     c[off] = np.clip(np.asarray(contradict, dtype=np.float64), 0.0, 1.0)
     return e, c
+
+
+class BackendOptions(TypedDict, total=False):
+    """The keyword options every backend takes besides its model and ``device`` (as does
+    :func:`~shapley.pipeline.entail.backends.load_backend`): ``batch_size`` (validated and kept, but it never changes
+    the forward passes: the batch rule fixes them), ``cache`` (True, the default: the default sqlite file; False or
+    None: no cache; else the file's path, ``ValueError`` naming it when it cannot hold the cache) and ``progress``
+    (None, the default: a bar on a terminal only)."""
+
+    batch_size: int | None
+    cache: bool | str | os.PathLike[str] | None
+    progress: bool | None
 
 
 def _validate_items(items: Any) -> list[tuple[str, list[str]]]:
@@ -124,14 +153,13 @@ def _validate_items(items: Any) -> list[tuple[str, list[str]]]:
 class EntailmentBackend(ABC):
     """Common machinery (question groups, the batch rule, the cache); subclasses implement ``_score_groups``.
 
-    Attributes: ``name`` (the spec, e.g. ``"embedding:minilm"``), ``fingerprint`` (of the weights),
-    ``is_nli`` (True only for real NLI classifiers), ``batch_size`` (as given; it never changes a result: the
-    forward passes follow the batch rule, see the module docstring), ``computation`` (what besides the texts
-    determines a pair's numbers: ``rule``, ``device``, ``dtype``, ``pass_pairs``, ``pass_tokens``; part of
-    every cache key), ``cache`` (an :class:`EntailmentCache` or ``None``), ``stats`` (work counters,
-    cumulative: the pass limits (``batch_size``), pairs requested / unique within their group / scored, cache
-    hits, cache rows redone, forward passes, truncated texts, the largest pass run in pairs or texts,
-    out-of-memory splits)."""
+    Attributes: ``name`` (the spec, e.g. ``"embedding:minilm"``), ``fingerprint`` (of the weights), ``is_nli``
+    (True only for real NLI classifiers), ``batch_size`` (as given, :class:`BackendOptions`), ``computation``
+    (what besides the texts determines a pair's numbers: ``rule``, ``device``, ``dtype``, ``pass_pairs``,
+    ``pass_tokens``; part of every cache key), ``cache`` (an :class:`EntailmentCache` or ``None``), ``stats``
+    (work counters, cumulative: the pass limits (``batch_size``), pairs requested / unique within their group /
+    scored, cache hits, cache rows redone, forward passes, truncated texts, the largest pass run in pairs or
+    texts, out-of-memory splits)."""
 
     name: str
     fingerprint: str
@@ -139,19 +167,14 @@ class EntailmentBackend(ABC):
     has_contradiction: bool = True
     device: torch.device
 
-    def __init__(
-        self,
-        *,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
-    ):
+    def __init__(self, **options: Unpack[BackendOptions]) -> None:
+        batch_size = options.get("batch_size")
         if batch_size is not None:
             validate.integer(batch_size, "batch_size", minimum=1)
         self.batch_size = batch_size
-        # True: the default file; False (or None): no cache; else the file's path
+        cache = options.get("cache", True)
         self.cache = None if cache is False or cache is None else EntailmentCache(None if cache is True else cache)
-        self.progress = progress
+        self.progress = options.get("progress")
         self.computation: dict[str, Any] = {"rule": BATCH_RULE}
         self._inexact = False  # set when an out-of-memory split broke the batch rule in this call
         self.stats: dict[str, Any] = {
@@ -234,9 +257,7 @@ class EntailmentBackend(ABC):
     ) -> dict[str, GroupScores]:
         """The groups every pair of which the cache holds (valid), as matrices (``keys``: each group's
         :meth:`_cache_keys`)."""
-        before = cache.rejected
-        hit = cache.get_many([k for mine in keys.values() for k in mine])
-        bad = cache.rejected - before
+        hit, bad = cache.get_many([k for mine in keys.values() for k in mine])
         if bad:
             self.stats["cache_rows_redone"] += bad
             warnings.warn(
@@ -260,7 +281,7 @@ class EntailmentBackend(ABC):
         tag = self.fingerprint + "|" + json.dumps(self.computation, sort_keys=True)
         rows = []
         for gid, (e, c) in scored.items():
-            off = _off_diagonal(len(e))
+            off = ~np.eye(len(e), dtype=bool)
             c_list = [None] * len(keys[gid]) if c is None else c[off].tolist()
             rows += [
                 (k, self.name, tag, bool(with_question), ev, cv)
@@ -306,9 +327,8 @@ class EntailmentBackend(ABC):
         out = []
         for gid, inv in per_item:
             e, c = matrices[gid]
-            out.append(
-                EntailmentResult(entail=e[np.ix_(inv, inv)], contradict=None if c is None else c[np.ix_(inv, inv)])
-            )
+            rows = np.ix_(inv, inv)  # each answer's row (and column) of its group's distinct texts
+            out.append(EntailmentResult(entail=e[rows], contradict=None if c is None else c[rows]))
         return out
 
 

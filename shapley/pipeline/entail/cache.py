@@ -57,29 +57,24 @@ class EntailmentCache:
     A row holds the sha256 key of (backend name, fingerprint, with_question, computation, premise, hypothesis)
     (:meth:`keys`), the backend name and fingerprint (for inspection / pruning), the two probabilities and a
     checksum of key and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum
-    matches and whose values are probabilities; others are counted in ``rejected`` and recomputed by the
-    caller. A file that is not a readable database is moved aside with a warning and replaced by an empty
-    cache; a table without checksums (written by an older version) is refused with a ``ValueError``."""
+    matches and whose values are probabilities; others are counted and recomputed by the caller. A file that
+    is not a readable database is moved aside with a warning and replaced by an empty cache; a table without
+    checksums (written by an older version) is refused with a ``ValueError``."""
 
     COLUMNS = "key, backend, fingerprint, with_question, entail, contradict, checksum"
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else cache_dir() / "entail" / "entail.sqlite"
         check_cache_path(self.path)
-        self.rejected = 0
         try:
             self._transaction(self._create)
         except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute, rows without checksums
             raise ValueError(f"entailment cache {self.path}: cannot open it as an sqlite database ({exc})") from exc
 
     def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """``op(connection)`` in one transaction, committed on success."""
-        con = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S)
-        try:
-            with con:
-                return op(con)
-        finally:
-            con.close()
+        """``op(connection)`` in one transaction, committed on success (rolled back on an error), then closed."""
+        with contextlib.closing(sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S)) as con, con:
+            return op(con)
 
     @staticmethod
     def _create(con: sqlite3.Connection) -> None:
@@ -93,9 +88,8 @@ class EntailmentCache:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
         for suffix in ("", "-journal", "-wal", "-shm"):
-            src = Path(str(self.path) + suffix)
             with contextlib.suppress(FileNotFoundError):
-                src.rename(Path(str(aside) + suffix))
+                Path(str(self.path) + suffix).rename(Path(str(aside) + suffix))
         warnings.warn(
             f"entailment cache {self.path} is not a readable sqlite database ({type(exc).__name__}: {exc}); "
             f"moved it to {aside} and started an empty cache (its pairs will be scored again)",
@@ -122,13 +116,11 @@ class EntailmentCache:
 
     @staticmethod
     def keys(
-        backend: str, fingerprint: str, with_question: bool, pairs: Sequence[tuple[str, str]], context: str = ""
+        backend: str, fingerprint: str, with_question: bool, pairs: Sequence[tuple[str, str]], context: str
     ) -> list[str]:
         """SHA-256 (hex) naming each scored (premise, hypothesis) pair: of the backend, fingerprint, with_question
-        and (when given) the computation ``context``, and the SHA-256 of each text (each distinct text hashed
-        once)."""
-        fields: list[Any] = [backend, fingerprint, bool(with_question)] + ([context] if context else [])
-        head = json.dumps(fields, ensure_ascii=False) + "\x1f"
+        and the computation ``context``, and the SHA-256 of each text (each distinct text hashed once)."""
+        head = json.dumps([backend, fingerprint, bool(with_question), context], ensure_ascii=False) + "\x1f"
         text_hash = {t: hashlib.sha256(t.encode("utf-8")).hexdigest() for t in {t for pair in pairs for t in pair}}
         return [hashlib.sha256((head + text_hash[p] + text_hash[h]).encode()).hexdigest() for p, h in pairs]
 
@@ -145,11 +137,12 @@ class EntailmentCache:
 
         return prob(e) and (c is None or prob(c)) and checksum == EntailmentCache.row_checksum(key, e, c)
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[float, float | None]]:
-        """Valid cached values of ``keys``; bad rows are left out (and counted in ``rejected``)."""
+    def get_many(self, keys: Sequence[str]) -> tuple[dict[str, tuple[float, float | None]], int]:
+        """Valid cached values of ``keys``, and how many of their rows were bad (left out)."""
 
-        def read(con: sqlite3.Connection) -> dict[str, tuple[float, float | None]]:
+        def read(con: sqlite3.Connection) -> tuple[dict[str, tuple[float, float | None]], int]:
             found: dict[str, tuple[float, float | None]] = {}
+            bad = 0
             for start in range(0, len(keys), KEYS_PER_QUERY):
                 chunk = list(keys[start : start + KEYS_PER_QUERY])
                 marks = ",".join("?" * len(chunk))
@@ -158,8 +151,8 @@ class EntailmentCache:
                     if self._valid(k, e, c, checksum):
                         found[k] = (e, c)
                     else:
-                        self.rejected += 1
-            return found
+                        bad += 1
+            return found, bad
 
         return self._transaction(read)
 

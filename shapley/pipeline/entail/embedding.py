@@ -7,21 +7,22 @@ depend on the other questions of a call or on the ``batch_size`` setting.
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Unpack
 
 import numpy as np
 import torch
 
 from shapley.pipeline.entail.base import (
     MODEL_ALTERNATIVES,
+    BackendOptions,
     EntailmentBackend,
     GroupScores,
     for_device,
     group_matrices,
     local_model_folder,
+    plan_passes,
 )
 from shapley.pipeline.generate.models import ModelNotAvailableError, default_device, package_dir, path_fingerprint
 
@@ -56,15 +57,9 @@ class EmbeddingBackend(EntailmentBackend):
     has_contradiction = False
 
     def __init__(
-        self,
-        spec: str = "minilm",
-        *,
-        device: str | torch.device | None = None,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
-    ):
-        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        self, spec: str = "minilm", *, device: str | torch.device | None = None, **options: Unpack[BackendOptions]
+    ) -> None:
+        super().__init__(**options)
         from sentence_transformers import SentenceTransformer
 
         folder = _embedding_folder(spec)
@@ -80,7 +75,7 @@ class EmbeddingBackend(EntailmentBackend):
         """Warn about and count the texts longer than the model's ``max_seq_length`` (it cuts them)."""
         limit = getattr(self.model, "max_seq_length", None)
         tokenizer = getattr(self.model, "tokenizer", None)
-        if not isinstance(limit, int) or tokenizer is None or not texts:
+        if not isinstance(limit, int) or tokenizer is None:
             return
         lengths = [len(x) for x in tokenizer(texts, truncation=False, verbose=False)["input_ids"]]
         self._note_truncated(sum(n > limit for n in lengths), limit, "text(s)")
@@ -106,17 +101,14 @@ class EmbeddingBackend(EntailmentBackend):
         per forward pass for the device kind. Texts longer than the model reads are counted and warned about."""
         texts = list(texts)
         self._count_truncated(texts)
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        size = self.texts_per_batch
+        batches = plan_passes([len(t) for t in texts], self.texts_per_batch)
         passes = []
-        with self._bar(math.ceil(len(texts) / size), f"embed {self.name}") as bar:
-            for start in range(0, len(texts), size):
-                passes.append(self._encode_batch([texts[i] for i in order[start : start + size]]))
+        with self._bar(len(batches), f"embed {self.name}") as bar:
+            for batch in batches:
+                passes.append(self._encode_batch([texts[i] for i in batch]))
                 bar.update(1)
-        if not passes:
-            return np.zeros((0, 0))
         out = np.zeros((len(texts), passes[0].shape[1]), dtype=np.float64)
-        out[order] = np.concatenate(passes)
+        out[np.concatenate(batches)] = np.concatenate(passes)
         return out
 
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:

@@ -8,12 +8,12 @@ depend on the other questions of a call or on the ``batch_size`` setting.
 from __future__ import annotations
 
 import math
-import os
+from typing import Unpack
 
 import numpy as np
 import torch
 
-from shapley.pipeline.entail.base import EntailmentBackend, GroupScores, for_device, group_matrices, group_pairs
+from shapley.pipeline.entail import base
 from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.generator import Generator
 from shapley.pipeline.generate.models import load_model
@@ -36,25 +36,19 @@ def judge_prompt(premise: str, hypothesis: str) -> tuple[str, str]:
 _JUDGE_CLASSES = {w: (f" {w}", w, f" {w.capitalize()}", w.capitalize()) for w in ("yes", "no", "maybe")}
 
 
-class LLMJudgeBackend(EntailmentBackend):
+class LLMJudgeBackend(base.EntailmentBackend):
     """LLM judge (``llm:``): entail = p(yes), contradict = p(no), over {yes, no, maybe}. Not real NLI."""
 
     is_nli = False
 
     def __init__(
-        self,
-        spec: str = "smollm2",
-        *,
-        device: str | torch.device | None = None,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
-    ):
-        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        self, spec: str = "smollm2", *, device: str | torch.device | None = None, **options: Unpack[base.BackendOptions]
+    ) -> None:
+        super().__init__(**options)
         model, tokenizer, self.fingerprint = load_model(spec, device=device)
         self.name = f"llm:{spec}"
         param = next(model.parameters())
-        self.pass_rows = for_device(JUDGE_PASS_ROWS, param.device.type)
+        self.pass_rows = base.for_device(JUDGE_PASS_ROWS, param.device.type)
         # chat_template=None: the prompt is wrapped in the model's chat template when the tokenizer has one
         config = GenerationConfig(
             n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=None, progress=False
@@ -68,19 +62,17 @@ class LLMJudgeBackend(EntailmentBackend):
             chat_template=bool(self.generator.use_chat_template),
         )
 
-    def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
+    def _score_groups(self, groups: list[list[str]]) -> list[base.GroupScores]:
         """Each group's pairs in their own passes: by decreasing prompt length (ties in the group's pair order),
         at most ``pass_rows`` prompts per pass (one prefill each)."""
         out = []
         passes = sum(math.ceil(len(t) * (len(t) - 1) / self.pass_rows) for t in groups)
         with self._bar(passes, f"judge {self.name}") as bar:
             for texts in groups:
-                premises, hypotheses = group_pairs(texts)
+                premises, hypotheses = base.group_pairs(texts)
                 lengths = [len(p) + len(h) for p, h in zip(premises, hypotheses, strict=True)]
-                order = np.argsort(np.negative(lengths), kind="stable")  # similar lengths share a pass
-                ent, con = np.zeros(len(order)), np.zeros(len(order))
-                for start in range(0, len(order), self.pass_rows):
-                    idx = order[start : start + self.pass_rows]
+                ent, con = np.zeros(len(lengths)), np.zeros(len(lengths))
+                for idx in base.plan_passes(lengths, self.pass_rows):  # similar lengths share a pass
                     splits = self.generator.stats.get("oom_splits", 0)
                     probs = self.generator.class_probabilities(
                         [judge_prompt(premises[i], hypotheses[i]) for i in idx], _JUDGE_CLASSES
@@ -90,5 +82,5 @@ class LLMJudgeBackend(EntailmentBackend):
                     self._count_pass(len(idx))
                     ent[idx], con[idx] = probs[:, 0], probs[:, 1]
                     bar.update(1)
-                out.append(group_matrices(len(texts), ent, con))
+                out.append(base.group_matrices(len(texts), ent, con))
         return out

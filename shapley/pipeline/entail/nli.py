@@ -1,32 +1,33 @@
 """The NLI backend (``hf:``): a sequence classifier, its tokenisation and its forward passes.
 
-Forward passes follow the batch rule of :mod:`shapley.pipeline.entail.base`: one question's pairs alone,
-sorted by decreasing token length (ties in the group's canonical pair order), cut into passes of at most
-``PASS_LIMITS[device kind]`` pairs and padded tokens, a new pass where a pair is much shorter than the
-pass's longest (the ``fill`` limit), each padded to its longest pair. Every limit is a
-constant, never the free memory or the ``batch_size`` setting, so a pair's probabilities are the same in
-every call. Groups are tokenised in chunks of growing size (``FIRST_CHUNK_PAIRS`` pairs first, then twice
-as many each time) so that the host tokenises while the device runs the previous chunk's passes.
+Forward passes follow the batch rule of :mod:`shapley.pipeline.entail.base`: one question's pairs alone (in
+the group's canonical pair order), cut by :func:`~shapley.pipeline.entail.base.plan_passes` on their token
+lengths with the limits ``PASS_LIMITS[device kind]`` (pairs, padded tokens, ``fill``), each pass padded to its
+longest pair. Every limit is a constant, never the free memory or the ``batch_size`` setting, so a pair's
+probabilities are the same in every call. Groups are tokenised in chunks of growing size
+(``FIRST_CHUNK_PAIRS`` pairs first, then twice as many each time) so that the host tokenises while the device
+runs the previous chunk's passes.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import torch
 
 from shapley.core import validate
 from shapley.pipeline.entail.base import (
+    BackendOptions,
     EntailmentBackend,
     GroupScores,
     for_device,
     group_matrices,
     group_pairs,
     local_model_folder,
+    plan_passes,
 )
 from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint
 
@@ -63,27 +64,6 @@ def nli_label_indices(id2label: dict[Any, str]) -> tuple[int, int | None]:
     return ent[0], (con[0] if con else None)
 
 
-def plan_token_batches(
-    lengths: np.ndarray, max_pairs: int, max_tokens: int | None, fill: float = 0.0
-) -> list[np.ndarray]:
-    """Batches of pair indices: pairs sorted by decreasing token length (ties in index order), each batch at
-    most ``max_pairs`` pairs and, with a budget, at most ``max_tokens`` padded tokens (pairs x its longest
-    pair; a pair longer than the budget goes alone); a batch also ends before a pair shorter than ``fill``
-    times its longest pair (so at most a fraction ``1 - fill`` of a row is padding)."""
-    lengths = np.asarray(lengths)
-    order = np.argsort(-lengths, kind="stable")
-    batches, start = [], 0
-    while start < len(order):
-        longest = int(lengths[order[start]])
-        size = max_pairs if max_tokens is None else max(1, min(max_pairs, max_tokens // max(1, longest)))
-        end = min(start + size, len(order))
-        short = np.nonzero(lengths[order[start + 1 : end]] < fill * longest)[0]
-        end = start + 1 + int(short[0]) if len(short) else end
-        batches.append(order[start:end])
-        start = end
-    return batches
-
-
 @dataclass
 class _Packed:
     """All batches of one call, padded and laid end to end in flat tensors (moved to the device at once)."""
@@ -111,13 +91,11 @@ class HFNLIBackend(EntailmentBackend):
         spec: str = DEFAULT_NLI_MODEL,
         *,
         device: str | torch.device | None = None,
-        batch_size: int | None = None,
-        cache: bool | str | os.PathLike[str] = True,
-        progress: bool | None = None,
         dtype: str | torch.dtype | None = None,
         max_batch_tokens: int | None = None,
-    ):
-        super().__init__(batch_size=batch_size, cache=cache, progress=progress)
+        **options: Unpack[BackendOptions],
+    ) -> None:
+        super().__init__(**options)
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         folder = local_model_folder("hf", spec)
@@ -184,17 +162,14 @@ class HFNLIBackend(EntailmentBackend):
 
     def _pack(self, ids: list[list[int]], types: list[list[int]] | None, sizes: Sequence[int]) -> _Packed:
         """Cut each group's pairs (``sizes``: pairs per group, consecutive in ``ids``) into passes by the batch
-        rule (:func:`plan_token_batches` within the group) and pad each pass, all on the host."""
+        rule (:func:`~shapley.pipeline.entail.base.plan_passes` within the group) and pad each pass, all on the
+        host."""
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        batches, at = [], 0
-        for size in sizes:
-            batches += [
-                b + at
-                for b in plan_token_batches(
-                    lengths[at : at + size], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill
-                )
-            ]
-            at += size
+        starts = np.cumsum([0, *sizes])
+        batches = []
+        for at, end in zip(starts[:-1], starts[1:], strict=True):
+            passes = plan_passes(lengths[at:end], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill)
+            batches += [b + at for b in passes]
         pad = int(self.tokenizer.pad_token_id or 0)
         total = sum(len(b) * int(lengths[b[0]]) for b in batches)
         flat_ids = np.full(total, pad, dtype=np.int64)

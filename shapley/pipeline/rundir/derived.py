@@ -32,7 +32,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from shapley.pipeline.rundir.jsonl import (
     COMPACT_FILE,
@@ -72,6 +72,9 @@ OLD_FORMAT = "unverified (old format)"
 NO_STAGE_FILES = "unverified (no stage files)"
 FRESH = "fresh"
 
+Source = Literal["stage files", "compact of stage files", "compact file"]
+"""Where :class:`_Records` reads the records a digest covers (see :meth:`_Records.digest`)."""
+
 
 def _content(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in BOOKKEEPING_KEYS and not k.startswith("_")}
@@ -106,42 +109,29 @@ class _Records:
         config = read_config(self.dir)
         return {"scoring": dataclasses.asdict(config.scoring), "seed": config.seed}
 
-    def _digest(self, content: Mapping[str, Any] | None, ids: Sequence[str] | None, args: Any) -> str | None:
-        """SHA-256 of ``content`` (``{stage: {id: record content}}``; None: missing, and so is the digest), ``ids``,
-        the run's :attr:`settings` and ``args``."""
-        if content is None:
-            return None
-        body = {"stages": dict(content), "ids": None if ids is None else [str(i) for i in ids]}
-        body.update(settings=self.settings, args=dict(args or {}))
-        return fingerprint(body)
-
-    def full_digest(self, stages: Sequence[str], ids: Sequence[str] | None, args: Any) -> str | None:
-        """SHA-256 of the content of ``stages``' stored records, ``ids`` and the settings (None if a stage file is
-        missing); computed once for each set of arguments, as is :meth:`compact_digest`."""
-        key = fingerprint(["stage files", stages, ids, args])
-        if key not in self._digests:
+    def _content_of(self, source: Source, stages: Sequence[str], ids: Sequence[str] | None) -> dict[str, Any] | None:
+        """``{stage: {id: record content}}`` of ``stages`` from ``source``: every stored record of the stage files,
+        or what the compact copy holds (:func:`compact_records` of ``ids``, or of all) from the stage files or from
+        :data:`COMPACT_FILE`. None when that source is missing or, for the compact copy, a stage is not in it."""
+        if source == "stage files":
             records = self.stage_files(stages)
-            content = None if records is None else {s: {q: _content(r) for q, r in records[s].items()} for s in stages}
-            self._digests[key] = self._digest(content, ids, args)
-        return self._digests[key]
-
-    def compact_digest(
-        self, stages: Sequence[str], ids: Sequence[str] | None, args: Any, *, from_compact: bool
-    ) -> str | None:
-        """SHA-256 of what the run's compact copy holds of ``stages`` (records without answer text, of the questions
-        of ``ids``, or of all, that have records in every compact stage), ``ids`` and the settings; read from the
-        stage files, or with ``from_compact`` from :data:`COMPACT_FILE`. None when that source is missing or a
-        stage is not in the compact copy."""
-        if not set(stages) <= set(COMPACT_STAGES):
+        elif not set(stages) <= set(COMPACT_STAGES):
             return None
-        key = fingerprint(["compact", from_compact, stages, ids, args])
-        if key not in self._digests:
-            records = self.compact if from_compact else self.stage_files(COMPACT_STAGES)
-            content = None
+        else:
+            records = self.compact if source == "compact file" else self.stage_files(COMPACT_STAGES)
             if records is not None:
-                kept = compact_records(records, records[COMPACT_STAGES[0]] if ids is None else ids)
-                content = {s: {q: _content(r) for q, r in kept[s].items()} for s in stages}
-            self._digests[key] = self._digest(content, ids, args)
+                records = compact_records(records, records[COMPACT_STAGES[0]] if ids is None else ids)
+        return None if records is None else {s: {q: _content(r) for q, r in records[s].items()} for s in stages}
+
+    def digest(self, source: Source, stages: Sequence[str], ids: Sequence[str] | None, args: Any) -> str | None:
+        """SHA-256 of the content of ``stages``' records from ``source`` (:meth:`_content_of`), ``ids``, the run's
+        :attr:`settings` and ``args`` (None when that content is missing); computed once for each set of
+        arguments."""
+        key = fingerprint([source, stages, ids, args])
+        if key not in self._digests:
+            content = self._content_of(source, stages, ids)
+            body = {"stages": content, "ids": None if ids is None else [str(i) for i in ids], "args": dict(args or {})}
+            self._digests[key] = None if content is None else fingerprint({**body, "settings": self.settings})
         return self._digests[key]
 
 
@@ -173,17 +163,15 @@ def record(
     """Record in ``derived.json`` that the files ``texts`` (name -> text as written) come from the current
     content of ``stages`` for ``ids`` (and ``args``); other files' entries are kept."""
     rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
-    records = _Records(run_dir)  # each stage file read once for both digests
-    digest = records.full_digest(stages, ids, args)
-    compact = records.compact_digest(stages, ids, args, from_compact=False)
+    records = _Records(run_dir)  # each stage file read once, each digest computed once for all the files
     for name, text in texts.items():
         rec["files"][name] = {
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "stages": list(stages),
             "ids": None if ids is None else [str(i) for i in ids],
             "args": dict(args or {}),
-            "inputs": digest,
-            "compact_inputs": compact,
+            "inputs": records.digest("stage files", stages, ids, args),
+            "compact_inputs": records.digest("compact of stage files", stages, ids, args),
         }
     rec["schema"] = SCHEMA
     _write(run_dir, rec)
@@ -210,10 +198,10 @@ def _status(records: _Records, name: str, entry: Mapping[str, Any] | None) -> st
     if sha256_file(records.dir / name) != entry.get("sha256"):
         return f"stale: {name} was changed after it was computed"
     stages, ids, args = entry.get("stages") or (), entry.get("ids"), entry.get("args")
-    now, recorded = records.full_digest(stages, ids, args), entry.get("inputs")
+    now, recorded = records.digest("stage files", stages, ids, args), entry.get("inputs")
     source = ", ".join(STAGE_FILES.get(s, s) for s in stages)
     if now is None and entry.get("compact_inputs") is not None:  # stage files left out: check the compact copy
-        now, recorded = records.compact_digest(stages, ids, args, from_compact=True), entry["compact_inputs"]
+        now, recorded = records.digest("compact file", stages, ids, args), entry["compact_inputs"]
         source = COMPACT_FILE
     if now is None:
         return NO_STAGE_FILES

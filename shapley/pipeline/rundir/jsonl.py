@@ -51,7 +51,7 @@ def _json_default(o: Any) -> Any:
         return o.tolist()
     if isinstance(o, np.generic):
         return o.item()
-    if isinstance(o, (tuple, set, frozenset)):
+    if isinstance(o, (set, frozenset)):  # (tuples are JSON arrays already)
         return list(o)
     if isinstance(o, Path):
         return str(o)
@@ -75,8 +75,7 @@ def record_checksum(record: Mapping[str, Any]) -> str:
 
 def _normalised(record: Mapping[str, Any]) -> dict[str, Any]:
     """``record`` without its checksum, as it reads back from its stored line (JSON types only)."""
-    body: dict[str, Any] = json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
-    return body
+    return json.loads(canonical_json({k: v for k, v in record.items() if k != CHECKSUM_KEY}))
 
 
 def encode_record(record: Mapping[str, Any]) -> bytes:

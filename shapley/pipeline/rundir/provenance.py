@@ -1,6 +1,6 @@
 """What produced a run: time, command line, package versions, git state (source-only dirt) and device.
 
-Part of :mod:`shapley.pipeline.rundir.store` (every public name is also importable from there).
+What :mod:`shapley.pipeline.rundir.store` records in a run's ``config.json`` (``provenance`` and each invocation).
 """
 
 from __future__ import annotations

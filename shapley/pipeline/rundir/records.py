@@ -48,9 +48,8 @@ class QARecord:
     context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["references"] = list(self.references)
-        return d
+        """JSON-ready fields (``references`` a tuple, written as a JSON list)."""
+        return asdict(self)
 
 
 @dataclass
@@ -89,10 +88,6 @@ class Generation:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-# --------------------------------------------------------------------------------------------------
-# hidden states in .npz files beside the JSON lines
-
-
 def vector_sha256(vector: np.ndarray) -> str:
     """SHA-256 (hex) of a vector's float16 little-endian bytes."""
     return hashlib.sha256(np.ascontiguousarray(vector, dtype="<f2").tobytes()).hexdigest()
@@ -115,8 +110,7 @@ def save_hidden_states(
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
     atomic_write_bytes(path, buf.getvalue())  # a failure (e.g. a full disk) names the file, leaves nothing
-    dim = matrix.shape[1]
-    return [{"file": name, "row": i, "sha256": vector_sha256(v), "dim": dim} for i, v in enumerate(matrix)]
+    return [{"file": name, "row": i, "sha256": vector_sha256(v), "dim": matrix.shape[1]} for i, v in enumerate(matrix)]
 
 
 class HiddenStateReader:

@@ -91,10 +91,6 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-# --------------------------------------------------------------------------------------------------
-# Run directories
-
-
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The parsed ``config.json`` of run directory ``path`` (None if it has none).
 
@@ -106,7 +102,13 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     rec = read_json_file(f, refusal="; refusing to use this run directory")
     try:
         RunConfig.from_stored(rec)
-        _check_record_shape(rec)
+        # besides the configuration: provenance and outputs (once written) objects, invocations a list of objects
+        for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")
+        inv = rec.get("invocations")
+        if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
+            raise ValueError("'invocations' must be a list of JSON objects")
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"{f}: not a readable shapley run configuration ({exc})") from exc
     return rec
@@ -118,17 +120,6 @@ def require_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     if rec is None:
         raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
     return rec
-
-
-def _check_record_shape(rec: Mapping[str, Any]) -> None:
-    """The parts of ``config.json`` besides the configuration: provenance an object, invocations a list of
-    objects, outputs (written with the outputs) an object."""
-    for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")
-    inv = rec.get("invocations")
-    if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
-        raise ValueError("'invocations' must be a list of JSON objects")
 
 
 @dataclass(frozen=True)
@@ -315,13 +306,7 @@ class RunDir:
     @property
     def invocation(self) -> dict[str, Any]:
         """This call's entry of ``record["invocations"]``."""
-        inv: dict[str, Any] = self.record["invocations"][-1]
-        return inv
-
-    @property
-    def resumed(self) -> bool:
-        """Whether this call resumed a run directory that an earlier call made."""
-        return bool(self.invocation["resumed"])
+        return self.record["invocations"][-1]
 
     def note(self, message: str) -> str:
         """Keep ``message`` in this invocation's ``notes`` (the caller prints it); returns it."""
@@ -391,9 +376,8 @@ class RunDir:
         old = prov.get(kind)
         for key in COMPUTE_KEYS:
             if old is not None and old.get(key) != info.get(key):
-                what = "fingerprint" if key == "fingerprint" else key.replace("_", " ")
                 raise ValueError(
-                    f"cannot resume {self.path}: the {kind} model's {what} changed "
+                    f"cannot resume {self.path}: the {kind} model's {key.replace('_', ' ')} changed "
                     f"(stored {old.get(key)!r}, now {info.get(key)!r}); its stored records were computed with the "
                     "stored one: resume where it ran (--device, --dtype), or use a new --output directory"
                 )

@@ -153,9 +153,10 @@ def install_fake_generator(monkeypatch: pytest.MonkeyPatch, hidden_dim: int = 0)
 
 
 def install_fake_dataset(monkeypatch: pytest.MonkeyPatch, n: int = 10) -> None:
-    """``data.load_dataset`` returns n capital-city questions; no local file."""
+    """``data.dataset_records`` (what a run and ``data.load_dataset`` read) returns n capital-city questions; no
+    local file."""
 
-    def load_dataset(name: str, *, limit: int | None = None, **_: Any) -> list[QARecord]:
+    def dataset_records(name: str, *, limit: int | None = None, **_: Any) -> list[QARecord]:
         recs = [
             QARecord(
                 id=f"q{i}",
@@ -168,7 +169,7 @@ def install_fake_dataset(monkeypatch: pytest.MonkeyPatch, n: int = 10) -> None:
         ]
         return recs[:limit]
 
-    monkeypatch.setattr(data, "load_dataset", load_dataset)
+    monkeypatch.setattr(data, "dataset_records", dataset_records)
     monkeypatch.setattr(data, "local_path", lambda name, path=None: None)
 
 

@@ -425,13 +425,13 @@ def test_run_with_undecodable_question_text_creates_nothing(tmp_path, monkeypatc
     fakes.install_fake_entail(monkeypatch)
     fakes.install_fake_generator(monkeypatch)
     fakes.install_fake_dataset(monkeypatch)
-    real = data.load_dataset
+    real = data.dataset_records
 
     def with_surrogate(name, **kw):
         recs = real(name, **kw)
         return [recs[0], replace(recs[1], question="bad \ud800 here"), *recs[2:]]
 
-    monkeypatch.setattr(data, "load_dataset", with_surrogate)
+    monkeypatch.setattr(data, "dataset_records", with_surrogate)
     with pytest.raises(ValueError, match=r"question 'q1' holds text that cannot be encoded as UTF-8"):
         experiment.run_experiment(fakes.run_config(), tmp_path / "run")
     assert not (tmp_path / "run").exists()

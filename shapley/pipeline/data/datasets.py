@@ -291,7 +291,6 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
 
 
 def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> list[Item]:
-    validate.choice(source, DATA_SOURCES, "source")
     if source == "online":
         if path is not None:
             raise ValueError("path is for local files; drop it or use source='local'/'auto'")
@@ -327,10 +326,18 @@ def load_dataset(
     that picks the example pool and orders the evaluation records. ``limit``: keep the first ``limit``
     evaluation records (None: all). ``source``: "auto" | "local" | "online"; ``path``: a local file (see
     module docs). Returns the evaluation records only; the examples never appear among them (CoQA: see
-    module docs).
+    module docs). The arguments are checked here; :func:`dataset_records` loads without checking them.
     """
-    name = _normalise_name(name)
     n_shots, seed = validate.integer(n_shots, "n_shots", minimum=0), validate.integer(seed, "seed", minimum=0)
     limit = None if limit is None else validate.integer(limit, "limit", minimum=0)
-    items = _load_items(name, source, path)
-    return _build_records(name, items, n_shots, seed, limit)
+    validate.choice(source, DATA_SOURCES, "source")
+    return dataset_records(name, limit=limit, n_shots=n_shots, seed=seed, source=source, path=path)
+
+
+def dataset_records(
+    name: str, *, limit: int | None, n_shots: int, seed: int, source: str, path: str | os.PathLike[str] | None
+) -> list[QARecord]:
+    """:func:`load_dataset` for arguments already checked (a run's data settings, checked when they were read);
+    only the dataset's name is checked (and normalised) here."""
+    name = _normalise_name(name)
+    return _build_records(name, _load_items(name, source, path), n_shots, seed, limit)

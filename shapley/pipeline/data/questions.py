@@ -52,7 +52,7 @@ def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]
     questions or a question that cannot be stored as UTF-8."""
     d = config.data
     source = "auto" if d.source == "file" else d.source
-    records = datasets.load_dataset(
+    records = datasets.dataset_records(
         d.dataset, limit=d.limit, n_shots=d.n_shots, seed=config.seed, source=source, path=d.path
     )
     if not records:

@@ -6,12 +6,12 @@ singular under :mod:`shapley.core.entropy`'s rule) the Gaussian entropy, hence t
 ``-inf``: the answers span fewer dimensions than there are answers. The core keeps ``-inf`` (it is the right
 value). A harness needs a number it can rank and average:
 
-* LM-Polygraph (:func:`defined_total`): the ``-inf`` is replaced by the *floored total*, the entropy with every
-  eigenvalue of R below ``eps`` lifted to ``eps`` (``n/2 ln(2 pi e) + 1/2 sum_k ln max(lambda_k, eps)``). It is
-  finite, lower than the total of any R whose eigenvalues are all at least ``eps`` (so a singular question ranks
-  as more certain than those), and it still orders singular questions by how many dimensions collapsed
-  (each lost dimension costs ``1/2 ln eps``, -6.9 nats at the default ``eps = 1e-6``). Non-singular matrices
-  keep their exact total.
+* LM-Polygraph (:func:`defined_total`): the ``-inf`` is replaced by the *singular total* (:func:`singular_total`),
+  which keeps the order of the limit it stands for. ``-inf`` is the limit of near-singular totals (answers that
+  approach identity), so a singular question must rank as more certain than any question with a finite total, and
+  among singular questions the more collapsed dimensions, the more certain. Float64 bounds every finite total of n
+  answers from below by ``n (1/2 ln(2 pi e) + ln 2**-1074)`` (:func:`singular_total` derives it), and the singular
+  total lies below that bound. Non-singular matrices keep their exact total.
 * uqlm (:func:`confidence_from_total`): the confidence map sends ``-inf`` to exactly 1, so no substitute is
   needed there.
 """
@@ -35,6 +35,9 @@ RUN_DEFAULTS = ScoringSettings()
 theirs: the paper's beta, and the PSD policy ``"nearest"`` (a harness run must not stop at the first indefinite
 kernel, and it is the repair our committed runs use)."""
 
+LOG_SMALLEST_DOUBLE = math.log(np.finfo(np.float64).smallest_subnormal)
+"""ln 2**-1074 (about -744.4): the log of the smallest positive float64, the least log of a positive pivot."""
+
 
 def check_settings(beta: Any, psd_policy: Any, eps: Any) -> tuple[float, str, float]:
     """``(beta, psd_policy, eps)`` validated: beta in (0, 1], a policy of ``PSD_POLICIES``, ``0 < eps < 1``."""
@@ -45,25 +48,41 @@ def check_settings(beta: Any, psd_policy: Any, eps: Any) -> tuple[float, str, fl
     )
 
 
-def floored_total(P: ArrayLike, beta: float, psd_policy: str, eps: float = DEFAULT_EPS) -> float:
-    """Entropy (nats) of N(0, R) with R's eigenvalues below ``eps`` lifted to ``eps``; R is the (PSD-handled)
-    kernel of the (n, n) entailment matrix ``P``. Finite for every R.
+def singular_total(P: ArrayLike, beta: float, psd_policy: str, eps: float = DEFAULT_EPS) -> float:
+    """The finite stand-in (nats) for the ``-inf`` total of the (n, n) entailment matrix ``P`` whose (PSD-handled)
+    kernel R is singular: with R's eigenvalues ``lambda_k``, ``m`` of them below ``eps`` (collapsed dimensions),
+
+    ``n (1/2 ln(2 pi e) + LOG_SMALLEST_DOUBLE) + 1/2 sum_k ln(max(lambda_k, eps) / n) - m n/2 ln(n / eps)``.
+
+    It is below every finite total of n answers: the core's is ``n/2 ln(2 pi e) + 1/2 ln det R``, ``ln det R`` a sum
+    of n logs of positive float64 pivots (each at least :data:`LOG_SMALLEST_DOUBLE`) or of squared Cholesky
+    diagonals (at least twice it), plus a scaling term ``n k ln 2 >= 0`` (:mod:`shapley.core.entropy`; ``k >= 0``
+    as R's diagonal is 1), so at least ``n (1/2 ln(2 pi e) + LOG_SMALLEST_DOUBLE)``. R's trace is n, so every
+    ``lambda_k <= n``: each term of the sum is at most 0, and the singular eigenvalue's is negative. The sum exceeds
+    ``-n/2 ln(n / eps)`` (the largest eigenvalue is at least 1), so singular totals order by ``m`` first (more
+    collapsed: lower) and by the eigenvalues within one ``m``.
 
     Examples:
-        >>> P = np.ones((3, 3))  # three identical answers at beta = 1: rank 1, eigenvalues (3, 0, 0)
-        >>> expected = 3 * HALF_LOG_2PIE + 0.5 * (math.log(3) + 2 * math.log(1e-6))
-        >>> abs(floored_total(P, 1.0, "raise") - expected) < 1e-9
+        >>> identical, near = np.ones((3, 3)), np.full((3, 3), 0.9999)  # three answers at beta = 1
+        >>> np.fill_diagonal(near, 1.0)
+        >>> bound = 3 * (HALF_LOG_2PIE + LOG_SMALLEST_DOUBLE)
+        >>> singular_total(identical, 1.0, "raise") < bound < shapley_uncertainty(near, 1.0, psd_policy="raise")
+        True
+        >>> two_groups = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # rank 2: one collapsed
+        >>> singular_total(identical, 1.0, "raise") < singular_total(two_groups, 1.0, "raise") < bound
         True
     """
     R, _ = ensure_psd(kernel_matrix(correlation_matrix(P), beta), psd_policy, eps)
-    lam = np.linalg.eigvalsh(R)
-    return float(R.shape[0] * HALF_LOG_2PIE + 0.5 * np.sum(np.log(np.maximum(lam, eps))))
+    n, lam = R.shape[0], np.linalg.eigvalsh(R)
+    lifted = 0.5 * float(np.sum(np.log(np.maximum(lam, eps) / n)))
+    collapsed = int(np.count_nonzero(lam < eps))
+    return n * (HALF_LOG_2PIE + LOG_SMALLEST_DOUBLE) + lifted - collapsed * n / 2 * math.log(n / eps)
 
 
 def defined_total(P: ArrayLike, beta: float, psd_policy: str, eps: float = DEFAULT_EPS) -> float:
     """The total Shapley uncertainty (nats) of the (n, n) entailment matrix ``P``:
     ``shapley.shapley_uncertainty(P, beta, psd_policy=..., eps=...)`` exactly when it is finite, the
-    :func:`floored_total` when the kernel is singular (module docstring). Never ``-inf`` or NaN.
+    :func:`singular_total` when the kernel is singular (module docstring). Never ``-inf`` or NaN.
 
     Examples:
         >>> P = [[1.0, 1.0, 0.5], [1.0, 1.0, 0.5], [0.5, 0.5, 1.0]]  # the paper's Mozart matrix (Table 1)
@@ -74,7 +93,7 @@ def defined_total(P: ArrayLike, beta: float, psd_policy: str, eps: float = DEFAU
     """
     total = shapley_uncertainty(P, beta, psd_policy=psd_policy, eps=eps)
     if total == -math.inf:
-        return floored_total(P, beta, psd_policy, eps)
+        return singular_total(P, beta, psd_policy, eps)
     return total
 
 

@@ -3,7 +3,7 @@
 * :class:`ShapleyUncertainty`: an ``lm_polygraph.estimators.Estimator`` on ``stats["semantic_matrix_entail"]``
   (batch, n, n), entry [b, i, j] = P(sample i entails sample j). Per question b it returns the total Shapley
   uncertainty in nats, ``shapley.shapley_uncertainty(E[b], beta, psd_policy=..., eps=...)`` (higher = more
-  uncertain, as LM-Polygraph expects); a singular kernel's ``-inf`` becomes the floored total
+  uncertain, as LM-Polygraph expects); a singular kernel's ``-inf`` becomes the singular total
   (:mod:`shapley.integrations.common`), so that PRR and AUROC stay defined. The per-answer Shapley values are
   :meth:`ShapleyUncertainty.shapley_values`. A batch may be ragged (a list of (n_b, n_b) matrices).
 * :func:`load_estimator`: what LM-Polygraph's ``FactoryEstimator`` calls for a module name, so that a
@@ -88,7 +88,7 @@ class ShapleyUncertainty(_Estimator):
         beta: kernel scale in (0, 1] (the paper's 0.5).
         psd_policy: what to do with an indefinite kernel (``shapley.PSD_POLICIES``); by default the pipeline's
             (:data:`shapley.integrations.common.RUN_DEFAULTS`). ``"raise"`` stops the run at the first indefinite one.
-        eps: eigenvalue floor of the PSD repairs and of the singular-kernel floor, ``0 < eps < 1``.
+        eps: eigenvalue floor of the PSD repairs and of the singular total, ``0 < eps < 1``.
 
     ``str(estimator)`` (LM-Polygraph's unique name) carries beta and the policy, e.g. ``Shap_beta0.5_nearest``.
     """

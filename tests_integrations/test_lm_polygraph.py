@@ -16,6 +16,7 @@ from shapley.integrations.lm_polygraph import (  # noqa: E402
     ShapleyUncertainty,
     stat_calculator_container,
 )
+from tests.test_integrations_common import agreeing, identical_first  # noqa: E402
 
 
 def _stats(batch: int = 6, n: int = 5, seed: int = 0) -> dict[str, np.ndarray]:
@@ -97,6 +98,13 @@ def test_singular_kernel_gives_a_finite_lowest_score_and_a_defined_prr():
     assert ue[0] < ue[1] < ue[2:].min()  # more collapsed dimensions: more certain
     prr = PredictionRejectionArea()(ue, np.array([1.0, 1.0, 0.0, 0.5, 0.0]))
     assert math.isfinite(prr)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.parametrize("policy", shapley.PSD_POLICIES)
+def test_identical_answers_rank_at_least_as_certain_as_near_identical(n, policy):
+    estimator = ShapleyUncertainty(beta=1.0, psd_policy=policy)
+    assert identical_first(lambda c: float(estimator({"semantic_matrix_entail": [agreeing(n, c)]})[0]))
 
 
 def test_calculator_fills_our_matrices_and_ragged_lists():

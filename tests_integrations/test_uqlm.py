@@ -13,6 +13,7 @@ pytest.importorskip("uqlm")
 import shapley  # noqa: E402
 from shapley.integrations.common import confidence_from_total  # noqa: E402
 from shapley.integrations.uqlm import ShapleyScorer, add_to_result, entailment_label  # noqa: E402
+from tests.test_integrations_common import identical_first  # noqa: E402
 
 RESPONSES = ["Paris", "Shakespeare"]
 SAMPLED = [["Paris", "Paris.", "Paris, France"], ["Marlowe", "Goethe", "Dickens"]]
@@ -81,6 +82,30 @@ def _fake_nli() -> SimpleNamespace:
         return {"premise": _Texts(premises), "hypothesis": _Texts(hypotheses)}
 
     return SimpleNamespace(model=_FakeModel(), tokenizer=tokenizer)
+
+
+class _ConstantModel(_FakeModel):
+    """P(a => b) = ``c`` for every two different texts."""
+
+    def __init__(self, c: float) -> None:
+        self.c = c
+
+    def __call__(self, premise, hypothesis):
+        import torch
+
+        row = [math.log(self.c), math.log((1 - self.c) / 2), math.log((1 - self.c) / 2)]
+        return SimpleNamespace(logits=torch.tensor([row] * len(premise), dtype=torch.float64))
+
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.parametrize("policy", shapley.PSD_POLICIES)
+def test_identical_answers_are_at_least_as_confident_as_near_identical(n, policy):
+    def uncertainty(c: float) -> float:  # minus the confidence: identical texts when c = 1, n different ones else
+        nli = SimpleNamespace(model=_ConstantModel(c), tokenizer=_fake_nli().tokenizer)
+        texts = [str(i) if c < 1.0 else "Paris" for i in range(n)]
+        return -ShapleyScorer(entailment=nli, beta=1.0, psd_policy=policy).evaluate(texts[:1], [texts[1:]])[0]
+
+    assert identical_first(uncertainty) and uncertainty(1.0) == -1.0
 
 
 def test_an_nli_object_is_read_through_label2id():

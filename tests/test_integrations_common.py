@@ -69,3 +69,13 @@ def test_singular_total_is_below_every_finite_total_and_orders_by_collapsed_dime
     near = [shapley_uncertainty(agreeing(n, 1.0 - 10.0**-k), 1.0) for k in range(1, 9)]  # the last ones: -inf
     assert near == sorted(near, reverse=True)  # the limit: lower as the answers approach identity
     assert all(floor < t for t in near[:6]) and all(math.isfinite(t) for t in near[:6])
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_the_metrics_rank_a_singular_total_below_near_identical_ones(n):
+    """The metrics' stand-in for -inf (``rankable``: below the lowest finite score) keeps the same order."""
+    from shapley.pipeline.evaluate.comparisons import rankable
+
+    u = np.array([shapley_uncertainty(agreeing(n, c), 1.0) for c in (1.0, *NEAR_IDENTICAL)])
+    r, n_inf = rankable(u)
+    assert n_inf == 1 and np.isfinite(r).all() and np.argsort(r).tolist() == [0, 1, 2, 3]

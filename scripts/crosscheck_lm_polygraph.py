@@ -242,7 +242,7 @@ def _freshness(out: Path, seconds: float) -> None:
         "dirty": bool(git("status", "--porcelain", "--", "shapley", "scripts", "pyproject.toml")),
         "seconds": round(seconds, 1),
         "python": sys.version.split()[0],
-        "versions": {p: version(p) for p in ("lm_polygraph", "numpy", "scipy", "torch", "shapley")},
+        "versions": {p: version(p) for p in ("lm_polygraph", "numpy", "scipy", "torch", "shapley-uncertainty")},
         "inputs": [str(p.relative_to(ROOT)) for p in RUNS],
     }
     (out / "freshness.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -19,7 +19,7 @@ from typing import Any
 
 from shapley.pipeline.rundir.settings import REPO_ROOT
 
-VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "transformers", "sentence-transformers", "shapley")
+VERSIONED_PACKAGES = ("numpy", "scipy", "torch", "transformers", "sentence-transformers", "shapley-uncertainty")
 
 SOURCE_PATHS: tuple[str, ...] = (
     "shapley",

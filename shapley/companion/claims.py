@@ -246,10 +246,11 @@ CLAIMS: tuple[Claim, ...] = (
         verdict=lambda facts: CONTRADICTED if facts.get("psd05_not") else NOT_HERE,
         note="Our judges are not the paper's. Of the kernel matrices at beta = 0.5 (all questions of {psd05_runs} "
         "runs, at most {psd05_max_n} answers), {psd05_judges} are not PSD. That settles nothing here: the "
-        "embedding stand-in (clipped cosine of unit vectors) can produce an indefinite R at these sizes. A "
-        "seeded search found {cos_witness_n} unit vectors in {cos_witness_dim} dimensions whose R has smallest "
-        "eigenvalue {cos_witness_min:.4f} (searched: n = {cos_sizes} in {cos_dim_min} to {cos_dim_max} "
-        "dimensions), while a search in R^n stopped at {cos_search_min:.3f} for n = {cos_search_n}: a search that "
+        "embedding stand-in (clipped cosine of unit vectors) can produce an indefinite R, though the only witness "
+        "found has {cos_witness_n} answers (our runs have at most {psd05_max_n}): a seeded search found "
+        "{cos_witness_n} unit vectors in {cos_witness_dim} dimensions whose R has smallest eigenvalue "
+        "{cos_witness_min:.4f} (searched: n = {cos_sizes} in {cos_dim_min} to {cos_dim_max} dimensions), while a "
+        "search in R^n stopped at {cos_search_min:.3f} for n = {cos_search_n}: a search that "
         "finds no failure bounds nothing. Caveat, proved: for a general entailment matrix, beta*(n) < 0.5 from "
         "n = {psd05_first_n} on (beta*({psd05_first_n}) = {beta_star8:.3f}), so no beta = 0.5 guarantee holds "
         "from that size. An indefinite matrix in a run would contradict the claim.",

@@ -33,15 +33,8 @@ def fits(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 RECORD = page_records.PageRecord(
     path="companion/mozart.json",
     module=__spec__.name,
-    modules=(
-        "shapley.companion.mozart",
-        "shapley.companion.reported",
-        "shapley.core.entropy",
-        "shapley.core.kernel",
-        "shapley.core.psd",
-        "shapley.core.validate",
-    ),
     compute=compute,
+    check=page_records.has_keys(fits=list),
     summary=lambda record: f"one beta fits both tables under {[r['key'] for r in record['fits'] if r['beta_both']]}",
     settings={"beta_grid_points": 600},
 )

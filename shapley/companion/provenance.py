@@ -4,8 +4,8 @@ the runs share, and whether its derived files still match its stage files.
 That last verdict is :func:`shapley.pipeline.rundir.derived.derived_status`, which re-reads every record of a run
 and hashes its canonical JSON: a tenth of a second to a quarter per run, two seconds for the results page's
 provenance table. :data:`RECORD` (``results/companion/derived_status.json``, written by ``python -m
-shapley.companion.provenance`` after the runs in ``make results``) holds it for every run, with each run's files
-that git would commit as its inputs (its ``config.json``, ``derived.json``, compact copy, derived files, and the
+shapley.companion.provenance`` after the runs in ``make results``) holds it for every run that git tracks, with
+each run's tracked files as its inputs (its ``config.json``, ``derived.json``, compact copy, derived files, and the
 JSONL stage files where those are committed). :func:`derived_status` answers from the record when it is fresh and
 recomputes otherwise: a stale or missing record costs time, never a wrong verdict. A local edit of a git-ignored
 JSONL stage file that leaves the compact copy as it was is not seen by the record (the run rewrites its compact copy
@@ -215,34 +215,37 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
     return stale, bool(status) and all(s == "fresh" for s in status.values())
 
 
-def _runs(results: Path) -> list[str]:
-    """The runs under ``results`` (paths relative to it): the folders with a ``derived.json`` and a config."""
-    found = (p.parent for p in results.rglob(derived.DERIVED_FILE))
-    return sorted(run.relative_to(results).as_posix() for run in found if (run / "config.json").is_file())
-
-
-def _inputs(results: Path) -> list[str]:
-    runs = set(_runs(results))
-    return [p for p in page_records.committed_files(results) if Path(p).parent.as_posix() in runs]
+def _runs(results: Path) -> dict[str, list[str]]:
+    """The runs under ``results`` whose ``derived.json`` and ``config.json`` git tracks (paths relative to
+    ``results``), each with its tracked files: the record fingerprints those, and holds the verdicts of those runs
+    only."""
+    runs: dict[str, list[str]] = {}
+    for path in page_records.committed_files(results):
+        runs.setdefault(Path(path).parent.as_posix(), []).append(path)
+    needed = {derived.DERIVED_FILE, "config.json"}
+    return {run: files for run, files in runs.items() if needed <= {Path(f).name for f in files}}
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
-    """The record's numbers: the derived statuses of each run under ``results``."""
+    """The record's numbers: the derived statuses of each tracked run under ``results``."""
     return {"runs": {rel: derived.derived_status(results / rel) for rel in _runs(results)}}
+
+
+def _check(record: Mapping[str, Any]) -> None:
+    """Raise unless ``runs`` maps each run to {derived file: status}, all strings."""
+    page_records.has_keys(runs=dict)(record)
+    for run, status in record["runs"].items():
+        if not isinstance(status, dict) or not all(isinstance(v, str) for v in status.values()):
+            raise TypeError(f"the statuses of run {run!r} are not an object of strings")
 
 
 RECORD = page_records.PageRecord(
     path="companion/derived_status.json",
     module=__spec__.name,
-    modules=(
-        "shapley.pipeline.rundir.derived",
-        "shapley.pipeline.rundir.jsonl",
-        "shapley.pipeline.rundir.store",
-        "shapley.pipeline.rundir.settings",
-    ),
     compute=compute,
     summary=lambda record: f"{len(record['runs'])} runs",
-    inputs=_inputs,
+    inputs=lambda results: [f for files in _runs(results).values() for f in files],
+    check=_check,
 )
 
 

@@ -144,7 +144,14 @@ them."""
 
 
 def _swept(results: Path) -> list[str]:
-    return [rel for rel in RUNS if (results / rel / "beta_sweep.csv").is_file()]
+    """The runs of :data:`RUNS` with a beta sweep whose :data:`INPUT_FILES` git tracks: the record fingerprints
+    those files and holds these runs only."""
+    tracked = set(page_records.committed_files(results))
+    return [
+        rel
+        for rel in RUNS
+        if (results / rel / "beta_sweep.csv").is_file() and all(f"{rel}/{name}" in tracked for name in INPUT_FILES)
+    ]
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -153,20 +160,25 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     return {"scores": {rel: dataclasses.asdict(s) for rel, s in scores.items()}}
 
 
+def _check(record: Mapping[str, Any]) -> None:
+    """Raise unless ``scores`` maps each run to the fields of :class:`InfiniteScores`, counts as int and the rest
+    as numbers."""
+    page_records.has_keys(scores=dict)(record)
+    types = {f.name: int if f.type == "int" else (int, float) for f in dataclasses.fields(InfiniteScores)}
+    for run, scores in record["scores"].items():
+        if not isinstance(scores, dict) or scores.keys() != types.keys():
+            raise TypeError(f"the scores of run {run!r} do not hold the fields {sorted(types)}")
+        page_records.has_keys(**types)(scores)
+
+
 RECORD = page_records.PageRecord(
     path="companion/infinite_scores.json",
     module=__spec__.name,
-    modules=(
-        "shapley.companion.singular_results",
-        "shapley.pipeline.evaluate.metrics",
-        "shapley.core.kernel",
-        "shapley.core.entropy",
-        "shapley.core.psd",
-    ),
     compute=compute,
     summary=lambda record: f"runs {sorted(record['scores'])} at beta = {BETA:g}",
     settings={"beta": BETA, "runs": list(RUNS)},
     inputs=lambda results: [f"{rel}/{name}" for rel in _swept(results) for name in INPUT_FILES],
+    check=_check,
 )
 
 

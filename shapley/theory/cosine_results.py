@@ -49,8 +49,8 @@ def witness_vectors(record: Mapping[str, Any]) -> NDArray[np.float64]:
 RECORD = page_records.PageRecord(
     path="theory/cosine_search.json",
     module=__spec__.name,
-    modules=("shapley.theory.cosine", "shapley.core.kernel", "shapley.core.validate"),
     compute=compute,
+    check=page_records.has_keys(sweep=list, dimension_search=list, witness=dict),
     summary=lambda record: "witness n = {n}, dim = {dim}, lambda_min(R_{beta:g}) = {min_eig_R:.5f}".format(
         **record["witness"]
     ),

@@ -103,17 +103,8 @@ def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
 RECORD = page_records.PageRecord(
     path="theory/properties_searches.json",
     module=__spec__.name,
-    modules=(
-        "shapley.theory.search",
-        "shapley.theory.properties",
-        "shapley.theory.propositions",
-        "shapley.theory.worstcase",
-        "shapley.core.entropy",
-        "shapley.core.kernel",
-        "shapley.core.psd",
-        "shapley.core.validate",
-    ),
     compute=compute,
+    check=page_records.has_keys(searches=dict, chain_rule=dict),
     summary=lambda record: (
         "counterexamples found by " + (", ".join(k for k, e in record["searches"].items() if e["found"]) or "no search")
     ),

@@ -4,15 +4,17 @@
 A record is declared once, as a :class:`PageRecord` in the module that computes it; ``python -m MODULE`` writes it
 (:meth:`PageRecord.main`), and a page only reads it (:meth:`PageRecord.load`) and says whether it is stale
 (:meth:`PageRecord.status`). Each record holds a ``freshness`` block: the ``settings`` it ran with, the SHA-256 of
-the ``code`` of each module that determines its numbers, and that of each of its ``inputs``, the files it was
-computed from (by path under the results folder). Inputs are files git would commit, so that a clean clone finds
-every record fresh.
+the ``code`` of every module of the package that its module imports, directly or not (:func:`import_closure`), and
+that of each of its ``inputs``, the files it was computed from (by path under the results folder). Inputs are
+files git tracks, so that a clean clone finds every record fresh. A record that cannot be read, or whose blocks or
+numbers have the wrong shape, counts as missing; every record is written atomically (:func:`write_files`).
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,13 +29,75 @@ T = TypeVar("T")
 RESULTS = Path("results")
 """The results folder, relative to the repository root (where ``make`` runs)."""
 
+PACKAGE = Path(__file__).resolve().parents[1]
+"""The folder of the ``shapley`` package, whose modules :func:`import_closure` follows and :func:`source_digests`
+hashes."""
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+def _sha256(path: Path) -> str | None:
+    """The SHA-256 of the file ``path``, None when there is no such file."""
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def source_digests(modules: Iterable[str]) -> dict[str, str]:
-    """The SHA-256 of the source file of each of ``modules`` (dotted names), by name.
+def module_source(name: str) -> Path | None:
+    """The source file of the package's module ``name`` (dotted, e.g. ``shapley.core.psd``) under
+    :data:`PACKAGE`, None when ``name`` is not one (a function or class imported from a module, or another
+    package's module).
+
+    Examples:
+        >>> module_source("shapley.core.psd").relative_to(PACKAGE).as_posix(), module_source("numpy")
+        ('core/psd.py', None)
+    """
+    head, *parts = name.split(".")
+    if head != PACKAGE.name:
+        return None
+    base = PACKAGE.joinpath(*parts)
+    for path in (base.with_name(base.name + ".py") if parts else None, base / "__init__.py"):
+        if path is not None and path.is_file():
+            return path
+    return None
+
+
+def _imported(name: str, path: Path) -> set[str]:
+    """The dotted names of the package's modules that the module ``name`` (source ``path``) imports anywhere in
+    its code: ``from P import x`` names ``P.x`` when that is a module, else ``P``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            found |= {f"{base}.{a.name}" if module_source(f"{base}.{a.name}") else base for a in node.names}
+    return {m for m in found if module_source(m) is not None}
+
+
+def import_closure(*roots: str) -> list[str]:
+    """``roots`` and every module of the package that they import, directly or through each other, sorted: the
+    code that determines what a computation in ``roots`` returns.
+
+    Examples:
+        >>> "shapley.core.psd" in import_closure("shapley.theory.psd_results")
+        True
+    """
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        path = module_source(name)
+        if path is None:
+            raise ValueError(f"{name!r} is not a module of the {PACKAGE.name} package")
+        if name not in seen:
+            seen.add(name)
+            todo.extend(sorted(_imported(name, path) - seen))
+    return sorted(seen)
+
+
+def source_digests(modules: Iterable[str]) -> dict[str, str | None]:
+    """The SHA-256 of the source file of each of the package's ``modules`` (dotted names), by name.
 
     Examples:
         >>> [len(sha) for sha in source_digests(["shapley.theory.page_records"]).values()]
@@ -41,21 +105,69 @@ def source_digests(modules: Iterable[str]) -> dict[str, str]:
     """
     digests = {}
     for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
+        path = module_source(name)
+        if path is None:
             raise ValueError(f"no source file for module {name!r}")
-        digests[name] = _sha256(Path(spec.origin))
+        digests[name] = _sha256(path)
     return digests
 
 
 def committed_files(folder: Path) -> list[str]:
-    """The files under ``folder`` (paths relative to it) that git would commit: tracked, or new and not ignored.
-    Outside a git repository, every file but hidden ones (a run's ``.lock``)."""
-    git = ["git", "-C", str(folder), "ls-files", "--cached", "--others", "--exclude-standard"]
+    """The files under ``folder`` (paths relative to it, sorted) that git tracks and that are there. Outside a git
+    repository, every file but hidden ones (a run's ``.lock``)."""
+    git = ["git", "-C", str(folder), "ls-files", "--cached", "-z"]
     listed = subprocess.run(git, capture_output=True, text=True)
     if listed.returncode == 0:
-        return sorted(set(listed.stdout.splitlines()))
+        return sorted({p for p in listed.stdout.split("\0") if p and (folder / p).is_file()})
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name[0] != ".")
+
+
+def write_files(texts: Mapping[Path, str]) -> None:
+    """Write each text to its path (UTF-8), all together or none: every text goes to a temporary file in its
+    path's folder first, and only when all are written does each replace its file (``os.replace``, atomic per
+    file); a failure before that leaves every file as it was and no temporary file behind."""
+    temps: dict[Path, Path] = {}
+    try:
+        for path, text in texts.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temps[path] = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+            with open(temps[path], "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for path, tmp in temps.items():
+            os.replace(tmp, path)
+    finally:
+        for tmp in temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def has_keys(**types: type | tuple[type, ...]) -> Callable[[Mapping[str, Any]], None]:
+    """A :attr:`PageRecord.check` that the record holds each key of ``types`` with a value of that JSON type.
+
+    Examples:
+        >>> has_keys(runs=dict)({"runs": []})
+        Traceback (most recent call last):
+        ...
+        TypeError: 'runs' holds a list, not dict
+    """
+
+    def check(record: Mapping[str, Any]) -> None:
+        for key, kind in types.items():
+            if not isinstance(record[key], kind):
+                names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+                raise TypeError(f"{key!r} holds a {type(record[key]).__name__}, not {names}")
+
+    return check
+
+
+def _check_envelope(record: Any) -> None:
+    """Raise unless ``record`` is an object with the command, seconds and freshness block that every record has."""
+    if not isinstance(record, dict):
+        raise TypeError(f"the record is a {type(record).__name__}, not an object")
+    has_keys(command=str, seconds=(int, float), freshness=dict)(record)
+    has_keys(settings=object, code=dict, inputs=dict)(record["freshness"])
 
 
 def _plain(value: Any) -> Any:
@@ -77,11 +189,11 @@ class PageRecord:
     """One committed page record: where it lives, what determines it and how it is computed.
 
     Examples:
-        >>> toy = PageRecord("theory/toy.json", "toy", ("shapley.theory.page_records",), lambda settings, results: {},
+        >>> toy = PageRecord("theory/toy.json", "shapley.theory.page_records", lambda settings, results: {},
         ...                  lambda record: "", settings={"x": 1})
         >>> record = {"freshness": toy.freshness(RESULTS)}
-        >>> toy.stale_reasons(record, RESULTS), toy.command
-        ([], 'python -m toy')
+        >>> toy.stale_reasons(record, RESULTS), toy.command, toy.code_modules
+        ([], 'python -m shapley.theory.page_records', ['shapley.theory.page_records'])
         >>> toy.stale_reasons({"freshness": {**record["freshness"], "settings": {"x": 2}}}, RESULTS)
         ['settings differ: recorded {"x": 2}, now {"x": 1}']
     """
@@ -90,9 +202,7 @@ class PageRecord:
     """The record's path under the results folder, e.g. ``theory/psd_searches.json``."""
     module: str
     """The module that declares it, which ``python -m`` runs to write it (``__spec__.name`` there: ``__name__``
-    reads ``'__main__'`` under ``python -m``)."""
-    modules: tuple[str, ...]
-    """The modules whose code determines its numbers."""
+    reads ``'__main__'`` under ``python -m``). Its import closure is the code that determines the numbers."""
     compute: Callable[[Mapping[str, Any], Path], dict[str, Any]]
     """(settings, results folder) -> the record's numbers, ready for JSON."""
     summary: Callable[[Mapping[str, Any]], str]
@@ -100,44 +210,64 @@ class PageRecord:
     settings: Mapping[str, Any] = field(default_factory=dict)
     """The settings the committed record must have been computed with."""
     inputs: Callable[[Path], Iterable[str]] = lambda results: ()
-    """The results folder -> the committed files (paths under it) the numbers are computed from."""
+    """The results folder -> the files git tracks there (paths under it) that the numbers are computed from."""
+    check: Callable[[Mapping[str, Any]], None] = lambda record: None
+    """Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a record's numbers do not have the shape its
+    readers expect (e.g. :func:`has_keys`); such a record counts as missing."""
+    modules: tuple[str, ...] = ()
+    """Further modules whose import closure determines the numbers, for a computation that reaches code other
+    than through :attr:`module`'s imports (none of the package's records needs one)."""
 
     @property
     def command(self) -> str:
         """The command that writes the record under ``results``."""
         return f"python -m {self.module}"
 
+    @property
+    def code_modules(self) -> list[str]:
+        """The modules whose source the ``code`` digests cover: :func:`import_closure` of :attr:`module` and
+        :attr:`modules`."""
+        return import_closure(self.module, *self.modules)
+
     def freshness(self, results: Path, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The freshness block of the record computed now from ``results`` with ``settings`` (default
-        :attr:`settings`; as JSON reads them back)."""
+        :attr:`settings`; as JSON reads them back). A missing input's digest is None."""
         return {
             "settings": json.loads(json.dumps(self.settings if settings is None else settings)),
-            "code": source_digests(self.modules),
+            "code": source_digests(self.code_modules),
             "inputs": {path: _sha256(results / path) for path in self.inputs(results)},
         }
 
     def write(self, results: str | os.PathLike[str] = RESULTS, settings: Mapping[str, Any] | None = None) -> Path:
-        """Compute the record from ``results`` with ``settings`` (default :attr:`settings`) and write it, with
-        the command, its freshness block and the seconds the computation took, to the file :attr:`path` under
-        ``results``."""
+        """Compute the record from ``results`` with ``settings`` (default :attr:`settings`) and write it
+        atomically, with the command, its freshness block and the seconds the computation took, to the file
+        :attr:`path` under ``results``."""
         root, settings = Path(results), self.settings if settings is None else settings
         block = self.freshness(root, settings)  # the inputs as they are read
         numbers, seconds = timed(self.compute, settings, root)
         record = {"command": self.command, "freshness": block, "seconds": round(seconds, 1)}
         path = root / self.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({**record, **numbers}, indent=1, default=_plain) + "\n")
+        write_files({path: json.dumps({**record, **numbers}, indent=1, default=_plain) + "\n"})
         return path
 
     def load(self, path: str | os.PathLike[str]) -> dict[str, Any]:
-        """The record at ``path``: the file itself or the folder holding it. A missing record raises
+        """The record at ``path``: the file itself or the folder holding it. A missing record, or one that cannot
+        be read or has the wrong shape (a truncated file, a missing key, a wrong type), raises
         ``FileNotFoundError`` naming the command that writes it."""
         p = Path(path)
         p = p / Path(self.path).name if p.is_dir() else p
+        again = f"run `make theory-results` ({self.command})"
         if not p.is_file():
-            raise FileNotFoundError(f"{p} is missing: run `make theory-results` ({self.command})")
-        record: dict[str, Any] = json.loads(p.read_text())
-        return record
+            raise FileNotFoundError(f"{p} is missing: {again}")
+        try:
+            record = json.loads(p.read_text(encoding="utf-8"))
+            _check_envelope(record)
+            self.check(record)
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise FileNotFoundError(
+                f"{p} is unreadable ({type(exc).__name__}: {exc}), as good as missing: {again}"
+            ) from exc
+        return dict(record)
 
     def stale_reasons(self, record: Mapping[str, Any], results: str | os.PathLike[str]) -> list[str]:
         """Why ``record`` no longer stands for what the code computes now from the results folder ``results``:
@@ -158,9 +288,11 @@ class PageRecord:
 
     def fresh(self, results: str | os.PathLike[str]) -> dict[str, Any] | None:
         """The record under the results folder ``results`` when it is there and fresh, else None."""
-        path = Path(results) / self.path
-        record = self.load(path) if path.is_file() else None
-        return record if record is not None and not self.stale_reasons(record, results) else None
+        try:
+            record = self.load(Path(results) / self.path)
+        except FileNotFoundError:
+            return None
+        return record if not self.stale_reasons(record, results) else None
 
     def status(self, record: Mapping[str, Any], results: str | os.PathLike[str]) -> str:
         """The line a page prints about ``record``: where it is, the seconds it took, its command, and fresh or

@@ -56,8 +56,8 @@ def hypothesis_record(settings: Mapping[str, Any]) -> dict[str, Any]:
 RECORD = page_records.PageRecord(
     path="theory/psd_searches.json",
     module=__spec__.name,
-    modules=("shapley.theory.worstcase", "shapley.theory.search", "shapley.core.kernel", "shapley.core.validate"),
     compute=lambda settings, results: {"checks": check_rows(settings), "hypothesis": hypothesis_record(settings)},
+    check=page_records.has_keys(checks=list, hypothesis=dict),
     summary=lambda record: f"first failing n = {(record['hypothesis']['first'] or {}).get('n')}",
     settings={
         "beta": 0.5,

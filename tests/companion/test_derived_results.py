@@ -4,6 +4,8 @@ and the code are unchanged, recomputed otherwise, never a verdict that a recompu
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,7 @@ def test_a_changed_file_or_code_sends_the_check_back_to_the_stage_files(results:
     assert provenance.derived_status(run)["metrics.csv"].startswith("stale")
     metrics.write_text(metrics.read_text()[:-1])
     assert RECORD.fresh(results) is not None
-    assert dataclasses.replace(RECORD, modules=("shapley.theory.page_records",)).fresh(results) is None
+    assert dataclasses.replace(RECORD, modules=("shapley.theory.worstcase",)).fresh(results) is None
 
 
 def test_a_recorded_verdict_is_never_read_for_a_derived_file_the_record_did_not_see(results: Path, monkeypatch):
@@ -66,3 +68,33 @@ def test_no_record_means_a_recomputation(results: Path):
     with pytest.raises(FileNotFoundError, match="companion.provenance"):
         RECORD.load(results / RECORD.path)
     assert provenance.derived_status(run) == derived.derived_status(run)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text[: len(text) // 2],
+        lambda text: text.replace('"runs"', '"run"'),
+        lambda text: text.replace('"fresh"', "1", 1),
+    ],
+    ids=["truncated", "missing-key", "wrong-type"],
+)
+def test_a_malformed_record_means_a_recomputation(results: Path, damage):
+    run = results / "toy" / "run"
+    path = RECORD.write(results)
+    path.write_text(damage(path.read_text()))
+    assert RECORD.fresh(results) is None
+    assert provenance.derived_status(run) == derived.derived_status(run)
+
+
+def test_the_record_holds_only_the_runs_whose_files_git_tracks(results: Path):
+    other = results / "toy" / "other"
+    shutil.copytree(results / "toy" / "run", other)
+    subprocess.run(["git", "init", "-q", str(results)], check=True)
+    subprocess.run(["git", "-C", str(results), "add", "toy/run"], check=True)
+    record = RECORD.load(RECORD.write(results))
+    assert list(record["runs"]) == ["toy/run"]
+    assert all(p.startswith("toy/run/") for p in record["freshness"]["inputs"])
+    # the untracked run is recomputed, never read from a record that did not fingerprint its files
+    (other / "metrics.csv").write_text((other / "metrics.csv").read_text() + "\n")
+    assert provenance.derived_status(other)["metrics.csv"].startswith("stale")

@@ -27,5 +27,5 @@ def test_the_committed_record_is_fresh_and_fits_what_the_verdict_says(monkeypatc
     assert [r["key"] for r in mozart_results.fits(rec) if r["beta_both"]] == ["likelihood_weighted"]
     monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
     assert RECORD.stale_reasons(rec, REPO_ROOT / "results") == [
-        f"code changed since the record was computed: {', '.join(sorted(RECORD.modules))}"
+        f"code changed since the record was computed: {', '.join(RECORD.code_modules)}"
     ]

@@ -37,5 +37,5 @@ def test_the_record_goes_stale_with_its_settings_or_code(monkeypatch):
     rec = {"freshness": RECORD.freshness(RESULTS)}
     monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
     assert RECORD.stale_reasons(rec, RESULTS) == [
-        f"code changed since the record was computed: {', '.join(sorted(RECORD.modules))}"
+        f"code changed since the record was computed: {', '.join(RECORD.code_modules)}"
     ]

@@ -577,9 +577,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", action="store_true", help="first check every selection passes unmutated")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = ap.parse_args(argv)
+    layers = {m.id: m.layer for m in MUTANTS}
+    unknown = [i for i in args.only or () if i not in layers]
+    if unknown:
+        ap.error(f"unknown mutant id(s): {', '.join(unknown)} (--list shows them)")
+    elsewhere = [f"{i} is in layer {layers[i]}" for i in args.only or () if args.layer and layers[i] != args.layer]
+    if elsewhere:
+        ap.error(f"--layer {args.layer} leaves out what --only asks for: {'; '.join(elsewhere)}")
     chosen = [m for m in MUTANTS if (not args.only or m.id in args.only) and (not args.layer or m.layer == args.layer)]
-    if args.only and len(chosen) != len(set(args.only)):
-        ap.error(f"unknown mutant id among {args.only}")
     if args.list:
         for m in chosen:
             print(f"{m.layer:9s} {m.id}: {' '.join(m.tests)}{'  [equivalent]' if m.equivalent else ''}")

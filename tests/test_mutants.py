@@ -37,3 +37,22 @@ def test_each_snippet_occurs_exactly_once_and_is_changed(mutant):
     assert mutant.after != mutant.before
     paths = [t for t in mutant.tests if t.startswith("tests/")]
     assert paths and all((ROOT / p.split("::")[0]).is_file() for p in paths), mutant.tests
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--only", "kernel-no-half", "--layer", "pipeline"], "kernel-no-half is in layer core"),
+        (["--only", "no-such-mutant"], "unknown mutant id(s): no-such-mutant"),
+        (["--only", "kernel-no-half", "no-such-mutant", "--layer", "core"], "unknown mutant id(s): no-such-mutant"),
+    ],
+)
+def test_the_parser_refuses_ids_it_cannot_run_and_says_why(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        MOD.main([*argv, "--list"])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_known_id_in_its_own_layer_is_listed(capsys):
+    assert MOD.main(["--only", "kernel-no-half", "--layer", "core", "--list"]) == 0
+    assert "kernel-no-half" in capsys.readouterr().out

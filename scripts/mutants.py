@@ -120,6 +120,13 @@ MUTANTS: tuple[Mutant, ...] = (
         (T_VERD, "-k", "paper_way_round"),
     ),
     Mutant(
+        "verdict-facts-relative-gap-swapped-negated",
+        "companion",
+        '"t4_nq_gap_rel": relative_gap(nq["Shap"], nq["NE"]),',
+        '"t4_nq_gap_rel": -relative_gap(nq["NE"], nq["Shap"]),',
+        (T_VERD, "-k", "paper_way_round"),
+    ),
+    Mutant(
         "relative-gap-formula",
         "companion",
         "    return 100.0 * (value / base - 1.0)\n",
@@ -183,6 +190,13 @@ MUTANTS: tuple[Mutant, ...] = (
         (T_CORE, "-k", "beyond_the_exact"),
     ),
     # ---------------------------------------------------------------- core: estimates and their errors
+    Mutant(
+        "quantile-mcse-order-statistic-rounded-to-even",
+        "core",
+        "mm = min(max(int(math.floor(q * n + 0.5)), 2), n - 1)",
+        "mm = min(max(int(round(q * n)), 2), n - 1)",
+        (T_METRICS, "-k", "maritz or half_up"),
+    ),
     Mutant(
         "mc-se-no-sqrt-n",
         "core",
@@ -401,6 +415,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "pipeline",
         "return int(np.argmax(metrics.round_scores(mean_to_others)))",
         "return int(np.argmin(metrics.round_scores(mean_to_others)))",
+        ("tests/pipeline/test_selection.py",),
+    ),
+    Mutant(
+        "selection-medoid-counts-itself",
+        "pipeline",
+        "mean_to_others = (W.sum(axis=1) - np.diag(W)) / (n - 1)",
+        "mean_to_others = W.sum(axis=1) / n",
         ("tests/pipeline/test_selection.py",),
     ),
     Mutant(

@@ -443,3 +443,33 @@ def test_facts_are_numbers_and_absent_ones_read_na():
     )
     assert verdicts.fill("{t4_squad_d8b_above:.3f}", f) == "SE (0.792) and DSE (0.797)"
     assert verdicts.fill("{a}, {b:.1f}", {"a": (), "b": float("nan")}) == "n/a, n/a"
+
+
+def test_the_table5_interval_width_is_the_median_of_an_even_count_by_its_definition(tmp_path, monkeypatch):
+    """t5_ci, the median width of the Table 5 intervals at the betas where every R is PSD: on an even number of
+    widths it is the mean of the middle two (statistics.median), not the lower or upper one."""
+    import statistics
+
+    from shapley.companion import singular_results, tables
+
+    betas = [b for b, _ in paper.TABLE5_ROUND1]
+    widths = [0.01 * (k + 1) ** 2 for k in range(len(betas) - 2)] + [0.5, 0.5]  # the last two are not all PSD
+    sweep = pd.DataFrame(
+        {
+            "beta": betas,
+            "auroc": 0.7,
+            "auroc_lo": 0.1,
+            "auroc_hi": [0.1 + w for w in widths],
+            "n": 10,
+            "n_not_psd": [0] * (len(betas) - 2) + [1, 2],
+        }
+    )
+    run = tmp_path / "triviaqa_llama13b" / "minilm_n10"
+    run.mkdir(parents=True)
+    (run / "beta_sweep.csv").write_text("")
+    monkeypatch.setattr(tables, "beta_ablation", lambda runs: sweep)
+    counts = singular_results.InfiniteScores(1.0, 10, 0, 0, 0, 0, 0, 0.5, 0.5)
+    monkeypatch.setattr(singular_results, "infinite_scores", lambda *args: counts)
+    ok = widths[: len(betas) - 2]
+    assert len(ok) % 2 == 0 and statistics.median(ok) not in ok
+    assert verdicts.results_page_facts(tmp_path)["t5_ci"] == pytest.approx(statistics.median(ok), rel=1e-12)

@@ -124,8 +124,8 @@ def _pair_signs(v: NDArray[np.float64]) -> NDArray[np.int64]:
 
 def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
     """Kendall's tau-b of two (m,) vectors: (concordant - discordant pairs) / sqrt(pairs untied in x) / sqrt(pairs
-    untied in y), counting all m(m-1)/2 pairs (O(m^2) memory: meant for a few dozen methods, not for questions).
-    NaN when either vector is constant.
+    untied in y), counting all m(m-1)/2 pairs i < j (O(m^2) memory: meant for a few dozen methods, not for
+    questions); a pair (i, i) would be tied in both and change nothing. NaN when either vector is constant.
 
     Examples:
         >>> round(kendall_tau_b([1.0, 2.0, 3.0, 4.0], [10.0, 30.0, 20.0, 40.0]), 6)  # (5 - 1) / 6

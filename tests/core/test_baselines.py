@@ -233,6 +233,20 @@ def test_eigv_counts_blocks():
     assert B.degree(W) == pytest.approx(1 - (3 * 3 + 2 * 2) / 25)
 
 
+def test_the_diagonal_counts_in_the_degree_and_cancels_in_kle():
+    """Degree: 1 - (sum over all n^2 pairs (i, j), i = j included) / n^2, computed pair by pair on a W whose
+    diagonal is not 1 (leaving the diagonal out gives another value); KLE: the diagonal cancels in L = D - W."""
+    W = np.array([[0.6, 0.8, 0.1], [0.8, 0.3, 0.5], [0.1, 0.5, 0.9]])
+    n = len(W)
+    with_diagonal = 1 - sum(W[i, j] for i in range(n) for j in range(n)) / n**2
+    without = 1 - sum(W[i, j] for i in range(n) for j in range(n) if i != j) / n**2
+    assert B.degree(W) == pytest.approx(with_diagonal) and with_diagonal != pytest.approx(without)
+    other = W.copy()
+    np.fill_diagonal(other, 1.0)
+    assert B.kernel_language_entropy(other) == pytest.approx(B.kernel_language_entropy(W), rel=1e-12)
+    assert B.degree(other) != pytest.approx(B.degree(W))
+
+
 def test_eccentricity_k_argument():
     W = np.zeros((4, 4))
     W[:2, :2] = 1.0

@@ -50,6 +50,21 @@ def test_auarc_and_prr():
     assert metrics.auarc([0.0], [True]) == 1.0
 
 
+def test_auarc_with_partial_ties_is_the_mean_over_every_order_of_the_ties():
+    """The rejection curve's order rule: the k most certain answers, a tie group in expectation over its orders,
+    computed here by enumerating every order within the tie groups (ties that straddle a cut-off change it)."""
+    u = np.array([2.0, 1.0, 0.0, 1.0, 2.0, 1.0])
+    c = np.array([True, False, True, True, False, False])
+    curves = []
+    for order in itertools.permutations(range(u.size)):
+        if all(u[a] <= u[b] for a, b in itertools.pairwise(order)):  # most certain (lowest u) first
+            kept = c[list(order)].astype(float)
+            curves.append(np.mean(np.cumsum(kept) / np.arange(1, u.size + 1)))
+    assert len(curves) == 3 * 2 * 2  # the tie groups' orders: 3! * 2!
+    assert metrics.auarc(u, c) == pytest.approx(np.mean(curves), rel=1e-12)
+    assert len(set(np.round(curves, 12))) > 1  # the tie rule matters here
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="same length"):
         metrics.auroc([0.1, 0.2], [1])
@@ -90,6 +105,27 @@ def test_bootstrap_ci_is_the_percentile_interval_of_the_resampled_metric():
     for alpha in (0.05, 0.2):
         expected = tuple(float(x) for x in np.quantile(s, [alpha / 2.0, 1.0 - alpha / 2.0]))
         assert metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=200, alpha=alpha, seed=3) == expected
+
+
+def _linear_quantile(x, q: float) -> float:
+    """The q-quantile of x by linear interpolation between order statistics at position (m - 1) q (numpy's default,
+    Hyndman & Fan's type 7), written out."""
+    x, h = sorted(x), (len(x) - 1) * q
+    k = math.floor(h)
+    return x[k] if k + 1 == len(x) else x[k] + (h - k) * (x[k + 1] - x[k])
+
+
+def test_bootstrap_ci_ends_interpolate_between_order_statistics():
+    """With 101 resamples and alpha = 0.05 the ends sit half-way between two order statistics (positions 2.5 and
+    97.5): another index or rounding rule (nearest, lower, (m + 1) q) gives other ends."""
+    rng = np.random.default_rng(5)
+    c = rng.random(40) < 0.5
+    u = rng.normal(size=40) - c
+    rows = np.random.default_rng(3).integers(0, 40, (101, 40))
+    s = [metrics.auroc(u[r], c[r]) for r in rows]
+    lo, hi = metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=101, alpha=0.05, seed=3)
+    assert (lo, hi) == pytest.approx((_linear_quantile(s, 0.025), _linear_quantile(s, 0.975)), rel=1e-12)
+    assert sorted(s)[2] < lo < sorted(s)[3] and sorted(s)[97] < hi < sorted(s)[98]
 
 
 # --- paired comparisons (issue 11, part 2) ----------------------------------------------------------
@@ -356,3 +392,14 @@ def test_quantile_mcse_matches_scipy_maritz_jarrett(seed):
     x = np.random.default_rng(seed).gamma(2.0, size=400)  # skewed: the centring term matters
     for q in (0.025, 0.1, 0.5, 0.9, 0.975):
         assert metrics.quantile_mcse(x, q) == pytest.approx(float(mjci(x, prob=[q])[0]), rel=1e-9), q
+
+
+@pytest.mark.parametrize(("n", "q"), [(401, 0.5), (404, 0.125), (404, 0.875), (9, 0.5), (10, 0.25)])
+def test_quantile_mcse_rounds_the_order_statistic_half_up(n, q):
+    """The rounding rule of the order statistic M = floor(q n + 1/2), checked against scipy's mjci at sizes where
+    q n is a whole number and a half exactly (rounding half to even, or down, picks another M there)."""
+    from scipy.stats.mstats import mjci
+
+    assert (q * n) % 1 == 0.5
+    x = np.random.default_rng(n).gamma(2.0, size=n)
+    assert metrics.quantile_mcse(x, q) == pytest.approx(float(mjci(x, prob=[q])[0]), rel=1e-9)

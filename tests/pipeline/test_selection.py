@@ -54,6 +54,18 @@ def test_min_phi_picks_the_answer_that_agrees_with_all_others():
     assert chosen == {"first": 0, "largest_cluster": 0, "medoid": 1, "min_phi": 1}
 
 
+def test_the_medoid_leaves_each_answer_s_similarity_to_itself_out():
+    """An answer's entailment of itself (the diagonal, not always 1) does not count: the medoid is the answer with
+    the highest mean similarity to the others, computed here pair by pair. Counting the diagonal picks answer 0."""
+    P = np.array([[1.0, 0.5, 0.5], [0.5, 0.2, 0.7], [0.5, 0.6, 0.2]])
+    W = (P + P.T) / 2
+    to_others = [np.mean([W[i, j] for j in range(3) if j != i]) for i in range(3)]
+    with_itself = [np.mean(W[i]) for i in range(3)]
+    assert int(np.argmax(to_others)) == 1 != int(np.argmax(with_itself))
+    x = ScoreInputs(id="q", samples=["a", "b", "c"], entail=P)
+    assert choose(QuestionContext(x, ScoringSettings()))[0]["medoid"] == 1
+
+
 def test_largest_cluster_takes_its_most_likely_member_and_ties_go_first():
     x = ScoreInputs(id="q", samples=["a", "b", "c"], entail=MIDDLE)
     # clusters (bidirectional > 0.5, greedy in order): {0, 1} and {2}; without log-probs: its first member

@@ -1,6 +1,7 @@
 """Graph-spectral uncertainty (Lin, Trivedi & Sun 2024, TMLR, "Generating with confidence": EigV, Deg, Ecc) and
 kernel language entropy (Nikitin et al. 2024) of n answers, from their (n, n) symmetric similarity matrix W with
-entries in [0, 1] (e.g. averaged entailment probabilities, diagonal usually 1). D = diag(row sums of W)."""
+entries in [0, 1] (e.g. averaged entailment probabilities, diagonal usually 1). D = diag(row sums of W): an
+answer's similarity to itself, the diagonal, counts in its degree (EigV, Deg, Ecc); it cancels in KLE's L = D - W."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def eigv(W: np.ndarray) -> float:
 def degree(W: np.ndarray) -> float:
     """Degree-based uncertainty U_Deg = trace(n I - D) / n^2 = 1 - mean_j(d_j) / n (unitless), d_j = sum_i W[j, i].
 
-    0 when every pair is fully similar, 1 - 1/n for the identity (each answer similar only to itself).
+    0 when every pair is fully similar, 1 - 1/n for the identity (each answer similar only to itself): the
+    diagonal counts, the mean runs over all n^2 ordered pairs (i, j) including i = j.
 
     Examples:
         >>> W = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
@@ -94,8 +96,9 @@ def kernel_language_entropy(
     """Kernel language entropy (nats): von Neumann entropy of a heat kernel on the answer graph.
 
     Nikitin et al. (2024, NeurIPS) "Kernel language entropy: fine-grained uncertainty quantification for LLMs
-    from semantic similarities". L = D - W is W's (unnormalised) graph Laplacian and K = expm(-t L) the heat
-    kernel (t > 0, the diffusion time). K is turned into a density matrix rho (PSD, unit trace):
+    from semantic similarities". L = D - W is W's (unnormalised) graph Laplacian (W's diagonal cancels: it does not
+    count) and K = expm(-t L) the heat kernel (t > 0, the diffusion time). K is turned into a density matrix rho
+    (PSD, unit trace):
 
     * ``"trace"`` (default): rho = K / tr K.
     * ``"diagonal"``: rho = D_K^-1/2 K D_K^-1/2 / n (unit diagonal, then divided by n), the scaling of

@@ -9,7 +9,8 @@ Strategies (:data:`STRATEGIES`), each choosing among the n sampled answers of a 
 * ``largest_cluster``: a member of the biggest semantic cluster (the run's clustering rule; among clusters of
   equal size the one met first). Its most likely member when the samples' log-probabilities exist (the
   log-likelihood ``SE`` uses, see ``--se-aggregation``), else its first member in sample order.
-* ``medoid``: the sample with the highest mean similarity ``W = (P + P^T) / 2`` to the other samples.
+* ``medoid``: the sample with the highest mean similarity ``W = (P + P^T) / 2`` to the other samples (its
+  similarity to itself, the diagonal, does not count).
 * ``min_phi``: the sample with the smallest exact Shapley value of the run's kernel matrix R (the run's beta
   and PSD policy), i.e. the one that adds least uncertainty. Skipped for n > :data:`PHI_MAX_N` (2**n subset
   entropies) or when R cannot be used (``psd_policy="raise"`` on an indefinite R).
@@ -72,6 +73,8 @@ def _largest_cluster(ctx: QuestionContext) -> int | None:
 
 
 def _medoid(W: np.ndarray) -> int:
+    """The answer with the highest mean of W over the n - 1 others (the diagonal does not count), the first of
+    equal ones."""
     n = W.shape[0]
     if n == 1:
         return 0

@@ -68,6 +68,8 @@ _BlackboxModel: Any = _peer("lm_polygraph.utils.model", "BlackboxModel", "Canned
 _Container: Any = _peer("lm_polygraph.utils.factory_stat_calculator", "StatCalculatorContainer", "the container")
 
 STAT = "semantic_matrix_entail"
+SHOWN_CHARS = 80
+"""Characters of a question or prompt quoted in a refusal."""
 
 
 def entail_matrices(stats: Mapping[str, Any]) -> list[np.ndarray]:
@@ -207,7 +209,9 @@ class ShapleyEntailmentCalculator(_StatCalculator):
         items = []
         for b, (q, answers) in enumerate(zip(texts, samples, strict=True)):
             question = utf8_text(q, f"texts[{b}] (question {b})")
-            items.append((question, text_list(answers, f"sample_texts[{b}] (question {b}: {question[:80]!r})")))
+            items.append(
+                (question, text_list(answers, f"sample_texts[{b}] (question {b}: {question[:SHOWN_CHARS]!r})"))
+            )
         mats = [r.entail for r in self.backend.score(items, with_question=self.with_question)]
         same = len({m.shape for m in mats}) == 1
         return {STAT: np.stack(mats) if same and mats else mats}
@@ -242,14 +246,14 @@ class CannedBlackboxModel(_BlackboxModel):
     def __init__(self, answers: Mapping[str, Sequence[str]], greedy: Mapping[str, str] | None = None) -> None:
         super().__init__(model_path="canned")
         prompts = [utf8_text(k, f"answers key {k!r}") for k in answers]
-        self.answers = {k: text_list(answers[k], f"answers[{k[:80]!r}]") for k in prompts}
+        self.answers = {k: text_list(answers[k], f"answers[{k[:SHOWN_CHARS]!r}]") for k in prompts}
         chosen = {utf8_text(k, f"greedy key {k!r}"): utf8_text(v, f"greedy[{k!r}]") for k, v in (greedy or {}).items()}
         self.greedy = {k: v[0] for k, v in self.answers.items()} | chosen
 
     def generate_texts(self, input_texts: Sequence[str], n: int = 1, **kwargs: Any) -> list[Any]:
         missing = [t for t in input_texts if t not in self.answers]
         if missing:
-            raise ValueError(f"no canned answers for {len(missing)} prompt(s), e.g. {missing[0][:80]!r}")
+            raise ValueError(f"no canned answers for {len(missing)} prompt(s), e.g. {missing[0][:SHOWN_CHARS]!r}")
         if n == 1 and not kwargs.get("sampling"):
             return [self.greedy[t] for t in input_texts]
         return [self.answers[t][:n] for t in input_texts]

@@ -14,6 +14,7 @@ from shapley.integrations.lm_polygraph import (  # noqa: E402
     CannedBlackboxModel,
     ShapleyEntailmentCalculator,
     ShapleyUncertainty,
+    load_stat_calculator,
     stat_calculator_container,
 )
 from tests.test_integrations_common import agreeing, identical_first  # noqa: E402
@@ -114,6 +115,123 @@ def test_calculator_fills_our_matrices_and_ragged_lists():
     assert E.shape == (2, 3, 3) and np.allclose(np.diagonal(E, axis1=1, axis2=2), 1.0)
     ragged = calc({"sample_texts": [["a", "b"], ["x", "y", "z"]]}, ["q1", "q2"])["semantic_matrix_entail"]
     assert [m.shape for m in ragged] == [(2, 2), (3, 3)]
+
+
+# issue 33, items 2, 3 and 6: the calculator and the canned model refuse what they used to convert
+
+
+@pytest.mark.parametrize(
+    ("samples", "message"),
+    [
+        (["abc", ["x"]], "sample_texts[0] (question 0: 'q1') must be a sequence of strings; got str"),  # not a, b, c
+        ([["x"], ["a", None]], "sample_texts[1] (question 1: 'q2')[1] must be a str; got NoneType None"),
+        ([["x"], [None, None]], "sample_texts[1] (question 1: 'q2')[0] must be a str; got NoneType None"),
+        ([["1", 1], ["x"]], "sample_texts[0] (question 0: 'q1')[1] must be a str; got int 1"),  # 1 is not "1"
+        ([["x"], []], "sample_texts[1] (question 1: 'q2') must hold at least one answer"),
+        ([["x", "a\ud800"], ["y"]], "sample_texts[0] (question 0: 'q1')[1] holds text that cannot be encoded"),
+    ],
+)
+def test_the_calculator_refuses_answers_naming_the_question(samples, message):
+    calc = ShapleyEntailmentCalculator(backend=_OverlapBackend())
+    with pytest.raises(ValueError) as e:
+        calc({"sample_texts": samples}, ["q1", "q2"])
+    assert str(e.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("questions", "message"),
+    [([None, "q2"], "texts[0] (question 0) must be a str; got NoneType None"), (["q1", "\udc80"], "texts[1]")],
+)
+def test_the_calculator_refuses_questions(questions, message):
+    calc = ShapleyEntailmentCalculator(backend=_OverlapBackend(), with_question=True)
+    with pytest.raises(ValueError) as e:
+        calc({"sample_texts": [["x"], ["y"]]}, questions)
+    assert str(e.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        ({"with_question": "false"}, "with_question must be True or False; got str 'false'"),  # not read as True
+        ({"cache": "false"}, "cache must be True, False, None or a file path; got str 'false'"),
+        ({"cache": 5}, "cache must be True, False, None or a file path; got int 5"),  # not a raw TypeError
+    ],
+)
+def test_the_calculators_config_refuses_words_of_booleans(tmp_path, monkeypatch, cfg, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as e:
+        load_stat_calculator(cfg)
+    assert str(e.value).startswith(message) and list(tmp_path.iterdir()) == []  # no sqlite file named 'false'
+
+
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ({"q": "abc"}, "answers['q'] must be a sequence of strings; got str"),
+        ({"q": ["x", None]}, "answers['q'][1] must be a str; got NoneType None"),
+        ({"q": [1, "1"]}, "answers['q'][0] must be a str; got int 1"),
+        ({"q": []}, "answers['q'] must hold at least one answer"),
+        ({1: ["x"]}, "answers key 1 must be a str; got int 1"),
+    ],
+)
+def test_the_canned_model_refuses_what_it_used_to_convert(answers, message):
+    with pytest.raises(ValueError) as e:
+        CannedBlackboxModel(answers)
+    assert str(e.value).startswith(message)
+
+
+# issue 33, items 4 and 8: the estimator checks kinds before converting and names the question exactly
+
+
+def _batch_with(bad: object) -> list[object]:
+    return [agreeing(3, 0.5), agreeing(3, 0.7), bad]
+
+
+@pytest.mark.parametrize(
+    ("bad", "kind"),
+    [
+        (agreeing(3, 0.5) + 0.5j * np.eye(3), "complex numbers"),  # not scored with its imaginary part dropped
+        ([["1", "0.5", "0.5"]] * 3, "strings"),  # not parsed
+        (np.array([[1.0, None, 0.5]] * 3, dtype=object), "Python objects"),  # not "contains NaN"
+    ],
+)
+def test_the_estimator_refuses_matrices_by_kind_naming_the_question(bad, kind):
+    with pytest.raises(ValueError, match=rf"^stats\['semantic_matrix_entail'\]\[2\] \(question 2\) must be .* {kind}"):
+        ShapleyUncertainty()({"semantic_matrix_entail": _batch_with(bad)})
+
+
+def test_the_estimator_prints_the_rejected_value_exactly():
+    bad = agreeing(3, 0.5)
+    bad[1, 2] = 1.0000001
+    with pytest.raises(ValueError) as e:
+        ShapleyUncertainty()({"semantic_matrix_entail": _batch_with(bad)})
+    assert str(e.value) == (
+        "stats['semantic_matrix_entail'][2] (question 2) must hold probabilities in [0, 1]; got 1.0000001 at [1, 2]"
+    )
+
+
+def test_a_float32_entry_one_ulp_above_one_is_identical_texts():
+    above = agreeing(3, 1.0).astype(np.float32)
+    above[0, 1] = above[1, 0] = np.float32(1.0) + np.finfo(np.float32).eps
+    est = ShapleyUncertainty(beta=1.0)
+    got = est({"semantic_matrix_entail": np.stack([above, agreeing(3, 1.0).astype(np.float32)])})
+    assert got[0] == got[1]
+
+
+def test_shapley_values_take_the_method_the_cores_advice_names():
+    n = shapley.core.entropy.EXACT_MAX_N + 1
+    stats = {"semantic_matrix_entail": [agreeing(3, 0.5), agreeing(n, 0.5)]}
+    est = ShapleyUncertainty()
+    with pytest.raises(
+        ValueError, match=r"^stats\['semantic_matrix_entail'\]\[1\] \(question 1\): .*method='monte_carlo'"
+    ):
+        est.shapley_values(stats)
+    exact, sampled = est.shapley_values(stats, method="monte_carlo", n_permutations=20, seed=0)
+    assert sampled.shape == (n,) and sampled.sum() == pytest.approx(est(stats)[1], abs=1e-9)
+    indefinite = {"semantic_matrix_entail": [agreeing(3, 0.5), np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1.0]])]}
+    for compute in (est.__class__(beta=1.0, psd_policy="raise"), est.__class__(1.0, "raise").shapley_values):
+        with pytest.raises(ValueError, match=r"^stats\['semantic_matrix_entail'\]\[1\] \(question 1\): R is not pos"):
+            compute(indefinite)
 
 
 class _OverlapBackend:

@@ -38,6 +38,35 @@ def test_confidence_is_the_documented_map_of_our_total(minilm):
     assert minilm.evaluate(RESPONSES, SAMPLED) == [confidence_from_total(t, 4) for t in totals]
 
 
+# issue 33, item 1: the confidence of a pairwise agreement does not grow with the number of answers
+
+
+def test_identical_answers_have_one_confidence_at_every_n(minilm):
+    got = [minilm.evaluate(["Paris"], [["Paris"] * (n - 1)])[0] for n in (2, 3, 6, 21)]
+    assert got == pytest.approx([0.5] * 4, abs=1e-12)  # beta: identical answers' kernel entry
+
+
+@pytest.mark.parametrize("c", [0.2, 0.6, 0.95])
+def test_a_fixed_pairwise_agreement_has_one_confidence_at_every_n(c):
+    nli = _fake_nli()
+    nli.model = _ConstantModel(c)
+    scorer = ShapleyScorer(entailment=nli)
+    got = [scorer.evaluate(["0"], [[str(i) for i in range(1, n)]])[0] for n in (2, 3, 6, 21)]
+    assert got == pytest.approx([0.5 * math.exp(-((1 - c) ** 2) / 2)] * 4, abs=1e-12)
+
+
+def test_eleven_unrelated_answers_do_not_outrank_three_identical_ones(minilm):
+    unrelated = ["Paris", "a violin", "photosynthesis", "the river Nile", "1789", "a blue whale", "tax law",
+                 "sourdough bread", "Mount Everest", "quantum chromodynamics", "Beethoven"]  # fmt: skip
+    identical, scattered = minilm.evaluate(["Paris", unrelated[0]], [["Paris", "Paris"], unrelated[1:]])
+    assert scattered < identical
+
+
+def test_a_prompt_without_sampled_responses_is_refused(minilm):
+    with pytest.raises(ValueError, match=r"^sampled_responses\[1\] \(prompt 1\) must hold at least one answer"):
+        minilm.evaluate(["a", "b"], [["a"], []])
+
+
 def test_confidence_map_is_monotone_decreasing_and_in_range():
     totals = np.linspace(-50.0, 6 * shapley.HALF_LOG_2PIE, 200)
     conf = [confidence_from_total(float(t), 6) for t in totals]
@@ -81,7 +110,7 @@ def _fake_nli() -> SimpleNamespace:
     def tokenizer(premises, hypotheses, **_):
         return {"premise": _Texts(premises), "hypothesis": _Texts(hypotheses)}
 
-    return SimpleNamespace(model=_FakeModel(), tokenizer=tokenizer)
+    return SimpleNamespace(model=_FakeModel(), tokenizer=tokenizer, batch_size=32, max_length=2000, max_tokens=512)
 
 
 class _ConstantModel(_FakeModel):
@@ -101,7 +130,8 @@ class _ConstantModel(_FakeModel):
 @pytest.mark.parametrize("policy", shapley.PSD_POLICIES)
 def test_identical_answers_are_at_least_as_confident_as_near_identical(n, policy):
     def uncertainty(c: float) -> float:  # minus the confidence: identical texts when c = 1, n different ones else
-        nli = SimpleNamespace(model=_ConstantModel(c), tokenizer=_fake_nli().tokenizer)
+        nli = _fake_nli()
+        nli.model = _ConstantModel(c)
         texts = [str(i) if c < 1.0 else "Paris" for i in range(n)]
         return -ShapleyScorer(entailment=nli, beta=1.0, psd_policy=policy).evaluate(texts[:1], [texts[1:]])[0]
 
@@ -136,3 +166,125 @@ def test_bad_inputs_are_refused(minilm):
         minilm.evaluate(["a", "b"], [["a"]])
     with pytest.raises(ValueError, match="entailment must be"):
         ShapleyScorer(entailment=3)
+
+
+@pytest.mark.parametrize(
+    ("responses", "sampled", "message"),
+    [
+        (["ok", "a\udc80"], [["x"], ["y"]], "responses[1] holds text that cannot be encoded as UTF-8"),
+        (["ok"], [["x", "\ud800"]], "sampled_responses[0] (prompt 0)[1] holds text that cannot be encoded as UTF-8"),
+        (["ok"], [["x", None]], "sampled_responses[0] (prompt 0)[1] must be a str; got NoneType None"),
+        (["ok"], ["abc"], "sampled_responses[0] (prompt 0) must be a sequence of strings; got str"),
+    ],
+)
+def test_answers_are_refused_naming_the_prompt(minilm, responses, sampled, message):
+    with pytest.raises(ValueError) as e:  # a lone surrogate: not a UnicodeEncodeError from the backend
+        minilm.evaluate(responses, sampled)
+    assert str(e.value).startswith(message)
+
+
+@pytest.mark.parametrize(("cache", "shown"), [("false", "'false'"), (5, "5")])
+def test_cache_words_and_numbers_are_refused_before_anything_is_built(tmp_path, monkeypatch, cache, shown):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=f"^cache must be True, False, None or a file path; got .*{shown}"):
+        ShapleyScorer(entailment="embedding:minilm", cache=cache)
+    assert list(tmp_path.iterdir()) == []  # no sqlite file named 'false'
+
+
+def _uq_result(minilm):
+    from uqlm import BlackBoxUQ
+
+    return BlackBoxUQ(scorers=["exact_match"]).score(RESPONSES, SAMPLED, show_progress_bars=False)
+
+
+@pytest.mark.parametrize("name", [None, 5, ("a",), "", "  "])
+def test_add_to_result_refuses_a_name_that_is_not_a_string(minilm, name):
+    result = _uq_result(minilm)
+    with pytest.raises(ValueError, match=f"^name must be a non-empty str; got {type(name).__name__} "):
+        add_to_result(result, minilm, name=name)
+    assert list(result.to_df().columns) == ["response", "sampled_responses", "exact_match"]
+
+
+@pytest.mark.parametrize("name", ["exact_matchs", "response"])
+def test_add_to_result_refuses_a_name_that_collides_once_uqlm_strips_the_plural(minilm, name):
+    result = _uq_result(minilm)
+    with pytest.raises(ValueError, match="would show as an existing column"):
+        add_to_result(result, minilm, name=name)
+    assert list(result.to_df().columns) == ["response", "sampled_responses", "exact_match"]
+    assert add_to_result(result, minilm, name="shapleys").to_df().columns[-1] == "shapley"
+
+
+# issue 33, item 5: a uqlm NLI object's batch_size, max_length and token limit are honoured
+
+
+def _tiny_nli(tmp_path, *, batch_size: int, max_length: int = 2000) -> SimpleNamespace:
+    """A random 1-layer BERT classifier (no network) whose tokenizer reports no limit (the 1e30 sentinel), with a
+    record of its forward passes' input shapes."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    words = ["paris", "france", "lyon", "word", "the"]
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]))
+    tokenizer = BertTokenizerFast(str(tmp_path / "vocab.txt"), model_max_length=int(1e30))
+    torch.manual_seed(0)
+    labels = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+    config = BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                        intermediate_size=8, max_position_embeddings=64, id2label=labels,
+                        label2id={v: k for k, v in labels.items()})  # fmt: skip
+    model = BertForSequenceClassification(config).eval()
+    shapes: list[tuple[int, ...]] = []
+    model.register_forward_hook(lambda _m, _a, kw, _out: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    return SimpleNamespace(
+        model=model, tokenizer=tokenizer, batch_size=batch_size, max_length=max_length, shapes=shapes
+    )
+
+
+def test_nli_pairs_go_in_batches_of_the_objects_batch_size(tmp_path):
+    nli = _tiny_nli(tmp_path, batch_size=4)
+    texts = ["paris", "france", "lyon", "word", "the", "paris france"]  # 6 different texts: 30 ordered pairs
+    (P,) = ShapleyScorer(entailment=nli).entail_matrices(texts[:1], [texts[1:]])
+    assert [s[0] for s in nli.shapes] == [4] * 7 + [2]
+    one = _tiny_nli(tmp_path, batch_size=64)
+    (Q,) = ShapleyScorer(entailment=one).entail_matrices(texts[:1], [texts[1:]])
+    assert [s[0] for s in one.shapes] == [30]
+    np.testing.assert_allclose(P, Q, rtol=0, atol=1e-6)  # the batches change the passes, not the numbers
+
+
+def test_long_answers_are_cut_to_the_models_positions_not_a_crash(tmp_path):
+    nli = _tiny_nli(tmp_path, batch_size=8, max_length=10_000)
+    long = " ".join(["paris"] * 1000)  # 1,000 words: more tokens than the 64 positions
+    (P,) = ShapleyScorer(entailment=nli).entail_matrices(["france"], [[long]])
+    assert P.shape == (2, 2) and [s[1] for s in nli.shapes] == [64]  # both pairs in one pass
+    short = _tiny_nli(tmp_path, batch_size=8, max_length=20)  # characters, as uqlm's NLI cuts them
+    with pytest.warns(UserWarning, match="max_length = 20 characters"):
+        ShapleyScorer(entailment=short).entail_matrices(["france"], [[long]])
+    assert [s[1] for s in short.shapes] == [8]  # [CLS] france [SEP] paris paris paris [UNK] [SEP]: 20 characters
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"batch_size": 0}, "the NLI object's batch_size must be"),
+        ({"max_length": "2000"}, "the NLI object's max_length must be"),
+        ({"max_tokens": None}, "the NLI object's token limit must be"),  # nothing left: no tokenizer limit
+    ],
+)
+def test_an_nli_objects_limits_are_checked_when_it_is_accepted(change, message):
+    nli = _fake_nli()
+    for k, v in change.items():
+        setattr(nli, k, v)
+    with pytest.raises(ValueError, match=message):
+        ShapleyScorer(entailment=nli)
+
+
+@pytest.mark.parametrize(
+    ("label2id", "id2label", "message"),
+    [
+        ({"ENTAILMENT": "0", "NEUTRAL": 1}, None, r"label2id\['ENTAILMENT'\] must be"),  # not int("0")
+        ({"ENTAILMENT": 3, "NEUTRAL": 1}, None, r"label2id\['ENTAILMENT'\] must be"),  # outside the 2 outputs
+        ({"ENTAILMENT": 0, "NEUTRAL": 1}, {0: "NEUTRAL", 1: "ENTAILMENT"}, "but id2label"),
+    ],
+)
+def test_label_maps_are_checked_against_the_models_outputs(label2id, id2label, message):
+    with pytest.raises(ValueError, match=message):
+        entailment_label(label2id, id2label)

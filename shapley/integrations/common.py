@@ -1,5 +1,11 @@
-"""What the LM-Polygraph and uqlm integrations share: settings, the total with a defined value for singular
-kernels and the map from uncertainty to confidence.
+"""What the LM-Polygraph and uqlm integrations share: settings, the checks of their inputs, the total with a defined
+value for singular kernels and the map from uncertainty to confidence.
+
+**Inputs** are checked where a harness hands them over, before any conversion, with the core's validators
+(:mod:`shapley.core.validate`): answers by :func:`text_list` (no ``str()`` of ``None`` or numbers, no string split
+into characters, no lone surrogate), entailment matrices by :func:`entailment_matrix` (kind first, then range), the
+``cache`` option by :func:`cache_option`. Every refusal names the question (batch index) or option and prints the
+rejected value exactly.
 
 **Singular kernels.** With exact-duplicate answers at ``beta = 1`` (more generally, whenever the kernel R is
 singular under :mod:`shapley.core.entropy`'s rule) the Gaussian entropy, hence the total Shapley uncertainty, is
@@ -13,16 +19,18 @@ value). A harness needs a number it can rank and average:
   answers from below by ``n (1/2 ln(2 pi e) + ln 2**-1074)`` (:func:`singular_total` derives it), and the singular
   total lies below that bound. Non-singular matrices keep their exact total.
 * uqlm (:func:`confidence_from_total`): the confidence map sends ``-inf`` to exactly 1, so no substitute is
-  needed there.
+  needed there; it depends on the pairwise agreement of the answers, not on their number.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 from shapley.core.entropy import HALF_LOG_2PIE, shapley_uncertainty
@@ -97,28 +105,120 @@ def defined_total(P: ArrayLike, beta: float, psd_policy: str, eps: float = DEFAU
     return total
 
 
-def confidence_from_total(total: float, n: int) -> float:
-    """Confidence in [0, 1] from a total Shapley uncertainty ``total`` (nats) over ``n`` answers:
-    ``1 - det(R) ** (1/n) = 1 - exp(2 (total - n/2 ln(2 pi e)) / n)``.
+def equicorrelated_log_det(rho: float, n: int) -> float:
+    """``ln det`` of the (n, n) matrix with unit diagonal and every off-diagonal entry ``rho`` in [0, 1]: its
+    eigenvalues are ``1 + (n - 1) rho`` (once) and ``1 - rho`` (n - 1 times). Strictly decreasing in ``rho`` for
+    n >= 2, from 0 at ``rho = 0`` to ``-inf`` at ``rho = 1``.
 
-    Why this map: the total is ``n/2 ln(2 pi e) + 1/2 ln det R`` and R has unit diagonal, so (Hadamard)
-    ``det R <= 1``, with equality only for R = I. ``det(R) ** (1/n)`` is the geometric mean of R's eigenvalues, the
-    volume the answers span per answer, in [0, 1]. One minus it is in [0, 1], is exactly 1 for a singular kernel
-    (``total = -inf``: duplicates at beta = 1), does not grow with the number of samples merely because there are
-    more of them, and is strictly decreasing in ``total`` for a fixed ``n``, so it ranks questions exactly as the
-    total does. It ranks; it is not calibrated: the kernel never reaches R = I (unrelated answers still correlate
-    ``beta exp(-1/2)``) nor, for beta < 1, a singular R, so at beta = 0.5 and n = 4 it runs from about 0.10
-    (unrelated answers) to 0.25 (identical ones). A choice, not the paper's (the paper ranks by the total only).
+    Examples:
+        >>> round(equicorrelated_log_det(0.5, 2), 12) == round(math.log(0.75), 12)  # det [[1, .5], [.5, 1]]
+        True
+    """
+    return math.log1p((n - 1) * rho) + (n - 1) * math.log1p(-rho)
+
+
+def confidence_from_total(total: float, n: int) -> float:
+    """Confidence in [0, 1] from a total Shapley uncertainty ``total`` (nats) over ``n >= 2`` answers: the
+    *equivalent agreement*, the ``rho`` in [0, 1] of the equicorrelated kernel of n answers (unit diagonal, every
+    off-diagonal entry ``rho``) whose determinant is R's, ``equicorrelated_log_det(rho, n) = ln det R =
+    2 (total - n/2 ln(2 pi e))``.
+
+    Why this map: a fixed pairwise agreement gives the same confidence whatever the number of answers (an
+    equicorrelated R maps to its own ``rho``; identical answers, whose kernel is equicorrelated at beta, to beta),
+    so prompts with different numbers of samples compare on one scale. For a fixed n it is strictly decreasing in
+    ``total`` (it ranks those prompts exactly as the total does): 0 for R = I (or a ``det R >= 1``, which only a
+    PSD repair that raises the diagonal gives; Hadamard: ``det R <= 1`` for a unit diagonal), 1 for a singular R
+    (``total = -inf``: duplicates at beta = 1). Solved by bisection to the last bit, which keeps the order. It
+    ranks; it is not calibrated: the kernel's off-diagonal entries lie in ``[beta exp(-1/2), beta]``, so
+    equicorrelated answers score between those two. A choice, not the paper's (the paper ranks by the total
+    only). ``ValueError`` for n < 2 (one answer agrees with nothing) or a NaN total.
 
     Examples:
         >>> confidence_from_total(2 * HALF_LOG_2PIE, 2)  # R = I: nothing shared
         0.0
-        >>> confidence_from_total(-math.inf, 3)  # identical answers
+        >>> confidence_from_total(-math.inf, 3)  # singular R: identical answers at beta = 1
         1.0
-        >>> confidence_from_total(2.5, 2) > confidence_from_total(2.6, 2)  # decreasing in the total
-        True
+        >>> identical = [shapley_uncertainty(np.ones((n, n)), 0.5) for n in (2, 3, 21)]  # R equicorrelated at 0.5
+        >>> [round(confidence_from_total(t, n), 12) for t, n in zip(identical, (2, 3, 21))]
+        [0.5, 0.5, 0.5]
     """
-    n = validate.positive_int(n, "n")
-    if math.isnan(total):
+    n = validate.integer(n, "n", minimum=2)
+    target = validate.real_number(total, "total")
+    if math.isnan(target):
         raise ValueError("total must not be NaN")
-    return 1.0 - math.exp(min(0.0, 2.0 * (total - n * HALF_LOG_2PIE) / n))  # in [0, 1]: exp of at most 0
+    target = 2.0 * (target - n * HALF_LOG_2PIE)  # ln det R
+    if target >= 0.0 or target == -math.inf:
+        return 0.0 if target >= 0.0 else 1.0
+    lo, hi = 0.0, 1.0  # equicorrelated_log_det(lo) > target >= equicorrelated_log_det(hi)
+    while (mid := 0.5 * (lo + hi)) not in (lo, hi):
+        lo, hi = (mid, hi) if equicorrelated_log_det(mid, n) > target else (lo, mid)
+    return hi
+
+
+BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "0", "1", "none", "null", ""})
+"""Strings that a YAML or command-line configuration means as a boolean or as nothing (lower case, stripped)."""
+
+
+def cache_option(cache: Any) -> Any:
+    """The ``cache`` option of our backends (:class:`shapley.pipeline.entail.base.BackendOptions`) validated:
+    ``True``, ``False``, ``None`` or a file path (``str`` or ``os.PathLike``). ``ValueError`` naming the option and
+    printing the value for anything else, and for a string of :data:`BOOLEAN_WORDS` (``"false"`` from a config
+    file would otherwise name a cache file ``false``)."""
+    if cache is None or isinstance(cache, bool | np.bool_):
+        return None if cache is None else bool(cache)
+    if isinstance(cache, os.PathLike) or (isinstance(cache, str) and cache.strip().lower() not in BOOLEAN_WORDS):
+        return cache
+    raise ValueError(
+        f"cache must be True, False, None or a file path; got {type(cache).__name__} {cache!r} "
+        "(a string that reads as a boolean is refused: write the boolean, or a path such as 'entail.sqlite')"
+    )
+
+
+def utf8_text(text: Any, name: str) -> str:
+    """``text`` if it is a ``str`` that UTF-8 can encode (no lone surrogate: our backends hash and cache texts as
+    UTF-8, and ``score-samples`` refuses such text too), else ``ValueError`` naming ``name`` and the value."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be a str; got {type(text).__name__} {text!r}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{name} holds text that cannot be encoded as UTF-8 "
+            f"({exc.reason}: {exc.object[exc.start : exc.end]!r}, e.g. a lone surrogate escape)"
+        ) from exc
+    return text
+
+
+def text_list(texts: Any, name: str) -> list[str]:
+    """The answers ``texts`` of one question: a non-empty sequence of :func:`utf8_text` strings
+    (:func:`shapley.core.validate.texts`: one string alone, ``None`` or an empty list refused). ``name`` says
+    which question (it starts every refusal)."""
+    if isinstance(texts, Sequence | np.ndarray) and not isinstance(texts, str | bytes):
+        for k, t in enumerate(texts):
+            utf8_text(t, f"{name}[{k}]")
+    return validate.texts(texts, name)
+
+
+def entailment_matrix(M: Any, name: str) -> NDArray[np.float64]:
+    """``M`` as a float64 (n, n) matrix of probabilities in [0, 1], checked before any conversion: its kind by
+    :func:`shapley.core.validate.square_matrix` (complex, string, object and boolean arrays refused), then its
+    range. An entry may leave [0, 1] by one unit in the last place at 1 of ``M``'s own float type (float32:
+    2**-23, which a float32 similarity of identical texts can reach; float64: the core's ``PROB_TOL``) and is
+    clipped; beyond that ``ValueError`` names ``name``, the entry and its exact value.
+
+    Examples:
+        >>> entailment_matrix(np.array([[1.0, 1.0 + 2**-23], [0.5, 1.0]], dtype=np.float32), "E").tolist()
+        [[1.0, 1.0], [0.5, 1.0]]
+        >>> entailment_matrix([[1.0, 1.000001], [0.5, 1.0]], "E")
+        Traceback (most recent call last):
+        ...
+        ValueError: E must hold probabilities in [0, 1]; got 1.000001 at [0, 1]
+    """
+    A = validate.square_matrix(M, name)
+    dtype = np.asarray(validate.as_numpy(M)).dtype  # a real dtype: square_matrix checked the kind
+    tol = max(validate.PROB_TOL, float(np.finfo(dtype).eps)) if dtype.kind == "f" else validate.PROB_TOL
+    bad = np.argwhere((A < -tol) | (A > 1.0 + tol))
+    if len(bad):
+        i, j = (int(k) for k in bad[0])
+        raise ValueError(f"{name} must hold probabilities in [0, 1]; got {float(A[i, j])!r} at [{i}, {j}]")
+    return np.clip(A, 0.0, 1.0)

@@ -21,15 +21,23 @@ Usage (in ``.venv-lm-polygraph``)::
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from shapley.core import entropy
+from shapley.core import entropy, validate
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS
-from shapley.integrations.common import RUN_DEFAULTS, check_settings, defined_total
+from shapley.integrations.common import (
+    RUN_DEFAULTS,
+    cache_option,
+    check_settings,
+    defined_total,
+    entailment_matrix,
+    text_list,
+    utf8_text,
+)
 
 EXTRA = "lm-polygraph"
 """The extra (and ``.venv-lm-polygraph``, the environment of ``make integrations``) that installs LM-Polygraph."""
@@ -60,24 +68,33 @@ _BlackboxModel: Any = _peer("lm_polygraph.utils.model", "BlackboxModel", "Canned
 _Container: Any = _peer("lm_polygraph.utils.factory_stat_calculator", "StatCalculatorContainer", "the container")
 
 STAT = "semantic_matrix_entail"
+SHOWN_CHARS = 80
+"""Characters of a question or prompt quoted in a refusal."""
 
 
 def entail_matrices(stats: Mapping[str, Any]) -> list[np.ndarray]:
     """The (n_b, n_b) float64 matrices of ``stats["semantic_matrix_entail"]``: a (batch, n, n) array or a
-    sequence of square matrices (ragged batches). ``ValueError`` naming the stat when it is missing or not
-    square."""
+    sequence of square matrices (ragged batches), each checked by
+    :func:`shapley.integrations.common.entailment_matrix` (kind before any conversion, then entries in [0, 1]).
+    ``ValueError`` naming the stat, and the question's batch index when one matrix is bad."""
     if STAT not in stats:
         raise ValueError(f"stats has no {STAT!r} (keys: {sorted(stats)}); add a semantic matrix calculator")
     raw = stats[STAT]
     rows = list(raw) if isinstance(raw, np.ndarray) and raw.ndim == 3 else raw
     if isinstance(rows, np.ndarray) or not isinstance(rows, Sequence):
         raise ValueError(f"stats[{STAT!r}] must be a (batch, n, n) array or a list of (n, n) arrays")
+    return [entailment_matrix(m, f"stats[{STAT!r}][{b}] (question {b})") for b, m in enumerate(rows)]
+
+
+def _per_question(stats: Mapping[str, Any], compute: Callable[[np.ndarray], Any]) -> list[Any]:
+    """``compute(P)`` for each question's matrix P; a ``ValueError`` of the core is raised again naming the
+    question's batch index."""
     out = []
-    for b, m in enumerate(rows):
-        a = np.asarray(m, dtype=np.float64)
-        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
-            raise ValueError(f"stats[{STAT!r}][{b}] has shape {a.shape}; expected a square (n, n) matrix")
-        out.append(a)
+    for b, P in enumerate(entail_matrices(stats)):
+        try:
+            out.append(compute(P))
+        except ValueError as exc:
+            raise ValueError(f"stats[{STAT!r}][{b}] (question {b}): {exc}") from exc
     return out
 
 
@@ -105,20 +122,24 @@ class ShapleyUncertainty(_Estimator):
 
     def __call__(self, stats: Mapping[str, Any]) -> np.ndarray:
         """(batch,) float64 totals in nats; higher = more uncertain; never ``-inf`` or NaN."""
-        return np.array(
-            [defined_total(P, self.beta, self.psd_policy, self.eps) for P in entail_matrices(stats)], dtype=np.float64
-        )
+        totals = _per_question(stats, lambda P: defined_total(P, self.beta, self.psd_policy, self.eps))
+        return np.array(totals, dtype=np.float64)
 
-    def shapley_values(self, stats: Mapping[str, Any]) -> list[np.ndarray]:
+    def shapley_values(self, stats: Mapping[str, Any], method: Any = "exact", **options: Any) -> list[np.ndarray]:
         """Per-answer Shapley values (nats) of each question, ``(n_b,)`` each, summing to the total where it is
-        finite (``shapley.shapley_values``, exact method; for a singular kernel the core's ``-inf`` entries or its
-        ``ValueError``)."""
-        return [
-            entropy.shapley_values(
-                kernel_matrix(correlation_matrix(P), self.beta), psd_policy=self.psd_policy, eps=self.eps
-            )
-            for P in entail_matrices(stats)
-        ]
+        finite: ``shapley.shapley_values(R, method, **options)`` (``"exact"`` up to ``shapley.EXACT_MAX_N``
+        answers; ``"monte_carlo"`` beyond, with ``n_permutations`` and ``seed`` in ``options``); for a singular
+        kernel the core's ``-inf`` entries or its ``ValueError``, naming the question."""
+        return _per_question(
+            stats,
+            lambda P: entropy.shapley_values(
+                kernel_matrix(correlation_matrix(P), self.beta),
+                method,
+                psd_policy=self.psd_policy,
+                eps=self.eps,
+                **options,
+            ),
+        )
 
 
 def _from_cfg(cls: Any, cfg: dict[str, Any], options: tuple[str, ...]) -> Any:
@@ -146,6 +167,11 @@ class ShapleyEntailmentCalculator(_StatCalculator):
         with_question: score ``f"{question} {answer}"`` (the batch's input texts) instead of the bare answers.
         backend: an already built backend (then ``entailment`` and ``cache`` are not used).
 
+    ``cache`` and ``with_question`` are checked before anything is built (a string such as ``"false"`` from a
+    config file is refused, not read as true); the inputs of each call before any is scored: each question a
+    ``str``, its samples a non-empty list of ``str`` (no ``None``, number or single string; no lone surrogate),
+    ``ValueError`` naming the question.
+
     Output: (batch, n, n) float64 ``P(s_i => s_j)`` (diagonal 1) when every input has the same number of samples,
     else a list of (n_b, n_b) arrays (which :class:`ShapleyUncertainty` reads; LM-Polygraph's own calculator
     cannot produce ragged batches: it stacks its matrices).
@@ -159,12 +185,12 @@ class ShapleyEntailmentCalculator(_StatCalculator):
         self, entailment: str = "embedding:minilm", cache: Any = False, with_question: bool = False, backend: Any = None
     ) -> None:
         super().__init__()
+        self.with_question = validate.flag(with_question, "with_question")
         if backend is None:
             from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
 
-            backend = load_backend(entailment, cache=cache, progress=False)
+            backend = load_backend(entailment, cache=cache_option(cache), progress=False)
         self.backend = backend
-        self.with_question = bool(with_question)
 
     def __str__(self) -> str:
         return f"ShapleyEntailmentCalculator({self.backend.name})"
@@ -178,7 +204,14 @@ class ShapleyEntailmentCalculator(_StatCalculator):
         **kwargs: Any,
     ) -> dict[str, Any]:
         samples = dependencies["sample_texts"]
-        items = [(str(q), [str(a) for a in answers]) for q, answers in zip(texts, samples, strict=True)]
+        if len(texts) != len(samples):
+            raise ValueError(f"{len(texts)} input texts but {len(samples)} lists of sample_texts")
+        items = []
+        for b, (q, answers) in enumerate(zip(texts, samples, strict=True)):
+            question = utf8_text(q, f"texts[{b}] (question {b})")
+            items.append(
+                (question, text_list(answers, f"sample_texts[{b}] (question {b}: {question[:SHOWN_CHARS]!r})"))
+            )
         mats = [r.entail for r in self.backend.score(items, with_question=self.with_question)]
         same = len({m.shape for m in mats}) == 1
         return {STAT: np.stack(mats) if same and mats else mats}
@@ -207,17 +240,20 @@ def stat_calculator_container(entailment: str = "embedding:minilm", **cfg: Any) 
 class CannedBlackboxModel(_BlackboxModel):
     """An LM-Polygraph black-box model that answers from a table instead of generating: ``answers[prompt]`` is the
     list of samples of that prompt; a greedy request (``n=1``) returns ``greedy[prompt]`` (default: the first
-    sample), a sampling request with ``n`` returns the first ``n`` samples. For replaying committed generations."""
+    sample), a sampling request with ``n`` returns the first ``n`` samples. For replaying committed generations.
+    Prompts and answers are checked as the calculator checks them (``ValueError`` naming the prompt)."""
 
     def __init__(self, answers: Mapping[str, Sequence[str]], greedy: Mapping[str, str] | None = None) -> None:
         super().__init__(model_path="canned")
-        self.answers = {str(k): [str(a) for a in v] for k, v in answers.items()}
-        self.greedy = {k: v[0] for k, v in self.answers.items() if v} | dict(greedy or {})
+        prompts = [utf8_text(k, f"answers key {k!r}") for k in answers]
+        self.answers = {k: text_list(answers[k], f"answers[{k[:SHOWN_CHARS]!r}]") for k in prompts}
+        chosen = {utf8_text(k, f"greedy key {k!r}"): utf8_text(v, f"greedy[{k!r}]") for k, v in (greedy or {}).items()}
+        self.greedy = {k: v[0] for k, v in self.answers.items()} | chosen
 
     def generate_texts(self, input_texts: Sequence[str], n: int = 1, **kwargs: Any) -> list[Any]:
         missing = [t for t in input_texts if t not in self.answers]
         if missing:
-            raise ValueError(f"no canned answers for {len(missing)} prompt(s), e.g. {missing[0][:80]!r}")
+            raise ValueError(f"no canned answers for {len(missing)} prompt(s), e.g. {missing[0][:SHOWN_CHARS]!r}")
         if n == 1 and not kwargs.get("sampling"):
             return [self.greedy[t] for t in input_texts]
         return [self.answers[t][:n] for t in input_texts]

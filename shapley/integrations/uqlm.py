@@ -6,14 +6,18 @@ its sampled responses; their entailment matrix comes from
 
 * one of our backend specs (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``): the same matrices as
   our pipeline; or
-* a uqlm NLI object (anything with a sequence-classification ``model`` and its ``tokenizer``, such as
-  ``uqlm.nli.nli.NLI``): ``P(s_i => s_j)`` is the softmax probability of the label that the model's own
-  ``config.label2id`` names entailment, premise ``s_i`` and hypothesis ``s_j`` encoded as a text pair. uqlm's own
-  NLI reads its outputs in a fixed [contradiction, neutral, entailment] order; we never assume it.
+* a uqlm NLI object (``uqlm.nli.nli.NLI``, or anything with its attributes: a sequence-classification ``model``,
+  its ``tokenizer``, ``batch_size`` and ``max_length``): ``P(s_i => s_j)`` is the softmax probability of the label
+  that the model's own ``config.label2id`` names entailment, premise ``s_i`` and hypothesis ``s_j`` encoded as a
+  text pair. uqlm's own NLI reads its outputs in a fixed [contradiction, neutral, entailment] order; we never
+  assume it. Its limits are honoured as uqlm's ``NLI.predict_batch`` honours them: ``batch_size`` pairs per
+  forward pass, each text cut to ``max_length`` characters, each pair to the token limit (:func:`nli_limits`).
 
 The total Shapley uncertainty U (nats, :func:`shapley.shapley_uncertainty`) becomes a confidence by
-:func:`shapley.integrations.common.confidence_from_total`, ``1 - det(R) ** (1/n)``: our choice (the paper ranks by U
-and defines no confidence), which ranks prompts as U does but is not calibrated (why, and its range: there).
+:func:`shapley.integrations.common.confidence_from_total`: the pairwise agreement of the equicorrelated kernel of
+the same number of answers with R's determinant, our choice (the paper ranks by U and defines no confidence), which
+does not depend on the number of answers for a fixed pairwise agreement and ranks prompts with the same number of
+answers as U does, but is not calibrated (why, and its range: there).
 
 :func:`add_to_result` puts the Shapley confidence into a ``BlackBoxUQ`` result (``UQResult``) as one more column
 of its score table, beside uqlm's own scorers.
@@ -21,23 +25,29 @@ of its score table, beside uqlm's own scorers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from shapley.core import validate
 from shapley.core.entropy import shapley_uncertainty
 from shapley.core.psd import DEFAULT_EPS
 from shapley.integrations.common import (
     RUN_DEFAULTS,
+    cache_option,
     check_settings,
     confidence_from_total,
+    text_list,
 )
 
 
-def entailment_label(label2id: dict[str, Any]) -> int:
+def entailment_label(label2id: Mapping[Any, Any], id2label: Mapping[Any, Any] | None = None) -> int:
     """Index of the entailment label in a model's ``config.label2id`` (case-insensitive: the one label containing
-    "entail" and not starting with "not"/"non"). ``ValueError`` when there is not exactly one.
+    "entail" and not starting with "not"/"non"). Every index must be an ``int`` in ``[0, len(label2id))`` (the
+    model's outputs) and, given ``config.id2label``, name the same label there. ``ValueError`` otherwise, and when
+    there is not exactly one entailment label.
 
     Examples:
         >>> entailment_label({"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})  # deberta-large-mnli
@@ -45,6 +55,11 @@ def entailment_label(label2id: dict[str, Any]) -> int:
         >>> entailment_label({"entailment": 0, "neutral": 1, "contradiction": 2})  # another order
         0
     """
+    last = len(label2id) - 1
+    for name, i in label2id.items():
+        validate.integer(i, f"label2id[{name!r}]", minimum=0, maximum=last)
+        if id2label is not None and id2label.get(i) != name:
+            raise ValueError(f"label2id[{name!r}] = {i!r} but id2label[{i!r}] = {id2label.get(i)!r}")
     names = {str(name).strip().lower(): int(i) for name, i in label2id.items()}
     found = [i for name, i in names.items() if "entail" in name and not name.startswith(("not", "non"))]
     if len(found) != 1:
@@ -52,26 +67,72 @@ def entailment_label(label2id: dict[str, Any]) -> int:
     return found[0]
 
 
-def _nli_matrix(nli: Any, texts: Sequence[str]) -> np.ndarray:
+class NLILimits(NamedTuple):
+    """What one forward pass of a uqlm NLI object may hold, as its ``predict_batch`` reads it."""
+
+    label: int  # the entailment output (:func:`entailment_label`)
+    batch_size: int  # pairs per forward pass
+    max_length: int  # characters kept of each text
+    max_tokens: int  # tokens of a pair (longest first truncation)
+
+
+def nli_limits(nli: Any) -> NLILimits:
+    """A uqlm NLI object checked when it is accepted: its model's labels (:func:`entailment_label` of
+    ``config.label2id`` against ``config.id2label``), ``batch_size`` and ``max_length`` (integers >= 1), and its
+    token limit: ``max_tokens`` where it has one (uqlm's NLI resolves it), else the tokenizer's
+    ``model_max_length`` unless it means no limit (:data:`shapley.pipeline.entail.nli.NO_TOKEN_LIMIT` or more,
+    such as the 1e30 of tokenizers without one), else the model's ``max_position_embeddings``.
+    ``ValueError`` naming the attribute."""
+    from shapley.pipeline.entail.nli import NO_TOKEN_LIMIT  # here: it imports torch
+
+    config = nli.model.config
+    label = entailment_label(config.label2id, getattr(config, "id2label", None))
+    batch_size, max_length = (
+        validate.integer(getattr(nli, a, None), f"the NLI object's {a}", minimum=1)
+        for a in ("batch_size", "max_length")
+    )
+    tokens = getattr(nli, "max_tokens", None)
+    if tokens is None:
+        tokens = getattr(nli.tokenizer, "model_max_length", None)
+        if not isinstance(tokens, int) or tokens >= NO_TOKEN_LIMIT:
+            tokens = getattr(config, "max_position_embeddings", None)
+    return NLILimits(label, batch_size, max_length, validate.integer(tokens, "the NLI object's token limit", minimum=1))
+
+
+def _nli_matrix(nli: Any, limits: NLILimits, texts: Sequence[str]) -> np.ndarray:
     """(n, n) ``P(s_i => s_j)`` from a uqlm NLI object's ``model`` and ``tokenizer``: softmax probability of the
-    ``label2id`` entailment label, each ordered pair of different texts scored once (identical texts: 1, like the
-    diagonal, as our backends do)."""
+    entailment label, each ordered pair of different texts scored once (identical texts: 1, like the diagonal, as
+    our backends do), ``limits.batch_size`` pairs per forward pass, texts cut as ``limits`` says (warned about with
+    our backends' ``TruncatedInputWarning``)."""
     import torch
 
-    model, tokenizer = nli.model, nli.tokenizer
-    ent = entailment_label(dict(model.config.label2id))
+    from shapley.pipeline.entail.cache import TruncatedInputWarning
+
+    model = nli.model
     uniq = sorted(set(texts))
     pairs = [(a, b) for a in uniq for b in uniq if a != b]
+    if any(len(t) > limits.max_length for t in uniq):
+        warnings.warn(
+            f"a text longer than the NLI object's max_length = {limits.max_length} characters is cut to it",
+            TruncatedInputWarning,
+            stacklevel=3,
+        )
     probs: dict[tuple[str, str], float] = {}
-    if pairs:
-        device = next(model.parameters()).device
-        enc = tokenizer(
-            [a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation=True, return_tensors="pt"
+    device = next(model.parameters()).device if pairs else None
+    for start in range(0, len(pairs), limits.batch_size):
+        chunk = pairs[start : start + limits.batch_size]
+        enc = nli.tokenizer(
+            [a[: limits.max_length] for a, _ in chunk],
+            [b[: limits.max_length] for _, b in chunk],
+            padding=True,
+            truncation="longest_first",
+            max_length=limits.max_tokens,
+            return_tensors="pt",
         )
         with torch.no_grad():
             logits = model(**{k: v.to(device) for k, v in enc.items()}).logits
-        p = torch.softmax(logits.double(), dim=-1)[:, ent].cpu().numpy()
-        probs = {pair: float(v) for pair, v in zip(pairs, p, strict=True)}
+        p = torch.softmax(logits.double(), dim=-1)[:, limits.label].cpu().numpy()
+        probs.update({pair: float(v) for pair, v in zip(chunk, p, strict=True)})
     return np.array([[1.0 if a == b else probs[(a, b)] for b in texts] for a in texts])
 
 
@@ -80,7 +141,8 @@ class ShapleyScorer:
 
     Args:
         entailment: our backend spec (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``) or a uqlm NLI
-            object (``model`` and ``tokenizer`` attributes; its ``label2id`` is read).
+            object (``model``, ``tokenizer``, ``batch_size`` and ``max_length`` attributes; checked by
+            :func:`nli_limits` when it is accepted).
         beta, psd_policy, eps: as :func:`shapley.shapley_uncertainty` (defaults: the pipeline's beta and policy,
             :data:`shapley.integrations.common.RUN_DEFAULTS`, and ``shapley.core.psd.DEFAULT_EPS``).
         cache: our backends' entailment cache (False: none; True: the default file; or a path).
@@ -101,10 +163,10 @@ class ShapleyScorer:
         if isinstance(entailment, str):
             from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
 
-            self.backend = load_backend(entailment, cache=cache, progress=False)
+            self.backend = load_backend(entailment, cache=cache_option(cache), progress=False)
             self.name = f"shapley[{entailment}]"
         elif hasattr(entailment, "model") and hasattr(entailment, "tokenizer"):
-            entailment_label(dict(entailment.model.config.label2id))  # fail now, not at the first prompt
+            self.nli_limits = nli_limits(entailment)  # fail now, not at the first prompt
             self.nli = entailment
             self.name = f"shapley[{type(entailment).__name__}]"
         else:
@@ -117,7 +179,7 @@ class ShapleyScorer:
         """(n_k, n_k) entailment matrices, answers ``[responses[k], *sampled_responses[k]]``."""
         groups = _answer_groups(responses, sampled_responses)
         if self.nli is not None:
-            return [_nli_matrix(self.nli, g) for g in groups]
+            return [_nli_matrix(self.nli, self.nli_limits, g) for g in groups]
         return [r.entail for r in self.backend.score([("", g) for g in groups])]
 
     def uncertainty(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[float]:
@@ -126,7 +188,8 @@ class ShapleyScorer:
         return [self._total(P) for P in self.entail_matrices(responses, sampled_responses)]
 
     def evaluate(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[float]:
-        """Confidence in [0, 1] per prompt (higher = more confident): ``1 - det(R) ** (1/n)`` of its n answers."""
+        """Confidence in [0, 1] per prompt (higher = more confident): the equivalent pairwise agreement of its n
+        answers (:func:`shapley.integrations.common.confidence_from_total`)."""
         matrices = self.entail_matrices(responses, sampled_responses)
         return [confidence_from_total(self._total(P), len(P)) for P in matrices]
 
@@ -135,34 +198,39 @@ class ShapleyScorer:
 
 
 def _answer_groups(responses: Any, sampled_responses: Any) -> list[list[str]]:
-    if isinstance(responses, str) or not isinstance(responses, Sequence):
-        raise ValueError("responses must be a list of strings, one per prompt")
+    """``[responses[k], *sampled_responses[k]]`` per prompt k, each checked by
+    :func:`shapley.integrations.common.text_list` (a prompt with no sampled response is refused, naming it)."""
+    responses = text_list(responses, "responses")
     if isinstance(sampled_responses, str) or not isinstance(sampled_responses, Sequence):
-        raise ValueError("sampled_responses must be a list (one per prompt) of lists of strings")
+        raise ValueError(
+            f"sampled_responses must be a list (one per prompt) of lists of strings; got {sampled_responses!r}"
+        )
     if len(responses) != len(sampled_responses):
         raise ValueError(f"{len(responses)} responses but {len(sampled_responses)} lists of sampled responses")
-    out = []
-    for k, (r, samples) in enumerate(zip(responses, sampled_responses, strict=True)):
-        if isinstance(samples, str) or not isinstance(samples, Sequence):
-            raise ValueError(f"sampled_responses[{k}] must be a list of strings, not {type(samples).__name__}")
-        group = [r, *samples]
-        if not all(isinstance(t, str) for t in group):
-            raise ValueError(f"prompt {k}: every response and sampled response must be a string")
-        out.append(group)
-    return out
+    return [
+        [r, *text_list(samples, f"sampled_responses[{k}] (prompt {k})")]
+        for k, (r, samples) in enumerate(zip(responses, sampled_responses, strict=True))
+    ]
 
 
 def add_to_result(result: Any, scorer: ShapleyScorer, name: str = "shapley") -> Any:
     """Add the Shapley confidence to a uqlm ``UQResult`` (from ``BlackBoxUQ.score`` or ``generate_and_score``) as
     the column ``name`` of its score table, beside uqlm's own scorers: ``result.to_df()`` then shows it, and
     ``result.metadata["scorers"]`` lists it. Reads the result's ``responses`` and ``sampled_responses``; returns
-    the same (modified) result. ``ValueError`` when the result lacks them or already has a column ``name``."""
+    the same (modified) result. ``ValueError`` when the result lacks them, when ``name`` is not a non-empty ``str``
+    or when ``result.to_df()`` would then show two columns of one name (uqlm's ``to_df`` drops a final "s":
+    ``"exact_matchs"`` would show as uqlm's ``exact_match``, ``"response"`` as ``responses``)."""
     data = getattr(result, "data", None)
     if not isinstance(data, dict) or "responses" not in data or "sampled_responses" not in data:
         raise ValueError("result must be a uqlm UQResult whose data holds 'responses' and 'sampled_responses'")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty str; got {type(name).__name__} {name!r}")
     if name in data:
         raise ValueError(f"the result already has a column {name!r}; choose another name")
     data[name] = scorer.evaluate(data["responses"], data["sampled_responses"])
+    if not result.to_df().columns.is_unique:
+        del data[name]
+        raise ValueError(f"the column {name!r} would show as an existing column in result.to_df(); choose another name")
     whole = getattr(result, "result_dict", None)
     if isinstance(whole, dict) and isinstance(whole.get("data"), dict) and whole["data"] is not data:
         whole["data"][name] = data[name]

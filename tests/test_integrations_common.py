@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from shapley.core import validate
 from shapley.core.entropy import HALF_LOG_2PIE, shapley_uncertainty
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES
@@ -24,7 +25,6 @@ from shapley.integrations.common import (
     defined_total,
     entailment_matrix,
     singular_total,
-    text_list,
 )
 
 NEAR_IDENTICAL = (0.9999, 0.999, 0.99)
@@ -162,14 +162,14 @@ def test_cache_option_keeps_booleans_none_and_paths():
         (["ok", "a\ud800b"], r"q[1] holds text that cannot be encoded as UTF-8 (surrogates not allowed: '\ud800'"),
     ],
 )
-def test_text_list_refuses_what_would_be_coerced(texts, message):
+def test_validate_texts_refuses_what_would_be_coerced(texts, message):
     with pytest.raises(ValueError) as e:
-        text_list(texts, "q")
+        validate.texts(texts, "q")
     assert str(e.value).startswith(message)
 
 
-def test_text_list_keeps_a_list_of_strings():
-    assert text_list(("Paris", "Paris."), "q") == ["Paris", "Paris."]
+def test_validate_texts_keeps_a_list_of_strings():
+    assert validate.texts(("Paris", "Paris."), "q") == ["Paris", "Paris."]
 
 
 @pytest.mark.parametrize(

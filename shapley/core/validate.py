@@ -317,14 +317,35 @@ def cluster_labels(x: Any, name: str = "cluster_ids") -> NDArray[np.int64]:
     raise ValueError(f"{name} must hold integer cluster labels; got dtype {raw.dtype}: {raw.tolist()}")
 
 
+def text(x: Any, name: str = "text") -> str:
+    """``x`` if it is a ``str`` that UTF-8 can encode (no lone surrogate: texts are hashed, cached and written as
+    UTF-8), else ``ValueError`` naming ``name`` and the value.
+
+    Examples:
+        >>> text("Paris")
+        'Paris'
+        >>> text(None, "answer")
+        Traceback (most recent call last):
+        ...
+        ValueError: answer must be a str; got NoneType None
+    """
+    if not isinstance(x, str):
+        raise ValueError(f"{name} must be a str; got {type(x).__name__} {x!r}")
+    try:
+        x.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{name} holds text that cannot be encoded as UTF-8 "
+            f"({exc.reason}: {exc.object[exc.start : exc.end]!r}, e.g. a lone surrogate escape)"
+        ) from exc
+    return x
+
+
 def texts(x: Any, name: str = "texts") -> list[str]:
-    """A non-empty sequence of strings (one string alone is refused)."""
+    """A non-empty sequence of :func:`text` strings (one string alone is refused)."""
     if isinstance(x, str) or not isinstance(x, Sequence | np.ndarray):
-        raise ValueError(f"{name} must be a sequence of strings; got {type(x).__name__}")
+        raise ValueError(f"{name} must be a sequence of strings; got {type(x).__name__} {x!r}")
     out = list(x)
     if len(out) == 0:
         raise ValueError(f"{name} must hold at least one answer; got an empty list")
-    for k, t in enumerate(out):
-        if not isinstance(t, str):
-            raise ValueError(f"{name}[{k}] must be a str; got {type(t).__name__}")
-    return out
+    return [text(t, f"{name}[{k}]") for k, t in enumerate(out)]

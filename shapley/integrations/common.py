@@ -2,10 +2,10 @@
 value for singular kernels and the map from uncertainty to confidence.
 
 **Inputs** are checked where a harness hands them over, before any conversion, with the core's validators
-(:mod:`shapley.core.validate`): answers by :func:`text_list` (no ``str()`` of ``None`` or numbers, no string split
-into characters, no lone surrogate), entailment matrices by :func:`entailment_matrix` (kind first, then range), the
-``cache`` option by :func:`cache_option`. Every refusal names the question (batch index) or option and prints the
-rejected value exactly.
+(:mod:`shapley.core.validate`): answers by ``validate.texts`` (no ``str()`` of ``None`` or numbers, no string
+split into characters, no lone surrogate), entailment matrices by :func:`entailment_matrix` (kind first, then
+range), the ``cache`` option by :func:`cache_option`. Every refusal names the question (batch index) or option and
+prints the rejected value exactly.
 
 **Singular kernels.** With exact-duplicate answers at ``beta = 1`` (more generally, whenever the kernel R is
 singular under :mod:`shapley.core.entropy`'s rule) the Gaussian entropy, hence the total Shapley uncertainty, is
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -172,31 +171,6 @@ def cache_option(cache: Any) -> Any:
         f"cache must be True, False, None or a file path; got {type(cache).__name__} {cache!r} "
         "(a string that reads as a boolean is refused: write the boolean, or a path such as 'entail.sqlite')"
     )
-
-
-def utf8_text(text: Any, name: str) -> str:
-    """``text`` if it is a ``str`` that UTF-8 can encode (no lone surrogate: our backends hash and cache texts as
-    UTF-8, and ``score-samples`` refuses such text too), else ``ValueError`` naming ``name`` and the value."""
-    if not isinstance(text, str):
-        raise ValueError(f"{name} must be a str; got {type(text).__name__} {text!r}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{name} holds text that cannot be encoded as UTF-8 "
-            f"({exc.reason}: {exc.object[exc.start : exc.end]!r}, e.g. a lone surrogate escape)"
-        ) from exc
-    return text
-
-
-def text_list(texts: Any, name: str) -> list[str]:
-    """The answers ``texts`` of one question: a non-empty sequence of :func:`utf8_text` strings
-    (:func:`shapley.core.validate.texts`: one string alone, ``None`` or an empty list refused). ``name`` says
-    which question (it starts every refusal)."""
-    if isinstance(texts, Sequence | np.ndarray) and not isinstance(texts, str | bytes):
-        for k, t in enumerate(texts):
-            utf8_text(t, f"{name}[{k}]")
-    return validate.texts(texts, name)
 
 
 def entailment_matrix(M: Any, name: str) -> NDArray[np.float64]:

@@ -35,8 +35,6 @@ from shapley.integrations.common import (
     check_settings,
     defined_total,
     entailment_matrix,
-    text_list,
-    utf8_text,
 )
 
 EXTRA = "lm-polygraph"
@@ -208,9 +206,9 @@ class ShapleyEntailmentCalculator(_StatCalculator):
             raise ValueError(f"{len(texts)} input texts but {len(samples)} lists of sample_texts")
         items = []
         for b, (q, answers) in enumerate(zip(texts, samples, strict=True)):
-            question = utf8_text(q, f"texts[{b}] (question {b})")
+            question = validate.text(q, f"texts[{b}] (question {b})")
             items.append(
-                (question, text_list(answers, f"sample_texts[{b}] (question {b}: {question[:SHOWN_CHARS]!r})"))
+                (question, validate.texts(answers, f"sample_texts[{b}] (question {b}: {question[:SHOWN_CHARS]!r})"))
             )
         mats = [r.entail for r in self.backend.score(items, with_question=self.with_question)]
         same = len({m.shape for m in mats}) == 1
@@ -245,9 +243,11 @@ class CannedBlackboxModel(_BlackboxModel):
 
     def __init__(self, answers: Mapping[str, Sequence[str]], greedy: Mapping[str, str] | None = None) -> None:
         super().__init__(model_path="canned")
-        prompts = [utf8_text(k, f"answers key {k!r}") for k in answers]
-        self.answers = {k: text_list(answers[k], f"answers[{k[:SHOWN_CHARS]!r}]") for k in prompts}
-        chosen = {utf8_text(k, f"greedy key {k!r}"): utf8_text(v, f"greedy[{k!r}]") for k, v in (greedy or {}).items()}
+        prompts = [validate.text(k, f"answers key {k!r}") for k in answers]
+        self.answers = {k: validate.texts(answers[k], f"answers[{k[:SHOWN_CHARS]!r}]") for k in prompts}
+        chosen = {
+            validate.text(k, f"greedy key {k!r}"): validate.text(v, f"greedy[{k!r}]") for k, v in (greedy or {}).items()
+        }
         self.greedy = {k: v[0] for k, v in self.answers.items()} | chosen
 
     def generate_texts(self, input_texts: Sequence[str], n: int = 1, **kwargs: Any) -> list[Any]:

@@ -39,7 +39,6 @@ from shapley.integrations.common import (
     cache_option,
     check_settings,
     confidence_from_total,
-    text_list,
 )
 
 
@@ -199,8 +198,8 @@ class ShapleyScorer:
 
 def _answer_groups(responses: Any, sampled_responses: Any) -> list[list[str]]:
     """``[responses[k], *sampled_responses[k]]`` per prompt k, each checked by
-    :func:`shapley.integrations.common.text_list` (a prompt with no sampled response is refused, naming it)."""
-    responses = text_list(responses, "responses")
+    :func:`shapley.core.validate.texts` (a prompt with no sampled response is refused, naming it)."""
+    responses = validate.texts(responses, "responses")
     if isinstance(sampled_responses, str) or not isinstance(sampled_responses, Sequence):
         raise ValueError(
             f"sampled_responses must be a list (one per prompt) of lists of strings; got {sampled_responses!r}"
@@ -208,7 +207,7 @@ def _answer_groups(responses: Any, sampled_responses: Any) -> list[list[str]]:
     if len(responses) != len(sampled_responses):
         raise ValueError(f"{len(responses)} responses but {len(sampled_responses)} lists of sampled responses")
     return [
-        [r, *text_list(samples, f"sampled_responses[{k}] (prompt {k})")]
+        [r, *validate.texts(samples, f"sampled_responses[{k}] (prompt {k})")]
         for k, (r, samples) in enumerate(zip(responses, sampled_responses, strict=True))
     ]
 

@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from shapley.companion import crosscheck
+from shapley.pipeline.data.datasets import LOCAL_FILES
 from shapley.pipeline.rundir.settings import data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES_FILE = "triviaqa_llama13b_samples.jsonl.gz"
 FILE_MODE = 0o644
 """Permissions of the written files (a temporary file starts as 0o600)."""
 
@@ -279,10 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "crosscheck")
     ap.add_argument("--results", type=Path, default=ROOT / "results", help="the results folder the runs are in")
-    ap.add_argument("--samples", type=Path, help=f"the samples file (default: SHAPLEY_DATA_DIR/{SAMPLES_FILE})")
+    ap.add_argument(
+        "--samples", type=Path, help=f"the samples file (default: SHAPLEY_DATA_DIR/{LOCAL_FILES['triviaqa']})"
+    )
     args = ap.parse_args(argv)
     try:
-        samples = args.samples or data_dir() / SAMPLES_FILE
+        samples = args.samples or data_dir() / str(LOCAL_FILES["triviaqa"])
     except FileNotFoundError:
         samples = None
     stop = problem(args.results, samples, args.out)
@@ -314,7 +316,7 @@ def _record(fresh: dict[str, object], gap: dict[str, object], seconds: float) ->
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
     return {
-        "command": "python scripts/crosscheck_lm_polygraph.py --out results/crosscheck",
+        "command": crosscheck.COMMAND,
         "freshness": fresh,
         "commit": git("rev-parse", "HEAD"),
         "dirty": bool(git("status", "--porcelain", "--", "shapley", "scripts", "pyproject.toml")),

@@ -67,6 +67,7 @@ RECORD = page_records.PageRecord(
         "shapley.core.baselines",
         "shapley.integrations.common",
         "shapley.integrations.lm_polygraph",
+        "shapley.pipeline.data.datasets",
         "shapley.pipeline.data.samples",
         "shapley.pipeline.rundir.jsonl",
         "shapley.pipeline.rundir.settings",
@@ -80,13 +81,22 @@ block into ``freshness.json`` before it computes; the page compares it with the 
 
 
 def _record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """``freshness.json`` under ``results_dir``, or None when it is missing or unreadable."""
+    """``freshness.json`` under ``results_dir``, or None when it is missing, unreadable or ill-typed (a torn or
+    hand-edited record is no record)."""
     path = Path(results_dir) / RECORD.path
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return record if isinstance(record, dict) else None
+    typed: dict[str, type | tuple[type, ...]] = {
+        "command": str,
+        "freshness": dict,
+        "seconds": (int, float),
+        "versions": dict,
+        "commit": str,
+    }
+    ok = isinstance(record, dict) and all(isinstance(record.get(k), t) for k, t in typed.items())
+    return record if ok else None
 
 
 def stale_reasons(results_dir: str | os.PathLike[str]) -> list[str]:
@@ -115,13 +125,11 @@ def status_html(results_dir: str | os.PathLike[str]) -> Html:
     record, reasons = _record(results_dir), stale_reasons(results_dir)
     if record is None:
         return Html(_stale_note(reasons))
-    versions = record.get("versions", {})
-    peer = esc(versions.get("lm_polygraph", "an unrecorded version"))
-    inputs_now = record.get("freshness", {}).get("inputs", {})
+    peer = esc(record["versions"].get("lm_polygraph", "an unrecorded version"))
     what = (
-        f"The cross-check was computed by {code(record.get('command', COMMAND))} with LM-Polygraph {peer}, at "
-        f"commit {code(str(record.get('commit', ''))[:12])}, in {record.get('seconds', float('nan')):.0f} s, "
-        f"from {len(inputs_now)} files whose SHA-256 it records"
+        f"The cross-check was computed by {code(record['command'])} with LM-Polygraph {peer}, at commit "
+        f"{code(record['commit'][:12])}, in {record['seconds']:.0f} s, from "
+        f"{len(record['freshness'].get('inputs', {}))} files whose SHA-256 it records"
     )
     return Html(f"<p>{what}: fresh.</p>" if not reasons else f"<p>{what}.</p>{_stale_note(reasons)}")
 
@@ -206,17 +214,18 @@ GAP_TEXT_KEYS = (
 def ecc_gap_text(results_dir: str | os.PathLike[str]) -> dict[str, str]:
     """The numbers of :func:`ecc_gap` as the page glues them, by :data:`GAP_TEXT_KEYS` (``n/a`` each when
     ``freshness.json`` lacks them)."""
-    gap = (_record(results_dir) or {}).get("ecc_auroc_gap")
-    if not isinstance(gap, dict):
+    gap: Any = (_record(results_dir) or {}).get("ecc_auroc_gap")
+    try:
+        text = {k: f"{v:.5f}" if k.startswith("auroc") else f"{v:,g}" for k, v in gap.items() if k != "tied_values"}
+        text |= {
+            "tied_others": f"{gap['tied_pairs'] - gap['tied_identical']:,}",
+            "tied_values": word_list([_root_label(v) for v in gap["tied_values"]]),
+            "unrounded_gain_pairs": f"{gap['unrounded_gain_pairs']:+,g}",
+            "score_digits": str(SCORE_DIGITS),
+        }
+    except (AttributeError, KeyError, TypeError, ValueError):  # no gap, or an ill-typed one
         return dict.fromkeys(GAP_TEXT_KEYS, "n/a")
-    text = {k: f"{v:.5f}" if k.startswith("auroc") else f"{v:,g}" for k, v in gap.items() if k != "tied_values"}
-    return {
-        **text,
-        "tied_others": f"{gap['tied_pairs'] - gap['tied_identical']:,}",
-        "tied_values": word_list([_root_label(v) for v in gap["tied_values"]]),
-        "unrounded_gain_pairs": f"{gap['unrounded_gain_pairs']:+,g}",
-        "score_digits": str(SCORE_DIGITS),
-    }
+    return {k: text.get(k, "n/a") for k in GAP_TEXT_KEYS}
 
 
 #: LM-Polygraph's estimator compared with each of our methods, by its name there.

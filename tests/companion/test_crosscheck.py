@@ -98,11 +98,15 @@ def test_the_record_digests_the_code_the_script_imports():
 
 
 def _copy(tmp_path: Path) -> Path:
-    """A copy of the repository's files the cross-check depends on, under ``tmp_path``; its results folder."""
+    """A copy of the repository's files the cross-check depends on under ``tmp_path``, with a fresh record; its
+    results folder."""
     results = tmp_path / "results"
     for rel in [*crosscheck.inputs(RESULTS), *(f"crosscheck/{name}" for name in crosscheck.OUTPUTS)]:
         (results / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(RESULTS / rel, results / rel)
+    record = json.loads((results / crosscheck.RECORD.path).read_text())
+    record["freshness"] = crosscheck.RECORD.freshness(results)  # fresh, whatever the committed record says
+    (results / crosscheck.RECORD.path).write_text(json.dumps(record))
     return results
 
 
@@ -125,8 +129,20 @@ def test_the_page_says_stale_when_the_code_changes(tmp_path: Path):
     record["freshness"]["code"]["shapley.core.baselines"] = "0" * 64
     path.write_text(json.dumps(record))
     assert "shapley.core.baselines" in crosscheck.differences_html(results).split("</p>")[0]
-    path.write_text("{")  # a torn record is no record
-    assert "missing or unreadable" in crosscheck.status_html(results)
+    for torn in ("{", json.dumps({**record, "seconds": "68"}), "[]"):  # a torn or ill-typed record is no record
+        path.write_text(torn)
+        assert "missing or unreadable" in crosscheck.status_html(results)
+        assert "<strong>STALE</strong>" in crosscheck.differences_html(results)
+        assert set(crosscheck.ecc_gap_text(results).values()) == {"n/a"}
+    path.write_text(json.dumps({**record, "ecc_auroc_gap": {"pairs": "many"}}))
+    assert set(crosscheck.ecc_gap_text(results).values()) == {"n/a"}
+
+
+def test_names_from_the_files_are_escaped(tmp_path: Path):
+    frame = pd.DataFrame({"source": ["<b>x"], "method": ["<i>"], "peer": ["&"], "n_matrices": [1]})
+    frame = frame.assign(max_abs_diff=0.0, max_abs_diff_float32=0.0, spearman=1.0, max_abs_diff_vs_committed=0.0)
+    html = crosscheck.differences_html(_write(tmp_path, "lm_polygraph.csv", frame))
+    assert "<b>" not in html and "<i>" not in html and "&lt;b&gt;x: 1 matrices" in html
 
 
 def test_ecc_gap_counts_the_pairs_round_off_decides():

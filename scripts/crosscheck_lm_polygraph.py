@@ -5,26 +5,40 @@ Run in .venv-lm-polygraph (``make results`` does, through scripts/regenerate_res
     .venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.py --out results/crosscheck
 
 Inputs: the committed LLaMA-13B TriviaQA entailment matrices and our scores (each run's ``stages.jsonl.gz``,
-read by ``shapley.pipeline.rundir.jsonl.read_compact``), and seeded random entailment matrices. For every method
-both sides compute on one matrix, the largest absolute difference per source goes to ``lm_polygraph.csv``;
-``freshness.json`` records the commit, versions and runtime. The reading of every difference is in book/integrations.md.
+read by ``shapley.pipeline.rundir.jsonl.read_compact``), the samples file the run ``minilm_n10`` was scored on
+(its SHA-256 must match the run's ``config.json``), and seeded random entailment matrices. For every method both
+sides compute on one matrix, the largest absolute difference per source goes to ``lm_polygraph.csv``; a
+``UEManager`` run's AUROC and PRR to ``uemanager_triviaqa.csv``; ``freshness.json`` records the digests of the
+inputs and code (``shapley.companion.crosscheck.RECORD``), the commit, versions, runtime, and why Ecc's AUROC
+differs (``shapley.companion.crosscheck.ecc_gap``). The inputs and the output folder are checked before any work
+(exit 2, one line); the three files are replaced together. The reading of every difference is in
+book/integrations.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
+import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from shapley.companion import crosscheck
+from shapley.pipeline.data.datasets import LOCAL_FILES
+from shapley.pipeline.rundir.settings import data_dir
+
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = sorted((ROOT / "results" / "triviaqa_llama13b").glob("*/stages.jsonl.gz"))
+FILE_MODE = 0o644
+"""Permissions of the written files (a temporary file starts as 0o600)."""
 
 
 def ours(P: np.ndarray) -> dict[str, float]:
@@ -130,11 +144,14 @@ PEER_NAMES = {
 }
 
 
-def uemanager_run(run: str = "minilm_n10", n_samples: int = 10) -> list[dict[str, object]]:
+def uemanager_run(
+    run_dir: Path, samples: Path, n_samples: int = 10
+) -> tuple[list[dict[str, object]], dict[str, object]]:
     """An LM-Polygraph UEManager run over the committed LLaMA-13B TriviaQA answers: a canned black-box model replays
-    the first ``n_samples`` samples (as our pipeline reads them), our MiniLM calculator gives the matrices, and the
-    ground truth is our committed correctness of each question (``Correct`` for PRR, ``Incorrect`` for AUROC). Rows:
-    LM-Polygraph's AUROC and PRR per method beside our ``metrics.csv`` of the same run."""
+    the first ``n_samples`` samples of ``samples`` (as our pipeline reads them), our MiniLM calculator gives the
+    matrices, and the ground truth is our committed correctness of each question (``Correct`` for PRR,
+    ``Incorrect`` for AUROC). Returns the rows (LM-Polygraph's AUROC and PRR per method beside our ``metrics.csv``
+    of ``run_dir``) and :func:`shapley.companion.crosscheck.ecc_gap` of LM-Polygraph's Ecc against ours."""
     from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
     from lm_polygraph.estimators import DegMat, Eccentricity, EigValLaplacian
     from lm_polygraph.generation_metrics.generation_metric import GenerationMetric
@@ -161,9 +178,9 @@ def uemanager_run(run: str = "minilm_n10", n_samples: int = 10) -> list[dict[str
             y = np.array([float(t) for t in target_texts])
             return 1.0 - y if self.flip else y
 
-    run_dir = ROOT / "results" / "triviaqa_llama13b" / run
-    correct = {q: bool(r["correct"]) for q, r in read_compact(run_dir)["scores"].items()}
-    items = [it for it in read_samples_file(DATA, n_samples=n_samples, reference_field="answer") if it.id in correct]
+    comp = read_compact(run_dir)
+    correct = {q: bool(r["correct"]) for q, r in comp["scores"].items()}
+    items = [it for it in read_samples_file(samples, n_samples=n_samples, reference_field="answer") if it.id in correct]
     model = CannedBlackboxModel({it.id: list(it.samples) for it in items})
     data = Dataset([it.id for it in items], ["1" if correct[it.id] else "0" for it in items], batch_size=50)
     man = UEManager(
@@ -185,7 +202,7 @@ def uemanager_run(run: str = "minilm_n10", n_samples: int = 10) -> list[dict[str
     for peer, method in PEER_NAMES.items():
         rows.append(
             {
-                "run": f"triviaqa_llama13b/{run}",
+                "run": f"{run_dir.parent.name}/{run_dir.name}",
                 "method": method,
                 "peer": peer,
                 "n_questions": len(items),
@@ -196,56 +213,118 @@ def uemanager_run(run: str = "minilm_n10", n_samples: int = 10) -> list[dict[str
                 "prr_ours": float(mine[method]["prr"]),
             }
         )
-    return rows
+    ids = [it.id for it in items]
+    gap = crosscheck.ecc_gap(
+        man.estimations["sequence", "Eccentricity_NLI_score_entail"],
+        [comp["scores"][q]["scores"]["Ecc"] for q in ids],
+        [not correct[q] for q in ids],
+        [bool(np.all(np.asarray(comp["entailment"][q]["entail"]) == 1)) for q in ids],
+    )
+    return rows, gap
 
 
-DATA = Path(os.environ.get("SHAPLEY_DATA_DIR", ROOT.parent / "shared" / "data")) / "triviaqa_llama13b_samples.jsonl.gz"
+def problem(results: Path, samples: Path | None, out: Path) -> str | None:
+    """What stops the cross-check before any work, in one line, or None: an output folder that cannot be
+    written, a missing input, a samples file other than the one the UEManager run was scored on, or LM-Polygraph
+    missing."""
+    folder = next(p for p in (out, *out.parents) if p.exists())
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"output folder {out} cannot be written ({folder} is not a writable folder)"
+    for rel in crosscheck.inputs(results):
+        if not (results / rel).is_file():
+            return f"input {results / rel} is missing"
+    if not crosscheck.run_files(results):
+        return f"no run files {results / crosscheck.RUN_FILES}"
+    if samples is None or not samples.is_file():
+        return f"samples file {samples} is missing (set SHAPLEY_DATA_DIR or pass --samples)"
+    config = results / crosscheck.MANAGER_RUN / "config.json"
+    try:
+        expected = json.loads(config.read_text())["config"]["data"]["sha256"]
+    except (ValueError, KeyError, TypeError):
+        return f"{config} records no SHA-256 of its samples file (config.data.sha256)"
+    if hashlib.sha256(samples.read_bytes()).hexdigest() != expected:
+        return f"samples file {samples} is not the one {crosscheck.MANAGER_RUN} was scored on (SHA-256 {expected})"
+    if importlib.util.find_spec("lm_polygraph") is None:
+        return "lm_polygraph is not installed: run in .venv-lm-polygraph (make integrations)"
+    return None
+
+
+def write_together(folder: Path, files: dict[str, str]) -> None:
+    """Replace ``files`` (name -> text) in ``folder`` as one set: each is written to a temporary file there first
+    and only then moved over the old one (``os.replace``), so that a failure while writing leaves the old set."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written: dict[str, str] = {}
+    try:
+        for name, text in files.items():
+            with tempfile.NamedTemporaryFile("w", dir=folder, prefix=f".{name}.", delete=False, encoding="utf-8") as f:
+                written[name] = f.name
+                f.write(text)
+            os.chmod(f.name, FILE_MODE)  # a temporary file is private; the record is not
+        for name, tmp in written.items():
+            os.replace(tmp, folder / name)
+    finally:
+        for tmp in written.values():
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _csv(rows: list[dict[str, object]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(ROOT / "results" / "crosscheck"))
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "crosscheck")
+    ap.add_argument("--results", type=Path, default=ROOT / "results", help="the results folder the runs are in")
+    ap.add_argument(
+        "--samples", type=Path, help=f"the samples file (default: SHAPLEY_DATA_DIR/{LOCAL_FILES['triviaqa']})"
+    )
     args = ap.parse_args(argv)
+    try:
+        samples = args.samples or data_dir() / str(LOCAL_FILES["triviaqa"])
+    except FileNotFoundError:
+        samples = None
+    stop = problem(args.results, samples, args.out)
+    if stop is not None:
+        print(f"{ap.prog}: error: {stop}", file=sys.stderr)
+        return 2
     start = time.perf_counter()
+    fresh = crosscheck.RECORD.freshness(args.results)  # the inputs as they are read
     rows = []
-    for path in RUNS:
-        mats, scores = committed(path)
+    for rel in crosscheck.run_files(args.results):
+        mats, scores = committed(args.results / rel)
         if mats and len({m.shape for m in mats}) == 1:
-            rows += compare(f"triviaqa_llama13b/{path.parent.name}", mats, scores)
+            rows += compare(str(Path(rel).parent), mats, scores)
     rows += compare("random (300 x n=10, seed 0)", random_mats(), None)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    fields = list(dict.fromkeys(k for r in rows for k in r))
-    with open(out / "lm_polygraph.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    manager_rows = uemanager_run()
-    with open(out / "uemanager_triviaqa.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(manager_rows[0]))
-        w.writeheader()
-        w.writerows(manager_rows)
-    _freshness(out, time.perf_counter() - start)
-    print(f"wrote {out / 'lm_polygraph.csv'} ({len(rows)} rows) in {time.perf_counter() - start:.1f} s")
+    manager_rows, gap = uemanager_run(args.results / crosscheck.MANAGER_RUN, samples)
+    record = _record(fresh, gap, time.perf_counter() - start)
+    lm_polygraph, uemanager, freshness = crosscheck.OUTPUTS
+    texts = {lm_polygraph: _csv(rows), uemanager: _csv(manager_rows), freshness: json.dumps(record, indent=1) + "\n"}
+    write_together(args.out, texts)
+    print(f"wrote {args.out / lm_polygraph} ({len(rows)} rows) in {time.perf_counter() - start:.1f} s")
     return 0
 
 
-def _freshness(out: Path, seconds: float) -> None:
+def _record(fresh: dict[str, object], gap: dict[str, object], seconds: float) -> dict[str, object]:
+    """``freshness.json``: the command, the freshness block, the commit, versions, runtime and Ecc's AUROC gap."""
     from importlib.metadata import version
 
     def git(*a: str) -> str:
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
-    record = {
-        "command": "python scripts/crosscheck_lm_polygraph.py --out results/crosscheck",
+    return {
+        "command": crosscheck.COMMAND,
+        "freshness": fresh,
         "commit": git("rev-parse", "HEAD"),
         "dirty": bool(git("status", "--porcelain", "--", "shapley", "scripts", "pyproject.toml")),
         "seconds": round(seconds, 1),
         "python": sys.version.split()[0],
         "versions": {p: version(p) for p in ("lm_polygraph", "numpy", "scipy", "torch", "shapley-uncertainty")},
-        "inputs": [str(p.relative_to(ROOT)) for p in RUNS],
+        "ecc_auroc_gap": gap,
     }
-    (out / "freshness.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

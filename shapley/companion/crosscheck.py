@@ -1,21 +1,234 @@
-"""Tables of the LM-Polygraph cross-check for book/integrations (``results/crosscheck/``, written by
+"""Tables and records of the LM-Polygraph cross-check for book/integrations (``results/crosscheck/``, written by
 ``scripts/crosscheck_lm_polygraph.py`` during ``make results``).
 
-Both tables fit the text column: a run is named by its last folder (``minilm_n10``) and LM-Polygraph's
-estimator class by a short name; the full names stay in the CSVs. A missing CSV gives a sentence that says
-which file is missing and which command writes it, never an empty table.
+* :data:`RECORD`: what determines the three files (the run files and the script they are computed from, the
+  pinned LM-Polygraph environment, the package code the script imports), so that the page says STALE when one
+  of them changes (:func:`status_html`; each table carries the warning too).
+* :func:`ecc_gap`: why LM-Polygraph's AUROC of Ecc differs from ours, pair by pair, computed by the script (it
+  needs LM-Polygraph's per-question scores) and stored in ``freshness.json``; :func:`ecc_gap_text` glues it.
+* :func:`differences_html`, :func:`uemanager_html`: the two tables, which fit the text column (a run is named by
+  its last folder in a heading row, LM-Polygraph's estimator class by a short name; the full names stay in the
+  CSVs). A missing CSV gives a sentence that says which file is missing and which command writes it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from shapley.companion.htmltable import Col, Html, code, html_table, pinned_scroll, short_labels
+from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, word_list
+from shapley.core import validate
+from shapley.core.ranks import SCORE_DIGITS, round_scores
+from shapley.theory import page_records
 
-#: The LM-Polygraph estimator each of our methods was compared with, by its class name.
+#: The command that writes ``results/crosscheck`` (``make results`` runs it).
+COMMAND = ".venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.py --out results/crosscheck"
+#: The script, and the pinned LM-Polygraph environment it runs in (paths relative to the repository root).
+SCRIPT, ENVIRONMENT = "scripts/crosscheck_lm_polygraph.py", "constraints-lm-polygraph.txt"
+#: The committed runs whose matrices are cross-checked (their compact stage files, under the results folder).
+RUN_FILES = "triviaqa_llama13b/*/stages.jsonl.gz"
+#: The run the ``UEManager`` replays, beside its ``metrics.csv``, and the one whose ``config.json`` holds the
+#: SHA-256 of the samples file it reads (the script refuses a samples file with another digest).
+MANAGER_RUN = "triviaqa_llama13b/minilm_n10"
+#: The three files the script writes, all together.
+OUTPUTS = ("lm_polygraph.csv", "uemanager_triviaqa.csv", "freshness.json")
+
+
+def run_files(results: Path) -> list[str]:
+    """The committed stage files the cross-check reads, as paths under the results folder ``results``."""
+    return sorted(p.relative_to(results).as_posix() for p in results.glob(RUN_FILES))
+
+
+def inputs(results: Path) -> list[str]:
+    """Every file the cross-check's numbers depend on besides the package code, as paths under ``results``:
+    the run files, the ``UEManager`` run's metrics and config (the samples file's digest), the script and the
+    pinned LM-Polygraph environment (these two one folder up, in the repository)."""
+    manager = [f"{MANAGER_RUN}/{name}" for name in ("metrics.csv", "config.json")]
+    return [*run_files(results), *manager, f"../{SCRIPT}", f"../{ENVIRONMENT}"]
+
+
+def _written_by_the_script(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
+    raise RuntimeError(f"the cross-check needs LM-Polygraph: run {COMMAND}")
+
+
+RECORD = page_records.PageRecord(
+    path="crosscheck/freshness.json",
+    module="scripts.crosscheck_lm_polygraph",
+    # the package modules the script imports (tests/companion/test_crosscheck.py reads them from its code)
+    modules=(
+        "shapley.companion.crosscheck",
+        "shapley.core.baselines",
+        "shapley.integrations.common",
+        "shapley.integrations.lm_polygraph",
+        "shapley.pipeline.data.datasets",
+        "shapley.pipeline.data.samples",
+        "shapley.pipeline.rundir.jsonl",
+        "shapley.pipeline.rundir.settings",
+    ),
+    compute=_written_by_the_script,
+    summary=lambda record: f"{len(record['freshness']['inputs'])} inputs",
+    inputs=inputs,
+)
+"""The cross-check's freshness record. The script writes its :meth:`~shapley.theory.page_records.PageRecord.freshness`
+block into ``freshness.json`` before it computes; the page compares it with the files now."""
+
+
+def _record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """``freshness.json`` under ``results_dir``, or None when it is missing, unreadable or ill-typed (a torn or
+    hand-edited record is no record)."""
+    path = Path(results_dir) / RECORD.path
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    typed: dict[str, type | tuple[type, ...]] = {
+        "command": str,
+        "freshness": dict,
+        "seconds": (int, float),
+        "versions": dict,
+        "commit": str,
+    }
+    ok = isinstance(record, dict) and all(isinstance(record.get(k), t) for k, t in typed.items())
+    return record if ok else None
+
+
+def stale_reasons(results_dir: str | os.PathLike[str]) -> list[str]:
+    """Why the cross-check's files no longer stand for what the script would compute now; [] when fresh."""
+    record = _record(results_dir)
+    if record is None:
+        return [f"{RECORD.path} is missing or unreadable"]
+    try:
+        return RECORD.stale_reasons(record, results_dir)
+    except OSError as exc:  # an input is gone
+        return [f"cannot read {exc.filename}"]
+
+
+def _stale_note(reasons: list[str]) -> str:
+    return (
+        f'<p class="stale"><strong>STALE</strong>: {esc("; ".join(reasons))}. Rerun <code>make results</code> '
+        f"({code(COMMAND)}).</p>"
+        if reasons
+        else ""
+    )
+
+
+def status_html(results_dir: str | os.PathLike[str]) -> Html:
+    """One sentence about ``freshness.json``: what computed the cross-check, how long it took, from what, and
+    whether it is fresh, or STALE with the reasons."""
+    record, reasons = _record(results_dir), stale_reasons(results_dir)
+    if record is None:
+        return Html(_stale_note(reasons))
+    peer = esc(record["versions"].get("lm_polygraph", "an unrecorded version"))
+    what = (
+        f"The cross-check was computed by {code(record['command'])} with LM-Polygraph {peer}, at commit "
+        f"{code(record['commit'][:12])}, in {record['seconds']:.0f} s, from "
+        f"{len(record['freshness'].get('inputs', {}))} files whose SHA-256 it records"
+    )
+    return Html(f"<p>{what}: fresh.</p>" if not reasons else f"<p>{what}.</p>{_stale_note(reasons)}")
+
+
+def _pair_wins(u: np.ndarray, incorrect: np.ndarray) -> np.ndarray:
+    """(n_incorrect, n_correct): 1 where the incorrect answer is the more uncertain, 1/2 for a tie, else 0."""
+    a, b = u[incorrect][:, None], u[~incorrect][None, :]
+    return (a > b) + 0.5 * (a == b)
+
+
+def ecc_gap(peer: ArrayLike, ours: ArrayLike, incorrect: ArrayLike, identical: ArrayLike) -> dict[str, Any]:
+    """Why LM-Polygraph's AUROC of a score differs from ours, counted over the (incorrect, correct) pairs.
+
+    Our AUROC ranks the scores rounded to :data:`~shapley.core.ranks.SCORE_DIGITS` significant digits, so that
+    round-off never orders scores equal in exact arithmetic; LM-Polygraph ranks the raw floats.
+
+    Args:
+        peer: (m,) LM-Polygraph's scores. ours: (m,) our float64 scores, unrounded. incorrect: (m,) booleans.
+        identical: (m,) booleans, True for a question whose answers all entail each other with P = 1.
+
+    Returns:
+        ``pairs``; ``auroc_peer``, ``auroc_ours`` (rounded scores), ``auroc_unrounded``; ``gap_pairs``, the AUROC
+        difference peer - ours times ``pairs`` (a tie counts 1/2); ``differing_pairs``, the pairs whose outcome
+        differs, ``differing_tied`` of them tied by our rounding and ``differing_identical`` between two
+        identical questions; ``tied_pairs``, the pairs our rounding ties, ``tied_identical`` of them between
+        two of the ``identical_questions``, and the rounded values of the other tied groups (``tied_values``);
+        ``unrounded_gain_pairs``, what ordering ours by the raw floats moves our AUROC, in pairs.
+
+    Examples:
+        >>> gap = ecc_gap([1.0 + 2e-16, 1.0], [1.0, 1.0 + 2e-16], [True, False], [False, False])
+        >>> gap["auroc_peer"], gap["auroc_ours"], gap["auroc_unrounded"], gap["tied_values"]
+        (1.0, 0.5, 0.0, [1.0])
+    """
+    p, u = validate.vector(peer, "peer"), validate.vector(ours, "ours")
+    y, same = validate.label_vector(incorrect, "incorrect"), validate.label_vector(identical, "identical")
+    if not p.shape == u.shape == y.shape == same.shape:
+        raise ValueError(f"peer, ours, incorrect, identical must have one length; got {p.size, u.size, y.size}")
+    rounded = round_scores(u)
+    wins_peer, wins_ours, wins_raw = (_pair_wins(s, y) for s in (p, rounded, u))
+    tied = rounded[y][:, None] == rounded[~y][None, :]
+    both_identical = same[y][:, None] & same[~y][None, :]
+    differ = wins_peer != wins_ours
+    others = tied & ~both_identical
+    return {
+        "pairs": int(tied.size),
+        "auroc_peer": float(wins_peer.mean()),
+        "auroc_ours": float(wins_ours.mean()),
+        "auroc_unrounded": float(wins_raw.mean()),
+        "gap_pairs": float(wins_peer.sum() - wins_ours.sum()),
+        "differing_pairs": int(differ.sum()),
+        "differing_tied": int((differ & tied).sum()),
+        "differing_identical": int((differ & both_identical).sum()),
+        "tied_pairs": int(tied.sum()),
+        "identical_questions": int(same.sum()),
+        "tied_identical": int((tied & both_identical).sum()),
+        "tied_values": sorted(set(np.broadcast_to(rounded[y][:, None], tied.shape)[others].tolist())),
+        "unrounded_gain_pairs": float(wins_raw.sum() - wins_ours.sum()),
+    }
+
+
+def _root_label(value: float) -> str:
+    """``value`` as ``√k`` when its square is the integer k up to :data:`SCORE_DIGITS` digits, else as is.
+
+    >>> _root_label(1.41421356237), _root_label(3.0), _root_label(0.7)
+    ('√2', '3', '0.7')
+    """
+    k = round(value * value)
+    if k == 0 or abs(value * value - k) > 10.0 ** (1 - SCORE_DIGITS) * k:
+        return f"{value:g}"
+    root = round(k**0.5)
+    return str(root) if root * root == k else f"√{k}"
+
+
+#: The keys :func:`ecc_gap_text` returns, which the page glues.
+GAP_TEXT_KEYS = (
+    *("pairs", "auroc_peer", "auroc_ours", "auroc_unrounded", "gap_pairs", "differing_pairs", "differing_tied"),
+    *("differing_identical", "tied_pairs", "identical_questions", "tied_identical", "tied_others", "tied_values"),
+    *("unrounded_gain_pairs", "score_digits"),
+)
+
+
+def ecc_gap_text(results_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """The numbers of :func:`ecc_gap` as the page glues them, by :data:`GAP_TEXT_KEYS` (``n/a`` each when
+    ``freshness.json`` lacks them)."""
+    gap: Any = (_record(results_dir) or {}).get("ecc_auroc_gap")
+    try:
+        text = {k: f"{v:.5f}" if k.startswith("auroc") else f"{v:,g}" for k, v in gap.items() if k != "tied_values"}
+        text |= {
+            "tied_others": f"{gap['tied_pairs'] - gap['tied_identical']:,}",
+            "tied_values": word_list([_root_label(v) for v in gap["tied_values"]]),
+            "unrounded_gain_pairs": f"{gap['unrounded_gain_pairs']:+,g}",
+            "score_digits": str(SCORE_DIGITS),
+        }
+    except (AttributeError, KeyError, TypeError, ValueError):  # no gap, or an ill-typed one
+        return dict.fromkeys(GAP_TEXT_KEYS, "n/a")
+    return {k: text.get(k, "n/a") for k in GAP_TEXT_KEYS}
+
+
+#: LM-Polygraph's estimator compared with each of our methods, by its name there.
 PEER_CLASS = {
     "EigValLaplacian_NLI_score_entail": "EigValLaplacian",
     "DegMat_NLI_score_entail": "DegMat",
@@ -26,43 +239,52 @@ PEER_CLASS = {
 
 
 def _crosscheck_table(
-    results_dir: str | os.PathLike[str], name: str, what: str, run_column: str, cols: list[Col], caption: str
+    results_dir: str | os.PathLike[str], name: str, group: tuple[str, str, str], cols: list[Col], caption: str
 ) -> Html:
-    """``<results_dir>/crosscheck/<name>`` with runs (``run_column``) and peers shortened, in a scroll box; a
+    """``<results_dir>/crosscheck/<name>`` under one heading row per run (``group``: its column, the column of its
+    count and what the count counts), peers shortened, after the STALE note when the record is stale; a
     sentence naming the missing file when it is absent."""
     path = Path(results_dir) / "crosscheck" / name
     if not path.is_file():
         where = code(path.as_posix())
-        return Html(f"<p>{what} <strong>not computed</strong>: {where} is missing (<code>make results</code>).</p>")
+        return Html(
+            f"<p>{esc(name)} <strong>not computed</strong>: {where} is missing (<code>make results</code>).</p>"
+        )
     frame = pd.read_csv(path)
-    labels = short_labels(frame[run_column].astype(str).tolist())
     peers = frame["peer"].fillna("").astype(str).map(lambda p: PEER_CLASS.get(p, p))
-    table = frame.assign(**{run_column: frame[run_column].astype(str).map(labels)}, peer=peers)
-    return pinned_scroll(html_table(table, cols, caption=caption))
+    frame = frame.assign(peer=peers, method=frame["method"].astype(str).str.replace("_", " "))
+    run, count, what = group
+    labels = short_labels(frame[run].astype(str).tolist())
+    rows: list[dict[str, Any]] = []
+    classes: list[str] = []
+    for key, part in frame.groupby(run, sort=False):
+        rows.append({cols[0].key: f"{labels[str(key)]}: {int(part[count].iloc[0])} {what}"})
+        rows += [{str(k): v for k, v in r.items()} for r in part.to_dict("records")]
+        classes += ["group"] + [""] * len(part)
+    return Html(_stale_note(stale_reasons(results_dir)) + html_table(rows, cols, caption=caption, row_classes=classes))
 
 
 def differences_html(results_dir: str | os.PathLike[str]) -> Html:
     """Largest absolute difference between LM-Polygraph's estimators and ours, per source and method.
 
-    Reads ``<results_dir>/crosscheck/lm_polygraph.csv``; float64 and float32 inputs in two columns, and the
-    Spearman correlation of the two score vectors.
+    Reads ``<results_dir>/crosscheck/lm_polygraph.csv``; float64 and float32 inputs in two columns, the Spearman
+    correlation of the two score vectors, and our recomputation against the committed scores.
     """
     cols = [
-        Col("source", "source"),
         Col("method", "method"),
         Col("peer", "LM-Polygraph"),
-        Col("n_matrices", "matrices", decimals=0),
         Col("max_abs_diff", "max |diff|", fmt=".1e"),
-        Col("max_abs_diff_float32", "max |diff|, float32", fmt=".1e"),
+        Col("max_abs_diff_float32", "float32", fmt=".1e"),
         Col("spearman", "Spearman", decimals=4),
-        Col("max_abs_diff_vs_committed", "max |diff|, vs committed", fmt=".1e"),
+        Col("max_abs_diff_vs_committed", "vs committed", fmt=".1e"),
     ]
     caption = (
-        "Largest absolute difference of scores, ours against LM-Polygraph's (<code>lm_polygraph.csv</code>; float64 "
-        "matrices, and the float32 matrices LM-Polygraph itself builds); last column: our recomputation against "
-        "the committed scores (blank for the random matrices)."
+        "Largest absolute difference of scores, ours against LM-Polygraph's (<code>lm_polygraph.csv</code>), "
+        "under a heading row per source: on float64 matrices, and on the float32 matrices LM-Polygraph itself "
+        "builds; the Spearman correlation of the two; last column: our recomputation against the committed "
+        "scores (blank for the random matrices)."
     )
-    return _crosscheck_table(results_dir, "lm_polygraph.csv", "Cross-check", "source", cols, caption)
+    return _crosscheck_table(results_dir, "lm_polygraph.csv", ("source", "n_matrices", "matrices"), cols, caption)
 
 
 def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
@@ -71,14 +293,15 @@ def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
     Reads ``<results_dir>/crosscheck/uemanager_triviaqa.csv``.
     """
     cols = [
-        Col("run", "run"),
         Col("method", "method"),
-        Col("n_questions", "questions", decimals=0),
         Col("auroc_lm_polygraph", "AUROC, LM-Polygraph", decimals=4),
         Col("auroc_ours", "AUROC, ours", decimals=4),
         Col("prr_lm_polygraph", "PRR area, LM-Polygraph", decimals=4),
         Col("prr_normalized_lm_polygraph", "normalised PRR, LM-Polygraph", decimals=4),
         Col("prr_ours", "PRR, ours", decimals=4),
     ]
-    caption = "LM-Polygraph's <code>UEManager</code> metrics beside ours (<code>uemanager_triviaqa.csv</code>)."
-    return _crosscheck_table(results_dir, "uemanager_triviaqa.csv", "UEManager run", "run", cols, caption)
+    caption = (
+        "LM-Polygraph's <code>UEManager</code> metrics beside ours (<code>uemanager_triviaqa.csv</code>), under "
+        "a heading row per run."
+    )
+    return _crosscheck_table(results_dir, "uemanager_triviaqa.csv", ("run", "n_questions", "questions"), cols, caption)

@@ -61,17 +61,6 @@ def _written_by_the_script(settings: Mapping[str, Any], results: Path) -> dict[s
 RECORD = page_records.PageRecord(
     path="crosscheck/freshness.json",
     module="scripts.crosscheck_lm_polygraph",
-    # the package modules the script imports (tests/companion/test_crosscheck.py reads them from its code)
-    modules=(
-        "shapley.companion.crosscheck",
-        "shapley.core.baselines",
-        "shapley.integrations.common",
-        "shapley.integrations.lm_polygraph",
-        "shapley.pipeline.data.datasets",
-        "shapley.pipeline.data.samples",
-        "shapley.pipeline.rundir.jsonl",
-        "shapley.pipeline.rundir.settings",
-    ),
     compute=_written_by_the_script,
     summary=lambda record: f"{len(record['freshness']['inputs'])} inputs",
     inputs=inputs,

@@ -226,8 +226,12 @@ class PageRecord:
     @property
     def code_modules(self) -> list[str]:
         """The modules whose source the ``code`` digests cover: :func:`import_closure` of :attr:`module` and
-        :attr:`modules`."""
-        return import_closure(self.module, *self.modules)
+        :attr:`modules`. A :attr:`module` outside the package (a script beside it, ``scripts.x`` for
+        ``scripts/x.py``) contributes the package modules it imports; its own file is then one of the inputs."""
+        if module_source(self.module) is not None:
+            return import_closure(self.module, *self.modules)
+        script = PACKAGE.parent.joinpath(*self.module.split(".")).with_suffix(".py")
+        return import_closure(*sorted(_imported(self.module, script)), *self.modules)
 
     def freshness(self, results: Path, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The freshness block of the record computed now from ``results`` with ``settings`` (default

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from shapley.theory.page_records import PageRecord
 
 
 def esc(value: Any) -> str:
@@ -29,6 +32,22 @@ def esc(value: Any) -> str:
 def code(value: Any) -> str:
     """``value`` (a path, a command, a name read from a file) as an inline ``<code>`` span, escaped."""
     return f"<code>{esc(value)}</code>"
+
+
+def tex_html(text: str) -> str:
+    r"""``text`` with maths in TeX between dollar signs as HTML: the prose escaped, each ``$...$`` an inline maths
+    span that the book's MathJax typesets (Sphinx's own markup for inline maths).
+
+    >>> print(tex_html("sum $p_i < 1$ & more"))
+    sum <span class="math notranslate nohighlight">\(p_i &lt; 1\)</span> &amp; more
+    """
+    parts = text.split("$")
+    if len(parts) % 2 == 0:
+        raise ValueError(f"unbalanced dollar signs in {text!r}")
+    return "".join(
+        esc(part) if k % 2 == 0 else f'<span class="math notranslate nohighlight">\\({esc(part)}\\)</span>'
+        for k, part in enumerate(parts)
+    )
 
 
 class Html(str):
@@ -119,6 +138,25 @@ def bullets_html(items: Sequence[str]) -> Html:
     every output area and carries no TeX (write β, not ``$\\beta$``).
     """
     return Html('<ul class="findings">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
+
+
+def record_status_html(spec: PageRecord, record: Mapping[str, Any], results: str | os.PathLike[str]) -> Html:
+    """A page record's status as a sentence for readers: the file and the command that wrote it, and whether it is
+    fresh (:meth:`PageRecord.stale_reasons` under the results folder ``results``) or stale, with why."""
+    stale = spec.stale_reasons(record, results)
+    made = (
+        f"The numbers here are read from {code('results/' + spec.path)}, which {code(spec.command)} computed in "
+        f"{record['seconds']:.0f} s"
+    )
+    if not stale:
+        return Html(
+            f'<p class="record-status">{made}; it is fresh: this build has the settings, code and inputs it '
+            "was computed from.</p>"
+        )
+    return Html(
+        f'<p class="record-status">{made}; <strong>it is stale</strong> ({esc("; ".join(stale))}): '
+        "<code>make theory-results</code> recomputes it.</p>"
+    )
 
 
 def count_range(counts: Sequence[int]) -> str:

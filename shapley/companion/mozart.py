@@ -72,12 +72,14 @@ def _R(M: NDArray[np.float64], beta: float) -> NDArray[np.float64]:
 
 
 def paper_definition(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """As defined in Sec. 3: printed matrix as C, kernel at beta, sum of Shapley values of the Gaussian entropy."""
+    r"""As defined in Sec. 3: printed matrix as $C$, kernel at $\beta$, sum of the Shapley values of the Gaussian
+    entropy."""
     return float(np.sum(shapley_values(_R(M, beta))))
 
 
 def half_logdet(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Drop the constant n/2 ln(2 pi e): only 0.5 ln det R (a common shortcut when comparing Gaussians)."""
+    r"""Drop the constant $\tfrac n2 \ln(2\pi e)$: only $\tfrac12 \ln\det R$ (a common shortcut when comparing
+    Gaussians)."""
     return float(0.5 * np.linalg.slogdet(_R(M, beta))[1])
 
 
@@ -87,17 +89,17 @@ def total_in_bits(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = 
 
 
 def half_logdet_bits(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """0.5 log2 det R: no constant and base-2 logarithms."""
+    r"""$\tfrac12 \log_2 \det R$: no constant and base-2 logarithms."""
     return half_logdet(M, p, beta) / math.log(2)
 
 
 def likelihood_weighted(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """sum_i p_i phi_i: the caption says the method 'takes correlation matrix and likelihood into account'."""
+    r"""$\sum_i p_i \phi_i$: the caption says the method 'takes correlation matrix and likelihood into account'."""
     return float(np.sum(p * shapley_values(_R(M, beta))))
 
 
 def per_answer_mean(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """The total divided by n (average uncertainty per answer)."""
+    """The total divided by $n$ (average uncertainty per answer)."""
     return paper_definition(M, p, beta) / M.shape[0]
 
 
@@ -107,17 +109,17 @@ def phi_odd_answer(M: NDArray[np.float64], p: NDArray[np.float64], beta: float =
 
 
 def raw_matrix(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Printed matrix used directly as R, no kernel (the two Mozart rows are identical: -inf)."""
+    r"""Printed matrix used directly as $R$, no kernel (the two Mozart rows are identical: $-\infty$)."""
     return gaussian_entropy(np.asarray(M, dtype=np.float64))
 
 
 def beta_one(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Kernel with beta = 1 (the top of the allowed range)."""
+    r"""Kernel with $\beta = 1$ (the top of the allowed range)."""
     return float(gaussian_entropy(_R(M, 1.0)))
 
 
 def beta_paper_bound(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Kernel with the paper's guaranteed-PSD beta = 1/(n+1) = 0.25 for n = 3."""
+    r"""Kernel with the paper's guaranteed-PSD $\beta = 1/(n+1) = 0.25$ for $n = 3$."""
     return paper_definition(M, p, paper_beta_bound(M.shape[0]))
 
 
@@ -129,29 +131,35 @@ def _von_neumann(A: NDArray[np.float64]) -> float:
 
 
 def von_neumann_kernel(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Von Neumann entropy -sum mu ln mu of the eigenvalues mu of R / n (a density-matrix reading of R)."""
+    r"""Von Neumann entropy $-\sum \mu \ln \mu$ of the eigenvalues $\mu$ of $R / n$ (a density-matrix reading
+    of $R$)."""
     return _von_neumann(_R(M, beta))
 
 
 def von_neumann_raw(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Von Neumann entropy of the printed matrix / n, no kernel (semantic-kernel entropies work this way)."""
+    r"""Von Neumann entropy of the printed matrix $/\,n$, no kernel (semantic-kernel entropies work this way)."""
     return _von_neumann(np.asarray(M, dtype=np.float64))
 
 
 def likelihood_scaled_covariance(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Gaussian entropy of the covariance diag(sqrt p) R diag(sqrt p): likelihoods as variances."""
+    r"""Gaussian entropy of the covariance $\operatorname{diag}(\sqrt p)\, R\, \operatorname{diag}(\sqrt p)$:
+    likelihoods as variances."""
     D = np.diag(np.sqrt(p))
     return float(gaussian_entropy(D @ _R(M, beta) @ D))
 
 
 def total_correlation(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
-    """Total correlation sum_i h(s_i) - h(s) = -0.5 ln det R (redundancy rather than uncertainty)."""
+    r"""Total correlation $\sum_i h(s_i) - h(s) = -\tfrac12 \ln\det R$ (redundancy rather than uncertainty)."""
     return -half_logdet(M, p, beta)
 
 
 @dataclass(frozen=True)
 class Reading:
-    """A named way to turn a table's inputs into one number."""
+    """A named way to turn a table's inputs into one number.
+
+    ``label`` and :attr:`rationale` are text with maths in TeX between dollar signs
+    (:func:`shapley.companion.htmltable.tex_html` renders them).
+    """
 
     key: str
     label: str
@@ -161,25 +169,30 @@ class Reading:
 
     @property
     def rationale(self) -> str:
-        """The reading's one-line rationale (its function's docstring, first line)."""
-        return (self.fn.__doc__ or "").strip().splitlines()[0]
+        """The reading's rationale on one line (its function's docstring, first paragraph)."""
+        return " ".join((self.fn.__doc__ or "").strip().split("\n\n")[0].split())
 
 
 READINGS: tuple[Reading, ...] = (
-    Reading("paper", "paper's definition: sum of phi", paper_definition, True),
-    Reading("half_logdet", "without n/2 ln(2 pi e): 0.5 ln det R", half_logdet, True),
+    Reading("paper", r"paper's definition: $\sum_i \phi_i$", paper_definition, True),
+    Reading("half_logdet", r"without $\tfrac n2 \ln(2\pi e)$: $\tfrac12 \ln\det R$", half_logdet, True),
     Reading("bits", "paper's definition in bits", total_in_bits, True, "bits"),
-    Reading("half_logdet_bits", "0.5 log2 det R", half_logdet_bits, True, "bits"),
-    Reading("likelihood_weighted", "sum_i p_i phi_i", likelihood_weighted, True),
-    Reading("per_answer", "total / n", per_answer_mean, True),
-    Reading("phi_odd", "phi of the third answer only", phi_odd_answer, True),
-    Reading("raw", "printed matrix as R (no kernel)", raw_matrix, False),
-    Reading("beta_one", "kernel with beta = 1", beta_one, False),
-    Reading("beta_paper_bound", "kernel with beta = 1/(n+1) = 0.25", beta_paper_bound, False),
-    Reading("von_neumann_kernel", "von Neumann entropy of R/n", von_neumann_kernel, True),
-    Reading("von_neumann_raw", "von Neumann entropy of printed matrix / n", von_neumann_raw, False),
-    Reading("scaled_cov", "Gaussian entropy of diag(sqrt p) R diag(sqrt p)", likelihood_scaled_covariance, True),
-    Reading("total_correlation", "total correlation -0.5 ln det R", total_correlation, True),
+    Reading("half_logdet_bits", r"$\tfrac12 \log_2 \det R$", half_logdet_bits, True, "bits"),
+    Reading("likelihood_weighted", r"$\sum_i p_i \phi_i$", likelihood_weighted, True),
+    Reading("per_answer", r"total $/\,n$", per_answer_mean, True),
+    Reading("phi_odd", r"$\phi$ of the third answer only", phi_odd_answer, True),
+    Reading("raw", "printed matrix as $R$ (no kernel)", raw_matrix, False),
+    Reading("beta_one", r"kernel with $\beta = 1$", beta_one, False),
+    Reading("beta_paper_bound", r"kernel with $\beta = 1/(n+1) = 0.25$", beta_paper_bound, False),
+    Reading("von_neumann_kernel", "von Neumann entropy of $R/n$", von_neumann_kernel, True),
+    Reading("von_neumann_raw", r"von Neumann entropy of printed matrix $/\,n$", von_neumann_raw, False),
+    Reading(
+        "scaled_cov",
+        r"Gaussian entropy of $\operatorname{diag}(\sqrt p)\, R\, \operatorname{diag}(\sqrt p)$",
+        likelihood_scaled_covariance,
+        True,
+    ),
+    Reading("total_correlation", r"total correlation $-\tfrac12 \ln\det R$", total_correlation, True),
 )
 """Every reading tried, in display order. The matrix-as-P reading is not listed separately: the printed
 matrices are symmetric, so (P + P.T)/2 = P and it coincides with ``paper``."""

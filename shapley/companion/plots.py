@@ -6,6 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+COLUMN_WIDTH_IN = 7.4
+"""The book's text column (740 px at a 1280 px window) in inches at the figures' 100 dpi: a wider figure is
+scaled down to it, and its text with it."""
+MIN_FONT_PT = 9.0
+"""The smallest text a figure of the column width may hold (12.5 px at 100 dpi)."""
+
 
 def plain(text: object) -> str:
     """A string read from a file (a method, a run label), written so matplotlib draws it literally: its dollar
@@ -156,7 +162,8 @@ def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *,
 def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", ncols: int = 3):
     """Small multiples of :func:`auroc_bars`, one panel per run (title: the mapping's key), the methods in one
     order on a shared axis (by mean AUROC over the runs where it is defined, best at the top) and named once per
-    row; a run whose AUROC is undefined for every method says so in its panel.
+    row; a run whose AUROC is undefined for every method says so in its panel. The figure is the column's width
+    (:data:`COLUMN_WIDTH_IN`), so no text in it is drawn smaller than :data:`MIN_FONT_PT`.
 
     Args:
         metrics: run label -> columns method, auroc, auroc_lo, auroc_hi.
@@ -170,7 +177,7 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
     fig, axes = plt.subplots(
         nrows,
         ncols,
-        figsize=(2.6 * ncols + 1.2, 0.16 * len(order) * nrows + 1.2 * nrows),
+        figsize=(COLUMN_WIDTH_IN, 0.2 * len(order) * nrows + 1.3 * nrows),
         sharex=True,
         sharey=True,
         squeeze=False,
@@ -178,12 +185,17 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
     for ax in axes.flat[len(metrics) :]:
         ax.set_axis_off()
     for ax, (label, m) in zip(axes.flat, metrics.items(), strict=False):
-        ax.set_title(plain(label), fontsize=9)
+        ax.set_title(plain(label), fontsize=MIN_FONT_PT + 1)
         d = m.drop_duplicates("method").set_index("method").reindex(order)
         ok = d["auroc"].notna().to_numpy()
         if not ok.any():
             ax.text(
-                0.6, len(order) / 2, "AUROC undefined\n(one correctness class)", ha="center", va="center", fontsize=8
+                0.6,
+                len(order) / 2,
+                "AUROC undefined\n(one correctness\nclass)",
+                ha="center",
+                va="center",
+                fontsize=MIN_FONT_PT,
             )
             continue
         d = d[ok]
@@ -193,9 +205,9 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
     axes[0, 0].set_yticks(ys, [plain(x) for x in order])
     axes[0, 0].set_ylim(-0.7, len(order) - 0.3)
     axes[0, 0].set_xlim(0.2, 1.0)
-    for ax in axes[:, 0]:
-        ax.tick_params(axis="y", labelsize=7)
+    for ax in axes.flat:
+        ax.tick_params(labelsize=MIN_FONT_PT)
     for ax in axes[-1]:
-        ax.set_xlabel("AUROC, 95% CI", fontsize=8)
+        ax.set_xlabel("AUROC, 95% CI", fontsize=MIN_FONT_PT)
     fig.tight_layout()
     return closed(fig)

@@ -19,11 +19,12 @@ from pathlib import Path
 import pandas as pd
 
 from shapley.companion import mozart, reported
-from shapley.companion.htmltable import Col, Html, esc, html_table, pinned_scroll, with_interval
+from shapley.companion.htmltable import Col, Html, esc, html_table, tex_html, with_interval
 from shapley.companion.provenance import relative_path
 from shapley.pipeline.evaluate.metrics import load_skipped
 from shapley.pipeline.evaluate.report import load_metrics, runs_table
 from shapley.pipeline.rundir.store import read_config
+from shapley.pipeline.score.scores import METHODS
 
 # ---------------------------------------------------------------------------------------------------
 # Measured AUROCs in the paper's layout
@@ -114,6 +115,34 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
     return html_table(rows, cols, caption=caption, row_classes=[css for css, _, _ in lines], css="comparison")
 
 
+def method_legend_html(methods: Iterable[str], paper_labels: Iterable[str] = ()) -> Html:
+    """One legend for a page's tables: each of ``methods`` (our names, in the order of
+    :data:`shapley.pipeline.score.scores.METHODS`) with its description there, then each of ``paper_labels`` (the
+    paper's column labels) that names another method of ours, with its description in
+    :data:`shapley.companion.reported.METHODS` and the method of ours measured under it.
+
+    Raises ValueError naming a method or label that neither declaration knows.
+    """
+    wanted = set(methods)
+    labels = [label for label in dict.fromkeys(paper_labels) if label in PAPER_ALIASES]
+    unknown = sorted(wanted - set(METHODS)) + [x for x in paper_labels if x not in reported.METHODS]
+    if unknown:
+        raise ValueError(f"no description declared for {unknown}")
+    ours = "; ".join(
+        f"<strong>{esc(m)}</strong>: {esc(spec.description)}" for m, spec in METHODS.items() if m in wanted
+    )
+    theirs = "; ".join(
+        f"<strong>{esc(label)}</strong>: {esc(reported.METHODS[label][0])} ({esc(reported.METHODS[label][1])}), "
+        f"measured as our {esc(PAPER_ALIASES[label])}"
+        for label in labels
+    )
+    parts = [
+        f"<strong>Methods.</strong> {ours}." if ours else "",
+        f"In the paper's tables, {theirs}." if theirs else "",
+    ]
+    return Html(f'<p class="method-legend">{" ".join(p for p in parts if p)}</p>')
+
+
 # ---------------------------------------------------------------------------------------------------
 # Table 5: the beta sweep
 # ---------------------------------------------------------------------------------------------------
@@ -155,19 +184,21 @@ def beta_pivot(ablation: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return wide, dropped
 
 
-def beta_pivot_html(ablation: pd.DataFrame) -> Html:
-    """:func:`beta_pivot` as a table for readers, one column per source."""
+def beta_pivot_html(ablation: pd.DataFrame, runs: str) -> Html:
+    """:func:`beta_pivot` as a table for readers, one column per source; ``runs`` names the group of runs the
+    sources belong to (the sources' labels then need not repeat it, so the table stays narrow)."""
     wide, dropped = beta_pivot(ablation)
     sources = [c for c in wide.columns if c != "beta"]
     cols = [Col("beta", "β", decimals=2)] + [Col(s, s, decimals=3, raw=True) for s in sources]
     left_out = f" Left out (AUROC undefined at every β): {esc(', '.join(dropped))}." if dropped else ""
     caption = (
-        "Measured AUROC of Shap at each β, recomputed from each run's stored entailment matrices by "
+        f"Measured AUROC of Shap at each β on the {esc(runs)} runs (columns), recomputed from each run's stored "
+        "entailment matrices by "
         "<code>python -m shapley beta-sweep</code> (each run's <code>beta_sweep.csv</code>). "
         '<span class="not-psd">(k)</span>: k questions whose R is not PSD at that β, repaired by the run\'s '
         f"PSD policy.{left_out}"
     )
-    return pinned_scroll(html_table(wide, cols, caption=caption, css="measured-table"))
+    return html_table(wide, cols, caption=caption, css="measured-table")
 
 
 def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, int]:
@@ -244,8 +275,9 @@ def mozart_html(beta: float = 0.5) -> Html:
     for r in rows:
         r["both"] = yes_no[bool(r["matches1"] and r["matches2"])]
         r["higher"] = yes_no[r["rises"]]
+        r["reading"] = tex_html(r["reading"])
     cols = [
-        Col("reading", "Reading"),
+        Col("reading", "Reading", raw=True),
         Col("unit", "Unit"),
         Col("table1", "Table 1", decimals=3, na="undefined"),
         Col("table2", "Table 2", decimals=3, na="undefined"),

@@ -423,3 +423,31 @@ def test_the_missing_value_check_can_fail():
 
 def test_the_tex_check_can_fail():
     assert TEX_IN_TEXT.findall("At $\\beta$ = 0.5") and not TEX_IN_TEXT.findall("At β = 0.5, $5 and $6")
+
+
+def _unexplained_methods(soup) -> list[str]:
+    """Method names (ours or the paper's labels) heading a table's column or row, that no legend of the page names."""
+    from shapley.companion.reported import METHODS as PAPER_METHODS
+    from shapley.pipeline.score.scores import METHODS
+
+    known = set(METHODS) | set(PAPER_METHODS)
+    shown = {c.get_text(strip=True) for c in soup.select("table th, table td:first-child")} & known
+    explained = {s.get_text(strip=True) for legend in soup.select("p.method-legend") for s in legend.select("strong")}
+    return sorted(shown - explained)
+
+
+def test_every_method_in_a_table_is_in_the_pages_legend(built: Path):
+    """A table that names methods by abbreviation (SE, DSE, EigV, ...) has them explained on its page, by the
+    legend :func:`shapley.companion.tables.method_legend_html` derives from the methods' declarations."""
+    bad = {page: found for page in toc_pages() if (found := _unexplained_methods(article(page)))}
+    assert bad == {}, bad
+
+
+def test_the_legend_check_can_fail():
+    from bs4 import BeautifulSoup
+
+    page = (
+        "<table><tr><th>Method</th><th>EigV</th></tr><tr><td>KLE</td><td>DSE</td></tr></table>"
+        '<p class="method-legend"><strong>KLE</strong>: kernel language entropy</p>'
+    )
+    assert _unexplained_methods(BeautifulSoup(page, "html.parser")) == ["EigV"]

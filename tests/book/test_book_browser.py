@@ -47,8 +47,8 @@ SHOTS = ROOT / "_build" / "screenshots"
 WIDTH, HEIGHT = 1280, 2000
 
 #: Blocks that must fit the text column: tables, preformatted text, images, notebook outputs, display math.
-#: A block may be wider only inside a deliberate scroll container (class ``scroll-pinned``, whose first
-#: column stays in view; see ``shapley.companion.htmltable.pinned_scroll``).
+#: Measured by scroll width, so a block that scrolls sideways inside a box of the column's width counts as wider
+#: (issue 32: a reader cannot see a row of such a table at once).
 WIDE_BLOCKS = (
     'table, pre:not(div.cell_input pre), img, div.cell_output > div, div.output, mjx-container[display="true"]'
 )
@@ -58,7 +58,7 @@ FACTS: dict[str, str] = {
     "math": "document.querySelectorAll('mjx-container').length",
     "tables": "document.querySelectorAll('article table').length",
     "h1": "(document.querySelector('article h1') || {}).textContent || ''",
-    # Every block wider than the article's content box (its padding excluded), outside a scroll-pinned box.
+    # Every block wider than the article's content box (its padding excluded), scrolled or not.
     "too_wide": """(() => {
         const col = document.querySelector('article.bd-article') || document.querySelector('article');
         if (!col) return [];
@@ -66,7 +66,6 @@ FACTS: dict[str, str] = {
         const width = col.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
         const out = [];
         for (const el of col.querySelectorAll('BLOCKS')) {
-            if (el.closest('.scroll-pinned')) continue;
             const w = Math.max(el.scrollWidth, el.getBoundingClientRect().width);
             if (w <= width + 1) continue;
             const what = `${el.tagName.toLowerCase()}.${el.className}`;
@@ -397,7 +396,11 @@ def test_error_detection_works(site: str, browser: Browser):
     """The method itself: a page with an uncaught error, a console.error and a remote script is caught."""
     bad = HTML / "_browser_selftest.html"
     bad.write_text(
-        "<html><body><h1>x</h1>"
+        '<html><body><article style="width: 500px"><h1>x</h1>'
+        '<div style="overflow-x: auto"><table><tr><td style="white-space: nowrap">'
+        + "a row wider than the column "
+        * 20
+        + "</td></tr></table></div></article>"
         '<script src="https://cdn.jsdelivr.net/npm/nothing.js"></script>'
         "<script>console.error('selftest console error'); throw new Error('selftest boom');</script>"
         "</body></html>",
@@ -411,6 +414,7 @@ def test_error_detection_works(site: str, browser: Browser):
     assert "selftest boom" in text
     assert "selftest console error" in text
     assert any("cdn.jsdelivr.net" in u for u in report.requests)
+    assert [w.split(":")[0] for w in report.facts["too_wide"]] == ["table."], "a scrolled table counts as wide"
     with pytest.raises(AssertionError, match="colours|differs"):
         from PIL import Image
 

@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 
 import matplotlib
 import pandas as pd
+import pytest
 
 from shapley.companion import htmltable, paired, plots, provenance, tables
 from shapley.pipeline.rundir import store
@@ -57,6 +58,13 @@ def test_esc_and_code_escape_markup():
         _assert_inert(htmltable.esc(s))
         _assert_inert(htmltable.code(s))
         assert "<" not in htmltable.esc(s)
+
+
+def test_tex_html_escapes_prose_and_maths_alike():
+    for s in HOSTILE:
+        _assert_inert(htmltable.tex_html(f"{s} ${s.replace('$', '')}$ {s.replace('$', '')}"))
+    with pytest.raises(ValueError, match="unbalanced"):
+        htmltable.tex_html("one $ sign")
 
 
 def test_html_table_escapes_cells_headers_classes_but_not_raw_columns():
@@ -133,7 +141,7 @@ def test_beta_pivot_html_escapes_sources():
             "n_not_psd": [0, 0],
         }
     )
-    _assert_inert(tables.beta_pivot_html(a))
+    _assert_inert(tables.beta_pivot_html(a, "<script>"))
 
 
 def test_figures_draw_names_with_dollar_signs_literally():

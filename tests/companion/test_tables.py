@@ -12,9 +12,11 @@ import pytest
 
 from shapley.companion import costs, paired, provenance, tables
 from shapley.companion import reported as paper
-from shapley.companion.htmltable import Col, html_table, short_labels, with_interval
+from shapley.companion.htmltable import Col, esc, html_table, record_status_html, short_labels, with_interval
 from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import store
+from shapley.pipeline.score.scores import METHODS
+from shapley.theory.page_records import PageRecord
 from tests import fakes
 
 
@@ -92,8 +94,8 @@ def test_beta_pivot_is_beta_by_run_with_not_psd_marked_and_undefined_runs_left_o
     assert list(wide["beta"]) == [0.5, 1.0]
     assert wide.loc[1, "A"].startswith("0.600<br>") and "(3)" in wide.loc[1, "A"]
     assert wide.loc[0, "B"] == "0.800"
-    h = tables.beta_pivot_html(_ablation())
-    assert ">A</th>" in h and "Left out" in h and "C" in h
+    h = tables.beta_pivot_html(_ablation(), "toy")
+    assert ">A</th>" in h and "Left out" in h and "C" in h and "on the toy runs" in h
 
 
 def test_psd_at_beta_counts_over_runs(tmp_path):
@@ -342,3 +344,33 @@ def test_runs_on_a_prefix_of_the_same_input_share_a_question_set(tmp_path):
         dirs.append(d)
     keys = list(provenance.question_sets(dirs).values())
     assert keys[0] == keys[1] != keys[2]  # a --limit prefix overlaps the whole; another shard holds others
+
+
+def test_method_legend_explains_each_method_once_from_its_declaration():
+    h = tables.method_legend_html(["SE", "Shap", "Shap"], ["SU", "NE", "SE"])
+    shap, se = (f"<strong>{m}</strong>: {esc(METHODS[m].description)}" for m in ("Shap", "SE"))
+    assert h.index(shap) < h.index(se) and h.count("<strong>Shap</strong>") == 1  # the registry's order
+    assert "<strong>SU</strong>" in h and "measured as our SE" in h and "measured as our LNE" in h
+    assert h.count("<strong>SE</strong>") == 1  # a paper label that is our name is explained once, as ours
+    with pytest.raises(ValueError, match="Nope"):
+        tables.method_legend_html(["Nope"])
+
+
+def test_mozart_readings_render_their_maths():
+    h = tables.mozart_html()
+    assert '<span class="math notranslate nohighlight">\\(\\sum_i p_i \\phi_i\\)</span>' in h
+    assert "sum_i" not in h.replace("\\sum_i", "") and "diag(sqrt p)" not in h
+
+
+def test_record_status_is_a_sentence_without_markdown():
+    """A page record's status reads as prose: file and command as code, fresh or stale with why (issue 32: the
+    results page showed a raw status line with its backticks)."""
+    toy = PageRecord(
+        "theory/toy.json", "toy", ("shapley.theory.page_records",), lambda s, r: {}, lambda r: "", {"x": 1}
+    )
+    record = {"freshness": toy.freshness(Path("results")), "seconds": 7.2, "command": toy.command}
+    fresh = record_status_html(toy, record, "results")
+    assert "<code>results/theory/toy.json</code>" in fresh and "<code>python -m toy</code>" in fresh
+    assert "computed in 7 s" in fresh and "it is fresh" in fresh and "`" not in fresh
+    stale = record_status_html(toy, {**record, "freshness": {**record["freshness"], "settings": {"x": 2}}}, "results")
+    assert "it is stale" in stale and "settings differ" in stale and "`" not in stale

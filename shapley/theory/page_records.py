@@ -3,11 +3,11 @@
 
 A record is declared once, as a :class:`PageRecord` in the module that computes it; ``python -m MODULE`` writes it
 (:meth:`PageRecord.main`), and a page only reads it (:meth:`PageRecord.load`) and says whether it is stale
-(:meth:`PageRecord.status`). Each record holds a ``freshness`` block: the ``settings`` it ran with, the SHA-256 of
-the ``code`` of every module of the package that its module imports, directly or not (:func:`import_closure`), and
-that of each of its ``inputs``, the files it was computed from (by path under the results folder). Inputs are
-files git tracks, so that a clean clone finds every record fresh. A record that cannot be read, or whose blocks or
-numbers have the wrong shape, counts as missing; every record is written atomically (:func:`write_files`).
+(:meth:`PageRecord.stale_reasons`). Each record holds a ``freshness`` block: the ``settings`` it ran with, the SHA-256
+of the ``code`` of every module of the package that its module imports, directly or not (:func:`import_closure`), and
+that of each of its ``inputs``, the files it was computed from (by path under the results folder). Inputs are files git
+tracks, so that a clean clone finds every record fresh. A record that cannot be read, or whose blocks or numbers have
+the wrong shape, counts as missing; every record is written atomically (:func:`write_files`).
 """
 
 from __future__ import annotations
@@ -297,13 +297,6 @@ class PageRecord:
         except FileNotFoundError:
             return None
         return record if not self.stale_reasons(record, results) else None
-
-    def status(self, record: Mapping[str, Any], results: str | os.PathLike[str]) -> str:
-        """The line a page prints about ``record``: where it is, the seconds it took, its command, and fresh or
-        STALE with the reasons."""
-        stale = self.stale_reasons(record, results)
-        state = "fresh" if not stale else "STALE (run make theory-results): " + "; ".join(stale)
-        return f"results/{self.path} ({record['seconds']:.0f} s when computed; `{record['command']}`): {state}"
 
     def main(self) -> int:
         """``python -m MODULE``: write the record computed from the results folder (:data:`RESULTS`) to its

@@ -6,19 +6,52 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 LAB_STAMP = $(VENV)/.installed-notebooks
 
+# Make variables take explicit values only: a yes/no variable is unset (no) or 1 / yes, a count is a whole number
+# of at least 1, an index is a URL; any other value stops make with a message, before anything runs.
+# $(call yes_no,NAME): 1 when NAME is 1 or yes, empty when it is unset or empty.
+yes_no = $(if $(or $(filter-out 1 yes,$($(1))),$(word 2,$($(1)))),$(error $(1)=$($(1)) is not a value make accepts: $(1)=1 (or yes) \
+	turns it on; leave it unset to keep it off),$(if $($(1)),1))
+# $(call count,NAME): NAME's value when it is a whole number of at least 1 (ASCII digits, no leading zero).
+digits = 0 1 2 3 4 5 6 7 8 9
+not_digits = $(strip $(if $(1),$(call not_digits_,$(subst $(firstword $(digits)),,$(1)),$(wordlist 2,10,$(digits)))))
+not_digits_ = $(if $(2),$(call not_digits_,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,10,$(2))),$(1))
+count = $(strip $(if $(and $(filter 1,$(words $($(1)))),$(filter-out 0%,$($(1))),$(if $(call not_digits,$($(1))),,1)),\
+	$($(1)),$(error $(1)=$($(1)) is not a whole number of at least 1)))
+
 # torch is installed on its own, so that the build is the user's choice: the requirement and, when set, the
 # index it comes from. The default wheel from PyPI brings CUDA libraries on Linux; PyTorch's own CPU index
 # does not, but not every machine can reach it: `make setup TORCH_CPU=1` (or TORCH_INDEX=<url>) tries that
 # index and, when it cannot be reached, says so and installs the same requirement from PyPI.
 TORCH       ?= torch==2.13.0
 TORCH_CPU   ?=
-TORCH_INDEX ?= $(if $(TORCH_CPU),https://download.pytorch.org/whl/cpu,)
+TORCH_CPU_ON := $(call yes_no,TORCH_CPU)
+TORCH_INDEX ?= $(if $(TORCH_CPU_ON),https://download.pytorch.org/whl/cpu,)
+ifneq ($(strip $(TORCH_INDEX)),)
+ifeq ($(filter http://% https://% file://%,$(TORCH_INDEX)),)
+$(error TORCH_INDEX=$(TORCH_INDEX) is not a URL (http://, https:// or file://))
+endif
+endif
 # $(call TORCH_INSTALL_IN,<venv bin folder>): the torch install step of setup and of the integrations' environments.
-TORCH_INSTALL_IN = $(if $(TORCH_INDEX),$(1)/python -m pip install --quiet --retries 1 --timeout 20 \
-	--index-url $(TORCH_INDEX) "$(TORCH)" \
-	|| { echo "make setup: could not install $(TORCH) from $(TORCH_INDEX) (not reachable from here?);" \
-	"installing it from PyPI instead (on Linux the CUDA build, several GB)"; $(1)/python -m pip install --quiet "$(TORCH)"; }, \
-	$(1)/python -m pip install --quiet "$(TORCH)")
+# Silent but for one line saying where torch comes from (and why, when the index cannot be reached or fails),
+# and one naming the build installed (a CPU build's version ends in +cpu).
+define TORCH_INSTALL_IN
+$(call torch_from_$(if $(TORCH_INDEX),index,pypi),$(1))
+@$(1)/python -c "import torch; print('make setup: torch', torch.__version__, 'is installed')"
+endef
+PYPI_NOTE = installing $(TORCH) from PyPI instead (on Linux the CUDA build, several GB)
+torch_from_pypi = @echo "make setup: $(TORCH) from PyPI"; $(1)/python -m pip install --quiet "$(TORCH)"
+define torch_from_index
+@if $(1)/python -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=20)" \
+	    "$(patsubst %/,%,$(TORCH_INDEX))" 2>/dev/null; then \
+	  echo "make setup: $(TORCH) from $(TORCH_INDEX)"; \
+	  $(1)/python -m pip install --quiet --retries 1 --timeout 20 --index-url "$(TORCH_INDEX)" "$(TORCH)" \
+	  || { echo "make setup: pip could not install it from there; $(PYPI_NOTE)"; \
+	       $(1)/python -m pip install --quiet "$(TORCH)"; }; \
+	else \
+	  echo "make setup: $(TORCH_INDEX) cannot be reached from here (or lists no torch); $(PYPI_NOTE)"; \
+	  $(1)/python -m pip install --quiet "$(TORCH)"; \
+	fi
+endef
 
 # The MyST notebooks of the book (every page with a kernelspec), paired with .ipynb files by jupytext.toml.
 NOTEBOOKS = $(shell grep -l '^kernelspec:' book/*.md notebooks/*.md)
@@ -72,12 +105,13 @@ book: setup
 	# Clean build: the notebooks read the package and results/, which the execution cache does not track.
 	$(THREADS) BOOK_CLEAN=1 PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/build_book.sh
 
-# Execute every MyST notebook into its paired .ipynb (beside the .md, ignored by git), outputs included.
+# Execute every MyST notebook into its paired .ipynb (beside the .md, ignored by git), outputs included; jupytext
+# --quiet: one line per notebook (ours), not jupytext's "Notebook is not trusted" for each unsigned output.
 notebooks: $(LAB_STAMP)
 	@for nb in $(NOTEBOOKS); do \
 	  echo "make notebooks: $$nb"; \
 	  $(THREADS) $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" \
-	    $(BIN)/jupytext --to ipynb --execute "$$nb" || exit 1; \
+	    $(BIN)/jupytext --quiet --to ipynb --execute "$$nb" || exit 1; \
 	done
 
 # JupyterLab with jupytext and nbconvert (the `notebooks` extra): the .md notebooks open as notebooks.
@@ -157,15 +191,16 @@ axioms: setup
 # with PROPERTIES_EXAMPLES fresh examples (scripts/properties_report.py). CI keeps its derandomized profile.
 # Hours at the default 5000; e.g. `make properties PROPERTIES_EXAMPLES=50` for a quick look.
 PROPERTIES_EXAMPLES ?= 5000
+PROPERTIES_COUNT := $(call count,PROPERTIES_EXAMPLES)
 PROPERTY_TESTS ?= tests/core/test_core.py tests/core/test_edges.py tests/core/test_metrics.py \
 	tests/theory/test_properties.py tests/theory/test_worstcase.py
 .PHONY: properties
 properties: setup
-	@echo "make properties: every property test with $(PROPERTIES_EXAMPLES) examples (one line per test as it ends)"
-	OMP_NUM_THREADS=1 HYPOTHESIS_PROFILE=thorough HYPOTHESIS_MAX_EXAMPLES=$(PROPERTIES_EXAMPLES) \
+	@echo "make properties: every property test with $(PROPERTIES_COUNT) examples (one line per test as it ends)"
+	OMP_NUM_THREADS=1 HYPOTHESIS_PROFILE=thorough HYPOTHESIS_MAX_EXAMPLES=$(PROPERTIES_COUNT) \
 	  $(BIN)/python -m pytest $(PROPERTY_TESTS) -v -p no:cacheprovider -m "not slow" --hypothesis-show-statistics
-	@echo "make properties: the searches of notebooks/properties.md, $(PROPERTIES_EXAMPLES) examples each"
-	OMP_NUM_THREADS=1 PROPERTIES_EXAMPLES=$(PROPERTIES_EXAMPLES) PYTHONPATH=. $(BIN)/python -u scripts/properties_report.py
+	@echo "make properties: the searches of notebooks/properties.md, $(PROPERTIES_COUNT) examples each"
+	OMP_NUM_THREADS=1 PROPERTIES_EXAMPLES=$(PROPERTIES_COUNT) PYTHONPATH=. $(BIN)/python -u scripts/properties_report.py
 
 # Mutation run (issue 27): each mutant of scripts/mutants.py applied to a temporary copy of the tracked tree,
 # its fast test selection run on it, one at a time; the score per layer. About half an hour on 2 cores.

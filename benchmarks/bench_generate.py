@@ -26,11 +26,11 @@ seconds per question over its repeats, and the speed-up's range pairs the extrem
 over the mode's fastest, and the other way round). At the defaults the whole benchmark takes about 8 minutes
 on one idle core (``total_seconds`` records it).
 
-Writes ``results/bench_generate_cpu.json`` (``--output``; ``benchmark_version`` 2). ``--tiny``: a tiny random
-LLaMA and synthetic prompts instead (checks the script, measures nothing). Run:
-``python benchmarks/bench_generate.py [--questions 4] [--repeats 3]``. Targets (SQuAD): shapley with the prefix
-cache at least 12x transformers, and at least 3x faster than the 18.0 s/question measured before the prefix
-cache.
+Writes ``results/bench_generate_cpu.json`` (``--output``; ``benchmark_version`` 2), with the load average before and
+after the run. ``--tiny``: a tiny random LLaMA and synthetic prompts instead (checks the script, measures nothing;
+written under ``common.TRIAL_DIR``, never under ``results/``). Run:
+``python benchmarks/bench_generate.py [--questions 4] [--repeats 3]``. Target (SQuAD): shapley with the prefix
+cache at least 12x transformers (``shapley.companion.costs.GENERATION_TARGET_VS_TRANSFORMERS``).
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import common
 import torch
 
 from shapley.pipeline.generate.config import GenerationConfig
@@ -52,10 +54,8 @@ from shapley.pipeline.generate.generator import Generator
 from shapley.pipeline.rundir.provenance import git_info
 from shapley.pipeline.rundir.records import QARecord
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 DATASETS = ("squad", "triviaqa")
 BENCHMARK_VERSION = 2
-BEFORE_SECONDS_PER_QUESTION = {"squad": 18.0}  # issue 19: the generation stage before one-prefill / prefix cache
 
 
 def load_prompts(name: str, n: int) -> list[QARecord]:
@@ -206,6 +206,7 @@ def _speedups(ref: dict[str, Any], r: dict[str, Any], questions: int) -> dict[st
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
+    load_before = common.load_average()
     torch.set_num_threads(1)
     if args.tiny:
         model, tok, by_name = tiny_setup(args.questions)
@@ -228,8 +229,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for mode, r in modes.items():
             row = {"dataset": name, "mode": mode, "questions": len(recs), "prompt_tokens_mean": prompt_tokens, **r}
             row.update(_speedups(ref, r, len(recs)))
-            if name in BEFORE_SECONDS_PER_QUESTION and mode.startswith("shapley"):
-                row["speedup_vs_before"] = BEFORE_SECONDS_PER_QUESTION[name] / r["seconds_per_question"]
             rows.append(row)
     return {
         "benchmark": "generation stage, CPU, one thread",
@@ -246,12 +245,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "platform": platform.platform(),
             "processor": platform.processor(),
             "cpu_count": os.cpu_count(),
-            "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
         },
         "git": git_info(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "python benchmarks/bench_generate.py " + " ".join(args.argv),
+        **common.provenance("tiny" if args.tiny else None, load_before),
     }
 
 
@@ -264,12 +264,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--rows-per-batch", type=int, default=None, help="rows per decoding batch (default: automatic)")
-    p.add_argument("--output", type=Path, default=RESULTS / "bench_generate_cpu.json")
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="JSON file (default results/bench_generate_cpu.json; --tiny: a temporary one)",
+    )
     p.add_argument("--tiny", action="store_true", help="tiny random model and prompts: checks the script only")
     args = p.parse_args(argv)
-    for flag in ("questions", "repeats", "reference_repeats"):
-        if getattr(args, flag) < 1:
-            p.error(f"--{flag.replace('_', '-')} must be >= 1")
+    args.argv = sys.argv[1:] if argv is None else argv
+    for flag in ("questions", "repeats", "reference_repeats", "samples", "max_new_tokens", "rows_per_batch"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            p.error(f"--{flag.replace('_', '-')} must be >= 1; got {value}")
+    default = common.RESULTS / "bench_generate_cpu.json"
+    args.output = common.output(p, args.output, default, "tiny" if args.tiny else None)
     result = run(args)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

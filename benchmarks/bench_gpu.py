@@ -57,13 +57,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import common
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-RESULTS = ROOT / "results"
+sys.path.insert(0, str(common.ROOT))
 
 LLAMA_7B = dict(
     hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32
@@ -548,7 +546,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--e2e-questions", type=int, default=None, help="end-to-end questions (48; tiny: 4)")
     ap.add_argument("--skip-static", action="store_true", help="leave out transformers' static-cache row")
     ap.add_argument("--skip-e2e", action="store_true", help="leave out the end-to-end row")
-    ap.add_argument("--output", type=Path, default=None, help="JSON file (default results/bench_gpu_<device>.json)")
+    ap.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="JSON file (default results/bench_gpu_<device>.json; --tiny: a temporary one)",
+    )
     args = ap.parse_args(argv)
     defaults = dict(questions=(3, 32), new_tokens=(16, 32), nli_questions=(30, 500), e2e_questions=(4, 48))
     for name, (tiny, full) in defaults.items():
@@ -556,6 +559,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             setattr(args, name, tiny if args.tiny else full)
     if args.device is None:
         args.device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    for name in ("questions", "samples", "new_tokens", "nli_questions", "nli_samples", "e2e_questions"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}")
+    slug = re.sub(r"[^a-z0-9]+", "_", device_name(torch.device(args.device)).lower()).strip("_")
+    default = common.RESULTS / f"bench_gpu_{slug}.json"
+    args.output = common.output(ap, args.output, default, "tiny" if args.tiny else None)
     return args
 
 
@@ -616,6 +625,7 @@ def run_stage(meta: dict, out: Path, stage: str, fn: Callable[[], list[dict]]) -
         meta["errors"][stage] = f"{type(exc).__name__}: {exc}"[:1000]
         print(f"stage {stage} failed: {meta['errors'][stage]}", file=sys.stderr)
     meta["targets_met"] = targets(meta["rows"], meta["tiny"])
+    meta["load_average_after"] = common.load_average()
     if meta["device_kind"] == "cuda":
         meta["peak_gpu_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
     write(out, meta)
@@ -626,8 +636,8 @@ def main(argv: list[str] | None = None) -> Path:
     device = torch.device(args.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     name = device_name(device)
-    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-    out = args.output or RESULTS / f"bench_gpu_{'tiny_' if args.tiny else ''}{slug}.json"
+    out = args.output
+    load_before = common.load_average()
     from shapley.pipeline.rundir.provenance import git_info
 
     meta: dict[str, Any] = {
@@ -638,6 +648,7 @@ def main(argv: list[str] | None = None) -> Path:
         "dtype": str(dtype),
         "torch": torch.__version__,
         "transformers": __import__("transformers").__version__,
+        **common.provenance("tiny" if args.tiny else None, load_before),
         "tiny": args.tiny,
         "numbers_meaningless": args.tiny,
         "note": (

@@ -14,7 +14,8 @@ measured / modelled cost), extrapolated from the per-unit cost (not run: each is
 measured / model at or below 1 means the guard keeps its promise at that size.
 
 Writes ``results/bench_guards.json`` (machine, load average before and after, thread settings, per-unit costs,
-the time at each limit). Run: ``python benchmarks/bench_guards.py [--quick] [--out DIR]``. The thread count is
+the time at each limit); ``--quick`` (a smoke test) writes under ``common.TRIAL_DIR`` instead, never under
+``results/``. Run: ``python benchmarks/bench_guards.py [--quick] [--out DIR]``. The thread count is
 pinned to one (OMP/OpenBLAS/MKL) before numpy loads: the guards speak of one core.
 """
 
@@ -37,14 +38,13 @@ from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+import common  # noqa: E402
 import numpy as np  # noqa: E402
 
 import shapley  # noqa: E402
 from shapley.core import entropy, psd  # noqa: E402
 from shapley.core.baselines import lexical  # noqa: E402
 from shapley.pipeline.rundir.provenance import git_info  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 def _median_seconds(f: Callable[[], Any], repeats: int) -> float:
@@ -224,11 +224,13 @@ def _machine() -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="few small sizes, one repeat (smoke test)")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=None, help="folder (default: results/; --quick: a temporary one)")
     ap.add_argument("--note", default="", help="a note stored with the results (e.g. that the machine was shared)")
     args = ap.parse_args()
+    trial = "quick" if args.quick else None
+    out = common.output(ap, args.out, common.RESULTS, trial) / "bench_guards.json"
     reps = 1 if args.quick else 3
-    load_before = os.getloadavg()
+    load_before = common.load_average()
     t0 = time.perf_counter()
     guards = {
         "nearest_correlation": bench_nearest([3, 10, 30] if args.quick else [3, 10, 30, 100, 200, 400], reps),
@@ -245,14 +247,13 @@ def main() -> None:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "git": git_info(),
         "command": "python benchmarks/bench_guards.py" + (" --quick" if args.quick else ""),
-        "quick": args.quick,
         "note": args.note,
-        "machine": {**_machine(), "load_average_before": load_before, "load_average_after": os.getloadavg()},
+        **common.provenance(trial, load_before),
+        "machine": _machine(),
         "bench_seconds": time.perf_counter() - t0,
         "guards": guards,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "bench_guards.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(meta, indent=2) + "\n")
     for name, g in guards.items():
         worst = g.get("worst_seconds_at_limit")

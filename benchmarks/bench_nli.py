@@ -23,7 +23,8 @@ Throughput is requested pairs (sum of n(n-1)) per second of wall-clock time. ``m
 compares entries whose two answers differ (identical answers are 1 by definition in the backend). The
 machine's 1-minute load average is recorded: on a shared 2-core machine, single-pair forward passes
 suffer much more from other processes than batched ones, so the ratio grows with the load. Writes
-``results/bench_nli.json`` and ``results/bench_nli.csv``. Run: ``python benchmarks/bench_nli.py [--quick]``.
+``results/bench_nli.json`` and ``results/bench_nli.csv``; ``--quick`` (a smoke test) writes under
+``common.TRIAL_DIR`` instead, never under ``results/``. Run: ``python benchmarks/bench_nli.py [--quick] [--out DIR]``.
 Target: ``backend`` at least 10x the pairs/s of ``naive``.
 """
 
@@ -42,6 +43,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import common
 import numpy as np
 import torch
 
@@ -50,7 +52,6 @@ from shapley.pipeline.entail.nli import HFNLIBackend
 from shapley.pipeline.rundir.provenance import git_info
 from shapley.pipeline.rundir.settings import data_dir
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
 
 
@@ -212,8 +213,14 @@ def main() -> None:
         help="torch CPU threads (default: torch's choice); 1 is steadier on a busy shared machine",
     )
     ap.add_argument("--repeats", type=int, default=3, help="timings of the backend strategy; the median is kept (3)")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=None, help="folder (default: results/; --quick: a temporary one)")
     args = ap.parse_args()
+    for flag in ("questions", "samples", "batch_size", "threads", "repeats"):
+        value = getattr(args, flag)
+        if value is not None and value < (2 if flag == "samples" else 1):
+            ap.error(f"--{flag.replace('_', '-')} must be at least {2 if flag == 'samples' else 1}; got {value}")
+    trial = "quick" if args.quick else None
+    out = common.output(ap, args.out, common.RESULTS, trial)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     n_q = args.questions or (5 if args.quick else 20)
@@ -246,7 +253,7 @@ def main() -> None:
 
         strategies.append(("backend", run_backend))
         rows, reference = [], None
-        load_start = os.getloadavg()[0]
+        load_before = common.load_average()
         for name, fn in strategies:
             times = []
             for _ in range(max(1, args.repeats) if name == "backend" else 1):
@@ -286,8 +293,7 @@ def main() -> None:
         "device": device_name(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
-        "load_average_1min_at_start": load_start,
-        "load_average_1min_at_end": os.getloadavg()[0],
+        **common.provenance(trial, load_before),
         "python": platform.python_version(),
         "command": "python benchmarks/bench_nli.py"
         + (" --quick" if args.quick else "")
@@ -305,13 +311,13 @@ def main() -> None:
         "target_speedup": 10,
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_nli.json").write_text(json.dumps(summary, indent=2) + "\n")
-    with (args.out / "bench_nli.csv").open("w", newline="") as f:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_nli.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with (out / "bench_nli.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    print(f"backend vs naive: {ratio:.1f}x (target >= 10x); wrote {args.out / 'bench_nli.json'}")
+    print(f"backend vs naive: {ratio:.1f}x (target >= 10x); wrote {out / 'bench_nli.json'}")
 
 
 if __name__ == "__main__":

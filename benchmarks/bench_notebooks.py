@@ -6,10 +6,12 @@ Every page with a ``kernelspec`` (``book/*.md``, ``notebooks/*.md``) is executed
 (:data:`EXPERIMENT_TARGET_S`). Heavier computations belong to ``make results``. The notebook tests
 (tests/book/test_notebooks.py) check that the pages run and never assert a time; this script measures it::
 
-    python benchmarks/bench_notebooks.py [--names notebooks/psd book/limitations] [--out results]
+    python benchmarks/bench_notebooks.py [--names notebooks/psd book/limitations] [--out DIR]
 
-Writes ``<out>/bench_notebooks.json``: one row per page (seconds, target, met), the machine (CPU, cores, the
-load average before and after, thread settings) and the command. Run it alone on the machine.
+Writes ``<out>/bench_notebooks.json`` (default ``results/``): one row per page (seconds, target, met), the machine
+(CPU, cores, thread settings), the load average before and after, and the command. A subset of the pages
+(``--names``) is a trial: it writes under ``common.TRIAL_DIR``, never under ``results/``, so that it cannot
+replace the committed times of every page. Run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import common
+
+ROOT = common.ROOT
 TARGET_S = 10.0
 EXPERIMENT_TARGET_S = 90.0
 EXPERIMENT_PAGE = "notebooks/experiment"
@@ -75,10 +79,15 @@ def machine() -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--names", nargs="+", default=None, help="pages as folder/stem (default: every page)")
-    parser.add_argument("--out", type=Path, default=ROOT / "results")
+    parser.add_argument("--out", type=Path, default=None, help="folder (default: results/; --names: a temporary one)")
     args = parser.parse_args()
+    unknown = sorted(set(args.names or ()) - set(pages()))
+    if unknown:
+        parser.error(f"not an executable page of the book: {', '.join(unknown)} (pages are folder/stem)")
+    trial = "subset" if args.names else None
+    out = common.output(parser, args.out, common.RESULTS, trial)
     names = args.names or pages()
-    load_before = os.getloadavg()
+    load_before = common.load_average()
     rows = []
     for page in names:
         seconds = run_page(page)
@@ -89,19 +98,17 @@ def main() -> None:
         )
     meta = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            **machine(),
-            "load_average_before": [round(x, 2) for x in load_before],
-            "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        },
+        "machine": machine(),
+        **common.provenance(trial, load_before),
         "target_s": TARGET_S,
         "experiment_page": EXPERIMENT_PAGE,
         "experiment_target_s": EXPERIMENT_TARGET_S,
         "command": "python benchmarks/bench_notebooks.py" + (" --names " + " ".join(args.names) if args.names else ""),
         "rows": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_notebooks.json").write_text(json.dumps(meta, indent=2) + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_notebooks.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"wrote {out / 'bench_notebooks.json'}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Benchmark: exact vs naive vs Monte-Carlo Shapley values, n = 4..20.
 
-Writes ``results/bench_shapley.csv`` and ``results/bench_shapley.json`` (machine, versions, targets).
-Run: ``python benchmarks/bench_shapley.py [--quick]``. Timings are wall-clock medians over repeats.
+Writes ``results/bench_shapley.csv`` and ``results/bench_shapley.json`` (machine, versions, targets, the load
+average before and after); ``--quick`` (a smoke test) writes under ``common.TRIAL_DIR`` instead, never under
+``results/``. Run: ``python benchmarks/bench_shapley.py [--quick] [--out DIR]``. Timings are wall-clock medians
+over repeats.
 Targets (issue 2): exact at n = 10 at least 100x faster than naive in the same run; exact at n = 20
 under 10 s on a 2-core CPU.
 """
@@ -18,12 +20,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import common
 import numpy as np
 
 import shapley
 from shapley.pipeline.rundir.provenance import git_info
-
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 def _timed(f, repeats: int) -> tuple[float, np.ndarray]:
@@ -52,9 +53,16 @@ def main() -> None:
     ap.add_argument(
         "--naive-max-n", type=int, default=11, help=f"largest n for the naive reference (at most {shapley.NAIVE_MAX_N})"
     )
-    ap.add_argument("--mc-permutations", type=int, default=2000)
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--mc-permutations", type=int, default=2000, help="orders sampled by Monte-Carlo (at least 2)")
+    ap.add_argument("--out", type=Path, default=None, help="folder (default: results/; --quick: a temporary one)")
     args = ap.parse_args()
+    if not 1 <= args.naive_max_n <= shapley.NAIVE_MAX_N:
+        ap.error(f"--naive-max-n must be in 1..{shapley.NAIVE_MAX_N}; got {args.naive_max_n}")
+    if args.mc_permutations < 2:
+        ap.error(f"--mc-permutations must be at least 2; got {args.mc_permutations}")
+    trial = "quick" if args.quick else None
+    out = common.output(ap, args.out, common.RESULTS, trial)
+    load_before = common.load_average()
     sizes = [4, 6, 8, 10] if args.quick else list(range(4, 21))
     rows = []
     for n in sizes:
@@ -102,6 +110,7 @@ def main() -> None:
         "target_speedup_n10": 100,
         "exact_n20_s": by_n[20]["exact_s"] if 20 in by_n else None,
         "target_exact_n20_s": 10,
+        **common.provenance(trial, load_before),
         "rows": rows,
     }
     # speed targets are checked here, by the benchmark, never by a timed unit test
@@ -110,14 +119,15 @@ def main() -> None:
         "speedup_n10": None if speedup_10 is None else bool(speedup_10 >= meta["target_speedup_n10"]),
         "exact_n20": None if meta["exact_n20_s"] is None else bool(meta["exact_n20_s"] <= meta["target_exact_n20_s"]),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_shapley.json").write_text(json.dumps(meta, indent=2) + "\n")
-    with open(args.out / "bench_shapley.csv", "w", newline="") as fh:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_shapley.json").write_text(json.dumps(meta, indent=2) + "\n")
+    with open(out / "bench_shapley.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     print(f"speed-up exact vs naive at n=10: {speedup_10:.0f}x; exact n=20: {meta['exact_n20_s']}")
     print("targets met:", meta["targets_met"])
+    print(f"wrote {out / 'bench_shapley.json'}")
 
 
 if __name__ == "__main__":

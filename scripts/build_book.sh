@@ -16,6 +16,11 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+case "${BOOK_CLEAN:-0}" in
+  0|1) ;;
+  *) echo "build_book: BOOK_CLEAN=$BOOK_CLEAN: use BOOK_CLEAN=1 (a clean build) or 0 / unset (incremental)" >&2
+     exit 2 ;;
+esac
 
 JB="$(command -v jupyter-book || true)"
 if [[ -z "$JB" && -x "$ROOT/.venv/bin/jupyter-book" ]]; then
@@ -48,10 +53,15 @@ FAILURES=(env PYTHONPATH="$ROOT" "$PY" "$ROOT/scripts/book_failures.py" --cache 
 # Pages that failed in an earlier build: touched, so that Sphinx reads and executes them again.
 "${FAILURES[@]}" >/dev/null || true
 
+# The build's log without terminal colour codes, and without the note each notebook's kernel logs that it talks
+# to the build over local TCP without encryption (14 identical lines a build; the kernels listen on 127.0.0.1).
+clean_log() { sed -u -E -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e '/Kernel is running over TCP without encryption/d'; }
+
 start=$(date +%s)
 # -W: warnings are errors; -n: nitpicky (every cross-reference must resolve); --keep-going: report all.
+# (pipefail: the status is jupyter-book's, not the filter's.)
 status=0
-"$JB" build "$ROOT" --builder html -W -n --keep-going "$@" || status=$?
+"$JB" build "$ROOT" --builder html -W -n --keep-going "$@" 2>&1 | clean_log || status=$?
 check=0
 "${FAILURES[@]}" >"$ROOT/_build/failed_pages.txt" 2>&1 || check=$?
 if [[ $check -eq 1 ]]; then

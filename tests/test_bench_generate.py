@@ -39,6 +39,8 @@ def test_bench_generate_tiny(tmp_path):
     assert all("seconds_per_question" in r and r["questions"] == 2 for r in meta["rows"])  # no timing asserted
     assert meta["benchmark_version"] == 2 and meta["repeats"] == meta["reference_repeats"] == 2
     assert "total_seconds" in meta and "untimed" in meta["warm_up"]
+    assert meta["trial"] == "tiny" and "--tiny" in meta["command"] and len(meta["load_average_before"]) == 3
+    assert not any("speedup_vs_before" in r for r in meta["rows"])  # no hand-typed "before" figure (issue 32)
     reference = modes["transformers_generate"]
     for r in meta["rows"]:
         runs = r["seconds_per_question_runs"]

@@ -30,6 +30,7 @@ def test_bench_shapley_quick(tmp_path):
     assert rows[10]["max_abs_naive_minus_exact"] < 1e-9
     assert all(r["efficiency_error"] < 1e-9 for r in rows.values())
     assert math.isfinite(meta["speedup_exact_vs_naive_n10"])  # reported; the target is the benchmark's, not a test's
+    assert meta["trial"] == "quick" and len(meta["load_average_before"]) == len(meta["load_average_after"]) == 3
 
 
 def test_bench_guards_quick_records_each_guard_its_model_and_the_machine(tmp_path):
@@ -48,7 +49,8 @@ def test_bench_guards_quick_records_each_guard_its_model_and_the_machine(tmp_pat
     for name in ("nearest_correlation", "lexical_similarity", "shapley_values_mc"):
         rows = guards[name]["rows"]
         assert rows and all(math.isfinite(r["seconds_at_limit"]) for r in rows), name
-    assert meta["machine"]["thread_env"]["OMP_NUM_THREADS"] == "1" and len(meta["machine"]["load_average_before"]) == 3
+    assert meta["machine"]["thread_env"]["OMP_NUM_THREADS"] == "1" and len(meta["load_average_before"]) == 3
+    assert meta["trial"] == "quick" and len(meta["load_average_after"]) == 3
 
 
 @pytest.mark.slow
@@ -112,3 +114,134 @@ def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goa
     )
     html = costs.page_times_html(tmp_path)
     assert "notebooks/psd" in html and "12.5" in html and "load average 0.1" in html
+
+
+def _benchmarks_module(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop(0)
+
+
+TRIAL_RUNS = {
+    "bench_shapley.py": ["--quick", "--out"],
+    "bench_guards.py": ["--quick", "--out"],
+    "bench_nli.py": ["--quick", "--out"],
+    "bench_notebooks.py": ["--names", "notebooks/psd", "--out"],
+    "bench_generate.py": ["--tiny", "--output"],
+    "bench_gpu.py": ["--tiny", "--output"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(TRIAL_RUNS))
+def test_a_trial_run_may_not_write_under_results(script, tmp_path):
+    """Issue 33, item 14: a smoke, tiny or subset run that names a path under results/ is refused by the parser
+    (exit 2, no traceback) before any work, so that it cannot replace a committed measurement."""
+    target = "results" if TRIAL_RUNS[script][-1] == "--out" else "results/bench_trial.json"
+    before = sorted(p.name for p in (ROOT / "results").iterdir())
+    proc = subprocess.run(
+        [sys.executable, f"benchmarks/{script}", *TRIAL_RUNS[script], target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "may not write under" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in (ROOT / "results").iterdir()) == before
+
+
+def test_trial_runs_default_to_a_temporary_folder_and_outputs_are_checked_first(tmp_path):
+    import argparse
+
+    common = _benchmarks_module("common")
+    parser = argparse.ArgumentParser(prog="bench")
+    assert common.output(parser, None, common.RESULTS, None) == common.RESULTS.resolve()
+    assert common.output(parser, None, common.RESULTS, "quick") == common.TRIAL_DIR.resolve()
+    named = common.RESULTS / "bench_generate_cpu.json"
+    assert common.output(parser, None, named, "tiny") == (common.TRIAL_DIR / named.name).resolve()
+    assert common.output(parser, tmp_path / "new" / "x.json", named, "tiny") == tmp_path / "new" / "x.json"
+    (tmp_path / "file").write_text("")
+    for given, default in ((tmp_path, named), (tmp_path / "file", common.RESULTS), (tmp_path / "file" / "x", named)):
+        with pytest.raises(SystemExit) as exc:
+            common.output(parser, given, default, None)
+        assert exc.value.code == 2, given
+
+
+def test_bench_notebooks_refuses_an_unknown_page_before_any_work(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/bench_notebooks.py", "--names", "notebooks/nope", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "notebooks/nope" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"trial": "quick", "command": "python benchmarks/bench_shapley.py --quick"},
+        {"trial": "subset", "command": "python benchmarks/bench_notebooks.py --names notebooks/psd"},
+        {"command": "python benchmarks/bench_shapley.py --quick"},  # written before the "trial" key
+        {"command": "python benchmarks/bench_notebooks.py --names book/experiments"},
+        {"model": "tiny random LLaMA (no measurement)", "machine": {}},
+        {"tiny": True, "command": "python benchmarks/bench_gpu.py --device cuda"},
+    ],
+)
+def test_the_performance_page_refuses_a_trial_file(meta, tmp_path):
+    from shapley.companion import costs
+
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({**meta, "rows": [{"page": "book/experiments", "seconds": 14.0}]}))
+    with pytest.raises(ValueError, match="measures nothing"):
+        costs.load_benchmark(path)
+    (tmp_path / costs.PAGE_TIMES_FILE).write_text(path.read_text())
+    with pytest.raises(ValueError, match="measures nothing"):
+        costs.page_times(tmp_path)
+
+
+def test_every_committed_benchmark_file_is_a_measurement():
+    from shapley.companion import costs
+
+    files = sorted((ROOT / "results").glob("bench_*.json"))
+    assert len(files) >= 5
+    for path in files:
+        costs.load_benchmark(path)  # raises for a trial run's file
+
+
+def test_the_page_flags_a_busy_machine_and_says_when_the_load_was_not_recorded():
+    """Issue 32, section 2, item 4: the page calls a machine idle at a load average of at most IDLE_LOAD_AVERAGE;
+    a measurement over it is flagged in bold, and a file without a load average says so."""
+    from shapley.companion import costs
+
+    idle = costs.IDLE_LOAD_AVERAGE
+    busy = {"load_average_before": [idle + 0.5, 1, 1], "load_average_after": [1.0, 1, 1]}
+    calm = {"load_average_before": [idle / 2, 0, 0], "load_average_after": [costs.BENCHMARK_OWN_LOAD, 0, 0]}
+    late = {"load_average_before": [0.0, 0, 0], "load_average_after": [idle + costs.BENCHMARK_OWN_LOAD + 0.1, 0, 0]}
+    assert costs.load_note(busy, "f.json").startswith("**Busy machine:**")
+    assert costs.load_note(late, "f.json").startswith("**Busy machine:**")
+    assert costs.load_note(calm, "f.json").startswith("Idle machine")
+    assert "not recorded" in costs.load_note({"command": "x"}, "f.json")
+    # the committed files, which kept the load under older keys: 1.0 on 2 cores is not idle
+    meta = json.loads((ROOT / "results" / "bench_notebooks.json").read_text())
+    assert costs.busy_machine(meta) is (costs.load_averages(meta)[0] > idle)
+    nli = json.loads((ROOT / "results" / "bench_nli.json").read_text())
+    assert costs.load_averages(nli) == (nli["load_average_1min_at_start"], nli["load_average_1min_at_end"])
+
+
+def test_the_generation_tables_fit_the_text_column():
+    """Issue 32, section 3: the generation table was 11 columns (892 px against 740); it is two tables of at most
+    six columns, every mode's row kept."""
+    from shapley.companion import costs
+
+    meta, rows = costs.load_benchmark(ROOT / "results" / "bench_generate_cpu.json")
+    html = costs.generation_html(rows)
+    tables = html.split("</table>")[:-1]
+    assert len(tables) == 2
+    assert all(t.count("<th class") <= 6 for t in tables)
+    assert tables[1].count("<tr>") == len(rows) + 1 and "shapley, prefix cache" in tables[1]

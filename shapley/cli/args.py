@@ -15,12 +15,14 @@ import argparse
 import dataclasses
 import math
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.config import (
     DATA_SOURCES,
+    DEFAULT_ENTAILMENT,
     GROUPS,
     RunConfig,
     ScoringSettings,
@@ -29,6 +31,7 @@ from shapley.pipeline.config import (
     settings_of,
 )
 from shapley.pipeline.data.datasets import DATASETS
+from shapley.pipeline.score.scores import METHODS
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
@@ -112,6 +115,28 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
     return RunConfig.from_options(a.command, values)
 
 
+class ParagraphsFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but a description or epilog keeps its paragraphs (separated by blank lines), and a
+    paragraph that starts indented (a list) as it is written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        fill = super()._fill_text
+        return "\n\n".join(p if p.startswith(" ") else fill(p, width, indent) for p in text.split("\n\n"))
+
+
+def scoring_epilog() -> str:
+    """The methods ``--methods`` names, each with what it is, and what the default entailment backend needs."""
+    methods = "\n".join(
+        textwrap.fill(spec.description, 79, initial_indent=f"  {name:<9}", subsequent_indent=" " * 11)
+        for name, spec in METHODS.items()
+    )
+    return (
+        f"The methods (each an uncertainty: higher = more uncertain):\n\n{methods}\n\nThe default --entailment "
+        f"{DEFAULT_ENTAILMENT} is downloaded from the Hugging Face hub on first use, which needs the internet; "
+        "without it, pass a packaged stand-in: --entailment embedding:minilm or llm:smollm2 (neither is an NLI model)."
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m shapley``."""
     parser = argparse.ArgumentParser(
@@ -125,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the whole experiment into a run directory. Rerunning the same command resumes it: "
         "valid stored records are kept, torn or corrupt ones recomputed; a different result-affecting "
         "setting is refused.",
+        epilog=scoring_epilog(),
+        formatter_class=ParagraphsFormatter,
     )
     run.add_argument("--dataset", dest="data.dataset", required=True, choices=DATASETS, help="dataset name")
     run.add_argument("--source", dest="data.source", choices=DATA_SOURCES, default="auto", help="data source (auto)")
@@ -149,6 +176,8 @@ def _add_score_samples_parser(sub: argparse._SubParsersAction) -> None:
         "from 'answer'. A field that looks like a misspelt known one is refused; other unknown fields are "
         "ignored with a note. The whole input is validated before the output directory is created. Methods "
         "whose inputs are absent (e.g. log-probabilities) are skipped with a note.",
+        epilog=scoring_epilog(),
+        formatter_class=ParagraphsFormatter,
     )
     ss.add_argument("input", metavar="FILE.jsonl", help="input file (.jsonl or .jsonl.gz)")
     ss.add_argument("--dataset-label", default=None, help="dataset name in metrics.csv (default: file name stem)")

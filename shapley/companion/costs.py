@@ -14,12 +14,109 @@ import pandas as pd
 from shapley.companion import reported
 from shapley.companion.htmltable import Col, Html, html_table
 
+TRIAL_FLAGS: Mapping[str, str] = {"--tiny": "tiny", "--quick": "quick", "--names": "subset"}
+"""The command-line flag that marks a trial run in a file written before the benchmarks recorded ``"trial"``."""
+
+
+def trial_mode(meta: Mapping[str, Any]) -> str | None:
+    """Why a benchmark file measures nothing: ``"tiny"``, ``"quick"`` or ``"subset"`` (its ``"trial"`` mode, or
+    for an older file its command's flag or tiny model), or None for a measurement.
+
+    >>> trial_mode({"trial": None, "command": "python benchmarks/bench_shapley.py"}) is None
+    True
+    >>> trial_mode({"command": "python benchmarks/bench_nli.py --quick --threads 1"})
+    'quick'
+    """
+    if "trial" in meta:
+        return meta["trial"]
+    words = str(meta.get("command", "")).split()
+    flagged = [mode for flag, mode in TRIAL_FLAGS.items() if flag in words]
+    if meta.get("tiny") is True or "no measurement" in str(meta.get("model", "")):
+        flagged.append("tiny")
+    return flagged[0] if flagged else None
+
 
 def load_benchmark(path: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Read a benchmark JSON written by ``benchmarks/*.py``: (metadata without rows, rows as a DataFrame)."""
+    """Read a benchmark JSON written by ``benchmarks/*.py``: (metadata without rows, rows as a DataFrame).
+    ``ValueError`` for a trial run's file (:func:`trial_mode`): it measures nothing a page may show."""
     meta = json.loads(Path(path).read_text())
+    trial = trial_mode(meta)
+    if trial is not None:
+        raise ValueError(
+            f"{path} was written by a {trial} run ({meta.get('command', 'command not recorded')}), which checks "
+            "the script and measures nothing: rerun the benchmark without it (the committed file is in git)"
+        )
     rows = meta.pop("rows", [])
     return meta, pd.DataFrame(rows)
+
+
+IDLE_LOAD_AVERAGE = 0.5
+"""What the performance page calls an idle machine: a 1-minute load average (processes running or waiting, all
+cores together) of at most this from other work, before a benchmark starts and, less
+:data:`BENCHMARK_OWN_LOAD`, when it ends."""
+
+BENCHMARK_OWN_LOAD = 1.0
+"""The load a benchmark adds itself while it runs: one process on one thread (the page's benchmarks pin one)."""
+
+
+def load_averages(meta: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """The 1-minute load averages a benchmark file recorded before and after its run; None where it did not.
+    Older files kept them under ``machine``, as ``load_average_1min_at_start`` / ``_at_end`` (bench_nli), or
+    only the one after the run (bench_generate's ``machine.load_average_1min``)."""
+    machine = meta.get("machine", {})
+
+    def first(*found: Any) -> float | None:
+        return next((v[0] if isinstance(v, list) else float(v) for v in found if v is not None), None)
+
+    before = first(
+        meta.get("load_average_before"), machine.get("load_average_before"), meta.get("load_average_1min_at_start")
+    )
+    after = first(
+        meta.get("load_average_after"),
+        machine.get("load_average_after"),
+        meta.get("load_average_1min_at_end"),
+        machine.get("load_average_1min"),
+    )
+    return before, after
+
+
+def busy_machine(meta: Mapping[str, Any]) -> bool | None:
+    """Whether a benchmark ran on a machine busier than :data:`IDLE_LOAD_AVERAGE` (before, or after less
+    :data:`BENCHMARK_OWN_LOAD`); None when that cannot be told (no load average recorded before the run, and none
+    recorded over the limit).
+
+    >>> busy_machine({"load_average_before": [1.0, 1.0, 1.0], "load_average_after": [1.0, 1.0, 1.0]})
+    True
+    >>> busy_machine({"load_average_before": [0.2, 0.3, 0.3], "load_average_after": [1.1, 0.6, 0.4]})
+    False
+    >>> busy_machine({"machine": {"load_average_1min": 1.0}}) is None
+    True
+    """
+    before, after = load_averages(meta)
+    if (before is not None and before > IDLE_LOAD_AVERAGE) or (
+        after is not None and after - BENCHMARK_OWN_LOAD > IDLE_LOAD_AVERAGE
+    ):
+        return True
+    return None if before is None else False
+
+
+def load_note(meta: Mapping[str, Any], file: str) -> str:
+    """One Markdown sentence on the machine's load while ``file`` was measured: flagged in bold when it was
+    busier than the page's idle machine (:func:`busy_machine`), or saying what the file did not record."""
+    before, after = load_averages(meta)
+    shown = [f"{v:.2f} {when}" for v, when in ((before, "before the run"), (after, "after it")) if v is not None]
+    if not shown:
+        return f"Load average: not recorded (`{file}` predates the benchmarks' record of it)."
+    idle = f"the page calls a machine idle at a load average of at most {IDLE_LOAD_AVERAGE:g}"
+    busy = busy_machine(meta)
+    if busy:
+        return (
+            f"**Busy machine:** load average {' and '.join(shown)} (`{file}`), while {idle}: its times may be "
+            "longer than on idle cores."
+        )
+    if busy is None:
+        return f"Load average: {shown[0]}, not recorded before it (`{file}`): whether the machine was idle is unknown."
+    return f"Idle machine: load average {' and '.join(shown)} (`{file}`); {idle}."
 
 
 @dataclass(frozen=True)
@@ -129,10 +226,6 @@ EARLIER_REGENERATION_HOURS = 2.0
 hours", timed by hand before the script recorded its own time)."""
 
 
-EARLIER_SQUAD_SECONDS_PER_QUESTION = 18.0
-"""Seconds per SQuAD question of the generation stage (real SmolLM2, CPU, one thread) before each question was
-prefilled once and the shared few-shot block cached: issue 19's outside measurement, for comparison only."""
-
 GENERATION_TARGET_VS_TRANSFORMERS = 12.0
 """Issue 19's target for the generation stage on SQuAD (CPU, one thread, prefix cache on): at least this many
 times faster than transformers ``generate`` doing the same work, measured in the same benchmark run."""
@@ -221,6 +314,57 @@ def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str
     )
 
 
+GENERATION_MODES: Mapping[str, str] = {
+    "shapley_prefix_cache": "shapley, prefix cache",
+    "shapley_no_prefix_cache": "shapley, no prefix cache",
+    "transformers_generate": "transformers generate",
+}
+"""The generation benchmark's modes, as the performance page names them."""
+
+
+def generation_html(rows: pd.DataFrame) -> Html:
+    """The generation benchmark (``results/bench_generate_cpu.json``, current version) as two narrow tables: the
+    prompts of each dataset, then each mode's seconds per question (median, min–max over the runs) and speed-up."""
+    prompts = rows[rows["mode"] == "shapley_prefix_cache"]
+    timed = rows.assign(
+        what=rows["mode"].map(GENERATION_MODES),
+        spread=[
+            f"{lo:.2f}–{hi:.2f}"
+            for lo, hi in zip(rows["seconds_per_question_min"], rows["seconds_per_question_max"], strict=True)
+        ],
+    )
+    first = html_table(
+        prompts,
+        [
+            Col("dataset", "Dataset"),
+            Col("questions", "Questions", decimals=0),
+            Col("prompt_tokens_mean", "Prompt tokens", decimals=0),
+            Col("prefix_tokens", "Shared prefix", decimals=0),
+            Col("setup_seconds", "Prefix prefill (s)", decimals=2),
+        ],
+        caption="Measured: the prompts of the generation benchmark (<code>results/bench_generate_cpu.json</code>): "
+        "mean tokens per prompt, the few-shot tokens every prompt shares, and the one-off seconds per run to "
+        "prefill them with the prefix cache, which the per-question times below leave out.",
+        css="measured-table",
+    )
+    second = html_table(
+        timed,
+        [
+            Col("dataset", "Dataset"),
+            Col("what", "What ran"),
+            Col("seconds_per_question", "s per question", decimals=2),
+            Col("spread", "min–max"),
+            Col("repeats", "Runs", decimals=0),
+            Col("speedup_vs_transformers", "Speed-up", decimals=1),
+        ],
+        caption="Measured: seconds per question of the generation stage on a CPU, one thread (median over the runs, "
+        "and its range), with and without the shared-prefix cache, against transformers <code>generate</code> "
+        "doing the same work, each mode after one untimed warm-up call; speed-up over transformers.",
+        css="measured-table",
+    )
+    return Html(first + second)
+
+
 PAGE_TIMES_FILE = "bench_notebooks.json"
 
 
@@ -242,11 +386,11 @@ def page_times_html(results: str | os.PathLike[str]) -> Html:
     meta, rows = found
     rows = rows.assign(met=rows["target_met"].map({True: "yes", False: "no"}))
     m = meta.get("machine", {})
-    load = m.get("load_average_before", ["?"])[0]
+    before, _ = load_averages(meta)
     caption = (
         f"Measured: seconds each page took to execute, one at a time (<code>results/{PAGE_TIMES_FILE}</code>, "
         f"{meta.get('date', '?')}, {m.get('cpu', '?')}, {m.get('cores', '?')} cores, one BLAS thread, load average "
-        f"{load} when it started)."
+        f"{'not recorded' if before is None else f'{before:g}'} when it started)."
     )
     cols = [
         Col("page", "Page"),

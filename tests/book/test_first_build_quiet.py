@@ -1,5 +1,6 @@
-"""A first build of the book looks like every later one: loading a GGUF model while the model cache is empty
-draws no progress bar on stderr (issue 18, item 12)."""
+"""A first build of the book looks like every later one, and its log holds only what matters: loading a GGUF model
+while the model cache is empty draws no progress bar on stderr (issue 18, item 12); no colour codes and no kernel
+notes (issue 32)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,39 @@ def test_gguf_conversion_bar_is_silenced_and_restored():
     with models.quiet_gguf_conversion():
         assert drawn() == ""
     assert gguf.tqdm is original and "Converting" in drawn()
+
+
+def test_the_book_log_has_no_colour_codes_and_no_kernel_tcp_notes():
+    """Issue 32: the book log held ANSI colour codes and one "[IPKernelApp] WARNING | Kernel is running over TCP
+    without encryption" line per page. scripts/build_book.sh filters jupyter-book's output through clean_log."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "build_book.sh").read_text(encoding="utf-8")
+    definition = re.search(r"^clean_log\(\) \{.*\}$", script, flags=re.M)
+    assert definition is not None and "| clean_log" in script
+    log = (
+        "\x1b[01mreading sources... \x1b[39;49;00m[ 50%] notebooks/psd\n"
+        "[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication (...)\n"
+        "\x1b[91mWARNING: a real warning\x1b[39;49;00m\n"
+    )
+    out = subprocess.run(
+        ["bash", "-c", definition.group(0) + "\nclean_log"], input=log, capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "reading sources... [ 50%] notebooks/psd\nWARNING: a real warning\n"
+
+
+def test_build_book_refuses_a_book_clean_value_other_than_0_or_1():
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        ["bash", str(root / "scripts" / "build_book.sh")],
+        env={"PATH": "/usr/bin:/bin", "BOOK_CLEAN": "yes"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "BOOK_CLEAN=yes" in proc.stderr and proc.stdout == ""

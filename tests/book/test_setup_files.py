@@ -5,9 +5,11 @@ Fast: reads files and asks ``make -n`` (dry run) what it would do; installs and 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -46,19 +48,114 @@ def test_readme_names_the_setup_commands_prerequisites_and_the_cpu_torch_index()
     needles = ("make book", "make test", "make notebooks", "make lab", "make properties", "npm", "TORCH_CPU=1")
     for needle in (*needles, f"TORCH_INDEX={CPU_INDEX}", "installs the same version from PyPI"):
         assert needle in README, needle
+    assert "make book TORCH_CPU=1   #" in README  # the code block does what the sentence above it says
+    assert re.search(r"^make test +# ruff and mypy first, then the whole test-suite", README, flags=re.M)
+
+
+def test_readme_package_snippet_prints_when_run_as_a_script():
+    """Pasted into a script, the README's snippet prints its results (bare expressions printed nothing)."""
+    snippet = README.split("```python\n", 1)[1].split("```", 1)[0]
+    proc = subprocess.run(
+        [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=ROOT, check=True
+    )
+    assert len(proc.stdout.splitlines()) == snippet.count("print(") >= 2
 
 
 @needs_make
 def test_setup_takes_the_torch_requirement_and_index_and_vendors_mathjax(tmp_path):
     default = _dry_run("setup", venv=tmp_path / "v")
-    assert '"torch==2.13.0"' in default and "--index-url" not in default
+    assert 'pip install --quiet "torch==2.13.0"' in default and "--index-url" not in default
     assert "bash scripts/fetch_mathjax.sh" in default  # MathJax at setup, so `make book` needs no network
-    for ask in ("TORCH_CPU=1", f"TORCH_INDEX={CPU_INDEX}"):
+    for ask in ("TORCH_CPU=1", "TORCH_CPU=yes", f"TORCH_INDEX={CPU_INDEX}"):
         cpu = _dry_run("setup", ask, "TORCH=torch==2.13.0", venv=tmp_path / "v")
         # the CPU index when asked, and PyPI with a message when that index cannot be reached (issue 23)
-        tried, fallback = cpu.split(f'--index-url {CPU_INDEX} "torch==2.13.0" || ', 1)
-        assert "--retries 1" in tried and "installing it from PyPI instead" in fallback
-        assert 'pip install --quiet "torch==2.13.0"; }' in fallback
+        probe, tried = cpu.split(f'--index-url "{CPU_INDEX}" "torch==2.13.0"', 1)
+        assert f'"{CPU_INDEX}" 2>/dev/null; then' in probe and "--retries 1" in probe
+        assert tried.count("installing torch==2.13.0 from PyPI instead") == 2  # install failed / index unreachable
+
+
+@needs_make
+@pytest.mark.parametrize("value", ["0", "no", "false", "2", "1 1", "y"])
+def test_make_refuses_a_torch_cpu_value_other_than_1_or_yes(value, tmp_path):
+    """Issue 33, item 15: any non-empty TORCH_CPU used to count as yes (TORCH_CPU=0 installed the CPU build)."""
+    proc = subprocess.run(
+        ["make", "-n", "setup", f"VENV={tmp_path / 'v'}", f"TORCH_CPU={value}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"TORCH_CPU={value} is not a value make accepts" in proc.stderr and "TORCH_CPU=1 (or yes)" in proc.stderr
+
+
+@needs_make
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("PROPERTIES_EXAMPLES", "0", "is not a whole number of at least 1"),
+        ("PROPERTIES_EXAMPLES", "5x", "is not a whole number of at least 1"),
+        ("PROPERTIES_EXAMPLES", "050", "is not a whole number of at least 1"),
+        ("PROPERTIES_EXAMPLES", "-5", "is not a whole number of at least 1"),
+        ("TORCH_INDEX", "cpu", "is not a URL"),
+    ],
+)
+def test_make_variables_take_explicit_values_only(variable, value, says, tmp_path):
+    proc = subprocess.run(
+        ["make", "-n", "properties", f"VENV={tmp_path / 'v'}", f"{variable}={value}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and f"{variable}={value} {says}" in proc.stderr
+    assert "HYPOTHESIS_MAX_EXAMPLES=50 " in _dry_run("properties", "PROPERTIES_EXAMPLES=50", venv=tmp_path / "v")
+
+
+FAKE_PYTHON = """#!/bin/sh
+echo "$*" >> "$FAKE_LOG"
+case "$*" in
+  *urllib*) exit "$PROBE_RC" ;;
+  *"import torch"*) echo "make setup: torch 2.13.0+cpu is installed" ;;
+  *"pip install"*"--index-url"*) exit "$PIP_RC" ;;
+esac
+"""
+
+
+@needs_make
+@pytest.mark.parametrize(
+    ("probe", "pip", "says"),
+    [
+        (0, 0, "torch==2.13.0 from https://download.pytorch.org/whl/cpu"),
+        (1, 0, "cannot be reached from here (or lists no torch); installing torch==2.13.0 from PyPI instead"),
+        (0, 1, "pip could not install it from there; installing torch==2.13.0 from PyPI instead"),
+    ],
+)
+def test_setup_prints_only_where_torch_comes_from(probe, pip, says, tmp_path):
+    """Issue 32: `make setup` echoed its whole fallback one-liner, "could not install torch" included, even when
+    nothing failed; and an unreachable index went unsaid when pip still found the wheel. Run the torch step with a
+    fake python: the output is the lines that say what happened, and no command."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(FAKE_PYTHON)
+    (bin_dir / "python").chmod(0o755)
+    extra = tmp_path / "torch.mk"
+    extra.write_text("torch-step:\n\t$(call TORCH_INSTALL_IN,$(FAKE_BIN))\n")
+    env = {**os.environ, "FAKE_LOG": str(tmp_path / "log"), "PROBE_RC": str(probe), "PIP_RC": str(pip)}
+    proc = subprocess.run(
+        ["make", "-s", "-f", "Makefile", "-f", str(extra), "torch-step", "TORCH_CPU=1", f"FAKE_BIN={bin_dir}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=True,
+    )
+    lines = proc.stdout.splitlines()
+    assert all(line.startswith("make setup: ") for line in lines) and says in lines[-2]
+    assert len(lines) == 2 + pip and lines[-1] == "make setup: torch 2.13.0+cpu is installed"
+    installs = [ln for ln in (tmp_path / "log").read_text().splitlines() if "pip install" in ln]
+    assert len(installs) == (1 if probe == 1 or pip == 0 else 2)
 
 
 @needs_make
@@ -78,7 +175,7 @@ def test_make_book_and_theory_results_pin_one_thread(tmp_path):
 @needs_make
 def test_make_notebooks_executes_every_myst_notebook_into_its_pair(tmp_path):
     out = _dry_run("notebooks", venv=tmp_path / "v")
-    assert "jupytext --to ipynb --execute" in out
+    assert "jupytext --quiet --to ipynb --execute" in out  # not 14 "Notebook is not trusted" lines
     assert "notebooks" in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for page in toc_pages():
         text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
@@ -120,7 +217,11 @@ def test_system_deps_install_the_minimum():
 
 
 def test_readme_offers_the_torch_choice_before_the_commands_that_install_it():
-    assert README.index("TORCH_CPU=1") < README.index(f"TORCH_INDEX={CPU_INDEX}") < README.index("make book    #")
+    assert (
+        README.index("TORCH_CPU=1")
+        < README.index(f"TORCH_INDEX={CPU_INDEX}")
+        < README.index("make book TORCH_CPU=1   #")
+    )
 
 
 def test_the_book_never_reads_an_environment_folder_the_makefile_creates():
@@ -138,3 +239,35 @@ def test_the_book_never_reads_an_environment_folder_the_makefile_creates():
     assert {".venv-lm-polygraph", ".venv-uqlm"} <= folders, folders
     for folder in sorted(folders):
         assert any(fnmatch.fnmatch(folder, p) for p in patterns), f"{folder} is not in _config.yml exclude_patterns"
+
+
+EDITABLE_BUILD = """
+import sys, warnings
+import setuptools.build_meta as backend
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    backend.build_editable(sys.argv[1])
+for w in caught:
+    print(f"caught warning {w.category.__name__}: {str(w.message).splitlines()[0]}")
+"""
+
+
+def test_an_editable_install_draws_no_boxed_setuptools_warning(tmp_path):
+    """Issue 32: every `pip install -e .` showed setuptools' boxed "Editable installation" notice (pip relays it as
+    a BuildBackendWarning): with the package at the root and no package-dir, setuptools installed an import hook
+    and warned about it. The build backend, run as pip runs it, now warns of nothing."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "shapley", src / "shapley", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    (tmp_path / "wheel").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", EDITABLE_BUILD, str(tmp_path / "wheel")],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("caught warning")] == []
+    assert [p.suffix for p in (tmp_path / "wheel").iterdir()] == [".whl"]

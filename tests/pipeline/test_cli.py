@@ -548,6 +548,21 @@ def test_every_argument_of_every_command_has_help_text():
     assert not missing, missing
 
 
+@pytest.mark.parametrize("command", ["run", "score-samples"])
+def test_help_expands_every_method_and_says_the_default_entailment_needs_the_internet(command):
+    """Issue 32: `score-samples --help` listed NE, LNE, ER, A4C, P(T) with no expansion, said "fixed per question
+    and device kind" twice, and did not say that the default --entailment is downloaded."""
+    from shapley.pipeline.config import DEFAULT_ENTAILMENT
+    from shapley.pipeline.score.scores import METHODS
+
+    (sub,) = [a for a in cli.build_parser()._actions if isinstance(a, __import__("argparse")._SubParsersAction)]
+    text = " ".join(sub.choices[command].format_help().split())
+    for name, spec in METHODS.items():
+        assert f" {name} {' '.join(spec.description.split())}" in text, name
+    assert f"default --entailment {DEFAULT_ENTAILMENT} is downloaded" in text and "needs the internet" in text
+    assert text.count("fixed per question and device kind") == 1
+
+
 # --------------------------------------------------------------------------------------------------
 # Issue 17, cosmetic CLI items
 

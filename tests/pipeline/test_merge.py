@@ -447,7 +447,14 @@ def test_real_minilm_sharded_merge_and_killed_resume_equal_the_whole_run(tmp_pat
     shutil.copytree(full, cut)
     for name in ("scores.jsonl", "entailment.jsonl"):  # killed before the last records were stored
         (cut / name).write_bytes(b"".join((cut / name).read_bytes().splitlines(True)[:4]))
-    experiment.score_samples(config, cut)
+    # expected here, so asserted here (not left to the test summary, where a reader took them for corruption):
+    # each kept line of a chunk that was not stored whole is dropped, named, and its chunk recomputed
+    with pytest.warns(jsonl.CorruptRecordWarning) as dropped:
+        experiment.score_samples(config, cut)
+    messages = sorted(str(w.message) for w in dropped)
+    assert [m.split(": ", 1)[0] for m in messages] == [str(cut / "entailment.jsonl")] * 4  # its one chunk of 9
+    assert [m.split(": ")[1] for m in messages] == [f"line {i} dropped" for i in range(1, 5)]
+    assert all("not stored whole (torn write)" in m for m in messages)
     for f in OUTPUTS:
         assert_same_table(full / f, cut / f)
     assert _content(full / "scores.jsonl") == _content(cut / "scores.jsonl")

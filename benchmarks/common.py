@@ -1,0 +1,52 @@
+"""What every benchmark script shares: where it may write, and the machine's load around a run.
+
+A *trial* run (``--tiny``, ``--quick``, a subset of the pages) checks a script and measures nothing the performance
+page may show. It writes under :data:`TRIAL_DIR` unless told otherwise and never under ``results/``, where the
+committed measurements live; every file records its mode as ``"trial"`` (``None`` for a measurement), which the
+page's reader (:func:`shapley.companion.costs.load_benchmark`) refuses. The output is checked when the arguments
+are parsed (exit 2, before any work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+TRIAL_DIR = Path(tempfile.gettempdir()) / "shapley-benchmark-trials"
+
+
+def output(parser: argparse.ArgumentParser, given: Path | None, default: Path, trial: str | None) -> Path:
+    """Where a benchmark writes: ``given``, else ``default`` (under ``results/``), or for a ``trial`` run the same
+    name under :data:`TRIAL_DIR`. ``parser.error`` (exit 2) when a trial run would write under ``results/`` or the
+    path cannot be written: an existing folder in place of a file (or the reverse, for a folder ``default``), or a
+    nearest existing ancestor that is not a writable folder."""
+    if given is None:
+        given = TRIAL_DIR / default.relative_to(RESULTS) if trial else default
+    path = given.resolve()
+    if trial and path.is_relative_to(RESULTS):
+        parser.error(f"a {trial} run measures nothing: it may not write under {RESULTS} ({path}); omit the path")
+    folder = default.suffix == ""
+    if path.exists() and path.is_dir() != folder:
+        parser.error(f"{path} exists and is not a {'folder' if folder else 'file'}")
+    ancestor = path if folder else path.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        parser.error(f"cannot write {path}: {ancestor} is not a writable folder")
+    return path
+
+
+def load_average() -> list[float]:
+    """The machine's load average over 1, 5 and 15 minutes (processes running or waiting, all cores together)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def provenance(trial: str | None, load_before: list[float]) -> dict[str, Any]:
+    """The keys every benchmark file carries: its trial mode (``None``: a measurement) and the load average
+    before the run and now, after it."""
+    return {"trial": trial, "load_average_before": load_before, "load_average_after": load_average()}

@@ -221,19 +221,14 @@ REGENERATION_FILE = "regeneration.json"
 """Written under ``results/`` by ``scripts/regenerate_results.sh`` (``make results``): start, end, seconds, commit,
 jobs, cpu_count."""
 
-EARLIER_REGENERATION_HOURS = 2.0
-"""Wall-clock hours ``make results`` took on this 2-core machine before the prefix cache (issue 19's "about 2
-hours", timed by hand before the script recorded its own time)."""
-
-
 GENERATION_TARGET_VS_TRANSFORMERS = 12.0
 """Issue 19's target for the generation stage on SQuAD (CPU, one thread, prefix cache on): at least this many
 times faster than transformers ``generate`` doing the same work, measured in the same benchmark run."""
 
 
 def regeneration_html(results: str | os.PathLike[str]) -> Html:
-    """How long the last ``make results`` took, from ``results/regeneration.json``, beside the earlier figure; a
-    note when the file is absent (runs regenerated before the script recorded its time)."""
+    """How long the last ``make results`` took, from ``results/regeneration.json``; a note when the file is absent
+    (runs regenerated before the script recorded its time)."""
     path = Path(results) / REGENERATION_FILE
     if not path.exists():
         return Html(
@@ -249,7 +244,6 @@ def regeneration_html(results: str | os.PathLike[str]) -> Html:
             "when": f"{rec.get('start', '')} – {rec.get('end', '')}",
             "cores": rec.get("cpu_count"),
         },
-        {"what": "before the prefix cache", "hours": EARLIER_REGENERATION_HOURS, "commit": "", "when": "", "cores": 2},
     ]
     cols = [
         Col("what", "Run of make results"),
@@ -260,8 +254,7 @@ def regeneration_html(results: str | os.PathLike[str]) -> Html:
     ]
     caption = (
         f"Measured: how long <code>make results</code> took, recorded by <code>scripts/regenerate_results.sh</code> "
-        f"in <code>results/{REGENERATION_FILE}</code>; the earlier figure is the hand-timed one from before the "
-        "script recorded its time."
+        f"in <code>results/{REGENERATION_FILE}</code>."
     )
     return html_table(rows, cols, caption=caption, css="measured-table")
 

@@ -120,11 +120,6 @@ def html_table(
     )
 
 
-def pinned_scroll(table: str) -> Html:
-    """Wrap a table that cannot fit the column in a horizontal scroll box whose first column stays in view."""
-    return Html(f'<div class="scroll-pinned">{table}</div>')
-
-
 def with_interval(value: float, lo: float, hi: float, *, decimals: int) -> str:
     """HTML cell text: ``value`` over a small "[lo, hi]" (2 decimals), the interval left out when ``lo`` is NaN."""
     ci = "" if math.isnan(lo) else f'<br><span class="ci">[{lo:.2f}, {hi:.2f}]</span>'

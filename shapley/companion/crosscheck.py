@@ -151,7 +151,6 @@ def ecc_gap(peer: ArrayLike, ours: ArrayLike, incorrect: ArrayLike, identical: A
     tied = rounded[y][:, None] == rounded[~y][None, :]
     both_identical = same[y][:, None] & same[~y][None, :]
     differ = wins_peer != wins_ours
-    others = tied & ~both_identical
     return {
         "pairs": int(tied.size),
         "auroc_peer": float(wins_peer.mean()),
@@ -164,7 +163,7 @@ def ecc_gap(peer: ArrayLike, ours: ArrayLike, incorrect: ArrayLike, identical: A
         "tied_pairs": int(tied.sum()),
         "identical_questions": int(same.sum()),
         "tied_identical": int((tied & both_identical).sum()),
-        "tied_values": sorted(set(np.broadcast_to(rounded[y][:, None], tied.shape)[others].tolist())),
+        "tied_values": sorted(set(rounded[y][(tied & ~both_identical).any(axis=1)].tolist())),
         "unrounded_gain_pairs": float(wins_raw.sum() - wins_ours.sum()),
     }
 

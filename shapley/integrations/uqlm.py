@@ -74,12 +74,10 @@ class NLILimits(NamedTuple):
 
 
 def nli_limits(nli: Any) -> NLILimits:
-    """A uqlm NLI object checked when it is accepted: its model's labels (:func:`entailment_label` of
-    ``config.label2id`` against ``config.id2label``), ``batch_size`` and ``max_length`` (integers >= 1), and its
-    token limit: ``max_tokens`` where it has one (uqlm's NLI resolves it), else the tokenizer's
-    ``model_max_length`` unless it means no limit (:data:`shapley.pipeline.entail.nli.NO_TOKEN_LIMIT` or more,
-    such as the 1e30 of tokenizers without one), else the model's ``max_position_embeddings``.
-    ``ValueError`` naming the attribute."""
+    """A uqlm NLI object's limits, checked when it is accepted (``ValueError`` naming the attribute): its labels
+    (:func:`entailment_label`), ``batch_size`` and ``max_length`` (integers >= 1), and its token limit:
+    ``max_tokens`` (uqlm's NLI resolves it), else the tokenizer's ``model_max_length`` unless it means none
+    (:data:`shapley.pipeline.entail.nli.NO_TOKEN_LIMIT` or more), else the model's ``max_position_embeddings``."""
     from shapley.pipeline.entail.nli import NO_TOKEN_LIMIT  # here: it imports torch
 
     config = nli.model.config

@@ -8,11 +8,10 @@ Inputs: the committed LLaMA-13B TriviaQA entailment matrices and our scores (eac
 read by ``shapley.pipeline.rundir.jsonl.read_compact``), the samples file the run ``minilm_n10`` was scored on
 (its SHA-256 must match the run's ``config.json``), and seeded random entailment matrices. For every method both
 sides compute on one matrix, the largest absolute difference per source goes to ``lm_polygraph.csv``; a
-``UEManager`` run's AUROC and PRR to ``uemanager_triviaqa.csv``; ``freshness.json`` records the digests of the
-inputs and code (``shapley.companion.crosscheck.RECORD``), the commit, versions, runtime, and why Ecc's AUROC
-differs (``shapley.companion.crosscheck.ecc_gap``). The inputs and the output folder are checked before any work
-(exit 2, one line); the three files are replaced together. The reading of every difference is in
-book/integrations.md.
+``UEManager`` run's AUROC and PRR to ``uemanager_triviaqa.csv``; ``freshness.json`` is the page record
+(``shapley.companion.crosscheck.RECORD``), with why Ecc's AUROC differs (``crosscheck.ecc_gap``). The inputs and
+the output folder are checked before any work (exit 2, one line); the three files are replaced together. The
+reading of every difference is in book/integrations.md.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,10 +33,9 @@ import numpy as np
 from shapley.companion import crosscheck
 from shapley.pipeline.data.datasets import LOCAL_FILES
 from shapley.pipeline.rundir.settings import data_dir
+from shapley.theory.page_records import write_files
 
 ROOT = Path(__file__).resolve().parent.parent
-FILE_MODE = 0o644
-"""Permissions of the written files (a temporary file starts as 0o600)."""
 
 
 def ours(P: np.ndarray) -> dict[str, float]:
@@ -249,24 +246,6 @@ def problem(results: Path, samples: Path | None, out: Path) -> str | None:
     return None
 
 
-def write_together(folder: Path, files: dict[str, str]) -> None:
-    """Replace ``files`` (name -> text) in ``folder`` as one set: each is written to a temporary file there first
-    and only then moved over the old one (``os.replace``), so that a failure while writing leaves the old set."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written: dict[str, str] = {}
-    try:
-        for name, text in files.items():
-            with tempfile.NamedTemporaryFile("w", dir=folder, prefix=f".{name}.", delete=False, encoding="utf-8") as f:
-                written[name] = f.name
-                f.write(text)
-            os.chmod(f.name, FILE_MODE)  # a temporary file is private; the record is not
-        for name, tmp in written.items():
-            os.replace(tmp, folder / name)
-    finally:
-        for tmp in written.values():
-            Path(tmp).unlink(missing_ok=True)
-
-
 def _csv(rows: list[dict[str, object]]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\r\n")
@@ -303,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     record = _record(fresh, gap, time.perf_counter() - start)
     lm_polygraph, uemanager, freshness = crosscheck.OUTPUTS
     texts = {lm_polygraph: _csv(rows), uemanager: _csv(manager_rows), freshness: json.dumps(record, indent=1) + "\n"}
-    write_together(args.out, texts)
+    write_files({args.out / name: text for name, text in texts.items()})
     print(f"wrote {args.out / lm_polygraph} ({len(rows)} rows) in {time.perf_counter() - start:.1f} s")
     return 0
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from shapley.companion import crosscheck
+from shapley.theory.page_records import write_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / crosscheck.SCRIPT
@@ -113,8 +114,11 @@ def test_the_three_files_are_replaced_together(tmp_path: Path):
         (tmp_path / name).write_text(text)
     first, second, third = crosscheck.OUTPUTS
     with pytest.raises(UnicodeEncodeError):  # the second file cannot be written: the old set stays
-        script.write_together(tmp_path, {first: "new", second: "\ud800", third: "new"})
+        write_files({tmp_path / first: "new", tmp_path / second: "\ud800", tmp_path / third: "new"})
     assert _outputs(tmp_path) == {name: text.encode() for name, text in sorted(old.items())}  # no temporary left
-    script.write_together(tmp_path, dict.fromkeys(crosscheck.OUTPUTS, "new"))
+    write_files({tmp_path / name: "new" for name in crosscheck.OUTPUTS})
     assert set(_outputs(tmp_path).values()) == {b"new"} and len(_outputs(tmp_path)) == len(old)
-    assert {os.stat(tmp_path / name).st_mode & 0o777 for name in crosscheck.OUTPUTS} == {script.FILE_MODE}
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {os.stat(tmp_path / name).st_mode & 0o777 for name in crosscheck.OUTPUTS}
+    assert modes == {0o666 & ~umask}  # as any file the user writes: a temporary file would be private (0o600)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -64,6 +63,7 @@ RECORD = page_records.PageRecord(
     compute=_written_by_the_script,
     summary=lambda record: f"{len(record['freshness']['inputs'])} inputs",
     inputs=inputs,
+    check=page_records.has_keys(versions=dict, commit=str),
 )
 """The cross-check's freshness record. The script writes its :meth:`~shapley.theory.page_records.PageRecord.freshness`
 block into ``freshness.json`` before it computes; the page compares it with the files now."""
@@ -71,21 +71,11 @@ block into ``freshness.json`` before it computes; the page compares it with the 
 
 def _record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """``freshness.json`` under ``results_dir``, or None when it is missing, unreadable or ill-typed (a torn or
-    hand-edited record is no record)."""
-    path = Path(results_dir) / RECORD.path
+    hand-edited record is no record: :meth:`~shapley.theory.page_records.PageRecord.load`)."""
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return RECORD.load(Path(results_dir) / RECORD.path)
+    except FileNotFoundError:
         return None
-    typed: dict[str, type | tuple[type, ...]] = {
-        "command": str,
-        "freshness": dict,
-        "seconds": (int, float),
-        "versions": dict,
-        "commit": str,
-    }
-    ok = isinstance(record, dict) and all(isinstance(record.get(k), t) for k, t in typed.items())
-    return record if ok else None
 
 
 def stale_reasons(results_dir: str | os.PathLike[str]) -> list[str]:
@@ -118,7 +108,7 @@ def status_html(results_dir: str | os.PathLike[str]) -> Html:
     what = (
         f"The cross-check was computed by {code(record['command'])} with LM-Polygraph {peer}, at commit "
         f"{code(record['commit'][:12])}, in {record['seconds']:.0f} s, from "
-        f"{len(record['freshness'].get('inputs', {}))} files whose SHA-256 it records"
+        f"{len(record['freshness']['inputs'])} files whose SHA-256 it records"
     )
     return Html(f"<p>{what}: fresh.</p>" if not reasons else f"<p>{what}.</p>{_stale_note(reasons)}")
 
@@ -161,7 +151,6 @@ def ecc_gap(peer: ArrayLike, ours: ArrayLike, incorrect: ArrayLike, identical: A
     tied = rounded[y][:, None] == rounded[~y][None, :]
     both_identical = same[y][:, None] & same[~y][None, :]
     differ = wins_peer != wins_ours
-    others = tied & ~both_identical
     return {
         "pairs": int(tied.size),
         "auroc_peer": float(wins_peer.mean()),
@@ -174,7 +163,7 @@ def ecc_gap(peer: ArrayLike, ours: ArrayLike, incorrect: ArrayLike, identical: A
         "tied_pairs": int(tied.sum()),
         "identical_questions": int(same.sum()),
         "tied_identical": int((tied & both_identical).sum()),
-        "tied_values": sorted(set(np.broadcast_to(rounded[y][:, None], tied.shape)[others].tolist())),
+        "tied_values": sorted(set(rounded[y][(tied & ~both_identical).any(axis=1)].tolist())),
         "unrounded_gain_pairs": float(wins_raw.sum() - wins_ours.sum()),
     }
 

@@ -1,11 +1,9 @@
 """What the LM-Polygraph and uqlm integrations share: settings, the checks of their inputs, the total with a defined
 value for singular kernels and the map from uncertainty to confidence.
 
-**Inputs** are checked where a harness hands them over, before any conversion, with the core's validators
-(:mod:`shapley.core.validate`): answers by ``validate.texts`` (no ``str()`` of ``None`` or numbers, no string
-split into characters, no lone surrogate), entailment matrices by :func:`entailment_matrix` (kind first, then
-range), the ``cache`` option by :func:`cache_option`. Every refusal names the question (batch index) or option and
-prints the rejected value exactly.
+**Inputs** are checked where a harness hands them over, before any conversion: answers by
+:func:`shapley.core.validate.texts`, entailment matrices by :func:`entailment_matrix`, the ``cache`` option by
+:func:`cache_option`; every refusal names the question (batch index) or option and prints the rejected value.
 
 **Singular kernels.** With exact-duplicate answers at ``beta = 1`` (more generally, whenever the kernel R is
 singular under :mod:`shapley.core.entropy`'s rule) the Gaussian entropy, hence the total Shapley uncertainty, is
@@ -118,9 +116,8 @@ def equicorrelated_log_det(rho: float, n: int) -> float:
 
 def confidence_from_total(total: float, n: int) -> float:
     """Confidence in [0, 1] from a total Shapley uncertainty ``total`` (nats) over ``n >= 2`` answers: the
-    *equivalent agreement*, the ``rho`` in [0, 1] of the equicorrelated kernel of n answers (unit diagonal, every
-    off-diagonal entry ``rho``) whose determinant is R's, ``equicorrelated_log_det(rho, n) = ln det R =
-    2 (total - n/2 ln(2 pi e))``.
+    *equivalent agreement*, the ``rho`` whose equicorrelated kernel has R's determinant,
+    ``equicorrelated_log_det(rho, n) = ln det R = 2 (total - n/2 ln(2 pi e))``.
 
     Why this map: a fixed pairwise agreement gives the same confidence whatever the number of answers (an
     equicorrelated R maps to its own ``rho``; identical answers, whose kernel is equicorrelated at beta, to beta),
@@ -146,9 +143,9 @@ def confidence_from_total(total: float, n: int) -> float:
     if math.isnan(target):
         raise ValueError("total must not be NaN")
     target = 2.0 * (target - n * HALF_LOG_2PIE)  # ln det R
-    if target >= 0.0 or target == -math.inf:
-        return 0.0 if target >= 0.0 else 1.0
-    lo, hi = 0.0, 1.0  # equicorrelated_log_det(lo) > target >= equicorrelated_log_det(hi)
+    if target >= 0.0:
+        return 0.0
+    lo, hi = 0.0, 1.0  # equicorrelated_log_det(lo) > target >= equicorrelated_log_det(hi); -inf: hi stays 1
     while (mid := 0.5 * (lo + hi)) not in (lo, hi):
         lo, hi = (mid, hi) if equicorrelated_log_det(mid, n) > target else (lo, mid)
     return hi

@@ -165,10 +165,9 @@ class ShapleyEntailmentCalculator(_StatCalculator):
         with_question: score ``f"{question} {answer}"`` (the batch's input texts) instead of the bare answers.
         backend: an already built backend (then ``entailment`` and ``cache`` are not used).
 
-    ``cache`` and ``with_question`` are checked before anything is built (a string such as ``"false"`` from a
-    config file is refused, not read as true); the inputs of each call before any is scored: each question a
-    ``str``, its samples a non-empty list of ``str`` (no ``None``, number or single string; no lone surrogate),
-    ``ValueError`` naming the question.
+    ``cache`` and ``with_question`` are checked before anything is built (``"false"`` from a config file is
+    refused, not read as true); each call's inputs before any is scored (each question a ``str``, its samples a
+    non-empty list of ``str``: :func:`shapley.core.validate.texts`), ``ValueError`` naming the question.
 
     Output: (batch, n, n) float64 ``P(s_i => s_j)`` (diagonal 1) when every input has the same number of samples,
     else a list of (n_b, n_b) arrays (which :class:`ShapleyUncertainty` reads; LM-Polygraph's own calculator

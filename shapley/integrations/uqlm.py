@@ -6,18 +6,16 @@ its sampled responses; their entailment matrix comes from
 
 * one of our backend specs (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``): the same matrices as
   our pipeline; or
-* a uqlm NLI object (``uqlm.nli.nli.NLI``, or anything with its attributes: a sequence-classification ``model``,
-  its ``tokenizer``, ``batch_size`` and ``max_length``): ``P(s_i => s_j)`` is the softmax probability of the label
-  that the model's own ``config.label2id`` names entailment, premise ``s_i`` and hypothesis ``s_j`` encoded as a
-  text pair. uqlm's own NLI reads its outputs in a fixed [contradiction, neutral, entailment] order; we never
-  assume it. Its limits are honoured as uqlm's ``NLI.predict_batch`` honours them: ``batch_size`` pairs per
-  forward pass, each text cut to ``max_length`` characters, each pair to the token limit (:func:`nli_limits`).
+* a uqlm NLI object (``uqlm.nli.nli.NLI``, or anything with its ``model``, ``tokenizer``, ``batch_size`` and
+  ``max_length``): ``P(s_i => s_j)`` is the softmax probability of the label that the model's own
+  ``config.label2id`` names entailment (uqlm's own NLI assumes a fixed [contradiction, neutral, entailment] order;
+  we never do), premise ``s_i`` and hypothesis ``s_j`` encoded as a text pair, within the limits that uqlm's
+  ``NLI.predict_batch`` honours (:func:`nli_limits`).
 
 The total Shapley uncertainty U (nats, :func:`shapley.shapley_uncertainty`) becomes a confidence by
-:func:`shapley.integrations.common.confidence_from_total`: the pairwise agreement of the equicorrelated kernel of
-the same number of answers with R's determinant, our choice (the paper ranks by U and defines no confidence), which
-does not depend on the number of answers for a fixed pairwise agreement and ranks prompts with the same number of
-answers as U does, but is not calibrated (why, and its range: there).
+:func:`shapley.integrations.common.confidence_from_total`, an equivalent pairwise agreement: our choice (the paper
+ranks by U and defines no confidence), which ranks prompts with the same number of answers as U does but is not
+calibrated (why, and its range: there).
 
 :func:`add_to_result` puts the Shapley confidence into a ``BlackBoxUQ`` result (``UQResult``) as one more column
 of its score table, beside uqlm's own scorers.
@@ -76,12 +74,10 @@ class NLILimits(NamedTuple):
 
 
 def nli_limits(nli: Any) -> NLILimits:
-    """A uqlm NLI object checked when it is accepted: its model's labels (:func:`entailment_label` of
-    ``config.label2id`` against ``config.id2label``), ``batch_size`` and ``max_length`` (integers >= 1), and its
-    token limit: ``max_tokens`` where it has one (uqlm's NLI resolves it), else the tokenizer's
-    ``model_max_length`` unless it means no limit (:data:`shapley.pipeline.entail.nli.NO_TOKEN_LIMIT` or more,
-    such as the 1e30 of tokenizers without one), else the model's ``max_position_embeddings``.
-    ``ValueError`` naming the attribute."""
+    """A uqlm NLI object's limits, checked when it is accepted (``ValueError`` naming the attribute): its labels
+    (:func:`entailment_label`), ``batch_size`` and ``max_length`` (integers >= 1), and its token limit:
+    ``max_tokens`` (uqlm's NLI resolves it), else the tokenizer's ``model_max_length`` unless it means none
+    (:data:`shapley.pipeline.entail.nli.NO_TOKEN_LIMIT` or more), else the model's ``max_position_embeddings``."""
     from shapley.pipeline.entail.nli import NO_TOKEN_LIMIT  # here: it imports torch
 
     config = nli.model.config

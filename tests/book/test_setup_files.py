@@ -74,17 +74,22 @@ def test_setup_takes_the_torch_requirement_and_index_and_vendors_mathjax(tmp_pat
         assert tried.count("installing torch==2.13.0 from PyPI instead") == 2  # install failed / index unreachable
 
 
-@needs_make
-@pytest.mark.parametrize("value", ["0", "no", "false", "2", "1 1", "y"])
-def test_make_refuses_a_torch_cpu_value_other_than_1_or_yes(value, tmp_path):
-    """Issue 33, item 15: any non-empty TORCH_CPU used to count as yes (TORCH_CPU=0 installed the CPU build)."""
-    proc = subprocess.run(
-        ["make", "-n", "setup", f"VENV={tmp_path / 'v'}", f"TORCH_CPU={value}"],
+def _make_dry(target: str, assignment: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``make -n TARGET ASSIGNMENT`` with a venv path under ``tmp_path`` (nothing is built)."""
+    return subprocess.run(
+        ["make", "-n", target, f"VENV={tmp_path / 'v'}", assignment],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+@needs_make
+@pytest.mark.parametrize("value", ["0", "no", "false", "2", "1 1", "y"])
+def test_make_refuses_a_torch_cpu_value_other_than_1_or_yes(value, tmp_path):
+    """Issue 33, item 15: any non-empty TORCH_CPU used to count as yes (TORCH_CPU=0 installed the CPU build)."""
+    proc = _make_dry("setup", f"TORCH_CPU={value}", tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert f"TORCH_CPU={value} is not a value make accepts" in proc.stderr and "TORCH_CPU=1 (or yes)" in proc.stderr
 
@@ -101,13 +106,7 @@ def test_make_refuses_a_torch_cpu_value_other_than_1_or_yes(value, tmp_path):
     ],
 )
 def test_make_variables_take_explicit_values_only(variable, value, says, tmp_path):
-    proc = subprocess.run(
-        ["make", "-n", "properties", f"VENV={tmp_path / 'v'}", f"{variable}={value}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _make_dry("properties", f"{variable}={value}", tmp_path)
     assert proc.returncode == 2 and f"{variable}={value} {says}" in proc.stderr
     assert "HYPOTHESIS_MAX_EXAMPLES=50 " in _dry_run("properties", "PROPERTIES_EXAMPLES=50", venv=tmp_path / "v")
 

@@ -226,8 +226,9 @@ class PageRecord:
     @property
     def code_modules(self) -> list[str]:
         """The modules whose source the ``code`` digests cover: :func:`import_closure` of :attr:`module` and
-        :attr:`modules`. A :attr:`module` outside the package (a script beside it, ``scripts.x`` for
-        ``scripts/x.py``) contributes the package modules it imports; its own file is then one of the inputs."""
+        :attr:`modules`. A :attr:`module` outside the package (a script beside it, e.g.
+        ``scripts.crosscheck_lm_polygraph``) contributes the package modules it imports; its own file is then one of
+        the inputs."""
         if module_source(self.module) is not None:
             return import_closure(self.module, *self.modules)
         script = PACKAGE.parent.joinpath(*self.module.split(".")).with_suffix(".py")

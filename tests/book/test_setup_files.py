@@ -75,9 +75,10 @@ def test_setup_takes_the_torch_requirement_and_index_and_vendors_mathjax(tmp_pat
 
 
 def _make_dry(target: str, assignment: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """``make -n TARGET ASSIGNMENT`` with a venv path under ``tmp_path`` (nothing is built)."""
+    """``make -n TARGET ASSIGNMENT`` with a venv path under ``tmp_path`` (nothing is built; no "Entering
+    directory" lines on stdout when the tests run under make)."""
     return subprocess.run(
-        ["make", "-n", target, f"VENV={tmp_path / 'v'}", assignment],
+        ["make", "--no-print-directory", "-n", target, f"VENV={tmp_path / 'v'}", assignment],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -214,9 +214,6 @@ class PageRecord:
     check: Callable[[Mapping[str, Any]], None] = lambda record: None
     """Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a record's numbers do not have the shape its
     readers expect (e.g. :func:`has_keys`); such a record counts as missing."""
-    modules: tuple[str, ...] = ()
-    """Further modules whose import closure determines the numbers, for a computation that reaches code other
-    than through :attr:`module`'s imports (none of the package's records needs one)."""
 
     @property
     def command(self) -> str:
@@ -225,14 +222,13 @@ class PageRecord:
 
     @property
     def code_modules(self) -> list[str]:
-        """The modules whose source the ``code`` digests cover: :func:`import_closure` of :attr:`module` and
-        :attr:`modules`. A :attr:`module` outside the package (a script beside it, e.g.
-        ``scripts.crosscheck_lm_polygraph``) contributes the package modules it imports; its own file is then one of
-        the inputs."""
+        """The modules whose source the ``code`` digests cover: :func:`import_closure` of :attr:`module`. A
+        :attr:`module` outside the package (a script beside it, e.g. ``scripts.crosscheck_lm_polygraph``) contributes
+        the package modules it imports; its own file is then one of the inputs."""
         if module_source(self.module) is not None:
-            return import_closure(self.module, *self.modules)
+            return import_closure(self.module)
         script = PACKAGE.parent.joinpath(*self.module.split(".")).with_suffix(".py")
-        return import_closure(*sorted(_imported(self.module, script)), *self.modules)
+        return import_closure(*sorted(_imported(self.module, script)))
 
     def freshness(self, results: Path, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The freshness block of the record computed now from ``results`` with ``settings`` (default

@@ -126,9 +126,20 @@ def square_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     return finite(A, name)
 
 
-def _probabilities(A: NDArray[np.float64], name: str) -> NDArray[np.float64]:
-    if A.min() < -PROB_TOL or A.max() > 1.0 + PROB_TOL:
-        raise ValueError(f"{name} must hold probabilities in [0, 1]; got values in [{A.min():.4g}, {A.max():.4g}]")
+def probabilities(A: NDArray[np.float64], name: str, tol: float = PROB_TOL) -> NDArray[np.float64]:
+    """The real array ``A`` (already checked, e.g. by :func:`square_matrix`) clipped to [0, 1] when every entry lies
+    within ``tol`` of it; else ``ValueError`` naming the first entry outside and printing its exact value.
+
+    Examples:
+        >>> probabilities(np.array([[1.0, 1.0000001], [0.5, 1.0]]), "E")
+        Traceback (most recent call last):
+        ...
+        ValueError: E must hold probabilities in [0, 1]; got 1.0000001 at [0, 1]
+    """
+    bad = np.argwhere((A < -tol) | (A > 1.0 + tol))
+    if len(bad):
+        where = ", ".join(str(int(k)) for k in bad[0])
+        raise ValueError(f"{name} must hold probabilities in [0, 1]; got {float(A[tuple(bad[0])])!r} at [{where}]")
     return np.clip(A, 0.0, 1.0)
 
 
@@ -144,7 +155,7 @@ def _symmetrised(A: NDArray[np.float64], name: str) -> NDArray[np.float64]:
 
 def probability_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     """Square matrix whose entries are probabilities in [0, 1] (within :data:`PROB_TOL`, then clipped)."""
-    return _probabilities(square_matrix(M, name), name)
+    return probabilities(square_matrix(M, name), name)
 
 
 def symmetric_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
@@ -154,7 +165,7 @@ def symmetric_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
 
 def similarity_matrix(M: ArrayLike, name: str) -> NDArray[np.float64]:
     """Symmetric (n, n) matrix with entries in [0, 1] (a similarity graph's weights)."""
-    return _symmetrised(_probabilities(square_matrix(M, name), name), name)
+    return _symmetrised(probabilities(square_matrix(M, name), name), name)
 
 
 def real_number(x: Any, name: str) -> float:

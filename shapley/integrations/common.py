@@ -173,9 +173,10 @@ def cache_option(cache: Any) -> Any:
 def entailment_matrix(M: Any, name: str) -> NDArray[np.float64]:
     """``M`` as a float64 (n, n) matrix of probabilities in [0, 1], checked before any conversion: its kind by
     :func:`shapley.core.validate.square_matrix` (complex, string, object and boolean arrays refused), then its
-    range. An entry may leave [0, 1] by one unit in the last place at 1 of ``M``'s own float type (float32:
-    2**-23, which a float32 similarity of identical texts can reach; float64: the core's ``PROB_TOL``) and is
-    clipped; beyond that ``ValueError`` names ``name``, the entry and its exact value.
+    range by :func:`shapley.core.validate.probabilities`. An entry may leave [0, 1] by one unit in the last place at
+    1 of ``M``'s own float type (float32: 2**-23, which a float32 similarity of identical texts can reach; float64:
+    the core's ``PROB_TOL``) and is clipped; beyond that ``ValueError`` names ``name``, the entry and its exact
+    value.
 
     Examples:
         >>> entailment_matrix(np.array([[1.0, 1.0 + 2**-23], [0.5, 1.0]], dtype=np.float32), "E").tolist()
@@ -188,8 +189,4 @@ def entailment_matrix(M: Any, name: str) -> NDArray[np.float64]:
     A = validate.square_matrix(M, name)
     dtype = np.asarray(validate.as_numpy(M)).dtype  # a real dtype: square_matrix checked the kind
     tol = max(validate.PROB_TOL, float(np.finfo(dtype).eps)) if dtype.kind == "f" else validate.PROB_TOL
-    bad = np.argwhere((A < -tol) | (A > 1.0 + tol))
-    if len(bad):
-        i, j = (int(k) for k in bad[0])
-        raise ValueError(f"{name} must hold probabilities in [0, 1]; got {float(A[i, j])!r} at [{i}, {j}]")
-    return np.clip(A, 0.0, 1.0)
+    return validate.probabilities(A, name, tol)

@@ -208,8 +208,9 @@ def test_add_to_result_refuses_a_name_that_is_not_a_string(minilm, name):
 @pytest.mark.parametrize("name", ["exact_matchs", "response"])
 def test_add_to_result_refuses_a_name_that_collides_once_uqlm_strips_the_plural(minilm, name):
     result = _uq_result(minilm)
+    unscored = SimpleNamespace(evaluate=lambda *args: pytest.fail("scored before the name was checked"))
     with pytest.raises(ValueError, match="would show as an existing column"):
-        add_to_result(result, minilm, name=name)
+        add_to_result(result, unscored, name=name)
     assert list(result.to_df().columns) == ["response", "sampled_responses", "exact_match"]
     assert add_to_result(result, minilm, name="shapleys").to_df().columns[-1] == "shapley"
 

@@ -222,10 +222,12 @@ def add_to_result(result: Any, scorer: ShapleyScorer, name: str = "shapley") -> 
         raise ValueError(f"name must be a non-empty str; got {type(name).__name__} {name!r}")
     if name in data:
         raise ValueError(f"the result already has a column {name!r}; choose another name")
-    data[name] = scorer.evaluate(data["responses"], data["sampled_responses"])
-    if not result.to_df().columns.is_unique:
-        del data[name]
+    data[name] = [0.0] * len(data["responses"])  # a placeholder, to see the table to_df() would show, before scoring
+    shown_once = result.to_df().columns.is_unique
+    del data[name]
+    if not shown_once:
         raise ValueError(f"the column {name!r} would show as an existing column in result.to_df(); choose another name")
+    data[name] = scorer.evaluate(data["responses"], data["sampled_responses"])
     whole = getattr(result, "result_dict", None)
     if isinstance(whole, dict) and isinstance(whole.get("data"), dict) and whole["data"] is not data:
         whole["data"][name] = data[name]

@@ -195,14 +195,7 @@ def bench_naive(sizes: list[int]) -> dict[str, Any]:
 
 
 def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        names = [
-            x.split(":", 1)[1].strip() for x in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in x
-        ]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
+    cpu = common.cpu_name()
     threads: Any = None
     try:
         from threadpoolctl import threadpool_info

@@ -62,16 +62,7 @@ def run_page(page: str, timeout: int = 1800) -> float:
 
 
 def machine() -> dict[str, object]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        names = [
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("model name")
-        ]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
+    cpu = common.cpu_name()
     threads = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "threads": threads}
 

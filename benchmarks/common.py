@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,16 @@ def output(parser: argparse.ArgumentParser, given: Path | None, default: Path, t
     if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
         parser.error(f"cannot write {path}: {ancestor} is not a writable folder")
     return path
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says of it."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    names = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")]
+    return names[0] if names else platform.processor() or platform.machine()
 
 
 def load_average() -> list[float]:

@@ -257,10 +257,11 @@ def differences_html(results_dir: str | os.PathLike[str]) -> Html:
         Col("max_abs_diff_vs_committed", "vs committed", fmt=".1e"),
     ]
     caption = (
-        "Largest absolute difference of scores, ours against LM-Polygraph's (<code>lm_polygraph.csv</code>), "
-        "under a heading row per source: on float64 matrices, and on the float32 matrices LM-Polygraph itself "
-        "builds; the Spearman correlation of the two; last column: our recomputation against the committed "
-        "scores (blank for the random matrices)."
+        "Measured: largest absolute difference of scores, ours against LM-Polygraph's "
+        "(<code>results/crosscheck/lm_polygraph.csv</code>), under a heading row per source (a run under "
+        f"<code>results/{RUN_FILES.split('/')[0]}/</code>, or seeded random matrices): on float64 matrices, and on "
+        "the float32 matrices LM-Polygraph itself builds; the Spearman correlation of the two; last column: our "
+        "recomputation against the committed scores (blank for the random matrices)."
     )
     return _crosscheck_table(results_dir, "lm_polygraph.csv", ("source", "n_matrices", "matrices"), cols, caption)
 
@@ -279,7 +280,8 @@ def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
         Col("prr_ours", "PRR, ours", decimals=4),
     ]
     caption = (
-        "LM-Polygraph's <code>UEManager</code> metrics beside ours (<code>uemanager_triviaqa.csv</code>), under "
-        "a heading row per run."
+        "Measured: LM-Polygraph's <code>UEManager</code> metrics beside ours "
+        "(<code>results/crosscheck/uemanager_triviaqa.csv</code>), under a heading row per run (the run "
+        f"<code>results/{MANAGER_RUN}</code>)."
     )
     return _crosscheck_table(results_dir, "uemanager_triviaqa.csv", ("run", "n_questions", "questions"), cols, caption)

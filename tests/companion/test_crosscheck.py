@@ -44,7 +44,8 @@ def test_the_differences_table_names_runs_and_peers_shortly_and_keeps_every_row(
     html = crosscheck.differences_html(_write(tmp_path, "lm_polygraph.csv", frame))
     assert "scroll" not in html  # it fits the text column (issue 32): no scroll box
     assert html.count("<tr") == 1 + 2 + 2  # header, a heading row per source and one row per CSV row
-    assert ">minilm_n10: 200 matrices<" in html and "triviaqa_llama13b/" not in html
+    # the row names the run by its last folder; the caption names the folder of the runs once
+    assert ">minilm_n10: 200 matrices<" in html and "triviaqa_llama13b/minilm_n10" not in html
     assert ">random (3 x n=4, seed 0): 3 matrices<" in html and ">KLE their definition<" in html
     assert ">EigValLaplacian<" in html and "NLI_score_entail" not in html
     assert "4.9e-15" in html and "0.9908" in html

@@ -166,13 +166,13 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
 
 
 def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
-    """The settings the book quotes (``n_samples``, and ``temperature``, ``max_new_tokens`` and ``n_shots`` of the
-    runs that generated) of ``run_dirs`` as recorded in their ``config.json``: each setting's distinct values,
-    joined ("0.5" or "5, 10")."""
+    """The settings the book quotes (``n_samples``, the ``entailment`` backend, and ``temperature``,
+    ``max_new_tokens`` and ``n_shots`` of the runs that generated) of ``run_dirs`` as recorded in their
+    ``config.json``: each setting's distinct values, joined ("0.5" or "5, 10")."""
     seen: dict[str, list[Any]] = {}
     for d in run_dirs:
         cfg = read_config(d)
-        values: dict[str, Any] = {"n_samples": cfg.n_samples}
+        values: dict[str, Any] = {"n_samples": cfg.n_samples, "entailment": cfg.entailment.backend}
         if cfg.generation is not None:
             g = cfg.generation
             values.update(temperature=g.temperature, max_new_tokens=g.max_new_tokens, n_shots=cfg.data.n_shots)

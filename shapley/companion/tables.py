@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -141,6 +142,35 @@ def method_legend_html(methods: Iterable[str], paper_labels: Iterable[str] = ())
         f"In the paper's tables, {theirs}." if theirs else "",
     ]
     return Html(f'<p class="method-legend">{" ".join(p for p in parts if p)}</p>')
+
+
+def glossary_id(method: str) -> str:
+    """The HTML anchor of ``method``'s entry in the book's glossary (:func:`method_glossary_html`).
+
+    >>> glossary_id("P(T)"), glossary_id("Shap")
+    ('glossary-p-t', 'glossary-shap')
+    """
+    return "glossary-" + re.sub(r"[^a-z0-9]+", "-", method.lower()).strip("-")
+
+
+def method_glossary_html() -> Html:
+    """The book's one method glossary: each of our methods (:data:`shapley.pipeline.score.scores.METHODS`, in
+    its order) with its declared description, then each label of the paper's tables that is not one of ours, with
+    its description, source and the method of ours measured under it
+    (:data:`shapley.companion.reported.METHODS`). Each entry is a ``<dt>`` whose id is :func:`glossary_id`.
+    """
+
+    def paper(label: str) -> str:
+        description, source, ours = reported.METHODS[label]
+        return f"in the paper's tables, {esc(label)} is {esc(description)} ({esc(source)}), measured as our {esc(ours)}"
+
+    entries = [
+        (m, esc(spec.description) + (f". Note: {paper(m)}" if m in PAPER_ALIASES else ""))
+        for m, spec in METHODS.items()
+    ]
+    entries += [(label, paper(label)) for label in reported.METHODS if label not in METHODS]
+    items = "".join(f'<dt id="{glossary_id(m)}"><strong>{esc(m)}</strong></dt><dd>{text}</dd>' for m, text in entries)
+    return Html(f'<dl class="method-glossary">{items}</dl>')
 
 
 # ---------------------------------------------------------------------------------------------------

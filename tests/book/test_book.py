@@ -425,29 +425,33 @@ def test_the_tex_check_can_fail():
     assert TEX_IN_TEXT.findall("At $\\beta$ = 0.5") and not TEX_IN_TEXT.findall("At β = 0.5, $5 and $6")
 
 
-def _unexplained_methods(soup) -> list[str]:
-    """Method names (ours or the paper's labels) heading a table's column or row, that no legend of the page names."""
+def _unexplained_methods(soup, glossary) -> list[str]:
+    """Method names (ours or the paper's labels) heading a table's column or row that the page does not explain:
+    all of them when the page has no link to the glossary, else those the glossary (the soup of
+    ``book/glossary``) has no entry for."""
     from shapley.companion.reported import METHODS as PAPER_METHODS
     from shapley.pipeline.score.scores import METHODS
 
     known = set(METHODS) | set(PAPER_METHODS)
     shown = {c.get_text(strip=True) for c in soup.select("table th, table td:first-child")} & known
-    explained = {s.get_text(strip=True) for legend in soup.select("p.method-legend") for s in legend.select("strong")}
+    linked = any("glossary.html" in (a.get("href") or "") for a in soup.select("a"))
+    explained = {dt.get_text(strip=True) for dt in glossary.select("dl.method-glossary dt[id]")} if linked else set()
     return sorted(shown - explained)
 
 
-def test_every_method_in_a_table_is_in_the_pages_legend(built: Path):
-    """A table that names methods by abbreviation (SE, DSE, EigV, ...) has them explained on its page, by the
-    legend :func:`shapley.companion.tables.method_legend_html` derives from the methods' declarations."""
-    bad = {page: found for page in toc_pages() if (found := _unexplained_methods(article(page)))}
+def test_every_method_in_a_table_is_in_the_glossary(built: Path):
+    """A table that names methods by abbreviation (SE, DSE, EigV, ...) sits on a page that links to the glossary,
+    whose entries :func:`shapley.companion.tables.method_glossary_html` derives from the methods' declarations."""
+    glossary = article("book/glossary")
+    bad = {page: found for page in toc_pages() if (found := _unexplained_methods(article(page), glossary))}
     assert bad == {}, bad
 
 
-def test_the_legend_check_can_fail():
+def test_the_glossary_check_can_fail():
     from bs4 import BeautifulSoup
 
-    page = (
-        "<table><tr><th>Method</th><th>EigV</th></tr><tr><td>KLE</td><td>DSE</td></tr></table>"
-        '<p class="method-legend"><strong>KLE</strong>: kernel language entropy</p>'
-    )
-    assert _unexplained_methods(BeautifulSoup(page, "html.parser")) == ["EigV"]
+    table = "<table><tr><th>Method</th><th>EigV</th></tr><tr><td>KLE</td><td>DSE</td></tr></table>"
+    glossary = BeautifulSoup('<dl class="method-glossary"><dt id="glossary-kle">KLE</dt></dl>', "html.parser")
+    link = '<a href="../book/glossary.html">glossary</a>'
+    assert _unexplained_methods(BeautifulSoup(table + link, "html.parser"), glossary) == ["EigV"]
+    assert _unexplained_methods(BeautifulSoup(table, "html.parser"), glossary) == ["EigV", "KLE"]

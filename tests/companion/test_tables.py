@@ -376,3 +376,16 @@ def test_record_status_is_a_sentence_without_markdown():
     assert "computed in 7 s" in fresh and "it is fresh" in fresh and "`" not in fresh
     stale = record_status_html(toy, {**record, "freshness": {**record["freshness"], "settings": {"x": 2}}}, "results")
     assert "it is stale" in stale and "settings differ" in stale and "`" not in stale
+
+
+def test_the_glossary_has_one_entry_per_method_and_paper_label():
+    from bs4 import BeautifulSoup
+
+    from shapley.companion.reported import METHODS as PAPER_METHODS
+
+    soup = BeautifulSoup(tables.method_glossary_html(), "html.parser")
+    terms = {dt["id"]: dt.get_text(strip=True) for dt in soup.select("dl.method-glossary dt")}
+    assert sorted(terms.values()) == sorted(set(METHODS) | set(PAPER_METHODS))
+    assert all(i == tables.glossary_id(t) for i, t in terms.items())
+    note = soup.find("dt", id="glossary-ne").find_next_sibling("dd").get_text()
+    assert "in the paper's tables, NE is" in note and "measured as our LNE" in note  # a label that is also ours

@@ -33,10 +33,11 @@ endif
 endif
 # $(call TORCH_INSTALL_IN,<venv bin folder>): the torch install step of setup and of the integrations' environments.
 # Silent but for one line saying where torch comes from (and why, when the index cannot be reached or fails),
-# and one naming the build installed (a CPU build's version ends in +cpu).
+# and one naming the build installed (a CPU build's version ends in +cpu), read from its metadata: importing torch
+# before numpy is installed printed torch's "Failed to initialize NumPy" warning.
 define TORCH_INSTALL_IN
 $(call torch_from_$(if $(TORCH_INDEX),index,pypi),$(1))
-@$(1)/python -c "import torch; print('make setup: torch', torch.__version__, 'is installed')"
+@$(1)/python -c "from importlib.metadata import version; print('make setup: torch', version('torch'), 'is installed')"
 endef
 PYPI_NOTE = installing $(TORCH) from PyPI instead (on Linux the CUDA build, several GB)
 torch_from_pypi = @echo "make setup: $(TORCH) from PyPI"; $(1)/python -m pip install --quiet "$(TORCH)"
@@ -106,12 +107,14 @@ book: setup
 	$(THREADS) BOOK_CLEAN=1 PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/build_book.sh
 
 # Execute every MyST notebook into its paired .ipynb (beside the .md, ignored by git), outputs included; jupytext
-# --quiet: one line per notebook (ours), not jupytext's "Notebook is not trusted" for each unsigned output.
+# --quiet: one line per notebook (ours), not jupytext's "Notebook is not trusted" for each unsigned output; the
+# kernels' notes are filtered as in the book's log (scripts/clean_log.sed).
 notebooks: $(LAB_STAMP)
 	@for nb in $(NOTEBOOKS); do \
 	  echo "make notebooks: $$nb"; \
 	  $(THREADS) $(OFFLINE) PATH="$(CURDIR)/$(BIN):$$PATH" \
-	    $(BIN)/jupytext --quiet --to ipynb --execute "$$nb" || exit 1; \
+	    bash -o pipefail -c '"$$0" --quiet --to ipynb --execute "$$1" 2>&1 | sed -u -E -f scripts/clean_log.sed' \
+	    $(BIN)/jupytext "$$nb" || exit 1; \
 	done
 
 # JupyterLab with jupytext and nbconvert (the `notebooks` extra): the .md notebooks open as notebooks.

@@ -53,9 +53,8 @@ FAILURES=(env PYTHONPATH="$ROOT" "$PY" "$ROOT/scripts/book_failures.py" --cache 
 # Pages that failed in an earlier build: touched, so that Sphinx reads and executes them again.
 "${FAILURES[@]}" >/dev/null || true
 
-# The build's log without terminal colour codes, and without the note each notebook's kernel logs that it talks
-# to the build over local TCP without encryption (14 identical lines a build; the kernels listen on 127.0.0.1).
-clean_log() { sed -u -E -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e '/Kernel is running over TCP without encryption/d'; }
+# The build's log without the lines no reader can act on (scripts/clean_log.sed says which).
+clean_log() { sed -u -E -f "$ROOT/scripts/clean_log.sed"; }
 
 start=$(date +%s)
 # -W: warnings are errors; -n: nitpicky (every cross-reference must resolve); --keep-going: report all.

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.config import (
+    BETA_SWEEP_ROUNDS,
     DATA_SOURCES,
     DEFAULT_ENTAILMENT,
     GROUPS,
+    DataSettings,
     RunConfig,
     ScoringSettings,
     Setting,
@@ -154,7 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=ParagraphsFormatter,
     )
     run.add_argument("--dataset", dest="data.dataset", required=True, choices=DATASETS, help="dataset name")
-    run.add_argument("--source", dest="data.source", choices=DATA_SOURCES, default="auto", help="data source (auto)")
+    source = next(f.default for f in dataclasses.fields(DataSettings) if f.name == "source")
+    run.add_argument(
+        "--source", dest="data.source", choices=DATA_SOURCES, default=source, help=f"data source (default {source})"
+    )
     run.add_argument("--data-path", dest="data.path", help="local dataset file (default: SHAPLEY_DATA_DIR/<file>)")
     run.add_argument("--output", required=True, help="run directory (created, or resumed)")
     add_settings(run, "run")
@@ -216,11 +221,20 @@ def read_betas(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
+SWEEP_NO_BOOT = 0
+"""``beta-sweep --n-boot``'s default: no bootstrap intervals."""
+
+
 def read_sweep_boot(text: str) -> int:
-    """``beta-sweep --n-boot``: 0 (no intervals), or resamples as ``--n-boot`` allows them."""
+    """``beta-sweep --n-boot``: :data:`SWEEP_NO_BOOT` (no intervals), or resamples as ``--n-boot`` allows them."""
     read_boot = option_reader(ScoringSettings, "n_boot")
     assert read_boot is not None
-    return 0 if text.strip() == "0" else int(read_boot(text))
+    return SWEEP_NO_BOOT if text.strip() == str(SWEEP_NO_BOOT) else int(read_boot(text))
+
+
+def _grid_text(rounds: tuple[tuple[float, ...], ...]) -> str:
+    """Evenly spaced rounds of betas in words: ``0.1..1 by 0.1 and 0.42..0.58 by 0.02``."""
+    return " and ".join(f"{r[0]:g}..{r[-1]:g} by {r[1] - r[0]:.2g}" for r in rounds)
 
 
 def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
@@ -244,7 +258,8 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
         "--betas",
         type=read_betas,
         default=None,
-        help="comma-separated, distinct betas in (0, 1] (default: the paper's two grids, 0.1..1.0 and 0.42..0.58)",
+        help=f"comma-separated, distinct betas {settings_of(ScoringSettings)['beta'].bounds_text()} (default: the "
+        f"paper's Table 5 grid, {_grid_text(BETA_SWEEP_ROUNDS)})",
     )
     bs.add_argument(
         "--psd-policy",
@@ -252,8 +267,12 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="what Shap does when R is not PSD at a beta (default: the run's own --psd-policy, from config.json)",
     )
+    boot_bounds = settings_of(ScoringSettings)["n_boot"]
     bs.add_argument(
-        "--n-boot", type=read_sweep_boot, default=0, help="bootstrap resamples for CIs: 0 (none, default) or >= 2"
+        "--n-boot",
+        type=read_sweep_boot,
+        default=SWEEP_NO_BOOT,
+        help=f"bootstrap resamples for CIs: {SWEEP_NO_BOOT} (none, default) or {boot_bounds.bounds_text()}",
     )
     bs.add_argument(
         "--output",

@@ -38,7 +38,7 @@ from typing import Any
 from shapley.core.metrics import MAX_BOOT
 from shapley.core.psd import PSD_POLICIES
 from shapley.pipeline.score.correctness import CORRECTNESS_FOR
-from shapley.pipeline.score.scores import DEFAULT_METHODS, SE_AGGREGATIONS, resolve_methods
+from shapley.pipeline.score.scores import CLUSTER_THRESHOLD, DEFAULT_METHODS, METHODS, SE_AGGREGATIONS, resolve_methods
 
 CONFIG_SCHEMA = 4
 """Version of the layout of ``config.json``; the only one read."""
@@ -59,6 +59,30 @@ NO_CACHE = "none"
 """``--entail-cache none`` (in any case): no entailment pair cache."""
 LARGEST_SEED = 2**63 - 1
 """The largest seed ``config.json`` can store and numpy can take (a signed 64-bit integer)."""
+EXTERNAL_MODEL = "external"
+"""The model name of a ``score-samples`` run whose ``--model-label`` is not given."""
+CPU_BATCH_ROWS = 8
+"""Generation rows per decoding batch of a new run on a CPU (more when a question has more rows); read by
+:mod:`shapley.pipeline.generate.decode`, declared here so that ``--help`` states it from this one site."""
+BETA_SWEEP_ROUNDS: tuple[tuple[float, ...], ...] = (
+    tuple(k / 10 for k in range(1, 11)),
+    tuple(k / 100 for k in range(42, 60, 2)),
+)
+"""The two rounds of the paper's Table 5: a coarse one (0.1 to 1.0 by 0.1) and a fine one around 0.5 (0.42 to 0.58
+by 0.02)."""
+BETA_SWEEP_GRID: tuple[float, ...] = tuple(sorted(set().union(*BETA_SWEEP_ROUNDS)))
+"""Both rounds of Table 5, the default grid of ``beta-sweep``
+(:data:`shapley.pipeline.evaluate.metrics.TABLE5_BETAS`)."""
+
+
+def _default_correctness() -> str:
+    """``--correctness-metric``'s default in words, from :data:`CORRECTNESS_FOR`."""
+    by_metric: dict[str, list[str]] = {}
+    for dataset, metric in CORRECTNESS_FOR.items():
+        by_metric.setdefault(metric, []).append(dataset)
+    common = max(by_metric, key=lambda m: len(by_metric[m]))
+    rare = "; ".join(f"{m} for run's {', '.join(d)}" for m, d in by_metric.items() if m != common)
+    return f"{rare}, {common} otherwise" if rare else common
 
 
 @dataclass(frozen=True)
@@ -229,7 +253,7 @@ class DataSettings(Settings):
         None, "use the first N samples of each line (default: all)", commands=SAMPLES, low=1, high=1000
     )
     model_label: str | None = setting(
-        None, "model name in metrics.csv (default 'external')", commands=SAMPLES, flag="--model-label"
+        None, f"model name in metrics.csv (default: '{EXTERNAL_MODEL}')", commands=SAMPLES, flag="--model-label"
     )
     reference_field: str = setting(
         "references",
@@ -310,7 +334,7 @@ class ScoringSettings(Settings):
 
     methods: tuple[str, ...] = setting(
         DEFAULT_METHODS,
-        "comma-separated methods (default: all but Shap_sum)",
+        f"comma-separated methods (default: all but {', '.join(m for m in METHODS if m not in DEFAULT_METHODS)})",
         convert=resolve_methods,
         read=_method_list,
     )
@@ -322,7 +346,9 @@ class ScoringSettings(Settings):
         choices=PSD_POLICIES,
     )
     cluster_rule: str = setting(
-        "bidirectional", "semantic clustering rule for SE/DSE/NumSet (entailment > 0.5)", choices=CLUSTER_RULES
+        "bidirectional",
+        f"semantic clustering rule for SE/DSE/NumSet (entailment > {CLUSTER_THRESHOLD:g})",
+        choices=CLUSTER_RULES,
     )
     se_aggregation: str = setting(
         "mean",
@@ -330,7 +356,9 @@ class ScoringSettings(Settings):
         choices=SE_AGGREGATIONS,
     )
     correctness_metric: str | None = setting(
-        None, "rougeL or bleu (default: bleu for run's wmt14, rougeL otherwise)", choices=CORRECTNESS_METRICS
+        None,
+        f"{' or '.join(CORRECTNESS_METRICS)} (default: {_default_correctness()})",
+        choices=CORRECTNESS_METRICS,
     )
     threshold: float = setting(0.3, "an answer is correct if its score exceeds this", low=0.0, high=1.0)
     n_boot: int = setting(1000, "bootstrap resamples for the AUROC interval", low=2, high=MAX_BOOT)
@@ -349,9 +377,9 @@ class RuntimeSettings(Settings):
 
     batch_size: int | None = setting(
         None,
-        "run: generation rows per decoding batch of a new run, like --rows-per-batch (default: 8, or a question's "
-        "rows when more, on a CPU; from free memory on a GPU); entailment pairs per pass are fixed per question and "
-        "device kind, so batch sizes never move a number; the sizes used are recorded per call",
+        f"run: generation rows per decoding batch of a new run, like --rows-per-batch (default: {CPU_BATCH_ROWS}, "
+        "or a question's rows when more, on a CPU; from free memory on a GPU); entailment pairs per pass are fixed "
+        "per question and device kind, so batch sizes never move a number; the sizes used are recorded per call",
         low=1,
         high=65536,
         result=False,
@@ -362,7 +390,7 @@ class RuntimeSettings(Settings):
     )
     entail_cache: str | None = setting(
         None,
-        "sqlite file of the entailment pair cache (default: the shared one under SHAPLEY_CACHE_DIR; 'none': no "
+        f"sqlite file of the entailment pair cache (default: the shared one under SHAPLEY_CACHE_DIR; '{NO_CACHE}': no "
         "cache). Give each concurrent process its own file: sqlite on a network file system is not safe for "
         "concurrent writers",
         result=False,
@@ -434,7 +462,7 @@ class RunConfig(Settings):
         """The model that produced the answers (its spec, or the input's label)."""
         if self.generation is not None:
             return self.generation.model
-        return self.data.model_label or "external"
+        return self.data.model_label or EXTERNAL_MODEL
 
     def resolved(self, data: DataSettings, stored: Mapping[str, Any] | None = None) -> RunConfig:
         """This configuration for one call, with what it leaves open filled in: the data settings its questions

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from shapley.pipeline.config import DataSettings, RunConfig
+from shapley.pipeline.config import EXTERNAL_MODEL, DataSettings, RunConfig
 from shapley.pipeline.data import datasets
 from shapley.pipeline.data.samples import SampleItem, read_samples_file
 from shapley.pipeline.rundir.jsonl import fingerprint, sha256_file
@@ -87,7 +87,11 @@ def sample_questions(config: RunConfig) -> tuple[DataSettings, Questions[SampleI
     path = Path(d.path)
     every = read_samples_file(path, n_samples=d.n_samples, limit=d.limit, reference_field=d.reference_field)
     data = dataclasses.replace(
-        d, path=repo_relative(path), sha256=sha256_file(path), source="file", model_label=d.model_label or "external"
+        d,
+        path=repo_relative(path),
+        sha256=sha256_file(path),
+        source="file",
+        model_label=d.model_label or EXTERNAL_MODEL,
     )
     return data, Questions(take_shard(every, d.shard, key=lambda it: it.id), len(every))
 

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from shapley.core import metrics, validate
-from shapley.pipeline.config import RunConfig
+from shapley.pipeline.config import BETA_SWEEP_GRID, RunConfig
 from shapley.pipeline.evaluate import selection
 from shapley.pipeline.evaluate.comparisons import compare_methods, mcse_note, rankable
 from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE_CLASS
@@ -64,9 +64,8 @@ SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reaso
 LABELS: tuple[str, ...] = ("model", "entailment", "dataset", "entailment_is_stand_in")
 
 
-#: the betas of the paper's Table 5, the default grid of the beta sweep: a coarse round (0.1 to 1.0 by 0.1) and a
-#: fine one around 0.5 (0.42 to 0.58 by 0.02)
-TABLE5_BETAS: tuple[float, ...] = tuple(sorted({k / 10 for k in range(1, 11)} | {k / 100 for k in range(42, 60, 2)}))
+#: the betas of the paper's Table 5, the default grid of the beta sweep (declared in :mod:`shapley.pipeline.config`)
+TABLE5_BETAS: tuple[float, ...] = BETA_SWEEP_GRID
 
 
 def _label(value: Any, qid: Any) -> bool:

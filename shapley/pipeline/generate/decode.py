@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from shapley.pipeline.config import CPU_BATCH_ROWS
 from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.models import (
     CausalLM,
@@ -42,8 +43,6 @@ from shapley.pipeline.generate.models import (
 )
 from shapley.pipeline.generate.prompts import PromptBuilder, PromptState
 
-#: least rows per decoding batch on a CPU when no size is set (a question's 1 + n_samples rows when more)
-CPU_BATCH_ROWS = 8
 #: upper bound of an automatic batch (rows) on CUDA
 MAX_AUTO_ROWS = 1024
 #: prompt length (tokens) assumed for the memory estimate of an automatic batch

@@ -264,7 +264,8 @@ METHODS: dict[str, MethodSpec] = {
             "SE",
             lambda c: baselines.semantic_entropy(c.se_log_likelihoods, c.clusters),
             ("samples", "entail", "sample_logprobs"),
-            "semantic entropy (Kuhn et al. 2023); sample log-likelihood = sum (default) or mean of token log-probs",
+            "semantic entropy (Kuhn et al. 2023); sample log-likelihood = sum or mean of token log-probs "
+            "(--se-aggregation)",
         ),
         MethodSpec(
             "DSE",

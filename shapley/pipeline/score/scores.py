@@ -327,7 +327,7 @@ METHODS: dict[str, MethodSpec] = {
         MethodSpec("P(T)", lambda c: baselines.p_true_uncertainty(_req(c.x.p_true)), ("p_true",), "1 - p(True)"),
         MethodSpec(
             "A4C",
-            lambda c: baselines.verbalised_uncertainty(_req(c.x.a4c_text)),
+            lambda c: _a4c_uncertainty(_req(c.x.a4c_text)),
             ("a4c_text",),
             "1 - verbalised confidence (ask for confidence)",
         ),
@@ -357,6 +357,14 @@ def resolve_methods(methods: Iterable[str] | None) -> tuple[str, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"duplicate method names in {list(out)}")
     return out
+
+
+def _a4c_uncertainty(text: str) -> float:
+    """1 - the verbalised confidence; a reply with none raises ValueError with the parser's fixed reason."""
+    c, reason = baselines.confidence_reading(text)
+    if math.isnan(c):
+        raise ValueError(reason)
+    return 1.0 - c
 
 
 # --------------------------------------------------------------------------------------------------

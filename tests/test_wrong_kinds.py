@@ -245,6 +245,7 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "parse_p_true": ({"logprob_true": -0.2, "logprob_false": -1.6}, {"logprob_true": "real", "logprob_false": "real"}),
     "p_true_uncertainty": ({"p": 0.8}, {"p": "real"}),
     "parse_confidence": ({"text": "Confidence: 80%"}, {"text": "text"}),
+    "confidence_reading": ({"text": "Confidence: 80%"}, {"text": "text"}),
     "verbalised_uncertainty": ({"text": "Confidence: 80%"}, {"text": "text"}),
 }
 

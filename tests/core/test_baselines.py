@@ -378,6 +378,31 @@ def test_parse_confidence_unparseable_is_nan(text):
     assert math.isnan(B.verbalised_uncertainty(text))
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Confidence: 8/10", 0.8),
+        ("8/10", 0.8),
+        ("4 out of 5", 0.8),
+        ("Confidence: 4 out of 5", 0.8),
+        ("Confidence (0-1): 0.2", 0.2),
+        ("Confidence [0 to 100]: 85", 0.85),
+        ("Confidence (0-1): 1/4", 0.25),
+    ],
+)
+def test_parse_confidence_ratios_and_scale_notes(text, expected):
+    """issue 38 (6): "8/10" gave 0.08, "4 out of 5" 0.04 and "Confidence (0-1): 0.2" gave 0."""
+    assert B.parse_confidence(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["0,8", "1e-1", "Confidence: 1e-1", "Confidence: 0,8", "Probability 0.5.5", "1/4/2024"])
+def test_parse_confidence_partly_read_number_is_nan_with_reason(text):
+    """issue 38 (6): "0,8" gave 0 and "1e-1" gave 1.0 (their first digits); now NaN, with a fixed reason."""
+    value, reason = B.confidence_reading(text)
+    assert math.isnan(value) and reason == B.verbalised.PARTLY_READ
+    assert math.isnan(B.parse_confidence(text))
+
+
 @given(st.text(max_size=60))
 def test_parse_confidence_never_out_of_range(text):
     c = B.parse_confidence(text)

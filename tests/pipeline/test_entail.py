@@ -808,3 +808,21 @@ def test_the_input_file_as_cache_is_refused(tmp_path):
         RunConfig("score-samples", settings, runtime=RuntimeSettings(entail_cache=str(data)))
     assert data.read_text() == "{}\n"
     RunConfig("score-samples", settings, runtime=RuntimeSettings(entail_cache=str(tmp_path / "c.sqlite")))
+
+
+def test_a_cache_of_an_older_version_says_so_and_what_to_do(tmp_path):
+    """issue 38 (9): such a cache was refused as "cannot open it as an sqlite database"; the refusal now says an
+    older version wrote it and what to do, and leaves the file as it was."""
+    db = tmp_path / "old.sqlite"
+    _sql(
+        db,
+        "CREATE TABLE pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, with_question INTEGER, "
+        "entail REAL NOT NULL, contradict REAL)",
+    )
+    before = db.read_bytes()
+    with pytest.raises(ValueError) as e:
+        EntailmentCache(db)
+    msg = str(e.value)
+    assert str(db) in msg and "older version" in msg and "checksum" in msg
+    assert "move it aside" in msg and "--entail-cache none" in msg and "cannot open" not in msg
+    assert db.read_bytes() == before

@@ -289,3 +289,31 @@ def test_beta_sweep_never_draws_an_interval_from_fewer_than_min_boot(two_runs):
     summary, _ = evaluate.beta_table(two_runs[0], [0.5], n_boot=2)
     row = summary.iloc[0]
     assert row["n_boot"] >= M.MIN_BOOT and row["auroc_lo"] < row["auroc_hi"]
+
+
+def test_report_csv_escapes_every_text_column(two_runs, tmp_path):
+    """issue 38 (2): report.csv kept a label "=HYPERLINK(...)" a live formula, a lone CR split its rows, and
+    run_dir was raw; now every text column follows the run outputs' CSV text rule and reads back exactly."""
+    import csv as _csv
+    import io
+
+    from shapley.pipeline.rundir.csvfiles import csv_text, read_csv_ids
+
+    a = _copy_run(two_runs[0], tmp_path / "=HYPERLINK(x)")
+    m = pd.read_csv(a / "metrics.csv")
+    m["dataset"] = '=HYPERLINK("http://evil","x")'
+    m["model"] = "a\rb"
+    m["method"] = "@cmd"
+    (a / "metrics.csv").write_text(csv_text(m), newline="")
+    (a / "derived.json").unlink()
+    out = tmp_path / "out" / "table.md"
+    report.report([a], out)
+    with open(out.with_suffix(".csv"), newline="") as fh:
+        text = fh.read()
+    rows = list(_csv.reader(io.StringIO(text, newline="")))
+    assert len(rows) == len(m) + 1  # the lone CR splits no row
+    cells = [c for r in rows[1:] for c in r]
+    assert not any(c.startswith(("=", "@", "+")) for c in cells), "a text cell a spreadsheet reads as a formula"
+    back = read_csv_ids(out.with_suffix(".csv"))
+    assert set(back["dataset"]) == {m["dataset"][0]} and set(back["model"]) == {"a\rb"} and set(back["method"]) == {"@cmd"}
+    assert set(back["run_dir"]) == {str(a)}

@@ -177,3 +177,48 @@ def test_a_directory_is_reported_as_a_directory(tmp_path):
         read_samples_file(tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_samples_file(tmp_path / "nope.jsonl")
+
+
+# issue 38 (8): a slipped sign is refused at validation, naming file, line and field
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("answer_token_logprobs", [-0.1, 0.7]),
+        ("sample_logprobs", [[-0.5], [0.3, -0.1]]),
+        ("answer_token_entropies", [0.2, -0.4]),
+    ],
+)
+def test_a_slipped_sign_is_refused_naming_file_line_and_field(tmp_path, field, value):
+    p = tmp_path / "in.jsonl"
+    rows = [GOOD, {**GOOD, "id": "t1", field: value}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2") as e:
+        read_samples_file(p)
+    assert "in.jsonl" in str(e.value) and field in str(e.value)
+
+
+def test_a_slipped_sign_exits_2_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    from shapley import cli
+    from tests import fakes
+
+    fakes.install_fake_entail(monkeypatch)
+    p = tmp_path / "in.jsonl"
+    p.write_text(json.dumps({**GOOD, "answer_token_logprobs": [0.5, 1.2]}) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    rc = cli.main(["score-samples", str(p), "--entailment", "fake:", "--output", str(out), "--no-progress"])
+    assert rc == 2 and not out.exists()
+    assert "answer_token_logprobs" in capsys.readouterr().err
+
+
+def test_skip_reasons_name_no_per_question_values():
+    """issue 38 (8): a method's error skipped each question with its own values, so skip notes grew with the
+    input; the reason now drops the values and indices, and aggregates to one line."""
+    from shapley.pipeline.score import scores as score
+
+    reasons = {
+        score.skip_reason(ValueError(f"token_logprobs[{k}] are log-probabilities and must be <= 0; got max {k / 7:.6g}"))
+        for k in range(1, 6)
+    }
+    assert reasons == {"error: token_logprobs[k] are log-probabilities and must be <= 0"}

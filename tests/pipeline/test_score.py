@@ -130,6 +130,26 @@ def test_unparseable_a4c_is_skipped_not_nan():
     assert r.scores["P(T)"] == pytest.approx(0.2)
 
 
+@pytest.mark.parametrize(("reply", "expected"), [("Confidence: 8/10", 0.2), ("Confidence (0-1): 0.2", 0.8)])
+def test_a4c_reads_ratios_and_skips_the_scale_note(reply, expected):
+    x = _full_inputs()
+    x["a4c_text"] = reply
+    assert scored(x, S(), methods=["A4C"]).scores["A4C"] == pytest.approx(expected)
+
+
+def test_a4c_partly_read_number_is_skipped_with_an_aggregate_reason():
+    """issue 38 (6): "0,8" and "1e-1" were read as 0 and 1; the skip reason names no reply, so notes aggregate."""
+    reasons = set()
+    for reply in ("0,8", "Confidence: 1e-1", "confidence 0,75"):
+        x = _full_inputs()
+        x["a4c_text"] = reply
+        r = scored(x, S(), methods=["A4C"])
+        assert "A4C" not in r.scores
+        reasons.add(r.skipped["A4C"])
+    assert len(reasons) == 1
+    assert "partly readable" in next(iter(reasons))
+
+
 def test_non_psd_kernel_is_repaired_and_recorded():
     P = _bipartite(8)
     R = shapley.kernel_matrix(shapley.correlation_matrix(P), 0.5)

@@ -38,6 +38,7 @@ from shapley.core.baselines.spectral import degree as degree
 from shapley.core.baselines.spectral import eccentricity as eccentricity
 from shapley.core.baselines.spectral import eigv as eigv
 from shapley.core.baselines.spectral import kernel_language_entropy as kernel_language_entropy
+from shapley.core.baselines.verbalised import confidence_reading as confidence_reading
 from shapley.core.baselines.verbalised import p_true_uncertainty as p_true_uncertainty
 from shapley.core.baselines.verbalised import parse_confidence as parse_confidence
 from shapley.core.baselines.verbalised import parse_p_true as parse_p_true

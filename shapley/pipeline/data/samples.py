@@ -131,6 +131,20 @@ def _num_list(v: Any, where: str, name: str) -> list[float]:
     return out
 
 
+def _signed(values: list[float], where: str, name: str) -> list[float]:
+    """``values`` of a field whose sign is fixed: log-probabilities <= 0, entropies >= 0 (within
+    :data:`shapley.core.validate.LOGP_TOL`). A slipped sign (token NLLs given as log-probabilities) is refused
+    here, naming the file, line and field, rather than skipping every method that reads it on every question."""
+    if "logprob" in name and any(v > validate.LOGP_TOL for v in values):
+        raise ValueError(
+            f"{where}: field {name!r} holds log-probabilities, which must be <= 0; it has a positive value "
+            "(negative log-likelihoods? negate them)"
+        )
+    if "entrop" in name and any(v < -validate.LOGP_TOL for v in values):
+        raise ValueError(f"{where}: field {name!r} holds entropies (nats), which must be >= 0; it has a negative value")
+    return values
+
+
 def _parse_line(
     row: dict[str, Any], where: str, lineno: int, n_samples: int | None, reference_field: str
 ) -> SampleItem:
@@ -155,13 +169,17 @@ def _parse_line(
         v = row["sample_logprobs"]
         if not isinstance(v, list) or len(v) != len(samples):
             raise ValueError(f"{where}: field 'sample_logprobs' must be a list with one list per sample")
-        slp = [_num_list(t, where, f"sample_logprobs[{k}]") for k, t in enumerate(v)]
+        slp = [_signed(_num_list(t, where, f"sample_logprobs[{k}]"), where, f"sample_logprobs[{k}]") for k, t in enumerate(v)]
     if n_samples is not None:
         if len(samples) < n_samples:
             raise ValueError(f"{where}: field 'samples' has {len(samples)} samples, fewer than --n-samples {n_samples}")
         samples = samples[:n_samples]
         slp = None if slp is None else slp[:n_samples]
-    numbers = {name: _num_list(row[name], where, name) for name in NUMBER_FIELDS if row.get(name) is not None}
+    numbers = {
+        name: _signed(_num_list(row[name], where, name), where, name)
+        for name in NUMBER_FIELDS
+        if row.get(name) is not None
+    }
     p_true = row.get("p_true")
     if p_true is not None and (
         not isinstance(p_true, (int, float)) or isinstance(p_true, bool) or not 0 <= p_true <= 1

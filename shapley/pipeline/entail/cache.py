@@ -51,6 +51,10 @@ KEYS_PER_QUERY = 500
 T = TypeVar("T")
 
 
+class _OlderVersion(Exception):
+    """A cache table without a column this version writes (its message: the missing columns)."""
+
+
 class EntailmentCache:
     """Persistent pair cache in one sqlite file (plain rows, no pickle).
 
@@ -68,6 +72,12 @@ class EntailmentCache:
         check_cache_path(self.path)
         try:
             self._transaction(self._create)
+        except _OlderVersion as exc:
+            raise ValueError(
+                f"entailment cache {self.path} was written by an older version of this package (its table has no "
+                f"column {exc}); move it aside (its pairs will be scored again), pass --entail-cache none, or give "
+                "--entail-cache another file"
+            ) from None
         except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute, rows without checksums
             raise ValueError(f"entailment cache {self.path}: cannot open it as an sqlite database ({exc})") from exc
 
@@ -82,7 +92,10 @@ class EntailmentCache:
             "CREATE TABLE IF NOT EXISTS pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, "
             "with_question INTEGER, entail REAL NOT NULL, contradict REAL, checksum TEXT)"
         )
-        con.execute("SELECT COUNT(checksum) FROM pairs").fetchone()  # refuses a table without checksums
+        have = {row[1] for row in con.execute("PRAGMA table_info(pairs)")}
+        missing = [c.strip() for c in EntailmentCache.COLUMNS.split(",") if c.strip() not in have]
+        if missing:  # a table an older version wrote (no checksums): refused, never rewritten
+            raise _OlderVersion(", ".join(missing))
 
     def _rebuild(self, exc: BaseException) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -212,7 +212,7 @@ def _embedding_regression(
             seed=seed,
         )
     except ValueError as exc:
-        skipped["ER"][f"error: {exc}"] += len(have)
+        skipped["ER"][_score.skip_reason(exc)] += len(have)
         return ""
     df.loc[rows, "ER"] = er
     n_test = int((~np.isnan(er)).sum())
@@ -269,10 +269,10 @@ def write_run_outputs(
     texts = {
         "scores.csv": csv_text(df),
         "metrics.csv": csv_text(metrics),
-        "skipped.csv": skipped_df.to_csv(index=False),
-        "selection.csv": chosen.to_csv(index=False),
-        selection.TESTS_FILE: tests.to_csv(index=False),
-        "comparisons.csv": compared.to_csv(index=False),
+        "skipped.csv": csv_text(skipped_df),
+        "selection.csv": csv_text(chosen),
+        selection.TESTS_FILE: csv_text(tests),
+        "comparisons.csv": csv_text(compared),
     }
     for name, text in texts.items():
         atomic_write_text(path / name, text)
@@ -394,7 +394,7 @@ def write_beta_sweep(
     ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
     out = Path(output) if output is not None else Path(run_dir) / derived.SWEEP_OUTPUTS[0]
     paths = sweep_files(out)
-    texts = [summary.to_csv(index=False), csv_text(per_q)]
+    texts = [csv_text(summary), csv_text(per_q)]
     for f, text in zip(paths, texts, strict=True):
         atomic_write_text(f, text)  # a failure names the output, not the temporary file written first
     if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():

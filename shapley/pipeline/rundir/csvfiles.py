@@ -1,7 +1,7 @@
 """CSV files of a run directory whose text cells (ids, answers, labels) must read back exactly.
 
-Every CSV output with an ``id`` column is written through :func:`csv_text`, which escapes a cell that a
-spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) by
+Every CSV output is written through :func:`csv_text`, which escapes a text cell (every cell of
+:data:`CSV_TEXT_COLUMNS` and every string cell of any other column) that a spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) by
 prefixing a single quote, as spreadsheet tools expect; a cell starting with a quote gets one more, so that
 :func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and ``"null"`` included, never a
 missing value). Enters: a DataFrame (writing) or a path (reading); leaves: CSV text or a DataFrame.
@@ -34,22 +34,41 @@ CSV_TEXT_COLUMNS = ("id", "answer", "model", "entailment", "dataset")
 loaders read back as strings, exactly."""
 
 
+def _escaped_text_columns(df: pd.DataFrame) -> dict[str, list[Any]]:
+    """Every text column of ``df`` escaped: :data:`CSV_TEXT_COLUMNS` cell by cell as strings, and every string
+    cell of any other column (a missing value or a number in such a column keeps its CSV form)."""
+    out: dict[str, list[Any]] = {}
+    for c in df.columns:
+        if c in CSV_TEXT_COLUMNS:
+            out[c] = [escape_csv_id(str(v)) for v in df[c]]
+        elif not pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]):
+            out[c] = [escape_csv_id(v) if isinstance(v, str) else v for v in df[c]]
+    return out
+
+
 def csv_text(df: pd.DataFrame) -> str:
-    """``df`` as CSV text (no index), its :data:`CSV_TEXT_COLUMNS` escaped with :func:`escape_csv_id`."""
-    escaped = {c: [escape_csv_id(str(v)) for v in df[c]] for c in CSV_TEXT_COLUMNS if c in df}
+    """``df`` as CSV text (no index), every text column escaped (see :func:`_escaped_text_columns`)."""
+    escaped = _escaped_text_columns(df)
     # pandas quotes a cell with a comma, quote or newline but not one with a lone carriage return, which a reader
     # then takes for a line end: such a file quotes every text cell (others keep their bytes)
-    bare_cr = any("\r" in v for values in escaped.values() for v in values)
-    return df.assign(**escaped).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL)
+    bare_cr = any(isinstance(v, str) and "\r" in v for values in escaped.values() for v in values)
+    if bare_cr:
+        # every header and text cell quoted; numbers (QUOTE_NONNUMERIC leaves them bare) read back as numbers
+        return df.assign(**escaped).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+    return df.assign(**escaped).to_csv(index=False)
 
 
 def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
     """A CSV written by :func:`csv_text`, its :data:`CSV_TEXT_COLUMNS` read back exactly, as strings (no value
-    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings). ``kw`` goes to ``pandas.read_csv``."""
+    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings); the string cells of its other text columns are
+unescaped too. ``kw`` goes to ``pandas.read_csv``."""
     df = pd.read_csv(path, **kw)
     text = [c for c in CSV_TEXT_COLUMNS if c in df]
     if text:
         raw = pd.read_csv(path, usecols=text, dtype=str, keep_default_na=False)
         for c in text:
             df[c] = [unescape_csv_id(v) for v in raw[c]]
+    for c in df.columns:
+        if c not in CSV_TEXT_COLUMNS and (df[c].dtype == object or pd.api.types.is_string_dtype(df[c])):
+            df[c] = [unescape_csv_id(v) if isinstance(v, str) else v for v in df[c]]
     return df

@@ -30,7 +30,7 @@ import numpy as np
 
 from shapley.core import metrics
 from shapley.core.entropy import shapley_values
-from shapley.pipeline.score.scores import QuestionContext
+from shapley.pipeline.score.scores import QuestionContext, skip_reason
 
 STRATEGIES: tuple[str, ...] = ("first", "greedy", "largest_cluster", "medoid", "min_phi")
 SAMPLE_STRATEGIES: tuple[str, ...] = ("first", "largest_cluster", "medoid", "min_phi")
@@ -54,7 +54,7 @@ def _phi(ctx: QuestionContext) -> tuple[list[float] | None, str]:
             warnings.simplefilter("ignore", RuntimeWarning)
             phi = shapley_values(ctx.R, "exact", psd_policy=ctx.opts.psd_policy)
     except (ValueError, np.linalg.LinAlgError) as exc:
-        return None, f"error: {exc}"
+        return None, skip_reason(exc)
     if np.isnan(phi).any():
         return None, "Shapley values are NaN"
     return [float(v) for v in phi], ""

@@ -43,6 +43,7 @@ Methods (short names of the paper's tables; Table 3's ``SU`` is :data:`"SE"` her
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -328,7 +329,7 @@ METHODS: dict[str, MethodSpec] = {
         MethodSpec("P(T)", lambda c: baselines.p_true_uncertainty(_req(c.x.p_true)), ("p_true",), "1 - p(True)"),
         MethodSpec(
             "A4C",
-            lambda c: baselines.verbalised_uncertainty(_req(c.x.a4c_text)),
+            lambda c: _a4c_uncertainty(_req(c.x.a4c_text)),
             ("a4c_text",),
             "1 - verbalised confidence (ask for confidence)",
         ),
@@ -358,6 +359,30 @@ def resolve_methods(methods: Iterable[str] | None) -> tuple[str, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"duplicate method names in {list(out)}")
     return out
+
+
+def _a4c_uncertainty(text: str) -> float:
+    """1 - the verbalised confidence; NaN for a reply with none ("method returned NaN"), and a ValueError with
+    the parser's fixed reason for a reply whose number is only partly readable."""
+    c, reason = baselines.confidence_reading(text)
+    if reason == baselines.verbalised.PARTLY_READ:
+        raise ValueError(reason)
+    return 1.0 - c
+
+
+_VALUES = re.compile(r";\s*got\b.*\Z", re.DOTALL)
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def skip_reason(exc: BaseException) -> str:
+    """A method's error as a skip reason that aggregates over questions: the message without the values it
+    names (the ``; got ...`` tail of every check in :mod:`shapley.core.validate`) and with ``[k]`` for indices.
+
+    Examples:
+        >>> skip_reason(ValueError("token_logprobs[3] are log-probabilities and must be <= 0; got max 0.5 (hint)"))
+        'error: token_logprobs[k] are log-probabilities and must be <= 0'
+    """
+    return "error: " + _INDEX.sub("[k]", _VALUES.sub("", str(exc))).strip()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -417,7 +442,7 @@ def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None
         try:
             value = float(spec.func(ctx))
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
-            out.skipped[name] = f"error: {exc}"
+            out.skipped[name] = skip_reason(exc)
             continue
         if math.isnan(value):
             out.skipped[name] = "method returned NaN"

@@ -144,17 +144,17 @@ def judge_robustness_html(
         Col("method", "Method"),
         Col("auroc_a", f"AUROC, {label_a}", decimals=3),
         Col("auroc_b", f"AUROC, {label_b}", decimals=3),
-        Col("rank_a", "Rank", decimals=0),
-        Col("rank_b", "Rank", decimals=0),
-        Col("oa", f"vs {REFERENCE}"),
-        Col("ob", f"vs {REFERENCE}"),
-        Col("keep", "Kept?"),
+        Col("rank_a", f"Rank, {label_a}", decimals=0),
+        Col("rank_b", f"Rank, {label_b}", decimals=0),
+        Col("oa", f"vs {REFERENCE}, {label_a}"),
+        Col("ob", f"vs {REFERENCE}, {label_b}"),
+        Col("keep", "Same outcome?"),
     ]
     caption = (
         f"The same answers scored under two entailment judges ({code(r.run_a)}: {esc(label_a)}; "
         f"{code(r.run_b)}: {esc(label_b)}), on the {r.n_questions} questions both scored; correctness is judged by "
         "ROUGE-L in both, and AUROCs and outcomes are recomputed on those questions. "
-        f"<em>vs {REFERENCE}</em>: the paired comparison's outcome (DeLong, Holm-adjusted within each run; n.s.: "
+        f"<em>vs {REFERENCE}</em>: the paired comparison's outcome under that judge (DeLong, Holm-adjusted within each run; n.s.: "
         "no significant difference). Rank correlation of the two orderings: Spearman "
         f"{r.spearman:.2f}, Kendall {r.kendall:.2f}, over {len(r.table)} methods."
     )

@@ -196,6 +196,37 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
     return html_table(rows, cols, caption=caption, css="measured-table")
 
 
+def strategy_descriptions() -> dict[str, str]:
+    """Each answer-selection strategy of :data:`shapley.pipeline.score.choice.STRATEGIES` -> a short description
+    for readers, derived from its declaration (the bullet the choice module's docstring gives it): the bullet's
+    first sentence without parenthetical remarks (four words or more), up to its first colon or semicolon, the reST code marks dropped.
+
+    Raises ValueError naming a strategy the docstring does not describe.
+    """
+    import re
+
+    from shapley.pipeline.score import choice
+
+    bullets = dict(re.findall(r"^\* ``(\w+)``: (.*?)(?=^\* ``|^\S|\Z)", choice.__doc__ or "", re.M | re.S))
+    missing = [s for s in choice.STRATEGIES if s not in bullets]
+    if missing:
+        raise ValueError(f"no description declared for strategies {missing}")
+    out = {}
+    for name in choice.STRATEGIES:
+        text = " ".join(bullets[name].split())
+        text = re.split(r"\.\s+(?=[A-Z])|\.$", text)[0]  # the first sentence ("i.e. the" does not end one)
+        text = re.sub(r"\s\((?=[a-z])(?:[^() ]* ){3,}[^()]*\)", "", text)  # remarks; not "(most likely)", "(P + P^T)"
+        text = re.split(r"[:;]\s", text)[0]
+        out[name] = text.replace("``", "").rstrip(".,")
+    return out
+
+
+def strategies_html() -> Html:
+    """The strategies of :func:`strategy_descriptions` as a list for readers, each name in code."""
+    items = "".join(f"<li>{code(name)}: {esc(text)}.</li>" for name, text in strategy_descriptions().items())
+    return Html(f'<ul class="strategies">{items}</ul>')
+
+
 SELECTION_TEST_COLUMNS = ("strategy_a", "strategy_b", "accuracy_a", "accuracy_b", "p_holm", "outcome")
 """Columns of ``selection_tests.csv`` (:func:`shapley.pipeline.evaluate.selection.selection_tests`) read here:
 McNemar's exact paired test between two strategies on the same questions, Holm-adjusted within the run, and
@@ -210,6 +241,38 @@ def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataF
 
 #: A written ``outcome`` of ``selection_tests.csv`` read from each side: (``strategy_a``'s, ``strategy_b``'s).
 _SIDES = {"a better": ("higher", "lower"), "b better": ("lower", "higher")}
+
+
+def selection_counts(
+    selection: pd.DataFrame,
+    tests: pd.DataFrame,
+    question_sets: Mapping[str, str],
+    strategy: str = "min_phi",
+    against: str = "first",
+) -> dict[str, int]:
+    """How the exact paired tests (``tests``, :func:`load_selection_tests`) compare ``strategy`` with ``against``
+    over the runs that apply both: ``runs``, ``sets`` (distinct question sets among them, ``question_sets``:
+    run -> key, :func:`shapley.companion.provenance.question_sets`), ``tested`` (tests found), and of those
+    ``higher``, ``lower`` (``strategy`` significantly more / less accurate, Holm-adjusted within each run),
+    ``tie`` and ``undefined``."""
+    both = selection.dropna(subset=["accuracy"])
+    runs = [r for r in dict.fromkeys(both["run"]) if {strategy, against} <= set(both.loc[both["run"] == r, "strategy"])]
+    t = tests[tests["run"].isin(runs)]
+    found = [  # each test of the pair, its outcome from strategy's side: higher, lower, no significant difference
+        _SIDES.get(outcome, (outcome, outcome))[side]
+        for side, (a, b) in enumerate([(strategy, against), (against, strategy)])
+        for outcome in t.loc[(t["strategy_a"] == a) & (t["strategy_b"] == b), "outcome"]
+    ]
+    counts = pd.Series(found, dtype=object).value_counts()
+    return {
+        "runs": len(runs),
+        "sets": len({question_sets.get(r, r) for r in runs}),
+        "tested": len(found),
+        "higher": int(counts.get("higher", 0)),
+        "lower": int(counts.get("lower", 0)),
+        "tie": int(counts.get("no significant difference", 0)),
+        "undefined": int(counts.get("undefined", 0)),
+    }
 
 
 def selection_findings(

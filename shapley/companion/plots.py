@@ -96,23 +96,39 @@ def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Sha
     return closed(fig)
 
 
-def n_sweep_figure(sweep: pd.DataFrame):
-    """AUROC against the number of samples n, one line per method, with CI bands.
+def n_sweep_figure(sweep: pd.DataFrame, *, highlight: str = "Shap"):
+    """AUROC against the number of samples n as dot-and-interval rows: one row per method (best mean AUROC at the
+    top), one dot per n with its 95% interval, the n's slightly apart vertically so that no interval hides
+    another; ``highlight``'s label in red. Readable at the column width (no text below :data:`MIN_FONT_PT`).
 
     Args:
         sweep: columns n_samples, method, auroc, auroc_lo, auroc_hi.
     """
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for method, g in sweep.groupby("method"):
-        g = g.sort_values("n_samples")
-        lw = 2.5 if method == "Shap" else 1.2
-        ax.plot(g["n_samples"], g["auroc"], "o-", lw=lw, label=plain(method))
-        ax.fill_between(g["n_samples"], g["auroc_lo"], g["auroc_hi"], alpha=0.08)
-    ax.set_xlabel("samples per question n")
-    ax.set_ylabel("AUROC")
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(True, alpha=0.3)
+    d = sweep.dropna(subset=["auroc"])
+    mean = d.groupby("method")["auroc"].mean()
+    order = sorted(mean.index, key=lambda m: (mean[m], str(m)))  # bottom to top: best at the top
+    sizes = sorted(d["n_samples"].unique())
+    step = 0.6 / max(len(sizes), 1)
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 0.42 * max(len(order), 3) + 1.3))
+    for k, n in enumerate(sizes):
+        g = d[d["n_samples"] == n].set_index("method").reindex(order).dropna(subset=["auroc"])
+        ys = np.array([order.index(m) for m in g.index]) + (k - (len(sizes) - 1) / 2) * step
+        err = np.vstack([g["auroc"] - g["auroc_lo"], g["auroc_hi"] - g["auroc"]])
+        ax.errorbar(g["auroc"], ys, xerr=err, fmt="o", ms=4, lw=1.2, capsize=0, color=f"C{k}", label=f"n = {n}")
+    ax.set_yticks(np.arange(len(order)), [plain(m) for m in order])
+    for tick in ax.get_yticklabels():
+        if tick.get_text() == highlight:
+            tick.set_color("tab:red")
+            tick.set_fontweight("bold")
+    for y in np.arange(len(order) - 1) + 0.5:
+        ax.axhline(y, color="grey", lw=0.4, alpha=0.5)
+    ax.set_ylim(-0.6, len(order) - 0.4)
+    ax.set_xlabel("AUROC, 95% bootstrap interval", fontsize=MIN_FONT_PT)
+    ax.tick_params(labelsize=MIN_FONT_PT)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=MIN_FONT_PT, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(sizes), frameon=False,
+              title="samples per question", title_fontsize=MIN_FONT_PT)
     fig.tight_layout()
     return closed(fig)
 
@@ -155,6 +171,74 @@ def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *,
     if ax2.get_legend_handles_labels()[0]:
         ax2.legend(fontsize=7, loc="upper left")
     ax2.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return closed(fig)
+
+
+def delta_heatmap(
+    comparisons: pd.DataFrame,
+    labels: dict[str, str] | None = None,
+):
+    """One heatmap of every paired AUROC difference against the reference: methods as rows (most significant
+    wins minus losses first, then by mean difference), runs as columns (``labels``: run -> short name, in that
+    order; default the runs' order in ``comparisons``). Each cell is the method's AUROC minus the reference's on
+    the same questions (``delta_auroc`` of ``comparisons.csv``), written to 2 decimals on a diverging colour
+    scale; a cell whose ``outcome`` the run decided as significant (``win`` or ``loss``: DeLong's paired test,
+    Holm-adjusted within the run, p below :data:`shapley.pipeline.evaluate.comparisons.SIGNIFICANCE`) is boxed
+    and its value marked ``*``. An undefined difference (one correctness class) reads ``na`` on grey; a method a run does not
+    compare is left blank.
+
+    Args:
+        comparisons: :func:`shapley.companion.paired.load_comparisons` (columns run, method, reference,
+            delta_auroc, outcome).
+    """
+    import matplotlib.patches as mpatches
+
+    from shapley.pipeline.evaluate.comparisons import SIGNIFICANCE
+
+    plt = pyplot()
+    labels = dict(labels) if labels else {r: str(r) for r in dict.fromkeys(comparisons["run"])}
+    runs = [r for r in labels if r in set(comparisons["run"])]
+    c = comparisons[comparisons["run"].isin(runs)]
+    significant = c["outcome"].isin(["win", "loss"]) & c["delta_auroc"].notna()
+    score = (np.sign(c["delta_auroc"]) * significant).groupby(c["method"]).sum()
+    mean = c.groupby("method")["delta_auroc"].mean()
+    methods = sorted(score.index, key=lambda m: (-score[m], -np.nan_to_num(mean[m], nan=-np.inf), str(m)))
+    grid = np.full((len(methods), len(runs)), np.nan)
+    cells = {(r["method"], r["run"]): r for r in c.to_dict("records")}
+    limit = float(np.nanmax(np.abs(c["delta_auroc"]))) if c["delta_auroc"].notna().any() else 0.1
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 0.34 * len(methods) + 2.2))
+    for i, m in enumerate(methods):
+        for j, run in enumerate(runs):
+            r = cells.get((m, run))
+            if r is None:
+                continue
+            delta = float(r["delta_auroc"])
+            if np.isnan(delta):
+                ax.add_patch(mpatches.Rectangle((j - 0.5, i - 0.5), 1, 1, color="0.85"))
+                ax.text(j, i, "na", ha="center", va="center", fontsize=MIN_FONT_PT, color="0.4")
+                continue
+            grid[i, j] = delta
+            star = r["outcome"] in ("win", "loss")
+            shown = round(delta, 2)
+            text = (f"{shown:+.2f}" if shown else "0.00") + ("*" if star else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=MIN_FONT_PT,
+                    fontweight="bold" if star else "normal")
+            if star:
+                ax.add_patch(mpatches.Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, lw=1.8, ec="black"))
+    image = ax.imshow(grid, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    ax.set_xticks(np.arange(len(runs)), [plain(labels[r]) for r in runs], rotation=40, ha="right")
+    ax.set_yticks(np.arange(len(methods)), [plain(m) for m in methods])
+    ax.tick_params(labelsize=MIN_FONT_PT, length=0)
+    ax.set_xticks(np.arange(len(runs) + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(len(methods) + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", lw=1)
+    ax.tick_params(which="minor", length=0)
+    reference = ", ".join(sorted(set(c["reference"]))) or "reference"
+    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label(f"AUROC minus {plain(reference)}'s", fontsize=MIN_FONT_PT)
+    bar.ax.tick_params(labelsize=MIN_FONT_PT)
+    ax.set_title(f"* boxed: Holm-adjusted DeLong p < {SIGNIFICANCE:g}", fontsize=MIN_FONT_PT, loc="left")
     fig.tight_layout()
     return closed(fig)
 

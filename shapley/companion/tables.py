@@ -79,11 +79,17 @@ def _measured_cells(run_dir: str, methods: Sequence[str]) -> dict[str, str]:
     return cells
 
 
-def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]], *, reported_rows: str = "models") -> Html:
     """The paper's Table 3 or 4 beside our runs, fitting the text column: per dataset a heading row, the paper's
-    rows, then one row per run (AUROC over its 95% interval, or a mark from :data:`MARKS`)."""
+    rows, then one row per run (AUROC over its 95% interval, or a mark from :data:`MARKS`).
+
+    ``reported_rows``: ``"models"``, one reported row per model of the paper; ``"range"``, one reported row per
+    dataset giving each method's lowest and highest AUROC over the paper's models (a table of a third the
+    height, for a table with many models)."""
     if table not in (3, 4):
         raise ValueError(f"table must be 3 or 4; got {table!r}")
+    if reported_rows not in ("models", "range"):
+        raise ValueError(f"reported_rows must be 'models' or 'range'; got {reported_rows!r}")
     methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
     paper_rows = reported.TABLE3_ROWS if table == 3 else reported.TABLE4_ROWS
     measured = runs_table(run_dirs).drop_duplicates("run_dir")  # one row per run: its dataset, model and judge
@@ -91,8 +97,12 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
     runs = []
     for dataset in dict.fromkeys(d for d, _ in paper_rows):
         lines.append(("group", f"<strong>{esc(reported.DATASETS.get(dataset, dataset))}</strong>", {}))
+        rows_here = [values for (d, _), values in paper_rows.items() if d == dataset]
+        if reported_rows == "range":
+            cells = {m: f"{min(v):.3f}–{max(v):.3f}" for m, v in zip(methods, zip(*rows_here, strict=True), strict=True)}
+            lines.append(("reported", esc(f"paper, {len(rows_here)} models: lowest–highest"), cells))
         for (d, model), values in paper_rows.items():
-            if d == dataset:
+            if d == dataset and reported_rows == "models":
                 cells = {m: f"{v:.3f}" for m, v in zip(methods, values, strict=True)}
                 lines.append(("reported", esc(reported.MODELS[model]), cells))
         mine = measured[measured["dataset"] == dataset]
@@ -105,8 +115,9 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
             runs.append(relative_path(str(run_dir)))
     used = sorted({m for css, _, cells in lines if css == "measured" for m in MARKS if _mark(m) in cells.values()})
     legend = "; ".join(f"<em>{m}</em>: {esc(MARKS[m])}" for m in used)
+    per_model = "" if reported_rows == "models" else ", each method's lowest and highest over the paper's models"
     caption = (
-        f"AUROC, Table {table} of the paper (reported rows, from <code>shapley.companion.reported</code>) and "
+        f"AUROC, Table {table} of the paper (reported rows{per_model}, from <code>shapley.companion.reported</code>) and "
         "our runs (measured rows: AUROC over its 95% bootstrap interval, from each run's "
         f"<code>metrics.csv</code>: {', '.join(f'<code>{esc(x)}</code>' for x in sorted(set(runs))) or 'none yet'})."
         + (f" {legend}." if legend else "")
@@ -114,6 +125,74 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]]) -> H
     cols = [Col("model", "Model", raw=True)] + [Col(m, m, decimals=3, raw=True) for m in methods]
     rows = [{"model": model, **cells} for _, model, cells in lines]
     return html_table(rows, cols, caption=caption, row_classes=[css for css, _, _ in lines], css="comparison")
+
+
+FEW_IN_A_CLASS = 20
+"""A run with fewer answers than this in its smaller correctness class (correct or wrong): a significant paired
+outcome there rests on few cases, and :func:`row_finding` says so beside it."""
+
+
+def class_sizes(run_dir: str | os.PathLike[str]) -> tuple[int, int]:
+    """(correct, judged) answers of a run: its accuracy times its questions, from ``metrics.csv``."""
+    m = load_metrics(run_dir)
+    judged = int(m["n_questions"].max())
+    return int(round(float(m["accuracy"].iloc[0]) * judged)), judged
+
+
+def row_finding(
+    run_dir: str | os.PathLike[str], methods: Sequence[str] | None = None, *, reference: str = "Shap"
+) -> str:
+    """One plain-text sentence (no HTML, for ``{glue:text}``) on one measured row: ``reference``'s AUROC, the
+    row's highest AUROC when another method has it, and what the run's paired tests against ``reference``
+    (``comparisons.csv``: DeLong, Holm-adjusted within the run) support among ``methods`` (labels of the paper's
+    tables, mapped through :data:`PAPER_ALIASES`; default: every method of the run): the significant ones, or
+    that none is, with the smallest Holm-adjusted p. A significant outcome on a run with fewer than
+    :data:`FEW_IN_A_CLASS` answers in a correctness class carries that count.
+
+    For instance: "Shap 0.589, below MaxL 0.644 (the row's highest); no difference with Shap is significant
+    (Holm-adjusted DeLong p ≥ 0.286)".
+    """
+    from shapley.companion import paired
+    from shapley.pipeline.evaluate.comparisons import SIGNIFICANCE
+
+    metrics = load_metrics(run_dir).set_index("method")
+    labels = list(methods) if methods is not None else list(metrics.index)
+    ours = {label: PAPER_ALIASES.get(label, label) for label in labels}
+    ref_label = next((label for label, m in ours.items() if m == reference), reference)
+    correct, judged = class_sizes(run_dir)
+    auroc = {label: float(metrics.loc[m, "auroc"]) for label, m in ours.items() if m in metrics.index}
+    defined = {label: a for label, a in auroc.items() if not math.isnan(a)}
+    if reference not in metrics.index or math.isnan(float(metrics.loc[reference, "auroc"])):
+        return f"AUROC undefined: {correct} of {judged} answers judged correct"
+    shap = float(metrics.loc[reference, "auroc"])
+    best = max(defined, key=lambda k: (defined[k], k == ref_label))
+    head = (
+        f"{ref_label} {shap:.3f}, the row's highest"
+        if best == ref_label
+        else f"{ref_label} {shap:.3f}, below {best} {defined[best]:.3f} (the row's highest)"
+    )
+    comp = paired.load_comparisons([run_dir])
+    comp = comp[comp["method"].isin(set(ours.values()) - {reference}) & comp["outcome"].isin(["win", "tie", "loss"])]
+    back = {m: label for label, m in ours.items()}
+    above = [back[m] for m in comp.loc[comp["outcome"] == "win", "method"]]
+    below = [back[m] for m in comp.loc[comp["outcome"] == "loss", "method"]]
+    parts = []
+    if above:
+        parts.append(f"{' and '.join(above)} significantly above {ref_label}")
+    if below:
+        parts.append(f"{' and '.join(below)} significantly below {ref_label}")
+    if parts:
+        tail = "; ".join(parts) + f" (Holm-adjusted DeLong p < {SIGNIFICANCE:g})"
+        few = min(correct, judged - correct)
+        if few < FEW_IN_A_CLASS:
+            tail += f", on only {correct} correct answers of {judged}: few cases, read with caution"
+    elif len(comp):
+        p_min = float(comp["delong_p_holm"].min())
+        bound = "= 1 for each" if round(p_min, 3) >= 1 else f"≥ {p_min:.3f}"
+        tail = f"no difference with {ref_label} is significant (Holm-adjusted DeLong p {bound})"
+    else:
+        tail = f"no paired comparison with {ref_label} recorded"
+    return f"{head}; {tail}"
 
 
 def method_legend_html(methods: Iterable[str], paper_labels: Iterable[str] = ()) -> Html:
@@ -193,6 +272,18 @@ def beta_ablation(run_dirs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFram
         f["frac_not_psd"] = f["n_not_psd"] / f["n"].where(f["n"] > 0)
         frames.append(f)
     return pd.concat(frames, ignore_index=True)
+
+
+def beta_spans(ablation: pd.DataFrame, betas: Iterable[float]) -> dict[str, float]:
+    """Per source of :func:`beta_ablation`: how far Shap's AUROC moves (highest minus lowest) over those of
+    ``betas`` at which every kernel matrix of the source is PSD (NaN where none is, or the AUROC is undefined)."""
+    grid = [float(b) for b in betas]
+    on = ablation[ablation["beta"].apply(lambda b: any(abs(b - g) < 1e-9 for g in grid))]
+    ok = on[on["n_not_psd"] == 0]
+    return {
+        str(src): float(g["auroc"].max() - g["auroc"].min()) if g["auroc"].notna().any() else math.nan
+        for src, g in ok.groupby("source", sort=False)
+    }
 
 
 def beta_pivot(ablation: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

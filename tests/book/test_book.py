@@ -35,8 +35,8 @@ MIN_TABLES: dict[str, int] = {
     "book/experiments": 1,
     "book/reproduce": 1,
     "book/claims": 1,
-    "notebooks/results": 8,
-    "notebooks/beyond": 4,
+    "notebooks/results": 5,
+    "notebooks/beyond": 3,
     "notebooks/performance": 2,
 }
 

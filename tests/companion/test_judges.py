@@ -93,3 +93,15 @@ def test_judge_findings_names_ties_and_significant_outcomes_from_the_data(tmp_pa
         "not supported under judge B (Shap: no significant difference with ER; significantly worse than LexSim "
         "(not compared in the paper))" in words
     )
+
+
+def test_judge_table_names_each_column_by_its_judge(tmp_path):
+    """No two columns share a header (issue 37: two columns were each headed "Rank" and "vs Shap")."""
+    import re
+
+    a = _run(tmp_path / "a", {"Shap": _informative(2.0), "SE": _informative(1.5), "Ecc": RNG.normal(size=M)})
+    b = _run(tmp_path / "b", {"Shap": _informative(1.0), "SE": _informative(1.5), "Ecc": RNG.normal(size=M)})
+    page = judges.judge_robustness_html(a, b, "MiniLM", "SmolLM2 judge")
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", page.split("</thead>")[0])
+    assert len(heads) == len(set(heads)) == 8, heads
+    assert "Rank, MiniLM" in heads and "vs Shap, SmolLM2 judge" in heads

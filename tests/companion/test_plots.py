@@ -66,3 +66,43 @@ def test_six_panel_auroc_grid_is_readable_at_the_column_width():
     wide = plots.pyplot().figure(figsize=(2 * plots.COLUMN_WIDTH_IN, 2))
     wide.text(0.5, 0.5, "label", fontsize=12)  # 6 pt once scaled to the column: the check can fail
     assert _too_small(plots.closed(wide)) == ["'label': 6.0 pt"]
+
+
+def _comparisons() -> pd.DataFrame:
+    rows = [
+        ("r1", "A", 0.05, 0.01, "win"),
+        ("r1", "B", -0.03, 0.6, "tie"),
+        ("r2", "A", 0.02, 0.4, "tie"),
+        ("r2", "B", -0.08, 0.001, "loss"),
+        ("r3", "A", math.nan, math.nan, "undefined"),
+    ]  # B is not compared in r3
+    return pd.DataFrame(rows, columns=["run", "method", "delta_auroc", "delong_p_holm", "outcome"]).assign(
+        reference="Shap"
+    )
+
+
+def test_delta_heatmap_marks_exactly_the_significant_differences():
+    fig = plots.delta_heatmap(_comparisons(), {"r1": "run one", "r2": "run two", "r3": "run three"})
+    ax = fig.axes[0]
+    cells = [t.get_text() for t in ax.texts]
+    assert sorted(t for t in cells if t.endswith("*")) == ["+0.05*", "-0.08*"]  # the win and the loss, no tie
+    assert "na" in cells and len(cells) == 5  # undefined shown as na; not compared: no text
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["run one", "run two", "run three"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["A", "B"]  # net significant wins first
+    boxes = [p for p in ax.patches if not p.get_fill()]
+    assert len(boxes) == 2
+    assert _too_small(fig) == []
+
+
+def test_n_sweep_figure_draws_each_n_apart_and_is_readable():
+    sweep = pd.DataFrame(
+        [(n, m, a, a - 0.03, a + 0.03) for n in (5, 10, 20) for m, a in (("Shap", 0.84), ("LexSim", 0.86))],
+        columns=["n_samples", "method", "auroc", "auroc_lo", "auroc_hi"],
+    )
+    fig = plots.n_sweep_figure(sweep)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["n = 5", "n = 10", "n = 20"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Shap", "LexSim"]  # best mean AUROC at the top
+    ys = [line.get_ydata()[0] for line in ax.get_lines() if len(line.get_ydata()) == 2][:3]
+    assert len(set(np.round(ys, 6))) == 3  # the three n's of a method do not overlap
+    assert _too_small(fig) == []

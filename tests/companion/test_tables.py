@@ -389,3 +389,68 @@ def test_the_glossary_has_one_entry_per_method_and_paper_label():
     assert all(i == tables.glossary_id(t) for i, t in terms.items())
     note = soup.find("dt", id="glossary-ne").find_next_sibling("dd").get_text()
     assert "in the paper's tables, NE is" in note and "measured as our LNE" in note  # a label that is also ours
+
+
+def test_strategies_are_described_from_their_declaration():
+    from shapley.pipeline.score import choice
+
+    words = paired.strategy_descriptions()
+    assert list(words) == list(choice.STRATEGIES)
+    assert all(text and "``" not in text and not text.endswith(".") for text in words.values())
+    assert words["first"] == "the first sample" and "Shapley value" in words["min_phi"]
+    assert "(P + P^T)" in words["medoid"]  # maths in parentheses is kept, remarks are dropped
+    page = paired.strategies_html()
+    assert all(f"<code>{s}</code>" in page for s in choice.STRATEGIES)
+
+
+def test_selection_counts_read_each_test_from_the_strategys_side():
+    sel = pd.DataFrame(
+        {"run": ["r1", "r1", "r2", "r2"], "strategy": ["first", "min_phi"] * 2, "accuracy": [0.3, 0.5, 0.4, 0.4]}
+    )
+    tests_ = pd.DataFrame(
+        {
+            "run": ["r1", "r2"],
+            "strategy_a": ["first", "min_phi"],
+            "strategy_b": ["min_phi", "first"],
+            "outcome": ["b better", "no significant difference"],
+        }
+    )
+    c = paired.selection_counts(sel, tests_, {"r1": "q", "r2": "q"}, "min_phi", "first")
+    assert c == {"runs": 2, "sets": 1, "tested": 2, "higher": 1, "lower": 0, "tie": 1, "undefined": 0}
+
+
+def test_row_finding_states_only_what_the_paired_tests_support():
+    results = Path(__file__).resolve().parents[2] / "results" / "smollm2"
+    for name in ("coqa", "squad", "bioasq", "nq_open"):
+        run = results / name
+        labels = paper.TABLE3_METHODS if name == "coqa" else paper.TABLE4_METHODS
+        text = tables.row_finding(run, labels)
+        m = report.load_metrics(run).set_index("method")
+        assert text.startswith(f"Shap {m.loc['Shap', 'auroc']:.3f}")
+        comp = paired.load_comparisons([run])
+        ours = {tables.PAPER_ALIASES.get(x, x) for x in labels} - {"Shap"}
+        significant = comp[comp["method"].isin(ours) & comp["outcome"].isin(["win", "loss"])]
+        assert ("significantly" in text) == (len(significant) > 0)
+        if len(significant) == 0:
+            assert "no difference with Shap is significant" in text
+        correct, judged = tables.class_sizes(run)
+        few = min(correct, judged - correct) < tables.FEW_IN_A_CLASS
+        assert ("read with caution" in text) == (len(significant) > 0 and few)
+    assert tables.row_finding(results / "svamp", paper.TABLE4_METHODS).startswith("AUROC undefined: 0 of")
+
+
+def test_table4_can_give_the_papers_range_over_models_in_one_row():
+    run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
+    full, short = tables.comparison_html(4, [run]), tables.comparison_html(4, [run], reported_rows="range")
+    assert full.count('class="reported"') == len(paper.TABLE4_ROWS)
+    assert short.count('class="reported"') == len({d for d, _ in paper.TABLE4_ROWS})
+    squad = [v[-1] for (d, _), v in paper.TABLE4_ROWS.items() if d == "squad"]  # Shap, the last column
+    assert f"{min(squad):.3f}–{max(squad):.3f}" in short
+    with pytest.raises(ValueError):
+        tables.comparison_html(4, [run], reported_rows="some")
+
+
+def test_beta_spans_use_only_the_grid_points_where_every_matrix_is_psd():
+    spans = tables.beta_spans(_ablation(), [0.5, 1.0])
+    assert spans["A"] == 0.0  # beta = 1 has 3 matrices not PSD: only 0.5 counts
+    assert spans["B"] == pytest.approx(0.01) and math.isnan(spans["C"])

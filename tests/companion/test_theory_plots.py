@@ -166,15 +166,20 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
     assert [c[0] for c in grid.columns[1:]] == ["Sentences"] * 3 + ["Random variables"] * 3
     assert grid.iloc[:, 0].tolist() == ["<b>Shap", "SE"]  # in the table's order, kept as text
     assert grid.iloc[0, 1:4].tolist() == [
-        "contradicted hand-built witness", "reproduced proof", "contradicted counterexample, draw 10"
+        "contradicted hand-built witness",
+        "reproduced proof",
+        "contradicted counterexample, draw 10",
     ]
     assert grid.iloc[1, 1:4].tolist() == [
-        "contradicted Shapley values undefined", "not reproducible here no counterexample in 100 draws", "—"
+        "contradicted Shapley values undefined",
+        "not reproducible here no counterexample in 100 draws",
+        "—",
     ]
     assert '<a href="#cex-&lt;b&gt;shap-1-rv">contradicted</a>' in html and "<b>" not in html
     proved = theory_plots.axiom_grid_html(table, {("SE", "2", "rv"): "proof: elsewhere", ("SE", "1", "rv"): "x"})
     row = pd.read_html(StringIO(proved), keep_default_na=False)[0].iloc[1, 4:].tolist()
-    assert row == ["contradicted Shapley values undefined", "reproduced proof: elsewhere", "—"]  # a proof never hides a failure
+    # a proof never hides a failure
+    assert row == ["contradicted Shapley values undefined", "reproduced proof: elsewhere", "—"]
     assert set(theory_plots.READER_VERDICTS.values()) | {"not reproducible here"} <= set(VERDICT_KINDS)
 
 

@@ -210,85 +210,79 @@ def appendix_steps_figure(
 # ---------------------------------------------------------------------------------------------------
 
 
-def _axiom_cell(
-    verdict: str, examples: int, max_examples: int
-) -> tuple[tuple[float, float, float], str, dict[str, Any]]:
-    """Colour, text and text style of one cell of :func:`axiom_search_figure`."""
-    if verdict == axioms.FAILS and examples == 0:
-        return (0.6, 0.1, 0.1), "hand", {"fontsize": 8, "color": "white"}
-    if verdict == axioms.PROVED:
-        return (0.7, 0.87, 0.7), "proved", {"fontsize": 7}
-    if verdict == axioms.UNDEFINED:
-        return (0.93, 0.93, 0.93), "undef.", {"fontsize": 7, "color": "0.3"}
-    if verdict == axioms.FAILS:
-        shade = np.log10(examples) / np.log10(max_examples)
-        return (0.75 + 0.2 * shade, 0.2 + 0.55 * shade, 0.2 + 0.55 * shade), str(examples), {"fontsize": 8}
-    if verdict != axioms.NOT_APPLICABLE:
-        return (0.8, 0.8, 0.8), "none", {"fontsize": 7, "color": "0.3"}
-    return (1.0, 1.0, 1.0), "", {}
-
-
-def axiom_search_figure(table: pd.DataFrame, max_examples: int) -> Figure:
-    """One panel per reading: estimators (rows, drawn literally) by Properties 1-3 (columns), each cell coloured
-    by how the search settled it: examples drawn until the first counterexample (red, darker when sooner), a
-    hand-built witness (dark red, "hand"), a proof (green), none in ``max_examples`` (grey), undefined
-    ("undef.") or not applicable (blank).
-
-    Args:
-        table: columns estimator, property ("1", "2", "3"), reading, verdict, examples (the search's rows, e.g.
-            :func:`shapley.theory.estimator_replay.read_table`); every (estimator, property) in every reading.
-        max_examples: the search's budget per cell (the shading's scale).
-    """
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(axioms.READINGS), figsize=(8.6, 4.2), sharey=True, layout="constrained")
-    estimators = list(dict.fromkeys(table["estimator"]))
-    for axis, reading in zip(axes, axioms.READINGS, strict=True):
-        sub = table[table["reading"] == reading].set_index(["estimator", "property"])
-        img = np.full((len(estimators), len(axioms.PROPERTIES), 3), 1.0)
-        for r, est in enumerate(estimators):
-            for c, prop in enumerate(axioms.PROPERTIES):
-                row = sub.loc[(est, prop)]
-                img[r, c], text, style = _axiom_cell(row["verdict"], int(row["examples"]), max_examples)
-                if text:
-                    axis.text(c, r, text, ha="center", va="center", **style)
-        axis.imshow(img, aspect="auto")
-        axis.set_xticks(range(len(axioms.PROPERTIES)), [f"Prop. {p}" for p in axioms.PROPERTIES])
-        axis.set_yticks(range(len(estimators)), [plain(e) for e in estimators])
-        axis.set_title("sentence reading" if reading == "sentence" else "random-variable reading")
-    fig.suptitle(f"Examples drawn until the first counterexample (none in N = {max_examples}: grey)")
-    return closed(fig)
-
-
 def _anchor(estimator: str, prop: str, reading: str) -> str:
     """The HTML anchor of a cell's counterexample, e.g. ``cex-shap-3-rv`` (escaped)."""
     return esc(f"cex-{estimator.lower()}-{prop}-{reading}")
 
 
-def _grid_label(verdict: str, anchor: str) -> str:
-    """One cell of :func:`verdict_grid_html`: "fails" linking to ``anchor``, "n/a", "none in N", or the verdict."""
-    if verdict == axioms.FAILS:
-        return f'<a href="#{anchor}">fails</a>'
+READER_VERDICTS: dict[str, str] = {
+    axioms.FAILS: "contradicted",
+    axioms.UNDEFINED: "contradicted",
+    axioms.PROVED: "reproduced",
+}
+"""The book's verdict on "the estimator has this property in this reading" for each verdict of the axioms
+table: a counterexample, or Shapley values undefined on every input of the premise (as for the degenerate
+example of Proposition 3.6), contradicts it; a proof reproduces it; a random search without a counterexample
+settles nothing (:func:`reader_verdict`: *not reproducible here*)."""
+
+
+def reader_verdict(verdict: str) -> str | None:
+    """The book's verdict word for a cell of the axioms table (None: the estimator cannot take the input).
+
+    Examples:
+        >>> reader_verdict("fails"), reader_verdict("no counterexample in 2000 examples")
+        ('contradicted', 'not reproducible here')
+    """
     if verdict == axioms.NOT_APPLICABLE:
-        return "n/a"
-    return esc(verdict.replace("no counterexample in ", "none in ").replace(" examples", ""))
+        return None
+    return READER_VERDICTS.get(verdict, "not reproducible here")
 
 
-def verdict_grid_html(table: pd.DataFrame, reading: str) -> str:
-    """Estimator (rows, in table order) x property grid of one reading's verdicts (``table`` as for
-    :func:`axiom_search_figure`) as an HTML table, each "fails" linking to its :func:`counterexample_html`."""
-    sub = table[table["reading"] == reading]
-    cells = zip(sub["estimator"], sub["property"], sub["verdict"], strict=True)
-    labels = [_grid_label(verdict, _anchor(est, prop, reading)) for est, prop, verdict in cells]
-    grid = sub.assign(label=labels).pivot(index="estimator", columns="property", values="label")
-    grid = grid.reindex(list(dict.fromkeys(sub["estimator"])))
+def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = None) -> str:
+    """One cell of :func:`axiom_grid_html`: the book's verdict, then its evidence in small type ("—" where the
+    estimator cannot take the input). ``proof``: where a proof of the property for this cell is given (used
+    only where the search found no counterexample)."""
+    word = reader_verdict(verdict)
+    if word is None:
+        return "—"
+    if proof is not None and verdict not in (axioms.FAILS, axioms.UNDEFINED):
+        return f"reproduced<br><small>{esc(proof)}</small>"
+    if verdict == axioms.FAILS:
+        how = "hand-built witness" if examples == 0 else f"counterexample, draw {examples}"
+        return f'<a href="#{anchor}">{word}</a><br><small>{esc(how)}</small>'
+    how = {axioms.PROVED: "proof", axioms.UNDEFINED: "Shapley values undefined"}.get(
+        verdict, verdict.replace(" examples", " draws")
+    )
+    return f"{word}<br><small>{esc(how)}</small>"
+
+
+def axiom_grid_html(table: pd.DataFrame, proofs: Mapping[tuple[str, str, str], str] | None = None) -> str:
+    """Estimator (rows, in table order) x (reading, property) grid of the book's verdicts (:func:`reader_verdict`)
+    with their evidence, as an HTML table; each counterexample links to its :func:`counterexample_html`.
+    ``table``: columns estimator, property, reading, verdict, examples, every cell of every reading.
+    ``proofs``: (estimator, property, reading) -> where a proof made outside the table is given; such a cell
+    reads *reproduced* unless the table holds a counterexample for it."""
+    proofs = dict(proofs or {})
+    names = {"sentence": "Sentences", "rv": "Random variables"}
+    labels = [
+        _grid_cell(v, int(k), _anchor(e, p, r), proofs.get((e, p, r)))
+        for e, p, r, v, k in zip(
+            table["estimator"], table["property"], table["reading"], table["verdict"], table["examples"], strict=True
+        )
+    ]
+    grid = table.assign(label=labels).pivot(index="estimator", columns=["reading", "property"], values="label")
+    grid = grid.reindex(list(dict.fromkeys(table["estimator"])))
+    grid = grid[[(r, p) for r in axioms.READINGS for p in axioms.PROPERTIES]]
     grid.index = [esc(e) for e in grid.index]
-    grid.columns = [f"Property {c}" for c in grid.columns]
+    grid.columns = pd.MultiIndex.from_tuples(
+        [(names[r], f"Property {p}") for r, p in grid.columns], names=["Reading", "Estimator"]
+    )
     return grid.to_html(escape=False, classes="axiom-grid")
 
 
 def counterexample_html(row: Any) -> str:
     """One failing cell (a row of the table: estimator, property, reading, examples, and counterexample, the JSON
-    of :func:`shapley.theory.axioms.describe`) as an HTML block anchored for :func:`verdict_grid_html`: the input,
+    of :func:`shapley.theory.axioms.describe`) as an HTML block anchored for :func:`axiom_grid_html`: the input,
     the replacement that breaks the property and the totals before and after."""
     ce = json.loads(row.counterexample)
     how = f"hand-built witness, {ce['witness']}" if row.examples == 0 else f"found after {row.examples} examples"

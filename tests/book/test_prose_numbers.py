@@ -35,6 +35,8 @@ DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?!\.?\d|\w)")
 
 REPORTED_MARK = re.compile(r"\[([^\]]*)\]\{\.reported\}")
 GLUE = re.compile(r"\{glue(?::\w+)?\}`[^`]*`")
+CLAIM_LINK = re.compile(r'<a href="[^"]*#claim-[\w.-]+">[\w.-]+</a>')
+"""A link to a claim's row on the claims page, named by the claim's id (``prop-3.6``): an id, not a number."""
 PAPER_PLACE = re.compile(
     r"\b(?:Propositions?|Prop\.|Sections?|Sec\.|Appendix|Equations?|Eqs?\.|Properties|Property)\s+"
     r"\d+(?:\.\d+)*(?:\s*(?:,|and|or|–|-)\s*\d+(?:\.\d+)*)*"
@@ -78,7 +80,9 @@ def offending(text: str, known: set[float]) -> list[tuple[int, str]]:
         for tok in re.findall(r"-?\d+(?:\.\d+)?", m.group(1)):
             if not any(math.isclose(float(tok), k, abs_tol=1e-9) for k in known):
                 bad.append((m.start(), f"marked:{tok}"))
-    rest = PAPER_PLACE.sub(_blank, GLUE.sub(_blank, REPORTED_MARK.sub(_blank, CLAIM_ANCHOR.sub(_blank, text))))
+    rest = PAPER_PLACE.sub(
+        _blank, GLUE.sub(_blank, REPORTED_MARK.sub(_blank, CLAIM_ANCHOR.sub(_blank, CLAIM_LINK.sub(_blank, text))))
+    )
     bad += [(m.start(), m.group(0)) for m in DECIMAL.finditer(rest) if m.group(0).lstrip("-") not in ALLOWED]
     return sorted(bad)
 
@@ -132,6 +136,7 @@ def test_the_scanner_catches_what_it_should():
     assert offending_numbers("at $\\beta = 0.5$ and AUROC {glue:text}`auroc` (13.5 GB)", known) == ["13.5"]
     assert offending_numbers("printed [0.755]{.reported}, Proposition 3.5 and 3.6, Sec. 3.4", known) == []
     assert offending_numbers("marked [0.123]{.reported}", known) == ["marked:0.123"]
+    assert offending_numbers('see <a href="claims.html#claim-prop-3.6">prop-3.6</a>, not 3.7', known) == ["3.7"]
     assert offending_numbers("torch==2.13.0, OPT 1.3B, heading 2.1.1", known) == []
     assert offending_numbers("Proposition\n3.6 holds; 2.5 does not", known) == ["2.5"]
     lines = prose_lines("---\na: 1.5\n---\ntext 1.25\n```{code-cell}\nx = 2.5\n```\n```bash\nrun 3.5\n```\nend")

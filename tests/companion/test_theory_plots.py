@@ -14,6 +14,7 @@ import pytest
 
 import shapley
 from shapley.companion import theory_plots
+from shapley.companion.claims import VERDICT_KINDS
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms as ax
 from shapley.theory import worstcase as wc
@@ -157,31 +158,29 @@ def _axiom_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_axiom_search_figure():
-    fig = _drawn(theory_plots.axiom_search_figure(_axiom_table(), max_examples=100))
-    assert len(fig.axes) == 2
-    titles = {"sentence": "sentence reading", "rv": "random-variable reading"}
-    assert [a.get_title() for a in fig.axes] == [titles[r] for r in ax.READINGS]
-    assert fig.get_suptitle() == "Examples drawn until the first counterexample (none in N = 100: grey)"
-    axis = fig.axes[0]
-    assert _ticks(axis.get_yticklabels()) == [r"\$Shap", "SE"]
-    assert _ticks(axis.get_xticklabels()) == ["Prop. 1", "Prop. 2", "Prop. 3"]
-    cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in axis.texts}
-    assert cells == {(0, 0): "hand", (0, 1): "proved", (0, 2): "10", (1, 0): "undef.", (1, 1): "none"}
-    img = axis.get_images()[0].get_array()
-    assert tuple(img[1, 2]) == (1.0, 1.0, 1.0)  # not applicable: blank
-    assert img[0, 2][0] == pytest.approx(0.85) and img[0, 2][1] == pytest.approx(0.475)  # 10 of 100: half shade
-
-
-def test_verdict_grid_html_labels_and_links():
+def test_axiom_grid_html_verdicts_evidence_and_links():
     table = _axiom_table().assign(estimator=lambda t: t["estimator"].replace("$Shap", "<b>Shap"))
-    html = theory_plots.verdict_grid_html(table, "rv")
+    html = theory_plots.axiom_grid_html(table)
     grid = pd.read_html(StringIO(html), keep_default_na=False)[0]
-    assert list(grid.columns[1:]) == ["Property 1", "Property 2", "Property 3"]
+    assert [c[1] for c in grid.columns[1:]] == ["Property 1", "Property 2", "Property 3"] * 2
+    assert [c[0] for c in grid.columns[1:]] == ["Sentences"] * 3 + ["Random variables"] * 3
     assert grid.iloc[:, 0].tolist() == ["<b>Shap", "SE"]  # in the table's order, kept as text
-    assert grid.iloc[0, 1:].tolist() == ["fails", "proved", "fails"]
-    assert grid.iloc[1, 1:].tolist() == ["undefined", "none in 100", "n/a"]
-    assert '<a href="#cex-&lt;b&gt;shap-1-rv">fails</a>' in html and "<b>" not in html
+    assert grid.iloc[0, 1:4].tolist() == [
+        "contradicted hand-built witness",
+        "reproduced proof",
+        "contradicted counterexample, draw 10",
+    ]
+    assert grid.iloc[1, 1:4].tolist() == [
+        "contradicted Shapley values undefined",
+        "not reproducible here no counterexample in 100 draws",
+        "—",
+    ]
+    assert '<a href="#cex-&lt;b&gt;shap-1-rv">contradicted</a>' in html and "<b>" not in html
+    proved = theory_plots.axiom_grid_html(table, {("SE", "2", "rv"): "proof: elsewhere", ("SE", "1", "rv"): "x"})
+    row = pd.read_html(StringIO(proved), keep_default_na=False)[0].iloc[1, 4:].tolist()
+    # a proof never hides a failure
+    assert row == ["contradicted Shapley values undefined", "reproduced proof: elsewhere", "—"]
+    assert set(theory_plots.READER_VERDICTS.values()) | {"not reproducible here"} <= set(VERDICT_KINDS)
 
 
 def test_counterexample_html_block():

@@ -223,19 +223,24 @@ READER_VERDICTS: dict[str, str] = {
 """The book's verdict on "the estimator has this property in this reading" for each verdict of the axioms
 table: a counterexample, or Shapley values undefined on every input of the premise (as for the degenerate
 example of Proposition 3.6), contradicts it; a proof reproduces it; a random search without a counterexample
-settles nothing (:func:`reader_verdict`: *not reproducible here*)."""
+settles nothing, so it gives no verdict (:data:`UNSETTLED`)."""
+
+UNSETTLED = "no verdict"
+"""A cell of the axioms table whose random search found no counterexample: not one of the five verdicts, since a
+search that finds nothing neither proves the property nor needs anything this environment lacks."""
 
 
 def reader_verdict(verdict: str) -> str | None:
-    """The book's verdict word for a cell of the axioms table (None: the estimator cannot take the input).
+    """The book's verdict word for a cell of the axioms table, or :data:`UNSETTLED` (None: the estimator cannot
+    take the input).
 
     Examples:
         >>> reader_verdict("fails"), reader_verdict("no counterexample in 2000 examples")
-        ('contradicted', 'not reproducible here')
+        ('contradicted', 'no verdict')
     """
     if verdict == axioms.NOT_APPLICABLE:
         return None
-    return READER_VERDICTS.get(verdict, "not reproducible here")
+    return READER_VERDICTS.get(verdict, UNSETTLED)
 
 
 def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = None) -> str:

@@ -172,7 +172,7 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
     ]
     assert grid.iloc[1, 1:4].tolist() == [
         "contradicted Shapley values undefined",
-        "not reproducible here no counterexample in 100 draws",
+        "no verdict no counterexample in 100 draws",
         "—",
     ]
     assert '<a href="#cex-&lt;b&gt;shap-1-rv">contradicted</a>' in html and "<b>" not in html
@@ -180,7 +180,8 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
     row = pd.read_html(StringIO(proved), keep_default_na=False)[0].iloc[1, 4:].tolist()
     # a proof never hides a failure
     assert row == ["contradicted Shapley values undefined", "reproduced proof: elsewhere", "—"]
-    assert set(theory_plots.READER_VERDICTS.values()) | {"not reproducible here"} <= set(VERDICT_KINDS)
+    assert set(theory_plots.READER_VERDICTS.values()) <= set(VERDICT_KINDS)
+    assert theory_plots.UNSETTLED not in VERDICT_KINDS  # a search that finds nothing gives no verdict
 
 
 def test_counterexample_html_block():

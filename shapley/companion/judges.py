@@ -154,8 +154,8 @@ def judge_robustness_html(
         f"The same answers scored under two entailment judges ({code(r.run_a)}: {esc(label_a)}; "
         f"{code(r.run_b)}: {esc(label_b)}), on the {r.n_questions} questions both scored; correctness is judged by "
         "ROUGE-L in both, and AUROCs and outcomes are recomputed on those questions. "
-        f"<em>vs {REFERENCE}</em>: the paired comparison's outcome under that judge (DeLong, Holm-adjusted within each run; n.s.: "
-        "no significant difference). Rank correlation of the two orderings: Spearman "
+        f"<em>vs {REFERENCE}</em>: the paired comparison's outcome under that judge (DeLong, Holm-adjusted within "
+        "each run; n.s.: no significant difference). Rank correlation of the two orderings: Spearman "
         f"{r.spearman:.2f}, Kendall {r.kendall:.2f}, over {len(r.table)} methods."
     )
     return html_table(t, cols, caption=caption, css="measured-table")

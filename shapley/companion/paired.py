@@ -199,7 +199,8 @@ def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = N
 def strategy_descriptions() -> dict[str, str]:
     """Each answer-selection strategy of :data:`shapley.pipeline.score.choice.STRATEGIES` -> a short description
     for readers, derived from its declaration (the bullet the choice module's docstring gives it): the bullet's
-    first sentence without parenthetical remarks (four words or more), up to its first colon or semicolon, the reST code marks dropped.
+    first sentence without parenthetical remarks (four words or more), up to its first colon or semicolon, the
+    reST code marks dropped.
 
     Raises ValueError naming a strategy the docstring does not describe.
     """

@@ -127,8 +127,15 @@ def n_sweep_figure(sweep: pd.DataFrame, *, highlight: str = "Shap"):
     ax.set_xlabel("AUROC, 95% bootstrap interval", fontsize=MIN_FONT_PT)
     ax.tick_params(labelsize=MIN_FONT_PT)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=MIN_FONT_PT, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(sizes), frameon=False,
-              title="samples per question", title_fontsize=MIN_FONT_PT)
+    ax.legend(
+        fontsize=MIN_FONT_PT,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=len(sizes),
+        frameon=False,
+        title="samples per question",
+        title_fontsize=MIN_FONT_PT,
+    )
     fig.tight_layout()
     return closed(fig)
 
@@ -185,8 +192,8 @@ def delta_heatmap(
     the same questions (``delta_auroc`` of ``comparisons.csv``), written to 2 decimals on a diverging colour
     scale; a cell whose ``outcome`` the run decided as significant (``win`` or ``loss``: DeLong's paired test,
     Holm-adjusted within the run, p below :data:`shapley.pipeline.evaluate.comparisons.SIGNIFICANCE`) is boxed
-    and its value marked ``*``. An undefined difference (one correctness class) reads ``na`` on grey; a method a run does not
-    compare is left blank.
+    and its value marked ``*``. An undefined difference (one correctness class) reads ``na`` on grey; a method a
+    run does not compare is left blank.
 
     Args:
         comparisons: :func:`shapley.companion.paired.load_comparisons` (columns run, method, reference,
@@ -222,8 +229,7 @@ def delta_heatmap(
             star = r["outcome"] in ("win", "loss")
             shown = round(delta, 2)
             text = (f"{shown:+.2f}" if shown else "0.00") + ("*" if star else "")
-            ax.text(j, i, text, ha="center", va="center", fontsize=MIN_FONT_PT,
-                    fontweight="bold" if star else "normal")
+            ax.text(j, i, text, ha="center", va="center", fontsize=MIN_FONT_PT, fontweight="bold" if star else "normal")
             if star:
                 ax.add_patch(mpatches.Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, lw=1.8, ec="black"))
     image = ax.imshow(grid, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")

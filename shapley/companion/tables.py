@@ -16,6 +16,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -99,7 +100,9 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]], *, r
         lines.append(("group", f"<strong>{esc(reported.DATASETS.get(dataset, dataset))}</strong>", {}))
         rows_here = [values for (d, _), values in paper_rows.items() if d == dataset]
         if reported_rows == "range":
-            cells = {m: f"{min(v):.3f}–{max(v):.3f}" for m, v in zip(methods, zip(*rows_here, strict=True), strict=True)}
+            cells = {
+                m: f"{min(v):.3f}–{max(v):.3f}" for m, v in zip(methods, zip(*rows_here, strict=True), strict=True)
+            }
             lines.append(("reported", esc(f"paper, {len(rows_here)} models: lowest–highest"), cells))
         for (d, model), values in paper_rows.items():
             if d == dataset and reported_rows == "models":
@@ -117,8 +120,8 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]], *, r
     legend = "; ".join(f"<em>{m}</em>: {esc(MARKS[m])}" for m in used)
     per_model = "" if reported_rows == "models" else ", each method's lowest and highest over the paper's models"
     caption = (
-        f"AUROC, Table {table} of the paper (reported rows{per_model}, from <code>shapley.companion.reported</code>) and "
-        "our runs (measured rows: AUROC over its 95% bootstrap interval, from each run's "
+        f"AUROC, Table {table} of the paper (reported rows{per_model}, from <code>shapley.companion.reported</code>) "
+        "and our runs (measured rows: AUROC over its 95% bootstrap interval, from each run's "
         f"<code>metrics.csv</code>: {', '.join(f'<code>{esc(x)}</code>' for x in sorted(set(runs))) or 'none yet'})."
         + (f" {legend}." if legend else "")
     )
@@ -160,11 +163,12 @@ def row_finding(
     ours = {label: PAPER_ALIASES.get(label, label) for label in labels}
     ref_label = next((label for label, m in ours.items() if m == reference), reference)
     correct, judged = class_sizes(run_dir)
-    auroc = {label: float(metrics.loc[m, "auroc"]) for label, m in ours.items() if m in metrics.index}
+    of_method: dict[Any, float] = metrics["auroc"].astype(float).to_dict()
+    auroc = {label: of_method[m] for label, m in ours.items() if m in of_method}
     defined = {label: a for label, a in auroc.items() if not math.isnan(a)}
-    if reference not in metrics.index or math.isnan(float(metrics.loc[reference, "auroc"])):
+    if math.isnan(of_method.get(reference, math.nan)):
         return f"AUROC undefined: {correct} of {judged} answers judged correct"
-    shap = float(metrics.loc[reference, "auroc"])
+    shap = of_method[reference]
     best = max(defined, key=lambda k: (defined[k], k == ref_label))
     head = (
         f"{ref_label} {shap:.3f}, the row's highest"

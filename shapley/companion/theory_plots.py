@@ -280,7 +280,7 @@ def axiom_grid_html(table: pd.DataFrame, proofs: Mapping[tuple[str, str, str], s
     grid = grid[[(r, p) for r in axioms.READINGS for p in axioms.PROPERTIES]]
     grid.index = [esc(e) for e in grid.index]
     grid.columns = pd.MultiIndex.from_tuples(
-        [(names[r], f"Property {p}") for r, p in grid.columns], names=["Reading", "Estimator"]
+        [(names[str(c[0])], f"Property {c[1]}") for c in grid.columns.to_list()], names=["Reading", "Estimator"]
     )
     return grid.to_html(escape=False, classes="axiom-grid")
 

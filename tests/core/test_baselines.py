@@ -395,7 +395,9 @@ def test_parse_confidence_ratios_and_scale_notes(text, expected):
     assert B.parse_confidence(text) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("text", ["0,8", "1e-1", "Confidence: 1e-1", "Confidence: 0,8", "Probability 0.5.5", "1/4/2024"])
+@pytest.mark.parametrize(
+    "text", ["0,8", "1e-1", "Confidence: 1e-1", "Confidence: 0,8", "Probability 0.5.5", "1/4/2024"]
+)
 def test_parse_confidence_partly_read_number_is_nan_with_reason(text):
     """issue 38 (6): "0,8" gave 0 and "1e-1" gave 1.0 (their first digits); now NaN, with a fixed reason."""
     value, reason = B.confidence_reading(text)

@@ -315,5 +315,7 @@ def test_report_csv_escapes_every_text_column(two_runs, tmp_path):
     cells = [c for r in rows[1:] for c in r]
     assert not any(c.startswith(("=", "@", "+")) for c in cells), "a text cell a spreadsheet reads as a formula"
     back = read_csv_ids(out.with_suffix(".csv"))
-    assert set(back["dataset"]) == {m["dataset"][0]} and set(back["model"]) == {"a\rb"} and set(back["method"]) == {"@cmd"}
+    assert (
+        set(back["dataset"]) == {m["dataset"][0]} and set(back["model"]) == {"a\rb"} and set(back["method"]) == {"@cmd"}
+    )
     assert set(back["run_dir"]) == {str(a)}

@@ -218,7 +218,9 @@ def test_skip_reasons_name_no_per_question_values():
     from shapley.pipeline.score import scores as score
 
     reasons = {
-        score.skip_reason(ValueError(f"token_logprobs[{k}] are log-probabilities and must be <= 0; got max {k / 7:.6g}"))
+        score.skip_reason(
+            ValueError(f"token_logprobs[{k}] are log-probabilities and must be <= 0; got max {k / 7:.6g}")
+        )
         for k in range(1, 6)
     }
     assert reasons == {"error: token_logprobs[k] are log-probabilities and must be <= 0"}

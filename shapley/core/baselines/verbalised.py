@@ -73,7 +73,9 @@ _LABEL = re.compile(
 )
 _PLAIN_RE = re.compile(_PLAIN)
 
-PARTLY_READ = "a number in the reply is only partly readable (decimal comma, exponent, several points or a stray suffix)"
+PARTLY_READ = (
+    "a number in the reply is only partly readable (decimal comma, exponent, several points or a stray suffix)"
+)
 """Skip reason of :func:`confidence_reading` for a reply whose candidate number is not a plain decimal."""
 NONE_FOUND = "no confidence in [0, 1] (or a percentage, or a ratio a/b) could be read from the reply"
 """Skip reason of :func:`confidence_reading` when no number in the reply reads as a confidence."""

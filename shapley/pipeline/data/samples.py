@@ -169,7 +169,10 @@ def _parse_line(
         v = row["sample_logprobs"]
         if not isinstance(v, list) or len(v) != len(samples):
             raise ValueError(f"{where}: field 'sample_logprobs' must be a list with one list per sample")
-        slp = [_signed(_num_list(t, where, f"sample_logprobs[{k}]"), where, f"sample_logprobs[{k}]") for k, t in enumerate(v)]
+        slp = [
+            _signed(_num_list(t, where, f"sample_logprobs[{k}]"), where, f"sample_logprobs[{k}]")
+            for k, t in enumerate(v)
+        ]
     if n_samples is not None:
         if len(samples) < n_samples:
             raise ValueError(f"{where}: field 'samples' has {len(samples)} samples, fewer than --n-samples {n_samples}")

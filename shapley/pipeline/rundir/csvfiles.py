@@ -1,10 +1,11 @@
 """CSV files of a run directory whose text cells (ids, answers, labels) must read back exactly.
 
 Every CSV output is written through :func:`csv_text`, which escapes a text cell (every cell of
-:data:`CSV_TEXT_COLUMNS` and every string cell of any other column) that a spreadsheet would read as a formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) by
-prefixing a single quote, as spreadsheet tools expect; a cell starting with a quote gets one more, so that
-:func:`read_csv_ids` reads every id back exactly, as a string (``""``, ``"NaN"`` and ``"null"`` included, never a
-missing value). Enters: a DataFrame (writing) or a path (reading); leaves: CSV text or a DataFrame.
+:data:`CSV_TEXT_COLUMNS` and every string cell of any other column) that a spreadsheet would read as a formula (one
+starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) by prefixing a single quote, as spreadsheet
+tools expect; a cell starting with a quote gets one more, so that :func:`read_csv_ids` reads every id back exactly, as
+a string (``""``, ``"NaN"`` and ``"null"`` included, never a missing value). Enters: a DataFrame (writing) or a path
+(reading); leaves: CSV text or a DataFrame.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def csv_text(df: pd.DataFrame) -> str:
 
 def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
     """A CSV written by :func:`csv_text`, its :data:`CSV_TEXT_COLUMNS` read back exactly, as strings (no value
-    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings); the string cells of its other text columns are
-unescaped too. ``kw`` goes to ``pandas.read_csv``."""
+    is taken for missing: ``""``, ``"NaN"``, ``"null"`` stay strings); the string cells of its other text columns
+    are unescaped too. ``kw`` goes to ``pandas.read_csv``."""
     df = pd.read_csv(path, **kw)
     text = [c for c in CSV_TEXT_COLUMNS if c in df]
     if text:

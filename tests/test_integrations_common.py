@@ -24,6 +24,7 @@ from shapley.integrations.common import (
     confidence_from_total,
     defined_total,
     entailment_matrix,
+    equicorrelated_log_det,
     singular_total,
 )
 
@@ -107,6 +108,20 @@ def test_confidence_of_a_fixed_pairwise_agreement_is_independent_of_n(beta, c):
         assert got == [1.0] * 5  # singular: -inf at every n
     else:
         np.testing.assert_allclose(got, rho, rtol=0, atol=1e-12)
+
+
+def test_confidence_ties_finite_totals_with_a_singular_r_below_the_float64_edge():
+    """For a fixed n the map never reverses the order of the totals, but it is not strictly decreasing in float64:
+    every finite total whose ln det R lies below the equicorrelated one at the largest double below 1 maps to
+    exactly 1, the confidence of a singular R (book/integrations.md says so, with this edge glued)."""
+    for n in (3, 10, 150):
+        edge = n * HALF_LOG_2PIE + 0.5 * equicorrelated_log_det(float(np.nextafter(1.0, 0.0)), n)
+        assert math.isfinite(edge)
+        assert confidence_from_total(edge - 1.0, n) == confidence_from_total(2 * edge, n) == 1.0
+        assert confidence_from_total(edge + 1.0, n) < 1.0
+        totals = np.linspace(edge - 5.0, edge + 50.0, 400)
+        conf = [confidence_from_total(float(t), n) for t in totals]
+        assert all(a >= b for a, b in zip(conf, conf[1:], strict=False))  # never reverses the order
 
 
 def test_the_n_check_fails_on_the_old_map():

@@ -12,8 +12,8 @@ What the code does not declare (a field's meaning, a file's contents) is written
 code declares without an entry here stops the build (``ExtensionError``), so the page cannot silently miss one.
 ``tests/book/test_reference.py`` checks the same without a build.
 
-Also: argparse wraps usage lines at the terminal's width, ``COLUMNS`` - 2; :func:`setup` sets ``COLUMNS`` so that
-the command-line page's usage blocks fit the text column (76 characters, ``tests/book/test_code_blocks.py``).
+Also: argparse wraps usage lines at the terminal's width, ``COLUMNS`` - 2; :func:`setup` sets ``COLUMNS``
+(:data:`USAGE_COLUMNS`) so that the command-line page's usage blocks fit the text column.
 """
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ from docutils.statemachine import StringList
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-USAGE_COLUMNS = 78
-"""argparse's help width is ``COLUMNS - 2``: 76 characters, what a command block of the column holds."""
+USAGE_COLUMNS = 43
+"""argparse's usage width is ``COLUMNS - 2``. sphinx-argparse formats only the usage blocks with it (the help texts
+are Sphinx's). At 41, ``score-samples``' usage (its prog is 31 characters, over 3/4 of the width) starts each line at
+the left edge instead of under the prog, so that its longest option, ``[--cluster-rule {...}]``, fits; every line of
+every subcommand's usage then holds at most 76 characters, what a command block of the column holds
+(``tests/book/test_code_blocks.py``; ``tests/book/test_reference.py`` checks it)."""
 
 SAMPLE_FIELDS: dict[str, str] = {
     "id": "the question's id (an integer is read as its decimal text); unique in the file",

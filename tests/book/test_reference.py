@@ -188,7 +188,7 @@ def test_every_option_is_on_the_command_line_page(built):
     text = _soup("cli").find("article").get_text(" ")
     missing = {cmd: [o for o in opts if o not in text] for cmd, opts in parser_options().items()}
     assert {c: m for c, m in missing.items() if m} == {}
-    assert "usage: python -m shapley" in text
+    assert "usage: python -m shapley" in _soup("cli").find("article").get_text("")  # no-count mark (book_words)
 
 
 @pytest.mark.book
@@ -213,3 +213,18 @@ def test_the_checks_can_fail():
         ext.SAMPLE_FIELDS.clear()
         ext.SAMPLE_FIELDS.update(saved)
     assert importlib.import_module("shapley").__all__ is shapley.__all__
+
+
+def test_usage_blocks_fit_the_column(monkeypatch):
+    """The command-line page's usage blocks, formatted as sphinx-argparse formats them under the extension's
+    ``COLUMNS``, hold no line longer than a command block may (the browser check measures the built page)."""
+    from sphinxarg.parser import _format_usage_without_prefix
+
+    from tests.book.test_code_blocks import MAX_CHARS
+
+    monkeypatch.setenv("COLUMNS", str(ext.USAGE_COLUMNS))
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    longest = {n: max(map(len, _format_usage_without_prefix(p).splitlines())) for n, p in sub.choices.items()}
+    assert max(longest.values()) <= MAX_CHARS, longest
+    assert max(map(len, parser.format_usage().splitlines())) <= MAX_CHARS

@@ -127,9 +127,11 @@ class ParagraphsFormatter(argparse.HelpFormatter):
 
 
 def scoring_epilog() -> str:
-    """The methods ``--methods`` names, each with what it is, and what the default entailment backend needs."""
+    """The methods ``--methods`` names, each with what it is, and what the default entailment backend needs. Each
+    method is a name line and its indented description, which reStructuredText reads as a definition list (the
+    command-line reference renders the epilog as such)."""
     methods = "\n".join(
-        textwrap.fill(spec.description, 79, initial_indent=f"  {name:<9}", subsequent_indent=" " * 11)
+        f"  {name}\n" + textwrap.fill(spec.description, 79, initial_indent=" " * 6, subsequent_indent=" " * 6)
         for name, spec in METHODS.items()
     )
     return (

@@ -46,7 +46,10 @@ from shapley.core import validate
 
 PSDPolicy = Literal["raise", "shrink", "clip", "nearest"]
 PSD_POLICIES: tuple[str, ...] = get_args(PSDPolicy)
+"""What :func:`ensure_psd` (and every estimator's ``psd_policy``) does with a kernel that is not PSD: ``"raise"``
+(``ValueError``), ``"shrink"``, ``"clip"`` or ``"nearest"`` (see the module docstring)."""
 DEFAULT_EPS = 1e-6
+"""Eigenvalue floor of the PSD repairs (dimensionless, the kernel's own scale)."""
 NEAREST_MAX_SECONDS = 60.0
 """Largest workload of :func:`nearest_correlation`, in seconds on one core as estimated by
 :func:`_nearest_seconds` for all ``max_iter`` iterations (about a minute; a call that converges earlier stops

@@ -43,3 +43,30 @@ from shapley.core.baselines.verbalised import p_true_uncertainty as p_true_uncer
 from shapley.core.baselines.verbalised import parse_confidence as parse_confidence
 from shapley.core.baselines.verbalised import parse_p_true as parse_p_true
 from shapley.core.baselines.verbalised import verbalised_uncertainty as verbalised_uncertainty
+
+# The public names, by family, in the order of the API reference (book/reference/baselines.md documents each).
+__all__ = [
+    "predictive_entropy",
+    "length_normalised_predictive_entropy",
+    "likelihood_entropy",
+    "shannon_entropy",
+    "semantic_clusters",
+    "semantic_entropy",
+    "discrete_semantic_entropy",
+    "num_semantic_sets",
+    "lexical_similarity",
+    "eigv",
+    "degree",
+    "eccentricity",
+    "kernel_language_entropy",
+    "selfcheck_maxl",
+    "selfcheck_avgl",
+    "selfcheck_maxe",
+    "selfcheck_avge",
+    "p_true_uncertainty",
+    "parse_p_true",
+    "verbalised_uncertainty",
+    "parse_confidence",
+    "EmbeddingRegression",
+    "train_test_split_indices",
+]

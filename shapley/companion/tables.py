@@ -199,34 +199,6 @@ def row_finding(
     return f"{head}; {tail}"
 
 
-def method_legend_html(methods: Iterable[str], paper_labels: Iterable[str] = ()) -> Html:
-    """One legend for a page's tables: each of ``methods`` (our names, in the order of
-    :data:`shapley.pipeline.score.scores.METHODS`) with its description there, then each of ``paper_labels`` (the
-    paper's column labels) that names another method of ours, with its description in
-    :data:`shapley.companion.reported.METHODS` and the method of ours measured under it.
-
-    Raises ValueError naming a method or label that neither declaration knows.
-    """
-    wanted = set(methods)
-    labels = [label for label in dict.fromkeys(paper_labels) if label in PAPER_ALIASES]
-    unknown = sorted(wanted - set(METHODS)) + [x for x in paper_labels if x not in reported.METHODS]
-    if unknown:
-        raise ValueError(f"no description declared for {unknown}")
-    ours = "; ".join(
-        f"<strong>{esc(m)}</strong>: {esc(spec.description)}" for m, spec in METHODS.items() if m in wanted
-    )
-    theirs = "; ".join(
-        f"<strong>{esc(label)}</strong>: {esc(reported.METHODS[label][0])} ({esc(reported.METHODS[label][1])}), "
-        f"measured as our {esc(PAPER_ALIASES[label])}"
-        for label in labels
-    )
-    parts = [
-        f"<strong>Methods.</strong> {ours}." if ours else "",
-        f"In the paper's tables, {theirs}." if theirs else "",
-    ]
-    return Html(f'<p class="method-legend">{" ".join(p for p in parts if p)}</p>')
-
-
 def glossary_id(method: str) -> str:
     """The HTML anchor of ``method``'s entry in the book's glossary (:func:`method_glossary_html`).
 

@@ -12,7 +12,7 @@ import pytest
 
 from shapley.companion import costs, paired, provenance, tables
 from shapley.companion import reported as paper
-from shapley.companion.htmltable import Col, esc, html_table, record_status_html, short_labels, with_interval
+from shapley.companion.htmltable import Col, html_table, record_status_html, short_labels, with_interval
 from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import store
 from shapley.pipeline.score.scores import METHODS
@@ -345,16 +345,6 @@ def test_runs_on_a_prefix_of_the_same_input_share_a_question_set(tmp_path):
         dirs.append(d)
     keys = list(provenance.question_sets(dirs).values())
     assert keys[0] == keys[1] != keys[2]  # a --limit prefix overlaps the whole; another shard holds others
-
-
-def test_method_legend_explains_each_method_once_from_its_declaration():
-    h = tables.method_legend_html(["SE", "Shap", "Shap"], ["SU", "NE", "SE"])
-    shap, se = (f"<strong>{m}</strong>: {esc(METHODS[m].description)}" for m in ("Shap", "SE"))
-    assert h.index(shap) < h.index(se) and h.count("<strong>Shap</strong>") == 1  # the registry's order
-    assert "<strong>SU</strong>" in h and "measured as our SE" in h and "measured as our LNE" in h
-    assert h.count("<strong>SE</strong>") == 1  # a paper label that is our name is explained once, as ours
-    with pytest.raises(ValueError, match="Nope"):
-        tables.method_legend_html(["Nope"])
 
 
 def test_mozart_readings_render_their_maths():

@@ -39,6 +39,8 @@ PAPER_PLACE = re.compile(
     r"\b(?:Propositions?|Prop\.|Sections?|Sec\.|Appendix|Equations?|Eqs?\.|Properties|Property)\s+"
     r"\d+(?:\.\d+)*(?:\s*(?:,|and|or|–|-)\s*\d+(?:\.\d+)*)*"
 )
+HREF = re.compile(r'href="[^"]*"')
+"""A link target (``claims.html#claim-prop-3.6``): a name, not a number."""
 NUMBERED_HEADING = re.compile(r"^#{1,6}\s+\d+(?:\.\d+)*\.?\s")
 
 
@@ -76,7 +78,7 @@ def offending(text: str, known: set[float]) -> list[tuple[int, str]]:
         for tok in re.findall(r"-?\d+(?:\.\d+)?", m.group(1)):
             if not any(math.isclose(float(tok), k, abs_tol=1e-9) for k in known):
                 bad.append((m.start(), f"marked:{tok}"))
-    rest = PAPER_PLACE.sub(_blank, GLUE.sub(_blank, REPORTED_MARK.sub(_blank, text)))
+    rest = PAPER_PLACE.sub(_blank, GLUE.sub(_blank, REPORTED_MARK.sub(_blank, HREF.sub(_blank, text))))
     bad += [(m.start(), m.group(0)) for m in DECIMAL.finditer(rest) if m.group(0).lstrip("-") not in ALLOWED]
     return sorted(bad)
 

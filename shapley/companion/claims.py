@@ -418,7 +418,7 @@ CLAIMS: tuple[Claim, ...] = (
         "in {paired_baseline_loss} comparisons and worse in {paired_baseline_win}. No significant difference "
         "neither supports nor contradicts the claim, and a stand-in result cannot reproduce it; a baseline of the "
         "paper significantly better than Shap would contradict it.",
-        evidence=("notebooks/beyond#paired-comparisons-and-which-answer-to-return", _RESULTS),
+        evidence=("notebooks/beyond", _RESULTS),
         functions=("shapley.companion.paired.outcome_counts", "shapley.companion.paired.load_comparisons"),
         command=paper_scale_command("squad", "L-7B"),
     ),
@@ -493,7 +493,7 @@ CLAIMS: tuple[Claim, ...] = (
         reason="Recomputed: {moz_like:.3f} and {moz_sem:.3f} nats, which round to the printed values.",
         note="Recomputed from the printed likelihoods: {moz_like:.3f} and {moz_sem:.3f} nats, which round to the "
         "printed {rep_moz_like:.2f} and {rep_moz_sem:.2f}.",
-        evidence=("notebooks/mozart#the-two-baselines-reproduce",),
+        evidence=("notebooks/mozart",),
         functions=(f"{_MOZART}.baseline_uncertainties",),
     ),
     _mozart(
@@ -513,7 +513,7 @@ CLAIMS: tuple[Claim, ...] = (
         "tried, {moz_n_match} gives both printed values at beta = 0.5; with beta left free, {moz_n_fit} fits both, "
         "a one-parameter fit to two numbers, which is not evidence. The direction of the change is judged apart "
         "(mozart-rise).",
-        evidence=("notebooks/mozart#the-paper-s-definition-does-not-give-the-printed-values",),
+        evidence=("notebooks/mozart",),
         functions=(f"{_MOZART}.verdict_facts", f"{_MOZART}.readings_tried", f"{_MOZART}.fitted_beta_table"),
     ),
     _mozart(
@@ -529,7 +529,7 @@ CLAIMS: tuple[Claim, ...] = (
         "finite values (not under {moz_not_rise}). The printed values rise too ({rep_moz_shap1:.2f} to "
         "{rep_moz_shap2:.2f}), while the printed entropies are the same in both tables: the numbers differ "
         "(mozart-shapley), the direction does not.",
-        evidence=("notebooks/mozart#does-the-qualitative-claim-survive",),
+        evidence=("notebooks/mozart",),
         functions=(f"{_MOZART}.verdict_facts", f"{_MOZART}.readings_table"),
     ),
     _table3(

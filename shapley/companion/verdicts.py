@@ -16,7 +16,7 @@ import math
 import posixpath
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -289,7 +289,7 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     grid = record["freshness"]["settings"]["dimension_search"]
     first = cosine.circle_first_indefinite_n(0.5)
     upto = first  # the circle's R_0.5 is indefinite for every n from first to upto (exact eigenvalues)
-    while first is not None and upto < CIRCLE_CHECK_N and cosine.circle_min_eigenvalue(upto + 1, 0.5) < 0:
+    while upto is not None and upto < CIRCLE_CHECK_N and cosine.circle_min_eigenvalue(upto + 1, 0.5) < 0:
         upto += 1
     return {
         **out,
@@ -537,7 +537,7 @@ def group_anchor(group: str) -> str:
     return "claims-" + re.sub(r"[^a-z]+", "-", group.lower().replace("'", "")).strip("-")
 
 
-def tally(verdicts: Sequence[str]) -> str:
+def tally(verdicts: Iterable[str]) -> str:
     """How many of ``verdicts`` each verdict is, in the vocabulary's order, as prose ("3 reproduced and 2
     contradicted"); "consistent" as :data:`~shapley.companion.claims.LABELS` shows it.
 

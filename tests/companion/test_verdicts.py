@@ -515,7 +515,8 @@ def test_anchors_are_unique_and_the_rows_carry_them():
     h = verdicts.verdicts_html("book/claims")
     anchors = [c.anchor for c in claims.CLAIMS]
     assert len(set(anchors)) == len(anchors)
-    assert all(a == f"claim-{c.id}" and re.fullmatch(r"claim-[a-z0-9.-]+", a) for a, c in zip(anchors, claims.CLAIMS))
+    for a, c in zip(anchors, claims.CLAIMS, strict=True):
+        assert a == f"claim-{c.id}" and re.fullmatch(r"claim-[a-z0-9.-]+", a)
     for a in anchors:
         assert h.count(f'id="{a}"') == 1 and f'href="#{a}"' in h
     groups = [verdicts.group_anchor(g) for g in claims.GROUPS]

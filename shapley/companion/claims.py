@@ -268,7 +268,9 @@ CLAIMS: tuple[Claim, ...] = (
         "independent, the total is {collapse_totals:.2f} nats at 1 - rho = {collapse_eps:g}, "
         "equal to h (largest difference {collapse_gap:.1g} nats). The other answers keep their own values "
         "({collapse_other:.3f} nats each), so the split shows which answers collapse; but the score the paper "
-        "ranks by is the total, and the total is h.",
+        "ranks by is the total, and the total is h. In the pipeline the kernel keeps every off-diagonal entry of R "
+        "at most beta, so at beta < 1 one duplicated pair alone no longer sends det R to 0: the kernel does that, "
+        "not the split.",
         proved="The Shapley values of any game add up to the value of the whole (efficiency), here h(R).",
         evidence=(_DETERMINANT, _EFFICIENCY),
         functions=(f"{_P}.efficiency_gap", f"{_P}.total_uncertainty"),

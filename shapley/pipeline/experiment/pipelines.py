@@ -40,7 +40,14 @@ from shapley.pipeline.experiment.stages import (
     scoring_fingerprint,
 )
 from shapley.pipeline.rundir.jsonl import CorruptRecordWarning, fingerprint, record_checksum, write_compact
-from shapley.pipeline.rundir.records import HIDDEN_KEY, Generation, HiddenStateReader, QARecord, save_hidden_states
+from shapley.pipeline.rundir.records import (
+    HIDDEN_KEY,
+    Generation,
+    HiddenStateReader,
+    QARecord,
+    check_hidden_dir,
+    save_hidden_states,
+)
 from shapley.pipeline.rundir.store import RunDir, check_resumable, read_record
 from shapley.pipeline.score import correctness
 from shapley.pipeline.score import scores as score
@@ -296,7 +303,10 @@ def _store_questions(run: RunDir, records: Sequence[QARecord], fps: Mapping[str,
 
 def _check_hidden_states(run: RunDir) -> None:
     """Stored generations whose hidden-state file is missing or does not match its checksum are redone, with a
-    warning (their entailment and scores follow through the upstream fingerprints)."""
+    warning (their entailment and scores follow through the upstream fingerprints). Before anything is discarded,
+    ``hidden/`` must be absent or a readable folder inside the run (:func:`check_hidden_dir`): otherwise the
+    resume is refused, naming it, and every record is kept."""
+    check_hidden_dir(run.path)
     reader = HiddenStateReader(run.path)
     store = run.store("generations")
     bad = [i for i, r in store.records.items() if HIDDEN_KEY in r and reader.get(i, r[HIDDEN_KEY]) is None]

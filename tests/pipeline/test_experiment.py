@@ -687,3 +687,29 @@ def test_an_unreadable_hidden_folder_is_refused_and_every_generation_record_kept
         with pytest.raises(ValueError, match=rf"{hidden}.*(does not exist|not a folder|outside the run|cannot read)"):
             experiment.run_experiment(config, out)
     assert (out / "generations.jsonl").read_bytes() == before
+
+
+def test_taking_the_lock_removes_the_temporaries_of_killed_writes_and_nothing_else(tmp_path, monkeypatch):
+    """Issue 38, 7: a killed write leaves ``.<name>.tmp-<pid>``; every later taking of the run's lock removes them
+    (run directory and hidden/ only; a link is removed itself, never followed; other names are kept)."""
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 4)
+    out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
+    (out / "hidden").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("x")
+    stale = [out / ".generations.jsonl.tmp-99999", out / ".config.json.tmp-1", out / "hidden" / ".ab.npz.tmp-7"]
+    for f in stale:
+        f.write_text("partial")
+    (out / ".link.tmp-5").symlink_to(outside / "keep.txt")
+    (out / ".dir.tmp-6").symlink_to(outside)
+    kept = [out / ".notes.tmp-abc", out / "notes.tmp-5", outside / "keep.txt", outside / ".x.tmp-3"]
+    for f in kept[:2] + kept[3:]:
+        f.write_text("mine")
+    (out / ".folder.tmp-8").mkdir()
+    experiment.score_samples(fakes.samples_config(inp), out)
+    assert not any(os.path.lexists(f) for f in [*stale, out / ".link.tmp-5", out / ".dir.tmp-6"])
+    assert all(f.exists() for f in kept) and (out / ".folder.tmp-8").is_dir()
+    assert (out / ".lock").exists()

@@ -12,13 +12,27 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
-TRIAL_DIR = Path(tempfile.gettempdir()) / "shapley-benchmark-trials"
+TRIAL_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "shapley" / "benchmark-trials"
+"""A private folder under the user's cache (never a fixed name in the shared temporary folder); :func:`output`
+refuses it when another user owns it or it is a link."""
+
+
+def _private(parser: argparse.ArgumentParser, folder: Path) -> None:
+    """``parser.error`` unless ``folder`` (the trial folder) and its parent under the user's cache are, where they
+    exist, real folders the user owns: a link, or another user's folder, could send a trial run's files
+    elsewhere."""
+    for part in (folder.parent, folder):
+        if not os.path.lexists(part):
+            continue
+        if part.is_symlink() or not part.is_dir():
+            parser.error(f"{part} is a link or not a folder; a trial run writes only into a private folder")
+        if part.stat().st_uid != os.getuid():
+            parser.error(f"{part} is owned by another user; a trial run writes only into the user's own folder")
 
 
 def output(parser: argparse.ArgumentParser, given: Path | None, default: Path, trial: str | None) -> Path:
@@ -27,6 +41,8 @@ def output(parser: argparse.ArgumentParser, given: Path | None, default: Path, t
     path cannot be written: an existing folder in place of a file (or the reverse, for a folder ``default``), or a
     nearest existing ancestor that is not a writable folder."""
     if given is None:
+        if trial:
+            _private(parser, TRIAL_DIR)
         given = TRIAL_DIR / default.relative_to(RESULTS) if trial else default
     path = given.resolve()
     if trial and path.is_relative_to(RESULTS):

@@ -245,3 +245,36 @@ def test_the_generation_tables_fit_the_text_column():
     assert len(tables) == 2
     assert all(t.count("<th class") <= 6 for t in tables)
     assert tables[1].count("<tr>") == len(rows) + 1 and "shapley, prefix cache" in tables[1]
+
+
+def test_bench_shapley_naive_max_n_below_10_ends_without_a_traceback(tmp_path, monkeypatch):
+    """Issue 38 (held back): ``--naive-max-n`` below 10 passed the parser and ended in a traceback (the n = 10
+    speed-up it does not measure was formatted); ``--mc-permutations`` is bounded by the parser."""
+    bench = _benchmarks_module("bench_shapley")
+    monkeypatch.setattr(
+        bench.shapley, "shapley_values_mc", lambda R, **kw: (bench.np.zeros(len(R)), bench.np.zeros(len(R)))
+    )
+    monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--naive-max-n", "3", "--out", str(tmp_path)])
+    bench.main()
+    assert json.loads((tmp_path / "bench_shapley.json").read_text())["speedup_exact_vs_naive_n10"] is None
+    for bad in ("0", str(10**9)):
+        monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--mc-permutations", bad])
+        with pytest.raises(SystemExit) as exc:
+            bench.main()
+        assert exc.value.code == 2
+
+
+def test_the_trial_folder_is_private_to_the_user(tmp_path, monkeypatch):
+    """Never a fixed name in the shared temporary folder: trial runs write under the user's cache, and a link or a
+    file in place of that folder is refused (exit 2) before anything is written."""
+    import argparse
+    import tempfile
+
+    common = _benchmarks_module("common")
+    assert not common.TRIAL_DIR.is_relative_to(tempfile.gettempdir())
+    monkeypatch.setattr(common, "TRIAL_DIR", tmp_path / "cache" / "shapley" / "benchmark-trials")
+    (tmp_path / "cache" / "shapley").mkdir(parents=True)
+    common.TRIAL_DIR.symlink_to(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        common.output(argparse.ArgumentParser(prog="bench"), None, common.RESULTS, "quick")
+    assert exc.value.code == 2

@@ -216,18 +216,17 @@ def _status(records: _Records, name: str, entry: Mapping[str, Any] | None) -> st
     return FRESH
 
 
-def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
-    """Each derived file present in ``run_dir`` -> ``fresh``, ``stale: <why>``, :data:`OLD_FORMAT` or
-    :data:`NO_STAGE_FILES` (see the module docstring)."""
+def derived_status(run_dir: str | os.PathLike[str], names: Sequence[str] | None = None) -> dict[str, str]:
+    """Each derived file present in ``run_dir`` (of ``names``, default all) -> ``fresh``, ``stale: <why>``,
+    :data:`OLD_FORMAT` or :data:`NO_STAGE_FILES` (see the module docstring)."""
     path = Path(run_dir)
     rec = read(path)
     files = rec["files"] if rec is not None else {}
     records = _Records(path)  # each stage file and the compact copy read once for all entries
-    return {
-        name: _status(records, name, files.get(name))
-        for name in (*RUN_OUTPUTS, *SWEEP_OUTPUTS)
-        if (path / name).is_file()
-    }
+    wanted = (
+        (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if names is None else [n for n in (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if n in names]
+    )
+    return {name: _status(records, name, files.get(name)) for name in wanted if (path / name).is_file()}
 
 
 def stale_outputs(run_dir: str | os.PathLike[str]) -> list[str]:

@@ -22,6 +22,53 @@ TRIAL_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "
 refuses it when another user owns it or it is a link."""
 
 
+#: the largest value each count-like argument of the benchmarks takes (the pipeline's own bounds where it has one:
+#: ``n_samples`` <= 1000, ``max_new_tokens`` <= 8192); beyond it a run would end in a memory error, not a measurement
+UPPER_BOUNDS = {
+    "questions": 10_000,
+    "nli_questions": 10_000,
+    "e2e_questions": 10_000,
+    "samples": 1000,
+    "nli_samples": 1000,
+    "max_new_tokens": 8192,
+    "new_tokens": 8192,
+    "repeats": 100,
+    "reference_repeats": 100,
+    "rows_per_batch": 65_536,
+    "batch_size": 65_536,
+    "threads": os.cpu_count() or 1,
+}
+
+
+def check_counts(parser: argparse.ArgumentParser, args: argparse.Namespace, low: dict[str, int]) -> None:
+    """``parser.error`` (exit 2, one line) unless each argument ``low`` names (dest -> least value) is unset or in
+    ``low[dest]..UPPER_BOUNDS[dest]``; called before any work."""
+    for dest, least in low.items():
+        value = getattr(args, dest)
+        high = UPPER_BOUNDS[dest]
+        if value is not None and not least <= value <= high:
+            parser.error(f"--{dest.replace('_', '-')} must be in {least}..{high}; got {value}")
+
+
+def check_device(parser: argparse.ArgumentParser, device: str | None) -> None:
+    """``parser.error`` unless ``device`` is None or a torch device this machine has (``cpu``, ``cuda``,
+    ``cuda:N`` within the GPUs present, ``mps`` where available)."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        parser.error(f"--device must be a torch device such as cpu or cuda; got {device!r}")
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        parser.error(f"--device {device}: no such CUDA device on this machine")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        parser.error(f"--device {device}: MPS is not available on this machine")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        parser.error(f"--device must be cpu, cuda or mps; got {device!r}")
+
+
 def _private(parser: argparse.ArgumentParser, folder: Path) -> None:
     """``parser.error`` unless ``folder`` (the trial folder) and its parent under the user's cache are, where they
     exist, real folders the user owns: a link, or another user's folder, could send a trial run's files

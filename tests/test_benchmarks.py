@@ -278,3 +278,32 @@ def test_the_trial_folder_is_private_to_the_user(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as exc:
         common.output(argparse.ArgumentParser(prog="bench"), None, common.RESULTS, "quick")
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench_generate.py", "--samples", "100000"],
+        ["bench_generate.py", "--max-new-tokens", "10000000"],
+        ["bench_nli.py", "--samples", "100000"],
+        ["bench_nli.py", "--device", "nope"],
+        ["bench_gpu.py", "--new-tokens", "10000000"],
+        ["bench_gpu.py", "--device", "nope"],
+        ["bench_gpu.py", "--tiny", "--device", "cuda:99"],
+        ["bench_shapley.py", "--quick", "--mc-permutations", "1000000000"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_every_count_and_device_is_checked_by_the_parser(args):
+    """Held back from issue 38: a value past what a benchmark can run is refused by its parser (exit 2, one line,
+    no traceback) before any work, not left to end in a memory error or a torch error."""
+    proc = subprocess.run(
+        [sys.executable, f"benchmarks/{args[0]}", *args[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith(args[0].split(".")[0])

@@ -273,10 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="tiny random model and prompts: checks the script only")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
-    for flag in ("questions", "repeats", "reference_repeats", "samples", "max_new_tokens", "rows_per_batch"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            p.error(f"--{flag.replace('_', '-')} must be >= 1; got {value}")
+    flags = ("questions", "repeats", "reference_repeats", "samples", "max_new_tokens", "rows_per_batch")
+    common.check_counts(p, args, dict.fromkeys(flags, 1))
     default = common.RESULTS / "bench_generate_cpu.json"
     args.output = common.output(p, args.output, default, "tiny" if args.tiny else None)
     result = run(args)

@@ -557,11 +557,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name, (tiny, full) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, tiny if args.tiny else full)
+    common.check_device(ap, args.device)
     if args.device is None:
         args.device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
-    for name in ("questions", "samples", "new_tokens", "nli_questions", "nli_samples", "e2e_questions"):
-        if getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be at least 1; got {getattr(args, name)}")
+    flags = ("questions", "samples", "new_tokens", "nli_questions", "nli_samples", "e2e_questions")
+    common.check_counts(ap, args, dict.fromkeys(flags, 1))
     slug = re.sub(r"[^a-z0-9]+", "_", device_name(torch.device(args.device)).lower()).strip("_")
     default = common.RESULTS / f"bench_gpu_{slug}.json"
     args.output = common.output(ap, args.output, default, "tiny" if args.tiny else None)

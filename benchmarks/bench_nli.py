@@ -215,10 +215,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="timings of the backend strategy; the median is kept (3)")
     ap.add_argument("--out", type=Path, default=None, help="folder (default: results/; --quick: a temporary one)")
     args = ap.parse_args()
-    for flag in ("questions", "samples", "batch_size", "threads", "repeats"):
-        value = getattr(args, flag)
-        if value is not None and value < (2 if flag == "samples" else 1):
-            ap.error(f"--{flag.replace('_', '-')} must be at least {2 if flag == 'samples' else 1}; got {value}")
+    flags = ("questions", "samples", "batch_size", "threads", "repeats")
+    common.check_counts(ap, args, {f: 2 if f == "samples" else 1 for f in flags})
+    common.check_device(ap, args.device)
     trial = "quick" if args.quick else None
     out = common.output(ap, args.out, common.RESULTS, trial)
     if args.threads is not None:

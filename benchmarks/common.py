@@ -12,13 +12,74 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
-TRIAL_DIR = Path(tempfile.gettempdir()) / "shapley-benchmark-trials"
+TRIAL_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "shapley" / "benchmark-trials"
+"""A private folder under the user's cache (never a fixed name in the shared temporary folder); :func:`output`
+refuses it when another user owns it or it is a link."""
+
+
+#: the largest value each count-like argument of the benchmarks takes (the pipeline's own bounds where it has one:
+#: ``n_samples`` <= 1000, ``max_new_tokens`` <= 8192); beyond it a run would end in a memory error, not a measurement
+UPPER_BOUNDS = {
+    "questions": 10_000,
+    "nli_questions": 10_000,
+    "e2e_questions": 10_000,
+    "samples": 1000,
+    "nli_samples": 1000,
+    "max_new_tokens": 8192,
+    "new_tokens": 8192,
+    "repeats": 100,
+    "reference_repeats": 100,
+    "rows_per_batch": 65_536,
+    "batch_size": 65_536,
+    "threads": os.cpu_count() or 1,
+}
+
+
+def check_counts(parser: argparse.ArgumentParser, args: argparse.Namespace, low: dict[str, int]) -> None:
+    """``parser.error`` (exit 2, one line) unless each argument ``low`` names (dest -> least value) is unset or in
+    ``low[dest]..UPPER_BOUNDS[dest]``; called before any work."""
+    for dest, least in low.items():
+        value = getattr(args, dest)
+        high = UPPER_BOUNDS[dest]
+        if value is not None and not least <= value <= high:
+            parser.error(f"--{dest.replace('_', '-')} must be in {least}..{high}; got {value}")
+
+
+def check_device(parser: argparse.ArgumentParser, device: str | None) -> None:
+    """``parser.error`` unless ``device`` is None or a torch device this machine has (``cpu``, ``cuda``,
+    ``cuda:N`` within the GPUs present, ``mps`` where available)."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        parser.error(f"--device must be a torch device such as cpu or cuda; got {device!r}")
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        parser.error(f"--device {device}: no such CUDA device on this machine")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        parser.error(f"--device {device}: MPS is not available on this machine")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        parser.error(f"--device must be cpu, cuda or mps; got {device!r}")
+
+
+def _private(parser: argparse.ArgumentParser, folder: Path) -> None:
+    """``parser.error`` unless ``folder`` (the trial folder) and its parent under the user's cache are, where they
+    exist, real folders the user owns: a link, or another user's folder, could send a trial run's files
+    elsewhere."""
+    for part in (folder.parent, folder):
+        if not os.path.lexists(part):
+            continue
+        if part.is_symlink() or not part.is_dir():
+            parser.error(f"{part} is a link or not a folder; a trial run writes only into a private folder")
+        if part.stat().st_uid != os.getuid():
+            parser.error(f"{part} is owned by another user; a trial run writes only into the user's own folder")
 
 
 def output(parser: argparse.ArgumentParser, given: Path | None, default: Path, trial: str | None) -> Path:
@@ -27,6 +88,8 @@ def output(parser: argparse.ArgumentParser, given: Path | None, default: Path, t
     path cannot be written: an existing folder in place of a file (or the reverse, for a folder ``default``), or a
     nearest existing ancestor that is not a writable folder."""
     if given is None:
+        if trial:
+            _private(parser, TRIAL_DIR)
         given = TRIAL_DIR / default.relative_to(RESULTS) if trial else default
     path = given.resolve()
     if trial and path.is_relative_to(RESULTS):

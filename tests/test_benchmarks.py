@@ -245,3 +245,65 @@ def test_the_generation_tables_fit_the_text_column():
     assert len(tables) == 2
     assert all(t.count("<th class") <= 6 for t in tables)
     assert tables[1].count("<tr>") == len(rows) + 1 and "shapley, prefix cache" in tables[1]
+
+
+def test_bench_shapley_naive_max_n_below_10_ends_without_a_traceback(tmp_path, monkeypatch):
+    """Issue 38 (held back): ``--naive-max-n`` below 10 passed the parser and ended in a traceback (the n = 10
+    speed-up it does not measure was formatted); ``--mc-permutations`` is bounded by the parser."""
+    bench = _benchmarks_module("bench_shapley")
+    monkeypatch.setattr(
+        bench.shapley, "shapley_values_mc", lambda R, **kw: (bench.np.zeros(len(R)), bench.np.zeros(len(R)))
+    )
+    monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--naive-max-n", "3", "--out", str(tmp_path)])
+    bench.main()
+    assert json.loads((tmp_path / "bench_shapley.json").read_text())["speedup_exact_vs_naive_n10"] is None
+    for bad in ("0", str(10**9)):
+        monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--mc-permutations", bad])
+        with pytest.raises(SystemExit) as exc:
+            bench.main()
+        assert exc.value.code == 2
+
+
+def test_the_trial_folder_is_private_to_the_user(tmp_path, monkeypatch):
+    """Never a fixed name in the shared temporary folder: trial runs write under the user's cache, and a link or a
+    file in place of that folder is refused (exit 2) before anything is written."""
+    import argparse
+    import tempfile
+
+    common = _benchmarks_module("common")
+    assert not common.TRIAL_DIR.is_relative_to(tempfile.gettempdir())
+    monkeypatch.setattr(common, "TRIAL_DIR", tmp_path / "cache" / "shapley" / "benchmark-trials")
+    (tmp_path / "cache" / "shapley").mkdir(parents=True)
+    common.TRIAL_DIR.symlink_to(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        common.output(argparse.ArgumentParser(prog="bench"), None, common.RESULTS, "quick")
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench_generate.py", "--samples", "100000"],
+        ["bench_generate.py", "--max-new-tokens", "10000000"],
+        ["bench_nli.py", "--samples", "100000"],
+        ["bench_nli.py", "--device", "nope"],
+        ["bench_gpu.py", "--new-tokens", "10000000"],
+        ["bench_gpu.py", "--device", "nope"],
+        ["bench_gpu.py", "--tiny", "--device", "cuda:99"],
+        ["bench_shapley.py", "--quick", "--mc-permutations", "1000000000"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_every_count_and_device_is_checked_by_the_parser(args):
+    """Held back from issue 38: a value past what a benchmark can run is refused by its parser (exit 2, one line,
+    no traceback) before any work, not left to end in a memory error or a torch error."""
+    proc = subprocess.run(
+        [sys.executable, f"benchmarks/{args[0]}", *args[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith(args[0].split(".")[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +13,66 @@ from typing import Any
 import pandas as pd
 
 from shapley.companion import reported
-from shapley.companion.htmltable import Col, Html, html_table
+from shapley.companion.htmltable import Col, Html, esc, html_table
 
 TRIAL_FLAGS: Mapping[str, str] = {"--tiny": "tiny", "--quick": "quick", "--names": "subset"}
 """The command-line flag that marks a trial run in a file written before the benchmarks recorded ``"trial"``."""
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~$:<>&-])")
+
+
+def md_text(value: Any) -> str:
+    r"""``value`` (text read from a benchmark file: a CPU or device name, a date, a key) as Markdown text that
+    renders as itself: one line, every Markdown and MyST markup character backslash-escaped (``<`` and ``&``
+    included, so that no HTML passes through).
+
+    >>> md_text("**x** <script>")
+    '\\*\\*x\\*\\* \\<script\\>'
+    """
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def md_code(value: Any) -> str:
+    """``value`` (a command read from a file) as a Markdown inline code span that renders as itself: one line, the
+    fence longer than any run of backticks in it (a code span's content is literal, HTML included).
+
+    >>> md_code("a `b` <i>")
+    '``a `b` <i>``'
+    >>> md_code("`x")
+    '`` `x ``'
+    """
+    text = " ".join(str(value).split())
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _number(value: Any, what: str) -> float:
+    """``value`` from a benchmark file as a float; ``ValueError`` naming ``what`` when it is not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{what} must be a number; got {value!r}")
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{what} must be a number; got {value!r}") from None
+
+
+def measured_on(meta: Mapping[str, Any], file: str, command: str) -> str:
+    """The Markdown sentence "Measured on **<device>**, <date> (command: `<command>`)." of a benchmark file, every
+    field escaped (:func:`md_text`, :func:`md_code`); ``command``: what to show when the file recorded none."""
+    return (
+        f"Measured on **{md_text(meta.get('device', '?'))}**, {md_text(meta.get('date', '?'))} "
+        f"(command: {md_code(meta.get('command', command))}). " + load_note(meta, file)
+    )
+
+
+def targets_met_html(meta: Mapping[str, Any]) -> str:
+    """A benchmark file's ``targets_met`` (target -> met) as escaped HTML text, "name: value" joined by commas."""
+    targets = meta.get("targets_met", {})
+    if not isinstance(targets, Mapping):
+        return esc(targets)
+    return ", ".join(f"{esc(k)}: {esc(v)}" for k, v in targets.items())
 
 
 def trial_mode(meta: Mapping[str, Any]) -> str | None:
@@ -66,7 +123,10 @@ def load_averages(meta: Mapping[str, Any]) -> tuple[float | None, float | None]:
     machine = meta.get("machine", {})
 
     def first(*found: Any) -> float | None:
-        return next((v[0] if isinstance(v, list) else float(v) for v in found if v is not None), None)
+        v = next((v for v in found if v is not None), None)
+        if isinstance(v, list):
+            v = v[0] if v else None
+        return None if v is None else _number(v, "a benchmark file's load average")
 
     before = first(
         meta.get("load_average_before"), machine.get("load_average_before"), meta.get("load_average_1min_at_start")
@@ -105,18 +165,19 @@ def load_note(meta: Mapping[str, Any], file: str) -> str:
     busier than the page's idle machine (:func:`busy_machine`), or saying what the file did not record."""
     before, after = load_averages(meta)
     shown = [f"{v:.2f} {when}" for v, when in ((before, "before the run"), (after, "after it")) if v is not None]
+    file = md_code(file)
     if not shown:
-        return f"Load average: not recorded (`{file}` predates the benchmarks' record of it)."
+        return f"Load average: not recorded ({file} predates the benchmarks' record of it)."
     idle = f"the page calls a machine idle at a load average of at most {IDLE_LOAD_AVERAGE:g}"
     busy = busy_machine(meta)
     if busy:
         return (
-            f"**Busy machine:** load average {' and '.join(shown)} (`{file}`), while {idle}: its times may be "
+            f"**Busy machine:** load average {' and '.join(shown)} ({file}), while {idle}: its times may be "
             "longer than on idle cores."
         )
     if busy is None:
-        return f"Load average: {shown[0]}, not recorded before it (`{file}`): whether the machine was idle is unknown."
-    return f"Idle machine: load average {' and '.join(shown)} (`{file}`); {idle}."
+        return f"Load average: {shown[0]}, not recorded before it ({file}): whether the machine was idle is unknown."
+    return f"Idle machine: load average {' and '.join(shown)} ({file}); {idle}."
 
 
 @dataclass(frozen=True)
@@ -283,7 +344,7 @@ def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str
         str(r["mode"]): r for r in rows[rows["dataset"] == dataset].to_dict("records")
     }
     if not {"shapley_prefix_cache", "transformers_generate"} <= set(by_mode):
-        return f"Generation on a CPU: {dataset} not measured."
+        return f"Generation on a CPU: {md_text(dataset)} not measured."
     ours, ref = by_mode["shapley_prefix_cache"], by_mode["transformers_generate"]
     target = GENERATION_TARGET_VS_TRANSFORMERS
     ratio = float(ours["speedup_vs_transformers"])
@@ -292,11 +353,12 @@ def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str
         n = int(r["repeats"])
         if n == 1:
             return "1 run"
-        return f"median of {n} runs, {r['seconds_per_question_min']:.2f} to {r['seconds_per_question_max']:.2f}"
+        lo, hi = (_number(r[k], k) for k in ("seconds_per_question_min", "seconds_per_question_max"))
+        return f"median of {n} runs, {lo:.2f} to {hi:.2f}"
 
     return (
-        f"Generation ({dataset}, {int(ours['questions'])} questions, CPU, one thread, each mode after an untimed "
-        f"warm-up call) with the prefix cache: {float(ours['seconds_per_question']):.2f} s per question "
+        f"Generation ({md_text(dataset)}, {int(ours['questions'])} questions, CPU, one thread, each mode after an "
+        f"untimed warm-up call) with the prefix cache: {float(ours['seconds_per_question']):.2f} s per question "
         f"({runs(ours)}), plus a one-off {float(ours['setup_seconds']):.1f} s per run to prefill the shared "
         f"few-shot prefix; transformers `generate` doing the same work: {float(ref['seconds_per_question']):.1f} s "
         f"per question ({runs(ref)}). That is {ratio:.1f} times faster (from "
@@ -322,7 +384,7 @@ def generation_html(rows: pd.DataFrame) -> Html:
     timed = rows.assign(
         what=rows["mode"].map(GENERATION_MODES),
         spread=[
-            f"{lo:.2f}–{hi:.2f}"
+            f"{_number(lo, 'seconds_per_question_min'):.2f}–{_number(hi, 'seconds_per_question_max'):.2f}"
             for lo, hi in zip(rows["seconds_per_question_min"], rows["seconds_per_question_max"], strict=True)
         ],
     )
@@ -379,10 +441,12 @@ def page_times_html(results: str | os.PathLike[str]) -> Html:
     meta, rows = found
     rows = rows.assign(met=rows["target_met"].map({True: "yes", False: "no"}))
     m = meta.get("machine", {})
+    m = m if isinstance(m, Mapping) else {}
     before, _ = load_averages(meta)
     caption = (
         f"Measured: seconds each page took to execute, one at a time (<code>results/{PAGE_TIMES_FILE}</code>, "
-        f"{meta.get('date', '?')}, {m.get('cpu', '?')}, {m.get('cores', '?')} cores, one BLAS thread, load average "
+        f"{esc(meta.get('date', '?'))}, {esc(m.get('cpu', '?'))}, {esc(m.get('cores', '?'))} cores, one BLAS thread, "
+        "load average "
         f"{'not recorded' if before is None else f'{before:g}'} when it started)."
     )
     cols = [

@@ -226,9 +226,21 @@ def _runs(results: Path) -> dict[str, list[str]]:
     return {run: files for run, files in runs.items() if needed <= {Path(f).name for f in files}}
 
 
+def _tracked_outputs(files: Sequence[str]) -> list[str]:
+    """The derived files among a run's tracked ``files`` (names): the only ones the record fingerprints."""
+    names = {Path(f).name for f in files}
+    return [n for n in (*derived.RUN_OUTPUTS, *derived.SWEEP_OUTPUTS) if n in names]
+
+
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
-    """The record's numbers: the derived statuses of each tracked run under ``results``."""
-    return {"runs": {rel: derived.derived_status(results / rel) for rel in _runs(results)}}
+    """The record's numbers: the derived statuses of each tracked run under ``results``, of its tracked derived
+    files only (a git-ignored one, e.g. ``beta_sweep_per_question.csv``, is not among the record's inputs, so the
+    record holds no status of it: :func:`derived_status` checks it live)."""
+    return {
+        "runs": {
+            rel: derived.derived_status(results / rel, _tracked_outputs(files)) for rel, files in _runs(results).items()
+        }
+    }
 
 
 def _check(record: Mapping[str, Any]) -> None:
@@ -253,9 +265,15 @@ def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
     """:func:`shapley.pipeline.rundir.derived.derived_status` of ``run_dir``: from the record under the run's
     grandparent folder when it is fresh and saw every derived file the run has now, recomputed otherwise."""
     run = Path(run_dir).resolve()
-    status = (RECORD.fresh(run.parent.parent) or {}).get("runs", {}).get(f"{run.parent.name}/{run.name}", {})
+    results = run.parent.parent
+    rel = f"{run.parent.name}/{run.name}"
+    record = RECORD.fresh(results)
+    tracked = _tracked_outputs(_runs(results).get(rel, [])) if record is not None else []
+    status = {n: s for n, s in (record or {}).get("runs", {}).get(rel, {}).items() if n in tracked}
     present = [n for n in (*derived.RUN_OUTPUTS, *derived.SWEEP_OUTPUTS) if (run / n).is_file()]
-    return {n: status[n] for n in present} if all(n in status for n in present) else derived.derived_status(run)
+    live = [n for n in present if n not in status]  # untracked (not fingerprinted by the record) or not in it
+    checked = derived.derived_status(run, live) if live else {}
+    return {n: status[n] if n in status else checked[n] for n in present}
 
 
 if __name__ == "__main__":

@@ -54,12 +54,12 @@ def test_a_recorded_verdict_is_never_read_for_a_derived_file_the_record_did_not_
     run = results / "toy" / "run"
     RECORD.write(results)
     recomputed = {"metrics.csv": "recomputed"}
-    monkeypatch.setattr(derived, "derived_status", lambda run_dir: recomputed)
+    monkeypatch.setattr(derived, "derived_status", lambda run_dir, names=None: recomputed)
     assert provenance.derived_status(run) != recomputed  # the record holds every derived file present
     record = RECORD.load(results / RECORD.path)
     del record["runs"]["toy/run"]["metrics.csv"]
     monkeypatch.setattr(page_records.PageRecord, "fresh", lambda self, folder: record)
-    assert provenance.derived_status(run) == recomputed
+    assert provenance.derived_status(run)["metrics.csv"] == "recomputed"
 
 
 def test_no_record_means_a_recomputation(results: Path):
@@ -98,3 +98,22 @@ def test_the_record_holds_only_the_runs_whose_files_git_tracks(results: Path):
     # the untracked run is recomputed, never read from a record that did not fingerprint its files
     (other / "metrics.csv").write_text((other / "metrics.csv").read_text() + "\n")
     assert provenance.derived_status(other)["metrics.csv"].startswith("stale")
+
+
+def test_the_record_holds_no_status_of_a_derived_file_git_does_not_track(results: Path):
+    """Issue 38 (held back): after a sweep the git-ignored per-question file is left over; the record does not
+    fingerprint it, so it holds no status of it, and the provenance check answers for it live (stale here)."""
+    from shapley.pipeline.evaluate import metrics as evaluate
+
+    run = results / "toy" / "run"
+    evaluate.write_beta_sweep(run, [0.3, 0.5])
+    per_question = run / derived.SWEEP_OUTPUTS[1]
+    subprocess.run(["git", "init", "-q", str(results)], check=True)
+    tracked = [str(p.relative_to(results)) for p in run.iterdir() if p.is_file() and p != per_question]
+    subprocess.run(["git", "-C", str(results), "add", "-f", *tracked], check=True)
+    record = RECORD.load(RECORD.write(results))
+    assert per_question.name not in record["runs"]["toy/run"] and "beta_sweep.csv" in record["runs"]["toy/run"]
+    per_question.write_text(per_question.read_text() + "\n")  # left over from another sweep
+    assert RECORD.fresh(results) is not None  # the record did not fingerprint it
+    status = provenance.derived_status(run)
+    assert status[per_question.name].startswith("stale") and status == derived.derived_status(run)

@@ -185,6 +185,44 @@ def test_derived_files_record_their_inputs_and_go_stale(two_runs, tmp_path):
     assert derived.stale_outputs(a) == ["metrics.csv"]
 
 
+def test_beta_sweep_holds_the_run_lock_and_records_what_it_read(two_runs, tmp_path, monkeypatch):
+    """Issue 38, 1: beta-sweep refuses a run in use (a resume extending it), writing nothing; and derived.json
+    records the digest of the records the sweep read, so a change of the stage files between its read and its
+    record leaves the sweep stale, not fresh."""
+    import os
+
+    from shapley.pipeline.rundir.store import lock_run_dir
+
+    a = _copy_run(two_runs[0], tmp_path / "a")
+    evaluate.write_run_outputs(a, embeddings={r["id"]: r["embedding"] for r in _rows(a)})
+    before = (a / "derived.json").read_bytes()
+    fd = lock_run_dir(a)  # another process (a resume) holds the run
+    try:
+        with pytest.raises(RuntimeError, match=rf"{a}.*in use"):
+            evaluate.write_beta_sweep(a, [0.3, 0.5])
+        with pytest.raises(RuntimeError, match="in use"):
+            evaluate.write_run_outputs(a)
+    finally:
+        os.close(fd)
+    assert not (a / "beta_sweep.csv").exists() and (a / "derived.json").read_bytes() == before
+
+    real = evaluate.beta_table
+
+    def read_then_changed(*args, **kw):  # the stage file changes after the sweep read it (a writer without a lock)
+        out = real(*args, **kw)
+        lines = (a / "scores.jsonl").read_text().splitlines()
+        rec = json.loads(lines[0])
+        rec["correct"] = not rec["correct"]
+        rec.pop("_sha256")
+        lines[0] = jsonl.encode_record(rec).decode().rstrip("\n")
+        (a / "scores.jsonl").write_text("\n".join(lines) + "\n")
+        return out
+
+    monkeypatch.setattr(evaluate, "beta_table", read_then_changed)
+    evaluate.write_beta_sweep(a, [0.3, 0.5])
+    assert derived.derived_status(a)["beta_sweep.csv"].startswith("stale")
+
+
 def _committed_runs() -> list[Path]:
     committed = Path(__file__).resolve().parents[2] / "results"
     return sorted(c.parent for c in committed.glob("*/*/config.json"))

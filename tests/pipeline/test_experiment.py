@@ -652,3 +652,117 @@ def test_an_output_path_of_invalid_utf8_is_named_and_nothing_is_left(tmp_path, m
     with pytest.raises(ValueError, match=r"output directory .*run-\\udcff.*not valid UTF-8"):
         experiment.score_samples(fakes.samples_config(inp), bad)
     assert not bad.exists()
+
+
+# An unreadable hidden/ (issue 38, 4): refused before anything is discarded, naming the folder
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "file", "link outside", "unlistable"])
+def test_an_unreadable_hidden_folder_is_refused_and_every_generation_record_kept(tmp_path, monkeypatch, kind):
+    import shutil
+
+    out, config, _ = _hidden_run(tmp_path, monkeypatch)
+    hidden = out / "hidden"
+    if kind == "unlistable":
+        real = os.listdir
+
+        def listdir(p="."):
+            if Path(p) == hidden:
+                raise PermissionError(13, "Permission denied")
+            return real(p)
+
+        monkeypatch.setattr(os, "listdir", listdir)
+    else:
+        moved = tmp_path / "elsewhere"
+        shutil.move(hidden, moved)
+        if kind == "dangling link":
+            hidden.symlink_to(tmp_path / "not-mounted")
+        elif kind == "file":
+            hidden.write_text("")
+        else:
+            hidden.symlink_to(moved)
+    before = (out / "generations.jsonl").read_bytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jsonl.CorruptRecordWarning)  # nothing is declared damaged
+        with pytest.raises(ValueError, match=rf"{hidden}.*(does not exist|not a folder|outside the run|cannot read)"):
+            experiment.run_experiment(config, out)
+    assert (out / "generations.jsonl").read_bytes() == before
+
+
+def test_taking_the_lock_removes_the_temporaries_of_killed_writes_and_nothing_else(tmp_path, monkeypatch):
+    """Issue 38, 7: a killed write leaves ``.<name>.tmp-<pid>``; every later taking of the run's lock removes them
+    (run directory and hidden/ only; a link is removed itself, never followed; other names are kept)."""
+    fakes.install_fake_entail(monkeypatch)
+    inp = tmp_path / "in.jsonl"
+    make_samples_file(inp, 4)
+    out = experiment.score_samples(fakes.samples_config(inp), tmp_path / "run")
+    (out / "hidden").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("x")
+    stale = [out / ".generations.jsonl.tmp-99999", out / ".config.json.tmp-1", out / "hidden" / ".ab.npz.tmp-7"]
+    for f in stale:
+        f.write_text("partial")
+    (out / ".link.tmp-5").symlink_to(outside / "keep.txt")
+    (out / ".dir.tmp-6").symlink_to(outside)
+    kept = [out / ".notes.tmp-abc", out / "notes.tmp-5", outside / "keep.txt", outside / ".x.tmp-3"]
+    for f in kept[:2] + kept[3:]:
+        f.write_text("mine")
+    (out / ".folder.tmp-8").mkdir()
+    experiment.score_samples(fakes.samples_config(inp), out)
+    assert not any(os.path.lexists(f) for f in [*stale, out / ".link.tmp-5", out / ".dir.tmp-6"])
+    assert all(f.exists() for f in kept) and (out / ".folder.tmp-8").is_dir()
+    assert (out / ".lock").exists()
+
+
+# Generation records tied to the generation settings (issue 38, 3)
+
+
+def _edit_generation_settings(out: Path, config, **changes):
+    rec = json.loads((out / "config.json").read_text())
+    rec["config"]["generation"].update(changes)  # hand-edited; the rerun passes the matching flags
+    (out / "config.json").write_text(json.dumps(rec))
+    return config.replace(generation=replace(config.generation, **changes))
+
+
+def _generations(out: Path) -> dict[str, dict]:
+    return jsonl.JsonlStore(out / "generations.jsonl").load(repair=False)
+
+
+def test_generations_of_other_settings_are_generated_again_after_config_json_was_edited(tmp_path, monkeypatch):
+    out, config, _ = _hidden_run(tmp_path, monkeypatch)
+    edited = _edit_generation_settings(out, config, n_samples=5, temperature=0.1, max_new_tokens=8)
+    with pytest.warns(jsonl.StaleRecordWarning, match="generation settings"):
+        experiment.run_experiment(edited, out)
+    gens = _generations(out)
+    assert gens and all(len(g["samples"]) == 5 for g in gens.values())
+    fresh = experiment.run_experiment(edited, tmp_path / "fresh")
+    assert (out / "scores.csv").read_bytes() == (fresh / "scores.csv").read_bytes()
+    # the temperature alone (not visible in a record) is caught by the records' settings fingerprint
+    again = _edit_generation_settings(out, edited, temperature=0.7)
+    with pytest.warns(jsonl.StaleRecordWarning, match="generation settings"):
+        experiment.run_experiment(again, out)
+    assert len({g["settings_sha256"] for g in _generations(out).values()}) == 1
+
+
+def test_generation_records_of_an_older_version_are_kept_while_they_agree_with_config_json(tmp_path, monkeypatch):
+    """Records without the settings fingerprint (the committed runs') are kept when their sample and token counts
+    agree with config.json, and generated again when they do not."""
+    out, config, _ = _hidden_run(tmp_path, monkeypatch)
+    lines = []
+    for line in (out / "generations.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        rec.pop("settings_sha256")
+        rec.pop("_sha256")
+        lines.append(jsonl.encode_record(rec).decode())
+    (out / "generations.jsonl").write_text("".join(lines))
+    before = (out / "generations.jsonl").read_bytes()
+    with warnings.catch_warnings():  # (entailment follows the rewritten records' checksums: recomputed, same numbers)
+        warnings.simplefilter("ignore", jsonl.StaleRecordWarning)
+        warnings.filterwarnings("error", ".*generation settings", jsonl.StaleRecordWarning)
+        experiment.run_experiment(config, out)
+    assert (out / "generations.jsonl").read_bytes() == before
+    edited = _edit_generation_settings(out, config, n_samples=5)
+    with pytest.warns(jsonl.StaleRecordWarning, match="3 samples, not n_samples=5"):
+        experiment.run_experiment(edited, out)
+    assert all(len(g["samples"]) == 5 for g in _generations(out).values())

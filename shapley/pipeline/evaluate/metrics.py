@@ -37,6 +37,7 @@ from a run's stored entailment matrices and :func:`write_beta_sweep` writes it (
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import warnings
@@ -56,7 +57,7 @@ from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.csvfiles import csv_text, read_csv_ids
 from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore, atomic_write_text
-from shapley.pipeline.rundir.store import RunDir, read_config, read_record
+from shapley.pipeline.rundir.store import RunDir, lock_run_dir, read_config, read_record
 from shapley.pipeline.score import scores as _score
 
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
@@ -178,6 +179,24 @@ def _run_labels(config: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def run_lock(run: RunDir | str | os.PathLike[str]) -> Any:
+    """Hold the lock of a run directory while its derived files and ``derived.json`` are read, computed and
+    written: an open :class:`RunDir` holds it already; a path is locked here (``RuntimeError`` "in use" when
+    another process holds it, e.g. a resume extending the run)."""
+    if isinstance(run, RunDir):
+        yield
+        return
+    path = Path(run)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} is not a run directory (no config.json)")
+    fd = lock_run_dir(path)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def _open_outputs(
     run: RunDir | str | os.PathLike[str],
 ) -> tuple[Path, RunConfig, dict[str, Any], dict[str, dict[str, Any]]]:
@@ -232,6 +251,15 @@ def write_run_outputs(
     :func:`shapley.pipeline.score.scores.embedding_regression_scores`). ``selection.csv`` is
     :func:`shapley.pipeline.evaluate.selection.selection_table` of the stored records. Returns the run directory.
     """
+    with run_lock(run):
+        return _write_run_outputs(run, ids, embeddings)
+
+
+def _write_run_outputs(
+    run: RunDir | str | os.PathLike[str],
+    ids: Sequence[str] | None,
+    embeddings: Mapping[str, Sequence[float]] | None,
+) -> Path:
     path, config, record, recs = _open_outputs(run)
     ids = list(recs) if ids is None else [str(i) for i in ids]
     missing = [i for i in ids if i not in recs]
@@ -276,7 +304,7 @@ def write_run_outputs(
     }
     for name, text in texts.items():
         atomic_write_text(path / name, text)
-    derived.record(path, texts, stages=("scores",), ids=ids)
+    derived.record(path, texts, stages=("scores",), ids=ids, read_records={"scores": recs})
     stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
     if stale:
         derived.forget(path, list(derived.SWEEP_OUTPUTS))
@@ -322,6 +350,7 @@ def beta_table(
     *,
     psd_policy: str | None = None,
     n_boot: int = 0,
+    stores: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Recompute ``Shap`` for each beta from a run's ``entailment.jsonl`` and its correctness labels.
 
@@ -330,14 +359,13 @@ def beta_table(
     ``id, beta, Shap, psd, min_eig, repaired``. ``psd_policy`` defaults to the run's. ``n_boot``: 0 (no
     interval) or the resamples to start from, raised to :data:`shapley.core.metrics.MIN_BOOT` as everywhere in
     a run (the interval is never drawn from fewer; it comes with ``auroc_lo_mcse``, ``auroc_hi_mcse`` and the
-    resamples drawn, ``n_boot``).
+    resamples drawn, ``n_boot``). ``stores``: the (entailment, scores) records, when the caller read them.
     """
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot == 1 or n_boot < 0:
         raise ValueError(f"n_boot must be 0 (no interval) or an integer >= 2; got {n_boot!r}")
     cfg = read_config(run_dir)
     policy = psd_policy or cfg.scoring.psd_policy
-    ent = JsonlStore(Path(run_dir) / STAGE_FILES["entailment"]).load(repair=False)
-    sc = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
+    ent, sc = stores if stores is not None else _sweep_stores(run_dir)
     ids = [i for i in described_ids(run_dir, sc) if i in ent]
     if not ids:
         raise ValueError(f"{run_dir}: no questions with both entailment and scores")
@@ -371,6 +399,11 @@ def beta_table(
     return pd.DataFrame(summary, columns=columns), per_q
 
 
+def _sweep_stores(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The (entailment, scores) records a beta sweep reads."""
+    return tuple(JsonlStore(Path(run_dir) / STAGE_FILES[s]).load(repair=False) for s in ("entailment", "scores"))  # type: ignore[return-value]
+
+
 def sweep_files(output: str | os.PathLike[str]) -> list[Path]:
     """The (summary, per-question) CSV paths :func:`write_beta_sweep` writes for ``output``: ``output`` itself and
     ``<stem>_per_question.csv`` beside it."""
@@ -389,8 +422,23 @@ def write_beta_sweep(
     """:func:`beta_table` written to ``output`` (default ``run_dir/beta_sweep.csv``) and the per-question table
     beside it (``<stem>_per_question.csv``). In the run directory both are recorded in ``derived.json``
     (:mod:`shapley.pipeline.rundir.derived`), so that a later change of the stage files marks them stale and the next
-    metrics stage removes them. Returns (summary, paths written)."""
-    summary, per_q = beta_table(run_dir, betas, psd_policy=psd_policy, n_boot=n_boot)
+    metrics stage removes them. Returns (summary, paths written).
+
+    The whole sweep (reading, computing, writing and recording) holds the run's lock (:func:`run_lock`: "in use"
+    while a resume extends the run), and ``derived.json`` records the digest of the records that were read."""
+    with run_lock(run_dir):
+        return _write_beta_sweep(run_dir, betas, psd_policy, n_boot, output)
+
+
+def _write_beta_sweep(
+    run_dir: str | os.PathLike[str],
+    betas: Sequence[float],
+    psd_policy: str | None,
+    n_boot: int,
+    output: str | os.PathLike[str] | None,
+) -> tuple[pd.DataFrame, list[Path]]:
+    ent, sc = _sweep_stores(run_dir)
+    summary, per_q = beta_table(run_dir, betas, psd_policy=psd_policy, n_boot=n_boot, stores=(ent, sc))
     ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
     out = Path(output) if output is not None else Path(run_dir) / derived.SWEEP_OUTPUTS[0]
     paths = sweep_files(out)
@@ -400,5 +448,6 @@ def write_beta_sweep(
     if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():
         args = {"betas": [float(b) for b in betas], "psd_policy": psd_policy, "n_boot": int(n_boot)}
         names = dict(zip(derived.SWEEP_OUTPUTS, texts, strict=True))
-        derived.record(run_dir, names, stages=("entailment", "scores"), ids=ids, args=args)
+        read = {"entailment": ent, "scores": sc}
+        derived.record(run_dir, names, stages=("entailment", "scores"), ids=ids, args=args, read_records=read)
     return summary, paths

@@ -48,7 +48,7 @@ from shapley.pipeline.rundir.jsonl import (
     write_compact,
 )
 from shapley.pipeline.rundir.provenance import repo_relative
-from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader
+from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader, check_hidden_dir
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, read_record, require_record, run_history
 
@@ -220,12 +220,21 @@ def _check_output(output: Path, shards: Sequence[Shard]) -> None:
 
 def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> None:
     """Copy every hidden-state file that a merged generation record points to into ``output/hidden/`` (the
-    names are digests of their content, so the shards' files never collide)."""
+    names are digests of their content, so the shards' files never collide). Every shard's ``hidden/`` and the
+    output's are checked before the first byte is written (:func:`check_hidden_dir`: no link out of a run
+    directory is followed, and no file is written through a link)."""
     names = {
         (s.path, ref["file"])
         for q, s in order
         if isinstance(ref := s.stores["generations"][q].get(HIDDEN_KEY), Mapping) and isinstance(ref.get("file"), str)
     }
+    for d in (output, *sorted({src_dir for src_dir, _ in names})):
+        check_hidden_dir(d)
+    links = [p for src_dir, name in sorted(names) for p in (src_dir / name, output / name) if p.is_symlink()]
+    if links:
+        raise ValueError(
+            f"{links[0]} is a symbolic link; hidden-state files are never copied through one: replace it by the file"
+        )
     for src_dir, name in sorted(names):
         src, dst = src_dir / name, output / name
         if Path(name).is_absolute() or ".." in Path(name).parts or Path(name).parts[0] != HIDDEN_DIR:

@@ -39,8 +39,21 @@ from shapley.pipeline.experiment.stages import (
     run_stage,
     scoring_fingerprint,
 )
-from shapley.pipeline.rundir.jsonl import CorruptRecordWarning, fingerprint, record_checksum, write_compact
-from shapley.pipeline.rundir.records import HIDDEN_KEY, Generation, HiddenStateReader, QARecord, save_hidden_states
+from shapley.pipeline.rundir.jsonl import (
+    CorruptRecordWarning,
+    StaleRecordWarning,
+    fingerprint,
+    record_checksum,
+    write_compact,
+)
+from shapley.pipeline.rundir.records import (
+    HIDDEN_KEY,
+    Generation,
+    HiddenStateReader,
+    QARecord,
+    check_hidden_dir,
+    save_hidden_states,
+)
 from shapley.pipeline.rundir.store import RunDir, check_resumable, read_record
 from shapley.pipeline.score import correctness
 from shapley.pipeline.score import scores as score
@@ -296,7 +309,10 @@ def _store_questions(run: RunDir, records: Sequence[QARecord], fps: Mapping[str,
 
 def _check_hidden_states(run: RunDir) -> None:
     """Stored generations whose hidden-state file is missing or does not match its checksum are redone, with a
-    warning (their entailment and scores follow through the upstream fingerprints)."""
+    warning (their entailment and scores follow through the upstream fingerprints). Before anything is discarded,
+    ``hidden/`` must be absent or a readable folder inside the run (:func:`check_hidden_dir`): otherwise the
+    resume is refused, naming it, and every record is kept."""
+    check_hidden_dir(run.path)
     reader = HiddenStateReader(run.path)
     store = run.store("generations")
     bad = [i for i, r in store.records.items() if HIDDEN_KEY in r and reader.get(i, r[HIDDEN_KEY]) is None]
@@ -318,6 +334,66 @@ def hidden_states(run: RunDir, ids: Sequence[str]) -> dict[str, list[float]]:
     return {i: v.astype(np.float64).tolist() for i, v in out.items() if v is not None}
 
 
+GENERATION_SETTINGS_KEY = "settings_sha256"
+"""Field of a generation record: the fingerprint of the settings it was generated with
+(:func:`generation_fingerprint`)."""
+
+
+def generation_fingerprint(config: RunConfig) -> str:
+    """Fingerprint of what decides a generation: every result setting of ``config.generation`` (model, n_samples,
+    temperature, top_p, top_k, max_new_tokens, chat_template, p_true, a4c, dtype, rows_per_batch, prefix_cache)
+    and the run's seed. The model's weights, dtype and device kind are pinned by ``provenance`` instead
+    (:meth:`RunDir.record_fingerprint`)."""
+    flat = config.result_settings()
+    return fingerprint({"seed": config.seed, **{k: v for k, v in flat.items() if k.startswith("generation.")}})
+
+
+def _legacy_mismatch(rec: Mapping[str, Any], config: RunConfig) -> str | None:
+    """Why a generation record written before :data:`GENERATION_SETTINGS_KEY` existed cannot come from the run's
+    generation settings (None: what the record shows agrees with them). Such a record is tied to ``config.json``:
+    its sample count, token counts and p(True)/A4C fields are checked; its temperature, top-p/k and seed cannot be
+    read back from it."""
+    gen = config.generation
+    assert gen is not None
+    if len(rec.get("samples", ())) != gen.n_samples:
+        return f"{len(rec.get('samples', ()))} samples, not n_samples={gen.n_samples}"
+    tokens = [*rec.get("sample_token_logprobs", []), rec.get("answer_token_logprobs", [])]
+    longest = max((len(t) for t in tokens if isinstance(t, list)), default=0)
+    if longest > gen.max_new_tokens:
+        return f"an answer of {longest} tokens, over max_new_tokens={gen.max_new_tokens}"
+    if not gen.p_true and rec.get("p_true") is not None:
+        return "a p(True) value although p_true is off"
+    if not gen.a4c and rec.get("a4c_text") is not None:
+        return "an A4C reply although a4c is off"
+    return None
+
+
+def _check_generation_settings(run: RunDir, settings: str) -> None:
+    """Generation records generated with other settings than the run's (``settings``: its
+    :func:`generation_fingerprint`; ``config.json`` edited by hand, or damaged) are discarded, with a warning,
+    and generated again; their entailment and scores follow through the upstream fingerprints. A record without
+    the fingerprint (an older version's) is kept when what it shows agrees with the settings
+    (:func:`_legacy_mismatch`)."""
+    store = run.store("generations")
+    why = {}
+    for qid, rec in store.records.items():
+        stored = rec.get(GENERATION_SETTINGS_KEY)
+        reason = _legacy_mismatch(rec, run.config) if stored is None else None
+        if stored is not None and stored != settings:
+            reason = "generated with other generation settings (n_samples, temperature, max_new_tokens, seed, ...)"
+        if reason is not None:
+            why[qid] = reason
+    if why:
+        first = next(iter(why))
+        warnings.warn(
+            f"{store.path}: {len(why)} generation record(s) do not match the run's generation settings (e.g. "
+            f"{first!r}: {why[first]}); generating them again",
+            StaleRecordWarning,
+            stacklevel=2,
+        )
+        store.discard(list(why))
+
+
 def _generation_stage(
     run: RunDir, records: Sequence[QARecord], generator: LazyModel, fps: Mapping[str, str]
 ) -> dict[str, dict[str, Any]]:
@@ -329,9 +405,14 @@ def _generation_stage(
         if with_hidden:  # the vectors' file is complete on disk before any record points to it
             saved = save_hidden_states(run.path, [g.id for g in with_hidden], [g.hidden for g in with_hidden])
             refs = {g.id: ref for g, ref in zip(with_hidden, saved, strict=True)}
-        return [{**g.to_dict(), **({HIDDEN_KEY: refs[g.id]} if g.id in refs else {})} for g in gens]
+        return [
+            {**g.to_dict(), GENERATION_SETTINGS_KEY: settings, **({HIDDEN_KEY: refs[g.id]} if g.id in refs else {})}
+            for g in gens
+        ]
 
+    settings = generation_fingerprint(run.config)
     _check_hidden_states(run)
+    _check_generation_settings(run, settings)
     store = run.store("generations")
     pending = [r for r in records if r.id not in store]
     # As many questions as fill one decoding batch (Generator.questions_per_batch), stored together.

@@ -84,9 +84,11 @@ class _Records:
     """The stored records of one run directory, each source read at most once: the stage files (whole records) and
     the compact copy; the run's settings likewise, and each digest computed once."""
 
-    def __init__(self, run_dir: str | os.PathLike[str]):
+    def __init__(self, run_dir: str | os.PathLike[str], read: Mapping[str, Mapping[str, dict[str, Any]]] | None = None):
+        """``read``: ``{stage: {id: record}}`` as the caller read them from the stage files (the digests then cover
+        what was read, not what the files hold later)."""
         self.dir = Path(run_dir)
-        self._stages: dict[str, dict[str, dict[str, Any]]] = {}
+        self._stages: dict[str, dict[str, dict[str, Any]]] = {s: dict(r) for s, r in (read or {}).items()}
         self._digests: dict[str, str | None] = {}
 
     def stage_files(self, stages: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]] | None:
@@ -159,11 +161,15 @@ def record(
     stages: Sequence[str],
     ids: Sequence[str] | None,
     args: Mapping[str, Any] | None = None,
+    read_records: Mapping[str, Mapping[str, dict[str, Any]]] | None = None,
 ) -> None:
-    """Record in ``derived.json`` that the files ``texts`` (name -> text as written) come from the current
-    content of ``stages`` for ``ids`` (and ``args``); other files' entries are kept."""
+    """Record in ``derived.json`` that the files ``texts`` (name -> text as written) come from the content of
+    ``stages`` for ``ids`` (and ``args``); other files' entries are kept. ``read_records``: ``{stage: {id:
+    record}}`` as the caller read and computed them from the stage files; the digests are of those (what was
+    read), not of what the files hold now. The caller holds the run's lock (:func:`shapley.pipeline.rundir.store.
+    lock_run_dir`), so that two read-modify-writes of ``derived.json`` never lose an entry."""
     rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
-    records = _Records(run_dir)  # each stage file read once, each digest computed once for all the files
+    records = _Records(run_dir, read_records)  # each stage file read once, each digest computed once for all
     for name, text in texts.items():
         rec["files"][name] = {
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
@@ -182,7 +188,7 @@ def _write(run_dir: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:
 
 
 def forget(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
-    """Remove the files ``names`` and their entries in ``derived.json``."""
+    """Remove the files ``names`` and their entries in ``derived.json`` (under the run's lock, as :func:`record`)."""
     for name in names:
         (Path(run_dir) / name).unlink(missing_ok=True)
     rec = read(run_dir)
@@ -210,18 +216,17 @@ def _status(records: _Records, name: str, entry: Mapping[str, Any] | None) -> st
     return FRESH
 
 
-def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
-    """Each derived file present in ``run_dir`` -> ``fresh``, ``stale: <why>``, :data:`OLD_FORMAT` or
-    :data:`NO_STAGE_FILES` (see the module docstring)."""
+def derived_status(run_dir: str | os.PathLike[str], names: Sequence[str] | None = None) -> dict[str, str]:
+    """Each derived file present in ``run_dir`` (of ``names``, default all) -> ``fresh``, ``stale: <why>``,
+    :data:`OLD_FORMAT` or :data:`NO_STAGE_FILES` (see the module docstring)."""
     path = Path(run_dir)
     rec = read(path)
     files = rec["files"] if rec is not None else {}
     records = _Records(path)  # each stage file and the compact copy read once for all entries
-    return {
-        name: _status(records, name, files.get(name))
-        for name in (*RUN_OUTPUTS, *SWEEP_OUTPUTS)
-        if (path / name).is_file()
-    }
+    wanted = (
+        (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if names is None else [n for n in (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if n in names]
+    )
+    return {name: _status(records, name, files.get(name)) for name in wanted if (path / name).is_file()}
 
 
 def stale_outputs(run_dir: str | os.PathLike[str]) -> list[str]:

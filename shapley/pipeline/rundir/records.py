@@ -93,6 +93,36 @@ def vector_sha256(vector: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(vector, dtype="<f2").tobytes()).hexdigest()
 
 
+def check_hidden_dir(run_dir: str | os.PathLike[str]) -> None:
+    """Check, before anything is discarded or written, that ``run_dir/hidden`` is absent or a readable folder inside
+    the run directory; ``ValueError`` naming it otherwise: a dangling link (storage that is not mounted), a link
+    out of the run directory (never followed), a file of that name, or a folder that cannot be listed. Nothing
+    is changed, so the generation records that point into it are kept."""
+    run = Path(run_dir)
+    d = run / HIDDEN_DIR
+    keep = "the generation records that point into it are kept"
+    if d.is_symlink():
+        target = Path(os.path.realpath(d))
+        if not target.exists():
+            raise ValueError(
+                f"{d} is a symbolic link to {os.readlink(d)}, which does not exist (storage not mounted?); {keep}: "
+                "mount it or put the folder back, then resume"
+            )
+        if run.resolve() not in target.parents:
+            raise ValueError(
+                f"{d} is a symbolic link to {target}, outside the run directory; it is not followed and {keep}: "
+                "replace the link by a copy of the folder"
+            )
+    if not os.path.lexists(d):
+        return
+    if not d.is_dir():
+        raise ValueError(f"{d} is not a folder (a file of that name?); {keep}: move it aside, then resume")
+    try:
+        os.listdir(d)
+    except OSError as exc:
+        raise ValueError(f"{d}: cannot read the folder ({exc.strerror or exc}); {keep}") from exc
+
+
 def save_hidden_states(
     run_dir: str | os.PathLike[str], ids: Sequence[str], vectors: Sequence[np.ndarray]
 ) -> list[dict[str, Any]]:
@@ -106,7 +136,10 @@ def save_hidden_states(
     digest = hashlib.sha256("\x1f".join(ids).encode("utf-8") + matrix.astype("<f2").tobytes()).hexdigest()[:24]
     name = f"{HIDDEN_DIR}/{digest}.npz"
     path = Path(run_dir) / name
+    check_hidden_dir(run_dir)  # before the first byte: no write through a link out of the run or onto a file
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink():
+        raise ValueError(f"{path} is a symbolic link; a hidden-state file is never written through one: remove it")
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
     atomic_write_bytes(path, buf.getvalue())  # a failure (e.g. a full disk) names the file, leaves nothing
@@ -129,8 +162,19 @@ class HiddenStateReader:
             self._files[name] = None
             if Path(name).is_absolute() or ".." in Path(name).parts:
                 return None  # a reference outside the run directory
-            with contextlib.suppress(OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-                with np.load(self.run_dir / name, allow_pickle=False) as z:
+            f = self.run_dir / name
+            if f.is_symlink() and self.run_dir.resolve() not in Path(os.path.realpath(f)).parents:
+                return None  # a link out of the run directory is never followed
+            try:
+                opened = open(f, "rb")  # noqa: SIM115 (closed below)
+            except (FileNotFoundError, IsADirectoryError):
+                return None  # missing: the record is redone
+            except OSError as exc:  # unreadable (permissions, an I/O error): refused, nothing discarded
+                raise ValueError(
+                    f"{f}: cannot read the hidden-state file ({exc.strerror or exc}); nothing is discarded"
+                ) from exc
+            with opened, contextlib.suppress(OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+                with np.load(opened, allow_pickle=False) as z:
                     ids, matrix = np.asarray(z["ids"]), np.asarray(z["hidden"])
                 if matrix.ndim == 2 and matrix.shape[0] == len(ids) and matrix.dtype == np.float16:  # not (m, d, 1)
                     self._files[name] = (ids, matrix)

@@ -70,6 +70,7 @@ from shapley.pipeline.rundir.jsonl import (
     read_json_file,
 )
 from shapley.pipeline.rundir.provenance import device_info, provenance
+from shapley.pipeline.rundir.records import HIDDEN_DIR
 
 CONFIG_FILE = "config.json"
 LOCK_FILE = ".lock"
@@ -415,11 +416,36 @@ class RunDir:
 
 def lock_run_dir(path: Path) -> int:
     """An exclusive, non-blocking flock on ``path/.lock`` (its file descriptor); ``RuntimeError`` when another
-    process holds it."""
-    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    process holds it. Once it is held, the temporaries that killed writes left in the run directory are removed
+    (:func:`remove_stale_temporaries`): every process that writes a run holds its lock, so they are stale."""
+    if (path / LOCK_FILE).is_symlink():
+        raise ValueError(f"{path / LOCK_FILE} is a symbolic link; the lock file is never opened through one: remove it")
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as exc:
         os.close(fd)
         raise RuntimeError(f"run directory {path} is in use by another process") from exc
+    remove_stale_temporaries(path)
     return fd
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporaries of :func:`~shapley.pipeline.rundir.jsonl.atomic_write_bytes` (``.<name>.tmp-<pid>``)
+    that killed writes left in the run directory ``path`` and in its ``hidden/`` folder; call it only under the
+    run's lock. Only entries of that name pattern that are files or links (a link is removed itself, never
+    followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. Returns what was
+    removed (a file that cannot be removed is left, silently: it is harmless)."""
+    removed = []
+    hidden = path / HIDDEN_DIR
+    folders = [path] + ([hidden] if hidden.is_dir() and not hidden.is_symlink() else [])
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    if e.name == LOCK_FILE or not _is_own_temporary(e.name) or e.is_dir(follow_symlinks=False):
+                        continue
+                    with contextlib.suppress(OSError):
+                        os.unlink(e.path)
+                        removed.append(Path(e.path))
+    return removed

@@ -1,13 +1,14 @@
-"""Page records: the committed outcome of each page computation that takes longer than a page should
-(``make theory-results``; part of ``make results``), and whether it is still fresh.
+"""Page records: the committed outcome of each page computation that takes longer than a page should (``make theory-
+results``; part of ``make results``), and whether it is still fresh.
 
 A record is declared once, as a :class:`PageRecord` in the module that computes it; ``python -m MODULE`` writes it
 (:meth:`PageRecord.main`), and a page only reads it (:meth:`PageRecord.load`) and says whether it is stale
-(:meth:`PageRecord.stale_reasons`). Each record holds a ``freshness`` block: the ``settings`` it ran with, the SHA-256
-of the ``code`` of every module of the package that its module imports, directly or not (:func:`import_closure`), and
-that of each of its ``inputs``, the files it was computed from (by path under the results folder). Inputs are files git
-tracks, so that a clean clone finds every record fresh. A record that cannot be read, or whose blocks or numbers have
-the wrong shape, counts as missing; every record is written atomically (:func:`write_files`).
+(:meth:`PageRecord.stale_reasons`). Each record holds a ``freshness`` block: the ``settings`` it ran with, the
+:func:`code_digest` of every module of the package that its module imports, directly or not (:func:`import_closure`),
+which no edit of a docstring or comment changes, and the SHA-256 of each of its ``inputs``, the files it was computed
+from (by path under the results folder). Inputs are files git tracks, so that a clean clone finds every record fresh.
+A record that cannot be read, or whose blocks or numbers have the wrong shape, counts as missing; every record is
+written atomically (:func:`write_files`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import io
 import json
 import os
 import subprocess
 import time
+import tokenize
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,19 +99,50 @@ def import_closure(*roots: str) -> list[str]:
     return sorted(seen)
 
 
+def code_digest(path: Path) -> str:
+    """The SHA-256 of a Python file's code: its tokens without comments, docstrings (and other bare string
+    statements) and line layout, the indentation kept as structure. Rewording a docstring or a comment, or
+    moving line breaks and blank lines, leaves it unchanged; any change of a token that runs changes it.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     a, b, c = Path(d, "a.py"), Path(d, "b.py"), Path(d, "c.py")
+        ...     _ = a.write_text("def f(x):\\n    'Doc.'\\n    return x  # note\\n")
+        ...     _ = b.write_text("def f(x):\\n    'Reworded.'\\n\\n    return x\\n")
+        ...     _ = c.write_text("def f(x):\\n    'Doc.'\\n    return -x\\n")
+        ...     code_digest(a) == code_digest(b) != code_digest(c)
+        True
+    """
+    source = path.read_text(encoding="utf-8")
+    bare_strings = [
+        ((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset))
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+    ]
+    layout = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    parts = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type in layout or any(start <= tok.start and tok.end <= end for start, end in bare_strings):
+            continue
+        structural = tok.type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE)
+        parts.append(tokenize.tok_name[tok.type] if structural else tok.string)
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
 def source_digests(modules: Iterable[str]) -> dict[str, str | None]:
-    """The SHA-256 of the source file of each of the package's ``modules`` (dotted names), by name.
+    """The :func:`code_digest` of the source file of each of the package's ``modules`` (dotted names), by name.
 
     Examples:
         >>> [len(sha) for sha in source_digests(["shapley.theory.page_records"]).values()]
         [64]
     """
-    digests = {}
+    digests: dict[str, str | None] = {}
     for name in modules:
         path = module_source(name)
         if path is None:
             raise ValueError(f"no source file for module {name!r}")
-        digests[name] = _sha256(path)
+        digests[name] = code_digest(path)
     return digests
 
 

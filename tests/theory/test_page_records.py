@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shapley.companion import provenance
-from shapley.theory import page_records, psd_results
+from shapley.companion import crosscheck, mozart_results, provenance, singular_results
+from shapley.theory import cosine_results, estimator_replay, hypothesis_results, page_records, psd_results
 
 TOY = page_records.PageRecord(
     "theory/toy.json",
@@ -56,6 +56,50 @@ def test_editing_a_module_the_computation_imports_makes_the_record_stale(
     assert record.stale_reasons(before, results) == []
     edited_package(module, edit)
     assert record.stale_reasons(before, results) == [f"code changed since the record was computed: {module}"]
+
+
+def _reword_docstrings_and_comments(path: Path) -> None:
+    """Every bare string statement (docstrings included) of the file reworded, and a comment line added: what a
+    docstring-only edit does."""
+    import ast
+
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    strings = [
+        n
+        for n in ast.walk(ast.parse("".join(lines)))
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+    ]
+    for n in sorted(strings, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        first, last = lines[n.lineno - 1], lines[n.end_lineno - 1]  # type: ignore[index]
+        lines[n.lineno - 1 : n.end_lineno] = [first[: n.col_offset] + repr("Reworded.") + last[n.end_col_offset :]]
+    path.write_text("# a new comment\n" + "".join(lines), encoding="utf-8")
+
+
+RECORDS = [
+    cosine_results.RECORD,
+    hypothesis_results.RECORD,
+    estimator_replay.RECORD,
+    psd_results.RECORD,
+    crosscheck.RECORD,
+    singular_results.RECORD,
+    provenance.RECORD,
+    mozart_results.RECORD,
+]
+
+
+def test_a_docstring_or_comment_edit_of_any_module_leaves_every_record_fresh(tmp_path, edited_package):
+    """Issue 39: rewording a docstring staled every record that digests the module, and each reword cost a
+    regeneration. The code digest skips docstrings and comments; a code edit still stales the record."""
+    results = tmp_path / "results"
+    results.mkdir()
+    scripts = page_records.PACKAGE.parent / "scripts"  # the cross-check's script, beside the package's copy
+    shutil.copytree(Path(__file__).resolve().parents[2] / "scripts", scripts)
+    before = {r.path: {"freshness": r.freshness(results)} for r in RECORDS}
+    for path in [*page_records.PACKAGE.rglob("*.py"), *scripts.glob("*.py")]:
+        _reword_docstrings_and_comments(path)
+    assert {r.path: r.stale_reasons(before[r.path], results) for r in RECORDS} == {r.path: [] for r in RECORDS}
+    edited_package("shapley.core.psd", "\nMIN_EIGENVALUE_SHIFT = 0.25\n")  # the check can fail
+    assert psd_results.RECORD.stale_reasons(before[psd_results.RECORD.path], results)
 
 
 def test_the_import_closure_is_followed_and_sorted():

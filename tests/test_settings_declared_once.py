@@ -109,3 +109,74 @@ def test_editing_the_one_declaration_changes_the_help_and_the_record(tmp_path):
     assert r.returncode == 0, r.stderr
     scoring = json.loads((out / "config.json").read_text())["config"]["scoring"]
     assert scoring["beta"] == 0.45 and scoring["threshold"] == 0.35
+
+
+def _literal_sites(match) -> list[str]:
+    """``file:line`` of every statement of the package for which ``match(node)`` holds."""
+    out = []
+    for path in sorted((REPO / "shapley").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out += [f"{path.relative_to(REPO)}:{node.lineno}" for node in ast.walk(tree) if match(node)]
+    return out
+
+
+def _assigns(names: set[str], value) -> object:
+    """A matcher: an assignment or annotated field of one of ``names`` whose value (or first argument of a call, as
+    ``setting(10, ...)``) satisfies ``value``."""
+
+    def match(node: ast.AST) -> bool:
+        if isinstance(node, ast.AnnAssign):
+            targets, v = [node.target], node.value
+        elif isinstance(node, ast.Assign):
+            targets, v = node.targets, node.value
+        else:
+            return False
+        if isinstance(v, ast.Call) and v.args:
+            v = v.args[0]
+        return any(isinstance(t, ast.Name) and t.id in names for t in targets) and v is not None and value(v)
+
+    return match
+
+
+def _number(v: ast.expr) -> bool:
+    return isinstance(v, ast.Constant) and isinstance(v.value, int | float) and not isinstance(v.value, bool)
+
+
+@pytest.mark.parametrize(
+    ("what", "match", "site"),
+    [
+        ("cluster threshold", _assigns({"CLUSTER_THRESHOLD"}, _number), "core/baselines/entropies.py"),
+        ("sample count", _assigns({"n_samples"}, _number), "pipeline/config.py"),
+        ("seed", _assigns({"seed"}, _number), "pipeline/config.py"),
+        (
+            "default NLI model",
+            lambda n: (
+                isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and "deberta-large-mnli" in n.value
+                and "\n" not in n.value
+                and " " not in n.value
+            ),
+            "pipeline/config.py",
+        ),
+        (
+            "correctness metric names",
+            lambda n: isinstance(n, ast.Tuple) and [getattr(e, "value", None) for e in n.elts] == ["rougeL", "bleu"],
+            "pipeline/score/correctness.py",
+        ),
+    ],
+    ids=lambda x: x if isinstance(x, str) else "",
+)
+def test_issue39_settings_are_declared_at_one_site(what, match, site):
+    """Issue 39: the cluster threshold was declared at 3 sites, the sample count, the seed and the metric names at 2,
+    the default NLI model at 3; each is now written once and every other place reads that declaration."""
+    sites = _literal_sites(match)
+    assert len(sites) == 1 and sites[0].startswith(f"shapley/{site}:"), (what, sites)
+
+
+def test_the_literal_scan_can_fail():
+    tree = ast.parse(
+        "CLUSTER_THRESHOLD = 0.5\ndef f(threshold: float = 0.5): ...\nclass C:\n    n_samples: int = setting(10)\n"
+    )
+    found = [n.lineno for n in ast.walk(tree) if _assigns({"CLUSTER_THRESHOLD", "n_samples"}, _number)(n)]
+    assert found == [1, 4]  # a parameter default is not an assignment

@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from shapley.companion import reported
+from shapley.pipeline.config import DEFAULT_ENTAILMENT
 
 REPRODUCED = "reproduced"
 CONSISTENT = "consistent"
@@ -93,8 +94,8 @@ GROUP_NOTES: MappingProxyType[str, str] = MappingProxyType(
 #: "example" (Tables 1-2), "setup".
 CLAIM_KINDS = ("theory", "empirical", "definition", "example", "setup")
 
-NLI = "hf:microsoft/deberta-large-mnli"
-"""The entailment model of the paper's set-up (DeBERTa-large fine-tuned on MNLI)."""
+NLI = DEFAULT_ENTAILMENT
+"""The entailment model of the paper-scale commands: the default NLI model of a run (the paper names no checkpoint)."""
 
 
 def paper_scale_command(dataset: str, model: str) -> str:

@@ -35,10 +35,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from shapley.core.baselines.entropies import CLUSTER_THRESHOLD
 from shapley.core.metrics import MAX_BOOT
 from shapley.core.psd import PSD_POLICIES
-from shapley.pipeline.score.correctness import CORRECTNESS_FOR
-from shapley.pipeline.score.scores import CLUSTER_THRESHOLD, DEFAULT_METHODS, METHODS, SE_AGGREGATIONS, resolve_methods
+from shapley.pipeline.score.correctness import CORRECTNESS_FOR, METRICS
+from shapley.pipeline.score.scores import DEFAULT_METHODS, METHODS, SE_AGGREGATIONS, resolve_methods
 
 CONFIG_SCHEMA = 4
 """Version of the layout of ``config.json``; the only one read."""
@@ -48,13 +49,14 @@ RUN: tuple[str, ...] = ("run",)
 SAMPLES: tuple[str, ...] = ("score-samples",)
 DATA_SOURCES = ("auto", "local", "online")
 """Where ``run`` reads a dataset (``--source``); a ``score-samples`` run's source is ``"file"``."""
-CORRECTNESS_METRICS = ("rougeL", "bleu")
 CLUSTER_RULES = ("bidirectional", "non_contradiction")
 REFERENCE_FIELDS: tuple[str, ...] = ("references", "answer")
 """Where a score-samples line's reference answers are read from (``--reference-field``): ``references`` (a list of
 strings; ``answer``, when present, is the judged answer) or ``answer`` (the UQ-NLG layout of
 ``triviaqa_llama13b_samples.jsonl.gz``: a string or a list of strings; the judged answer is ``samples[0]``)."""
 DEFAULT_ENTAILMENT = "hf:microsoft/deberta-large-mnli"
+"""The entailment backend of a run unless ``--entailment`` says otherwise: DeBERTa-large fine-tuned on MNLI (the paper
+cites DeBERTa without naming a checkpoint). ``"hf"`` alone means its model."""
 NO_CACHE = "none"
 """``--entail-cache none`` (in any case): no entailment pair cache."""
 LARGEST_SEED = 2**63 - 1
@@ -357,8 +359,8 @@ class ScoringSettings(Settings):
     )
     correctness_metric: str | None = setting(
         None,
-        f"{' or '.join(CORRECTNESS_METRICS)} (default: {_default_correctness()})",
-        choices=CORRECTNESS_METRICS,
+        f"{' or '.join(METRICS)} (default: {_default_correctness()})",
+        choices=METRICS,
     )
     threshold: float = setting(0.3, "an answer is correct if its score exceeds this", low=0.0, high=1.0)
     n_boot: int = setting(1000, "bootstrap resamples for the AUROC interval", low=2, high=MAX_BOOT)

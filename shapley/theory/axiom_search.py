@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shapley.core import baselines
+from shapley.core.baselines.entropies import CLUSTER_THRESHOLD
 from shapley.core.entropy import game_shapley_values, gaussian_entropy
 from shapley.core.kernel import kernel_matrix
 from shapley.theory import properties as pr
@@ -28,8 +29,6 @@ from shapley.theory.worstcase import symmetric_from_upper
 SENTENCE_BETA = 0.5
 """Kernel scale of Shap in the sentence reading (the paper's default; R is PSD for every C up to n = 7)."""
 
-CLUSTER_THRESHOLD = 0.5
-"""Strict bidirectional entailment threshold of the clustering estimators (the pipeline's default)."""
 
 N_RANGES: dict[str, tuple[int, int]] = {"1": (3, 6), "2": (3, 6), "3": (3, 5)}
 """Number of answers drawn per property (Property 3 adds g: joint matrices up to 6 x 6)."""

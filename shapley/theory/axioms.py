@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from shapley.core import validate
+from shapley.core.baselines.entropies import CLUSTER_THRESHOLD
 from shapley.theory import axiom_search as axs
 from shapley.theory import properties as pr
 from shapley.theory.properties import PROPERTIES, READINGS
@@ -275,7 +276,7 @@ def settings(max_examples: int, seed: int) -> dict[str, Any]:
         "seed": int(seed),
         "n_ranges": {k: list(v) for k, v in axs.N_RANGES.items()},
         "sentence_beta": axs.SENTENCE_BETA,
-        "cluster_threshold": axs.CLUSTER_THRESHOLD,
+        "cluster_threshold": CLUSTER_THRESHOLD,
         "shrink_budget": axs.SHRINK_BUDGET,
         "estimators": [e.name for e in axs.ESTIMATORS],
         "rv_nonnegative": [e.name for e in axs.ESTIMATORS if e.rv is not None and e.rv_nonnegative],

@@ -87,12 +87,17 @@ def length_normalised_predictive_entropy(token_logprobs: Sequence[Sequence[float
     return float(max(0.0, -np.mean(means)))
 
 
+CLUSTER_THRESHOLD = 0.5
+"""Entailment probability above which two answers share a semantic cluster (SE, DSE, NumSet): the default of
+:func:`semantic_clusters`, of a run (``--cluster-rule``) and of the axioms search."""
+
+
 def semantic_clusters(
     entail: np.ndarray | None,
     contradict: np.ndarray | None = None,
     *,
     rule: Literal["bidirectional", "non_contradiction"] = "bidirectional",
-    threshold: float = 0.5,
+    threshold: float = CLUSTER_THRESHOLD,
 ) -> np.ndarray:
     """Greedy semantic-equivalence clustering of n answers; returns (n,) int labels 0..k-1.
 

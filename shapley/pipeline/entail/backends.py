@@ -2,7 +2,7 @@
 
 Backends (one interface, :class:`~shapley.pipeline.entail.base.EntailmentBackend`, built by :func:`load_backend`):
 
-* ``"hf:<hub id | path>"`` (default model ``microsoft/deberta-large-mnli``, the paper's choice): an NLI
+* ``"hf:<hub id | path>"`` (default model ``microsoft/deberta-large-mnli``; the paper names no checkpoint): an NLI
   sequence classifier (:mod:`~shapley.pipeline.entail.nli`). ``P(s_i => s_j)`` is the softmax probability of
   the entailment label with premise ``s_i`` and hypothesis ``s_j``; ``contradict[i, j]`` is the probability of
   the contradiction label. The label order is read from ``model.config.id2label`` (case-insensitive "entail" /
@@ -65,7 +65,7 @@ def load_backend(
     """Build a backend from ``"hf:<id|path>"``, ``"embedding:<name|path>"`` or ``"llm:<id|path|gguf|smollm2>"``
     on ``device`` with ``options`` (:class:`~shapley.pipeline.entail.base.BackendOptions`).
 
-    ``"hf"`` / ``"hf:"`` alone mean the paper's ``microsoft/deberta-large-mnli``."""
+    ``"hf"`` / ``"hf:"`` alone mean the default NLI model (:data:`shapley.pipeline.entail.nli.DEFAULT_NLI_MODEL`)."""
     kind, _, rest = spec.strip().partition(":") if isinstance(spec, str) else ("", "", "")
     if kind.lower() not in BACKENDS:
         raise ValueError(

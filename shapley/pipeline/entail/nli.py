@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from shapley.core import validate
+from shapley.pipeline.config import DEFAULT_ENTAILMENT
 from shapley.pipeline.entail.base import (
     BackendOptions,
     EntailmentBackend,
@@ -31,8 +32,8 @@ from shapley.pipeline.entail.base import (
 )
 from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint
 
-#: the paper's NLI classifier (the spec ``"hf"`` alone)
-DEFAULT_NLI_MODEL = "microsoft/deberta-large-mnli"
+#: the default NLI classifier (the spec ``"hf"`` alone), the model of the run's default entailment backend
+DEFAULT_NLI_MODEL = DEFAULT_ENTAILMENT.removeprefix("hf:")
 #: fixed limits of one forward pass by device kind: (pairs, padded tokens or None, fill); part of the cache key.
 #: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every
 #: padded token; a GPU for every pass, so it packs fuller passes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shapley.pipeline.config import LARGEST_SEED, GenerationSettings, setting
+from shapley.pipeline.config import LARGEST_SEED, GenerationSettings, RunConfig, setting
 
 
 def stop_strings(stop: Sequence[str]) -> tuple[str, ...]:
@@ -25,8 +25,12 @@ class GenerationConfig(GenerationSettings):
     answer alone; a run samples at least one).
     """
 
-    n_samples: int = setting(10, "sampled answers per question (0: the greedy answer alone)", low=0, high=1000)
-    seed: int = setting(0, "the run's seed (per-row seeds derive from it)", commands=(), low=0, high=LARGEST_SEED)
+    n_samples: int = setting(
+        GenerationSettings.n_samples, "sampled answers per question (0: the greedy answer alone)", low=0, high=1000
+    )
+    seed: int = setting(
+        RunConfig.seed, "the run's seed (per-row seeds derive from it)", commands=(), low=0, high=LARGEST_SEED
+    )
     batch_size: int | None = setting(
         None,
         "rows per decoding batch when rows_per_batch is unset (None: automatic, see Decoder.batch_rows)",

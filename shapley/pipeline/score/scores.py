@@ -54,6 +54,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import baselines
+from shapley.core.baselines.entropies import CLUSTER_THRESHOLD
 from shapley.core.entropy import gaussian_entropy, shapley_values
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import is_psd, min_eigenvalue
@@ -63,8 +64,6 @@ T = TypeVar("T")
 SHAP_SUM_MAX_N = 12
 """Largest n for ``Shap_sum`` (2**n subset entropies per question)."""
 
-CLUSTER_THRESHOLD = 0.5
-"""Entailment probability above which two samples share a semantic cluster (SE, DSE, NumSet)."""
 SE_AGGREGATIONS = ("sum", "mean")
 
 

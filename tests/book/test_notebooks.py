@@ -48,7 +48,8 @@ def test_theory_notebook_runs_cleanly(name: str) -> None:
     assert not [t for t in stderr if "Warning" in t], stderr
     assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in _outputs(nb))
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    assert "## Verdict" in source and "\n1. " in source.split("## Verdict", 1)[1]
+    # findings first: a glued finding before the first section, and the verdicts link to the claims' rows
+    assert "{glue:" in source.split("\n## ", 1)[0] and "claims.html#claim-" in source
     glued = {o["metadata"]["scrapbook"]["name"] for o in _outputs(nb) if "scrapbook" in o.get("metadata", {})}
     used = {key.split(":")[0] for key in re.findall(r"\{glue:[a-z]+\}`([^`]*)`", source)}
     assert used <= glued, f"glued in the text but never computed: {sorted(used - glued)}"

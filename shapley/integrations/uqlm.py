@@ -2,8 +2,8 @@
 
 :class:`ShapleyScorer` follows uqlm's black-box scorers: ``evaluate(responses, sampled_responses, progress_bar=None)``
 returns one confidence in [0, 1] per prompt (higher = more confident; identical answers score ``beta``, 0.5 by
-default: below). The answers of prompt k are its response followed by
-its sampled responses; their entailment matrix comes from
+default: below). The answers of prompt k are its response followed by its sampled responses; their entailment
+matrix comes from
 
 * one of our backend specs (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``): the same matrices as
   our pipeline; or
@@ -19,9 +19,9 @@ ranks by U and defines no confidence), which ranks prompts with the same number 
 calibrated (why, and its range: there).
 
 **Full agreement scores beta, not 1.** Identical answers score exactly ``beta`` (every kernel entry is ``beta``):
-0.5 at the default beta = 0.5, 1 only at beta = 1. Answers that agree less score less; a prompt scores above beta
-only when its entailment matrix is inconsistent (a search built to find such matrices found them, mixes of 0 and 1
-entries whose kernel is near singular; a search over uniform random matrices found none). So uqlm's threshold
+0.5 at the default beta = 0.5, 1 only at beta = 1. A prompt scores above beta only when its entailment matrix is
+inconsistent: at beta = 0.5 a search built to find such matrices found some (mixes of 0 and 1 entries whose kernel
+is near singular, up to 0.84), a search over uniform random matrices none. So uqlm's threshold
 tools, which try thresholds across [0, 1], find almost no prompt above 0.5 at the default: read the confidence
 against beta (0.5 = full agreement), or divide it by beta (:meth:`ShapleyScorer.rescaled`: identical answers then
 score 1, the order of the prompts is unchanged, and an inconsistent prompt can exceed 1).

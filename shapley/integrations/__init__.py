@@ -4,7 +4,8 @@
   LM-Polygraph estimator on ``semantic_matrix_entail``, ``load_estimator`` for its ``FactoryEstimator``, and a
   stat calculator that fills ``semantic_matrix_entail`` from our entailment backends.
 * :mod:`shapley.integrations.uqlm` (extra ``uqlm``, environment ``.venv-uqlm``: uqlm needs numpy<2): a black-box
-  scorer with uqlm's ``evaluate(responses, sampled_responses)`` returning confidences in [0, 1].
+  scorer with uqlm's ``evaluate(responses, sampled_responses, progress_bar=None)`` returning confidences in [0, 1]
+  (identical answers: ``beta``, 0.5 by default, not 1).
 
 Both modules import without their peer installed (so that the package's doctests and layer checks run in the
 main environment): LM-Polygraph's classes then raise ``ImportError`` naming the environment to install; the uqlm

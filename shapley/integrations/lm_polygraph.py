@@ -10,6 +10,21 @@
   ``polygraph_eval`` config can name ``shapley.integrations.lm_polygraph`` with ``cfg: {beta: 0.5}``.
 * :class:`ShapleyEntailmentCalculator`: a stat calculator that fills ``semantic_matrix_entail`` from one of our
   entailment backends (``embedding:minilm``, ``hf:<id|path>``, ``llm:<...>``), the same matrices as our pipeline.
+  It provides that one statistic only (no ``semantic_matrix_contra``, ``semantic_classes_entail`` or greedy
+  matrices): estimators that read others (SemanticEntropy, NumSemSets, KernelLanguageEntropy, ...) still build
+  LM-Polygraph's DeBERTa calculators, which need ``microsoft/deberta-large-mnli`` from the hub; offline they stop the
+  run. In Python, :func:`stat_calculator_container` registers it; in a ``polygraph_eval`` configuration, an entry of
+  ``stat_calculators`` after ``auto``::
+
+      - name: ShapleyEntailmentCalculator
+        builder: shapley.integrations.lm_polygraph   # LM-Polygraph calls its load_stat_calculator(cfg, environment)
+        cfg: {entailment: "embedding:minilm", cache: false, with_question: false}
+        stats: [semantic_matrix_entail]
+        dependencies: [sample_texts]
+
+  ``examples/lm_polygraph/polygraph_eval_shapley.yaml`` is a complete configuration (estimators, this entry, a local
+  model and a local .csv of questions), which ``tests_integrations/test_polygraph_eval.py`` runs through
+  ``polygraph_eval`` offline.
 
 Usage (in ``.venv-lm-polygraph``)::
 
@@ -156,7 +171,9 @@ def load_estimator(cfg: Mapping[str, Any] | None = None) -> ShapleyUncertainty:
 
 class ShapleyEntailmentCalculator(_StatCalculator):
     """LM-Polygraph stat calculator: ``semantic_matrix_entail`` from ``sample_texts`` with one of our entailment
-    backends, so that LM-Polygraph's estimators see the matrices our pipeline computes.
+    backends, so that LM-Polygraph's estimators see the matrices our pipeline computes. It provides that statistic
+    only (:meth:`meta_info`); the statistics it does not provide still come from LM-Polygraph's own calculators
+    (module docstring: a ``polygraph_eval`` entry, and which estimators then still need DeBERTa).
 
     Args:
         entailment: our backend spec: ``"embedding:minilm"`` (packaged all-MiniLM-L6-v2, offline),
@@ -176,6 +193,8 @@ class ShapleyEntailmentCalculator(_StatCalculator):
 
     @staticmethod
     def meta_info() -> tuple[list[str], list[str]]:
+        """``(["semantic_matrix_entail"], ["sample_texts"])``: the statistics it provides and those it reads, the
+        ``stats`` and ``dependencies`` of its ``polygraph_eval`` entry."""
         return [STAT], ["sample_texts"]
 
     def __init__(
@@ -223,7 +242,9 @@ def load_stat_calculator(cfg: Mapping[str, Any] | None = None, environment: Any 
 
 def stat_calculator_container(entailment: str = "embedding:minilm", **cfg: Any) -> Any:
     """A ``StatCalculatorContainer`` for UEManager's ``available_stat_calculators``: put it after LM-Polygraph's
-    defaults (``register_default_stat_calculators``), where it replaces their ``semantic_matrix_entail``."""
+    defaults (``register_default_stat_calculators``), where it replaces their ``semantic_matrix_entail`` (and only
+    that statistic). A ``polygraph_eval`` configuration cannot call this; it writes the same container as an entry
+    (module docstring)."""
     stats, deps = ShapleyEntailmentCalculator.meta_info()
     return _Container(
         name="ShapleyEntailmentCalculator",

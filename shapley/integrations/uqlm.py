@@ -1,8 +1,9 @@
 """Shapley confidence as a uqlm black-box scorer (extra ``uqlm``; environment ``.venv-uqlm``: uqlm needs numpy<2).
 
-:class:`ShapleyScorer` follows uqlm's black-box scorers: ``evaluate(responses, sampled_responses)`` returns one
-confidence in [0, 1] per prompt (higher = more confident). The answers of prompt k are its response followed by
-its sampled responses; their entailment matrix comes from
+:class:`ShapleyScorer` follows uqlm's black-box scorers: ``evaluate(responses, sampled_responses, progress_bar=None)``
+returns one confidence in [0, 1] per prompt (higher = more confident; identical answers score ``beta``, 0.5 by
+default: below). The answers of prompt k are its response followed by its sampled responses; their entailment
+matrix comes from
 
 * one of our backend specs (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``): the same matrices as
   our pipeline; or
@@ -17,8 +18,23 @@ The total Shapley uncertainty U (nats, :func:`shapley.shapley_uncertainty`) beco
 ranks by U and defines no confidence), which ranks prompts with the same number of answers as U does but is not
 calibrated (why, and its range: there).
 
+**Full agreement scores beta, not 1.** Identical answers score exactly ``beta`` (every kernel entry is ``beta``):
+0.5 at the default beta = 0.5, 1 only at beta = 1. A prompt scores above beta only when its entailment matrix is
+inconsistent: at beta = 0.5 a search built to find such matrices found some (mixes of 0 and 1 entries whose kernel
+is near singular, up to 0.84), a search over uniform random matrices none. So uqlm's threshold
+tools, which try thresholds across [0, 1], find almost no prompt above 0.5 at the default: read the confidence
+against beta (0.5 = full agreement), or divide it by beta (:meth:`ShapleyScorer.rescaled`: identical answers then
+score 1, the order of the prompts is unchanged, and an inconsistent prompt can exceed 1).
+
 :func:`add_to_result` puts the Shapley confidence into a ``BlackBoxUQ`` result (``UQResult``) as one more column
 of its score table, beside uqlm's own scorers.
+
+**uqlm's plots.** ``uqlm.utils.plots.plot_filtered_accuracy`` labels every scorer column from its own fixed
+table of uqlm's scorer names and takes no label argument, so with a ``"shapley"`` column it raises
+``KeyError: 'shapley'``; we do not write into uqlm's table. Pass it uqlm's scorers only
+(``scorers_names=[...]``), and plot the Shapley column with ``uqlm.utils.plots.plot_model_accuracies``, which takes
+any scores and thresholds: ``plot_model_accuracies(result.data["shapley"], correct,
+thresholds=np.linspace(0, 0.9, 10) * scorer.beta)`` (the script ``examples/uqlm/generate_and_score.py`` does both).
 """
 
 from __future__ import annotations
@@ -132,7 +148,8 @@ def _nli_matrix(nli: Any, limits: NLILimits, texts: Sequence[str]) -> np.ndarray
 
 
 class ShapleyScorer:
-    """uqlm-style black-box scorer: Shapley confidence in [0, 1] per prompt.
+    """uqlm-style black-box scorer: Shapley confidence per prompt, in [0, 1], identical answers scoring exactly
+    ``beta`` (0.5 by default, not 1); see the module docstring for what that means for uqlm's thresholds.
 
     Args:
         entailment: our backend spec (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``) or a uqlm NLI
@@ -182,11 +199,42 @@ class ShapleyScorer:
         singular kernel)."""
         return [self._total(P) for P in self.entail_matrices(responses, sampled_responses)]
 
-    def evaluate(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[float]:
-        """Confidence in [0, 1] per prompt (higher = more confident): the equivalent pairwise agreement of its n
-        answers (:func:`shapley.integrations.common.confidence_from_total`)."""
-        matrices = self.entail_matrices(responses, sampled_responses)
-        return [confidence_from_total(self._total(P), len(P)) for P in matrices]
+    def evaluate(
+        self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]], progress_bar: Any = None
+    ) -> list[float]:
+        """Confidence per prompt (higher = more confident): the equivalent pairwise agreement of its n answers
+        (:func:`shapley.integrations.common.confidence_from_total`). In [0, 1]; identical answers score exactly
+        ``beta`` (0.5 at the default, not 1): :meth:`rescaled` divides by beta.
+
+        Args:
+            responses: one response per prompt.
+            sampled_responses: the sampled responses of each prompt (at least one each).
+            progress_bar: as uqlm's black-box scorers take it: a started ``rich.progress.Progress`` (or anything
+                with its ``add_task(description, total=...)`` and ``update(task, advance=1)``), to which one task
+                is added that advances once per prompt; ``None`` (default) shows nothing. With a progress bar the
+                prompts are scored one at a time, which gives the same numbers (each prompt's matrix depends on its
+                own answers only).
+
+        Raises:
+            ValueError: as :meth:`entail_matrices`, for answers that are not texts or a prompt without samples.
+        """
+        if progress_bar is None:
+            matrices = self.entail_matrices(responses, sampled_responses)
+            return [confidence_from_total(self._total(P), len(P)) for P in matrices]
+        groups = _answer_groups(responses, sampled_responses)  # every prompt checked before the task is shown
+        task = progress_bar.add_task("  - Scoring responses with Shapley uncertainty...", total=len(groups))
+        out = []
+        for g in groups:
+            (P,) = self.entail_matrices([g[0]], [g[1:]])
+            out.append(confidence_from_total(self._total(P), len(P)))
+            progress_bar.update(task, advance=1)
+        return out
+
+    def rescaled(self, confidences: Sequence[float]) -> list[float]:
+        """``confidences`` (from :meth:`evaluate`) divided by ``beta``, so that identical answers score 1, the top
+        that uqlm's thresholds in [0, 1] expect. The order of the prompts is unchanged; a prompt with an
+        inconsistent entailment matrix (module docstring) can exceed 1."""
+        return [float(c) / self.beta for c in confidences]
 
     def _total(self, P: np.ndarray) -> float:
         return shapley_uncertainty(P, self.beta, psd_policy=self.psd_policy, eps=self.eps)

@@ -244,6 +244,24 @@ def load_selection_tests(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataF
 _SIDES = {"a better": ("higher", "lower"), "b better": ("lower", "higher")}
 
 
+def selection_outcomes(
+    tests: pd.DataFrame, runs: Sequence[str], strategy: str = "min_phi", against: str = "first"
+) -> list[tuple[str, str]]:
+    """Each exact paired test (``tests``, :func:`load_selection_tests`) of ``strategy`` against ``against`` in
+    ``runs``, as (run, outcome from ``strategy``'s side: ``higher``, ``lower``, ``no significant difference`` or
+    ``undefined``)."""
+    t = tests[tests["run"].isin(runs)]
+    return [
+        (run, _SIDES.get(outcome, (outcome, outcome))[side])
+        for side, (a, b) in enumerate([(strategy, against), (against, strategy)])
+        for run, outcome in zip(
+            t.loc[(t["strategy_a"] == a) & (t["strategy_b"] == b), "run"],
+            t.loc[(t["strategy_a"] == a) & (t["strategy_b"] == b), "outcome"],
+            strict=True,
+        )
+    ]
+
+
 def selection_counts(
     selection: pd.DataFrame,
     tests: pd.DataFrame,
@@ -258,12 +276,7 @@ def selection_counts(
     ``tie`` and ``undefined``."""
     both = selection.dropna(subset=["accuracy"])
     runs = [r for r in dict.fromkeys(both["run"]) if {strategy, against} <= set(both.loc[both["run"] == r, "strategy"])]
-    t = tests[tests["run"].isin(runs)]
-    found = [  # each test of the pair, its outcome from strategy's side: higher, lower, no significant difference
-        _SIDES.get(outcome, (outcome, outcome))[side]
-        for side, (a, b) in enumerate([(strategy, against), (against, strategy)])
-        for outcome in t.loc[(t["strategy_a"] == a) & (t["strategy_b"] == b), "outcome"]
-    ]
+    found = [word for _, word in selection_outcomes(tests, runs, strategy, against)]
     counts = pd.Series(found, dtype=object).value_counts()
     return {
         "runs": len(runs),
@@ -298,12 +311,7 @@ def selection_findings(
     where = f"{len(runs)} runs on {len(sets)} distinct question sets"
     if len(sets) < len(runs):
         where += " (runs on the same or overlapping questions, e.g. at different n, are not independent evidence)"
-    t = tests[tests["run"].isin(runs)]
-    found = [  # each test of the pair, its outcome from strategy's side: higher, lower, no significant difference
-        _SIDES.get(outcome, (outcome, outcome))[side]
-        for side, (a, b) in enumerate([(strategy, against), (against, strategy)])
-        for outcome in t.loc[(t["strategy_a"] == a) & (t["strategy_b"] == b), "outcome"]
-    ]
+    found = [word for _, word in selection_outcomes(tests, runs, strategy, against)]
     if not found:
         return (
             f"Over {where}, the runs record no exact paired test between {code(strategy)} and {code(against)} "
@@ -320,3 +328,52 @@ def selection_findings(
         + (f"; the test is undefined in {int(counts['undefined'])}" if counts.get("undefined", 0) else "")
         + "."
     )
+
+
+def sample_size_tests(run_dirs: Mapping[int, str | os.PathLike[str]]) -> pd.DataFrame:
+    """Does a method's AUROC change with the number of samples? Runs on the same questions at several sample
+    sizes (``run_dirs``: n -> run directory), each method against itself at every pair of sizes.
+
+    On the questions both runs scored, with the same correctness in both (the rows compared are paired), the
+    change is DeLong's paired test (:func:`shapley.core.metrics.delong_test`) of the method's scores at the
+    larger n against those at the smaller n, made rankable as in the runs' comparisons
+    (:func:`shapley.pipeline.evaluate.comparisons.rankable`); the p-values are Holm-adjusted
+    (:func:`shapley.core.metrics.holm`) across all the tests of the table (every method and pair of sizes).
+
+    Returns:
+        one row per (method, n_a < n_b) where both runs scored the method: method, n_a, n_b, n (questions),
+        delta (AUROC at n_b minus at n_a), delong_p, delong_p_holm, significant (Holm-adjusted p below
+        :data:`~shapley.pipeline.evaluate.comparisons.SIGNIFICANCE`).
+    """
+    import warnings
+    from itertools import combinations
+
+    import numpy as np
+
+    from shapley.core import metrics
+    from shapley.pipeline.evaluate.comparisons import rankable
+    from shapley.pipeline.evaluate.metrics import load_scores
+    from shapley.pipeline.score.scores import METHODS
+
+    scores = {n: load_scores(d).set_index("id") for n, d in run_dirs.items()}
+    rows = []
+    for na, nb in combinations(sorted(scores), 2):
+        a, b = scores[na], scores[nb]
+        ids = a.index.intersection(b.index)
+        a, b = a.loc[ids], b.loc[ids]
+        same = a["correct"].to_numpy(dtype=bool) == b["correct"].to_numpy(dtype=bool)
+        for m in [m for m in METHODS if m in a.columns and m in b.columns]:
+            ua, ub = a[m].to_numpy(dtype=np.float64), b[m].to_numpy(dtype=np.float64)
+            ok = same & ~np.isnan(ua) & ~np.isnan(ub)
+            if not ok.any():
+                continue
+            c = a["correct"].to_numpy(dtype=bool)[ok]
+            with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
+                d = metrics.delong_test(rankable(ub[ok])[0], rankable(ua[ok])[0], c)
+            rows.append(
+                {"method": m, "n_a": na, "n_b": nb, "n": int(ok.sum()), "delta": d.delta, "delong_p": d.p_value}
+            )
+    out = pd.DataFrame(rows, columns=["method", "n_a", "n_b", "n", "delta", "delong_p"])
+    out["delong_p_holm"] = metrics.holm(out["delong_p"].to_numpy(dtype=np.float64)) if rows else []
+    out["significant"] = out["delong_p_holm"] < SIGNIFICANCE
+    return out

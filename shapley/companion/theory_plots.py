@@ -217,60 +217,98 @@ def _anchor(estimator: str, prop: str, reading: str) -> str:
 
 READER_VERDICTS: dict[str, str] = {
     axioms.FAILS: "contradicted",
-    axioms.UNDEFINED: "contradicted",
-    axioms.PROVED: "reproduced",
+    axioms.UNDEFINED: "depends on reading",
 }
 """The book's verdict on "the estimator has this property in this reading" for each verdict of the axioms
-table: a counterexample, or Shapley values undefined on every input of the premise (as for the degenerate
-example of Proposition 3.6), contradicts it; a proof reproduces it; a random search without a counterexample
-settles nothing, so it gives no verdict (:data:`UNSETTLED`)."""
+table: a counterexample contradicts it; Shapley values undefined on every input of the premise (Shap's Property 1
+with an exact copy, n >= 3) make it depend on reading, since the joint entropy, their total wherever they exist,
+satisfies it (as on the claims page, prop-3.6). A proof gives :data:`PROVED` and a random search without a
+counterexample :data:`UNSETTLED`: neither is a verdict."""
+
+PROVED = "proved"
+"""A cell the axioms table proves (Deg's): a label, not one of the five verdicts, which judge the paper's claims,
+and the paper makes no claim about that estimator. A proof for the paper's estimator is passed to
+:func:`axiom_grid_html` as ``proofs`` and reads *reproduced*."""
 
 UNSETTLED = "no verdict"
-"""A cell of the axioms table whose random search found no counterexample: not one of the five verdicts, since a
+"""A cell of the axioms table whose random search found no counterexample: the absence of a verdict, since a
 search that finds nothing neither proves the property nor needs anything this environment lacks."""
+
+DEPENDS = "depends on reading"
+"""The verdict of a cell passed to :func:`axiom_grid_html` as ``readings``."""
+
+_UNDEFINED_WHY = "Shapley values undefined (n ≥ 3); the joint entropy satisfies it"
 
 
 def reader_verdict(verdict: str) -> str | None:
-    """The book's verdict word for a cell of the axioms table, or :data:`UNSETTLED` (None: the estimator cannot
-    take the input).
+    """The book's word for a cell of the axioms table: a verdict (:data:`READER_VERDICTS`), :data:`PROVED` or
+    :data:`UNSETTLED` (None: the estimator cannot take the input).
 
     Examples:
-        >>> reader_verdict("fails"), reader_verdict("no counterexample in 2000 examples")
-        ('contradicted', 'no verdict')
+        >>> reader_verdict("fails"), reader_verdict("proved"), reader_verdict("no counterexample in 2000 examples")
+        ('contradicted', 'proved', 'no verdict')
     """
     if verdict == axioms.NOT_APPLICABLE:
         return None
+    if verdict == axioms.PROVED:
+        return PROVED
     return READER_VERDICTS.get(verdict, UNSETTLED)
 
 
-def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = None) -> str:
-    """One cell of :func:`axiom_grid_html`: the book's verdict, then its evidence in small type ("—" where the
-    estimator cannot take the input). ``proof``: where a proof of the property for this cell is given (used
-    only where the search found no counterexample)."""
+def cell_word(verdict: str, proof: str | None = None, reading: str | None = None) -> str | None:
+    """The word :func:`axiom_grid_html` shows for a cell: *reproduced* where ``proof`` is given and the table
+    holds no failure, :data:`DEPENDS` where ``reading`` (why the verdict depends on reading) is given and the
+    estimator takes the input, else :func:`reader_verdict`.
+
+    Examples:
+        >>> cell_word("no counterexample in 9 examples", proof="p"), cell_word("fails", reading="why")
+        ('reproduced', 'depends on reading')
+    """
     word = reader_verdict(verdict)
     if word is None:
-        return "—"
+        return None
     if proof is not None and verdict not in (axioms.FAILS, axioms.UNDEFINED):
+        return "reproduced"
+    return DEPENDS if reading is not None else word
+
+
+def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = None, reading: str | None = None) -> str:
+    """One cell of :func:`axiom_grid_html`: the book's word (:func:`cell_word`), then its evidence in small type
+    ("—" where the estimator cannot take the input). ``proof``: where a proof of the property for this cell is
+    given (used only where the search found no counterexample); ``reading``: why the verdict depends on reading."""
+    word = cell_word(verdict, proof, reading)
+    if word is None:
+        return "—"
+    if word == "reproduced" and proof is not None:
         return f"reproduced<br><small>{esc(proof)}</small>"
     if verdict == axioms.FAILS:
         how = "hand-built witness" if examples == 0 else f"counterexample, draw {examples}"
-        return f'<a href="#{anchor}">{word}</a><br><small>{esc(how)}</small>'
-    how = {axioms.PROVED: "proof", axioms.UNDEFINED: "Shapley values undefined"}.get(
+        why = f"; {reading}" if reading is not None else ""
+        return f'<a href="#{anchor}">{word}</a><br><small>{esc(how + why)}</small>'
+    how = {axioms.PROVED: "proof; no paper claim", axioms.UNDEFINED: _UNDEFINED_WHY}.get(
         verdict, verdict.replace(" examples", " draws")
     )
+    if reading is not None and verdict != axioms.UNDEFINED:
+        how = f"{how}; {reading}"
     return f"{word}<br><small>{esc(how)}</small>"
 
 
-def axiom_grid_html(table: pd.DataFrame, proofs: Mapping[tuple[str, str, str], str] | None = None) -> str:
-    """Estimator (rows, in table order) x (reading, property) grid of the book's verdicts (:func:`reader_verdict`)
+def axiom_grid_html(
+    table: pd.DataFrame,
+    proofs: Mapping[tuple[str, str, str], str] | None = None,
+    readings: Mapping[tuple[str, str, str], str] | None = None,
+) -> str:
+    """Estimator (rows, in table order) x (reading, property) grid of the book's words (:func:`cell_word`)
     with their evidence, as an HTML table; each counterexample links to its :func:`counterexample_html`.
     ``table``: columns estimator, property, reading, verdict, examples, every cell of every reading.
     ``proofs``: (estimator, property, reading) -> where a proof made outside the table is given; such a cell
-    reads *reproduced* unless the table holds a counterexample for it."""
+    reads *reproduced* unless the table holds a counterexample for it. ``readings``: (estimator, property,
+    reading) -> why that cell's verdict depends on reading; it reads *depends on reading*, with its evidence."""
     proofs = dict(proofs or {})
+    readings = dict(readings or {})
     names = {"sentence": "Sentences", "rv": "Random variables"}
     labels = [
-        _grid_cell(v, int(k), _anchor(e, p, r), proofs.get((e, p, r)))
+        _grid_cell(v, int(k), _anchor(e, p, r), proofs.get((e, p, r)), readings.get((e, p, r)))
         for e, p, r, v, k in zip(
             table["estimator"], table["property"], table["reading"], table["verdict"], table["examples"], strict=True
         )

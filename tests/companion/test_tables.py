@@ -407,6 +407,11 @@ def test_selection_counts_read_each_test_from_the_strategys_side():
     )
     c = paired.selection_counts(sel, tests_, {"r1": "q", "r2": "q"}, "min_phi", "first")
     assert c == {"runs": 2, "sets": 1, "tested": 2, "higher": 1, "lower": 0, "tie": 1, "undefined": 0}
+    assert paired.selection_outcomes(tests_, ["r1", "r2"], "min_phi", "first") == [
+        ("r2", "no significant difference"),
+        ("r1", "higher"),
+    ]
+    assert paired.selection_outcomes(tests_, ["r2"], "first", "min_phi") == [("r2", "no significant difference")]
 
 
 def test_row_finding_states_only_what_the_paired_tests_support():

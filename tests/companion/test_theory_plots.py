@@ -167,11 +167,11 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
     assert grid.iloc[:, 0].tolist() == ["<b>Shap", "SE"]  # in the table's order, kept as text
     assert grid.iloc[0, 1:4].tolist() == [
         "contradicted hand-built witness",
-        "reproduced proof",
+        "proved proof; no paper claim",  # a proof in the table is a label, not a verdict on a paper claim
         "contradicted counterexample, draw 10",
     ]
     assert grid.iloc[1, 1:4].tolist() == [
-        "contradicted Shapley values undefined",
+        "depends on reading Shapley values undefined (n ≥ 3); the joint entropy satisfies it",
         "no verdict no counterexample in 100 draws",
         "—",
     ]
@@ -179,9 +179,22 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
     proved = theory_plots.axiom_grid_html(table, {("SE", "2", "rv"): "proof: elsewhere", ("SE", "1", "rv"): "x"})
     row = pd.read_html(StringIO(proved), keep_default_na=False)[0].iloc[1, 4:].tolist()
     # a proof never hides a failure
-    assert row == ["contradicted Shapley values undefined", "reproduced proof: elsewhere", "—"]
-    assert set(theory_plots.READER_VERDICTS.values()) <= set(VERDICT_KINDS)
-    assert theory_plots.UNSETTLED not in VERDICT_KINDS  # a search that finds nothing gives no verdict
+    assert row[:2] == [
+        "depends on reading Shapley values undefined (n ≥ 3); the joint entropy satisfies it",
+        "reproduced proof: elsewhere",
+    ]
+    why = {("<b>Shap", "1", "sentence"): "kernel", ("SE", "2", "sentence"): "kernel", ("SE", "3", "rv"): "x"}
+    read = pd.read_html(StringIO(theory_plots.axiom_grid_html(table, readings=why)), keep_default_na=False)[0]
+    assert read.iloc[0, 1] == "depends on reading hand-built witness; kernel"
+    assert read.iloc[1, 2] == "depends on reading no counterexample in 100 draws; kernel"
+    assert read.iloc[1, 6] == "—"  # the estimator cannot take the input: no verdict to qualify
+    assert '<a href="#cex-&lt;b&gt;shap-1-sentence">depends on reading</a>' in theory_plots.axiom_grid_html(
+        table, readings=why
+    )
+    assert theory_plots.cell_word(ax.NOT_APPLICABLE, reading="x") is None
+    assert set(theory_plots.READER_VERDICTS.values()) | {theory_plots.DEPENDS} <= set(VERDICT_KINDS)
+    # a search that finds nothing gives no verdict, and a proof without a paper claim is no verdict either
+    assert {theory_plots.UNSETTLED, theory_plots.PROVED}.isdisjoint(VERDICT_KINDS)
 
 
 def test_counterexample_html_block():

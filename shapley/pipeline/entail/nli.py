@@ -31,7 +31,7 @@ from shapley.pipeline.entail.base import (
 )
 from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint
 
-#: the paper's NLI classifier (the spec ``"hf"`` alone)
+#: our default NLI classifier (the spec ``"hf"`` alone); the paper cites DeBERTa without naming a checkpoint
 DEFAULT_NLI_MODEL = "microsoft/deberta-large-mnli"
 #: fixed limits of one forward pass by device kind: (pairs, padded tokens or None, fill); part of the cache key.
 #: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every

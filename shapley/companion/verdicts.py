@@ -403,7 +403,11 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
     the Holm p of the same method under the other judges on the same answers (``pb_other_*``); and ``pb_finding``,
     the one-clause finding the reason opens with (also when no baseline is better)."""
     from shapley.companion import reported as rp
-    from shapley.pipeline.rundir.store import read_config
+    from shapley.pipeline.rundir.settings import REPO_ROOT
+    from shapley.pipeline.rundir.store import read_config as read
+
+    def read_config(run: str) -> Any:  # the run column is relative to the repository root
+        return read(REPO_ROOT / run)
 
     places = rp.paper_baselines()
     wins = comparisons[comparisons["method"].isin(list(places)) & (comparisons["outcome"] == "win")]

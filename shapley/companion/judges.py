@@ -161,8 +161,9 @@ def judge_robustness_html(
     return html_table(t, cols, caption=caption, css="measured-table")
 
 
-PAPER_BASELINES: frozenset[str] = frozenset(v[2] for v in reported.METHODS.values()) - {REFERENCE}
-"""Our names of the methods the paper's tables compare Shap with."""
+PAPER_BASELINES: frozenset[str] = frozenset(reported.paper_baselines())
+"""Our names of the methods the paper compares Shap with: its tables' columns and the baselines its Sec. 4 names
+(:func:`shapley.companion.reported.paper_baselines`)."""
 
 
 def claim_status(outcomes_vs_reference: dict[str, str]) -> str:
@@ -173,9 +174,9 @@ def claim_status(outcomes_vs_reference: dict[str, str]) -> str:
     ``supported`` when Shap is significantly better than every one compared, ``contradicted`` when one is
     significantly better than Shap, ``not supported`` otherwise, ``not tested`` when none is compared.
 
-    >>> claim_status({"DSE": "loss", "SE": "loss", "LexSim": "win"})
+    >>> claim_status({"DSE": "loss", "SE": "loss", "EigV": "win"})
     'supported'
-    >>> claim_status({"DSE": "tie", "SE": "loss"}), claim_status({"DSE": "win"}), claim_status({"LexSim": "loss"})
+    >>> claim_status({"DSE": "tie", "SE": "loss"}), claim_status({"LexSim": "win"}), claim_status({"EigV": "loss"})
     ('not supported', 'contradicted', 'not tested')
     """
     paper = [o for m, o in outcomes_vs_reference.items() if m in PAPER_BASELINES and o != "undefined"]

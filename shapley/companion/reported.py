@@ -279,6 +279,14 @@ TABLE5_BOLD_BETA = 0.5
 # Hyper-parameters and set-up as stated in the paper (None: not stated)
 # ---------------------------------------------------------------------------------------------------
 
+#: The correctness thresholds (Rouge-L for QA, BLEU for WMT-14) as each place of the paper states them.
+CORRECTNESS_THRESHOLDS: MappingProxyType[str, MappingProxyType[str, float]] = MappingProxyType(
+    {
+        "Sec. 4": MappingProxyType({"rougeL": 0.3, "bleu": 0.3}),
+        "Appendix B": MappingProxyType({"rougeL": 0.3, "bleu": 0.3}),
+    }
+)
+
 HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
     {
         "beta": 0.5,  # Sec. 3.2 and appendix D (Table 5)
@@ -296,6 +304,36 @@ HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
         "max_model_size": "under 30B parameters",  # Limitation section
     }
 )
+
+
+#: The baselines the paper's Sec. 4 baselines paragraph names besides its tables' columns: our method name -> (what
+#: it is, source paper, where the paper names it). Sec. 4 also claims Shap beats "the lexical similarity baseline"
+#: (Figure 2, right).
+TEXT_BASELINES: MappingProxyType[str, tuple[str, str, str]] = MappingProxyType(
+    {
+        "NE": ("predictive entropy", "Kadavath et al. 2022", "Sec. 4 baselines"),
+        "LNE": ("length-normalised predictive entropy", "Malinin and Gales 2021", "Sec. 4 baselines"),
+        "LexSim": ("lexical similarity", "Fomicheva et al. 2020", "Sec. 4 baselines, Figure 2"),
+    }
+)
+
+
+def paper_baselines() -> dict[str, str]:
+    """Our names of the methods the paper compares Shap with -> where the paper names each: the columns of Tables
+    3 and 4 (mapped by :data:`METHODS`) and the Sec. 4 baselines paragraph (:data:`TEXT_BASELINES`), in that order.
+
+    >>> places = paper_baselines()
+    >>> places["LNE"], places["LexSim"], "Shap" in places
+    ('Table 4; Sec. 4 baselines', 'Sec. 4 baselines, Figure 2', False)
+    """
+    places: dict[str, list[str]] = {}
+    for table, methods in (("Table 3", TABLE3_METHODS), ("Table 4", TABLE4_METHODS)):
+        for label in methods:
+            places.setdefault(METHODS[label][2], []).append(table)
+    for name, (_, _, where) in TEXT_BASELINES.items():
+        places.setdefault(name, []).append(where)
+    places.pop(METHODS["Shap"][2])
+    return {name: "; ".join(dict.fromkeys(where)) for name, where in places.items()}
 
 
 # ---------------------------------------------------------------------------------------------------

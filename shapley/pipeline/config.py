@@ -39,7 +39,13 @@ from shapley.core.baselines.entropies import CLUSTER_THRESHOLD
 from shapley.core.metrics import MAX_BOOT
 from shapley.core.psd import PSD_POLICIES
 from shapley.pipeline.score.correctness import CORRECTNESS_FOR, METRICS
-from shapley.pipeline.score.scores import DEFAULT_METHODS, METHODS, SE_AGGREGATIONS, resolve_methods
+from shapley.pipeline.score.scores import (
+    DEFAULT_METHODS,
+    METHODS,
+    SE_AGGREGATION_DEFAULT,
+    SE_AGGREGATIONS,
+    resolve_methods,
+)
 
 CONFIG_SCHEMA = 4
 """Version of the layout of ``config.json``; the only one read."""
@@ -353,7 +359,7 @@ class ScoringSettings(Settings):
         choices=CLUSTER_RULES,
     )
     se_aggregation: str = setting(
-        "mean",
+        SE_AGGREGATION_DEFAULT,
         "SE sample log-likelihood: sum of token log-probs, or their mean (length-normalised)",
         choices=SE_AGGREGATIONS,
     )

@@ -81,7 +81,7 @@ ESTIMATORS: tuple[Estimator, ...] = (
     Estimator("NE", lambda C, p: baselines.predictive_entropy(_loglik(p)), None, True, False),
 )
 """Every estimator judged, in display order: Shap (Gaussian entropy of the kernel matrix), SE (semantic entropy),
-DSE (discrete SE), NumSet (number of semantic sets), EigV (sum of Laplacian eigen-gaps), Deg (1 - mean degree),
+DSE (discrete SE), NumSet (number of semantic sets), EigV (sum of Laplacian eigen-gaps), Deg (1 - mean degree / n),
 Ecc (eccentricity), KLE (kernel language entropy) and NE (predictive entropy; lexical similarity needs texts,
 which no entailment matrix provides)."""
 

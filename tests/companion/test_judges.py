@@ -69,9 +69,10 @@ def test_judge_robustness_says_when_the_second_run_is_missing(tmp_path):
     [
         ({"SE": "loss", "DSE": "loss", "Shap": "undefined"}, "supported"),  # significant wins over every baseline
         ({"SE": "loss", "DSE": "tie"}, "not supported"),  # one tie is enough
-        ({"SE": "tie", "DSE": "tie", "LexSim": "win"}, "not supported"),  # a loss outside the paper's baselines
+        ({"SE": "tie", "DSE": "tie", "EigV": "win"}, "not supported"),  # a loss outside the paper's baselines
+        ({"SE": "loss", "LexSim": "win"}, "contradicted"),  # a baseline named in the paper's Sec. 4 text
         ({"SE": "loss", "DSE": "win"}, "contradicted"),  # a paper baseline significantly better
-        ({"LexSim": "loss", "SE": "undefined"}, "not tested"),  # no paper baseline with a defined outcome
+        ({"EigV": "loss", "SE": "undefined"}, "not tested"),  # no paper baseline with a defined outcome
     ],
 )
 def test_claim_status_rests_on_the_paired_outcomes_against_the_paper_baselines(outcomes, status):
@@ -80,17 +81,15 @@ def test_claim_status_rests_on_the_paired_outcomes_against_the_paper_baselines(o
 
 def test_judge_findings_names_ties_and_significant_outcomes_from_the_data(tmp_path):
     strong, weak = _informative(3.0), _informative(0.0)  # Shap far better than ER (a paper baseline) under a
-    a = _run(tmp_path / "a", {"Shap": strong, "ER": weak, "LexSim": _informative(0.1)})
-    b = _run(tmp_path / "b", {"Shap": weak, "ER": weak, "LexSim": strong})  # under b: ER ties, LexSim wins
+    a = _run(tmp_path / "a", {"Shap": strong, "ER": weak, "EigV": _informative(0.1)})
+    b = _run(tmp_path / "b", {"Shap": weak, "ER": weak, "EigV": strong})  # under b: ER ties, EigV wins
     r = judges.judge_robustness(a, b)
     t = r.table.set_index("method")
-    assert (t.loc["ER", "outcome_a"], t.loc["ER", "outcome_b"], t.loc["LexSim", "outcome_b"]) == ("loss", "tie", "win")
+    assert (t.loc["ER", "outcome_a"], t.loc["ER", "outcome_b"], t.loc["EigV", "outcome_b"]) == ("loss", "tie", "win")
     words = judges.judge_findings(a, b, "judge B", "judge A")
+    assert "is supported under judge A (Shap: significantly better than EigV (not compared in the paper), ER)" in words
     assert (
-        "is supported under judge A (Shap: significantly better than LexSim (not compared in the paper), ER)" in words
-    )
-    assert (
-        "not supported under judge B (Shap: no significant difference with ER; significantly worse than LexSim "
+        "not supported under judge B (Shap: no significant difference with ER; significantly worse than EigV "
         "(not compared in the paper))" in words
     )
 

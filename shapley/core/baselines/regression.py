@@ -1,4 +1,4 @@
-"""Supervised embedding regression (Liu et al. 2024): correctness predicted from answer embeddings."""
+"""Supervised embedding regression (Farquhar et al. 2024): correctness predicted from answer embeddings."""
 
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ def train_test_split_indices(n: int, test_fraction: float = 0.5, seed: int = 0) 
 class EmbeddingRegression:
     """Supervised uncertainty: logistic regression from answer embeddings to correctness.
 
-    Liu et al. (2024) "Uncertainty estimation and quantification for LLMs: a simple supervised
-    approach" (the paper's ER column). Features are standardised (scikit-learn ``StandardScaler``)
-    and fed to ``LogisticRegression`` (scikit-learn's defaults: L2 with C = 1, lbfgs; seeded, up to 1000 steps).
+    The embedding-regression baseline of Farquhar et al. (2024) "Detecting hallucinations in large language
+    models using semantic entropy", whose baselines the paper's Table 4 columns follow (the paper's ER column).
+    Features are standardised (scikit-learn ``StandardScaler``) and fed to ``LogisticRegression`` (scikit-learn's
+    defaults: L2 with C = 1, lbfgs; seeded, up to 1000 steps).
 
     ``fit(X_train, correct_train)``: X (m, d) finite features (e.g. hidden states or sentence
     embeddings), correct (m,) booleans / 0-1 labels with both classes present; returns self.

@@ -65,6 +65,8 @@ SHAP_SUM_MAX_N = 12
 """Largest n for ``Shap_sum`` (2**n subset entropies per question)."""
 
 SE_AGGREGATIONS = ("sum", "mean")
+SE_AGGREGATION_DEFAULT = "mean"
+"""How ``SE`` aggregates a sample's token log-probs into its log-likelihood unless told otherwise."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -264,8 +266,9 @@ METHODS: dict[str, MethodSpec] = {
             "SE",
             lambda c: baselines.semantic_entropy(c.se_log_likelihoods, c.clusters),
             ("samples", "entail", "sample_logprobs"),
-            "semantic entropy (Kuhn et al. 2023); sample log-likelihood = sum or mean of token log-probs "
-            "(--se-aggregation)",
+            "semantic entropy (Kuhn et al. 2023); sample log-likelihood = "
+            f"{SE_AGGREGATION_DEFAULT} of token log-probs"
+            + "".join(f", or their {a} (--se-aggregation {a})" for a in SE_AGGREGATIONS if a != SE_AGGREGATION_DEFAULT),
         ),
         MethodSpec(
             "DSE",
@@ -283,7 +286,7 @@ METHODS: dict[str, MethodSpec] = {
             "NE",
             lambda c: baselines.predictive_entropy(c.log_likelihoods),
             ("samples", "sample_logprobs"),
-            "predictive (naive) entropy, -mean log p(s)",
+            "predictive entropy, -mean over samples of the summed token log-probs (not length-normalised)",
         ),
         MethodSpec(
             "LNE",
@@ -297,8 +300,16 @@ METHODS: dict[str, MethodSpec] = {
             ("samples",),
             "1 - mean pairwise Rouge-L of the samples",
         ),
-        MethodSpec("EigV", lambda c: baselines.eigv(c.W), ("entail",), "sum of eigenvalues of the graph Laplacian"),
-        MethodSpec("Deg", lambda c: baselines.degree(c.W), ("entail",), "1 - mean degree of W"),
+        MethodSpec(
+            "EigV",
+            lambda c: baselines.eigv(c.W),
+            ("entail",),
+            "sum over the eigenvalues lambda_k of the normalised graph Laplacian of W (the symmetrised entailment "
+            "matrix) of max(0, 1 - lambda_k): a soft cluster count",
+        ),
+        MethodSpec(
+            "Deg", lambda c: baselines.degree(c.W), ("entail",), "1 - mean_j(d_j) / n, d_j the degree (row sum) of W"
+        ),
         MethodSpec("Ecc", lambda c: baselines.eccentricity(c.W), ("entail",), "eccentricity of the spectral embedding"),
         MethodSpec("KLE", lambda c: baselines.kernel_language_entropy(c.W), ("entail",), "kernel language entropy"),
         MethodSpec(

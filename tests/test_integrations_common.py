@@ -17,7 +17,7 @@ import pytest
 from shapley.core import validate
 from shapley.core.entropy import HALF_LOG_2PIE, shapley_uncertainty
 from shapley.core.kernel import correlation_matrix, kernel_matrix
-from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES
+from shapley.core.psd import DEFAULT_EPS, PSD_POLICIES, PSDRepairWarning
 from shapley.integrations.common import (
     LOG_SMALLEST_DOUBLE,
     cache_option,
@@ -60,6 +60,20 @@ def test_identical_answers_rank_at_least_as_certain_as_near_identical(n, policy)
     assert identical_first(lambda c: defined_total(agreeing(n, c), 1.0, policy))
     assert identical_first(lambda c: -confidence_from_total(total(c), n))  # uqlm's map: higher = more certain
     assert defined_total(agreeing(n, 0.99), 1.0, policy) == shapley_uncertainty(agreeing(n, 0.99), 1.0)
+
+
+def test_the_total_equals_the_cores_under_nearest_on_an_indefinite_kernel():
+    """``defined_total`` (what LM-Polygraph's ``ShapleyUncertainty`` returns per question) is the core's total under
+    the same PSD policy on an indefinite kernel too, not only on PSD ones: here R has a negative eigenvalue, the
+    core's default policy refuses it and ``"nearest"`` repairs it, the same way in both."""
+    C = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]])
+    assert np.linalg.eigvalsh(kernel_matrix(correlation_matrix(C), 1.0))[0] < -0.1
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        shapley_uncertainty(C, 1.0)
+    with pytest.warns(PSDRepairWarning):
+        total = defined_total(C, 1.0, "nearest")
+    with pytest.warns(PSDRepairWarning):
+        assert math.isfinite(total) and total == shapley_uncertainty(C, 1.0, psd_policy="nearest")
 
 
 @pytest.mark.parametrize("n", [3, 5])

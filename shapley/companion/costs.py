@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import pandas as pd
 
 from shapley.companion import reported
 from shapley.companion.htmltable import Col, Html, esc, html_table
+from shapley.pipeline.generate.config import GenerationConfig
 
 TRIAL_FLAGS: Mapping[str, str] = {"--tiny": "tiny", "--quick": "quick", "--names": "subset"}
 """The command-line flag that marks a trial run in a file written before the benchmarks recorded ``"trial"``."""
@@ -209,23 +211,46 @@ MODEL_PARAMS_B: Mapping[str, float] = {
 }
 
 
+_GENERATION_DEFAULTS: Mapping[str, Any] = {f.name: f.default for f in dataclasses.fields(GenerationConfig)}
+
+
 @dataclass(frozen=True)
 class Workload:
-    """What one question costs in model passes (our pipeline's defaults)."""
+    """What one question costs in model passes, as the generator runs it (:mod:`shapley.pipeline.generate.generator`;
+    sample count and length limits are :class:`~shapley.pipeline.generate.config.GenerationConfig`'s defaults): one
+    prefill of the question's prompt, from which the greedy answer and the samples decode together; one forward pass
+    of the p(True) prompt; one prefill of the ask-for-confidence (A4C) prompt and its short reply."""
 
-    prompt_copies: int = 13  # 10 samples + greedy + p(True) + ask-for-confidence
-    decode_steps: int = 96  # at most 32 new tokens in each of 3 sequential generate calls
+    n_samples: int = _GENERATION_DEFAULTS["n_samples"]
+    max_new_tokens: int = _GENERATION_DEFAULTS["max_new_tokens"]
+    a4c_max_new_tokens: int = _GENERATION_DEFAULTS["a4c_max_new_tokens"]
+    self_eval_tokens: int = 64  # question and instructions of a p(True) or A4C prompt, besides the answers it quotes
     memory_headroom: float = 1.2  # weights x this must fit: key-value cache and activations
     short_prompt_tokens: int = 200  # closed-book few-shot prompt
     long_prompt_tokens: int = 700  # few-shot prompt with a passage (CoQA, SQuAD)
 
+    def prefill_tokens(self, prompt_tokens: int) -> int:
+        """Prompt tokens read per question, at most: the question's prompt once (with the prefix cache only its
+        suffix), the p(True) prompt (quoting the greedy answer and every sample) and the A4C prompt (quoting the
+        greedy answer), each answer at its length limit."""
+        p_true = self.self_eval_tokens + (1 + self.n_samples) * self.max_new_tokens
+        a4c = self.self_eval_tokens + self.max_new_tokens
+        return prompt_tokens + p_true + a4c
+
+    @property
+    def decode_steps(self) -> int:
+        """Sequential decoding steps per question, at most, when its ``1 + n_samples`` rows fit one batch: the
+        answers' length limit, then the A4C reply's."""
+        return self.max_new_tokens + self.a4c_max_new_tokens
+
 
 def seconds_per_question(params_b: float, prompt_tokens: int, gpu: Gpu, w: Workload = Workload()) -> float:
-    """Estimated seconds per question: reading the prompt copies (compute-bound) plus decoding (bandwidth-bound).
+    """Estimated seconds per question: reading the prompts (compute-bound) plus decoding (bandwidth-bound).
 
-    Reading costs ``2 * params * tokens`` FLOPs per copy; each decoding step reads every weight (bf16, 2 bytes).
+    Reading costs ``2 * params * tokens`` FLOPs (:meth:`Workload.prefill_tokens`); each decoding step reads every
+    weight (bf16, 2 bytes).
     """
-    prefill = 2 * params_b * 1e9 * prompt_tokens * w.prompt_copies / (gpu.bf16_tflops * 1e12 * gpu.compute_share)
+    prefill = 2 * params_b * 1e9 * w.prefill_tokens(prompt_tokens) / (gpu.bf16_tflops * 1e12 * gpu.compute_share)
     decode = w.decode_steps * 2 * params_b * 1e9 / (gpu.bandwidth_tbs * 1e12 * gpu.bandwidth_share)
     return prefill + decode
 

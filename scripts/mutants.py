@@ -101,8 +101,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "verdict-auroc-random-worst",
         "companion",
-        'verdict=lambda facts: _holds(facts["auroc_reversed"] >= 0.5),',
-        "verdict=lambda facts: CONTRADICTED,",
+        'verdict=lambda facts: DEPENDS if facts["auroc_reversed"] < 0.5 else REPRODUCED,',
+        "verdict=lambda facts: REPRODUCED,",
         (T_VERD, "-k", "follows_its_evidence and auroc-random-worst"),
     ),
     Mutant(
@@ -463,8 +463,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "verdict-setup-correctness",
         "companion",
-        '            == reported.HYPERPARAMETERS["rougeL_threshold"]\n',
-        '            != reported.HYPERPARAMETERS["rougeL_threshold"]\n',
+        'verdict=lambda facts: _holds(len(facts["setup_rouge"]) == len(facts["setup_bleu"]) == 1),',
+        'verdict=lambda facts: _holds(len(facts["setup_rouge"]) == len(facts["setup_bleu"]) == 2),',
         (T_VERD, "-k", "follows_its_evidence and setup-correctness"),
     ),
     Mutant(

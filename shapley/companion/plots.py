@@ -305,13 +305,13 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
 
 def verdict_figure(counts: pd.DataFrame):
     """The verdicts on the paper's claims: one horizontal stacked bar per claim group, a segment per verdict in the
-    verdict's colour (:data:`shapley.companion.claims.COLOURS`, those of the badges), its count written inside.
+    verdict's colour (:data:`shapley.companion.claim_model.COLOURS`, those of the badges), its count written inside.
 
     Args:
         counts: claims per group (rows, top to bottom) and verdict (columns), as
             :func:`shapley.companion.verdicts.group_counts` gives them.
     """
-    from shapley.companion.claims import COLOURS, LABELS
+    from shapley.companion.claim_model import COLOURS, LABELS
 
     plt = pyplot()
     groups = list(counts.index)

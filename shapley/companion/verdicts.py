@@ -1,5 +1,6 @@
 """Our verdicts on the paper's claims (:data:`shapley.companion.claims.CLAIMS`), decided and shown: the facts they
-are decided from (:func:`facts`), the notes filled in (:func:`fill`), the verdict table and its HTML for the book.
+are decided from (:func:`facts`), the notes filled in (:func:`fill`) and the verdict table (its HTML for the book:
+:mod:`shapley.companion.verdict_html`).
 
 The facts are the numbers the claims' notes quote and their rules decide from, computed from the package, from
 the paper's transcribed numbers (:mod:`shapley.companion.reported`) and from the committed runs under
@@ -11,19 +12,19 @@ computed here (a missing file) is absent, and is written "n/a".
 from __future__ import annotations
 
 import functools
-import html
 import math
 import posixpath
 import re
 import string
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from shapley.companion.claims import BADGES, CLAIMS, CONTRADICTED, DEPENDS, GROUP_NOTES, GROUPS, LABELS, Facts
+from shapley.companion.claim_model import DEPENDS, GROUPS, Facts
+from shapley.companion.claims import CLAIMS
 from shapley.companion.htmltable import word_list
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -532,162 +533,11 @@ def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
 
 
 def group_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Claims per group (rows, in :data:`~shapley.companion.claims.GROUPS` order) and verdict (columns, in
-    :data:`~shapley.companion.claims.VERDICT_KINDS` order) of a :func:`verdict_table`."""
+    """Claims per group (rows, in :data:`~shapley.companion.claim_model.GROUPS` order) and verdict (columns, in
+    :data:`~shapley.companion.claim_model.VERDICT_KINDS` order) of a :func:`verdict_table`."""
     import pandas as pd
 
-    from shapley.companion.claims import VERDICT_KINDS
+    from shapley.companion.claim_model import VERDICT_KINDS
 
     counts = pd.crosstab(table["group"], table["verdict"])
     return counts.reindex(index=list(GROUPS), columns=list(VERDICT_KINDS), fill_value=0)
-
-
-_MATH: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    (
-        re.compile(r"(?<![\w-])-inf\b|\(-inf\)"),
-        lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'),
-    ),
-    (re.compile(r"&lt;="), "\u2264"),
-    (re.compile(r"&gt;="), "\u2265"),
-    (re.compile(r"\bbeta\b"), "\u03b2"),
-    (re.compile(r"\blambda\b"), "\u03bb"),
-    (re.compile(r"\bphi\b"), "\u03c6"),
-    (re.compile(r"\brho\b"), "\u03c1"),
-)
-
-
-def typeset(text: str) -> str:
-    """Escape ``text`` for HTML and write its ASCII maths as typography, the way the book's maths reads:
-    ``beta <= 1/(n+1)`` becomes ``β ≤ 1/(n+1)``; ``-inf`` becomes a minus sign and infinity that never wrap
-    apart (a ``white-space: nowrap`` span). Identifiers such as ``beta_star`` are left alone.
-
-    Examples:
-        >>> typeset("beta <= 1/(n+1), |lambda| <= n, beta_star")
-        'β ≤ 1/(n+1), |λ| ≤ n, beta_star'
-        >>> typeset("h = -inf")
-        'h = <span style="white-space:nowrap">−∞</span>'
-    """
-    out = html.escape(text)
-    for pattern, repl in _MATH:
-        out = pattern.sub(repl, out)
-    return out
-
-
-def _badge(verdict: str) -> str:
-    return f'<span class="{BADGES[verdict]}">{html.escape(LABELS[verdict])}</span>'
-
-
-def evidence_href(target: str, base: str) -> str:
-    """The link to an evidence page (``page`` or ``page#anchor``, toc paths) from the page in folder ``base``.
-
-    >>> evidence_href("notebooks/psd#two-guaranteed-bounds", "book")
-    '../notebooks/psd.html#two-guaranteed-bounds'
-    """
-    page, _, anchor = target.partition("#")
-    return f"{posixpath.relpath(page, base)}.html" + (f"#{anchor}" if anchor else "")
-
-
-def _evidence_name(target: str) -> str:
-    page, _, anchor = target.partition("#")
-    name = page.split("/")[-1]
-    return f"{name}: {anchor.replace('-', ' ')}" if anchor else name
-
-
-def _why_cell(r: pd.Series, base: str) -> str:
-    parts = [typeset(r["reason"])]
-    if r["proved"]:
-        parts.append(f"<br><strong>Proved:</strong> {typeset(r['proved'])}")
-    links = ", ".join(f'<a href="{evidence_href(p, base)}">{html.escape(_evidence_name(p))}</a>' for p in r["evidence"])
-    parts.append(f"<br><small>Evidence: {links}</small>")
-    details = [typeset(r["note"])]
-    if r["readings"]:
-        items = "".join(
-            f"<li><em>{typeset(name)}</em>: {_badge(v)} {typeset(note)}</li>" for name, v, note in r["readings"]
-        )
-        details.append(f'<ul class="readings">{items}</ul>')
-    if r["command"]:
-        details.append(f"<br>Command: <code>{html.escape(r['command'])}</code>")
-    if r["functions"]:
-        names = (html.escape(fn).replace(".", ".<wbr>") for fn in r["functions"])
-        details.append("<br><small>Computed by " + ", ".join(f"<code>{n}</code>" for n in names) + "</small>")
-    parts.append(f"<details><summary>Details</summary>{''.join(details)}</details>")
-    return "".join(parts)
-
-
-def group_anchor(group: str) -> str:
-    """The HTML id of a group's header row on the claims page.
-
-    >>> group_anchor("the paper's internal consistency")
-    'claims-the-papers-internal-consistency'
-    """
-    return "claims-" + re.sub(r"[^a-z]+", "-", group.lower().replace("'", "")).strip("-")
-
-
-def tally(verdicts: Iterable[str]) -> str:
-    """How many of ``verdicts`` each verdict is, in the vocabulary's order, as prose ("3 reproduced and 2
-    contradicted"); "consistent" as :data:`~shapley.companion.claims.LABELS` shows it.
-
-    >>> tally(["contradicted", "reproduced", "consistent", "reproduced"])
-    '2 reproduced, 1 consistent within the paper and 1 contradicted'
-    """
-    counts = {v: list(verdicts).count(v) for v in BADGES}
-    return word_list([f"{n} {LABELS[v]}" for v, n in counts.items() if n])
-
-
-def _group_row(group: str, rows: pd.DataFrame) -> str:
-    tally_text = html.escape(tally(rows["verdict"]))
-    title = html.escape(group[0].upper() + group[1:])
-    return (
-        f'<tr class="claim-group" id="{group_anchor(group)}">'
-        f'<th colspan="3">{title} <small>({len(rows)}: {tally_text})</small></th></tr>'
-    )
-
-
-def verdicts_html(from_page: str = "book/claims", results: str | Path | None = None) -> str:
-    """The verdict table as HTML for the book, grouped (:data:`~shapley.companion.claims.GROUPS`), one row per
-    claim with the HTML id ``claim-<id>``: the claim (place, quote, our words, id), the verdict badge, and why (the
-    one-line reason and the evidence links shown; the note, readings, command and functions collapsed)."""
-    table = verdict_table(results)
-    base = posixpath.dirname(from_page)
-    body = []
-    for group in GROUPS:
-        rows = table[table["group"] == group]
-        if rows.empty:
-            continue
-        body.append(_group_row(group, rows))
-        for _, r in rows.iterrows():
-            quote = f'<q class="paper-quote">{html.escape(r["quote"])}</q><br>' if r["quote"] else ""
-            cell = (
-                f"<strong>{html.escape(r['where'])}</strong><br>{quote}{typeset(r['claim'])}"
-                f'<br><small><a href="#{r["anchor"]}"><code>{html.escape(r["id"])}</code></a></small>'
-            )
-            body.append(
-                f'<tr id="{r["anchor"]}"><td>{cell}</td><td>{_badge(r["verdict"])}</td>'
-                f"<td>{_why_cell(r, base)}</td></tr>"
-            )
-    head = "<thead><tr><th>Claim: where, the paper's words, ours</th><th>Verdict</th><th>Why</th></tr></thead>"
-    widths = '<colgroup><col style="width:42%"><col style="width:15%"><col style="width:43%"></colgroup>'
-    return f'<table class="verdicts">{widths}{head}<tbody>{"".join(body)}</tbody></table>'
-
-
-def group_summary_html(table: pd.DataFrame, from_page: str = "book/claims") -> str:
-    """The verdicts group by group, for the top of a page: each group (linked to its rows on the claims page), what
-    it holds, its tally, and its contradicted claims, each linked to its row."""
-    base = posixpath.dirname(from_page)
-    page = "" if from_page == "book/claims" else f"{posixpath.relpath('book/claims', base)}.html"
-    items = []
-    for group in GROUPS:
-        rows = table[table["group"] == group]
-        bad = rows[rows["verdict"] == CONTRADICTED]
-        links = ", ".join(
-            f'<a href="{page}#{a}"><code>{html.escape(i)}</code></a>'
-            for i, a in zip(bad["id"], bad["anchor"], strict=True)
-        )
-        title = html.escape(group[0].upper() + group[1:])
-        items.append(
-            f'<li><a href="{page}#{group_anchor(group)}"><strong>{title}</strong></a>, '
-            f"{html.escape(GROUP_NOTES[group])} ({len(rows)}): {html.escape(tally(rows['verdict']))}."
-            + (f" Contradicted: {links}." if links else "")
-            + "</li>"
-        )
-    return f'<ul class="claim-groups">{"".join(items)}</ul>'

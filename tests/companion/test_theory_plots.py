@@ -14,7 +14,7 @@ import pytest
 
 import shapley
 from shapley.companion import theory_plots
-from shapley.companion.claims import VERDICT_KINDS
+from shapley.companion.claim_model import VERDICT_KINDS
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms as ax
 from shapley.theory import worstcase as wc

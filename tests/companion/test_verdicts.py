@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 import shapley
-from shapley.companion import claims, verdicts
+from shapley.companion import claim_model, claims, verdict_html, verdicts
 from shapley.companion import reported as paper
-from shapley.companion.claims import CONSISTENT, CONTRADICTED, DEPENDS, NOT_HERE, REPRODUCED
+from shapley.companion.claim_model import CONSISTENT, CONTRADICTED, DEPENDS, NOT_HERE, REPRODUCED
 from shapley.core import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,20 +82,20 @@ def table() -> pd.DataFrame:
 def test_every_claim_has_one_verdict_of_the_vocabulary(table):
     assert list(table["id"]) == [c.id for c in claims.CLAIMS] and set(table["id"]) == set(EXPECTED)
     assert len(EXPECTED) == len(claims.CLAIMS)
-    assert claims.VERDICT_KINDS == (
+    assert claim_model.VERDICT_KINDS == (
         "reproduced",
         "consistent",
         "contradicted",
         "depends on reading",
         "not reproducible here",
     )
-    assert set(table["verdict"]) <= set(claims.VERDICT_KINDS)
-    assert set(claims.BADGES) == set(claims.VERDICT_KINDS)
+    assert set(table["verdict"]) <= set(claim_model.VERDICT_KINDS)
+    assert set(claim_model.BADGES) == set(claim_model.VERDICT_KINDS)
     for _, row in table.iterrows():
         assert row["note"].strip() and row["where"].strip(), row["id"]
     for c in claims.CLAIMS:
-        if isinstance(c.verdict, claims.Fixed):
-            assert c.verdict.verdict in claims.VERDICT_KINDS and c.verdict.reason.strip(), c.id
+        if isinstance(c.verdict, claim_model.Fixed):
+            assert c.verdict.verdict in claim_model.VERDICT_KINDS and c.verdict.reason.strip(), c.id
 
 
 def test_evidence_pages_exist_and_cited_functions_resolve(table):
@@ -115,7 +115,7 @@ def test_readings_only_where_the_verdict_depends_on_them(table):
         if row["verdict"] == DEPENDS:
             assert len(row["readings"]) >= 2, row["id"]
             for name, verdict, note in row["readings"]:
-                assert verdict in claims.VERDICT_KINDS and verdict != DEPENDS, (row["id"], name)
+                assert verdict in claim_model.VERDICT_KINDS and verdict != DEPENDS, (row["id"], name)
                 assert name.strip() and note.strip()
         else:
             assert row["readings"] == (), row["id"]
@@ -230,7 +230,7 @@ def test_the_beta_05_note_quotes_the_committed_cosine_searches():
 
 
 def test_ascii_maths_is_typeset_and_minus_infinity_does_not_wrap(table):
-    html = verdicts.verdicts_html()
+    html = verdict_html.verdicts_html()
     assert "beta &lt;=" not in html and "β ≤ 1/(n+1)" in html
     assert "-inf" not in re.sub(r"<code>.*?</code>", "", html)
     assert '<span style="white-space:nowrap">−∞</span>' in html
@@ -319,9 +319,9 @@ def test_auroc_direction_verdicts():
 
 
 def test_html_shows_quote_badge_readings_command_and_links():
-    h = verdicts.verdicts_html("book/claims")
+    h = verdict_html.verdicts_html("book/claims")
     assert h.count('<tr id="claim-') == len(claims.CLAIMS)
-    assert h.count('<tr class="claim-group"') == len(claims.GROUPS)
+    assert h.count('<tr class="claim-group"') == len(claim_model.GROUPS)
     assert '<q class="paper-quote">' in h and 'class="verdict-depends"' in h and "Command: <code>" in h
     assert 'href="../notebooks/properties.html#' in h and 'href="method.html"' in h
     assert "consistent within the paper</span>" in h
@@ -351,7 +351,7 @@ def test_computed_verdicts_agree_with_the_expected_ones(table):
     """Every verdict, as the book shows it, equals the one expected today (a change of evidence that flips a
     verdict fails here and must be looked at); at least 20 of them are computed by a rule."""
     assert dict(zip(table["id"], table["verdict"], strict=True)) == EXPECTED
-    assert sum(not isinstance(c.verdict, claims.Fixed) for c in claims.CLAIMS) >= 20
+    assert sum(not isinstance(c.verdict, claim_model.Fixed) for c in claims.CLAIMS) >= 20
 
 
 _MOZART_AS_COMPUTED = {
@@ -500,26 +500,26 @@ def test_the_table5_interval_width_is_the_median_of_an_even_count_by_its_definit
 def test_claims_are_grouped_in_the_page_order():
     """Every claim has one of the four groups, each group is present, and CLAIMS lists them group by group in the
     order of GROUPS (the page shows them in that order)."""
-    assert claims.GROUPS == (
+    assert claim_model.GROUPS == (
         "core theory",
         "headline empirical claims",
         "the paper's internal consistency",
         "set-up",
     )
-    order = [claims.GROUPS.index(c.group) for c in claims.CLAIMS]  # a ValueError names an unknown group
-    assert order == sorted(order) and set(order) == set(range(len(claims.GROUPS)))
-    assert set(claims.GROUP_NOTES) == set(claims.GROUPS)
+    order = [claim_model.GROUPS.index(c.group) for c in claims.CLAIMS]  # a ValueError names an unknown group
+    assert order == sorted(order) and set(order) == set(range(len(claim_model.GROUPS)))
+    assert set(claim_model.GROUP_NOTES) == set(claim_model.GROUPS)
 
 
 def test_anchors_are_unique_and_the_rows_carry_them():
-    h = verdicts.verdicts_html("book/claims")
+    h = verdict_html.verdicts_html("book/claims")
     anchors = [c.anchor for c in claims.CLAIMS]
     assert len(set(anchors)) == len(anchors)
     for a, c in zip(anchors, claims.CLAIMS, strict=True):
         assert a == f"claim-{c.id}" and re.fullmatch(r"claim-[a-z0-9.-]+", a)
     for a in anchors:
         assert h.count(f'id="{a}"') == 1 and f'href="#{a}"' in h
-    groups = [verdicts.group_anchor(g) for g in claims.GROUPS]
+    groups = [verdict_html.group_anchor(g) for g in claim_model.GROUPS]
     assert len(set(groups) | set(anchors)) == len(groups) + len(anchors)
     assert "claims-the-papers-internal-consistency" in groups
 
@@ -535,11 +535,11 @@ def test_every_claim_has_a_one_line_reason_and_the_long_note_is_collapsed(table)
     for _, row in table.iterrows():
         assert len(row["reason"].split()) <= 30, (row["id"], row["reason"])
         assert "n/a" not in row["reason"], row["id"]
-    h = verdicts.verdicts_html("book/claims")
+    h = verdict_html.verdicts_html("book/claims")
     assert h.count("<details><summary>Details</summary>") == len(claims.CLAIMS)
     for _, row in table.iterrows():  # the reason is shown before the details open
         row_html = h.split(f'id="{row["anchor"]}"')[1].split("</tr>")[0]
-        assert row_html.index(verdicts.typeset(row["reason"])) < row_html.index("<details>")
+        assert row_html.index(verdict_html.typeset(row["reason"])) < row_html.index("<details>")
     assert h.count("<strong>Proved:</strong>") == sum(bool(c.proved) for c in claims.CLAIMS) >= 2
 
 
@@ -548,8 +548,8 @@ def test_the_two_headline_claims_have_rows(table):
     'more accurately predicts' (judged from the paired tests, which only a baseline significantly better than Shap
     could turn into a contradiction)."""
     v = table.set_index("id")
-    assert v.loc["shap-addresses-collapse", "group"] == claims.CORE
-    assert v.loc["shap-more-accurate", "group"] == claims.HEADLINE
+    assert v.loc["shap-addresses-collapse", "group"] == claim_model.CORE
+    assert v.loc["shap-more-accurate", "group"] == claim_model.HEADLINE
     assert v.loc["shap-addresses-collapse", "verdict"] == CONTRADICTED
     f = verdicts.facts()
     assert f["collapse_gap"] <= claims.EFFICIENCY_TOL and f["collapse_last"] < 0
@@ -611,10 +611,10 @@ def test_evidence_anchors_exist_on_their_pages():
 
 def test_verdict_labels_and_colours_are_the_badges():
     css = (ROOT / "_static" / "custom.css").read_text()
-    assert set(claims.LABELS) == set(claims.COLOURS) == set(claims.VERDICT_KINDS)
-    assert claims.LABELS[CONSISTENT] == "consistent within the paper"
-    for verdict, colour in claims.COLOURS.items():
-        rule = re.search(rf"^span\.{claims.BADGES[verdict]} \{{[^}}]*\}}", css, flags=re.M).group(0)
+    assert set(claim_model.LABELS) == set(claim_model.COLOURS) == set(claim_model.VERDICT_KINDS)
+    assert claim_model.LABELS[CONSISTENT] == "consistent within the paper"
+    for verdict, colour in claim_model.COLOURS.items():
+        rule = re.search(rf"^span\.{claim_model.BADGES[verdict]} \{{[^}}]*\}}", css, flags=re.M).group(0)
         assert colour in rule or ("--su-measured" in rule and f"--su-measured: {colour}" in css), verdict
 
 
@@ -625,12 +625,12 @@ def test_group_counts_and_figure(table):
     from shapley.companion import plots
 
     counts = verdicts.group_counts(table)
-    assert list(counts.index) == list(claims.GROUPS) and list(counts.columns) == list(claims.VERDICT_KINDS)
+    assert list(counts.index) == list(claim_model.GROUPS) and list(counts.columns) == list(claim_model.VERDICT_KINDS)
     assert counts.to_numpy().sum() == len(claims.CLAIMS)
     fig = plots.verdict_figure(counts)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()][0] == "Core theory"
     assert sum(int(t.get_text()) for t in ax.texts) == len(claims.CLAIMS)
-    summary = verdicts.group_summary_html(table)
-    assert summary.count("<li>") == len(claims.GROUPS) and 'href="#claim-prop-3.6"' in summary
-    assert 'href="claims.html#claim-prop-3.6"' in verdicts.group_summary_html(table, "book/intro")
+    summary = verdict_html.group_summary_html(table)
+    assert summary.count("<li>") == len(claim_model.GROUPS) and 'href="#claim-prop-3.6"' in summary
+    assert 'href="claims.html#claim-prop-3.6"' in verdict_html.group_summary_html(table, "book/intro")

@@ -74,7 +74,11 @@ def failures(cache_dir: Path) -> list[Failure]:
     except ImportError as err:  # exit 2 below: "could not check", not "a page failed"
         print(f"book_failures: cannot read {cache_dir}: {err}", file=sys.stderr)
         raise SystemExit(2) from err
-    records = get_cache(str(cache_dir)).list_project_records()
+    try:
+        records = get_cache(str(cache_dir)).list_project_records()
+    except Exception as err:  # an unreadable or foreign database: "could not check", exit 2
+        print(f"book_failures: cannot read the execution cache {cache_dir}: {type(err).__name__}", file=sys.stderr)
+        raise SystemExit(2) from err
     return [parse_failure(Path(r.uri), r.traceback) for r in records if r.traceback]
 
 
@@ -87,10 +91,18 @@ def describe(f: Failure, root: Path) -> str:
     return f"page {where} failed in the cell starting {f.cell!r}: {f.error}"
 
 
+def cache_folder(text: str) -> Path:
+    """``--cache``: a folder, or a path where none exists yet (no build has run); anything else is refused."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is not a folder (the execution cache of a book build is one)")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parent.parent
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--cache", type=Path, default=root / "_build" / ".jupyter_cache")
+    parser.add_argument("--cache", type=cache_folder, default=root / "_build" / ".jupyter_cache")
     parser.add_argument("--touch", action="store_true", help="touch each failed page so the next build reruns it")
     args = parser.parse_args(argv)
     found = failures(args.cache)

@@ -108,3 +108,17 @@ def test_a_timed_out_cell_is_named_with_the_timeout(tmp_path):
     f = book_failures.parse_failure(page, result.exc_string)
     assert (f.line, f.cell) == (4, "import time")
     assert f.error.startswith("nbclient.exceptions.CellTimeoutError: A cell timed out")
+
+
+def test_a_cache_that_is_a_file_or_no_database_exits_2_with_one_line(tmp_path):
+    """Issue 38's class rule (every argument checked by its parser; no traceback): ``--cache`` naming a file was
+    accepted and ended in a database traceback."""
+    a_file = tmp_path / "cache"
+    a_file.write_text("not a folder")
+    refused = _detect(a_file)
+    assert refused.returncode == 2 and "is not a folder" in refused.stderr and "Traceback" not in refused.stderr
+    folder = tmp_path / "junk"
+    folder.mkdir()
+    (folder / "global.db").write_text("not a database")
+    unreadable = _detect(folder)
+    assert unreadable.returncode == 2 and unreadable.stderr.count("\n") == 1 and "cannot read" in unreadable.stderr

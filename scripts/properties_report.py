@@ -39,7 +39,11 @@ def _found_text(res: se.SearchResult, recheck: bool | None) -> str:
 
 
 def main() -> int:
-    examples = int(os.environ.get("PROPERTIES_EXAMPLES", "5000"))
+    text = os.environ.get("PROPERTIES_EXAMPLES", "5000")
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        print(f"properties_report: PROPERTIES_EXAMPLES={text!r} is not a whole number of at least 1", file=sys.stderr)
+        return 2
+    examples = int(text)
     print(f"Property searches: {examples} Hypothesis examples each, not derandomized (new examples every run)\n")
     bad = 0
     for prop, reading, kw in SEARCHES:

@@ -49,3 +49,13 @@ def test_report_prints_search_budget_and_finding(monkeypatch, capsys) -> None:
     assert "Property 2, rv reading" in out and "examples run: 5" in out and "none found" in out
     assert "hub(n=7, eps_hub=0.1, eps_rest=0)); re-checked: fails" in out  # the sweep's find, re-checked
     assert "Appendix A step of Property 2" in out
+
+
+def test_a_bad_example_count_exits_2_with_one_line(monkeypatch, capsys) -> None:
+    """Issue 38's class rule: ``PROPERTIES_EXAMPLES=abc`` ended in a ValueError traceback when the script was run
+    directly (``make properties`` checks it first)."""
+    report = _report()
+    for bad in ("abc", "0", "-3", "1e3"):
+        monkeypatch.setenv("PROPERTIES_EXAMPLES", bad)
+        assert report.main() == 2
+        assert capsys.readouterr().err.count("\n") == 1

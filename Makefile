@@ -138,7 +138,7 @@ results: setup
 
 # The page computations over ~10 s, committed with freshness records (results/theory, results/companion; also run
 # by `make results`; the -inf counts and the derived-file verdicts read the committed runs): each module of
-# PAGE_RECORDS declares one record (shapley.theory.page_records.PageRecord), and `python -m MODULE` writes it.
+# PAGE_RECORDS declares one record (shapley.results.records.PageRecord), and `python -m MODULE` writes it.
 PAGE_RECORDS = shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results \
 	shapley.theory.estimator_replay shapley.companion.mozart_results shapley.companion.singular_results \
 	shapley.companion.provenance

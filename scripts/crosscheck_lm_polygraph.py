@@ -33,7 +33,7 @@ import numpy as np
 from shapley.companion import crosscheck
 from shapley.pipeline.data.datasets import LOCAL_FILES
 from shapley.pipeline.rundir.settings import data_dir
-from shapley.theory.page_records import write_files
+from shapley.results.records import write_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -291,27 +291,25 @@ def main(argv: list[str] | None = None) -> int:
             rows += compare(str(Path(rel).parent), mats, scores)
     rows += compare("random (300 x n=10, seed 0)", random_mats(), None)
     manager_rows, gap = uemanager_run(args.results / crosscheck.MANAGER_RUN, samples)
-    record = _record(fresh, gap, time.perf_counter() - start)
+    record = crosscheck.RECORD.text(fresh, time.perf_counter() - start, _about(gap))
     lm_polygraph, uemanager, freshness = crosscheck.OUTPUTS
-    texts = {lm_polygraph: _csv(rows), uemanager: _csv(manager_rows), freshness: json.dumps(record, indent=1) + "\n"}
+    texts = {lm_polygraph: _csv(rows), uemanager: _csv(manager_rows), freshness: record}
     write_files({args.out / name: text for name, text in texts.items()})
     print(f"wrote {args.out / lm_polygraph} ({len(rows)} rows) in {time.perf_counter() - start:.1f} s")
     return 0
 
 
-def _record(fresh: dict[str, object], gap: dict[str, object], seconds: float) -> dict[str, object]:
-    """``freshness.json``: the command, the freshness block, the commit, versions, runtime and Ecc's AUROC gap."""
+def _about(gap: dict[str, object]) -> dict[str, object]:
+    """What ``freshness.json`` holds beside the command, the freshness block and the seconds: the commit, versions
+    and Ecc's AUROC gap."""
     from importlib.metadata import version
 
     def git(*a: str) -> str:
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
     return {
-        "command": crosscheck.COMMAND,
-        "freshness": fresh,
         "commit": git("rev-parse", "HEAD"),
         "dirty": bool(git("status", "--porcelain", "--", "shapley", "scripts", "pyproject.toml")),
-        "seconds": round(seconds, 1),
         "python": sys.version.split()[0],
         "versions": {p: version(p) for p in ("lm_polygraph", "numpy", "scipy", "torch", "shapley-uncertainty")},
         "ecc_auroc_gap": gap,

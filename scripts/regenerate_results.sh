@@ -23,7 +23,7 @@ PY=${PYTHON:-.venv/bin/python}
 DATA=${DATA:-../shared/data}
 JOBS=${JOBS:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# The page records that read no run, each written by `python -m MODULE` (shapley.theory.page_records; the two
+# The page records that read no run, each written by `python -m MODULE` (shapley.results.records; the two
 # that read the runs are written after them, below).
 PAGE_RECORDS="shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results
   shapley.theory.estimator_replay shapley.companion.mozart_results"

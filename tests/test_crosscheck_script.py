@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from shapley.companion import crosscheck
-from shapley.theory.page_records import write_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / crosscheck.SCRIPT
@@ -106,19 +104,3 @@ def test_the_command_line_exits_2_without_a_traceback(repo: Path):
         pytest.skip("LM-Polygraph is installed here: the script would run")
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
     assert "lm_polygraph is not installed" in done.stderr and not (repo / "o").exists()
-
-
-def test_the_three_files_are_replaced_together(tmp_path: Path):
-    old = {name: f"old {name}" for name in crosscheck.OUTPUTS}
-    for name, text in old.items():
-        (tmp_path / name).write_text(text)
-    first, second, third = crosscheck.OUTPUTS
-    with pytest.raises(UnicodeEncodeError):  # the second file cannot be written: the old set stays
-        write_files({tmp_path / first: "new", tmp_path / second: "\ud800", tmp_path / third: "new"})
-    assert _outputs(tmp_path) == {name: text.encode() for name, text in sorted(old.items())}  # no temporary left
-    write_files({tmp_path / name: "new" for name in crosscheck.OUTPUTS})
-    assert set(_outputs(tmp_path).values()) == {b"new"} and len(_outputs(tmp_path)) == len(old)
-    umask = os.umask(0)
-    os.umask(umask)
-    modes = {os.stat(tmp_path / name).st_mode & 0o777 for name in crosscheck.OUTPUTS}
-    assert modes == {0o666 & ~umask}  # as any file the user writes: a temporary file would be private (0o600)

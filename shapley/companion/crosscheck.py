@@ -3,7 +3,7 @@
 
 * :data:`RECORD`: what determines the three files (the run files and the script they are computed from, the
   pinned LM-Polygraph environment, the package code the script imports), so that the page says STALE when one
-  of them changes (:func:`status_html`; each table carries the warning too).
+  of them changes (:func:`shapley.companion.htmltable.record_status_html`; each table carries the warning too).
 * :func:`ecc_gap`: why LM-Polygraph's AUROC of Ecc differs from ours, pair by pair, computed by the script (it
   needs LM-Polygraph's per-question scores) and stored in ``freshness.json``; :func:`ecc_gap_text` glues it.
 * :func:`differences_html`, :func:`uemanager_html`: the two tables, which fit the text column (a run is named by
@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, word_list
 from shapley.core import validate
 from shapley.core.ranks import SCORE_DIGITS, round_scores
-from shapley.theory import page_records
+from shapley.results import records
 
 #: The command that writes ``results/crosscheck`` (``make results`` runs it).
 COMMAND = ".venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.py --out results/crosscheck"
@@ -57,36 +57,18 @@ def _written_by_the_script(settings: Mapping[str, Any], results: Path) -> dict[s
     raise RuntimeError(f"the cross-check needs LM-Polygraph: run {COMMAND}")
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="crosscheck/freshness.json",
     module="scripts.crosscheck_lm_polygraph",
     compute=_written_by_the_script,
     summary=lambda record: f"{len(record['freshness']['inputs'])} inputs",
     inputs=inputs,
-    check=page_records.has_keys(versions=dict, commit=str),
+    check=records.has_keys(versions=dict, commit=str),
+    command=COMMAND,
 )
-"""The cross-check's freshness record. The script writes its :meth:`~shapley.theory.page_records.PageRecord.freshness`
-block into ``freshness.json`` before it computes; the page compares it with the files now."""
-
-
-def _record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """``freshness.json`` under ``results_dir``, or None when it is missing, unreadable or ill-typed (a torn or
-    hand-edited record is no record: :meth:`~shapley.theory.page_records.PageRecord.load`)."""
-    try:
-        return RECORD.load(Path(results_dir) / RECORD.path)
-    except FileNotFoundError:
-        return None
-
-
-def stale_reasons(results_dir: str | os.PathLike[str]) -> list[str]:
-    """Why the cross-check's files no longer stand for what the script would compute now; [] when fresh."""
-    record = _record(results_dir)
-    if record is None:
-        return [f"{RECORD.path} is missing or unreadable"]
-    try:
-        return RECORD.stale_reasons(record, results_dir)
-    except OSError as exc:  # an input is gone
-        return [f"cannot read {exc.filename}"]
+"""The cross-check's freshness record. The script writes it (:meth:`~shapley.results.records.PageRecord.text`),
+with the freshness block of the inputs as it read them; the page reads it with the reasons it is stale
+(:meth:`~shapley.results.records.PageRecord.read`)."""
 
 
 def _stale_note(reasons: list[str]) -> str:
@@ -96,21 +78,6 @@ def _stale_note(reasons: list[str]) -> str:
         if reasons
         else ""
     )
-
-
-def status_html(results_dir: str | os.PathLike[str]) -> Html:
-    """One sentence about ``freshness.json``: what computed the cross-check, how long it took, from what, and
-    whether it is fresh, or STALE with the reasons."""
-    record, reasons = _record(results_dir), stale_reasons(results_dir)
-    if record is None:
-        return Html(_stale_note(reasons))
-    peer = esc(record["versions"].get("lm_polygraph", "an unrecorded version"))
-    what = (
-        f"The cross-check was computed by {code(record['command'])} with LM-Polygraph {peer}, at commit "
-        f"{code(record['commit'][:12])}, in {record['seconds']:.0f} s, from "
-        f"{len(record['freshness']['inputs'])} files whose SHA-256 it records"
-    )
-    return Html(f"<p>{what}: fresh.</p>" if not reasons else f"<p>{what}.</p>{_stale_note(reasons)}")
 
 
 def _pair_wins(u: np.ndarray, incorrect: np.ndarray) -> np.ndarray:
@@ -192,7 +159,7 @@ GAP_TEXT_KEYS = (
 def ecc_gap_text(results_dir: str | os.PathLike[str]) -> dict[str, str]:
     """The numbers of :func:`ecc_gap` as the page glues them, by :data:`GAP_TEXT_KEYS` (``n/a`` each when
     ``freshness.json`` lacks them)."""
-    gap: Any = (_record(results_dir) or {}).get("ecc_auroc_gap")
+    gap: Any = (RECORD.read(results_dir)[0] or {}).get("ecc_auroc_gap")
     try:
         text = {k: f"{v:.5f}" if k.startswith("auroc") else f"{v:,g}" for k, v in gap.items() if k != "tied_values"}
         text |= {
@@ -239,7 +206,7 @@ def _crosscheck_table(
         rows.append({cols[0].key: f"{labels[str(key)]}: {int(part[count].iloc[0])} {what}"})
         rows += [{str(k): v for k, v in r.items()} for r in part.to_dict("records")]
         classes += ["group"] + [""] * len(part)
-    return Html(_stale_note(stale_reasons(results_dir)) + html_table(rows, cols, caption=caption, row_classes=classes))
+    return Html(_stale_note(RECORD.read(results_dir)[1]) + html_table(rows, cols, caption=caption, row_classes=classes))
 
 
 def differences_html(results_dir: str | os.PathLike[str]) -> Html:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from shapley.theory.page_records import PageRecord
+from shapley.results.records import PageRecord
 
 
 def esc(value: Any) -> str:
@@ -135,13 +135,16 @@ def bullets_html(items: Sequence[str]) -> Html:
     return Html('<ul class="findings">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
 
 
-def record_status_html(spec: PageRecord, record: Mapping[str, Any], results: str | os.PathLike[str]) -> Html:
-    """A page record's status as a sentence for readers: the file and the command that wrote it, and whether it is
-    fresh (:meth:`PageRecord.stale_reasons` under the results folder ``results``) or stale, with why."""
+def record_status_html(
+    spec: PageRecord, record: Mapping[str, Any], results: str | os.PathLike[str], how: str = ""
+) -> Html:
+    """A record's status as a sentence for readers: the file and the command that wrote it (``how``: HTML that
+    says more of how, escaped by the caller), and whether it is fresh (:meth:`PageRecord.stale_reasons` under the
+    results folder ``results``) or stale, with why."""
     stale = spec.stale_reasons(record, results)
     made = (
-        f"The numbers here are read from {code('results/' + spec.path)}, which {code(spec.command)} computed in "
-        f"{record['seconds']:.0f} s"
+        f"The numbers here are read from {code('results/' + spec.path)}, which {code(spec.command)} computed"
+        f"{how} in {record['seconds']:.0f} s"
     )
     if not stale:
         return Html(
@@ -150,7 +153,7 @@ def record_status_html(spec: PageRecord, record: Mapping[str, Any], results: str
         )
     return Html(
         f'<p class="record-status">{made}; <strong>it is stale</strong> ({esc("; ".join(stale))}): '
-        "<code>make theory-results</code> recomputes it.</p>"
+        "<code>make results</code> recomputes it.</p>"
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shapley.companion import mozart
-from shapley.theory import page_records
+from shapley.results import records
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -30,11 +30,11 @@ def fits(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{**r, **{k: [(float(a), float(b)) for a, b in r[k]] for k in keys}} for r in record["fits"]]
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="companion/mozart.json",
     module=__spec__.name,
     compute=compute,
-    check=page_records.has_keys(fits=list),
+    check=records.has_keys(fits=list),
     summary=lambda record: f"one beta fits both tables under {[r['key'] for r in record['fits'] if r['beta_both']]}",
     settings={"beta_grid_points": 600},
 )

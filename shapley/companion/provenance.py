@@ -27,7 +27,7 @@ from shapley.pipeline.evaluate.report import load_metrics
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import RunHistory, read_config, read_record, run_history
-from shapley.theory import page_records
+from shapley.results import records
 
 
 def relative_path(path: str | os.PathLike[str]) -> str:
@@ -220,7 +220,7 @@ def _runs(results: Path) -> dict[str, list[str]]:
     ``results``), each with its tracked files: the record fingerprints those, and holds the verdicts of those runs
     only."""
     runs: dict[str, list[str]] = {}
-    for path in page_records.committed_files(results):
+    for path in records.committed_files(results):
         runs.setdefault(Path(path).parent.as_posix(), []).append(path)
     needed = {derived.DERIVED_FILE, "config.json"}
     return {run: files for run, files in runs.items() if needed <= {Path(f).name for f in files}}
@@ -245,13 +245,13 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
 
 def _check(record: Mapping[str, Any]) -> None:
     """Raise unless ``runs`` maps each run to {derived file: status}, all strings."""
-    page_records.has_keys(runs=dict)(record)
+    records.has_keys(runs=dict)(record)
     for run, status in record["runs"].items():
         if not isinstance(status, dict) or not all(isinstance(v, str) for v in status.values()):
             raise TypeError(f"the statuses of run {run!r} are not an object of strings")
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="companion/derived_status.json",
     module=__spec__.name,
     compute=compute,

@@ -35,7 +35,7 @@ from shapley.core import kernel, metrics
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate.comparisons import rankable
 from shapley.pipeline.rundir.jsonl import COMPACT_FILE, STAGE_FILES, JsonlStore
-from shapley.theory import page_records
+from shapley.results import records
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ them."""
 def _swept(results: Path) -> list[str]:
     """The runs of :data:`RUNS` with a beta sweep whose :data:`INPUT_FILES` git tracks: the record fingerprints
     those files and holds these runs only."""
-    tracked = set(page_records.committed_files(results))
+    tracked = set(records.committed_files(results))
     return [
         rel
         for rel in RUNS
@@ -163,15 +163,15 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
 def _check(record: Mapping[str, Any]) -> None:
     """Raise unless ``scores`` maps each run to the fields of :class:`InfiniteScores`, counts as int and the rest
     as numbers."""
-    page_records.has_keys(scores=dict)(record)
+    records.has_keys(scores=dict)(record)
     types = {f.name: int if f.type == "int" else (int, float) for f in dataclasses.fields(InfiniteScores)}
     for run, scores in record["scores"].items():
         if not isinstance(scores, dict) or scores.keys() != types.keys():
             raise TypeError(f"the scores of run {run!r} do not hold the fields {sorted(types)}")
-        page_records.has_keys(**types)(scores)
+        records.has_keys(**types)(scores)
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="companion/infinite_scores.json",
     module=__spec__.name,
     compute=compute,

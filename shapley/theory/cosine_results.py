@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from shapley.theory import cosine, page_records
+from shapley.results import records
+from shapley.theory import cosine
 
 
 def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
@@ -46,11 +47,11 @@ def witness_vectors(record: Mapping[str, Any]) -> NDArray[np.float64]:
     return np.asarray(record["witness"]["X"], dtype=np.float64)
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="theory/cosine_search.json",
     module=__spec__.name,
     compute=compute,
-    check=page_records.has_keys(sweep=list, dimension_search=list, witness=dict),
+    check=records.has_keys(sweep=list, dimension_search=list, witness=dict),
     summary=lambda record: "witness n = {n}, dim = {dim}, lambda_min(R_{beta:g}) = {min_eig_R:.5f}".format(
         **record["witness"]
     ),

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from shapley.results import records
 from shapley.theory import axioms as ax
-from shapley.theory import page_records
 
 TABLE = "axioms/axiom_table.csv"
 """The stored table, under the results folder (``make axioms`` writes it)."""
@@ -35,11 +35,11 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     return {"short_failing_cells": (short.verdict == ax.FAILS).sum(), "mismatches": mismatches}
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="theory/axioms_replay.json",
     module=__spec__.name,
     compute=compute,
-    check=page_records.has_keys(short_failing_cells=int, mismatches=list),
+    check=records.has_keys(short_failing_cells=int, mismatches=list),
     summary=lambda record: f"{len(record['mismatches'])} cells disagree with the stored table",
     settings={"max_examples": 25, "seed": 0},
     inputs=lambda results: [TABLE],

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from shapley.theory import page_records, propositions
+from shapley.results import records
+from shapley.theory import propositions
 from shapley.theory import search as se
 
 SEARCHES: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -62,7 +63,7 @@ def _entry(kind: str, s: Mapping[str, Any], max_examples: int) -> dict[str, Any]
         search = partial(se.search_counterexample, s["prop"], s["reading"])
     else:
         search = partial(se.search_step_counterexample, s["prop"])
-    res, seconds = page_records.timed(search, **s["kwargs"], max_examples=max_examples)
+    res, seconds = records.timed(search, **s["kwargs"], max_examples=max_examples)
     stored = {k: getattr(res, k) for k in STORED}
     return {"kind": kind, "kwargs": s["kwargs"], **stored, "example": res.example, "seconds": round(seconds, 2)}
 
@@ -71,7 +72,7 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     """The record's numbers: every search of ``settings`` and the chain-rule check (``results`` is not read)."""
     searches = {name: _entry("property", s, settings["max_examples"]) for name, s in settings["searches"].items()}
     searches |= {name: _entry("step", s, settings["max_examples"]) for name, s in settings["steps"].items()}
-    chain, seconds = page_records.timed(propositions.chain_rule_check, **settings["chain_rule"])
+    chain, seconds = records.timed(propositions.chain_rule_check, **settings["chain_rule"])
     return {"chain_rule_seconds": round(seconds, 2), "searches": searches, "chain_rule": chain}
 
 
@@ -100,11 +101,11 @@ def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
     return out
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="theory/properties_searches.json",
     module=__spec__.name,
     compute=compute,
-    check=page_records.has_keys(searches=dict, chain_rule=dict),
+    check=records.has_keys(searches=dict, chain_rule=dict),
     summary=lambda record: (
         "counterexamples found by " + (", ".join(k for k, e in record["searches"].items() if e["found"]) or "no search")
     ),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shapley.theory import page_records
+from shapley.results import records
 from shapley.theory import search as se
 from shapley.theory import worstcase as wc
 
@@ -53,11 +53,11 @@ def hypothesis_record(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-RECORD = page_records.PageRecord(
+RECORD = records.PageRecord(
     path="theory/psd_searches.json",
     module=__spec__.name,
     compute=lambda settings, results: {"checks": check_rows(settings), "hypothesis": hypothesis_record(settings)},
-    check=page_records.has_keys(checks=list, hypothesis=dict),
+    check=records.has_keys(checks=list, hypothesis=dict),
     summary=lambda record: f"first failing n = {(record['hypothesis']['first'] or {}).get('n')}",
     settings={
         "beta": 0.5,

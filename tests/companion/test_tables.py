@@ -16,7 +16,7 @@ from shapley.companion.htmltable import Col, html_table, record_status_html, sho
 from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import store
 from shapley.pipeline.score.scores import METHODS
-from shapley.theory.page_records import PageRecord
+from shapley.results.records import PageRecord
 from tests import fakes
 
 
@@ -375,13 +375,10 @@ def test_mozart_readings_render_their_maths():
 def test_record_status_is_a_sentence_without_markdown():
     """A page record's status reads as prose: file and command as code, fresh or stale with why (issue 32: the
     results page showed a raw status line with its backticks)."""
-    toy = PageRecord("theory/toy.json", "shapley.theory.page_records", lambda s, r: {}, lambda r: "", {"x": 1})
+    toy = PageRecord("theory/toy.json", "shapley.results.records", lambda s, r: {}, lambda r: "", {"x": 1})
     record = {"freshness": toy.freshness(Path("results")), "seconds": 7.2, "command": toy.command}
     fresh = record_status_html(toy, record, "results")
-    assert (
-        "<code>results/theory/toy.json</code>" in fresh
-        and "<code>python -m shapley.theory.page_records</code>" in fresh
-    )
+    assert "<code>results/theory/toy.json</code>" in fresh and "<code>python -m shapley.results.records</code>" in fresh
     assert "computed in 7 s" in fresh and "it is fresh" in fresh and "`" not in fresh
     stale = record_status_html(toy, {**record, "freshness": {**record["freshness"], "settings": {"x": 2}}}, "results")
     assert "it is stale" in stale and "settings differ" in stale and "`" not in stale

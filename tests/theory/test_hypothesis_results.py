@@ -1,5 +1,5 @@
 """The properties page's committed searches (results/theory/properties_searches.json, ``make theory-results``):
-fresh, every stored counterexample failing its property again, and the record's round trip on a tiny run."""
+every stored counterexample failing its property again, and the record's round trip on a tiny run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.theory import hypothesis_results, page_records
+from shapley.theory import hypothesis_results
 from shapley.theory import properties as pr
 from shapley.theory import propositions as pv
 
@@ -29,10 +29,6 @@ TINY = {
 
 def _record():
     return RECORD.load(RESULTS / "theory")
-
-
-def test_the_committed_record_is_fresh():
-    assert RECORD.stale_reasons(_record(), RESULTS) == []
 
 
 def test_the_committed_record_holds_every_search_of_the_page_and_its_examples_fail_again():
@@ -61,16 +57,6 @@ def test_a_tiny_record_round_trips_and_renders(tiny):
     assert hub.check.rows  # what the page's table shows
     chain = pv.prop35_readings(chain=tiny["chain_rule"])[0].witness
     assert chain == pv.chain_rule_check(3, 0)
-
-
-def test_a_tiny_record_is_stale_against_the_page_settings_and_code(tiny, monkeypatch):
-    assert RECORD.stale_reasons(tiny, RESULTS)[0].startswith("settings differ")
-    as_page = {**tiny, "freshness": {**tiny["freshness"], "settings": RECORD.freshness(RESULTS)["settings"]}}
-    assert RECORD.stale_reasons(as_page, RESULTS) == []
-    monkeypatch.setattr(page_records, "source_digests", lambda modules: dict.fromkeys(modules, "0" * 64))
-    assert RECORD.stale_reasons(as_page, RESULTS) == [
-        f"code changed since the record was computed: {', '.join(RECORD.code_modules)}"
-    ]
 
 
 def test_a_stored_example_that_no_longer_fails_is_refused(tiny):

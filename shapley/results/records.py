@@ -1,20 +1,23 @@
-"""Page records: the committed outcome of each page computation that takes longer than a page should (``make theory-
-results``; part of ``make results``), and whether it is still fresh.
+"""The results layer: each file that the book or a run reads back is written with a record of what determined it,
+and read back with the reasons it is stale.
 
-A record is declared once, as a :class:`PageRecord` in the module that computes it; ``python -m MODULE`` writes it
-(:meth:`PageRecord.main`), and a page only reads it (:meth:`PageRecord.load`) and says whether it is stale
-(:meth:`PageRecord.stale_reasons`). Each record holds a ``freshness`` block: the ``settings`` it ran with, the
-:func:`code_digest` of every module of the package that its module imports, directly or not (:func:`import_closure`),
-which no edit of a docstring or comment changes, and the SHA-256 of each of its ``inputs``, the files it was computed
-from (by path under the results folder). Inputs are files git tracks, so that a clean clone finds every record fresh.
-A record that cannot be read, or whose blocks or numbers have the wrong shape, counts as missing; every record is
-written atomically (:func:`write_files`).
+A page record is declared once, as a :class:`PageRecord` in the module that computes it; ``python -m MODULE``
+writes it (:meth:`PageRecord.main`), and a page only reads it (:meth:`PageRecord.read`: the record and why it is
+stale). Each record holds its ``command``, the ``seconds`` it took and a ``freshness`` block: the ``settings`` it
+ran with, the :func:`code_digest` of every module of the package that its module imports, directly or not
+(:func:`import_closure`), which no edit of a docstring or comment changes, and the SHA-256 of each of its
+``inputs``, the files it was computed from (by path under the results folder). Inputs are files git tracks
+(:func:`committed_files`), so that a clean clone finds every record fresh. A record that cannot be read, or whose
+blocks or numbers have the wrong shape, counts as missing; files are written atomically, a set of them all
+together or none (:func:`write_files`). :func:`stale_reasons` compares two freshness blocks; a run's
+``derived.json`` (:mod:`shapley.pipeline.rundir.derived`) says why its derived files are stale through it too.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -37,7 +40,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 hashes."""
 
 
-def _sha256(path: Path) -> str | None:
+def sha256_file(path: Path) -> str | None:
     """The SHA-256 of the file ``path``, None when there is no such file."""
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
@@ -61,9 +64,21 @@ def module_source(name: str) -> Path | None:
     return None
 
 
+def _version(path: Path) -> tuple[int, int]:
+    """What changes when the file ``path`` is edited: its modification time and size (the key of the caches)."""
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
 def _imported(name: str, path: Path) -> set[str]:
     """The dotted names of the package's modules that the module ``name`` (source ``path``) imports anywhere in
     its code: ``from P import x`` names ``P.x`` when that is a module, else ``P``."""
+    return set(_imports_of(name, path, _version(path)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _imports_of(name: str, path: Path, version: tuple[int, int]) -> frozenset[str]:
+    """:func:`_imported`, read once for each ``version`` of the file."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -75,7 +90,7 @@ def _imported(name: str, path: Path) -> set[str]:
                 up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*up, base] if base else up)
             found |= {f"{base}.{a.name}" if module_source(f"{base}.{a.name}") else base for a in node.names}
-    return {m for m in found if module_source(m) is not None}
+    return frozenset(m for m in found if module_source(m) is not None)
 
 
 def import_closure(*roots: str) -> list[str]:
@@ -130,11 +145,17 @@ def code_digest(path: Path) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
 
+@functools.lru_cache(maxsize=1024)
+def _code_digest_of(path: Path, version: tuple[int, int]) -> str:
+    """:func:`code_digest` of ``path``, computed once for each ``version`` of the file."""
+    return code_digest(path)
+
+
 def source_digests(modules: Iterable[str]) -> dict[str, str | None]:
     """The :func:`code_digest` of the source file of each of the package's ``modules`` (dotted names), by name.
 
     Examples:
-        >>> [len(sha) for sha in source_digests(["shapley.theory.page_records"]).values()]
+        >>> [len(sha) for sha in source_digests(["shapley.results.records"]).values()]
         [64]
     """
     digests: dict[str, str | None] = {}
@@ -142,7 +163,7 @@ def source_digests(modules: Iterable[str]) -> dict[str, str | None]:
         path = module_source(name)
         if path is None:
             raise ValueError(f"no source file for module {name!r}")
-        digests[name] = code_digest(path)
+        digests[name] = _code_digest_of(path, _version(path))
     return digests
 
 
@@ -218,16 +239,40 @@ def timed(compute: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, floa
     return value, time.perf_counter() - start
 
 
+def stale_reasons(was: Any, now: Mapping[str, Any]) -> list[str]:
+    """Why the freshness block ``was`` (as a record holds it) no longer stands for ``now``, the block of what the
+    code would compute now: other ``settings``, or changed digests in any other part (``code``, ``inputs``: name ->
+    digest); [] when it is fresh.
+
+    Examples:
+        >>> now = {"settings": {"x": 1}, "inputs": {"a.csv": "0f"}}
+        >>> stale_reasons(now, now), stale_reasons({**now, "inputs": {}}, now), stale_reasons(None, now)
+        ([], ['inputs changed since the record was computed: a.csv'], ['the record has no freshness block'])
+    """
+    if not isinstance(was, Mapping):
+        return ["the record has no freshness block"]
+    reasons = []
+    if "settings" in now and was.get("settings") != now["settings"]:
+        recorded, current = (json.dumps(s, sort_keys=True) for s in (was.get("settings"), now["settings"]))
+        reasons.append(f"settings differ: recorded {recorded}, now {current}")
+    for part in sorted(now.keys() - {"settings"}):
+        old, new = was.get(part) or {}, now[part]
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        if changed:
+            reasons.append(f"{part} changed since the record was computed: {', '.join(changed)}")
+    return reasons
+
+
 @dataclass(frozen=True)
 class PageRecord:
     """One committed page record: where it lives, what determines it and how it is computed.
 
     Examples:
-        >>> toy = PageRecord("theory/toy.json", "shapley.theory.page_records", lambda settings, results: {},
+        >>> toy = PageRecord("theory/toy.json", "shapley.results.records", lambda settings, results: {},
         ...                  lambda record: "", settings={"x": 1})
         >>> record = {"freshness": toy.freshness(RESULTS)}
         >>> toy.stale_reasons(record, RESULTS), toy.command, toy.code_modules
-        ([], 'python -m shapley.theory.page_records', ['shapley.theory.page_records'])
+        ([], 'python -m shapley.results.records', ['shapley.results.records'])
         >>> toy.stale_reasons({"freshness": {**record["freshness"], "settings": {"x": 2}}}, RESULTS)
         ['settings differ: recorded {"x": 2}, now {"x": 1}']
     """
@@ -248,11 +293,12 @@ class PageRecord:
     check: Callable[[Mapping[str, Any]], None] = lambda record: None
     """Raises ``KeyError``, ``TypeError`` or ``ValueError`` when a record's numbers do not have the shape its
     readers expect (e.g. :func:`has_keys`); such a record counts as missing."""
+    command: str = ""
+    """The command that writes the record under the results folder; ``python -m MODULE`` when not given."""
 
-    @property
-    def command(self) -> str:
-        """The command that writes the record under ``results``."""
-        return f"python -m {self.module}"
+    def __post_init__(self) -> None:
+        if not self.command:
+            object.__setattr__(self, "command", f"python -m {self.module}")
 
     @property
     def code_modules(self) -> list[str]:
@@ -270,20 +316,23 @@ class PageRecord:
         return {
             "settings": json.loads(json.dumps(self.settings if settings is None else settings)),
             "code": source_digests(self.code_modules),
-            "inputs": {path: _sha256(results / path) for path in self.inputs(results)},
+            "inputs": {path: sha256_file(results / path) for path in self.inputs(results)},
         }
+
+    def text(self, block: Mapping[str, Any], seconds: float, numbers: Mapping[str, Any]) -> str:
+        """The record as its file holds it: the command, the freshness ``block``, the ``seconds`` the computation
+        took and its ``numbers``."""
+        record = {"command": self.command, "freshness": block, "seconds": round(seconds, 1), **numbers}
+        return json.dumps(record, indent=1, default=_plain) + "\n"
 
     def write(self, results: str | os.PathLike[str] = RESULTS, settings: Mapping[str, Any] | None = None) -> Path:
         """Compute the record from ``results`` with ``settings`` (default :attr:`settings`) and write it
-        atomically, with the command, its freshness block and the seconds the computation took, to the file
-        :attr:`path` under ``results``."""
+        atomically (:meth:`text`) to the file :attr:`path` under ``results``."""
         root, settings = Path(results), self.settings if settings is None else settings
         block = self.freshness(root, settings)  # the inputs as they are read
         numbers, seconds = timed(self.compute, settings, root)
-        record = {"command": self.command, "freshness": block, "seconds": round(seconds, 1)}
-        path = root / self.path
-        write_files({path: json.dumps({**record, **numbers}, indent=1, default=_plain) + "\n"})
-        return path
+        write_files({root / self.path: self.text(block, seconds, numbers)})
+        return root / self.path
 
     def load(self, path: str | os.PathLike[str]) -> dict[str, Any]:
         """The record at ``path``: the file itself or the folder holding it. A missing record, or one that cannot
@@ -291,7 +340,7 @@ class PageRecord:
         ``FileNotFoundError`` naming the command that writes it."""
         p = Path(path)
         p = p / Path(self.path).name if p.is_dir() else p
-        again = f"run `make theory-results` ({self.command})"
+        again = f"run `{self.command}` (`make results` runs every record)"
         if not p.is_file():
             raise FileNotFoundError(f"{p} is missing: {again}")
         try:
@@ -306,28 +355,22 @@ class PageRecord:
 
     def stale_reasons(self, record: Mapping[str, Any], results: str | os.PathLike[str]) -> list[str]:
         """Why ``record`` no longer stands for what the code computes now from the results folder ``results``:
-        other settings, or changed code or inputs; [] when it is fresh."""
-        was = record.get("freshness")
-        if not isinstance(was, Mapping):
-            return ["the record has no freshness block"]
-        now, reasons = self.freshness(Path(results)), []
-        if was.get("settings") != now["settings"]:
-            recorded, current = (json.dumps(s, sort_keys=True) for s in (was.get("settings"), now["settings"]))
-            reasons.append(f"settings differ: recorded {recorded}, now {current}")
-        for part in ("code", "inputs"):
-            old, new = was.get(part, {}), now[part]
-            changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-            if changed:
-                reasons.append(f"{part} changed since the record was computed: {', '.join(changed)}")
-        return reasons
+        other settings, or changed code or inputs (:func:`stale_reasons`); [] when it is fresh."""
+        return stale_reasons(record.get("freshness"), self.freshness(Path(results)))
+
+    def read(self, results: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, list[str]]:
+        """The record under the results folder ``results`` and why it is stale ([] when it is fresh); None and
+        why when it is missing or unreadable (:meth:`load`)."""
+        try:
+            record = self.load(Path(results) / self.path)
+        except FileNotFoundError as exc:
+            return None, [str(exc)]
+        return record, self.stale_reasons(record, results)
 
     def fresh(self, results: str | os.PathLike[str]) -> dict[str, Any] | None:
         """The record under the results folder ``results`` when it is there and fresh, else None."""
-        try:
-            record = self.load(Path(results) / self.path)
-        except FileNotFoundError:
-            return None
-        return record if not self.stale_reasons(record, results) else None
+        record, reasons = self.read(results)
+        return None if reasons else record
 
     def main(self) -> int:
         """``python -m MODULE``: write the record computed from the results folder (:data:`RESULTS`) to its

@@ -273,8 +273,8 @@ def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
     metrics.write_text(metrics.read_text() + "\n")  # changed after it was computed
     assert provenance.stale_derived(d) == (["metrics.csv"], False)
     assert "stale metrics.csv" in provenance.provenance_table([d])["flags"].iloc[0]
-    (d / "derived.json").unlink()  # no freshness record: nothing stale, nothing verified
-    assert provenance.stale_derived(d) == ([], False)
+    (d / "derived.json").unlink()  # no freshness record: every derived file stale, none verified
+    assert provenance.stale_derived(d) == (list(provenance.derived_status(d)), False)
     assert "<em>unverified</em>" in provenance.provenance_html([d])
 
 

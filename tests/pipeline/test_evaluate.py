@@ -234,20 +234,19 @@ def _without_stage_files(run: Path, dst: Path) -> Path:
     return dst
 
 
-def test_committed_runs_are_fresh_from_git_alone_and_old_runs_unverified_not_stale(tmp_path):
+def test_committed_runs_are_fresh_from_git_alone_and_a_file_without_a_record_is_stale(tmp_path):
     runs = _committed_runs()
     assert len(runs) >= 10, runs
     for run in runs:  # in place (stage files where this checkout has them) and as a clean clone has them
         for d in (run, _without_stage_files(run, tmp_path / "clone" / run.parent.name / run.name)):
             status = derived.derived_status(d)
             assert status and set(status.values()) == {"fresh"}, (d, status)
-    old = tmp_path / "old"
-    shutil.copytree(runs[0], old)
-    (old / "derived.json").unlink()  # a run written before the record existed
-    status = derived.derived_status(old)
-    assert status and set(status.values()) == {derived.OLD_FORMAT}
-    assert derived.stale_outputs(old) == []
-    assert "Not checked against their stage files" in report.report([old])
+    bare = tmp_path / "bare"
+    shutil.copytree(runs[0], bare)
+    (bare / "derived.json").unlink()  # every derived file must have a record
+    assert derived.derived_status(bare)["metrics.csv"] == "stale: derived.json holds no record of metrics.csv"
+    with pytest.raises(ValueError, match="no record of metrics.csv"):
+        report.report([bare])
 
 
 def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
@@ -266,7 +265,10 @@ def test_without_stage_files_the_compact_copy_is_checked(two_runs, tmp_path):
     lines[0]["scores"]["correct"] = not lines[0]["scores"]["correct"]
     _write_compact_lines(b, lines)
     status = derived.derived_status(b)
-    assert all(s.startswith("stale: stages.jsonl.gz") for s in status.values()), status
+    assert all(
+        s.startswith("stale: inputs changed") and s.endswith("stages.jsonl.gz or the run's settings")
+        for s in status.values()
+    ), status
     with pytest.raises(ValueError, match=r"metrics\.csv"):
         report.report([b])
     (b / jsonl.COMPACT_FILE).unlink()
@@ -285,6 +287,14 @@ def _write_compact_lines(run: Path, lines: list[dict]) -> None:
     (run / jsonl.COMPACT_FILE).write_bytes(gzip.compress(out, mtime=0))
 
 
+def _recorded_as_written(*runs: Path) -> None:
+    """Each run's ``metrics.csv``, edited here, recorded in its ``derived.json`` as written (else it is stale)."""
+    for run in runs:
+        rec = json.loads((run / "derived.json").read_text())
+        rec["files"]["metrics.csv"]["sha256"] = jsonl.sha256_file(run / "metrics.csv")
+        (run / "derived.json").write_text(json.dumps(rec))
+
+
 def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):
     a = _copy_run(two_runs[0], tmp_path / "a")
     m = pd.read_csv(a / "metrics.csv")
@@ -294,9 +304,8 @@ def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):
     )
     b = _copy_run(two_runs[1], tmp_path / "b")
     (a / "metrics.csv").write_text(m.to_csv(index=False))
-    (a / "derived.json").unlink()  # an old-format run: not checked, still reported
     (b / "metrics.csv").write_text(one.to_csv(index=False))
-    (b / "derived.json").unlink()
+    _recorded_as_written(a, b)
     md = report.report([a, b])
     assert "<script>" not in md and "&lt;script&gt;&amp;" in md and "x\\|y \\| forged \\| row \\|" in md
     assert all(line.startswith("|") for line in md.split("## All metrics")[1].splitlines() if "forged" in line)
@@ -305,6 +314,7 @@ def test_report_escapes_labels_and_shows_every_run(two_runs, tmp_path):
     assert "[, ]" not in md
     mm = pd.read_csv(a / "metrics.csv").assign(auroc_lo=math.nan)
     (a / "metrics.csv").write_text(mm.to_csv(index=False))
+    _recorded_as_written(a)
     assert "[—]" in report.report([a])
 
 
@@ -343,7 +353,7 @@ def test_report_csv_escapes_every_text_column(two_runs, tmp_path):
     m["model"] = "a\rb"
     m["method"] = "@cmd"
     (a / "metrics.csv").write_text(csv_text(m), newline="")
-    (a / "derived.json").unlink()
+    _recorded_as_written(a)
     out = tmp_path / "out" / "table.md"
     report.report([a], out)
     with open(out.with_suffix(".csv"), newline="") as fh:

@@ -168,7 +168,7 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     unverified = []
     for d in run_dirs:
         derived.check_fresh(d, ["metrics.csv"])
-        status = derived.derived_status(d).get("metrics.csv", derived.OLD_FORMAT)
+        status = derived.derived_status(d).get("metrics.csv", "no metrics.csv")
         if status != derived.FRESH:
             unverified.append(f"{d}: {status}")
     t = runs_table(run_dirs)

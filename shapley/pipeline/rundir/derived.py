@@ -10,9 +10,10 @@ run's scoring settings and seed, and a sweep's own arguments). Hidden-state file
 the digest.
 
 :func:`derived_status` recomputes the digests from the stage files and says, per derived file present:
-``fresh``; ``stale: ...`` (its inputs or its bytes changed since it was computed); ``unverified (old format)``
-(written before ``derived.json`` existed: no record); ``unverified (no stage files)`` (neither the stage files
-it was computed from nor the run's compact copy are in the directory).
+``fresh``; ``stale: ...`` (its inputs or its bytes changed since it was computed, or ``derived.json`` holds no
+record of it; the reasons are :func:`shapley.results.records.stale_reasons`); ``unverified (no stage files)``
+(neither the stage files it was computed from nor the run's compact copy are in the directory: only its bytes
+are checked).
 
 Committed runs keep their JSONL stage files out of git and commit the compact copy
 (:data:`shapley.pipeline.rundir.jsonl.COMPACT_FILE`: the entailment and score records of the questions that have both,
@@ -45,9 +46,9 @@ from shapley.pipeline.rundir.jsonl import (
     fingerprint,
     read_compact,
     read_json_file,
-    sha256_file,
 )
 from shapley.pipeline.rundir.store import read_config
+from shapley.results import records
 
 DERIVED_FILE = "derived.json"
 SCHEMA = 1
@@ -68,7 +69,6 @@ SWEEP_OUTPUTS: tuple[str, ...] = ("beta_sweep.csv", "beta_sweep_per_question.csv
 BOOKKEEPING_KEYS = frozenset({"chunk", "position", "upstream_sha256", "provenance", "timing", "timings"})
 """Record fields that say how a record was computed or stored, not what it holds: left out of the digests."""
 
-OLD_FORMAT = "unverified (old format)"
 NO_STAGE_FILES = "unverified (no stage files)"
 FRESH = "fresh"
 
@@ -169,15 +169,15 @@ def record(
     read), not of what the files hold now. The caller holds the run's lock (:func:`shapley.pipeline.rundir.store.
     lock_run_dir`), so that two read-modify-writes of ``derived.json`` never lose an entry."""
     rec = read(run_dir) or {"schema": SCHEMA, "files": {}}
-    records = _Records(run_dir, read_records)  # each stage file read once, each digest computed once for all
+    stored = _Records(run_dir, read_records)  # each stage file read once, each digest computed once for all
     for name, text in texts.items():
         rec["files"][name] = {
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "stages": list(stages),
             "ids": None if ids is None else [str(i) for i in ids],
             "args": dict(args or {}),
-            "inputs": records.digest("stage files", stages, ids, args),
-            "compact_inputs": records.digest("compact of stage files", stages, ids, args),
+            "inputs": stored.digest("stage files", stages, ids, args),
+            "compact_inputs": stored.digest("compact of stage files", stages, ids, args),
         }
     rec["schema"] = SCHEMA
     _write(run_dir, rec)
@@ -198,40 +198,40 @@ def forget(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
         _write(run_dir, rec)
 
 
-def _status(records: _Records, name: str, entry: Mapping[str, Any] | None) -> str:
+def _status(stored: _Records, name: str, entry: Mapping[str, Any] | None) -> str:
     if entry is None:
-        return OLD_FORMAT
-    if sha256_file(records.dir / name) != entry.get("sha256"):
-        return f"stale: {name} was changed after it was computed"
+        return f"stale: {DERIVED_FILE} holds no record of {name}"
     stages, ids, args = entry.get("stages") or (), entry.get("ids"), entry.get("args")
-    now, recorded = records.digest("stage files", stages, ids, args), entry.get("inputs")
-    source = ", ".join(STAGE_FILES.get(s, s) for s in stages)
+    now, recorded = stored.digest("stage files", stages, ids, args), entry.get("inputs")
+    source = ", ".join(STAGE_FILES.get(s, s) for s in stages) + " or the run's settings"
     if now is None and entry.get("compact_inputs") is not None:  # stage files left out: check the compact copy
-        now, recorded = records.digest("compact file", stages, ids, args), entry["compact_inputs"]
-        source = COMPACT_FILE
-    if now is None:
-        return NO_STAGE_FILES
-    if now != recorded:
-        return f"stale: {source} or the run's settings changed after {name} was computed"
-    return FRESH
+        now, recorded = stored.digest("compact file", stages, ids, args), entry["compact_inputs"]
+        source = COMPACT_FILE + " or the run's settings"
+    was, current = {name: entry.get("sha256")}, {name: records.sha256_file(stored.dir / name)}
+    if now is not None:
+        was[source], current[source] = recorded, now
+    reasons = records.stale_reasons({"inputs": was}, {"inputs": current})
+    if reasons:
+        return f"stale: {'; '.join(reasons)}"
+    return FRESH if now is not None else NO_STAGE_FILES
 
 
 def derived_status(run_dir: str | os.PathLike[str], names: Sequence[str] | None = None) -> dict[str, str]:
-    """Each derived file present in ``run_dir`` (of ``names``, default all) -> ``fresh``, ``stale: <why>``,
-    :data:`OLD_FORMAT` or :data:`NO_STAGE_FILES` (see the module docstring)."""
+    """Each derived file present in ``run_dir`` (of ``names``, default all) -> ``fresh``, ``stale: <why>`` or
+    :data:`NO_STAGE_FILES` (see the module docstring)."""
     path = Path(run_dir)
     rec = read(path)
     files = rec["files"] if rec is not None else {}
-    records = _Records(path)  # each stage file and the compact copy read once for all entries
+    stored = _Records(path)  # each stage file and the compact copy read once for all entries
     wanted = (
         (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if names is None else [n for n in (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if n in names]
     )
-    return {name: _status(records, name, files.get(name)) for name in wanted if (path / name).is_file()}
+    return {name: _status(stored, name, files.get(name)) for name in wanted if (path / name).is_file()}
 
 
 def stale_outputs(run_dir: str | os.PathLike[str]) -> list[str]:
     """The derived files of ``run_dir`` that no longer match its stage files or settings (see
-    :func:`derived_status`; files of the old format or without stage files are not listed)."""
+    :func:`derived_status`; files without stage files are not listed)."""
     return [name for name, s in derived_status(run_dir).items() if s.startswith("stale")]
 
 

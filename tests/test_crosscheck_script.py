@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -54,38 +55,40 @@ def _run(repo: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[i
     return code, err
 
 
-@pytest.mark.parametrize("name", ["metrics.csv", "config.json"])
-def test_a_missing_input_stops_with_one_line_and_writes_nothing(
-    repo: Path, capsys: pytest.CaptureFixture[str], name: str
+def _break(repo: Path, what: str) -> None:
+    """One input of the copy ``repo`` made missing or wrong (``what``: a file of the UEManager run, or one of
+    ``run files``, ``digest``, ``samples``, ``no samples``)."""
+    results, run, samples = repo / "results", repo / "results" / crosscheck.MANAGER_RUN, repo / "samples.jsonl.gz"
+    if what in ("metrics.csv", "config.json"):
+        (run / what).unlink()
+    elif what == "run files":
+        for rel in crosscheck.run_files(results):
+            (results / rel).unlink()
+    elif what == "digest":
+        (run / "config.json").write_text("{}")
+    elif what == "samples":
+        samples.write_bytes(b"other samples")
+    else:
+        samples.unlink()
+
+
+@pytest.mark.parametrize(
+    ("what", "says"),
+    [
+        ("metrics.csv", "minilm_n10/metrics.csv is missing"),
+        ("config.json", "minilm_n10/config.json is missing"),
+        ("run files", "no run files"),
+        ("digest", "records no SHA-256"),
+        ("samples", "is not the one .*SHA-256"),
+        ("no samples", "samples file .* is missing"),
+    ],
+)
+def test_a_missing_or_wrong_input_stops_with_one_line_and_writes_nothing(
+    repo: Path, capsys: pytest.CaptureFixture[str], what: str, says: str
 ):
-    (repo / "results" / crosscheck.MANAGER_RUN / name).unlink()
+    _break(repo, what)
     code, err = _run(repo, capsys)
-    assert code == 2 and err.count("\n") == 1 and f"minilm_n10/{name} is missing" in err
-
-
-def test_no_run_files_stop(repo: Path, capsys: pytest.CaptureFixture[str]):
-    for rel in crosscheck.run_files(repo / "results"):
-        (repo / "results" / rel).unlink()
-    code, err = _run(repo, capsys)
-    assert code == 2 and "no run files" in err
-
-
-def test_a_config_without_the_samples_digest_stops(repo: Path, capsys: pytest.CaptureFixture[str]):
-    (repo / "results" / crosscheck.MANAGER_RUN / "config.json").write_text("{}")
-    code, err = _run(repo, capsys)
-    assert code == 2 and "records no SHA-256" in err
-
-
-def test_another_samples_file_stops(repo: Path, capsys: pytest.CaptureFixture[str]):
-    (repo / "samples.jsonl.gz").write_bytes(b"other samples")
-    code, err = _run(repo, capsys)
-    assert code == 2 and err.count("\n") == 1 and "is not the one" in err and "SHA-256" in err
-
-
-def test_a_missing_samples_file_stops(repo: Path, capsys: pytest.CaptureFixture[str]):
-    (repo / "samples.jsonl.gz").unlink()
-    code, err = _run(repo, capsys)
-    assert code == 2 and "samples file" in err and "missing" in err
+    assert code == 2 and err.count("\n") == 1 and re.search(says, err), err
 
 
 def test_an_output_path_that_is_a_file_stops(repo: Path, capsys: pytest.CaptureFixture[str]):

@@ -265,11 +265,8 @@ def derived_status(run_dir: str | os.PathLike[str]) -> dict[str, str]:
     """:func:`shapley.pipeline.rundir.derived.derived_status` of ``run_dir``: from the record under the run's
     grandparent folder when it is fresh and saw every derived file the run has now, recomputed otherwise."""
     run = Path(run_dir).resolve()
-    results = run.parent.parent
-    rel = f"{run.parent.name}/{run.name}"
-    record = RECORD.fresh(results)
-    tracked = _tracked_outputs(_runs(results).get(rel, [])) if record is not None else []
-    status = {n: s for n, s in (record or {}).get("runs", {}).get(rel, {}).items() if n in tracked}
+    record = RECORD.fresh(run.parent.parent)  # fresh: it fingerprinted the files it holds statuses of, as they are
+    status = (record or {}).get("runs", {}).get(f"{run.parent.name}/{run.name}", {})
     present = [n for n in (*derived.RUN_OUTPUTS, *derived.SWEEP_OUTPUTS) if (run / n).is_file()]
     live = [n for n in present if n not in status]  # untracked (not fingerprinted by the record) or not in it
     checked = derived.derived_status(run, live) if live else {}

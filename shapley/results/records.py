@@ -177,24 +177,49 @@ def committed_files(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name[0] != ".")
 
 
-def write_files(texts: Mapping[Path, str]) -> None:
-    """Write each text to its path (UTF-8), all together or none: every text goes to a temporary file in its
+def write_all(path: Path, data: bytes, flags: int) -> None:
+    """Write ``data`` to the file ``path`` opened with ``flags`` (``os.write`` until all is written), then fsync."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_files(texts: Mapping[Path, str | bytes]) -> None:
+    """Write each text (UTF-8) or bytes to its path, all together or none: each goes to a temporary file in its
     path's folder first, and only when all are written does each replace its file (``os.replace``, atomic per
-    file); a failure before that leaves every file as it was and no temporary file behind."""
+    file). A failure before that (e.g. a full disk, whose message names the file, not the temporary one) leaves
+    every file as it was and no temporary file behind. A symbolic link is written through (the link stays, its
+    target is replaced); a folder, pipe or device is refused (``ValueError``)."""
     temps: dict[Path, Path] = {}
     try:
         for path, text in texts.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temps[path] = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-            with open(temps[path], "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-        for path, tmp in temps.items():
-            os.replace(tmp, path)
-    finally:
+            p = Path(os.path.realpath(path)) if path.is_symlink() else path
+            if p.exists() and not p.is_file():
+                raise ValueError(
+                    f"{p} is not a regular file (a folder, pipe or device); it is not replaced: give a file name"
+                )
+            p.parent.mkdir(parents=True, exist_ok=True)
+            temps[p] = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+            try:
+                write_all(temps[p], text.encode("utf-8") if isinstance(text, str) else text, os.O_TRUNC)
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot write {p}: {exc.strerror or exc}") from exc
+        for p, tmp in temps.items():
+            os.replace(tmp, p)
+            with contextlib.suppress(OSError):  # the rename itself made durable
+                fd = os.open(p.parent, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+    finally:  # written and renamed, or failed (a full disk, an interrupt): no temporary file is left behind
         for tmp in temps.values():
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 tmp.unlink()
 
 

@@ -78,33 +78,25 @@ def test_a_missing_or_malformed_record_means_a_recomputation(results: Path, dama
     assert provenance.derived_status(run) == derived.derived_status(run)
 
 
-def test_the_record_holds_only_the_runs_whose_files_git_tracks(results: Path):
-    other = results / "toy" / "other"
-    shutil.copytree(results / "toy" / "run", other)
-    subprocess.run(["git", "init", "-q", str(results)], check=True)
-    subprocess.run(["git", "-C", str(results), "add", "toy/run"], check=True)
-    record = RECORD.load(RECORD.write(results))
-    assert list(record["runs"]) == ["toy/run"]
-    assert all(p.startswith("toy/run/") for p in record["freshness"]["inputs"])
-    # the untracked run is recomputed, never read from a record that did not fingerprint its files
-    (other / "metrics.csv").write_text((other / "metrics.csv").read_text() + "\n")
-    assert provenance.derived_status(other)["metrics.csv"].startswith("stale")
-
-
-def test_the_record_holds_no_status_of_a_derived_file_git_does_not_track(results: Path):
-    """Issue 38 (held back): after a sweep the git-ignored per-question file is left over; the record does not
-    fingerprint it, so it holds no status of it, and the provenance check answers for it live (stale here)."""
+def test_the_record_holds_only_what_git_tracks(results: Path):
+    """A run or a derived file that git does not track is not in the record, which does not fingerprint it, and
+    the provenance check answers for it live (issue 38, held back: after a sweep the git-ignored per-question file
+    is left over)."""
     from shapley.pipeline.evaluate import metrics as evaluate
 
-    run = results / "toy" / "run"
+    run, other = results / "toy" / "run", results / "toy" / "other"
     evaluate.write_beta_sweep(run, [0.3, 0.5])
+    shutil.copytree(run, other)
     per_question = run / derived.SWEEP_OUTPUTS[1]
     subprocess.run(["git", "init", "-q", str(results)], check=True)
     tracked = [str(p.relative_to(results)) for p in run.iterdir() if p.is_file() and p != per_question]
     subprocess.run(["git", "-C", str(results), "add", "-f", *tracked], check=True)
     record = RECORD.load(RECORD.write(results))
+    assert list(record["runs"]) == ["toy/run"] and all(p.startswith("toy/run/") for p in record["freshness"]["inputs"])
     assert per_question.name not in record["runs"]["toy/run"] and "beta_sweep.csv" in record["runs"]["toy/run"]
-    per_question.write_text(per_question.read_text() + "\n")  # left over from another sweep
-    assert RECORD.fresh(results) is not None  # the record did not fingerprint it
+    for edited in (per_question, other / "metrics.csv"):  # left over from another sweep; an untracked run's edit
+        edited.write_text(edited.read_text() + "\n")
+    assert RECORD.fresh(results) is not None
     status = provenance.derived_status(run)
     assert status[per_question.name].startswith("stale") and status == derived.derived_status(run)
+    assert provenance.derived_status(other)["metrics.csv"].startswith("stale")

@@ -167,8 +167,9 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     ``metrics.csv`` is stale; runs whose freshness cannot be checked are listed under the tables."""
     unverified = []
     for d in run_dirs:
-        derived.check_fresh(d, ["metrics.csv"])
-        status = derived.derived_status(d).get("metrics.csv", "no metrics.csv")
+        status = derived.derived_status(d, ["metrics.csv"]).get("metrics.csv", "no metrics.csv")
+        if status.startswith("stale"):
+            raise ValueError(f"{Path(d) / 'metrics.csv'}: {status}; recompute it (resume the run)")
         if status != derived.FRESH:
             unverified.append(f"{d}: {status}")
     t = runs_table(run_dirs)

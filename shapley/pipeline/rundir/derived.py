@@ -233,13 +233,3 @@ def stale_outputs(run_dir: str | os.PathLike[str]) -> list[str]:
     """The derived files of ``run_dir`` that no longer match its stage files or settings (see
     :func:`derived_status`; files without stage files are not listed)."""
     return [name for name, s in derived_status(run_dir).items() if s.startswith("stale")]
-
-
-def check_fresh(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:
-    """Raise ValueError naming the file if one of ``names`` in ``run_dir`` is stale."""
-    status = derived_status(run_dir)
-    for name in names:
-        if status.get(name, "").startswith("stale"):
-            raise ValueError(
-                f"{Path(run_dir) / name}: {status[name]}; recompute it (resume the run, or rerun beta-sweep)"
-            )

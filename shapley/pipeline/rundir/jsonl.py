@@ -5,7 +5,6 @@ The storage layer of :mod:`shapley.pipeline.rundir.store` (see its docstring for
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import json
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from shapley.results.records import write_all, write_files
 
 CHECKSUM_KEY = "_sha256"
 
@@ -106,15 +107,6 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def read_json_file(path: str | os.PathLike[str], *, refusal: str = "") -> Any:
     """The parsed JSON of the file ``path`` (which must exist); ``ValueError`` naming the file when it is not valid
     JSON (UTF-8), with ``refusal`` appended to the message."""
@@ -128,40 +120,13 @@ def read_json_file(path: str | os.PathLike[str], *, refusal: str = "") -> Any:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``; on failure
-    (e.g. a full disk) the temp file is removed and ``path`` is untouched."""
-    p = Path(path)
-    if p.is_symlink():  # written through: the link stays, its target is replaced
-        p = Path(os.path.realpath(p))
-    if p.exists() and not p.is_file():
-        raise ValueError(f"{p} is not a regular file (a folder, pipe or device); it is not replaced: give a file name")
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    try:
-        _write_all(tmp, data, os.O_TRUNC)
-        os.replace(tmp, p)
-    except OSError as exc:  # e.g. a full disk: the message names the file, not the temporary one
-        raise OSError(exc.errno, f"cannot write {p}: {exc.strerror or exc}") from exc
-    finally:  # written and renamed, or failed (a full disk, an interrupt): no temporary file is left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-    _fsync_dir(p.parent)
-
-
-def _write_all(path: Path, data: bytes, flags: int) -> None:
-    """Write ``data`` to the file ``path`` opened with ``flags`` (``os.write`` until all is written), then fsync."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Write ``data`` to ``path`` atomically (:func:`shapley.results.records.write_files` of one file)."""
+    write_files({Path(path): data})
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """:func:`atomic_write_bytes` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`shapley.results.records.write_files` of one file)."""
+    write_files({Path(path): text})
 
 
 class JsonlStore:
@@ -260,7 +225,7 @@ class JsonlStore:
             return
         bodies = [_normalised(r) for r in records]
         try:
-            _write_all(self.path, b"".join(encode_record(b) for b in bodies), os.O_APPEND)
+            write_all(self.path, b"".join(encode_record(b) for b in bodies), os.O_APPEND)
         except OSError as exc:  # e.g. a full disk (a torn tail is dropped by the next load): name the file
             raise OSError(exc.errno, f"cannot write {self.path}: {exc.strerror or exc}") from exc
         self.records.update((str(b["id"]), b) for b in bodies)

@@ -138,7 +138,7 @@ def provenance_html(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFr
     if unverified:
         caption += (
             f" Derived files of {len(unverified)} of {len(t)} runs: <em>unverified</em>, they could not be checked "
-            "against the run's stage files (no freshness record, or no stage files)."
+            "against the run's stage files."
         )
     classes = ["flagged" if fl else "" for fl in t["flags"]]
     return html_table(t, cols, caption=caption, row_classes=classes, css="provenance")
@@ -208,7 +208,7 @@ def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
     :func:`shapley.pipeline.rundir.derived.derived_status`; the committed verdicts when the run is unchanged,
     :func:`derived_status`): ``stale`` names each derived file whose stage files
     or settings changed since it was computed (a sweep left over from an earlier ``--limit``, say); ``verified``
-    is False when some derived file could not be checked (no freshness record, or no stage files).
+    is False unless every derived file is fresh (one may be stale, or unchecked: no stage files).
     """
     status = derived_status(run_dir)
     stale = [name for name, s in status.items() if s.startswith("stale")]

@@ -281,16 +281,6 @@ def test_unicode_empty_and_small_inputs(nli_dir):
     np.testing.assert_array_equal(r[2].entail, [[1.0]])
 
 
-@pytest.mark.parametrize(
-    "items",
-    [["paris"], [("q", "paris")], [("q", ["a", 3])], [(1, ["a"])], "q", [("q", ["a"], "extra")]],
-)
-def test_input_validation(nli_dir, items):
-    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
-    with pytest.raises(ValueError):
-        be.score(items)
-
-
 def test_bad_specs_and_missing_models(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="hf:"):

@@ -145,25 +145,6 @@ class BackendOptions(TypedDict, total=False):
     progress: bool | None
 
 
-def _validate_items(items: Any) -> list[tuple[str, list[str]]]:
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise ValueError("items must be a sequence of (question, answers) pairs")
-    out = []
-    for k, item in enumerate(items):
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ValueError(f"items[{k}] must be a (question, answers) pair, got {item!r}")
-        question, answers = item
-        if not isinstance(question, str):
-            raise ValueError(f"items[{k}]: the question must be a string, got {type(question).__name__}")
-        if isinstance(answers, str) or not isinstance(answers, Sequence):
-            raise ValueError(f"items[{k}]: answers must be a sequence of strings (not one string)")
-        for i, a in enumerate(answers):
-            if not isinstance(a, str):
-                raise ValueError(f"items[{k}]: answer {i} is a {type(a).__name__}, expected str")
-        out.append((question, list(answers)))
-    return out
-
-
 class EntailmentBackend(ABC):
     """Common machinery (question groups, the batch rule, the cache); subclasses implement ``_score_groups``.
 
@@ -310,7 +291,7 @@ class EntailmentBackend(ABC):
         numbers depend on its own answers (and question, with ``with_question``) only."""
         groups: dict[str, list[str]] = {}
         per_item: list[tuple[str, np.ndarray]] = []
-        for question, answers in _validate_items(items):
+        for question, answers in items:
             texts = [f"{question} {a}" if with_question else a for a in answers]
             uniq = sorted(set(texts))
             pos = {t: i for i, t in enumerate(uniq)}

@@ -132,11 +132,6 @@ class Generator:
     def generate(self, records: Sequence[QARecord]) -> list[Generation]:
         """Samples, greedy answer, token statistics, p(True), A4C and (optionally) the greedy answer's
         hidden state for each record (same order); each record on its own (see the module docstring)."""
-        if isinstance(records, QARecord) or not isinstance(records, Sequence):
-            raise ValueError("records must be a sequence of QARecord")
-        for i, rec in enumerate(records):
-            if not isinstance(rec, QARecord):
-                raise ValueError(f"records[{i}] is a {type(rec).__name__}, expected QARecord")
         disable = None if self.config.progress is None else not self.config.progress
         return [self._generate_one(r) for r in tqdm(records, desc="generate", unit="q", disable=disable)]
 

@@ -89,28 +89,12 @@ class ScoreInputs:
     embeddings: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
-        if self.samples is not None:
-            if isinstance(self.samples, str) or not all(isinstance(s, str) for s in self.samples):
-                raise ValueError(f"question {self.id!r}: samples must be a list of strings")
-            self.samples = list(self.samples)
-        n = None if self.samples is None else len(self.samples)
         for name in ("entail", "contradict"):
             M = getattr(self, name)
-            if M is None:
-                continue
-            A = np.asarray(M, dtype=np.float64)
-            if A.ndim != 2 or A.shape[0] != A.shape[1]:
-                raise ValueError(f"question {self.id!r}: {name} must be a square matrix; got shape {A.shape}")
-            if n is not None and A.shape[0] != n:
-                raise ValueError(f"question {self.id!r}: {name} is {A.shape[0]}x{A.shape[0]} but there are {n} samples")
-            setattr(self, name, A)
+            if M is not None:
+                setattr(self, name, np.asarray(M, dtype=np.float64))
         if self.sample_logprobs is not None:
-            lp = [list(map(float, t)) for t in self.sample_logprobs]
-            if n is not None and len(lp) != n:
-                raise ValueError(
-                    f"question {self.id!r}: sample_logprobs has {len(lp)} entries but there are {n} samples"
-                )
-            self.sample_logprobs = lp
+            self.sample_logprobs = [list(map(float, t)) for t in self.sample_logprobs]
         if self.embeddings is not None:
             self.embeddings = np.asarray(self.embeddings, dtype=np.float64).ravel()
 

@@ -23,7 +23,7 @@ import json
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, Unpack
@@ -36,11 +36,9 @@ from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarnin
 from shapley.pipeline.generate.models import (
     ModelNotAvailableError,
     hf_offline,
-    is_out_of_memory,
     local_snapshot,
     looks_like_hub_id,
     package_dir,
-    release_device_memory,
 )
 from shapley.pipeline.rundir.progress import tqdm
 
@@ -209,9 +207,9 @@ class EntailmentBackend(ABC):
                 stacklevel=3,
             )
 
-    def _note_split(self) -> None:
-        """An out-of-memory split: this call's results may differ from the batch rule's in the last bits, so
-        they are not cached."""
+    def _note_split(self, *_sizes: int) -> None:
+        """An out-of-memory split (of ``_sizes``: rows, half): this call's results may differ from the batch rule's
+        in the last bits, so they are not cached."""
         self.stats["oom_splits"] += 1
         if not self._inexact:
             warnings.warn(
@@ -221,19 +219,6 @@ class EntailmentBackend(ABC):
                 stacklevel=3,
             )
         self._inexact = True
-
-    def _split_on_oom(self, run: Callable[[int, int], T], start: int, stop: int, join: Callable[[T, T], T]) -> T:
-        """``run(start, stop)``: one forward pass of rows ``start:stop``; a pass of several rows that runs out of
-        memory is split in half, each half run the same way, and the two results joined (:meth:`_note_split`)."""
-        try:
-            return run(start, stop)
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
-            if not is_out_of_memory(exc) or stop - start <= 1:
-                raise
-        release_device_memory(self.device)
-        self._note_split()
-        middle = start + (stop - start + 1) // 2
-        return join(self._split_on_oom(run, start, middle, join), self._split_on_oom(run, middle, stop, join))
 
     @abstractmethod
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:

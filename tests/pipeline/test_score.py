@@ -130,13 +130,6 @@ def test_unparseable_a4c_is_skipped_not_nan():
     assert r.scores["P(T)"] == pytest.approx(0.2)
 
 
-@pytest.mark.parametrize(("reply", "expected"), [("Confidence: 8/10", 0.2), ("Confidence (0-1): 0.2", 0.8)])
-def test_a4c_reads_ratios_and_skips_the_scale_note(reply, expected):
-    x = _full_inputs()
-    x["a4c_text"] = reply
-    assert scored(x, S(), methods=["A4C"]).scores["A4C"] == pytest.approx(expected)
-
-
 def test_a4c_partly_read_number_is_skipped_with_an_aggregate_reason():
     """issue 38 (6): "0,8" and "1e-1" were read as 0 and 1; the skip reason names no reply, so notes aggregate."""
     reasons = set()

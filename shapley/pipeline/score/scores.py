@@ -480,19 +480,16 @@ def beta_sweep(P: ArrayLike, betas: Sequence[float], *, psd_policy: str) -> list
     return out
 
 
-def embedding_regression_scores(
-    embeddings: ArrayLike, correct: ArrayLike, *, seed: int = 0, test_fraction: float = 0.5
-) -> NDArray[np.float64]:
+def embedding_regression_scores(embeddings: ArrayLike, correct: ArrayLike, *, seed: int = 0) -> NDArray[np.float64]:
     """``ER`` uncertainty for every question: fit on a seeded random split of the questions, score the rest.
 
-    The split is ``baselines.train_test_split_indices(m, test_fraction, seed)``; training rows get NaN,
+    The split is ``baselines.train_test_split_indices(m, 0.5, seed)``: half the questions; training rows get NaN,
     so they never enter the AUROC (the metrics' ``n`` counts the test half only).
 
     Args:
         embeddings: (m, d) one embedding per question (of the judged answer).
         correct: (m,) booleans (correctness of the judged answers).
         seed: seed of the split.
-        test_fraction: share of questions scored (the rest is fitted on), in (0, 1).
 
     Raises:
         ValueError: shape mismatch, fewer than 2 questions, or a training split with a single class.
@@ -501,7 +498,7 @@ def embedding_regression_scores(
     y = np.asarray(correct, dtype=bool)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"embeddings must be (m, d) and correct (m,); got {X.shape} and {y.shape}")
-    train, test = baselines.train_test_split_indices(X.shape[0], test_fraction, seed)
+    train, test = baselines.train_test_split_indices(X.shape[0], 0.5, seed)
     model = baselines.EmbeddingRegression().fit(X[train], y[train])
     out = np.full(X.shape[0], np.nan)
     out[test] = np.asarray(model.uncertainty(X[test]), dtype=np.float64)

@@ -10,8 +10,6 @@ import pytest
 
 from shapley.core import metrics as M
 from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS, compare_methods
-from shapley.pipeline.experiment import pipelines as experiment
-from tests import fakes
 
 
 def _frame(m: int = 80, seed: int = 0) -> pd.DataFrame:
@@ -92,19 +90,6 @@ def test_infinite_scores_undefined_comparisons_and_no_reference():
     assert t.loc["OneClass", "outcome"] == "undefined" and "one correctness class" in t.loc["OneClass", "note"]
     empty = compare_methods(df.drop(columns=["Shap"]), methods=["Good"], n_boot=10)
     assert empty.empty and list(empty.columns) == list(COMPARISON_COLUMNS)
-
-
-def test_score_samples_writes_comparisons(tmp_path, monkeypatch):
-    fakes.install_fake_entail(monkeypatch)
-    inp = tmp_path / "in.jsonl"
-    fakes.make_samples_file(inp, 30)
-    out = experiment.score_samples(fakes.samples_config(inp, n_boot=100), tmp_path / "run")
-    t = pd.read_csv(out / "comparisons.csv")
-    m = pd.read_csv(out / "metrics.csv")
-    assert set(t["method"]) == set(m["method"]) - {"Shap"}
-    assert set(t["outcome"]) <= {"win", "tie", "loss", "undefined"}
-    defined = t["outcome"] != "undefined"
-    assert ((t["outcome"][defined] != "tie") == (t["delong_p_holm"][defined] < 0.05)).all()
 
 
 @pytest.mark.parametrize("lowest", [0.25, -3.0, -1e20])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from shapley.pipeline.config import ScoringSettings
@@ -50,21 +48,6 @@ def test_empty_prediction_scores_zero():
         assert not C.is_correct("", ["Paris"], metric=metric, threshold=0.0)
 
 
-@pytest.mark.parametrize("refs", [[], ["", "  "]])
-def test_empty_references_raise(refs):
-    with pytest.raises(ValueError, match="reference"):
-        C.rouge_l("Paris", refs)
-    with pytest.raises(ValueError, match="reference"):
-        C.bleu("Paris", refs)
-
-
-def test_bad_types_raise():
-    with pytest.raises(ValueError, match="prediction must be a string"):
-        C.rouge_l(None, ["a"])
-    with pytest.raises(ValueError, match="every reference must be a string"):
-        C.rouge_l("a", ["a", 3])
-
-
 def test_single_string_reference_is_one_reference():
     assert C.rouge_l("Paris", "Paris") == pytest.approx(1.0)
 
@@ -88,12 +71,6 @@ def test_is_correct_with_bleu():
     score = C.bleu("The cat is sitting on a mat.", ref)
     assert C.is_correct("The cat is sitting on a mat.", ref, metric="bleu", threshold=score - 1e-9)
     assert not C.is_correct("The cat is sitting on a mat.", ref, metric="bleu", threshold=score)
-
-
-@pytest.mark.parametrize("threshold", [-0.1, 1.5, math.nan, "0.3", True])
-def test_bad_threshold(threshold):
-    with pytest.raises(ValueError, match="threshold"):
-        C.is_correct("a", ["a"], metric="rougeL", threshold=threshold)
 
 
 def test_unknown_metric():

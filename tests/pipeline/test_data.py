@@ -213,11 +213,6 @@ def test_llama13b_samples_are_read_as_score_samples_reads_them(folder):
     assert [it.id for it in items] == [str(r["id"]) for r in rows]
     assert [it.samples for it in items] == [[s.strip() for s in r["samples_cleaned"]] for r in rows]
     assert [it.references for it in items] == [[r["answer"]] for r in rows]
-    short = read_samples_file(f, n_samples=3, limit=4, reference_field="answer")
-    assert len(short) == 4 and all(len(it.samples) == 3 for it in short)
-    assert [it.samples for it in short] == [it.samples[:3] for it in items[:4]]
-    with pytest.raises(ValueError, match="n-samples"):
-        read_samples_file(f, n_samples=21, limit=1, reference_field="answer")
 
 
 # ------------------------------------------------------------------------------ fixture files

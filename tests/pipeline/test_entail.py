@@ -216,6 +216,7 @@ def test_forward_passes_hold_one_question_each(nli_dir):
     calls_small = count_forwards(small)
     res_small = small.score(items3())
     assert calls_small["n"] == calls["n"] and small.stats["batch_size"] == {"pairs": 32, "tokens": None}
+    assert be.max_batch_pairs == 32 and be.max_batch_tokens is None
     for x, y in zip(res, res_small, strict=True):
         np.testing.assert_array_equal(x.entail, y.entail)
     big = [("q", [f"paris {w}" for w in ["a", "b", "c", "d", "e", "f", "g"]])]  # 42 pairs: 32 + 10
@@ -281,16 +282,6 @@ def test_unicode_empty_and_small_inputs(nli_dir):
     np.testing.assert_array_equal(r[2].entail, [[1.0]])
 
 
-@pytest.mark.parametrize(
-    "items",
-    [["paris"], [("q", "paris")], [("q", ["a", 3])], [(1, ["a"])], "q", [("q", ["a"], "extra")]],
-)
-def test_input_validation(nli_dir, items):
-    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
-    with pytest.raises(ValueError):
-        be.score(items)
-
-
 def test_bad_specs_and_missing_models(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="hf:"):
@@ -308,27 +299,8 @@ def test_bad_specs_and_missing_models(monkeypatch, tmp_path):
         load_backend(f"hf:{tmp_path / 'nowhere' / 'x'}", cache=False)
 
 
-def _tiny_embedding_backend(tmp_path, batch_size=2):
-    from transformers import BertConfig, BertModel
-
-    tok = make_wordpiece_tokenizer()
-    torch.manual_seed(1)
-    BertModel(
-        BertConfig(
-            vocab_size=len(tok),
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=128,
-        )
-    ).save_pretrained(tmp_path / "enc")
-    tok.save_pretrained(tmp_path / "enc")
-    return load_backend(f"embedding:{tmp_path / 'enc'}", cache=False, device="cpu", batch_size=batch_size)
-
-
-def test_embedding_backend_on_tiny_encoder(nli_dir, tmp_path):
-    be = _tiny_embedding_backend(tmp_path)
+def test_embedding_backend_on_tiny_encoder(backend_specs):
+    be = load_backend(backend_specs["embedding"], cache=False, device="cpu", batch_size=2)
     assert isinstance(be, EmbeddingBackend) and not be.is_nli
     res = be.score(items3())
     for r in res:
@@ -341,32 +313,13 @@ def test_embedding_backend_on_tiny_encoder(nli_dir, tmp_path):
     expect = float(np.clip(emb[0] @ emb[1], 0, 1))
     assert be.score([("q", ["paris", "london"])])[0].entail[0, 1] == pytest.approx(expect, abs=1e-6)
     # 3 texts per question, each question's texts in one forward pass whatever the batch_size
-    fresh = load_backend(f"embedding:{tmp_path / 'enc'}", cache=False, device="cpu", batch_size=2)
+    fresh = load_backend(backend_specs["embedding"], cache=False, device="cpu", batch_size=2)
     fresh.score(items3())
     assert fresh.stats["forward_passes"] == 3
 
 
-def test_llm_judge_on_tiny_causal_lm(tmp_path):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    tok = make_wordpiece_tokenizer()
-    torch.manual_seed(0)
-    LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=len(tok),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            max_position_embeddings=512,
-            pad_token_id=0,
-            eos_token_id=3,
-            bos_token_id=None,
-        )
-    ).save_pretrained(tmp_path / "lm")
-    tok.save_pretrained(tmp_path / "lm")
-    be = load_backend(f"llm:{tmp_path / 'lm'}", cache=tmp_path / "c.sqlite", device="cpu", batch_size=4)
+def test_llm_judge_on_tiny_causal_lm(backend_specs, tmp_path):
+    be = load_backend(backend_specs["llm"], cache=tmp_path / "c.sqlite", device="cpu", batch_size=4)
     assert isinstance(be, LLMJudgeBackend) and not be.is_nli
     res = be.score(items3())
     assert be.stats["forward_passes"] == 3  # one pass per question (6 pairs each), whatever the batch_size
@@ -419,18 +372,6 @@ def test_text_values_in_cache_rows_do_not_crash(nli_dir, tmp_path):
     np.testing.assert_allclose(first[0].entail, again[0].entail, atol=1e-6)
 
 
-def test_a_cache_of_an_older_version_is_refused_naming_it(nli_dir, tmp_path):
-    """A cache written before rows carried checksums cannot vouch for its rows: it is refused, not read."""
-    db = tmp_path / "old.sqlite"
-    _sql(
-        db,
-        "CREATE TABLE pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, with_question INTEGER, "
-        "entail REAL NOT NULL, contradict REAL)",
-    )
-    with pytest.raises(ValueError, match=f"{db}.*checksum"):
-        HFNLIBackend(str(nli_dir), cache=db, device="cpu")
-
-
 @pytest.mark.parametrize("when", ["at open", "during a run"])
 def test_corrupt_cache_file_is_rebuilt_with_a_warning_naming_it(nli_dir, tmp_path, when):
     db = tmp_path / "entail.sqlite"
@@ -476,18 +417,14 @@ def test_long_pairs_are_truncated_with_a_warning_and_counted(nli_dir):
         r = be.score([("q", [long_a, long_b, "rome"])])[0]
     assert be.stats["truncated_texts"] == 6  # every ordered pair holding a long answer
     assert r.entail.shape == (3, 3)
-
-
-def test_short_pairs_are_not_counted(nli_dir):
-    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("error", TruncatedInputWarning)
-        be.score(items3())
-    assert be.stats["truncated_texts"] == 0
+        be.score(items3())  # short pairs are not counted
+    assert be.stats["truncated_texts"] == 6
 
 
-def test_embedding_backend_counts_truncated_texts(tmp_path):
-    be = _tiny_embedding_backend(tmp_path)
+def test_embedding_backend_counts_truncated_texts(backend_specs):
+    be = load_backend(backend_specs["embedding"], cache=False, device="cpu")
     limit = be.model.max_seq_length
     long_a = "paris " * (2 * limit) + "yes"
     long_b = "paris " * (2 * limit) + "no"
@@ -622,11 +559,6 @@ def test_dtype_defaults_and_is_part_of_the_cache_key(tmp_path):
     np.testing.assert_allclose(a.entail, b.entail, atol=0.05)
 
 
-def test_default_batch_sizes_on_cpu(nli_dir):
-    be = load_backend(f"hf:{nli_dir}", cache=False, device="cpu")
-    assert be.batch_size is None and be.max_batch_pairs == 32 and be.max_batch_tokens is None
-
-
 # --------------------------------------------------------------------------------------------------
 # batch invariance ("same inputs, same numbers", item 1): a pair's probabilities are bit-identical
 # whatever else is in the call, whatever the batch size, and whatever the cache held
@@ -704,8 +636,12 @@ def _same(a, b):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", ["hf", "embedding", "llm"])
-def test_pair_probabilities_are_bit_identical_whatever_else_is_in_the_call(backend_specs, kind, device):
-    """(a) one question alone vs. among others (that share some of its answers), in any order."""
+def test_pair_probabilities_are_bit_identical_whatever_the_call_the_batch_size_and_the_cache(
+    backend_specs, kind, device, tmp_path
+):
+    """(a) one question alone vs. among others (that share some of its answers), in any order; (b) entailment
+    batch size 1 vs. the default vs. a large one; (c) a cache filled by another run (other batch size, other
+    questions in its calls) serves exactly the numbers a cold run computes."""
     be = load_backend(backend_specs[kind], cache=False, device=device)
     alone = be.score([TARGET])[0]
     off = ~np.eye(4, dtype=bool)
@@ -714,28 +650,11 @@ def test_pair_probabilities_are_bit_identical_whatever_else_is_in_the_call(backe
     _same(alone, be.score([TARGET, *OTHERS[::-1]])[0])
     with_q = be.score([TARGET, *OTHERS], with_question=True)[0]
     _same(with_q, be.score([TARGET], with_question=True)[0])
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["hf", "embedding", "llm"])
-def test_pair_probabilities_are_bit_identical_whatever_the_batch_size(backend_specs, kind, device):
-    """(b) entailment batch size 1 vs. the default vs. a large one (padding differs across these today)."""
-    items = [TARGET, *OTHERS]
-    runs = [
-        load_backend(backend_specs[kind], cache=False, device=device, batch_size=bs).score(items)
-        for bs in (None, 1, 3, 1000)
-    ]
-    for other in runs[1:]:
-        for x, y in zip(runs[0], other, strict=True):
+    cold = be.score([TARGET, *OTHERS])
+    for bs in (1, 3, 1000):
+        other = load_backend(backend_specs[kind], cache=False, device=device, batch_size=bs).score([TARGET, *OTHERS])
+        for x, y in zip(cold, other, strict=True):
             _same(x, y)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["hf", "embedding", "llm"])
-def test_a_cache_filled_by_another_run_gives_the_same_bits(backend_specs, kind, device, tmp_path):
-    """(c) cold vs. warm: a cache filled by another run (other batch size, other questions in its calls)
-    serves exactly the numbers a cold run computes."""
-    cold = load_backend(backend_specs[kind], cache=False, device=device).score([TARGET, *OTHERS])
     db = tmp_path / "c.sqlite"
     filler = load_backend(backend_specs[kind], cache=db, device=device, batch_size=1)
     filler.score([OTHERS[0], TARGET])

@@ -156,19 +156,13 @@ def _merged(config: RunConfig, run: Runner, tmp_path: Path, k: int = 3) -> Path:
     return _finish(merge.merge_runs(shards, tmp_path / "merged"))
 
 
-def test_score_samples_three_shards_merged_equal_the_whole_run(samples_case, tmp_path):
+def test_score_samples_in_three_shards_killed_and_resumed_or_at_batch_size_1_equals_the_whole_run(
+    samples_case, tmp_path
+):
     config, whole = samples_case
     assert_identical(whole, _merged(config, experiment.score_samples, tmp_path), SAMPLE_STAGES)
-
-
-def test_score_samples_killed_and_resumed_at_several_points_equal_the_whole_run(samples_case, tmp_path):
-    config, whole = samples_case
     for resumed in _killed_and_resumed(whole, tmp_path, experiment.score_samples, config, SAMPLE_STAGES):
         assert_identical(whole, resumed, SAMPLE_STAGES)
-
-
-def test_score_samples_with_entailment_batch_size_1_equals_the_whole_run(samples_case, tmp_path):
-    config, whole = samples_case
     one = config.replace(runtime=replace(config.runtime, batch_size=1))
     assert_identical(whole, _finish(experiment.score_samples(one, tmp_path / "bs1")), SAMPLE_STAGES)
 
@@ -189,21 +183,13 @@ def run_case(tmp_path, monkeypatch) -> tuple[RunConfig, Path]:
     return config, _finish(experiment.run_experiment(config, tmp_path / "whole"))
 
 
-def test_run_three_shards_merged_equal_the_whole_run(run_case, tmp_path):
+def test_run_in_three_shards_killed_and_resumed_or_at_batch_size_1_equals_the_whole_run(run_case, tmp_path):
     config, whole = run_case
     merged = _merged(config, experiment.run_experiment, tmp_path)
     assert_identical(whole, merged, RUN_STAGES)
     assert "ER" in set(pd.read_csv(merged / "metrics.csv")["method"])
-
-
-def test_run_killed_and_resumed_at_several_points_equals_the_whole_run(run_case, tmp_path):
-    config, whole = run_case
     for resumed in _killed_and_resumed(whole, tmp_path, experiment.run_experiment, config, RUN_STAGES):
         assert_identical(whole, resumed, RUN_STAGES)
-
-
-def test_run_with_batch_size_1_equals_the_whole_run(run_case, tmp_path):
-    config, whole = run_case
     one = config.replace(runtime=replace(config.runtime, batch_size=1))
     assert_identical(whole, _finish(experiment.run_experiment(one, tmp_path / "bs1")), RUN_STAGES)
 

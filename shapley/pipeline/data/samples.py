@@ -18,7 +18,6 @@ import os
 from typing import Any
 
 from shapley.core import validate
-from shapley.pipeline.config import REFERENCE_FIELDS
 from shapley.pipeline.data.files import check_input_file, iter_json_lines
 
 NUMBER_FIELDS: tuple[str, ...] = ("answer_token_logprobs", "answer_token_entropies", "embedding")
@@ -234,10 +233,7 @@ def read_samples_file(
             or corrupt gzip stream, invalid UTF-8, a directory given as the file); or duplicate ids.
         FileNotFoundError: no such file.
     """
-    validate.choice(reference_field, REFERENCE_FIELDS, "--reference-field")
     p = check_input_file(path)
-    if n_samples is not None:
-        validate.integer(n_samples, "--n-samples", minimum=1)
     items: list[SampleItem] = []
     seen: dict[str, int] = {}
     width: tuple[int, int] | None = None  # (embedding length, first line with one)

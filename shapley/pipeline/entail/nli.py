@@ -30,7 +30,7 @@ from shapley.pipeline.entail.base import (
     local_model_folder,
     plan_passes,
 )
-from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint
+from shapley.pipeline.generate.models import default_device, default_dtype, path_fingerprint, split_on_oom
 
 #: the default NLI classifier (the spec ``"hf"`` alone), the model of the run's default entailment backend
 DEFAULT_NLI_MODEL = DEFAULT_ENTAILMENT.removeprefix("hf:")
@@ -197,10 +197,10 @@ class HFNLIBackend(EntailmentBackend):
 
     def _forward_batch(self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
         """(pairs, 2) probabilities (entailment, contradiction or 0) of one padded batch, on the device; a batch
-        that runs out of memory is split in half (:meth:`~EntailmentBackend._split_on_oom`)."""
+        that runs out of memory is split in half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
 
-        def run(start: int, stop: int) -> torch.Tensor:
-            rows = slice(start, stop)
+        def run(pairs: Sequence[int]) -> torch.Tensor:
+            rows = slice(pairs[0], pairs[-1] + 1)
             cols = torch.arange(ids.shape[1], device=ids.device)
             if self.pad_left:
                 mask = cols[None, :] >= (ids.shape[1] - lengths[rows])[:, None]
@@ -210,11 +210,13 @@ class HFNLIBackend(EntailmentBackend):
             if types is not None:
                 kw["token_type_ids"] = types[rows]
             probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
-            self._count_pass(stop - start)
+            self._count_pass(len(pairs))
             con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
             return torch.stack([probs[:, self.entail_index], con], dim=-1)
 
-        return self._split_on_oom(run, 0, int(ids.shape[0]), lambda a, b: torch.cat([a, b]))
+        return split_on_oom(
+            run, range(int(ids.shape[0])), self.device, lambda a, b: torch.cat([a, b]), self._note_split
+        )
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host-to-device copy that does not wait for the device (pinned memory) on CUDA."""

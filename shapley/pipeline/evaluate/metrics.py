@@ -361,8 +361,6 @@ def beta_table(
     a run (the interval is never drawn from fewer; it comes with ``auroc_lo_mcse``, ``auroc_hi_mcse`` and the
     resamples drawn, ``n_boot``). ``stores``: the (entailment, scores) records, when the caller read them.
     """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot == 1 or n_boot < 0:
-        raise ValueError(f"n_boot must be 0 (no interval) or an integer >= 2; got {n_boot!r}")
     cfg = read_config(run_dir)
     policy = psd_policy or cfg.scoring.psd_policy
     ent, sc = stores if stores is not None else _sweep_stores(run_dir)

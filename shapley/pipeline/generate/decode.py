@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,9 +38,8 @@ from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.models import (
     CausalLM,
     HeadInput,
-    is_out_of_memory,
     kv_cache_bytes_per_token,
-    release_device_memory,
+    split_on_oom,
 )
 from shapley.pipeline.generate.prompts import PromptBuilder, PromptState
 
@@ -324,34 +324,27 @@ class Decoder:
     def _capped(self, rows: int) -> int:
         return rows if self._row_cap is None else max(1, min(rows, self._row_cap))
 
-    def in_batches(self, items: Sequence[T], rows: int, run: Callable[[list[T]], list[Any]]) -> list[Any]:
+    def in_batches(self, items: Sequence[T], rows: int, run: Callable[[Sequence[T]], list[Any]]) -> list[Any]:
         """``run`` over consecutive batches of ``rows`` items (fewer after an out-of-memory split)."""
         out: list[Any] = []
         start = 0
         while start < len(items):
             size = self._capped(rows)
-            out.extend(self._split_on_oom(list(items[start : start + size]), run))
+            out.extend(
+                split_on_oom(run, list(items[start : start + size]), self.lm.device, operator.add, self._note_split)
+            )
             start += size
         return out
 
-    def _split_on_oom(self, items: list[T], run: Callable[[list[T]], list[Any]]) -> list[Any]:
-        """``run(items)``; a batch that runs out of memory is split in half and retried (down to one item),
-        and later batches stay at most that size."""
-        try:
-            return run(items)
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
-            if not is_out_of_memory(exc) or len(items) <= 1:
-                raise
-        release_device_memory(self.lm.device)  # outside the except block, so the failed batch's tensors are gone
-        half = (len(items) + 1) // 2
+    def _note_split(self, rows: int, half: int) -> None:
+        """A batch of ``rows`` ran out of memory and is split: later batches stay at most ``half`` rows."""
         self._row_cap = half if self._row_cap is None else min(self._row_cap, half)
         self.stats["oom_splits"] += 1
         warnings.warn(
-            f"generation ran out of device memory at {len(items)} rows; retrying as two batches of at most {half}",
+            f"generation ran out of device memory at {rows} rows; retrying as two batches of at most {half}",
             RuntimeWarning,
             stacklevel=2,
         )
-        return self._split_on_oom(items[:half], run) + self._split_on_oom(items[half:], run)
 
     def _sampling_probs(self, logits: torch.Tensor) -> torch.Tensor:
         """Sampling distribution: temperature, then top-k, then top-p (nucleus) on float32 logits."""

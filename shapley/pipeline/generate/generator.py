@@ -93,11 +93,6 @@ class Generator:
         self.prompts.class_token_ids(TRUE_FALSE)  # a tokenizer that cannot tell A from B is refused here
         self.decoder = Decoder(self.lm, config, self.stats, self.prompts)
 
-    @property
-    def use_chat_template(self) -> bool:
-        """Whether prompts are wrapped in the tokenizer's chat template."""
-        return self.prompts.use_chat_template
-
     def fix_rows(self) -> int:
         """Fix the rows per decoding batch for every later batch and return them (see
         :meth:`~shapley.pipeline.generate.decode.Decoder.fix_rows`)."""
@@ -121,7 +116,7 @@ class Generator:
         ids = self.prompts.class_token_ids(classes)
         encoded = [self.prompts.encode(body, prefix) for body, prefix in prompts]
 
-        def run(chunk: list[list[int]]) -> list[np.ndarray]:
+        def run(chunk: Sequence[list[int]]) -> list[np.ndarray]:
             logp = torch.log_softmax(self.lm.last_logits(chunk).float(), dim=-1)
             per_class = torch.stack([torch.logsumexp(logp[:, v], dim=-1) for v in ids.values()], dim=-1)
             return list(torch.softmax(per_class, dim=-1).cpu().double().numpy())
@@ -132,11 +127,6 @@ class Generator:
     def generate(self, records: Sequence[QARecord]) -> list[Generation]:
         """Samples, greedy answer, token statistics, p(True), A4C and (optionally) the greedy answer's
         hidden state for each record (same order); each record on its own (see the module docstring)."""
-        if isinstance(records, QARecord) or not isinstance(records, Sequence):
-            raise ValueError("records must be a sequence of QARecord")
-        for i, rec in enumerate(records):
-            if not isinstance(rec, QARecord):
-                raise ValueError(f"records[{i}] is a {type(rec).__name__}, expected QARecord")
         disable = None if self.config.progress is None else not self.config.progress
         return [self._generate_one(r) for r in tqdm(records, desc="generate", unit="q", disable=disable)]
 

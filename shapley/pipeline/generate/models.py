@@ -20,9 +20,9 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -36,6 +36,9 @@ _ALTERNATIVES = (
 )
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _DIGEST_BYTES = 1 << 20  # bytes read from each end of a weights file for the cheap digest
 _DIGEST_VALUES = 64  # values read from each end of an in-memory parameter for its fingerprint
@@ -261,6 +264,30 @@ def release_device_memory(device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda" and torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+def split_on_oom(
+    run: Callable[[Sequence[T]], R],
+    items: Sequence[T],
+    device: torch.device,
+    join: Callable[[R, R], R],
+    on_split: Callable[[int, int], None],
+) -> R:
+    """``run(items)``, one forward pass (or batch of them); where it runs out of memory with several items, the
+    items are split in half (``on_split(len(items), half)`` is told), each half run the same way, and the two
+    results joined. Other errors, and a single item that does not fit, are raised. Generation and entailment both
+    split this way."""
+    try:
+        return run(items)
+    except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
+        if not is_out_of_memory(exc) or len(items) <= 1:
+            raise
+    release_device_memory(device)  # outside the except block, so the failed batch's tensors are gone
+    half = (len(items) + 1) // 2
+    on_split(len(items), half)
+    return join(
+        split_on_oom(run, items[:half], device, join, on_split), split_on_oom(run, items[half:], device, join, on_split)
+    )
 
 
 def kv_cache_bytes_per_token(model: Any) -> int:

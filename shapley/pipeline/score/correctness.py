@@ -9,16 +9,14 @@ references the best one counts (maximum over references).
 * :func:`bleu`: ``sacrebleu.sentence_bleu(prediction, references).score / 100`` (sacrebleu's default
   sentence-level smoothing), in [0, 1].
 * An empty (or whitespace-only) prediction scores 0.0 under both metrics: it is never correct.
-* References: a non-empty sequence of strings (a single string is taken as one reference); an empty sequence,
-  or one holding only blank strings, raises ``ValueError``.
+* References: a sequence of strings, at least one not blank (a single string is taken as one reference), as
+  the data stage checks them (:func:`shapley.pipeline.data.files.make_item`, the score-samples reader).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 METRICS = ("rougeL", "bleu")
 
@@ -35,22 +33,9 @@ CORRECTNESS_FOR: dict[str, str] = {
 }
 
 
-def _check(prediction: Any, references: Any) -> tuple[str, list[str]]:
-    if not isinstance(prediction, str):
-        raise ValueError(f"prediction must be a string, got {type(prediction).__name__}")
-    if isinstance(references, str):
-        references = [references]
-    if not isinstance(references, Sequence):
-        raise ValueError(f"references must be a sequence of strings, got {type(references).__name__}")
-    refs = list(references)
-    if not refs:
-        raise ValueError("references is empty: at least one reference answer is needed")
-    bad = [type(r).__name__ for r in refs if not isinstance(r, str)]
-    if bad:
-        raise ValueError(f"every reference must be a string, got {', '.join(sorted(set(bad)))}")
-    if not any(r.strip() for r in refs):
-        raise ValueError("references hold only blank strings: at least one non-empty reference is needed")
-    return prediction, refs
+def _references(references: str | Sequence[str]) -> list[str]:
+    """``references`` as a list (a single string is one reference)."""
+    return [references] if isinstance(references, str) else list(references)
 
 
 @lru_cache(maxsize=1)
@@ -62,11 +47,10 @@ def _rouge_scorer():
 
 def rouge_l(prediction: str, references: Sequence[str]) -> float:
     """Rouge-L F-measure of ``prediction`` against its best reference, in [0, 1] (0.0: empty prediction)."""
-    prediction, refs = _check(prediction, references)
     if not prediction.strip():
         return 0.0
     scorer = _rouge_scorer()
-    return float(max(scorer.score(ref, prediction)["rougeL"].fmeasure for ref in refs))
+    return float(max(scorer.score(ref, prediction)["rougeL"].fmeasure for ref in _references(references)))
 
 
 def bleu(prediction: str, references: Sequence[str]) -> float:
@@ -75,12 +59,11 @@ def bleu(prediction: str, references: Sequence[str]) -> float:
     sacrebleu scores all references jointly (n-gram counts clipped by the maximum over references), the usual
     multi-reference BLEU. 0.0 for an empty prediction.
     """
-    prediction, refs = _check(prediction, references)
     if not prediction.strip():
         return 0.0
     import sacrebleu
 
-    score = sacrebleu.sentence_bleu(prediction, [r for r in refs if r.strip()]).score / 100.0
+    score = sacrebleu.sentence_bleu(prediction, [r for r in _references(references) if r.strip()]).score / 100.0
     return float(min(1.0, max(0.0, score)))
 
 
@@ -108,10 +91,4 @@ def exceeds(value: float, threshold: float) -> bool:
 def is_correct(prediction: str, references: Sequence[str], *, metric: str, threshold: float) -> bool:
     """True when the ``metric`` score of ``prediction`` is strictly greater than ``threshold`` (in [0, 1]; a run's
     is :attr:`shapley.pipeline.config.ScoringSettings.threshold`, the paper's 0.3)."""
-    if metric not in METRICS:
-        raise ValueError(f"unknown correctness metric {metric!r}; valid: {', '.join(METRICS)}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
-        raise ValueError(f"threshold must be a finite number in [0, 1], got {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must lie in [0, 1], got {threshold}")
     return exceeds(similarity(prediction, references, metric), threshold)

@@ -89,28 +89,12 @@ class ScoreInputs:
     embeddings: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
-        if self.samples is not None:
-            if isinstance(self.samples, str) or not all(isinstance(s, str) for s in self.samples):
-                raise ValueError(f"question {self.id!r}: samples must be a list of strings")
-            self.samples = list(self.samples)
-        n = None if self.samples is None else len(self.samples)
         for name in ("entail", "contradict"):
             M = getattr(self, name)
-            if M is None:
-                continue
-            A = np.asarray(M, dtype=np.float64)
-            if A.ndim != 2 or A.shape[0] != A.shape[1]:
-                raise ValueError(f"question {self.id!r}: {name} must be a square matrix; got shape {A.shape}")
-            if n is not None and A.shape[0] != n:
-                raise ValueError(f"question {self.id!r}: {name} is {A.shape[0]}x{A.shape[0]} but there are {n} samples")
-            setattr(self, name, A)
+            if M is not None:
+                setattr(self, name, np.asarray(M, dtype=np.float64))
         if self.sample_logprobs is not None:
-            lp = [list(map(float, t)) for t in self.sample_logprobs]
-            if n is not None and len(lp) != n:
-                raise ValueError(
-                    f"question {self.id!r}: sample_logprobs has {len(lp)} entries but there are {n} samples"
-                )
-            self.sample_logprobs = lp
+            self.sample_logprobs = [list(map(float, t)) for t in self.sample_logprobs]
         if self.embeddings is not None:
             self.embeddings = np.asarray(self.embeddings, dtype=np.float64).ravel()
 
@@ -496,19 +480,16 @@ def beta_sweep(P: ArrayLike, betas: Sequence[float], *, psd_policy: str) -> list
     return out
 
 
-def embedding_regression_scores(
-    embeddings: ArrayLike, correct: ArrayLike, *, seed: int = 0, test_fraction: float = 0.5
-) -> NDArray[np.float64]:
+def embedding_regression_scores(embeddings: ArrayLike, correct: ArrayLike, *, seed: int = 0) -> NDArray[np.float64]:
     """``ER`` uncertainty for every question: fit on a seeded random split of the questions, score the rest.
 
-    The split is ``baselines.train_test_split_indices(m, test_fraction, seed)``; training rows get NaN,
+    The split is ``baselines.train_test_split_indices(m, 0.5, seed)``: half the questions; training rows get NaN,
     so they never enter the AUROC (the metrics' ``n`` counts the test half only).
 
     Args:
         embeddings: (m, d) one embedding per question (of the judged answer).
         correct: (m,) booleans (correctness of the judged answers).
         seed: seed of the split.
-        test_fraction: share of questions scored (the rest is fitted on), in (0, 1).
 
     Raises:
         ValueError: shape mismatch, fewer than 2 questions, or a training split with a single class.
@@ -517,7 +498,7 @@ def embedding_regression_scores(
     y = np.asarray(correct, dtype=bool)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"embeddings must be (m, d) and correct (m,); got {X.shape} and {y.shape}")
-    train, test = baselines.train_test_split_indices(X.shape[0], test_fraction, seed)
+    train, test = baselines.train_test_split_indices(X.shape[0], 0.5, seed)
     model = baselines.EmbeddingRegression().fit(X[train], y[train])
     out = np.full(X.shape[0], np.nan)
     out[test] = np.asarray(model.uncertainty(X[test]), dtype=np.float64)

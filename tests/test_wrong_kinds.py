@@ -115,39 +115,6 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "auroc": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
     "auarc": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
     "prr": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
-    "bootstrap_ci": (
-        {"metric": shapley.metrics.auroc, "uncertainty": U4, "correct": C4, "n_boot": 20, "alpha": 0.05, "seed": 0},
-        {
-            "metric": "function",
-            "uncertainty": "vector",
-            "correct": "labels",
-            "n_boot": "int",
-            "alpha": "real",
-            "seed": "seed",
-        },
-    ),
-    "paired_bootstrap": (
-        {
-            "metric": shapley.metrics.auroc,
-            "u_a": U4,
-            "u_b": U4B,
-            "correct": C4,
-            "n_boot": 20,
-            "seed": 0,
-            "alpha": 0.05,
-            "indices": None,
-        },
-        {
-            "metric": "function",
-            "u_a": "vector",
-            "u_b": "vector",
-            "correct": "labels",
-            "n_boot": "int",
-            "seed": "seed",
-            "alpha": "real",
-            "indices": "index_matrix",
-        },
-    ),
     "holm": ({"p_values": [0.01, 0.04]}, {"p_values": "vector"}),
     "accuracy": ({"uncertainty": U4, "correct": C4}, {"uncertainty": "vector", "correct": "labels"}),
     "bootstrap_interval": (
@@ -253,7 +220,6 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
 NOT_FUNCTIONS = {
     "PSDRepairWarning",
     "PSDReport",
-    "PairedComparison",
     "DeLongResult",
     "BootstrapInterval",
     "PairedInterval",
@@ -305,8 +271,6 @@ def wrong_values(kind: str, valid: Any) -> list[Any]:
         return [np.zeros(n, complex), np.array(["0"] * n), _dates((n,)), np.zeros(n, bool), None, "001"]
     if kind == "ragged":
         return [[np.asarray(valid[0]).astype(complex)], [np.asarray(valid[0]).astype(str)], "text", None]
-    if kind == "index_matrix":
-        return [np.zeros((3, 4)), np.zeros((3, 4), bool), np.full((3, 4), "0"), "x"]
     table = {
         "int": INT_WRONG,
         "real": REAL_WRONG,

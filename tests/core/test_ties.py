@@ -31,7 +31,8 @@ def test_round_off_does_not_order_equal_scores(rel):
     assert M.auarc(moved, c) == M.auarc(exact, c)
     assert M.prr(moved, c) == M.prr(exact, c)
     assert M.delong_test(moved, exact, c).delta == 0.0
-    assert M.bootstrap_ci(M.auroc, moved, c, n_boot=200) == M.bootstrap_ci(M.auroc, exact, c, n_boot=200)
+    kw = {"n_boot": 200, "max_boot": 400}
+    assert M.bootstrap_interval(M.auroc, moved, c, **kw) == M.bootstrap_interval(M.auroc, exact, c, **kw)
     a = M.paired_interval(M.auroc, moved, exact[::-1], c, n_boot=200, max_boot=400)
     b = M.paired_interval(M.auroc, exact, exact[::-1], c, n_boot=200, max_boot=400)
     assert a == b

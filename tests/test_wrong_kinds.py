@@ -100,12 +100,10 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     # shapley.core.psd
     "min_eigenvalue": ({"R": R2}, {"R": "matrix"}),
     "psd_tolerance": ({"R": R2}, {"R": "matrix"}),
-    "is_psd": ({"R": R2, "tol": 1e-9}, {"R": "matrix", "tol": "real_or_none"}),
+    "is_psd": ({"R": R2}, {"R": "matrix"}),
     "is_singular": ({"R": R2}, {"R": "matrix"}),
     "paper_beta_bound": ({"n": 7}, {"n": "int"}),
     "gershgorin_beta_bound": ({"n": 7}, {"n": "int"}),
-    "shrink_to_psd": ({"R": R2, "eps": 1e-6}, {"R": "matrix", "eps": "real"}),
-    "clip_to_psd": ({"R": R2, "eps": 1e-6}, {"R": "matrix", "eps": "real"}),
     "nearest_correlation": (
         {"R": R2, "eps": 1e-6, "max_iter": 5, "tol": 1e-10},
         {"R": "matrix", "eps": "real", "max_iter": "int", "tol": "real"},
@@ -164,7 +162,7 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         },
     ),
     "quantile_mcse": ({"samples": np.linspace(0.0, 1.0, 50), "q": 0.025}, {"samples": "vector", "q": "real"}),
-    "round_scores": ({"scores": U4, "digits": 12}, {"scores": "vector", "digits": "int"}),
+    "round_scores": ({"scores": U4}, {"scores": "vector"}),
     "midranks": ({"x": U4}, {"x": "vector"}),
     "spearman_rho": ({"x": U4, "y": U4B}, {"x": "vector", "y": "vector"}),
     "kendall_tau_b": ({"x": U4, "y": U4B}, {"x": "vector", "y": "vector"}),
@@ -179,12 +177,12 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"entail": "matrix", "contradict": "matrix_or_none", "rule": "choice", "threshold": "real"},
     ),
     "semantic_entropy": (
-        {"log_likelihoods": LL3, "cluster_ids": [0, 0, 1], "normalise": True},
-        {"log_likelihoods": "vector", "cluster_ids": "cluster_ids", "normalise": "flag"},
+        {"log_likelihoods": LL3, "cluster_ids": [0, 0, 1]},
+        {"log_likelihoods": "vector", "cluster_ids": "cluster_ids"},
     ),
     "discrete_semantic_entropy": ({"cluster_ids": [0, 0, 1]}, {"cluster_ids": "cluster_ids"}),
     "num_semantic_sets": ({"cluster_ids": [0, 0, 1]}, {"cluster_ids": "cluster_ids"}),
-    "lexical_similarity": ({"texts": ["Paris", "Paris"], "scorer": None}, {"texts": "texts", "scorer": "scorer"}),
+    "lexical_similarity": ({"texts": ["Paris", "Paris"]}, {"texts": "texts"}),
     "train_test_split_indices": (
         {"n": 6, "test_fraction": 0.5, "seed": 0},
         {"n": "int", "test_fraction": "real", "seed": "seed"},
@@ -201,10 +199,7 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "selfcheck_avge": ({"token_entropies": [0.1, 0.7]}, {"token_entropies": "vector"}),
     "eigv": ({"W": W3}, {"W": "matrix"}),
     "degree": ({"W": W3}, {"W": "matrix"}),
-    "eccentricity": (
-        {"W": W3, "k": 2, "eigv_threshold": 0.9},
-        {"W": "matrix", "k": "int_or_none", "eigv_threshold": "real"},
-    ),
+    "eccentricity": ({"W": W3}, {"W": "matrix"}),
     "kernel_language_entropy": (
         {"W": W3, "t": 0.3, "normalisation": "trace"},
         {"W": "matrix", "t": "real", "normalisation": "choice"},
@@ -255,7 +250,6 @@ CHOICE_WRONG = [1, None, ["raise"], b"raise", np.array(["raise"])]
 FUNCTION_WRONG = ["auroc", None, 1]
 TEXT_WRONG = [None, 1, b"x", ["a"]]
 TEXTS_WRONG = ["one string", ["a", 1], [b"a", b"b"], None, np.array([1, 2])]
-SCORER_WRONG = [1, "rougeL"]
 
 
 def wrong_values(kind: str, valid: Any) -> list[Any]:
@@ -280,7 +274,6 @@ def wrong_values(kind: str, valid: Any) -> list[Any]:
         "function": FUNCTION_WRONG,
         "text": TEXT_WRONG,
         "texts": TEXTS_WRONG,
-        "scorer": SCORER_WRONG,
     }
     return table[kind]
 

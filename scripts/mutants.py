@@ -240,11 +240,11 @@ MUTANTS: tuple[Mutant, ...] = (
         (T_METRICS, "-k", "bootstrap"),
     ),
     Mutant(
-        "paired-bootstrap-p-not-doubled",
+        "paired-interval-resamples-unpaired",
         "core",
-        "p_value = 1.0 if delta == 0.0 else float(min(1.0, 2.0 * far / d.size))",
-        "p_value = 1.0 if delta == 0.0 else float(min(1.0, far / d.size))",
-        (T_METRICS, "-k", "paired_bootstrap"),
+        "- _resampled(metric, ub, c, rows), c.size, b)",
+        "- _resampled(metric, ub, c, rows[::-1]), c.size, b)",
+        (T_METRICS, "-k", "paired_interval"),
     ),
     Mutant(
         "auroc-rank-offset",

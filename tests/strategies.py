@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from shapley.theory.properties import corr_from_partials
+from shapley.theory.worstcase import two_group_C
 
 
 @st.composite
@@ -52,14 +53,6 @@ def entailment_matrices(draw, min_n: int = 1, max_n: int = 8, binary: bool = Fal
     return P
 
 
-def two_group(p: int, q: int, within: float = 0.0, across: float = 1.0) -> np.ndarray:
-    """Symmetric C (unit diagonal): ``within`` inside each of two groups of sizes p and q, ``across`` between."""
-    g = np.r_[np.zeros(p), np.ones(q)]
-    C = np.where(g[:, None] == g[None, :], within, across).astype(np.float64)
-    np.fill_diagonal(C, 1.0)
-    return C
-
-
 @st.composite
 def near_worst_C(draw, min_n: int = 2, max_n: int = 12):
     """Symmetric C in [0, 1] aimed at the worst case of lambda_min(kernel): a two-group split (drawn sizes,
@@ -67,7 +60,7 @@ def near_worst_C(draw, min_n: int = 2, max_n: int = 12):
     (half the time exactly the vertex). Permuted, so the groups are not always contiguous."""
     n = draw(st.integers(min_n, max_n))
     p = draw(st.integers(0, n // 2))
-    C = two_group(p, n - p)
+    C = two_group_C(p, n - p)
     if draw(st.booleans()):
         m = n * (n - 1) // 2
         eps = draw(st.lists(st.floats(0.0, 0.2), min_size=m, max_size=m))

@@ -167,7 +167,7 @@ def test_public_api_names():
         "min_eigenvalue",
     ):
         assert callable(getattr(shapley, name))
-    for name in ("auroc", "auarc", "prr", "bootstrap_ci"):
+    for name in ("auroc", "auarc", "prr", "bootstrap_interval"):
         assert callable(getattr(shapley.metrics, name))
 
 

@@ -3,8 +3,8 @@
 Conventions: ``uncertainty`` is higher for answers the method trusts less; ``correct`` is boolean.
 A metric that needs both classes returns NaN with a ``RuntimeWarning`` when only one is present.
 
-Two methods on the same m questions: :func:`paired_bootstrap` and :func:`paired_interval` (any metric),
-:func:`delong_test` and :func:`holm` (from :mod:`shapley.core.paired`). :func:`bootstrap_interval` and
+Two methods on the same m questions: :func:`paired_interval` (any metric), :func:`delong_test` and :func:`holm`
+(from :mod:`shapley.core.paired`). :func:`bootstrap_interval` and
 :func:`paired_interval` draw resamples until each end's Monte-Carlo error (:func:`quantile_mcse`) meets a target.
 Every function here rounds the scores once (:func:`round_scores`, which says why) before ranking them.
 """
@@ -99,58 +99,8 @@ def prr(uncertainty: ArrayLike, correct: ArrayLike) -> float:
     return float((float(np.mean(_arc(u, c))) - acc) / (oracle - acc))
 
 
-def _check_resampling(metric: Metric, n_boot: int, alpha: float, seed: int | None, *, min_boot: int = 1) -> float:
-    """Check a bootstrap's metric, resample count (>= ``min_boot``), ``0 < alpha < 1`` and seed; returns alpha."""
-    validate.function(metric, "metric")
-    validate.integer(n_boot, "n_boot", minimum=min_boot)
-    validate.seed_value(seed)
-    return validate.number(alpha, "alpha", 0.0, 1.0)
-
-
-def bootstrap_ci(
-    metric: Metric,
-    uncertainty: ArrayLike,
-    correct: ArrayLike,
-    *,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    seed: int | None = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of ``metric(uncertainty, correct)``.
-
-    Questions are resampled with replacement; resamples where the metric is NaN (one class only) are
-    dropped. Returns (lo, hi) at level ``1 - alpha``; (NaN, NaN) if no resample is defined.
-
-    Examples:
-        >>> rng = np.random.default_rng(0)
-        >>> correct = rng.random(200) < 0.5
-        >>> u = rng.normal(size=200) - correct  # wrong answers a little more uncertain
-        >>> lo, hi = bootstrap_ci(auroc, u, correct, n_boot=200)
-        >>> bool(lo < auroc(u, correct) < hi), bool(0.5 < lo)
-        (True, True)
-    """
-    alpha = _check_resampling(metric, n_boot, alpha, seed)
-    u, c = _inputs(uncertainty, correct)
-    s = _resampled(metric, u, c, _draw(np.random.default_rng(seed), u.size, n_boot))
-    return _percentile_interval(s, alpha)
-
-
-def _percentile_interval(s: NDArray[np.float64], alpha: float) -> tuple[float, float]:
-    """The ``1 - alpha`` percentile interval of the finite values of ``s``; (NaN, NaN) if there are none."""
-    s = s[np.isfinite(s)]
-    if s.size == 0:
-        return math.nan, math.nan
-    lo, hi = np.quantile(s, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(lo), float(hi)
-
-
 _CHUNK = 4096
 """Resamples handled at once (bounds the memory of the vectorised AUROC to a few (4096, m) arrays)."""
-
-
-def _draw(rng: np.random.Generator, m: int, n: int) -> NDArray[np.int64]:
-    """``n`` resamples of m question positions: the same draws as n calls of ``rng.integers(0, m, m)``."""
-    return rng.integers(0, m, (n, m))
 
 
 def _per_chunk(
@@ -286,7 +236,10 @@ max_boot)."""
 
 
 def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcse: float, max_boot: int) -> _Resampling:
-    alpha = _check_resampling(metric, n_boot, alpha, seed, min_boot=MIN_BOOT)
+    validate.function(metric, "metric")
+    validate.integer(n_boot, "n_boot", minimum=MIN_BOOT)
+    validate.seed_value(seed)
+    alpha = validate.number(alpha, "alpha", 0.0, 1.0)
     validate.integer(max_boot, "max_boot", minimum=MIN_BOOT)
     if max_boot < n_boot:
         raise ValueError(f"max_boot must be >= n_boot; got {max_boot} < {n_boot}")
@@ -307,7 +260,7 @@ def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int,
     values: list[NDArray[np.float64]] = []
     total, target = 0, n_boot
     while True:
-        values.append(stats(_draw(rng, m, target - total)))
+        values.append(stats(rng.integers(0, m, (target - total, m))))
         total = target
         s = np.concatenate(values)
         s = s[np.isfinite(s)]
@@ -316,7 +269,8 @@ def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int,
         x = np.sort(s)
         e_lo, e_hi = _mcse(x, alpha / 2.0), _mcse(x, 1.0 - alpha / 2.0)
         if max(e_lo, e_hi) <= mcse or total >= max_boot:
-            return BootstrapInterval(*_percentile_interval(s, alpha), e_lo, e_hi, total)
+            lo, hi = np.quantile(s, [alpha / 2.0, 1.0 - alpha / 2.0])
+            return BootstrapInterval(float(lo), float(hi), e_lo, e_hi, total)
         # the error falls as 1/sqrt(resamples) (the rule in bootstrap_interval's docstring)
         want = 1.2 * total * (max(e_lo, e_hi) / mcse) ** 2
         target = min(max(2 * total, int(math.ceil(want / n_boot)) * n_boot), max_boot)
@@ -335,8 +289,8 @@ def bootstrap_interval(
 ) -> BootstrapInterval:
     """Percentile bootstrap interval of ``metric(uncertainty, correct)`` with enough resamples for its ends.
 
-    Starts from ``n_boot`` resamples (the draws of :func:`bootstrap_ci` with the same seed) and draws more,
-    continuing the same seeded stream, until the Maritz-Jarrett standard error (:func:`quantile_mcse`) of both
+    Questions are resampled with replacement. Starts from ``n_boot`` resamples and draws more, continuing the
+    same seeded stream, until the Maritz-Jarrett standard error (:func:`quantile_mcse`) of both
     ends is at most ``mcse``, or ``max_boot`` resamples are drawn; the errors reached are returned either way.
     Each round at least doubles the count, to what the error's 1/sqrt(B) decay predicts for the target with
     20 % to spare (a multiple of ``n_boot``), so the count is a deterministic function of the inputs and seed.
@@ -378,7 +332,8 @@ def paired_interval(
     mcse: float = MCSE_TARGET,
     max_boot: int = MAX_BOOT,
 ) -> PairedInterval:
-    """:func:`paired_bootstrap`'s interval of the difference, with :func:`bootstrap_interval`'s resample rule.
+    """Paired percentile interval of ``delta = metric(u_a) - metric(u_b)``, with :func:`bootstrap_interval`'s
+    resample rule: each resample draws the m questions with replacement and evaluates *both* methods on it.
 
     Intervals only: no p-value (significance is DeLong's test, :func:`delong_test`). Everything but ``delta`` is
     NaN when ``delta`` is.
@@ -401,85 +356,3 @@ def paired_interval(
         return PairedInterval(delta, math.nan, math.nan, math.nan, math.nan, 0)
     r = _adaptive(lambda rows: _resampled(metric, ua, c, rows) - _resampled(metric, ub, c, rows), c.size, b)
     return PairedInterval(delta, *r)
-
-
-class PairedComparison(NamedTuple):
-    """``delta = metric(a) - metric(b)``, its percentile interval and two-sided p-value (:func:`paired_bootstrap`)."""
-
-    delta: float
-    lo: float
-    hi: float
-    p_value: float
-
-
-def _resamples(indices: ArrayLike | None, m: int, n_boot: int, seed: int | None) -> NDArray[np.int64]:
-    """Explicit (B, m) resample indices, validated, or ``n_boot`` draws as :func:`bootstrap_ci` makes them."""
-    if indices is None:
-        return _draw(np.random.default_rng(seed), m, n_boot)
-    idx = np.asarray(indices)
-    if idx.ndim != 2 or idx.shape[0] < 1 or idx.shape[1] != m:
-        raise ValueError(f"indices must be a (B, m) array with B >= 1 and m = {m} questions; got shape {idx.shape}")
-    if not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError(f"indices must hold integers (question positions); got dtype {idx.dtype}")
-    if idx.min() < 0 or idx.max() >= m:
-        raise ValueError(f"indices must lie in [0, {m - 1}]; got values in [{idx.min()}, {idx.max()}]")
-    return idx.astype(np.int64)
-
-
-def paired_bootstrap(
-    metric: Metric,
-    u_a: ArrayLike,
-    u_b: ArrayLike,
-    correct: ArrayLike,
-    *,
-    n_boot: int = 1000,
-    seed: int | None = 0,
-    alpha: float = 0.05,
-    indices: ArrayLike | None = None,
-) -> PairedComparison:
-    """Paired bootstrap comparison of two methods' uncertainty scores on the same m questions.
-
-    Each resample draws m questions with replacement and evaluates *both* methods on the same questions;
-    resamples where either metric is NaN (one class only) are dropped. The interval is the percentile interval
-    of the resampled differences at level ``1 - alpha``; the p-value is twice the share of resampled
-    differences on the far side of zero (the side opposite the observed ``delta``, ties at exactly 0
-    included), capped at 1, and 1 when ``delta == 0``. With the same ``seed`` the resamples are those of
-    :func:`bootstrap_ci`.
-
-    Args:
-        metric: e.g. :func:`auroc`; called as ``metric(uncertainty, correct)``.
-        u_a, u_b: (m,) finite uncertainty scores of methods a and b. correct: (m,) booleans.
-        n_boot: number of resamples (>= 1); seed: for ``numpy.random.default_rng``.
-        alpha: in (0, 1).
-        indices: optional (B, m) integer array of explicit resamples (rows of question positions); then
-            ``n_boot`` and ``seed`` are not used.
-
-    Returns:
-        :class:`PairedComparison` ``(delta, lo, hi, p_value)``; ``lo``, ``hi`` and ``p_value`` are NaN when
-        ``delta`` is NaN or no resample is defined.
-
-    Examples:
-        Four questions, method a ranks them perfectly (AUROC 1), method b does not (AUROC 0.25). Of the
-        4**4 = 256 possible resamples, 224 hold both classes, and in 14 of them (only questions 0 and 3 drawn)
-        b ties a, so p = 2 * 14 / 224:
-
-        >>> from itertools import product
-        >>> u_a, u_b, correct = [0.1, 0.2, 0.8, 0.9], [0.3, 0.9, 0.2, 0.8], [True, True, False, False]
-        >>> r = paired_bootstrap(auroc, u_a, u_b, correct, indices=list(product(range(4), repeat=4)))
-        >>> r.delta, r.p_value
-        (0.75, 0.125)
-    """
-    alpha = _check_resampling(metric, n_boot, alpha, seed)
-    ua, c = _inputs(u_a, correct, "u_a")
-    ub = _scores(u_b, c, "u_b")
-    rows = _resamples(indices, c.size, n_boot, seed)
-    delta = float(metric(ua, c) - metric(ub, c))
-    if math.isnan(delta):
-        return PairedComparison(delta, math.nan, math.nan, math.nan)
-    d = _resampled(metric, ua, c, rows) - _resampled(metric, ub, c, rows)
-    d = d[np.isfinite(d)]
-    if d.size == 0:
-        return PairedComparison(delta, math.nan, math.nan, math.nan)
-    far = np.count_nonzero(d <= 0.0) if delta > 0.0 else np.count_nonzero(d >= 0.0)  # ties at 0 count
-    p_value = 1.0 if delta == 0.0 else float(min(1.0, 2.0 * far / d.size))
-    return PairedComparison(delta, *_percentile_interval(d, alpha), p_value)

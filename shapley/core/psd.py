@@ -140,16 +140,15 @@ def psd_tolerance_checked(A: NDArray[np.float64]) -> float:
     return 10.0 * A.shape[0] * float(np.finfo(np.float64).eps) * float(np.max(np.abs(A)))
 
 
-def is_psd(R: ArrayLike, tol: float | None = None) -> bool:
-    """True if the symmetric R has no eigenvalue below ``-tol`` (default: :func:`psd_tolerance`).
+def is_psd(R: ArrayLike) -> bool:
+    """True if the symmetric R has no eigenvalue below ``-psd_tolerance(R)``.
 
     Examples:
         >>> is_psd([[1.0, 0.9], [0.9, 1.0]]), is_psd([[1.0, 2.0], [2.0, 1.0]])
         (True, False)
     """
     A = validate.symmetric_matrix(R, "R")
-    t = psd_tolerance_checked(A) if tol is None else validate.number(tol, "tol")
-    return bool(_smallest_eigenvalue(A) >= -t)
+    return bool(_smallest_eigenvalue(A) >= -psd_tolerance_checked(A))
 
 
 def is_singular(R: ArrayLike) -> bool:
@@ -198,44 +197,17 @@ def gershgorin_beta_bound(n: int) -> float:
     return 1.0 if n <= 2 else 1.0 / (n - 1)
 
 
-def shrink_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> tuple[NDArray[np.float64], float]:
-    """Largest t in (0, 1] with ``lambda_min(I + t (R - I)) >= eps`` (``0 < eps < 1``) for a symmetric (n, n) R with
-    unit diagonal (a kernel matrix); returns (repaired R, t).
-
-    Examples:
-        >>> A, t = shrink_to_psd([[1.0, 2.0], [2.0, 1.0]], eps=0.5)  # eigenvalues -1 and 3
-        >>> t, round(min_eigenvalue(A), 12)
-        (0.25, 0.5)
-    """
-    e = validate.open_fraction(eps, "eps")
-    A = validate.symmetric_matrix(R, "R")
-    return _shrink(A, e, _smallest_eigenvalue(A))
-
-
 def _shrink(A: NDArray[np.float64], e: float, lam: float) -> tuple[NDArray[np.float64], float]:
-    """:func:`shrink_to_psd` of a checked A whose smallest eigenvalue is ``lam``."""
-    if lam >= e:
-        return A.copy(), 1.0
+    """``(I + t (A - I), t)`` with the largest t in (0, 1] that keeps ``lambda_min >= e``, for a checked symmetric A
+    with unit diagonal whose smallest eigenvalue is ``lam < e`` (the ``"shrink"`` policy)."""
     t = (1.0 - e) / (1.0 - lam)
     n = A.shape[0]
     out = np.eye(n) + t * (A - np.eye(n))
     return out, float(t)
 
 
-def clip_to_psd(R: ArrayLike, eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
-    """Clip eigenvalues below ``eps`` (``0 < eps < 1``) up to ``eps`` and rescale to unit diagonal.
-
-    Examples:
-        >>> A = clip_to_psd([[1.0, 2.0], [2.0, 1.0]], eps=0.5)
-        >>> np.round(A, 6).tolist()
-        [[1.0, 0.714286], [0.714286, 1.0]]
-    """
-    e = validate.open_fraction(eps, "eps")
-    return _clip(validate.symmetric_matrix(R, "R"), e)
-
-
 def _clip(R: NDArray[np.float64], e: float) -> NDArray[np.float64]:
-    """:func:`clip_to_psd` of a checked symmetric R and eps."""
+    """R with its eigenvalues below ``e`` clipped up to ``e``, rescaled to unit diagonal (the ``"clip"`` policy)."""
     w, V = np.linalg.eigh(R)
     A = (V * np.maximum(w, e)) @ V.T
     d = np.sqrt(np.diag(A))

@@ -19,11 +19,11 @@ SCORE_DIGITS = 12
 """Significant digits every score is rounded to before any rank-based computation (:func:`round_scores`)."""
 
 
-def round_scores(scores: ArrayLike, digits: int = SCORE_DIGITS) -> NDArray[np.float64]:
-    """Scores rounded to ``digits`` significant digits, so that round-off never orders scores equal in exact
+def round_scores(scores: ArrayLike) -> NDArray[np.float64]:
+    """Scores rounded to :data:`SCORE_DIGITS` significant digits, so that round-off never orders scores equal in exact
     arithmetic.
 
-    Each finite non-zero x becomes ``rint(x * 10**k) / 10**k`` with ``k = digits - 1 - floor(log10|x|)``
+    Each finite non-zero x becomes ``rint(x * 10**k) / 10**k`` with ``k = SCORE_DIGITS - 1 - floor(log10|x|)``
     (divided and multiplied the other way round when k < 0): a pure function of x, so the same on every
     machine and in any order of computation, and idempotent. Zeros, +-inf and NaN pass through (``-0.0``
     becomes ``0.0``); |x| below 1e-280 is left as it is. Two scores within a few units in the last place of
@@ -31,7 +31,7 @@ def round_scores(scores: ArrayLike, digits: int = SCORE_DIGITS) -> NDArray[np.fl
     digit, which for scores equal in exact arithmetic needs a value with 12 digits and a half, exactly.
 
     Args:
-        scores: (m,) float scores (any shape works). digits: significant digits, 1..15.
+        scores: (m,) float scores (any shape works).
 
     Returns:
         float64 array of ``scores``' shape.
@@ -43,16 +43,16 @@ def round_scores(scores: ArrayLike, digits: int = SCORE_DIGITS) -> NDArray[np.fl
         >>> round_scores([1.7320537945392505, 1.7320537945392505 * (1 + 1e-13), -2.5e-7, 0.0]).tolist()
         [1.73205379454, 1.73205379454, -2.5e-07, 0.0]
     """
-    return _rounded(validate.real_array(scores, "scores"), validate.integer(digits, "digits", minimum=1, maximum=15))
+    return _rounded(validate.real_array(scores, "scores"))
 
 
-def _rounded(a: NDArray[np.float64], digits: int) -> NDArray[np.float64]:
-    """:func:`round_scores` of a checked float array and number of digits."""
+def _rounded(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`round_scores` of a checked float array."""
     out = a + 0.0  # a copy, with -0.0 made 0.0
     mag = np.abs(a)
     ok = np.isfinite(a) & (mag >= 1e-280)
     v = a[ok]
-    k = digits - 1 - np.floor(np.log10(mag[ok])).astype(np.int64)
+    k = SCORE_DIGITS - 1 - np.floor(np.log10(mag[ok])).astype(np.int64)
     scale = 10.0 ** np.abs(k).astype(np.float64)
     up = k >= 0
     r = np.empty_like(v)
@@ -151,7 +151,7 @@ def checked_inputs(
 
 def checked_scores(uncertainty: ArrayLike, c: NDArray[np.bool_], name: str) -> NDArray[np.float64]:
     """One method's (m,) scores, checked against the checked labels ``c`` and rounded (:func:`round_scores`)."""
-    u = _rounded(validate.vector(uncertainty, name, min_len=0), SCORE_DIGITS)
+    u = _rounded(validate.vector(uncertainty, name, min_len=0))
     if u.shape != c.shape:
         raise ValueError(f"{name} and correct must have the same length; got {u.shape[0]} and {c.shape[0]}")
     if u.size == 0:

@@ -251,16 +251,15 @@ def circle_min_eigenvalue(n: int, beta: float = 0.5) -> float:
     return 1.0 + b * (lam_K - 1.0)
 
 
-def circle_first_indefinite_n(beta: float = 0.5, n_max: int = 10_000) -> int | None:
-    """Smallest n at which :func:`circle_vectors` (n) makes ``R_beta`` indefinite; None if none up to n_max.
+def circle_first_indefinite_n(beta: float = 0.5) -> int | None:
+    """Smallest n at which :func:`circle_vectors` (n) makes ``R_beta`` indefinite; None if none up to n = 10,000.
 
     Examples:
         >>> circle_first_indefinite_n(0.5) > 20
         True
     """
     b = validate.beta_value(beta)
-    n_max = validate.integer(n_max, "n_max", minimum=1)
-    for n in range(1, n_max + 1):
+    for n in range(1, 10_001):
         if circle_min_eigenvalue(n, b) < 0:
             return n
     return None

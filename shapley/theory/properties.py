@@ -92,10 +92,9 @@ def total_uncertainty(R: ArrayLike) -> float:
     For a singular R some Shapley values are (-inf) - (-inf) and undefined, but the total is still the
     joint entropy by efficiency (its limit along any rho -> 1 path), which is -inf.
     """
-    A = validate.symmetric_matrix(R, "R")
-    if is_singular(A):
+    if is_singular(R):  # it checks R, as shapley_values does
         return -math.inf
-    return float(np.sum(shapley_values(A, "exact")))
+    return float(np.sum(shapley_values(R, "exact")))
 
 
 def argmin_player(R: ArrayLike) -> int:

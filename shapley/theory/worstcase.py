@@ -94,10 +94,10 @@ def beta_star(n: int) -> float:
     return 1.0 if m >= 0 else 1.0 / (1.0 - m)
 
 
-def smallest_failing_n(beta: float, n_max: int = 10_000) -> int | None:
-    """Smallest n at which some C makes R_beta non-PSD (from the closed form); None if none up to n_max."""
+def smallest_failing_n(beta: float) -> int | None:
+    """Smallest n at which some C makes R_beta non-PSD (from the closed form); None if none up to n = 10,000."""
     beta = validate.beta_value(beta)
-    for n in range(1, n_max + 1):
+    for n in range(1, 10_001):
         if beta_star(n) < beta:
             return n
     return None
@@ -157,7 +157,7 @@ class VertexSearch:
     exact: bool
 
 
-def exhaustive_vertex_search(n: int, chunk: int = 1 << 15) -> VertexSearch:
+def exhaustive_vertex_search(n: int) -> VertexSearch:
     """Minimum of lambda_min(K) over ALL vertex matrices of size n (exact, n <= ``EXHAUSTIVE_MAX_N``).
 
     Relabelling the answers does not change eigenvalues, so the answers linked to answer 0 by C = 1 can be
@@ -165,7 +165,7 @@ def exhaustive_vertex_search(n: int, chunk: int = 1 << 15) -> VertexSearch:
     ``2**(n(n-1)/2)`` and still covers every vertex up to relabelling.
     """
     n = validate.integer(n, "n", minimum=1, maximum=EXHAUSTIVE_MAX_N)
-    m_rest = (n - 1) * (n - 2) // 2
+    m_rest, chunk = (n - 1) * (n - 2) // 2, 1 << 15
     best, best_bits, checked = math.inf, None, 0
     for d in range(n):
         first = np.r_[np.ones(d, dtype=np.int64), np.zeros(n - 1 - d, dtype=np.int64)]

@@ -70,7 +70,7 @@ def test_the_enumeration_finds_what_it_must():
         "shapley.core.entropy.shapley_values",
         "shapley.core.psd.ensure_psd",
         "shapley.core.kernel.kernel_matrix",
-        "shapley.core.metrics.paired_bootstrap",
+        "shapley.core.metrics.paired_interval",
         "shapley.core.baselines.entropies.likelihood_entropy",
         "shapley.core.baselines.verbalised.parse_confidence",
         "shapley.gaussian_entropy",

@@ -165,8 +165,6 @@ NOT_PSD = shapley.kernel_matrix(_C, 0.5)  # indefinite at beta = 0.5 (tests/core
 
 EPS_CALLS = {
     "ensure_psd": lambda eps: psd.ensure_psd(NOT_PSD, "shrink", eps),
-    "shrink_to_psd": lambda eps: psd.shrink_to_psd(NOT_PSD, eps),
-    "clip_to_psd": lambda eps: psd.clip_to_psd(NOT_PSD, eps),
     "nearest_correlation": lambda eps: psd.nearest_correlation(NOT_PSD, eps),
     "gaussian_entropy": lambda eps: shapley.gaussian_entropy(NOT_PSD, psd_policy="shrink", eps=eps),
     "subset_entropies": lambda eps: shapley.subset_entropies(NOT_PSD, psd_policy="clip", eps=eps),

@@ -1,4 +1,4 @@
-"""AUROC, AUARC, PRR, bootstrap intervals, and paired comparisons (paired bootstrap, Holm, DeLong)."""
+"""AUROC, AUARC, PRR, bootstrap intervals, and paired comparisons (paired interval, Holm, DeLong)."""
 
 from __future__ import annotations
 
@@ -76,24 +76,10 @@ def test_bad_inputs():
         metrics.auroc([0.1, 0.2], [2, 0])
 
 
-def test_bootstrap_ci():
-    rng = np.random.default_rng(0)
-    c = rng.random(300) < 0.6
-    u = rng.normal(size=300) - c * 1.0
-    point = metrics.auroc(u, c)
-    lo, hi = metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=300, seed=1)
-    assert lo < point < hi and 0.5 < lo and hi - lo < 0.2
-    assert (lo, hi) == metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=300, seed=1)
-    with pytest.warns(RuntimeWarning):
-        assert np.isnan(metrics.auroc(u[:1], c[:1]))
-    assert all(np.isnan(metrics.bootstrap_ci(metrics.auroc, [0.1, 0.2], [True, True], n_boot=10)))
-    with pytest.raises(ValueError, match="alpha"):
-        metrics.bootstrap_ci(metrics.auroc, u, c, alpha=1.5)
-
-
-def test_bootstrap_ci_is_the_percentile_interval_of_the_resampled_metric():
+def test_bootstrap_interval_is_the_percentile_interval_of_the_resampled_metric():
     """The ends are the alpha/2 and 1 - alpha/2 quantiles of the metric on the seeded resamples, computed here by a
-    plain loop (bootstrap_ci and paired_bootstrap share the quantile step, so their agreement alone cannot test it)."""
+    plain loop (bootstrap_interval and paired_interval share the quantile step, so their agreement alone cannot test
+    it); an ``mcse`` of 1 stops at the first ``n_boot`` resamples."""
     rng = np.random.default_rng(5)
     c = rng.random(40) < 0.5
     u = np.round(rng.normal(size=40) - c, 1)
@@ -104,7 +90,10 @@ def test_bootstrap_ci_is_the_percentile_interval_of_the_resampled_metric():
     s = s[np.isfinite(s)]
     for alpha in (0.05, 0.2):
         expected = tuple(float(x) for x in np.quantile(s, [alpha / 2.0, 1.0 - alpha / 2.0]))
-        assert metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=200, alpha=alpha, seed=3) == expected
+        r = metrics.bootstrap_interval(metrics.auroc, u, c, n_boot=200, alpha=alpha, seed=3, mcse=1.0)
+        assert (r.lo, r.hi, r.n_boot) == (*expected, 200)
+    undefined = metrics.bootstrap_interval(metrics.auroc, [0.1, 0.2], [True, True], n_boot=100)
+    assert all(math.isnan(x) for x in undefined[:4])
 
 
 def _linear_quantile(x, q: float) -> float:
@@ -115,7 +104,7 @@ def _linear_quantile(x, q: float) -> float:
     return x[k] if k + 1 == len(x) else x[k] + (h - k) * (x[k + 1] - x[k])
 
 
-def test_bootstrap_ci_ends_interpolate_between_order_statistics():
+def test_bootstrap_interval_ends_interpolate_between_order_statistics():
     """With 101 resamples and alpha = 0.05 the ends sit half-way between two order statistics (positions 2.5 and
     97.5): another index or rounding rule (nearest, lower, (m + 1) q) gives other ends."""
     rng = np.random.default_rng(5)
@@ -123,7 +112,7 @@ def test_bootstrap_ci_ends_interpolate_between_order_statistics():
     u = rng.normal(size=40) - c
     rows = np.random.default_rng(3).integers(0, 40, (101, 40))
     s = [metrics.auroc(u[r], c[r]) for r in rows]
-    lo, hi = metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=101, alpha=0.05, seed=3)
+    lo, hi = metrics.bootstrap_interval(metrics.auroc, u, c, n_boot=101, alpha=0.05, seed=3, mcse=1.0)[:2]
     assert (lo, hi) == pytest.approx((_linear_quantile(s, 0.025), _linear_quantile(s, 0.975)), rel=1e-12)
     assert sorted(s)[2] < lo < sorted(s)[3] and sorted(s)[97] < hi < sorted(s)[98]
 
@@ -131,132 +120,32 @@ def test_bootstrap_ci_ends_interpolate_between_order_statistics():
 # --- paired comparisons (issue 11, part 2) ----------------------------------------------------------
 
 
-def _auroc_by_pairs(u, c) -> float:
-    """AUROC from its definition: the share of (incorrect, correct) pairs ordered right, ties 1/2."""
-    wrong = [x for x, ok in zip(u, c, strict=True) if not ok]
-    right = [x for x, ok in zip(u, c, strict=True) if ok]
-    if not wrong or not right:
-        return math.nan
-    wins = sum(1.0 if w > r else 0.5 if w == r else 0.0 for w in wrong for r in right)
-    return wins / (len(wrong) * len(right))
-
-
-def _brute_force(u_a, u_b, c):
-    """Every one of the m**m resamples, the deltas of the defined ones, and the two-sided p-value."""
-    m = len(c)
-    rows = list(itertools.product(range(m), repeat=m))
-    deltas = []
-    for row in rows:
-        ci = [c[i] for i in row]
-        a, b = _auroc_by_pairs([u_a[i] for i in row], ci), _auroc_by_pairs([u_b[i] for i in row], ci)
-        if not (math.isnan(a) or math.isnan(b)):
-            deltas.append(a - b)
-    delta = _auroc_by_pairs(u_a, c) - _auroc_by_pairs(u_b, c)
-    if delta == 0:
-        p = 1.0
-    else:
-        far = sum(1 for d in deltas if (d <= 0 if delta > 0 else d >= 0))
-        p = min(1.0, 2 * far / len(deltas))
-    return rows, np.array(deltas), delta, p
-
-
-BRUTE_CASES = [
-    # a ranks perfectly, b does not: 224 defined resamples, 14 ties at zero (hand count), p = 0.125
-    ([0.1, 0.2, 0.8, 0.9], [0.3, 0.9, 0.2, 0.8], [True, True, False, False]),
-    # b better than a (negative delta), tied scores inside a method
-    ([0.5, 0.5, 0.4, 0.9], [0.1, 0.2, 0.8, 0.9], [True, True, False, False]),
-    # three correct, one incorrect; five questions (3125 resamples)
-    ([0.3, 0.1, 0.7, 0.2], [0.6, 0.1, 0.5, 0.2], [True, True, False, True]),
-    ([0.3, 0.1, 0.7, 0.2, 0.4], [0.6, 0.1, 0.5, 0.2, 0.3], [True, True, False, True, False]),
-]
-
-
-@pytest.mark.parametrize(("u_a", "u_b", "c"), BRUTE_CASES)
-def test_paired_bootstrap_equals_brute_force_over_every_resample(u_a, u_b, c):
-    rows, deltas, delta, p = _brute_force(u_a, u_b, c)
-    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=rows)
-    assert r.delta == delta
-    assert r.p_value == p
-    lo, hi = np.quantile(deltas, [0.025, 0.975])
-    assert (r.lo, r.hi) == (lo, hi)
-    assert isinstance(r, metrics.PairedComparison) and isinstance(r.p_value, float)
-
-
-def test_paired_bootstrap_hand_count():
-    u_a, u_b, c = BRUTE_CASES[0]
-    rows = list(itertools.product(range(4), repeat=4))
-    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=rows)
-    assert (r.delta, r.p_value) == (0.75, 2 * 14 / 224)
-    flipped = metrics.paired_bootstrap(metrics.auroc, u_b, u_a, c, indices=rows)
-    assert (flipped.delta, flipped.lo, flipped.hi, flipped.p_value) == (-0.75, -r.hi, -r.lo, r.p_value)
-
-
-def test_paired_bootstrap_uses_one_resample_for_both_methods():
+def test_paired_interval_uses_one_resample_for_both_methods():
     rng = np.random.default_rng(0)
     c = rng.random(60) < 0.5
     u = rng.normal(size=60) - c
-    r = metrics.paired_bootstrap(metrics.auroc, u, 3.0 * u + 1.0, c, n_boot=200)  # same ranking, same AUROC
-    assert (r.delta, r.lo, r.hi, r.p_value) == (0.0, 0.0, 0.0, 1.0)
+    r = metrics.paired_interval(metrics.auroc, u, 3.0 * u + 1.0, c, n_boot=200)  # same ranking, same AUROC
+    assert (r.delta, r.lo, r.hi) == (0.0, 0.0, 0.0)
 
 
-def test_paired_bootstrap_draws_the_resamples_of_bootstrap_ci():
+def test_paired_interval_draws_the_resamples_of_bootstrap_interval():
     """With the same seed: against a constant score (AUROC 1/2 in every defined resample) the interval is
-    bootstrap_ci's shifted by 1/2."""
+    bootstrap_interval's shifted by 1/2."""
     rng = np.random.default_rng(1)
     c = rng.random(80) < 0.6
     u = rng.normal(size=80) - c
-    r = metrics.paired_bootstrap(metrics.auroc, u, np.zeros(80), c, n_boot=300, seed=7)
-    lo, hi = metrics.bootstrap_ci(metrics.auroc, u, c, n_boot=300, seed=7)
-    assert r.lo + 0.5 == pytest.approx(lo, abs=1e-15) and r.hi + 0.5 == pytest.approx(hi, abs=1e-15)
-    assert r == metrics.paired_bootstrap(metrics.auroc, u, np.zeros(80), c, n_boot=300, seed=7)
+    r = metrics.paired_interval(metrics.auroc, u, np.zeros(80), c, n_boot=300, seed=7, mcse=1.0)
+    one = metrics.bootstrap_interval(metrics.auroc, u, c, n_boot=300, seed=7, mcse=1.0)
+    assert r.lo + 0.5 == pytest.approx(one.lo, abs=1e-15) and r.hi + 0.5 == pytest.approx(one.hi, abs=1e-15)
 
 
-def test_paired_bootstrap_p_value_is_capped_at_one():
-    u_a, u_b, c = BRUTE_CASES[0]
-    rows = [(0, 1, 2, 3)] + [row for row in itertools.product((0, 3), repeat=4) if 0 in row and 3 in row]
-    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=rows)  # 14 of 15 deltas are exactly 0
-    assert r.delta == 0.75 and r.p_value == 1.0
-
-
-def test_paired_bootstrap_other_metrics_and_undefined_cases():
-    u_a, u_b, c = BRUTE_CASES[3]
-    r = metrics.paired_bootstrap(metrics.prr, u_a, u_b, c, n_boot=50)
-    assert r.delta == pytest.approx(metrics.prr(u_a, c) - metrics.prr(u_b, c))
-    with pytest.warns(RuntimeWarning, match="undefined"):
-        r = metrics.paired_bootstrap(metrics.auroc, [0.1, 0.2], [0.2, 0.1], [True, True])
-    assert all(math.isnan(x) for x in r)
-    # every resample one-class: no interval, no p-value, but the point difference stands
-    r = metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, indices=[[0, 0, 0, 0, 0], [2, 2, 2, 2, 2]])
-    assert r.delta == metrics.auroc(u_a, c) - metrics.auroc(u_b, c)
-    assert math.isnan(r.lo) and math.isnan(r.hi) and math.isnan(r.p_value)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"indices": [[0, 1, 2]]}, r"indices must be a \(B, m\)"),
-        ({"indices": [0, 1, 2, 3]}, r"indices must be a \(B, m\)"),
-        ({"indices": np.zeros((0, 4), dtype=int)}, r"B >= 1"),
-        ({"indices": [[0.0, 1.0, 2.0, 3.0]]}, "integers"),
-        ({"indices": [[0, 1, 2, 4]]}, r"\[0, 3\]"),
-        ({"indices": [[-1, 1, 2, 3]]}, r"\[0, 3\]"),
-        ({"n_boot": 0}, "n_boot"),
-        ({"n_boot": 2.5}, "n_boot"),
-        ({"alpha": 0.0}, "alpha"),
-        ({"alpha": 1.0}, "alpha"),
-    ],
-)
-def test_paired_bootstrap_validation(kwargs, match):
-    u_a, u_b, c = BRUTE_CASES[0]
-    with pytest.raises(ValueError, match=match):
-        metrics.paired_bootstrap(metrics.auroc, u_a, u_b, c, **kwargs)
-
-
-def test_paired_bootstrap_names_the_bad_score():
+def test_paired_interval_undefined_and_bad_scores():
+    r = metrics.paired_interval(metrics.auroc, [0.1, 0.2], [0.2, 0.1], [True, True])
+    assert math.isnan(r.delta) and all(math.isnan(x) for x in r[1:5])
     with pytest.raises(ValueError, match="u_b and correct must have the same length"):
-        metrics.paired_bootstrap(metrics.auroc, [0.1, 0.2], [0.1], [True, False])
+        metrics.paired_interval(metrics.auroc, [0.1, 0.2], [0.1], [True, False])
     with pytest.raises(ValueError, match="u_a contains NaN"):
-        metrics.paired_bootstrap(metrics.auroc, [np.nan, 0.2], [0.1, 0.2], [True, False])
+        metrics.paired_interval(metrics.auroc, [np.nan, 0.2], [0.1, 0.2], [True, False])
 
 
 def test_holm_hand_example():
@@ -379,8 +268,7 @@ def test_bootstrap_and_delong_agree_on_a_clear_difference():
     c = rng.random(300) < 0.5
     strong, weak = rng.normal(size=300) - 2.0 * c, rng.normal(size=300) - 0.3 * c
     assert metrics.delong_test(strong, weak, c).p_value < 1e-6
-    r = metrics.paired_bootstrap(metrics.auroc, strong, weak, c, n_boot=300)
-    assert r.p_value == 0.0 and r.lo > 0.0
+    assert metrics.paired_interval(metrics.auroc, strong, weak, c, n_boot=300).lo > 0.0
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -31,7 +31,8 @@ def test_round_off_does_not_order_equal_scores(rel):
     assert M.auarc(moved, c) == M.auarc(exact, c)
     assert M.prr(moved, c) == M.prr(exact, c)
     assert M.delong_test(moved, exact, c).delta == 0.0
-    assert M.bootstrap_ci(M.auroc, moved, c, n_boot=200) == M.bootstrap_ci(M.auroc, exact, c, n_boot=200)
+    kw = {"n_boot": 200, "max_boot": 400}
+    assert M.bootstrap_interval(M.auroc, moved, c, **kw) == M.bootstrap_interval(M.auroc, exact, c, **kw)
     a = M.paired_interval(M.auroc, moved, exact[::-1], c, n_boot=200, max_boot=400)
     b = M.paired_interval(M.auroc, exact, exact[::-1], c, n_boot=200, max_boot=400)
     assert a == b
@@ -54,9 +55,6 @@ def test_round_scores_is_idempotent_and_keeps_special_values():
     assert np.all(np.abs(r[:2000] - x[:2000]) <= 5.1e-12 * np.abs(x[:2000]))
     assert r[-1] == -np.inf and r[-2] == np.inf and math.copysign(1, r[-3]) == 1.0
     assert np.isnan(M.round_scores([np.nan])[0])
-    for bad in (0, 16, 1.5, True):
-        with pytest.raises(ValueError, match="digits"):
-            M.round_scores([1.0], digits=bad)
 
 
 def test_vectorised_resampled_auroc_is_bit_for_bit_the_loop():

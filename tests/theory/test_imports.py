@@ -2,20 +2,18 @@
 
 hypothesis and sympy (the ``theory`` extra) may be imported only by :mod:`shapley.theory.search` and
 :mod:`shapley.theory.symbolic`, at the top of those modules; every other module of the package, the rest of
-the theory layer included, must import without them. The doctests of the theory layer run here too.
+the theory layer included, must import without them. (The theory layer's doctests run with the package's:
+``--doctest-modules`` over ``shapley``, pyproject.toml.)
 """
 
 from __future__ import annotations
 
 import ast
-import doctest
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from shapley.theory import axiom_search, axioms, cosine, properties, propositions, search, symbolic, worstcase
 
 PKG = Path(__file__).resolve().parents[2] / "shapley"
 OPTIONAL = {"hypothesis": "search.py", "sympy": "symbolic.py"}
@@ -49,13 +47,3 @@ def test_theory_core_modules_import_without_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent)
     assert out.returncode == 0, out.stderr
-
-
-@pytest.mark.parametrize(
-    "module",
-    [axiom_search, axioms, cosine, properties, propositions, search, symbolic, worstcase],
-    ids=lambda m: m.__name__,
-)
-def test_doctests(module) -> None:
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0

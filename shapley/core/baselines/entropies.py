@@ -165,8 +165,6 @@ def semantic_clusters(
 def semantic_entropy(
     log_likelihoods: Sequence[float] | np.ndarray,
     cluster_ids: Sequence[int] | np.ndarray,
-    *,
-    normalise: bool = True,
 ) -> float:
     """Likelihood-weighted semantic entropy (nats) over meaning clusters.
 
@@ -175,34 +173,22 @@ def semantic_entropy(
     The probability of a cluster is the sum of the likelihoods of its members,
     p(C | x) = sum_{s in C} p(s | x), and H = -sum_C p(C|x) ln p(C|x).
 
-    ``normalise=True`` (default) first renormalises the likelihoods to sum to one over the given set
-    (the convention of Farquhar et al. 2024's code), giving a proper entropy with 0 <= H <= ln k for k
-    clusters. ``normalise=False`` uses the raw likelihoods, as the formula is written in Kuhn et al.
-    and in the paper's Section 2; then the answers must be distinct with total likelihood <= 1
-    (ValueError otherwise). The two agree on the paper's Mozart example (below).
+    The likelihoods are first renormalised to sum to one over the given set (the convention of Farquhar et al.
+    2024's code), giving a proper entropy with 0 <= H <= ln k for k clusters. The formula as written in Kuhn et
+    al. and in the paper's Section 2 uses the raw likelihoods of distinct answers; the two agree when those sum
+    to one, as on the paper's Mozart example (below).
 
     Examples:
         >>> ll = np.log([0.5, 0.4, 0.1])  # Mozart, "Mozart", Beethoven
-        >>> round(semantic_entropy(ll, [0, 0, 1]), 3), round(semantic_entropy(ll, [0, 0, 1], normalise=False), 3)
-        (0.325, 0.325)
+        >>> round(semantic_entropy(ll, [0, 0, 1]), 3)
+        0.325
     """
     ll = validate.log_probs(log_likelihoods, "log_likelihoods")
     ids = validate.cluster_labels(cluster_ids)
-    normalise = validate.flag(normalise, "normalise")
     if ids.shape != ll.shape:
         raise ValueError(f"cluster_ids must have the same length as log_likelihoods; got {ids.size} and {ll.size}")
-    if normalise:
-        p = _normalise_log(ll)
-    else:
-        p = np.exp(ll)
-        if p.sum() > 1 + 1e-6:
-            raise ValueError(
-                "with normalise=False the likelihoods must sum to <= 1 (distinct answers); "
-                f"got {p.sum():.6g}. "
-                "Use normalise=True for sampled answers that may repeat."
-            )
     _, inverse = np.unique(ids, return_inverse=True)
-    cluster_p = np.bincount(inverse, weights=p).astype(np.float64)
+    cluster_p = np.bincount(inverse, weights=_normalise_log(ll)).astype(np.float64)
     return shannon_entropy(cluster_p)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -41,14 +40,13 @@ def _lexical_seconds(answers: Sequence[str]) -> float:
     return float(a * pairs + (n - 1) * (d * chars.sum() + e * tokens.sum()) + b * cells)
 
 
-def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float:
+def lexical_similarity(texts: Sequence[str]) -> float:
     """One minus the mean pairwise Rouge-L F-measure between the n answers (unitless, in [0, 1]).
 
     Fomicheva et al. (2020, TACL) "Unsupervised quality estimation for neural machine translation",
     used as an NLG baseline by Kuhn et al. (2023). ``texts``: n answer strings. Rouge-L F is
     symmetric, so the mean runs over the n(n-1)/2 unordered pairs i < j. The Rouge-L implementation
-    is the ``rouge-score`` package; ``scorer`` may be a ready ``rouge_scorer.RougeScorer(["rougeL"])``,
-    else a fresh one is built for this call (nothing is cached).
+    is the ``rouge-score`` package, a fresh ``RougeScorer`` for each call (nothing is cached).
 
     With a single answer there is no pair to compare and no evidence of disagreement: returns 0.0.
 
@@ -59,8 +57,6 @@ def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float
         0.6
     """
     answers = validate.texts(texts)
-    if scorer is not None and not callable(getattr(scorer, "score", None)):
-        raise ValueError(f"scorer must be None or a rouge_scorer.RougeScorer (with a .score method); got {scorer!r}")
     n = len(answers)
     cost = _lexical_seconds(answers)
     if cost > LEXICAL_MAX_SECONDS:
@@ -71,9 +67,8 @@ def lexical_similarity(texts: Sequence[str], scorer: Any | None = None) -> float
         )
     if n == 1:
         return 0.0
-    if scorer is None:
-        from rouge_score import rouge_scorer
+    from rouge_score import rouge_scorer
 
-        scorer = rouge_scorer.RougeScorer(["rougeL"])
+    scorer = rouge_scorer.RougeScorer(["rougeL"])
     sims = [scorer.score(answers[i], answers[j])["rougeL"].fmeasure for i in range(n) for j in range(i + 1, n)]
     return float(min(1.0, max(0.0, 1.0 - float(np.mean(sims)))))

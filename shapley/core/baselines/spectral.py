@@ -59,7 +59,7 @@ def degree(W: np.ndarray) -> float:
     return float(np.trace(n * np.eye(n) - np.diag(M.sum(axis=1))) / n**2)
 
 
-def eccentricity(W: np.ndarray, k: int | None = None, *, eigv_threshold: float = 0.9) -> float:
+def eccentricity(W: np.ndarray) -> float:
     """Eccentricity U_Ecc: spread of the answers' spectral embeddings around their centroid (unitless).
 
     Take the eigenvectors u_1..u_k of the k smallest eigenvalues of the Laplacian L of :func:`eigv`; answer j
@@ -67,22 +67,16 @@ def eccentricity(W: np.ndarray, k: int | None = None, *, eigv_threshold: float =
     v_n - v_bar]||_2, i.e. the Frobenius norm (square root of the summed squared distances to the centroid); it
     is invariant to the choice of basis inside the selected eigenspace.
 
-    ``k=None`` keeps every eigenvector whose eigenvalue is below ``eigv_threshold`` (0.9, the choice of
-    Lin et al.'s code; at least one is always kept), otherwise the k smallest (1 <= k <= n). Centred across
-    answers, as in the paper's definition: 0 when all answers agree; sqrt(n-1) for the identity W.
+    k counts the eigenvalues below 0.9 (the choice of Lin et al.'s code; at least one is always kept). Centred
+    across answers, as in the paper's definition: 0 when all answers agree; sqrt(n-1) for the identity W.
 
     Examples:
         >>> round(eccentricity(np.ones((3, 3))), 6), round(eccentricity(np.eye(3)), 6)  # 0 and sqrt(2)
         (0.0, 1.414214)
     """
     M = validate.similarity_matrix(W, "W")
-    n = M.shape[0]
-    eigv_threshold = validate.number(eigv_threshold, "eigv_threshold")
-    kk = None if k is None else validate.integer(k, "k", minimum=1, maximum=n)
     lam, U = np.linalg.eigh(_normalised_laplacian(M))
-    if kk is None:
-        kk = max(1, int(np.sum(lam < eigv_threshold)))
-    V = U[:, :kk]  # row j = embedding v_j of answer j
+    V = U[:, : max(1, int(np.sum(lam < 0.9)))]  # row j = embedding v_j of answer j
     centred = V - V.mean(axis=0, keepdims=True)
     return float(np.linalg.norm(centred, "fro"))
 

@@ -550,10 +550,43 @@ class RunConfig(Settings):
         share a run directory."""
         return {k: v for k, v in self.flat().items() if k == "command" or setting_of(k).result}
 
-    def differences(self, other: RunConfig) -> dict[str, tuple[Any, Any]]:
-        """Result settings that differ: dotted key -> (this value, other value)."""
-        a, b = self.result_settings(), other.result_settings()
-        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+    def check_resume(self, stored: Mapping[str, Any] | None, where: object) -> None:
+        """Refuse to resume the run in ``where`` whose parsed ``config.json`` is ``stored`` (None: a new run, never
+        refused) when a result setting differs: ``ValueError`` naming the first, its flag and both values."""
+        if stored is None:
+            return
+        a, b = RunConfig.from_stored(stored).result_settings(), self.result_settings()
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                raise ValueError(
+                    f"cannot resume {where}: setting {key!r} ({flag_of(key)}) differs (stored {a.get(key)!r}, now "
+                    f"{b.get(key)!r}); use a new --output directory, or the stored setting"
+                )
+
+    def run_record(
+        self, stored: Mapping[str, Any] | None, provenance: Mapping[str, Any], extra: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The ``config.json`` record of a call with this configuration: a new run's (``stored`` None) or ``stored``
+        with this invocation appended, with the settings it changed (``changed_settings``). ``provenance``: this
+        call's (:func:`shapley.pipeline.rundir.provenance.provenance`); ``extra``: what the caller adds to the
+        record's provenance (e.g. a merge's ``merged_from``)."""
+        invocation = {"time": provenance["created"], **{k: provenance[k] for k in ("command_line", "cwd", "git")}}
+        if stored is None:
+            return {
+                "schema": CONFIG_SCHEMA,
+                "config": self.to_dict(),
+                "provenance": {**provenance, **extra},
+                "invocations": [{**invocation, "resumed": False}],
+            }
+        old, new = RunConfig.from_stored(stored).flat(), self.flat()
+        changed = {k: [old.get(k), v] for k, v in new.items() if old.get(k) != v}
+        resumed = {**invocation, "resumed": True, "versions": provenance["versions"], "changed_settings": changed}
+        return {
+            **stored,
+            "config": self.to_dict(),
+            "provenance": {**stored["provenance"], **extra},
+            "invocations": [*stored["invocations"], resumed],
+        }
 
 
 def setting_of(key: str) -> Setting:

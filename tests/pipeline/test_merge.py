@@ -315,7 +315,7 @@ def test_merge_refuses_an_unfinished_or_unsharded_directory(three_shards, tmp_pa
 
 def test_merge_refuses_a_shard_that_is_running(three_shards, tmp_path, capsys):
     config, s = three_shards
-    with store.RunDir.open(s[1], store.read_config(s[1])):  # its run holds the lock
+    with fakes.open_run(s[1], store.read_config(s[1])):  # its run holds the lock
         rc, err = _merge_cli(s, tmp_path / "m", capsys)
     assert rc == 2 and "in use by another process" in err and str(s[1]) in err
     assert not (tmp_path / "m").exists()
@@ -333,7 +333,7 @@ def test_merge_refuses_a_shard_whose_resume_with_a_larger_limit_was_killed(tmp_p
     limited = fakes.with_limit(fakes.samples_config(inp), 9)
     s = _sharded(limited, experiment.score_samples, tmp_path)
     # shard 0 resumed with --limit 15 and killed right after it opened its run (config.json has the new limit)
-    with store.RunDir.open(s[0], fakes.with_limit(store.read_config(s[0]), 15)):
+    with fakes.open_run(s[0], fakes.with_limit(store.read_config(s[0]), 15)):
         pass
     for i in (1, 2):
         experiment.score_samples(_with_shard(fakes.with_limit(limited, 15), f"{i}/3"), s[i])

@@ -47,10 +47,10 @@ from shapley.pipeline.rundir.jsonl import (
     sha256_file,
     write_compact,
 )
-from shapley.pipeline.rundir.provenance import repo_relative
+from shapley.pipeline.rundir.provenance import provenance, repo_relative
 from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader, check_hidden_dir
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, read_record, require_record, run_history
+from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, require_record, run_history, stored_run
 
 MERGED_FROM = "merged_from"
 """Key of ``config.json``'s provenance listing the shards a merged run directory was made from."""
@@ -210,12 +210,15 @@ def union_order(shards: Sequence[Shard]) -> list[tuple[str, Shard]]:
 # Writing the union
 
 
-def _check_output(output: Path, shards: Sequence[Shard]) -> None:
+def _stored_output(output: Path, shards: Sequence[Shard]) -> dict[str, Any] | None:
+    """The record of an earlier merge into ``output`` (None: a new output); ``ValueError`` for a shard directory or
+    another run."""
     if any(output.resolve() == s.path.resolve() for s in shards):
         raise ValueError(f"--output {output} is one of the shard directories")
-    rec = read_record(output) if output.is_dir() else None
+    rec = stored_run(output)
     if rec is not None and MERGED_FROM not in rec["provenance"]:
         raise ValueError(f"--output {output} holds a run that is not a merge; choose a new directory")
+    return rec
 
 
 def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> None:
@@ -324,12 +327,14 @@ def merge_runs(
 def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Path:
     check_shards(shards)
     order = union_order(shards)
-    _check_output(out, shards)
+    stored = _stored_output(out, shards)
     config = _merged_config(shards[0].config)
+    config.check_resume(stored, out)
     merged_from = _provenance(shards)
     first = shards[0].record["provenance"]
     models = {kind: first[kind] for kind in MODEL_KINDS if kind in first}
-    with RunDir.open(out, config, argv=argv, extra_provenance={MERGED_FROM: merged_from, **models}) as run:
+    record = config.run_record(stored, provenance(argv), {MERGED_FROM: merged_from, **models})
+    with RunDir.open(out, config, record) as run:
         if config.command == "run":
             _copy_hidden_states(run.path, order)  # before the records that point to them
         for stage in _stages(config):

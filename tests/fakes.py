@@ -30,7 +30,6 @@ from shapley.pipeline.data import datasets as data
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.generate import generator as generate
 from shapley.pipeline.generate.config import GenerationConfig
-from shapley.pipeline.rundir import provenance, store
 from shapley.pipeline.rundir.records import Generation, QARecord
 
 REPO = Path(__file__).resolve().parents[1]
@@ -265,14 +264,6 @@ def run_config(*, n_samples: int = 5, limit: int | None = 6, n_boot: int = 50, *
 
 def with_limit(config: RunConfig, limit: int | None) -> RunConfig:
     return config.replace(data=replace(config.data, limit=limit))
-
-
-def open_run(path: Path, config: RunConfig, argv: list[str] | None = None) -> store.RunDir:
-    """:meth:`~shapley.pipeline.rundir.store.RunDir.open` as the pipelines call it: the stored record read, the
-    settings checked against it, and this call's record built."""
-    stored = store.stored_run(path)
-    config.check_resume(stored, path)
-    return store.RunDir.open(path, config, config.run_record(stored, provenance.provenance(argv), {}))
 
 
 def make_two_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:

@@ -27,6 +27,7 @@ from shapley.pipeline.experiment import merge
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir import jsonl, provenance, store
 from tests import fakes
+from tests.pipeline.test_store import open_run
 
 OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "selection.csv", "comparisons.csv")
 SCRIPTS = fakes.REPO / "scripts"
@@ -315,7 +316,7 @@ def test_merge_refuses_an_unfinished_or_unsharded_directory(three_shards, tmp_pa
 
 def test_merge_refuses_a_shard_that_is_running(three_shards, tmp_path, capsys):
     config, s = three_shards
-    with fakes.open_run(s[1], store.read_config(s[1])):  # its run holds the lock
+    with open_run(s[1], store.read_config(s[1])):  # its run holds the lock
         rc, err = _merge_cli(s, tmp_path / "m", capsys)
     assert rc == 2 and "in use by another process" in err and str(s[1]) in err
     assert not (tmp_path / "m").exists()
@@ -333,7 +334,7 @@ def test_merge_refuses_a_shard_whose_resume_with_a_larger_limit_was_killed(tmp_p
     limited = fakes.with_limit(fakes.samples_config(inp), 9)
     s = _sharded(limited, experiment.score_samples, tmp_path)
     # shard 0 resumed with --limit 15 and killed right after it opened its run (config.json has the new limit)
-    with fakes.open_run(s[0], fakes.with_limit(store.read_config(s[0]), 15)):
+    with open_run(s[0], fakes.with_limit(store.read_config(s[0]), 15)):
         pass
     for i in (1, 2):
         experiment.score_samples(_with_shard(fakes.with_limit(limited, 15), f"{i}/3"), s[i])

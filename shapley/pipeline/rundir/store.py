@@ -186,15 +186,6 @@ def stored_nothing(path: Path) -> bool:
     return path.is_dir() and all(_is_own_temporary(x.name) for x in path.iterdir())
 
 
-def _remove_own_files(path: Path, *, rmdir: bool, keep_lock: bool = False) -> None:
-    with contextlib.suppress(OSError):
-        for x in path.iterdir():
-            if _is_own_temporary(x.name) and not (keep_lock and x.name == LOCK_FILE):
-                x.unlink()
-        if rmdir:
-            path.rmdir()
-
-
 def _check_storable(path: Path, record: Mapping[str, Any]) -> None:
     """``ValueError`` naming the text when the run directory's path or its record (a setting, the command line)
     holds text that cannot be written as UTF-8 (e.g. a file name of invalid UTF-8 bytes, read as lone surrogates)."""
@@ -243,14 +234,16 @@ class RunDir:
             now = read_json_file(p / CONFIG_FILE) if (p / CONFIG_FILE).is_file() else {}
             if not isinstance(now, dict) or now.get("invocations", []) != record["invocations"][:-1]:
                 raise RuntimeError(f"run directory {p} was written by another process meanwhile; run the command again")
-            if not now:  # temporaries left by a process that failed: stale, since we hold the lock
-                _remove_own_files(p, rmdir=False, keep_lock=True)
             run = cls(p, config, record, fd)
             run.save_config()
         except BaseException:
             os.close(fd)
             if stored_nothing(p):  # a failed first write (e.g. a full disk) leaves nothing behind
-                _remove_own_files(p, rmdir=created)
+                remove_stale_temporaries(p)
+                with contextlib.suppress(OSError):
+                    (p / LOCK_FILE).unlink()
+                    if created:
+                        p.rmdir()
             raise
         return run
 
@@ -383,13 +376,12 @@ def lock_run_dir(path: Path) -> int:
     return fd
 
 
-def remove_stale_temporaries(path: Path) -> list[Path]:
+def remove_stale_temporaries(path: Path) -> None:
     """Remove the temporaries of :func:`~shapley.pipeline.rundir.jsonl.atomic_write_bytes` (``.<name>.tmp-<pid>``)
     that killed writes left in the run directory ``path`` and in its ``hidden/`` folder; call it only under the
     run's lock. Only entries of that name pattern that are files or links (a link is removed itself, never
-    followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. Returns what was
-    removed (a file that cannot be removed is left, silently: it is harmless)."""
-    removed = []
+    followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. A file that cannot be
+    removed is left, silently: it is harmless."""
     hidden = path / HIDDEN_DIR
     folders = [path] + ([hidden] if hidden.is_dir() and not hidden.is_symlink() else [])
     for folder in folders:
@@ -400,5 +392,3 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
                         continue
                     with contextlib.suppress(OSError):
                         os.unlink(e.path)
-                        removed.append(Path(e.path))
-    return removed

@@ -39,6 +39,7 @@ from typing import Any
 from shapley.pipeline.config import RunConfig, flag_of, parse_shard
 from shapley.pipeline.data.questions import sample_questions, shard_of
 from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.experiment.pipelines import hidden_states
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
@@ -48,7 +49,7 @@ from shapley.pipeline.rundir.jsonl import (
     write_compact,
 )
 from shapley.pipeline.rundir.provenance import provenance, repo_relative
-from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader, check_hidden_dir
+from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, check_hidden_dir
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, require_record, run_history, stored_run
 
@@ -247,14 +248,12 @@ def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> Non
             atomic_write_bytes(dst, src.read_bytes())
 
 
-def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], output: Path) -> dict[str, Any] | None:
-    """Per-question embeddings for ER: the hidden states of the generations (``run``, read from ``output``'s
-    copies) or the input file's (``score-samples``, when the file is still where it was and unchanged, else a
-    note on stderr); ``None`` when there are none."""
+def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], run: RunDir) -> dict[str, Any] | None:
+    """Per-question embeddings for ER: the hidden states of the generations (``run``, read from the merged run's
+    copies, :func:`~shapley.pipeline.experiment.pipelines.hidden_states`) or the input file's (``score-samples``,
+    when the file is still where it was and unchanged, else a note on stderr); ``None`` when there are none."""
     if config.command == "run":
-        reader = HiddenStateReader(output)
-        vectors = {q: reader.get(q, s.stores["generations"][q].get(HIDDEN_KEY)) for q, s in order}
-        return {q: v.astype("float64").tolist() for q, v in vectors.items() if v is not None} or None
+        return hidden_states(run, [q for q, _ in order]) or None
     if "ER" not in config.scoring.methods or config.data.path is None:
         return None
     path = Path(config.data.path)
@@ -345,6 +344,6 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
             run.note(note)
             print(f"note: {note}", file=sys.stderr)
         run.record_outputs(len(order), input_questions=len(order))
-        evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run.path))
+        evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run))
         write_compact(run.path, [q for q, _ in order])
         return run.path

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from shapley import cli
-from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings, parse_shard
+from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings
 from shapley.pipeline.data import questions
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.experiment import merge
@@ -88,8 +88,6 @@ def test_shard_of_is_a_fixed_partition():
 def test_bad_shard_is_refused_naming_the_flag(bad):
     with pytest.raises(ValueError, match="--shard"):
         DataSettings(dataset="d", shard=bad)
-    with pytest.raises(ValueError, match="--shard"):
-        parse_shard(bad)
 
 
 def test_cli_shard_flag(capsys):

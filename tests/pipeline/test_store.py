@@ -125,7 +125,6 @@ def open_run(path: Path, config: RunConfig, argv: list[str] | None = None) -> ru
     """:meth:`~shapley.pipeline.rundir.store.RunDir.open` as the pipelines call it: the stored record read, the
     settings checked against it, and this call's record built."""
     stored = runs.stored_run(path)
-    config.check_resume(stored, path)
     return runs.RunDir.open(path, config, config.run_record(stored, provenance.provenance(argv), {}))
 
 

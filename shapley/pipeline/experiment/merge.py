@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shapley.pipeline.config import RunConfig, flag_of, parse_shard
+from shapley.pipeline.config import RunConfig, flag_of
 from shapley.pipeline.data.questions import sample_questions, shard_of
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment.pipelines import hidden_states
@@ -91,7 +91,7 @@ def read_shard(path: str | os.PathLike[str], locks: contextlib.ExitStack) -> Sha
     config = RunConfig.from_stored(require_record(p))
     if config.data.shard is None:
         raise ValueError(f"{p} is not a sharded run (made without --shard)")
-    i, k = parse_shard(config.data.shard)
+    i, k = (int(part) for part in config.data.shard.split("/"))  # as the settings wrote it: I/K
     try:
         locks.callback(os.close, lock_run_dir(p))
     except RuntimeError as exc:
@@ -328,7 +328,6 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
     order = union_order(shards)
     stored = _stored_output(out, shards)
     config = _merged_config(shards[0].config)
-    config.check_resume(stored, out)
     merged_from = _provenance(shards)
     first = shards[0].record["provenance"]
     models = {kind: first[kind] for kind in MODEL_KINDS if kind in first}

@@ -257,7 +257,6 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     stored = stored_run(output)
     data, items = sample_questions(config)
     config = config.resolved(data)
-    config.check_resume(stored, output)
     _sample_notes(items, config.scoring.methods)
     backend = EntailmentModel(config)
     if stored is None:
@@ -472,7 +471,6 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
     stored = stored_run(output)
     data, records = run_questions(config)
     config = config.resolved(data, stored)
-    config.check_resume(stored, output)
     backend, generator = EntailmentModel(config), GenerationModel(config)
     if stored is None:  # models that cannot load fail before the directory exists
         backend.get()

@@ -122,8 +122,8 @@ def test_read_only_load_does_not_rewrite(tmp_path):
 
 
 def open_run(path: Path, config: RunConfig, argv: list[str] | None = None) -> runs.RunDir:
-    """:meth:`~shapley.pipeline.rundir.store.RunDir.open` as the pipelines call it: the stored record read, the
-    settings checked against it, and this call's record built."""
+    """:meth:`~shapley.pipeline.rundir.store.RunDir.open` as the pipelines call it: the stored record read, and this
+    call's record built from it (which refuses other result settings)."""
     stored = runs.stored_run(path)
     return runs.RunDir.open(path, config, config.run_record(stored, provenance.provenance(argv), {}))
 

@@ -109,12 +109,18 @@ def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def config_from_args(a: argparse.Namespace) -> RunConfig:
-    """The one :class:`RunConfig` of a ``run`` or ``score-samples`` command line."""
-    values = {k: v for k, v in vars(a).items() if k == "seed" or "." in k}
+    """The one :class:`RunConfig` of a ``run`` or ``score-samples`` command line, built from its options' dotted
+    keys (``"scoring.beta"``); a setting not given takes its default."""
+    values = {k: v for k, v in vars(a).items() if "." in k}
     if a.command == "score-samples":
         values.update({"data.source": "file", "data.path": a.input})
         values["data.dataset"] = a.dataset_label or Path(a.input).name.split(".")[0]
-    return RunConfig.from_options(a.command, values)
+    groups = {
+        name: kind(**{k.partition(".")[2]: v for k, v in values.items() if k.partition(".")[0] == name})
+        for name, kind in GROUPS.items()
+        if name != "generation" or a.command == "run"
+    }
+    return RunConfig(command=a.command, seed=a.seed, **groups)
 
 
 class ParagraphsFormatter(argparse.HelpFormatter):

@@ -202,24 +202,15 @@ class Settings:
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"I/K"`` -> ``(I, K)``: shard I (counted from 0) of K; ``ValueError`` naming ``--shard`` otherwise.
-
-    Examples:
-        >>> parse_shard("2/4")
-        (2, 4)
-    """
-    m = _SHARD.match(text.strip()) if isinstance(text, str) else None
+def _normal_shard(text: str) -> str:
+    """``"I/K"``, shard I (counted from 0) of K, written without spaces or leading zeros; ``ValueError`` naming
+    ``--shard`` otherwise."""
+    m = _SHARD.match(text.strip())
     if m is None:
         raise ValueError(f"--shard must look like I/K (e.g. 0/4: shard 0 of 4); got {text!r}")
     i, k = int(m.group(1)), int(m.group(2))
     if not (k >= 1 and 0 <= i < k):
         raise ValueError(f"--shard I/K needs K >= 1 and 0 <= I < K (shards count from 0); got {text!r}")
-    return i, k
-
-
-def _normal_shard(text: str) -> str:
-    i, k = parse_shard(text)
     return f"{i}/{k}"
 
 
@@ -468,9 +459,7 @@ class RunConfig(Settings):
     @property
     def model(self) -> str:
         """The model that produced the answers (its spec, or the input's label)."""
-        if self.generation is not None:
-            return self.generation.model
-        return self.data.model_label or EXTERNAL_MODEL
+        return self.generation.model if self.generation is not None else self.data.model_label or EXTERNAL_MODEL
 
     def resolved(self, data: DataSettings, stored: Mapping[str, Any] | None = None) -> RunConfig:
         """This configuration for one call, with what it leaves open filled in: the data settings its questions
@@ -518,17 +507,6 @@ class RunConfig(Settings):
         return cls(**kw)
 
     @classmethod
-    def from_options(cls, command: str, values: Mapping[str, Any]) -> RunConfig:
-        """The configuration of ``command`` from dotted keys (``{"scoring.beta": 0.4, "seed": 1}``, as the command
-        line gives them); a setting not given takes its default."""
-        groups = {
-            name: kind(**{k.partition(".")[2]: v for k, v in values.items() if k.partition(".")[0] == name})
-            for name, kind in GROUPS.items()
-            if name != "generation" or command == "run"
-        }
-        return cls(command=command, **groups, **{k: v for k, v in values.items() if "." not in k})
-
-    @classmethod
     def from_stored(cls, stored: Any) -> RunConfig:
         """The configuration of a parsed ``config.json``; any schema but :data:`CONFIG_SCHEMA` is refused."""
         record = _object(stored, "config.json")
@@ -537,9 +515,7 @@ class RunConfig(Settings):
                 f"config.json has schema {record.get('schema')!r}; this version reads schema {CONFIG_SCHEMA} only "
                 "and does not migrate older run directories: run the command again into a new --output directory"
             )
-        if "config" not in record:
-            raise ValueError(f"config.json (schema {CONFIG_SCHEMA}) has no 'config' object")
-        return cls.from_dict(record["config"])
+        return cls.from_dict(record.get("config"))
 
     def flat(self) -> dict[str, Any]:
         """Dotted key -> value for every setting (``"scoring.beta"``, ``"seed"``, ...)."""
@@ -550,10 +526,36 @@ class RunConfig(Settings):
         share a run directory."""
         return {k: v for k, v in self.flat().items() if k == "command" or setting_of(k).result}
 
-    def differences(self, other: RunConfig) -> dict[str, tuple[Any, Any]]:
-        """Result settings that differ: dotted key -> (this value, other value)."""
-        a, b = self.result_settings(), other.result_settings()
-        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+    def run_record(
+        self, stored: Mapping[str, Any] | None, provenance: Mapping[str, Any], extra: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The ``config.json`` record of a call with this configuration: a new run's (``stored`` None) or ``stored``,
+        the parsed record of the run it resumes, with this invocation appended and the settings it changed
+        (``changed_settings``). A resume whose result settings differ from the stored ones is refused
+        (``ValueError`` naming the first, its flag and both values). ``provenance``: this call's
+        (:func:`shapley.pipeline.rundir.provenance.provenance`); ``extra``: what the caller adds to the record's
+        provenance (e.g. a merge's ``merged_from``)."""
+        record = stored or {"schema": CONFIG_SCHEMA, "config": None, "provenance": provenance, "invocations": []}
+        invocation = {"time": provenance["created"], **{k: provenance[k] for k in ("command_line", "cwd", "git")}}
+        invocation["resumed"] = stored is not None
+        if stored is not None:
+            old = RunConfig.from_stored(stored)
+            a, b = old.result_settings(), self.result_settings()
+            for key in sorted(set(a) | set(b)):
+                if a.get(key) != b.get(key):
+                    raise ValueError(
+                        f"cannot resume the run in --output: setting {key!r} ({flag_of(key)}) differs (stored "
+                        f"{a.get(key)!r}, now {b.get(key)!r}); use a new --output directory, or the stored setting"
+                    )
+            was = old.flat()
+            changed = {k: [was.get(k), v] for k, v in self.flat().items() if was.get(k) != v}
+            invocation |= {"versions": provenance["versions"], "changed_settings": changed}
+        return {
+            **record,
+            "config": self.to_dict(),
+            "provenance": {**record["provenance"], **extra},
+            "invocations": [*record["invocations"], invocation],
+        }
 
 
 def setting_of(key: str) -> Setting:

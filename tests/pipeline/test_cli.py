@@ -166,20 +166,6 @@ def test_uqnlg_layout_single_sample_empty_answers_and_unicode(tmp_path, fake_ent
     assert s.loc["b", "n_empty_samples"] == 1 and s.loc["a", "answer"] == "Zürich"
 
 
-def test_resume_refuses_changed_setting(tmp_path, fake_entail, capsys):
-    inp = tmp_path / "in.jsonl"
-    fakes.make_samples_file(inp, 6)
-    out = tmp_path / "run"
-    base = ["score-samples", str(inp), "--entailment", "fake:", "--output", str(out), "--n-boot", "10", "--no-progress"]
-    assert cli.main(base) == 0
-    capsys.readouterr()
-    assert cli.main([*base, "--beta", "0.4"]) == 2
-    err = capsys.readouterr().err
-    assert "'scoring.beta' (--beta) differs" in err and "0.5" in err and "0.4" in err
-    assert cli.main([*base, "--limit", "3"]) == 0  # limit is not result-affecting
-    assert len(pd.read_csv(out / "scores.csv")) == 3
-
-
 def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
     inp = tmp_path / "in.jsonl"
     fakes.make_samples_file(inp, 20)
@@ -445,28 +431,6 @@ def test_beta_sweep_bad_betas_is_a_usage_error(tmp_path, capsys, betas):
     assert "usage: python -m shapley beta-sweep" in err and "--betas" in err
 
 
-@pytest.mark.parametrize(
-    "change", [{"schema": 1, "settings": [1, 2]}, {"provenance": [1, 2]}, {"invocations": {"a": 1}}]
-)
-def test_malformed_config_json_exits_2_on_every_command(tmp_path, fake_entail, capsys, change):
-    inp = tmp_path / "in.jsonl"
-    fakes.make_samples_file(inp, 6)
-    out = tmp_path / "run"
-    assert _ss(inp, out, "--n-boot", "10") == 0
-    rec = json.loads((out / "config.json").read_text())
-    rec.update(change)
-    (out / "config.json").write_text(json.dumps(rec))
-    capsys.readouterr()
-    for args in (
-        ["score-samples", str(inp), "--entailment", "fake:", "--output", str(out), "--no-progress"],
-        ["report", str(out)],
-        ["beta-sweep", str(out), "--betas", "0.5"],
-    ):
-        assert cli.main(args) == 2, args
-        err = capsys.readouterr().err
-        assert str(out / "config.json") in err and "Traceback" not in err, args
-
-
 def test_ids_round_trip_through_csv_and_formulas_are_escaped(tmp_path, fake_entail):
     ids = ["", "NaN", "null", "=1+1", "-2", "+3", "@SUM(A1)", "'quoted", "plain"]
     rows = fakes.make_samples_file(tmp_path / "base.jsonl", len(ids))
@@ -671,23 +635,6 @@ def test_run_with_an_unusable_entail_cache_exits_2_before_generating(tmp_path, c
         ["run", "--dataset", "jsonl", "--data-path", str(inp), "--output", str(out), "--entail-cache", str(tmp_path)]
     )
     assert rc == 2 and "is a directory" in capsys.readouterr().err and not out.exists()
-
-
-@pytest.mark.parametrize("schema", [1, 2, 3])
-def test_report_refuses_a_run_of_an_older_schema_in_one_line_naming_the_file(tmp_path, fake_entail, capsys, schema):
-    """No reader migrates older run directories (issue 31): report exits 2, naming the file and saying to re-run."""
-    inp, run = tmp_path / "in.jsonl", tmp_path / "run"
-    fakes.make_samples_file(inp, 6)
-    argv = ["score-samples", str(inp), "--entailment", "fake:", "--output", str(run), "--no-progress"]
-    assert cli.main([*argv, "--methods", "Shap,DSE", "--n-boot", "20"]) == 0
-    rec = json.loads((run / "config.json").read_text())
-    rec["schema"] = schema
-    (run / "config.json").write_text(json.dumps(rec))
-    capsys.readouterr()
-    assert cli.main(["report", str(run)]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and str(run / "config.json") in err
-    assert f"schema {schema}" in err and "run the command again" in err
 
 
 @pytest.mark.parametrize("value", ["none", "NONE", " None "])

@@ -20,13 +20,14 @@ import pandas as pd
 import pytest
 
 from shapley import cli
-from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings, parse_shard
+from shapley.pipeline.config import DataSettings, RunConfig, RuntimeSettings
 from shapley.pipeline.data import questions
 from shapley.pipeline.entail import backends as entail
 from shapley.pipeline.experiment import merge
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir import jsonl, provenance, store
 from tests import fakes
+from tests.pipeline.test_store import open_run
 
 OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "selection.csv", "comparisons.csv")
 SCRIPTS = fakes.REPO / "scripts"
@@ -87,8 +88,6 @@ def test_shard_of_is_a_fixed_partition():
 def test_bad_shard_is_refused_naming_the_flag(bad):
     with pytest.raises(ValueError, match="--shard"):
         DataSettings(dataset="d", shard=bad)
-    with pytest.raises(ValueError, match="--shard"):
-        parse_shard(bad)
 
 
 def test_cli_shard_flag(capsys):
@@ -315,7 +314,7 @@ def test_merge_refuses_an_unfinished_or_unsharded_directory(three_shards, tmp_pa
 
 def test_merge_refuses_a_shard_that_is_running(three_shards, tmp_path, capsys):
     config, s = three_shards
-    with store.RunDir.open(s[1], store.read_config(s[1])):  # its run holds the lock
+    with open_run(s[1], store.read_config(s[1])):  # its run holds the lock
         rc, err = _merge_cli(s, tmp_path / "m", capsys)
     assert rc == 2 and "in use by another process" in err and str(s[1]) in err
     assert not (tmp_path / "m").exists()
@@ -333,7 +332,7 @@ def test_merge_refuses_a_shard_whose_resume_with_a_larger_limit_was_killed(tmp_p
     limited = fakes.with_limit(fakes.samples_config(inp), 9)
     s = _sharded(limited, experiment.score_samples, tmp_path)
     # shard 0 resumed with --limit 15 and killed right after it opened its run (config.json has the new limit)
-    with store.RunDir.open(s[0], fakes.with_limit(store.read_config(s[0]), 15)):
+    with open_run(s[0], fakes.with_limit(store.read_config(s[0]), 15)):
         pass
     for i in (1, 2):
         experiment.score_samples(_with_shard(fakes.with_limit(limited, 15), f"{i}/3"), s[i])

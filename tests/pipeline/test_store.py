@@ -121,11 +121,18 @@ def test_read_only_load_does_not_rewrite(tmp_path):
 # Run directories and provenance
 
 
+def open_run(path: Path, config: RunConfig, argv: list[str] | None = None) -> runs.RunDir:
+    """:meth:`~shapley.pipeline.rundir.store.RunDir.open` as the pipelines call it: the stored record read, and this
+    call's record built from it (which refuses other result settings)."""
+    stored = runs.stored_run(path)
+    return runs.RunDir.open(path, config, config.run_record(stored, provenance.provenance(argv), {}))
+
+
 def test_rundir_config_provenance_and_refusal(tmp_path):
     d = tmp_path / "run"
     config = fakes.samples_config(tmp_path / "in.jsonl", limit=10)
     config = config.replace(scoring=replace(config.scoring, methods=("Shap",)))
-    with runs.RunDir.open(d, config, argv=["prog", "--beta", "0.5"]) as run:
+    with open_run(d, config, ["prog", "--beta", "0.5"]) as run:
         assert not run.invocation["resumed"]
         cfg = json.loads((d / "config.json").read_text())
         assert cfg["schema"] == CONFIG_SCHEMA == 4 and RunConfig.from_stored(cfg) == config
@@ -135,15 +142,15 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
         assert {"commit", "dirty"} <= set(prov["git"])
         assert "cpu" in prov["device"] and prov["command_line"] == "prog --beta 0.5"
         with pytest.raises(RuntimeError, match="in use"):
-            runs.RunDir.open(d, config)
+            open_run(d, config)
         run.record_fingerprint("entailment", {"spec": "s", "fingerprint": "abc"})
         with pytest.raises(ValueError, match="fingerprint changed"):
             run.record_fingerprint("entailment", {"spec": "s", "fingerprint": "xyz"})
     with pytest.raises(ValueError, match=r"'scoring.beta' \(--beta\) differs"):
-        runs.RunDir.open(d, config.replace(scoring=replace(config.scoring, beta=0.4)))
+        open_run(d, config.replace(scoring=replace(config.scoring, beta=0.4)))
     with pytest.raises(ValueError, match=r"'scoring.methods' \(--methods\) differs"):
-        runs.check_resumable(d, config.replace(scoring=replace(config.scoring, methods=("Shap", "SE"))))
-    with runs.RunDir.open(d, fakes.with_limit(config, 20)) as run:  # limit does not affect results
+        open_run(d, config.replace(scoring=replace(config.scoring, methods=("Shap", "SE"))))
+    with open_run(d, fakes.with_limit(config, 20)) as run:  # limit does not affect results
         assert run.invocation["resumed"]
         inv = json.loads((d / "config.json").read_text())["invocations"]
         assert len(inv) == 2 and inv[1]["changed_settings"] == {"data.limit": [10, 20]}
@@ -151,13 +158,13 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
     other.mkdir()
     (other / "file.txt").write_text("x")
     with pytest.raises(ValueError, match="not empty"):
-        runs.RunDir.open(other, config)
+        open_run(other, config)
 
 
 def _edited_run(tmp_path, edit):
     """A new run directory whose ``config.json`` record ``edit(record)`` has changed; returns (its path, its config)."""
     d, config = tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")
-    with runs.RunDir.open(d, config):
+    with open_run(d, config):
         pass
     rec = json.loads((d / "config.json").read_text())
     edit(rec)
@@ -182,7 +189,7 @@ def test_a_config_of_another_schema_is_refused_naming_the_file_and_saying_to_run
     ):
         runs.read_config(d)
     with pytest.raises(ValueError, match="schema"):
-        runs.RunDir.open(d, config)
+        open_run(d, config)
     assert (d / "config.json").read_bytes() == before
 
 
@@ -288,7 +295,7 @@ def test_provenance_paths_are_relative_to_the_repository(tmp_path, monkeypatch):
     assert provenance.repo_relative(REPO_ROOT.parent / "shared" / "data" / "f.gz") == "../shared/data/f.gz"
     assert not provenance.repo_relative(tmp_path).startswith("/")
     monkeypatch.chdir(tmp_path)
-    with runs.RunDir.open(tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")) as run:
+    with open_run(tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")) as run:
         assert not run.record["provenance"]["cwd"].startswith("/")
         assert not run.invocation["cwd"].startswith("/")
 
@@ -308,7 +315,7 @@ def test_malformed_record_is_refused_naming_the_file(tmp_path, change):
     with pytest.raises(ValueError, match=r"config.json"):
         runs.read_record(d)
     with pytest.raises(ValueError, match=r"config.json"):
-        runs.check_resumable(d, fakes.samples_config(tmp_path / "in.jsonl"))
+        open_run(d, fakes.samples_config(tmp_path / "in.jsonl"))
 
 
 def test_run_history_lists_commands_commits_and_dirt():
@@ -332,9 +339,9 @@ def test_run_history_lists_commands_commits_and_dirt():
 def test_run_history_of_a_run_directory(tmp_path):
     d = tmp_path / "run"
     config = fakes.samples_config(tmp_path / "in.jsonl")
-    with runs.RunDir.open(d, config, argv=["python", "-m", "shapley", "one"]):
+    with open_run(d, config, ["python", "-m", "shapley", "one"]):
         pass
-    with runs.RunDir.open(d, config, argv=["python", "-m", "shapley", "two"]):
+    with open_run(d, config, ["python", "-m", "shapley", "two"]):
         pass
     h = runs.run_history(d)
     assert h.commands == ("python -m shapley one", "python -m shapley two")
@@ -350,11 +357,11 @@ def test_run_history_of_a_run_directory(tmp_path):
 def test_batch_sizes_are_recorded_and_a_change_is_noted(tmp_path):
     d = tmp_path / "run"
     config = fakes.samples_config(tmp_path / "in.jsonl")
-    with runs.RunDir.open(d, config) as run:
+    with open_run(d, config) as run:
         assert run.record_batch_sizes("entailment", {"batch_size": 32, "chunk": 16}) is None
-    with runs.RunDir.open(d, config) as run:
+    with open_run(d, config) as run:
         assert run.record_batch_sizes("entailment", {"batch_size": 32, "chunk": 16}) is None
-    with runs.RunDir.open(d, config) as run:
+    with open_run(d, config) as run:
         note = run.record_batch_sizes("entailment", {"batch_size": 8, "chunk": 4})
     assert note is not None and "holds records of both calls" in note and "do not depend on these sizes" in note
     inv = json.loads((d / "config.json").read_text())["invocations"]
@@ -374,7 +381,7 @@ def test_a_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
     with pytest.raises(ValueError, match=rf"{d / 'config.json'}.*lacks the key '{key}'"):
         runs.read_config(d)
     with pytest.raises(ValueError, match=f"'{key}'"):
-        runs.check_resumable(d, config)
+        open_run(d, config)
 
 
 def test_a_config_missing_a_whole_group_is_refused(tmp_path):

@@ -57,7 +57,8 @@ def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]
     )
     if not records:
         raise ValueError(f"dataset {d.dataset!r} gave no questions")
-    for r in records:
+    placed = take_shard(records, d.shard, key=lambda r: r.id)
+    for _, r in placed:
         try:
             fingerprint(r.to_dict())
         except UnicodeEncodeError as exc:
@@ -74,7 +75,7 @@ def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]
         path=None if local is None else repo_relative(local),
         sha256=sha,
     )
-    return data, Questions(take_shard(records, d.shard, key=lambda r: r.id), len(records))
+    return data, Questions(placed, len(records))
 
 
 def sample_questions(config: RunConfig) -> tuple[DataSettings, Questions[SampleItem]]:
@@ -86,6 +87,7 @@ def sample_questions(config: RunConfig) -> tuple[DataSettings, Questions[SampleI
         raise ValueError("score_samples needs a 'score-samples' RunConfig whose data.path is the input file")
     path = Path(d.path)
     every = read_samples_file(path, n_samples=d.n_samples, limit=d.limit, reference_field=d.reference_field)
+    placed = take_shard(every, d.shard, key=lambda it: it.id)
     data = dataclasses.replace(
         d,
         path=repo_relative(path),
@@ -93,7 +95,7 @@ def sample_questions(config: RunConfig) -> tuple[DataSettings, Questions[SampleI
         source="file",
         model_label=d.model_label or EXTERNAL_MODEL,
     )
-    return data, Questions(take_shard(every, d.shard, key=lambda it: it.id), len(every))
+    return data, Questions(placed, len(every))
 
 
 def shard_of(qid: str, k: int) -> int:

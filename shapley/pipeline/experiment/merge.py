@@ -36,9 +36,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shapley.pipeline.config import RunConfig, flag_of, parse_shard
+from shapley.pipeline.config import RunConfig, flag_of
 from shapley.pipeline.data.questions import sample_questions, shard_of
 from shapley.pipeline.evaluate import metrics as evaluate
+from shapley.pipeline.experiment.pipelines import hidden_states
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
@@ -47,10 +48,10 @@ from shapley.pipeline.rundir.jsonl import (
     sha256_file,
     write_compact,
 )
-from shapley.pipeline.rundir.provenance import repo_relative
-from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, HiddenStateReader, check_hidden_dir
+from shapley.pipeline.rundir.provenance import provenance, repo_relative
+from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, check_hidden_dir
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, read_record, require_record, run_history
+from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, require_record, run_history, stored_run
 
 MERGED_FROM = "merged_from"
 """Key of ``config.json``'s provenance listing the shards a merged run directory was made from."""
@@ -90,7 +91,7 @@ def read_shard(path: str | os.PathLike[str], locks: contextlib.ExitStack) -> Sha
     config = RunConfig.from_stored(require_record(p))
     if config.data.shard is None:
         raise ValueError(f"{p} is not a sharded run (made without --shard)")
-    i, k = parse_shard(config.data.shard)
+    i, k = (int(part) for part in config.data.shard.split("/"))  # as the settings wrote it: I/K
     try:
         locks.callback(os.close, lock_run_dir(p))
     except RuntimeError as exc:
@@ -210,12 +211,15 @@ def union_order(shards: Sequence[Shard]) -> list[tuple[str, Shard]]:
 # Writing the union
 
 
-def _check_output(output: Path, shards: Sequence[Shard]) -> None:
+def _stored_output(output: Path, shards: Sequence[Shard]) -> dict[str, Any] | None:
+    """The record of an earlier merge into ``output`` (None: a new output); ``ValueError`` for a shard directory or
+    another run."""
     if any(output.resolve() == s.path.resolve() for s in shards):
         raise ValueError(f"--output {output} is one of the shard directories")
-    rec = read_record(output) if output.is_dir() else None
+    rec = stored_run(output)
     if rec is not None and MERGED_FROM not in rec["provenance"]:
         raise ValueError(f"--output {output} holds a run that is not a merge; choose a new directory")
+    return rec
 
 
 def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> None:
@@ -244,14 +248,12 @@ def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> Non
             atomic_write_bytes(dst, src.read_bytes())
 
 
-def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], output: Path) -> dict[str, Any] | None:
-    """Per-question embeddings for ER: the hidden states of the generations (``run``, read from ``output``'s
-    copies) or the input file's (``score-samples``, when the file is still where it was and unchanged, else a
-    note on stderr); ``None`` when there are none."""
+def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], run: RunDir) -> dict[str, Any] | None:
+    """Per-question embeddings for ER: the hidden states of the generations (``run``, read from the merged run's
+    copies, :func:`~shapley.pipeline.experiment.pipelines.hidden_states`) or the input file's (``score-samples``,
+    when the file is still where it was and unchanged, else a note on stderr); ``None`` when there are none."""
     if config.command == "run":
-        reader = HiddenStateReader(output)
-        vectors = {q: reader.get(q, s.stores["generations"][q].get(HIDDEN_KEY)) for q, s in order}
-        return {q: v.astype("float64").tolist() for q, v in vectors.items() if v is not None} or None
+        return hidden_states(run, [q for q, _ in order]) or None
     if "ER" not in config.scoring.methods or config.data.path is None:
         return None
     path = Path(config.data.path)
@@ -324,12 +326,13 @@ def merge_runs(
 def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Path:
     check_shards(shards)
     order = union_order(shards)
-    _check_output(out, shards)
+    stored = _stored_output(out, shards)
     config = _merged_config(shards[0].config)
     merged_from = _provenance(shards)
     first = shards[0].record["provenance"]
     models = {kind: first[kind] for kind in MODEL_KINDS if kind in first}
-    with RunDir.open(out, config, argv=argv, extra_provenance={MERGED_FROM: merged_from, **models}) as run:
+    record = config.run_record(stored, provenance(argv), {MERGED_FROM: merged_from, **models})
+    with RunDir.open(out, config, record) as run:
         if config.command == "run":
             _copy_hidden_states(run.path, order)  # before the records that point to them
         for stage in _stages(config):
@@ -340,6 +343,6 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
             run.note(note)
             print(f"note: {note}", file=sys.stderr)
         run.record_outputs(len(order), input_questions=len(order))
-        evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run.path))
+        evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run))
         write_compact(run.path, [q for q, _ in order])
         return run.path

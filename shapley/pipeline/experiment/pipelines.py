@@ -46,6 +46,7 @@ from shapley.pipeline.rundir.jsonl import (
     record_checksum,
     write_compact,
 )
+from shapley.pipeline.rundir.provenance import provenance
 from shapley.pipeline.rundir.records import (
     HIDDEN_KEY,
     Generation,
@@ -54,7 +55,7 @@ from shapley.pipeline.rundir.records import (
     check_hidden_dir,
     save_hidden_states,
 )
-from shapley.pipeline.rundir.store import RunDir, check_resumable, read_record
+from shapley.pipeline.rundir.store import RunDir, stored_run
 from shapley.pipeline.score import correctness
 from shapley.pipeline.score import scores as score
 from shapley.pipeline.score.choice import choose
@@ -253,13 +254,15 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     is validated, and for a new run the entailment backend loaded, before anything is written. Stages:
     entailment -> scores -> metrics.
     """
+    stored = stored_run(output)
     data, items = sample_questions(config)
     config = config.resolved(data)
     _sample_notes(items, config.scoring.methods)
     backend = EntailmentModel(config)
-    if check_resumable(output, config) is None:
+    if stored is None:
         backend.get()  # a backend that cannot load fails before the output directory exists
-    with RunDir.open(output, config, argv=argv) as run:
+    record = config.run_record(stored, provenance(argv), {})
+    with RunDir.open(output, config, record) as run:
         if backend.loaded:
             backend.record(run)
         entail_stage(run, [(it.id, it.question, it.samples) for it in items], backend)
@@ -465,17 +468,18 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
     """
     if config.command != "run":
         raise ValueError("run_experiment needs a 'run' RunConfig (with generation settings)")
+    stored = stored_run(output)
     data, records = run_questions(config)
-    config = config.resolved(data, read_record(output))
+    config = config.resolved(data, stored)
     backend, generator = EntailmentModel(config), GenerationModel(config)
-    if check_resumable(output, config) is None:  # models that cannot load fail before the directory exists
+    if stored is None:  # models that cannot load fail before the directory exists
         backend.get()
         rows = generator.get().fix_rows()
         assert config.generation is not None
         config = config.replace(generation=dataclasses.replace(config.generation, rows_per_batch=rows))
     fps = {r.id: fingerprint(r.to_dict()) for r in records}
-    questions_sha256 = fingerprint([r.to_dict() for r in records])
-    with RunDir.open(output, config, argv=argv, extra_provenance={"questions_sha256": questions_sha256}) as run:
+    extra = {"questions_sha256": fingerprint([r.to_dict() for r in records])}
+    with RunDir.open(output, config, config.run_record(stored, provenance(argv), extra)) as run:
         _store_questions(run, records, fps)
         gens = _generation_stage(run, records, generator, fps)
         entail_stage(

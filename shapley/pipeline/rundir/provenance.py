@@ -102,9 +102,10 @@ def device_info() -> dict[str, Any]:
     return info
 
 
-def provenance(argv: Sequence[str]) -> dict[str, Any]:
-    """What produced a run: time, command line ``argv``, versions, git commit, device; ``cwd`` relative to the
-    repository (:func:`repo_relative`)."""
+def provenance(argv: Sequence[str] | None) -> dict[str, Any]:
+    """What produced a run: time, command line ``argv`` (None: ``sys.argv``), versions, git commit, device; ``cwd``
+    relative to the repository (:func:`repo_relative`)."""
+    argv = list(sys.argv if argv is None else argv)
     return {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "argv": list(argv),

@@ -55,13 +55,12 @@ import contextlib
 import fcntl
 import json
 import os
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shapley.pipeline.config import CONFIG_SCHEMA, RunConfig, flag_of
+from shapley.pipeline.config import RunConfig
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
@@ -69,7 +68,7 @@ from shapley.pipeline.rundir.jsonl import (
     canonical_json,
     read_json_file,
 )
-from shapley.pipeline.rundir.provenance import device_info, provenance
+from shapley.pipeline.rundir.provenance import device_info
 from shapley.pipeline.rundir.records import HIDDEN_DIR
 
 CONFIG_FILE = "config.json"
@@ -164,27 +163,16 @@ def read_config(path: str | os.PathLike[str]) -> RunConfig:
     return RunConfig.from_stored(require_record(path))
 
 
-def check_resumable(path: str | os.PathLike[str], config: RunConfig) -> dict[str, Any] | None:
-    """Read-only check that ``path`` is new, or a run made with the same result-affecting settings.
-
-    Returns the stored ``config.json`` (None for a new run). Raises ``ValueError`` naming the first differing
-    setting, or when ``path`` exists, is not empty and is not a run directory.
-    """
+def stored_run(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The parsed ``config.json`` of the run directory ``path`` to write (None for a new run: ``path`` absent, or
+    holding only the project's own temporaries). ``ValueError`` when ``path`` exists and is not a directory, or is a
+    directory that is not empty and holds no run (or a ``config.json`` that :func:`read_record` refuses)."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ValueError(f"output {p} exists and is not a directory")
     rec = read_record(p) if p.is_dir() else None
-    if rec is None:
-        if p.is_dir() and not stored_nothing(p):
-            raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
-        return None
-    diff = RunConfig.from_stored(rec).differences(config)
-    if diff:
-        key, (old, new) = next(iter(diff.items()))
-        raise ValueError(
-            f"cannot resume {p}: setting {key!r} ({flag_of(key)}) differs (stored {old!r}, now {new!r}); "
-            "use a new --output directory, or the stored setting"
-        )
+    if rec is None and p.is_dir() and not stored_nothing(p):
+        raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
     return rec
 
 
@@ -198,61 +186,25 @@ def stored_nothing(path: Path) -> bool:
     return path.is_dir() and all(_is_own_temporary(x.name) for x in path.iterdir())
 
 
-def _remove_own_files(path: Path, *, rmdir: bool, keep_lock: bool = False) -> None:
-    with contextlib.suppress(OSError):
-        for x in path.iterdir():
-            if _is_own_temporary(x.name) and not (keep_lock and x.name == LOCK_FILE):
-                x.unlink()
-        if rmdir:
-            path.rmdir()
-
-
-def _check_storable(path: Path, config: RunConfig, argv: Sequence[str]) -> None:
-    """``ValueError`` naming the value when the run directory's path, a setting or the command line holds text
-    that cannot be written as UTF-8 (e.g. a file name of invalid UTF-8 bytes, read as lone surrogates)."""
-    values = [("the output directory", str(path)), *((f"argument {a!r}", a) for a in argv)]
-    values += [(f"setting {k!r}", v) for k, v in config.flat().items() if isinstance(v, str)]
-    for what, text in values:
+def _check_storable(path: Path, record: Mapping[str, Any]) -> None:
+    """``ValueError`` naming the text when the run directory's path or its record (a setting, the command line)
+    holds text that cannot be written as UTF-8 (e.g. a file name of invalid UTF-8 bytes, read as lone surrogates)."""
+    for what, text in (("the output directory", str(path)), (CONFIG_FILE, json.dumps(record, ensure_ascii=False))):
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
+            bad = exc.object[max(0, exc.start - 40) : exc.end + 40]
             raise ValueError(
-                f"{what} ({text!r}) holds bytes that are not valid UTF-8 ({exc.reason}); config.json cannot record "
+                f"{what} ({bad!r}) holds bytes that are not valid UTF-8 ({exc.reason}); config.json cannot record "
                 "it: rename the file or directory"
             ) from exc
-
-
-def _invocation_record(stored: Mapping[str, Any] | None, config: RunConfig, argv: Sequence[str]) -> dict[str, Any]:
-    """The ``config.json`` record of a new run (``stored`` None), or ``stored`` with this invocation appended."""
-    prov = provenance(argv)
-    invocation: dict[str, Any] = {
-        "time": prov["created"],
-        "command_line": prov["command_line"],
-        "cwd": prov["cwd"],
-        "git": prov["git"],
-    }
-    if stored is None:
-        return {
-            "schema": CONFIG_SCHEMA,
-            "config": config.to_dict(),
-            "provenance": prov,
-            "invocations": [{**invocation, "resumed": False}],
-        }
-    record = dict(stored)
-    old = RunConfig.from_stored(stored).flat()
-    changed = {k: [old.get(k), v] for k, v in config.flat().items() if old.get(k) != v}
-    record["config"] = config.to_dict()
-    record["invocations"].append(
-        {**invocation, "resumed": True, "versions": prov["versions"], "changed_settings": changed}
-    )
-    return record
 
 
 class RunDir:
     """An open run directory holding an exclusive lock; use as a context manager.
 
-    :meth:`open` creates it (writing ``config.json``) or resumes it (after :func:`check_resumable`),
-    appending a record of this invocation to ``record["invocations"]``. ``config`` is this call's
+    :meth:`open` creates it (writing ``config.json``) or resumes it, with a record of this invocation
+    appended to ``record["invocations"]``. ``config`` is this call's
     :class:`RunConfig`; ``record`` the whole ``config.json`` (provenance and invocations included).
 
     Each invocation records its time, command line, git state and, as the stages run, the batch sizes its
@@ -268,36 +220,30 @@ class RunDir:
         self._stores: dict[str, JsonlStore] = {}
 
     @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike[str],
-        config: RunConfig,
-        *,
-        argv: Sequence[str] | None = None,
-        extra_provenance: Mapping[str, Any] | None = None,
-    ) -> RunDir:
-        """Create or resume the run directory ``path`` under its lock; ``extra_provenance`` is written into
-        ``record["provenance"]`` with the first ``config.json`` (e.g. a merge's ``merged_from``, so that a merge
-        killed right after it is recognised as one and can be restarted)."""
+    def open(cls, path: str | os.PathLike[str], config: RunConfig, record: dict[str, Any]) -> RunDir:
+        """Create or resume the run directory ``path`` under its lock, writing ``record``: this call's ``config.json``
+        (:meth:`RunConfig.run_record`), built from what :func:`stored_run` read. Under the lock ``config.json`` is
+        read again: it must still hold the invocations ``record`` extends (``RuntimeError`` when another process wrote
+        the run meanwhile: its result settings could differ). ``config`` is carried for the stages (:attr:`config`)."""
         p = Path(path)
-        check_resumable(p, config)  # before creating anything
-        args = list(sys.argv if argv is None else argv)
-        _check_storable(p, config, args)
+        _check_storable(p, record)
         created = not p.exists()
         p.mkdir(parents=True, exist_ok=True)
         fd = lock_run_dir(p)
         try:
-            stored = check_resumable(p, config)  # again, under the lock
-            if stored is None:  # temporaries left by a process that failed: stale, since we hold the lock
-                _remove_own_files(p, rmdir=False, keep_lock=True)
-            record = _invocation_record(stored, config, args)
-            record["provenance"].update(extra_provenance or {})
+            now = read_json_file(p / CONFIG_FILE) if (p / CONFIG_FILE).is_file() else {}
+            if not isinstance(now, dict) or now.get("invocations", []) != record["invocations"][:-1]:
+                raise RuntimeError(f"run directory {p} was written by another process meanwhile; run the command again")
             run = cls(p, config, record, fd)
             run.save_config()
         except BaseException:
             os.close(fd)
             if stored_nothing(p):  # a failed first write (e.g. a full disk) leaves nothing behind
-                _remove_own_files(p, rmdir=created)
+                remove_stale_temporaries(p)
+                with contextlib.suppress(OSError):
+                    (p / LOCK_FILE).unlink()
+                    if created:
+                        p.rmdir()
             raise
         return run
 
@@ -430,13 +376,12 @@ def lock_run_dir(path: Path) -> int:
     return fd
 
 
-def remove_stale_temporaries(path: Path) -> list[Path]:
+def remove_stale_temporaries(path: Path) -> None:
     """Remove the temporaries of :func:`~shapley.pipeline.rundir.jsonl.atomic_write_bytes` (``.<name>.tmp-<pid>``)
     that killed writes left in the run directory ``path`` and in its ``hidden/`` folder; call it only under the
     run's lock. Only entries of that name pattern that are files or links (a link is removed itself, never
-    followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. Returns what was
-    removed (a file that cannot be removed is left, silently: it is harmless)."""
-    removed = []
+    followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. A file that cannot be
+    removed is left, silently: it is harmless."""
     hidden = path / HIDDEN_DIR
     folders = [path] + ([hidden] if hidden.is_dir() and not hidden.is_symlink() else [])
     for folder in folders:
@@ -447,5 +392,3 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
                         continue
                     with contextlib.suppress(OSError):
                         os.unlink(e.path)
-                        removed.append(Path(e.path))
-    return removed

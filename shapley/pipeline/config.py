@@ -527,14 +527,14 @@ class RunConfig(Settings):
         return {k: v for k, v in self.flat().items() if k == "command" or setting_of(k).result}
 
     def run_record(
-        self, stored: Mapping[str, Any] | None, provenance: Mapping[str, Any], extra: Mapping[str, Any]
+        self, output: object, stored: Mapping[str, Any] | None, provenance: Mapping[str, Any], extra: Mapping[str, Any]
     ) -> dict[str, Any]:
         """The ``config.json`` record of a call with this configuration: a new run's (``stored`` None) or ``stored``,
         the parsed record of the run it resumes, with this invocation appended and the settings it changed
         (``changed_settings``). A resume whose result settings differ from the stored ones is refused
-        (``ValueError`` naming the first, its flag and both values). ``provenance``: this call's
-        (:func:`shapley.pipeline.rundir.provenance.provenance`); ``extra``: what the caller adds to the record's
-        provenance (e.g. a merge's ``merged_from``)."""
+        (``ValueError`` naming ``output``, the run directory, then the first such setting, its flag and both values).
+        ``provenance``: this call's (:func:`shapley.pipeline.rundir.provenance.provenance`); ``extra``: what the
+        caller adds to the record's provenance (e.g. a merge's ``merged_from``)."""
         record = stored or {"schema": CONFIG_SCHEMA, "config": None, "provenance": provenance, "invocations": []}
         invocation = {"time": provenance["created"], **{k: provenance[k] for k in ("command_line", "cwd", "git")}}
         invocation["resumed"] = stored is not None
@@ -544,7 +544,7 @@ class RunConfig(Settings):
             for key in sorted(set(a) | set(b)):
                 if a.get(key) != b.get(key):
                     raise ValueError(
-                        f"cannot resume the run in --output: setting {key!r} ({flag_of(key)}) differs (stored "
+                        f"cannot resume {output}: setting {key!r} ({flag_of(key)}) differs (stored "
                         f"{a.get(key)!r}, now {b.get(key)!r}); use a new --output directory, or the stored setting"
                     )
             was = old.flat()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -125,7 +126,7 @@ def open_run(path: Path, config: RunConfig, argv: list[str] | None = None) -> ru
     """:meth:`~shapley.pipeline.rundir.store.RunDir.open` as the pipelines call it: the stored record read, and this
     call's record built from it (which refuses other result settings)."""
     stored = runs.stored_run(path)
-    return runs.RunDir.open(path, config, config.run_record(stored, provenance.provenance(argv), {}))
+    return runs.RunDir.open(path, config, config.run_record(path, stored, provenance.provenance(argv), {}))
 
 
 def test_rundir_config_provenance_and_refusal(tmp_path):
@@ -146,7 +147,9 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
         run.record_fingerprint("entailment", {"spec": "s", "fingerprint": "abc"})
         with pytest.raises(ValueError, match="fingerprint changed"):
             run.record_fingerprint("entailment", {"spec": "s", "fingerprint": "xyz"})
-    with pytest.raises(ValueError, match=r"'scoring.beta' \(--beta\) differs"):
+    with pytest.raises(
+        ValueError, match=rf"cannot resume {re.escape(str(d))}: setting 'scoring.beta' \(--beta\) differs"
+    ):
         open_run(d, config.replace(scoring=replace(config.scoring, beta=0.4)))
     with pytest.raises(ValueError, match=r"'scoring.methods' \(--methods\) differs"):
         open_run(d, config.replace(scoring=replace(config.scoring, methods=("Shap", "SE"))))

@@ -331,7 +331,7 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
     merged_from = _provenance(shards)
     first = shards[0].record["provenance"]
     models = {kind: first[kind] for kind in MODEL_KINDS if kind in first}
-    record = config.run_record(stored, provenance(argv), {MERGED_FROM: merged_from, **models})
+    record = config.run_record(out, stored, provenance(argv), {MERGED_FROM: merged_from, **models})
     with RunDir.open(out, config, record) as run:
         if config.command == "run":
             _copy_hidden_states(run.path, order)  # before the records that point to them

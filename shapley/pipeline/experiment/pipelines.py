@@ -261,7 +261,7 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     backend = EntailmentModel(config)
     if stored is None:
         backend.get()  # a backend that cannot load fails before the output directory exists
-    record = config.run_record(stored, provenance(argv), {})
+    record = config.run_record(output, stored, provenance(argv), {})
     with RunDir.open(output, config, record) as run:
         if backend.loaded:
             backend.record(run)
@@ -479,7 +479,7 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
         config = config.replace(generation=dataclasses.replace(config.generation, rows_per_batch=rows))
     fps = {r.id: fingerprint(r.to_dict()) for r in records}
     extra = {"questions_sha256": fingerprint([r.to_dict() for r in records])}
-    with RunDir.open(output, config, config.run_record(stored, provenance(argv), extra)) as run:
+    with RunDir.open(output, config, config.run_record(output, stored, provenance(argv), extra)) as run:
         _store_questions(run, records, fps)
         gens = _generation_stage(run, records, generator, fps)
         entail_stage(

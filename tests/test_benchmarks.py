@@ -23,14 +23,32 @@ def _run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> 
     )
 
 
-def test_bench_shapley_quick(tmp_path):
-    _run(["benchmarks/bench_shapley.py", "--quick", "--out", str(tmp_path)], tmp_path)
+def _benchmarks_module(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop(0)
+
+
+def test_bench_shapley_quick(tmp_path, monkeypatch):
+    """Also issue 38 (held back): ``--naive-max-n`` below 10 passed the parser and ended in a traceback (the
+    n = 10 speed-up it does not measure was formatted)."""
+    bench = _benchmarks_module("bench_shapley")
+    monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--out", str(tmp_path)])
+    bench.main()
     meta = json.loads((tmp_path / "bench_shapley.json").read_text())
     rows = {r["n"]: r for r in meta["rows"]}
     assert rows[10]["max_abs_naive_minus_exact"] < 1e-9
     assert all(r["efficiency_error"] < 1e-9 for r in rows.values())
     assert math.isfinite(meta["speedup_exact_vs_naive_n10"])  # reported; the target is the benchmark's, not a test's
     assert meta["trial"] == "quick" and len(meta["load_average_before"]) == len(meta["load_average_after"]) == 3
+    monkeypatch.setattr(
+        bench.shapley, "shapley_values_mc", lambda R, **kw: (bench.np.zeros(len(R)), bench.np.zeros(len(R)))
+    )
+    monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--naive-max-n", "3", "--out", str(tmp_path)])
+    bench.main()
+    assert json.loads((tmp_path / "bench_shapley.json").read_text())["speedup_exact_vs_naive_n10"] is None
 
 
 def test_bench_guards_quick_records_each_guard_its_model_and_the_machine(tmp_path):
@@ -84,16 +102,18 @@ def test_bench_gpu_tiny_on_cpu_without_the_packages_the_gpu_machine_lacks(tmp_pa
     e2e = next(r for r in rows if r["stage"] == "end_to_end" and r["engine"] == "shapley")
     assert e2e["correctness_metric"].startswith("bleu") and "LexSim" not in e2e["methods"]
     assert set(meta["targets_met"].values()) == {None}  # no verdict from a tiny run
+    # the generate stage also runs SQuAD-shaped prompts (a long shared few-shot block): shapley reuses the prefix
+    squad = [r for r in rows if r["stage"] == "generate" and r.get("prompts", "").startswith("SQuAD")]
+    assert {r["engine"] for r in squad} == {"shapley", "transformers"}
+    ours = next(r for r in squad if r["engine"] == "shapley")
+    assert ours["generator_stats"]["prefix_tokens_reused"] > 0 and ours["ratio_vs_transformers"] > 0
+    assert "generate_squad_shaped_at_least_1.0_of_transformers_static" in meta["targets_met"]
 
 
 def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goals(tmp_path):
     """Issue 23: every executable page, against 10 s (90 s for the experiment page), with the load average; the
     page reads the goals from the JSON (the pages are listed here, not executed)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_notebooks as bn
-    finally:
-        sys.path.pop(0)
+    bn = _benchmarks_module("bench_notebooks")
     from shapley.companion import costs
 
     pages = bn.pages()
@@ -107,21 +127,16 @@ def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goa
                 "target_s": 10.0,
                 "experiment_page": "notebooks/experiment",
                 "experiment_target_s": 90.0,
-                "machine": {"cpu": "X", "cores": 2, "load_average_before": [0.1, 0, 0]},
+                "machine": {"cpu": "X", "cores": 2},
+                "trial": None,
+                "load_average_before": [0.1, 0, 0],
+                "load_average_after": [1.1, 0, 0],
                 "rows": [{"page": "notebooks/psd", "seconds": 12.5, "target_s": 10.0, "target_met": False}],
             }
         )
     )
     html = costs.page_times_html(tmp_path)
     assert "notebooks/psd" in html and "12.5" in html and "load average 0.1" in html
-
-
-def _benchmarks_module(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.pop(0)
 
 
 TRIAL_RUNS = {
@@ -182,22 +197,12 @@ def test_bench_notebooks_refuses_an_unknown_page_before_any_work(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    "meta",
-    [
-        {"trial": "quick", "command": "python benchmarks/bench_shapley.py --quick"},
-        {"trial": "subset", "command": "python benchmarks/bench_notebooks.py --names notebooks/psd"},
-        {"command": "python benchmarks/bench_shapley.py --quick"},  # written before the "trial" key
-        {"command": "python benchmarks/bench_notebooks.py --names book/experiments"},
-        {"model": "tiny random LLaMA (no measurement)", "machine": {}},
-        {"tiny": True, "command": "python benchmarks/bench_gpu.py --device cuda"},
-    ],
-)
-def test_the_performance_page_refuses_a_trial_file(meta, tmp_path):
+@pytest.mark.parametrize("trial", ["quick", "subset", "tiny"])
+def test_the_performance_page_refuses_a_trial_file(trial, tmp_path):
     from shapley.companion import costs
 
     path = tmp_path / "bench.json"
-    path.write_text(json.dumps({**meta, "rows": [{"page": "book/experiments", "seconds": 14.0}]}))
+    path.write_text(json.dumps({"trial": trial, "rows": [{"page": "book/experiments", "seconds": 14.0}]}))
     with pytest.raises(ValueError, match="measures nothing"):
         costs.load_benchmark(path)
     (tmp_path / costs.PAGE_TIMES_FILE).write_text(path.read_text())
@@ -205,18 +210,21 @@ def test_the_performance_page_refuses_a_trial_file(meta, tmp_path):
         costs.page_times(tmp_path)
 
 
-def test_every_committed_benchmark_file_is_a_measurement():
+def test_every_committed_benchmark_file_is_a_measurement_with_its_load_average():
+    """Every committed file has today's layout: a measurement (``"trial": None``) with the load average before and
+    after its run, which the page reads."""
     from shapley.companion import costs
 
     files = sorted((ROOT / "results").glob("bench_*.json"))
     assert len(files) >= 5
     for path in files:
-        costs.load_benchmark(path)  # raises for a trial run's file
+        meta, _ = costs.load_benchmark(path)  # raises for a trial run's file
+        assert costs.load_note(meta, path.name).split(":")[0] in ("**Busy machine", "Idle machine"), path
 
 
-def test_the_page_flags_a_busy_machine_and_says_when_the_load_was_not_recorded():
+def test_the_page_flags_a_busy_machine():
     """Issue 32, section 2, item 4: the page calls a machine idle at a load average of at most IDLE_LOAD_AVERAGE;
-    a measurement over it is flagged in bold, and a file without a load average says so."""
+    a measurement over it is flagged in bold."""
     from shapley.companion import costs
 
     idle = costs.IDLE_LOAD_AVERAGE
@@ -226,12 +234,6 @@ def test_the_page_flags_a_busy_machine_and_says_when_the_load_was_not_recorded()
     assert costs.load_note(busy, "f.json").startswith("**Busy machine:**")
     assert costs.load_note(late, "f.json").startswith("**Busy machine:**")
     assert costs.load_note(calm, "f.json").startswith("Idle machine")
-    assert "not recorded" in costs.load_note({"command": "x"}, "f.json")
-    # the committed files, which kept the load under older keys: 1.0 on 2 cores is not idle
-    meta = json.loads((ROOT / "results" / "bench_notebooks.json").read_text())
-    assert costs.busy_machine(meta) is (costs.load_averages(meta)[0] > idle)
-    nli = json.loads((ROOT / "results" / "bench_nli.json").read_text())
-    assert costs.load_averages(nli) == (nli["load_average_1min_at_start"], nli["load_average_1min_at_end"])
 
 
 def test_the_generation_tables_fit_the_text_column():
@@ -245,23 +247,6 @@ def test_the_generation_tables_fit_the_text_column():
     assert len(tables) == 2
     assert all(t.count("<th class") <= 6 for t in tables)
     assert tables[1].count("<tr>") == len(rows) + 1 and "shapley, prefix cache" in tables[1]
-
-
-def test_bench_shapley_naive_max_n_below_10_ends_without_a_traceback(tmp_path, monkeypatch):
-    """Issue 38 (held back): ``--naive-max-n`` below 10 passed the parser and ended in a traceback (the n = 10
-    speed-up it does not measure was formatted); ``--mc-permutations`` is bounded by the parser."""
-    bench = _benchmarks_module("bench_shapley")
-    monkeypatch.setattr(
-        bench.shapley, "shapley_values_mc", lambda R, **kw: (bench.np.zeros(len(R)), bench.np.zeros(len(R)))
-    )
-    monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--naive-max-n", "3", "--out", str(tmp_path)])
-    bench.main()
-    assert json.loads((tmp_path / "bench_shapley.json").read_text())["speedup_exact_vs_naive_n10"] is None
-    for bad in ("0", str(10**9)):
-        monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--mc-permutations", bad])
-        with pytest.raises(SystemExit) as exc:
-            bench.main()
-        assert exc.value.code == 2
 
 
 def test_the_trial_folder_is_private_to_the_user(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""The benchmark scripts run (smoke tests on tiny inputs; the timings themselves are not asserted)."""
+"""The benchmark scripts run (smoke tests on tiny inputs; the timings themselves are not asserted), and the
+performance page reads what they write."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 MISSING_ON_GPU = ("rouge_score", "nltk", "gguf", "datasets")
 
 
-def _run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def _run(*args: str, env: dict[str, str] = ENV, check: bool = True) -> subprocess.CompletedProcess:
+    """``python ARGS`` in the repository, its output captured."""
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, check=True, capture_output=True, text=True, timeout=900, env=env
+        [sys.executable, *args], cwd=ROOT, check=check, capture_output=True, text=True, timeout=900, env=env
     )
 
 
@@ -54,7 +59,7 @@ def test_bench_shapley_quick(tmp_path, monkeypatch):
 def test_bench_guards_quick_records_each_guard_its_model_and_the_machine(tmp_path):
     """The guards' benchmark runs and records, per guard, its limit, the model's constants and, per size, the
     measured and modelled cost and the time at the limit (the numbers themselves are not asserted)."""
-    _run(["benchmarks/bench_guards.py", "--quick", "--out", str(tmp_path)], tmp_path)
+    _run("benchmarks/bench_guards.py", "--quick", "--out", str(tmp_path))
     meta = json.loads((tmp_path / "bench_guards.json").read_text())
     guards = meta["guards"]
     assert set(guards) == {"nearest_correlation", "lexical_similarity", "shapley_values_mc", "shapley_values_naive"}
@@ -79,9 +84,9 @@ def test_bench_gpu_tiny_on_cpu_without_the_packages_the_gpu_machine_lacks(tmp_pa
     for name in MISSING_ON_GPU:
         (stubs / name).mkdir(parents=True)
         (stubs / name / "__init__.py").write_text(f"raise ImportError('{name} is not on the GPU machine')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stubs), str(ROOT)]), "OMP_NUM_THREADS": "1"}
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(stubs), str(ROOT)])}
     out = tmp_path / "bench.json"
-    proc = _run(["benchmarks/bench_gpu.py", "--tiny", "--output", str(out)], tmp_path, env)
+    proc = _run("benchmarks/bench_gpu.py", "--tiny", "--output", str(out), env=env)
     meta = json.loads(out.read_text())
     assert meta["tiny"] and meta["numbers_meaningless"] and "meaningless" in meta["note"]
     assert out.with_suffix(".csv").is_file() and "wrote" in proc.stdout
@@ -155,24 +160,22 @@ def test_a_trial_run_may_not_write_under_results(script, tmp_path):
     (exit 2, no traceback) before any work, so that it cannot replace a committed measurement."""
     target = "results" if TRIAL_RUNS[script][-1] == "--out" else "results/bench_trial.json"
     before = sorted(p.name for p in (ROOT / "results").iterdir())
-    proc = subprocess.run(
-        [sys.executable, f"benchmarks/{script}", *TRIAL_RUNS[script], target],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
-    )
+    proc = _run(f"benchmarks/{script}", *TRIAL_RUNS[script], target, check=False)
     assert proc.returncode == 2, proc.stderr
     assert "may not write under" in proc.stderr and "Traceback" not in proc.stderr
     assert sorted(p.name for p in (ROOT / "results").iterdir()) == before
 
 
-def test_trial_runs_default_to_a_temporary_folder_and_outputs_are_checked_first(tmp_path):
+def test_trial_runs_default_to_a_private_folder_and_outputs_are_checked_first(tmp_path, monkeypatch):
+    """Never a fixed name in the shared temporary folder: trial runs write under the user's cache, and a link or a
+    file in place of that folder is refused (exit 2) before anything is written; so is an output that cannot be
+    written."""
     import argparse
+    import tempfile
 
     common = _benchmarks_module("common")
     parser = argparse.ArgumentParser(prog="bench")
+    assert not common.TRIAL_DIR.is_relative_to(tempfile.gettempdir())
     assert common.output(parser, None, common.RESULTS, None) == common.RESULTS.resolve()
     assert common.output(parser, None, common.RESULTS, "quick") == common.TRIAL_DIR.resolve()
     named = common.RESULTS / "bench_generate_cpu.json"
@@ -183,18 +186,12 @@ def test_trial_runs_default_to_a_temporary_folder_and_outputs_are_checked_first(
         with pytest.raises(SystemExit) as exc:
             common.output(parser, given, default, None)
         assert exc.value.code == 2, given
-
-
-def test_bench_notebooks_refuses_an_unknown_page_before_any_work(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "benchmarks/bench_notebooks.py", "--names", "notebooks/nope", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2 and "notebooks/nope" in proc.stderr and "Traceback" not in proc.stderr
-    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(common, "TRIAL_DIR", tmp_path / "cache" / "shapley" / "benchmark-trials")
+    (tmp_path / "cache" / "shapley").mkdir(parents=True)
+    common.TRIAL_DIR.symlink_to(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        common.output(parser, None, common.RESULTS, "quick")
+    assert exc.value.code == 2
 
 
 @pytest.mark.parametrize("trial", ["quick", "subset", "tiny"])
@@ -249,22 +246,6 @@ def test_the_generation_tables_fit_the_text_column():
     assert tables[1].count("<tr>") == len(rows) + 1 and "shapley, prefix cache" in tables[1]
 
 
-def test_the_trial_folder_is_private_to_the_user(tmp_path, monkeypatch):
-    """Never a fixed name in the shared temporary folder: trial runs write under the user's cache, and a link or a
-    file in place of that folder is refused (exit 2) before anything is written."""
-    import argparse
-    import tempfile
-
-    common = _benchmarks_module("common")
-    assert not common.TRIAL_DIR.is_relative_to(tempfile.gettempdir())
-    monkeypatch.setattr(common, "TRIAL_DIR", tmp_path / "cache" / "shapley" / "benchmark-trials")
-    (tmp_path / "cache" / "shapley").mkdir(parents=True)
-    common.TRIAL_DIR.symlink_to(tmp_path)
-    with pytest.raises(SystemExit) as exc:
-        common.output(argparse.ArgumentParser(prog="bench"), None, common.RESULTS, "quick")
-    assert exc.value.code == 2
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -276,19 +257,69 @@ def test_the_trial_folder_is_private_to_the_user(tmp_path, monkeypatch):
         ["bench_gpu.py", "--device", "nope"],
         ["bench_gpu.py", "--tiny", "--device", "cuda:99"],
         ["bench_shapley.py", "--quick", "--mc-permutations", "1000000000"],
+        ["bench_notebooks.py", "--names", "notebooks/nope"],
     ],
     ids=lambda a: " ".join(a),
 )
 def test_every_count_and_device_is_checked_by_the_parser(args):
-    """Held back from issue 38: a value past what a benchmark can run is refused by its parser (exit 2, one line,
-    no traceback) before any work, not left to end in a memory error or a torch error."""
-    proc = subprocess.run(
-        [sys.executable, f"benchmarks/{args[0]}", *args[1:]],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
-    )
+    """Held back from issue 38: a value past what a benchmark can run (or a page the book lacks) is refused by its
+    parser (exit 2, one line, no traceback) before any work, not left to end in a memory error or a torch error."""
+    proc = _run(f"benchmarks/{args[0]}", *args[1:], check=False)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith(args[0].split(".")[0])
+
+
+def test_bench_generate_tiny(tmp_path):
+    out = tmp_path / "bench_generate_cpu.json"
+    tiny = ["--tiny", "--questions", "2", "--repeats", "2", "--reference-repeats", "2", "--output", str(out)]
+    proc = _run("benchmarks/bench_generate.py", *tiny)
+    assert "wrote" in proc.stdout
+    meta = json.loads(out.read_text())
+    assert "no measurement" in meta["model"] and meta["machine"]["torch_threads"] == 1
+    modes = {r["mode"]: r for r in meta["rows"]}
+    assert set(modes) == {"shapley_prefix_cache", "shapley_no_prefix_cache", "transformers_generate"}
+    assert modes["transformers_generate"]["speedup_vs_transformers"] == 1.0
+    cached, plain = modes["shapley_prefix_cache"], modes["shapley_no_prefix_cache"]
+    assert cached["prefix_tokens"] > 0 and plain["prefix_tokens"] == 0
+    assert cached["prompt_prefills"] == plain["prompt_prefills"] == 2  # one per question
+    assert all("seconds_per_question" in r and r["questions"] == 2 for r in meta["rows"])  # no timing asserted
+    assert meta["repeats"] == meta["reference_repeats"] == 2
+    assert "total_seconds" in meta and "untimed" in meta["warm_up"]
+    assert meta["trial"] == "tiny" and "--tiny" in meta["command"] and len(meta["load_average_before"]) == 3
+    assert not any("speedup_vs_before" in r for r in meta["rows"])  # no hand-typed "before" figure (issue 32)
+    reference = modes["transformers_generate"]
+    for r in meta["rows"]:
+        runs = r["seconds_per_question_runs"]
+        assert len(runs) == r["repeats"] == 2
+        assert r["seconds_per_question_min"] == min(runs) and r["seconds_per_question_max"] == max(runs)
+        # the range pairs the extremes: the reference's fastest run over this mode's slowest, and back
+        low = reference["seconds_per_question_min"] / r["seconds_per_question_max"]
+        high = reference["seconds_per_question_max"] / r["seconds_per_question_min"]
+        assert (r["speedup_vs_transformers_min"], r["speedup_vs_transformers_max"]) == pytest.approx((low, high))
+    ref = modes["transformers_generate"]["seconds_per_question"]
+    setup_per_q = cached["setup_seconds"] / 2
+    assert cached["speedup_with_setup"] == pytest.approx(ref / (cached["seconds_per_question"] + setup_per_q))
+
+
+def _rows(**prefix: float) -> list[dict]:
+    ours = {"dataset": "squad", "mode": "shapley_prefix_cache", "questions": 4, "repeats": 3, "setup_seconds": 3.4}
+    ours |= {"seconds_per_question": 4.0, "seconds_per_question_min": 3.9, "seconds_per_question_max": 4.4}
+    ours |= {"speedup_vs_transformers": 12.5, "speedup_vs_transformers_min": 11.4, "speedup_vs_transformers_max": 12.8}
+    ours |= {"speedup_with_setup": 10.3, **prefix}
+    ref = {"dataset": "squad", "mode": "transformers_generate", "questions": 4, "repeats": 1}
+    ref |= {"seconds_per_question": 50.0, "seconds_per_question_min": 50.0, "seconds_per_question_max": 50.0}
+    return [ours, ref]
+
+
+def test_performance_page_states_the_claim_from_the_file():
+    import pandas as pd
+
+    from shapley.companion import costs
+
+    text = costs.generation_finding(pd.DataFrame(_rows()))
+    assert "4.00 s per question (median of 3 runs, 3.90 to 4.40)" in text and "one-off 3.4 s" in text
+    assert "50.0 s per question (1 run)" in text and "12.5 times faster (from 11.4 to 12.8" in text
+    assert "10.3 times with the prefix prefill charged" in text and "meets the target of 12 times" in text
+    assert "misses the target" in costs.generation_finding(pd.DataFrame(_rows(speedup_vs_transformers=9.2)))
+    committed = costs.load_benchmark(ROOT / "results" / "bench_generate_cpu.json")[1]
+    assert "times faster" in costs.generation_finding(committed)

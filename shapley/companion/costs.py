@@ -302,6 +302,7 @@ def generation_finding(rows: pd.DataFrame, dataset: str = "squad") -> str:
     ours, ref = by_mode["shapley_prefix_cache"], by_mode["transformers_generate"]
     target = GENERATION_TARGET_VS_TRANSFORMERS
     ratio = float(ours["speedup_vs_transformers"])
+    questions = f"{int(ours['questions'])} question{'' if int(ours['questions']) == 1 else 's'}"
 
     def runs(r: Mapping[str, Any]) -> str:
         n = int(r["repeats"])
@@ -311,14 +312,14 @@ def generation_finding(rows: pd.DataFrame, dataset: str = "squad") -> str:
         return f"median of {n} runs, {lo:.2f} to {hi:.2f}"
 
     return (
-        f"Generation ({md_text(dataset)}, {int(ours['questions'])} questions, CPU, one thread, each mode after an "
+        f"Generation ({md_text(dataset)}, {questions}, CPU, one thread, each mode after an "
         f"untimed warm-up call) with the prefix cache: {float(ours['seconds_per_question']):.2f} s per question "
         f"({runs(ours)}), plus a one-off {float(ours['setup_seconds']):.1f} s per run to prefill the shared "
         f"few-shot prefix; transformers `generate` doing the same work: {float(ref['seconds_per_question']):.1f} s "
         f"per question ({runs(ref)}). That is {ratio:.1f} times faster (from "
         f"{float(ours['speedup_vs_transformers_min']):.1f} to {float(ours['speedup_vs_transformers_max']):.1f} "
-        f"over the runs; {float(ours['speedup_with_setup']):.1f} times with the prefix prefill charged to these "
-        f"{int(ours['questions'])} questions), which {'meets' if ratio >= target else 'misses'} the target of "
+        f"over the runs; {float(ours['speedup_with_setup']):.1f} times with the prefix prefill charged to the "
+        f"{questions}), which {'meets' if ratio >= target else 'misses'} the target of "
         f"{target:.0f} times."
     )
 

@@ -26,9 +26,9 @@ seconds per question over its repeats, and the speed-up's range pairs the extrem
 over the mode's fastest, and the other way round). At the defaults the whole benchmark takes about 8 minutes
 on one idle core (``total_seconds`` records it).
 
-Writes ``results/bench_generate_cpu.json`` (``--output``; ``benchmark_version`` 2), with the load average before and
-after the run. ``--tiny``: a tiny random LLaMA and synthetic prompts instead (checks the script, measures nothing;
-written under ``common.TRIAL_DIR``, never under ``results/``). Run:
+Writes ``results/bench_generate_cpu.json`` (``--output``), with the load average before and after the run.
+``--tiny``: a tiny random LLaMA and synthetic prompts instead (checks the script, measures nothing; written under
+``common.TRIAL_DIR``, never under ``results/``). Run:
 ``python benchmarks/bench_generate.py [--questions 4] [--repeats 3]``. Target (SQuAD): shapley with the prefix
 cache at least 12x transformers (``shapley.companion.costs.GENERATION_TARGET_VS_TRANSFORMERS``).
 """
@@ -55,7 +55,6 @@ from shapley.pipeline.rundir.provenance import git_info
 from shapley.pipeline.rundir.records import QARecord
 
 DATASETS = ("squad", "triviaqa")
-BENCHMARK_VERSION = 2
 
 
 def load_prompts(name: str, n: int) -> list[QARecord]:
@@ -232,7 +231,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rows.append(row)
     return {
         "benchmark": "generation stage, CPU, one thread",
-        "benchmark_version": BENCHMARK_VERSION,
         "repeats": args.repeats,
         "reference_repeats": args.reference_repeats,
         "warm_up": "one untimed call per mode before its timed runs",

@@ -22,6 +22,7 @@ pinned to one (OMP/OpenBLAS/MKL) before numpy loads: the guards speak of one cor
 from __future__ import annotations
 
 import os
+import sys
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
@@ -30,7 +31,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
@@ -239,7 +239,7 @@ def main() -> None:
     meta = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "git": git_info(),
-        "command": "python benchmarks/bench_guards.py" + (" --quick" if args.quick else ""),
+        "command": " ".join(["python benchmarks/bench_guards.py", *sys.argv[1:]]),
         "note": args.note,
         **common.provenance(trial, load_before),
         "machine": _machine(),

@@ -38,6 +38,7 @@ import json
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -294,11 +295,7 @@ def main() -> None:
         "torch_threads": torch.get_num_threads(),
         **common.provenance(trial, load_before),
         "python": platform.python_version(),
-        "command": "python benchmarks/bench_nli.py"
-        + (" --quick" if args.quick else "")
-        + (" --breakdown" if args.breakdown else "")
-        + (f" --threads {args.threads}" if args.threads is not None else "")
-        + (f" --repeats {args.repeats}" if args.repeats != 3 else ""),
+        "command": " ".join(["python benchmarks/bench_nli.py", *sys.argv[1:]]),
         "model": f"DeBERTa-v3-base architecture, random weights ({n_params / 1e6:.0f}M parameters), fp32",
         "tokenizer": tokenizer_note,
         "data": f"first {n_q} questions x {args.samples} samples_cleaned of triviaqa_llama13b_samples.jsonl.gz",

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,7 +95,7 @@ def main() -> None:
         "target_s": TARGET_S,
         "experiment_page": EXPERIMENT_PAGE,
         "experiment_target_s": EXPERIMENT_TARGET_S,
-        "command": "python benchmarks/bench_notebooks.py" + (" --names " + " ".join(args.names) if args.names else ""),
+        "command": " ".join(["python benchmarks/bench_notebooks.py", *sys.argv[1:]]),
         "rows": rows,
     }
     out.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,7 +112,7 @@ def main() -> None:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "shapley": shapley.__version__,
-        "command": "python benchmarks/bench_shapley.py" + (" --quick" if args.quick else ""),
+        "command": " ".join(["python benchmarks/bench_shapley.py", *sys.argv[1:]]),
         "speedup_exact_vs_naive_n10": speedup_10,
         "target_speedup_n10": 100,
         "exact_n20_s": by_n[20]["exact_s"] if 20 in by_n else None,

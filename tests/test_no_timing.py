@@ -30,66 +30,8 @@ def _is_clock(node: ast.AST) -> bool:
     )
 
 
-Timed = dict[str, set[int] | None]
-"""Functions of the module that return a clock-derived value: None (the whole value) or the tainted
-positions of the tuple they return."""
-
-
-def _tainted(node: ast.AST, taint: set[str], timed: Timed) -> bool:
-    for n in ast.walk(node):
-        if _is_clock(n) or (isinstance(n, ast.Name) and n.id in taint):
-            return True
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and timed.get(n.func.id, 0) is None:
-            return True
-    return False
-
-
-def _assigned(target: ast.AST, value: ast.AST, taint: set[str], timed: Timed) -> set[str]:
-    """Names that ``target = value`` makes clock-derived (tuple targets position by position)."""
-    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
-        return set().union(*(_assigned(t, v, taint, timed) for t, v in zip(target.elts, value.elts, strict=True)))
-    if (
-        isinstance(target, ast.Tuple)
-        and isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Name)
-        and isinstance(timed.get(value.func.id, 0), set)
-    ):
-        positions = timed[value.func.id] or set()
-        return {t.id for i, t in enumerate(target.elts) if i in positions and isinstance(t, ast.Name)}
-    if _tainted(value, taint, timed):
-        return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return set()
-
-
-def _function_taint(fn: ast.AST, timed: Timed) -> set[str]:
-    """Local names that hold a clock-derived value (assignments followed to a fixed point)."""
-    taint: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for node in ast.walk(fn):
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                new = set().union(*(_assigned(t, node.value, taint, timed) for t in targets)) - taint
-                if new:
-                    taint |= new
-                    changed = True
-    return taint
-
-
-def _returns_time(fn: ast.AST, timed: Timed) -> set[int] | None | bool:
-    """None if ``fn`` returns a clock-derived value, the tainted positions of a returned tuple, or False."""
-    taint = _function_taint(fn, timed)
-    for r in ast.walk(fn):
-        if not (isinstance(r, ast.Return) and r.value is not None):
-            continue
-        if isinstance(r.value, ast.Tuple):
-            positions = {i for i, e in enumerate(r.value.elts) if _tainted(e, taint, timed)}
-            if positions:
-                return positions
-        elif _tainted(r.value, taint, timed):
-            return None
-    return False
+def _tainted(node: ast.AST, timed: set[str]) -> bool:
+    return any(_is_clock(n) or (isinstance(n, ast.Name) and n.id in timed) for n in ast.walk(node))
 
 
 def _timing_key(node: ast.AST) -> bool:
@@ -103,30 +45,39 @@ def _timing_key(node: ast.AST) -> bool:
     )
 
 
+def _timed_names(tree: ast.AST) -> set[str]:
+    """Names of the module that hold a clock-derived value (every target of an assignment from one) or are
+    functions returning one, followed to a fixed point; coarse on purpose (one name space for the module, a
+    returned tuple tainted whole): it may flag more than it must, never less."""
+    timed: set[str] = set()
+    while True:
+        found = set(timed)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if _tainted(node.value, timed):
+                    found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(r, ast.Return) and r.value is not None and _tainted(r.value, timed) for r in ast.walk(node)
+            ):
+                found.add(node.name)
+        if found == timed:
+            return timed
+        timed = found
+
+
 def timed_asserts(source: str) -> list[int]:
     """Line numbers of asserts in ``source`` that order an elapsed time or a speed-up."""
     tree = ast.parse(source)
-    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    timed: Timed = {}
-    for _ in range(3):  # helpers returning a clock-derived value, and helpers calling those
-        for fn in funcs:
-            result = _returns_time(fn, timed)
-            if result is not False:
-                timed[fn.name] = result  # type: ignore[assignment]
-    lines = []
-    for fn in funcs:
-        taint = _function_taint(fn, timed)
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Assert):
-                continue
-            for cmp in (c for c in ast.walk(node.test) if isinstance(c, ast.Compare)):
-                if not any(isinstance(op, ORDER) for op in cmp.ops):
-                    continue
-                sides = [cmp.left, *cmp.comparators]
-                if any(_tainted(x, taint, timed) or _timing_key(x) for x in sides):
-                    lines.append(node.lineno)
-                    break
-    return sorted(set(lines))
+    timed = _timed_names(tree)
+    lines = set()
+    for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assert)):
+        for cmp in (c for c in ast.walk(node.test) if isinstance(c, ast.Compare)):
+            if any(isinstance(op, ORDER) for op in cmp.ops) and any(
+                _tainted(x, timed) or _timing_key(x) for x in (cmp.left, *cmp.comparators)
+            ):
+                lines.add(node.lineno)
+    return sorted(lines)
 
 
 def test_no_test_asserts_on_elapsed_time() -> None:

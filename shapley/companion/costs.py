@@ -17,10 +17,6 @@ from shapley.companion import reported
 from shapley.companion.htmltable import Col, Html, esc, html_table
 from shapley.pipeline.generate.config import GenerationConfig
 
-TRIAL_FLAGS: Mapping[str, str] = {"--tiny": "tiny", "--quick": "quick", "--names": "subset"}
-"""The command-line flag that marks a trial run in a file written before the benchmarks recorded ``"trial"``."""
-
-
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~$:<>&-])")
 
 
@@ -77,29 +73,12 @@ def targets_met_html(meta: Mapping[str, Any]) -> str:
     return ", ".join(f"{esc(k)}: {esc(v)}" for k, v in targets.items())
 
 
-def trial_mode(meta: Mapping[str, Any]) -> str | None:
-    """Why a benchmark file measures nothing: ``"tiny"``, ``"quick"`` or ``"subset"`` (its ``"trial"`` mode, or
-    for an older file its command's flag or tiny model), or None for a measurement.
-
-    >>> trial_mode({"trial": None, "command": "python benchmarks/bench_shapley.py"}) is None
-    True
-    >>> trial_mode({"command": "python benchmarks/bench_nli.py --quick --threads 1"})
-    'quick'
-    """
-    if "trial" in meta:
-        return meta["trial"]
-    words = str(meta.get("command", "")).split()
-    flagged = [mode for flag, mode in TRIAL_FLAGS.items() if flag in words]
-    if meta.get("tiny") is True or "no measurement" in str(meta.get("model", "")):
-        flagged.append("tiny")
-    return flagged[0] if flagged else None
-
-
 def load_benchmark(path: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame]:
     """Read a benchmark JSON written by ``benchmarks/*.py``: (metadata without rows, rows as a DataFrame).
-    ``ValueError`` for a trial run's file (:func:`trial_mode`): it measures nothing a page may show."""
+    ``ValueError`` for a trial run's file (its ``"trial"`` mode: ``"tiny"``, ``"quick"`` or ``"subset"``; None for a
+    measurement): it measures nothing a page may show."""
     meta = json.loads(Path(path).read_text())
-    trial = trial_mode(meta)
+    trial = meta["trial"]
     if trial is not None:
         raise ValueError(
             f"{path} was written by a {trial} run ({meta.get('command', 'command not recorded')}), which checks "
@@ -118,68 +97,34 @@ BENCHMARK_OWN_LOAD = 1.0
 """The load a benchmark adds itself while it runs: one process on one thread (the page's benchmarks pin one)."""
 
 
-def load_averages(meta: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """The 1-minute load averages a benchmark file recorded before and after its run; None where it did not.
-    Older files kept them under ``machine``, as ``load_average_1min_at_start`` / ``_at_end`` (bench_nli), or
-    only the one after the run (bench_generate's ``machine.load_average_1min``)."""
-    machine = meta.get("machine", {})
-
-    def first(*found: Any) -> float | None:
-        v = next((v for v in found if v is not None), None)
-        if isinstance(v, list):
-            v = v[0] if v else None
-        return None if v is None else _number(v, "a benchmark file's load average")
-
-    before = first(
-        meta.get("load_average_before"), machine.get("load_average_before"), meta.get("load_average_1min_at_start")
-    )
-    after = first(
-        meta.get("load_average_after"),
-        machine.get("load_average_after"),
-        meta.get("load_average_1min_at_end"),
-        machine.get("load_average_1min"),
-    )
-    return before, after
+def load_averages(meta: Mapping[str, Any]) -> tuple[float, float]:
+    """The 1-minute load averages a benchmark file recorded before and after its run."""
+    what = "a benchmark file's load average"
+    return _number(meta["load_average_before"][0], what), _number(meta["load_average_after"][0], what)
 
 
-def busy_machine(meta: Mapping[str, Any]) -> bool | None:
+def busy_machine(meta: Mapping[str, Any]) -> bool:
     """Whether a benchmark ran on a machine busier than :data:`IDLE_LOAD_AVERAGE` (before, or after less
-    :data:`BENCHMARK_OWN_LOAD`); None when that cannot be told (no load average recorded before the run, and none
-    recorded over the limit).
+    :data:`BENCHMARK_OWN_LOAD`).
 
     >>> busy_machine({"load_average_before": [1.0, 1.0, 1.0], "load_average_after": [1.0, 1.0, 1.0]})
     True
     >>> busy_machine({"load_average_before": [0.2, 0.3, 0.3], "load_average_after": [1.1, 0.6, 0.4]})
     False
-    >>> busy_machine({"machine": {"load_average_1min": 1.0}}) is None
-    True
     """
     before, after = load_averages(meta)
-    if (before is not None and before > IDLE_LOAD_AVERAGE) or (
-        after is not None and after - BENCHMARK_OWN_LOAD > IDLE_LOAD_AVERAGE
-    ):
-        return True
-    return None if before is None else False
+    return before > IDLE_LOAD_AVERAGE or after - BENCHMARK_OWN_LOAD > IDLE_LOAD_AVERAGE
 
 
 def load_note(meta: Mapping[str, Any], file: str) -> str:
-    """One Markdown sentence on the machine's load while ``file`` was measured: flagged in bold when it was
-    busier than the page's idle machine (:func:`busy_machine`), or saying what the file did not record."""
+    """One Markdown sentence on the machine's load while ``file`` was measured, flagged in bold when it was
+    busier than the page's idle machine (:func:`busy_machine`)."""
     before, after = load_averages(meta)
-    shown = [f"{v:.2f} {when}" for v, when in ((before, "before the run"), (after, "after it")) if v is not None]
-    file = md_code(file)
-    if not shown:
-        return f"Load average: not recorded ({file} predates the benchmarks' record of it)."
+    shown = f"{before:.2f} before the run and {after:.2f} after it ({md_code(file)})"
     idle = f"the page calls a machine idle at a load average of at most {IDLE_LOAD_AVERAGE:g}"
-    busy = busy_machine(meta)
-    if busy:
-        return (
-            f"**Busy machine:** load average {' and '.join(shown)} ({file}), while {idle}: its times may be "
-            "longer than on idle cores."
-        )
-    if busy is None:
-        return f"Load average: {shown[0]}, not recorded before it ({file}): whether the machine was idle is unknown."
-    return f"Idle machine: load average {' and '.join(shown)} ({file}); {idle}."
+    if busy_machine(meta):
+        return f"**Busy machine:** load average {shown}, while {idle}: its times may be longer than on idle cores."
+    return f"Idle machine: load average {shown}; {idle}."
 
 
 @dataclass(frozen=True)
@@ -345,26 +290,10 @@ def regeneration_html(results: str | os.PathLike[str]) -> Html:
     return html_table(rows, cols, caption=caption, css="measured-table")
 
 
-GENERATION_BENCHMARK_VERSION = 2
-"""``benchmark_version`` of ``results/bench_generate_cpu.json`` that the performance page states claims from
-(warm-up per mode, repeats with their spread, the one-off prefix prefill apart)."""
-
-
-def generation_current(meta: Mapping[str, Any]) -> bool:
-    """Whether a generation benchmark file was written by the current benchmark (see
-    :data:`GENERATION_BENCHMARK_VERSION`)."""
-    return meta.get("benchmark_version") == GENERATION_BENCHMARK_VERSION
-
-
-def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str = "squad") -> str:
+def generation_finding(rows: pd.DataFrame, dataset: str = "squad") -> str:
     """One sentence on the prefix-cached generator against transformers ``generate`` on ``dataset``, from the
-    benchmark file: medians, their spread over the repeats, the one-off prefix prefill and the question count. A
-    file from an earlier benchmark version gets a sentence saying it is not a current measurement."""
-    if not generation_current(meta):
-        return (
-            "Generation on a CPU: not measured with the current benchmark (the stored file predates the warm-up "
-            "and repeats of `benchmarks/bench_generate.py`; `make results` remeasures it)."
-        )
+    benchmark file's rows: medians, their spread over the repeats, the one-off prefix prefill and the
+    question count."""
     by_mode: dict[str, dict[Any, Any]] = {
         str(r["mode"]): r for r in rows[rows["dataset"] == dataset].to_dict("records")
     }
@@ -373,6 +302,7 @@ def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str
     ours, ref = by_mode["shapley_prefix_cache"], by_mode["transformers_generate"]
     target = GENERATION_TARGET_VS_TRANSFORMERS
     ratio = float(ours["speedup_vs_transformers"])
+    questions = f"{int(ours['questions'])} question{'' if int(ours['questions']) == 1 else 's'}"
 
     def runs(r: Mapping[str, Any]) -> str:
         n = int(r["repeats"])
@@ -382,14 +312,14 @@ def generation_finding(meta: Mapping[str, Any], rows: pd.DataFrame, dataset: str
         return f"median of {n} runs, {lo:.2f} to {hi:.2f}"
 
     return (
-        f"Generation ({md_text(dataset)}, {int(ours['questions'])} questions, CPU, one thread, each mode after an "
+        f"Generation ({md_text(dataset)}, {questions}, CPU, one thread, each mode after an "
         f"untimed warm-up call) with the prefix cache: {float(ours['seconds_per_question']):.2f} s per question "
         f"({runs(ours)}), plus a one-off {float(ours['setup_seconds']):.1f} s per run to prefill the shared "
         f"few-shot prefix; transformers `generate` doing the same work: {float(ref['seconds_per_question']):.1f} s "
         f"per question ({runs(ref)}). That is {ratio:.1f} times faster (from "
         f"{float(ours['speedup_vs_transformers_min']):.1f} to {float(ours['speedup_vs_transformers_max']):.1f} "
-        f"over the runs; {float(ours['speedup_with_setup']):.1f} times with the prefix prefill charged to these "
-        f"{int(ours['questions'])} questions), which {'meets' if ratio >= target else 'misses'} the target of "
+        f"over the runs; {float(ours['speedup_with_setup']):.1f} times with the prefix prefill charged to the "
+        f"{questions}), which {'meets' if ratio >= target else 'misses'} the target of "
         f"{target:.0f} times."
     )
 

@@ -21,6 +21,7 @@ def _page_file(tmp_path, text: str) -> None:
         "command": text,
         "trial": None,
         "load_average_before": [0.1, 0.1, 0.1],
+        "load_average_after": [1.1, 0.1, 0.1],
         "rows": [{"page": text, "seconds": 1.0, "target_s": 60, "target_met": True}],
     }
     (tmp_path / costs.PAGE_TIMES_FILE).write_text(json.dumps(meta))
@@ -43,7 +44,13 @@ def _unescaped(md: str) -> str:
 @pytest.mark.parametrize("text", HOSTILE + MARKDOWN_HOSTILE)
 def test_markdown_from_benchmark_fields_renders_as_text(text):
     def sentence(value: str) -> str:
-        meta = {"device": value, "date": value, "command": value, "load_average_before": [0.1]}
+        meta = {
+            "device": value,
+            "date": value,
+            "command": value,
+            "load_average_before": [0.1],
+            "load_average_after": [1.1],
+        }
         return costs.measured_on(meta, "results/x.json", "python benchmarks/x.py")
 
     def markup(md: str) -> str:  # the markup characters left once code spans and escaped characters are taken out

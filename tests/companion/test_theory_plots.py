@@ -15,6 +15,7 @@ import pytest
 import shapley
 from shapley.companion import theory_plots
 from shapley.companion.claim_model import VERDICT_KINDS
+from shapley.companion.htmltable import show
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms as ax
 from shapley.theory import worstcase as wc
@@ -158,9 +159,9 @@ def _axiom_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_axiom_grid_html_verdicts_evidence_and_links():
+def test_axiom_grid_verdicts_evidence_and_links():
     table = _axiom_table().assign(estimator=lambda t: t["estimator"].replace("$Shap", "<b>Shap"))
-    html = theory_plots.axiom_grid_html(table)
+    html = show(theory_plots.axiom_grid_frame(table))
     grid = pd.read_html(StringIO(html), keep_default_na=False)[0]
     assert [c[1] for c in grid.columns[1:]] == ["Property 1", "Property 2", "Property 3"] * 2
     assert [c[0] for c in grid.columns[1:]] == ["Sentences"] * 3 + ["Random variables"] * 3
@@ -176,7 +177,7 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
         "—",
     ]
     assert '<a href="#cex-&lt;b&gt;shap-1-rv">contradicted</a>' in html and "<b>" not in html
-    proved = theory_plots.axiom_grid_html(table, {("SE", "2", "rv"): "proof: elsewhere", ("SE", "1", "rv"): "x"})
+    proved = show(theory_plots.axiom_grid_frame(table, {("SE", "2", "rv"): "proof: elsewhere", ("SE", "1", "rv"): "x"}))
     row = pd.read_html(StringIO(proved), keep_default_na=False)[0].iloc[1, 4:].tolist()
     # a proof never hides a failure
     assert row[:2] == [
@@ -184,12 +185,12 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
         "reproduced proof: elsewhere",
     ]
     why = {("<b>Shap", "1", "sentence"): "kernel", ("SE", "2", "sentence"): "kernel", ("SE", "3", "rv"): "x"}
-    read = pd.read_html(StringIO(theory_plots.axiom_grid_html(table, readings=why)), keep_default_na=False)[0]
+    read = pd.read_html(StringIO(show(theory_plots.axiom_grid_frame(table, readings=why))), keep_default_na=False)[0]
     assert read.iloc[0, 1] == "depends on reading hand-built witness; kernel"
     assert read.iloc[1, 2] == "depends on reading no counterexample in 100 draws; kernel"
     assert read.iloc[1, 6] == "—"  # the estimator cannot take the input: no verdict to qualify
-    assert '<a href="#cex-&lt;b&gt;shap-1-sentence">depends on reading</a>' in theory_plots.axiom_grid_html(
-        table, readings=why
+    assert '<a href="#cex-&lt;b&gt;shap-1-sentence">depends on reading</a>' in show(
+        theory_plots.axiom_grid_frame(table, readings=why)
     )
     assert theory_plots.cell_word(ax.NOT_APPLICABLE, reading="x") is None
     assert set(theory_plots.READER_VERDICTS.values()) | {theory_plots.DEPENDS} <= set(VERDICT_KINDS)

@@ -148,8 +148,10 @@ def test_comparisons_are_read_as_the_runs_decided_them_by_delong_holm(tmp_path):
     from shapley.core.metrics import holm
     from shapley.pipeline.evaluate.comparisons import outcomes
 
-    comp = paired.load_comparisons([Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"])
-    assert len(comp) > 1 and comp["delong_p"].notna().any()
+    run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
+    comp = paired.load_comparisons([run])
+    assert len(comp) == len(pd.read_csv(run / "comparisons.csv")) > 1 and comp["delong_p"].notna().any()
+    assert set(comp["run"]) == {provenance.relative_path(run)}
     np.testing.assert_allclose(comp["delong_p_holm"], holm(comp["delong_p"].to_numpy(dtype=np.float64)))
     decided = outcomes(comp["delta_auroc"].to_numpy(), comp["delong_p_holm"].to_numpy())
     assert comp["outcome"].tolist() == decided.tolist()
@@ -204,9 +206,6 @@ def test_selection_csv_loading(tmp_path):
     assert list(dict.fromkeys(sel["run"])) == [provenance.relative_path(tmp_path / n) for n in ("r1", "r2")]
     assert sel["accuracy"].tolist() == pytest.approx([0.4, 0.5, 0.6, 0.7])
     assert paired.load_comparisons([tmp_path / "r1"]).empty
-    (tmp_path / "r1" / "comparisons.csv").write_text("method,reference\nSE,Shap\n")
-    with pytest.raises(ValueError, match="missing columns"):
-        paired.load_comparisons([tmp_path / "r1"])
     r1, r2 = dict.fromkeys(sel["run"])
     page = show(paired.selection_frame(sel, {r1: "first run", r2: "second run"}))
     assert "0.50" in page and "[0.00, 1.00]" in page
@@ -242,13 +241,6 @@ def test_workload_follows_the_generators_declared_defaults():
     assert w.prefill_tokens(700) - w.prefill_tokens(200) == 500  # the question's prompt is read once
     longer = costs.Workload(a4c_max_new_tokens=w.a4c_max_new_tokens + 5)
     assert costs.seconds_per_question(7.0, 200, costs.A100, longer) > costs.seconds_per_question(7.0, 200, costs.A100)
-
-
-def test_load_comparisons_reads_a_committed_run():
-    run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
-    comp = paired.load_comparisons([run])
-    assert not comp.empty and set(comp["run"]) == {provenance.relative_path(run)}
-    assert len(comp) == len(pd.read_csv(run / "comparisons.csv"))
 
 
 def test_outcome_counts():

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import shapley
 from shapley.companion import theory_plots
 from shapley.companion.claim_model import VERDICT_KINDS
 from shapley.companion.htmltable import show
@@ -70,13 +69,6 @@ def test_sphere_forms_figure():
     assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
 
 
-def test_sphere_forms_of_the_illustrative_matrix_turn_positive_under_the_kernel():
-    C = shapley.correlation_matrix(wc.illustrative_entailment())
-    fig = theory_plots.sphere_forms_figure({"C": C, "R": shapley.kernel_matrix(C, 0.5)})
-    mins = [float(a.get_title().split("= ")[1]) for a in fig.axes if a.get_title()]
-    assert mins[0] < 0 < mins[1]
-
-
 def test_great_circle_figure():
     u, v = np.eye(2)
     matrices = {"raw C": np.diag([1.0, -1.0]), r"$R_{0.5}$": 0.5 * np.eye(2)}
@@ -88,13 +80,6 @@ def test_great_circle_figure():
     assert axis.get_lines()[0].get_xdata()[-1] == pytest.approx(360.0)
     with pytest.raises(ValueError, match="orthonormal"):
         theory_plots.great_circle_figure({"M": np.eye(3)}, np.array([1.0, 0, 0]), np.array([1.0, 0, 0]), title="")
-
-
-def test_great_circle_of_the_worst_eight_answer_pattern_dips_below_zero_at_half():
-    R8 = shapley.kernel_matrix(wc.two_group_C(4, 4), 0.5)
-    U = np.linalg.eigh(R8)[1][:, :2]  # the two eigenvectors with the smallest eigenvalues
-    line = theory_plots.great_circle_figure({"R8": R8}, U[:, 0], U[:, 1], title="").axes[0].get_lines()[0]
-    assert min(line.get_ydata()) < -0.05
 
 
 def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:

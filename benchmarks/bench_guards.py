@@ -126,9 +126,6 @@ def _texts(n: int, tokens: int, seed: int) -> list[str]:
 
 
 def bench_lexical(token_sizes: list[int], char_sizes: list[int], repeats: int) -> dict[str, Any]:
-    from rouge_score import rouge_scorer
-
-    scorer = rouge_scorer.RougeScorer(["rougeL"])
     cases: list[tuple[dict[str, Any], list[str]]] = []
     for k in token_sizes:
         n = max(6, min(40, int(400 / k)))
@@ -138,7 +135,7 @@ def bench_lexical(token_sizes: list[int], char_sizes: list[int], repeats: int) -
         cases.append(({"tokens_per_answer": 1, "chars_per_answer": c + 2, "n": len(texts)}, texts))
     rows = []
     for size, texts in cases:
-        seconds = _median_seconds(partial(lexical.lexical_similarity, texts, scorer), repeats)
+        seconds = _median_seconds(partial(lexical.lexical_similarity, texts), repeats)
         pairs = len(texts) * (len(texts) - 1) / 2
         model = lexical._lexical_seconds(texts) / pairs
         rows.append(_row(size, seconds / pairs, model, lexical.LEXICAL_MAX_SECONDS, "pair"))

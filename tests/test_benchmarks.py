@@ -124,7 +124,7 @@ def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goa
     pages = bn.pages()
     assert {"notebooks/psd", "notebooks/experiment", "book/claims"} <= set(pages)
     assert bn.target("notebooks/experiment") == 90 and bn.target("notebooks/psd") == 10
-    assert costs.page_times(tmp_path) is None and "not measured yet" in costs.page_times_html(tmp_path)
+    assert costs.page_times(tmp_path) is None
     (tmp_path / "bench_notebooks.json").write_text(
         json.dumps(
             {
@@ -140,8 +140,9 @@ def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goa
             }
         )
     )
-    html = costs.page_times_html(tmp_path)
-    assert "notebooks/psd" in html and "12.5" in html and "load average 0.1" in html
+    meta, rows = costs.page_times(tmp_path)
+    assert rows["page"].tolist() == ["notebooks/psd"] and rows["seconds"].tolist() == [12.5]
+    assert costs.load_averages(meta)[0] == 0.1
 
 
 TRIAL_RUNS = {
@@ -239,11 +240,9 @@ def test_the_generation_tables_fit_the_text_column():
     from shapley.companion import costs
 
     meta, rows = costs.load_benchmark(ROOT / "results" / "bench_generate_cpu.json")
-    html = costs.generation_html(rows)
-    tables = html.split("</table>")[:-1]
-    assert len(tables) == 2
-    assert all(t.count("<th class") <= 6 for t in tables)
-    assert tables[1].count("<tr>") == len(rows) + 1 and "shapley, prefix cache" in tables[1]
+    tables = costs.generation_frames(rows)
+    assert all(len(t.columns) <= 6 for t in tables)
+    assert len(tables[1]) == len(rows) and "shapley, prefix cache" in tables[1]["What ran"].tolist()
 
 
 @pytest.mark.parametrize(

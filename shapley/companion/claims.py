@@ -484,7 +484,7 @@ CLAIMS: tuple[Claim, ...] = (
         "is then singular, and Shap = -inf for {t5_neginf1} questions ({t5_neginf1_repaired} of them repaired). "
         "A -inf score ranks as the most certain; without those questions the AUROC is {t5_auroc1_finite:.3f}.",
         evidence=(f"{_RESULTS}#table-5-the-kernel-scale-beta", "book/reproduce#table-5-the-beta-sweep"),
-        functions=("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_pivot"),
+        functions=("shapley.pipeline.evaluate.metrics.beta_table", "shapley.companion.tables.beta_ablation"),
         command=_TRIVIAQA_SWEEP,
     ),
     _auroc(

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from shapley.companion import reported
-from shapley.companion.htmltable import Col, Html, esc, html_table
+from shapley.companion.htmltable import titled
 from shapley.pipeline.generate.config import GenerationConfig
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~$:<>&-])")
@@ -54,23 +54,6 @@ def _number(value: Any, what: str) -> float:
         return float(value)
     except ValueError:
         raise ValueError(f"{what} must be a number; got {value!r}") from None
-
-
-def measured_on(meta: Mapping[str, Any], file: str, command: str) -> str:
-    """The Markdown sentence "Measured on **<device>**, <date> (command: `<command>`)." of a benchmark file, every
-    field escaped (:func:`md_text`, :func:`md_code`); ``command``: what to show when the file recorded none."""
-    return (
-        f"Measured on **{md_text(meta.get('device', '?'))}**, {md_text(meta.get('date', '?'))} "
-        f"(command: {md_code(meta.get('command', command))}). " + load_note(meta, file)
-    )
-
-
-def targets_met_html(meta: Mapping[str, Any]) -> str:
-    """A benchmark file's ``targets_met`` (target -> met) as escaped HTML text, "name: value" joined by commas."""
-    targets = meta.get("targets_met", {})
-    if not isinstance(targets, Mapping):
-        return esc(targets)
-    return ", ".join(f"{esc(k)}: {esc(v)}" for k, v in targets.items())
 
 
 def load_benchmark(path: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -231,21 +214,24 @@ def cost_estimate(models: Sequence[Sequence[str]], questions: int, w: Workload =
     return pd.DataFrame(rows)
 
 
-def cost_estimate_html(models: Sequence[Sequence[str]], questions: int) -> Html:
+def cost_estimate_frame(models: Sequence[Sequence[str]], questions: int) -> pd.DataFrame:
     """:func:`cost_estimate` for readers."""
-    cols = [
-        Col("models", "Models (bf16)"),
-        Col("weights", "Weights (GB)", decimals=1),
-        Col("gpu_gb", "Smallest GPU (GB)", decimals=0),
-        Col("a100_s", "A100 (s per question)", decimals=1),
-        Col("h100_s", "H100 (s per question)", decimals=1),
-        Col("a100_h", f"A100 hours, {questions} questions", decimals=1),
-    ]
+    frame = cost_estimate(models, questions).rename(
+        columns={
+            "models": "Models (bf16)",
+            "weights": "Weights (GB)",
+            "gpu_gb": "Smallest GPU (GB)",
+            "a100_s": "A100 (s per question)",
+            "h100_s": "H100 (s per question)",
+            "a100_h": f"A100 hours, {questions} questions",
+        }
+    )
     caption = (
-        "Estimate, not measured: computed by <code>shapley.companion.costs.cost_estimate</code> from parameter "
+        "Estimate, not measured: computed by `shapley.companion.costs.cost_estimate` from parameter "
         "counts, published GPU peaks and the assumed shares of them (ranges: closed-book to passage prompts)."
     )
-    return html_table(cost_estimate(models, questions), cols, caption=caption)
+    formats = dict(zip(frame.columns[1:], (".1f", ".0f", ".1f", ".1f", ".1f"), strict=True))
+    return titled(frame, caption, formats=formats)
 
 
 REGENERATION_FILE = "regeneration.json"
@@ -257,37 +243,23 @@ GENERATION_TARGET_VS_TRANSFORMERS = 12.0
 times faster than transformers ``generate`` doing the same work, measured in the same benchmark run."""
 
 
-def regeneration_html(results: str | os.PathLike[str]) -> Html:
-    """How long the last ``make results`` took, from ``results/regeneration.json``; a note when the file is absent
-    (runs regenerated before the script recorded its time)."""
-    path = Path(results) / REGENERATION_FILE
-    if not path.exists():
-        return Html(
-            '<p class="not-run"><em>Regeneration time: not recorded</em> (the committed runs predate '
-            f"<code>{REGENERATION_FILE}</code>; <code>make results</code> writes it).</p>"
-        )
-    rec = json.loads(path.read_text())
-    rows = [
+def regeneration_frame(results: str | os.PathLike[str]) -> pd.DataFrame:
+    """How long the last ``make results`` took, from ``results/regeneration.json``."""
+    rec = json.loads((Path(results) / REGENERATION_FILE).read_text())
+    frame = pd.DataFrame(
         {
-            "what": "this regeneration",
-            "hours": float(rec["seconds"]) / 3600.0,
-            "commit": str(rec.get("commit", ""))[:7],
-            "when": f"{rec.get('start', '')} – {rec.get('end', '')}",
-            "cores": rec.get("cpu_count"),
-        },
-    ]
-    cols = [
-        Col("what", "Run of make results"),
-        Col("hours", "Hours (wall clock)", decimals=2),
-        Col("cores", "CPU cores", decimals=0),
-        Col("commit", "Commit"),
-        Col("when", "Start – end (UTC)"),
-    ]
-    caption = (
-        f"Measured: how long <code>make results</code> took, recorded by <code>scripts/regenerate_results.sh</code> "
-        f"in <code>results/{REGENERATION_FILE}</code>."
+            "Run of make results": ["this regeneration"],
+            "Hours (wall clock)": [float(rec["seconds"]) / 3600.0],
+            "CPU cores": [rec.get("cpu_count")],
+            "Commit": [str(rec.get("commit", ""))[:7]],
+            "Start – end (UTC)": [f"{rec.get('start', '')} – {rec.get('end', '')}"],
+        }
     )
-    return html_table(rows, cols, caption=caption, css="measured-table")
+    caption = (
+        "Measured: how long `make results` took, recorded by `scripts/regenerate_results.sh` "
+        f"in `results/{REGENERATION_FILE}`."
+    )
+    return titled(frame, caption, formats={"Hours (wall clock)": ".2f", "CPU cores": ".0f"})
 
 
 def generation_finding(rows: pd.DataFrame, dataset: str = "squad") -> str:
@@ -332,47 +304,49 @@ GENERATION_MODES: Mapping[str, str] = {
 """The generation benchmark's modes, as the performance page names them."""
 
 
-def generation_html(rows: pd.DataFrame) -> Html:
+def generation_frames(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The generation benchmark (``results/bench_generate_cpu.json``, current version) as two narrow tables: the
     prompts of each dataset, then each mode's seconds per question (median, min–max over the runs) and speed-up."""
-    prompts = rows[rows["mode"] == "shapley_prefix_cache"]
-    timed = rows.assign(
-        what=rows["mode"].map(GENERATION_MODES),
-        spread=[
-            f"{_number(lo, 'seconds_per_question_min'):.2f}–{_number(hi, 'seconds_per_question_max'):.2f}"
-            for lo, hi in zip(rows["seconds_per_question_min"], rows["seconds_per_question_max"], strict=True)
-        ],
+    prompts = rows.loc[
+        rows["mode"] == "shapley_prefix_cache",
+        ["dataset", "questions", "prompt_tokens_mean", "prefix_tokens", "setup_seconds"],
+    ].rename(
+        columns={
+            "dataset": "Dataset",
+            "questions": "Questions",
+            "prompt_tokens_mean": "Prompt tokens",
+            "prefix_tokens": "Shared prefix",
+            "setup_seconds": "Prefix prefill (s)",
+        }
     )
-    first = html_table(
-        prompts,
-        [
-            Col("dataset", "Dataset"),
-            Col("questions", "Questions", decimals=0),
-            Col("prompt_tokens_mean", "Prompt tokens", decimals=0),
-            Col("prefix_tokens", "Shared prefix", decimals=0),
-            Col("setup_seconds", "Prefix prefill (s)", decimals=2),
-        ],
-        caption="Measured: the prompts of the generation benchmark (<code>results/bench_generate_cpu.json</code>): "
+    timed = pd.DataFrame(
+        {
+            "Dataset": rows["dataset"],
+            "What ran": rows["mode"].map(GENERATION_MODES),
+            "s per question": rows["seconds_per_question"],
+            "min–max": [
+                f"{_number(lo, 'seconds_per_question_min'):.2f}–{_number(hi, 'seconds_per_question_max'):.2f}"
+                for lo, hi in zip(rows["seconds_per_question_min"], rows["seconds_per_question_max"], strict=True)
+            ],
+            "Runs": rows["repeats"],
+            "Speed-up": rows["speedup_vs_transformers"],
+        }
+    )
+    first = (
+        "Measured: the prompts of the generation benchmark (`results/bench_generate_cpu.json`): "
         "mean tokens per prompt, the few-shot tokens every prompt shares, and the one-off seconds per run to "
-        "prefill them with the prefix cache, which the per-question times below leave out.",
-        css="measured-table",
+        "prefill them with the prefix cache, which the per-question times below leave out."
     )
-    second = html_table(
-        timed,
-        [
-            Col("dataset", "Dataset"),
-            Col("what", "What ran"),
-            Col("seconds_per_question", "s per question", decimals=2),
-            Col("spread", "min–max"),
-            Col("repeats", "Runs", decimals=0),
-            Col("speedup_vs_transformers", "Speed-up", decimals=1),
-        ],
-        caption="Measured: seconds per question of the generation stage on a CPU, one thread (median over the runs, "
-        "and its range), with and without the shared-prefix cache, against transformers <code>generate</code> "
-        "doing the same work, each mode after one untimed warm-up call; speed-up over transformers.",
-        css="measured-table",
+    second = (
+        "Measured: seconds per question of the generation stage on a CPU, one thread (median over the runs, "
+        "and its range), with and without the shared-prefix cache, against transformers `generate` "
+        "doing the same work, each mode after one untimed warm-up call; speed-up over transformers."
     )
-    return Html(first + second)
+    counts = dict.fromkeys(prompts.columns[1:4], ".0f")
+    return (
+        titled(prompts, first, formats={**counts, "Prefix prefill (s)": ".2f"}),
+        titled(timed, second, formats={"s per question": ".2f", "Runs": ".0f", "Speed-up": ".1f"}),
+    )
 
 
 PAGE_TIMES_FILE = "bench_notebooks.json"
@@ -383,31 +357,3 @@ def page_times(results: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.Data
     average) and one row per page (``page``, ``seconds``, ``target_s``, ``target_met``); None when absent."""
     path = Path(results) / PAGE_TIMES_FILE
     return load_benchmark(path) if path.exists() else None
-
-
-def page_times_html(results: str | os.PathLike[str]) -> Html:
-    """The seconds each book page took to execute, against its goal, with the machine it ran on."""
-    found = page_times(results)
-    if found is None:
-        return Html(
-            '<p class="not-run"><em>Page execution times: not measured yet</em> (<code>make bench-notebooks</code> '
-            f"writes <code>results/{PAGE_TIMES_FILE}</code>).</p>"
-        )
-    meta, rows = found
-    rows = rows.assign(met=rows["target_met"].map({True: "yes", False: "no"}))
-    m = meta.get("machine", {})
-    m = m if isinstance(m, Mapping) else {}
-    before, _ = load_averages(meta)
-    caption = (
-        f"Measured: seconds each page took to execute, one at a time (<code>results/{PAGE_TIMES_FILE}</code>, "
-        f"{esc(meta.get('date', '?'))}, {esc(m.get('cpu', '?'))}, {esc(m.get('cores', '?'))} cores, one BLAS thread, "
-        "load average "
-        f"{'not recorded' if before is None else f'{before:g}'} when it started)."
-    )
-    cols = [
-        Col("page", "Page"),
-        Col("seconds", "Seconds", decimals=1),
-        Col("target_s", "Goal (s)", decimals=0),
-        Col("met", "Goal met"),
-    ]
-    return html_table(rows, cols, caption=caption, css="measured-table")

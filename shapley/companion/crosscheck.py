@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from shapley.companion.htmltable import Col, Html, code, esc, html_table, short_labels, word_list
+from shapley.companion.htmltable import Html, code, esc, short_labels, show, titled, word_list
 from shapley.core import validate
 from shapley.core.ranks import SCORE_DIGITS, round_scores
 from shapley.results import records
@@ -184,11 +184,17 @@ PEER_CLASS = {
 
 
 def _crosscheck_table(
-    results_dir: str | os.PathLike[str], name: str, group: tuple[str, str, str], cols: list[Col], caption: str
+    results_dir: str | os.PathLike[str],
+    name: str,
+    group: tuple[str, str, str],
+    headers: dict[str, str],
+    formats: dict[str, str],
+    caption: str,
 ) -> Html:
     """``<results_dir>/crosscheck/<name>`` under one heading row per run (``group``: its column, the column of its
-    count and what the count counts), peers shortened, after the STALE note when the record is stale; a
-    sentence naming the missing file when it is absent."""
+    count and what the count counts), peers shortened, columns renamed by ``headers`` and their numbers in
+    ``formats`` (by header), after the STALE note when the record is stale; a sentence naming the missing file
+    when it is absent."""
     path = Path(results_dir) / "crosscheck" / name
     if not path.is_file():
         where = code(path.as_posix())
@@ -200,13 +206,14 @@ def _crosscheck_table(
     frame = frame.assign(peer=peers, method=frame["method"].astype(str).str.replace("_", " "))
     run, count, what = group
     labels = short_labels(frame[run].astype(str).tolist())
-    rows: list[dict[str, Any]] = []
-    classes: list[str] = []
+    parts, classes = [], []
     for key, part in frame.groupby(run, sort=False):
-        rows.append({cols[0].key: f"{labels[str(key)]}: {int(part[count].iloc[0])} {what}"})
-        rows += [{str(k): v for k, v in r.items()} for r in part.to_dict("records")]
+        heading = dict.fromkeys(headers, "") | {"method": f"{labels[str(key)]}: {int(part[count].iloc[0])} {what}"}
+        parts += [pd.DataFrame([heading]), part[list(headers)]]
         classes += ["group"] + [""] * len(part)
-    return Html(_stale_note(RECORD.read(results_dir)[1]) + html_table(rows, cols, caption=caption, row_classes=classes))
+    table = pd.concat(parts, ignore_index=True).rename(columns=headers)
+    note = _stale_note(RECORD.read(results_dir)[1])
+    return Html(note + show(titled(table, caption, formats=formats, rows=classes)))
 
 
 def differences_html(results_dir: str | os.PathLike[str]) -> Html:
@@ -215,22 +222,25 @@ def differences_html(results_dir: str | os.PathLike[str]) -> Html:
     Reads ``<results_dir>/crosscheck/lm_polygraph.csv``; float64 and float32 inputs in two columns, the Spearman
     correlation of the two score vectors, and our recomputation against the committed scores.
     """
-    cols = [
-        Col("method", "method"),
-        Col("peer", "LM-Polygraph"),
-        Col("max_abs_diff", "max |diff|", fmt=".1e"),
-        Col("max_abs_diff_float32", "float32", fmt=".1e"),
-        Col("spearman", "Spearman", decimals=4),
-        Col("max_abs_diff_vs_committed", "vs committed", fmt=".1e"),
-    ]
+    headers = {
+        "method": "method",
+        "peer": "LM-Polygraph",
+        "max_abs_diff": "max |diff|",
+        "max_abs_diff_float32": "float32",
+        "spearman": "Spearman",
+        "max_abs_diff_vs_committed": "vs committed",
+    }
     caption = (
         "Measured: largest absolute difference of scores, ours against LM-Polygraph's "
-        "(<code>results/crosscheck/lm_polygraph.csv</code>), under a heading row per source (a run under "
-        f"<code>results/{RUN_FILES.split('/')[0]}/</code>, or seeded random matrices): on float64 matrices, and on "
+        "(`results/crosscheck/lm_polygraph.csv`), under a heading row per source (a run under "
+        f"`results/{RUN_FILES.split('/')[0]}/`, or seeded random matrices): on float64 matrices, and on "
         "the float32 matrices LM-Polygraph itself builds; the Spearman correlation of the two; last column: our "
         "recomputation against the committed scores (blank for the random matrices)."
     )
-    return _crosscheck_table(results_dir, "lm_polygraph.csv", ("source", "n_matrices", "matrices"), cols, caption)
+    formats = {"max |diff|": ".1e", "float32": ".1e", "Spearman": ".4f", "vs committed": ".1e"}
+    return _crosscheck_table(
+        results_dir, "lm_polygraph.csv", ("source", "n_matrices", "matrices"), headers, formats, caption
+    )
 
 
 def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
@@ -238,17 +248,20 @@ def uemanager_html(results_dir: str | os.PathLike[str]) -> Html:
 
     Reads ``<results_dir>/crosscheck/uemanager_triviaqa.csv``.
     """
-    cols = [
-        Col("method", "method"),
-        Col("auroc_lm_polygraph", "AUROC, LM-Polygraph", decimals=4),
-        Col("auroc_ours", "AUROC, ours", decimals=4),
-        Col("prr_lm_polygraph", "PRR area, LM-Polygraph", decimals=4),
-        Col("prr_normalized_lm_polygraph", "normalised PRR, LM-Polygraph", decimals=4),
-        Col("prr_ours", "PRR, ours", decimals=4),
-    ]
+    headers = {
+        "method": "method",
+        "auroc_lm_polygraph": "AUROC, LM-Polygraph",
+        "auroc_ours": "AUROC, ours",
+        "prr_lm_polygraph": "PRR area, LM-Polygraph",
+        "prr_normalized_lm_polygraph": "normalised PRR, LM-Polygraph",
+        "prr_ours": "PRR, ours",
+    }
     caption = (
-        "Measured: LM-Polygraph's <code>UEManager</code> metrics beside ours "
-        "(<code>results/crosscheck/uemanager_triviaqa.csv</code>), under a heading row per run (the run "
-        f"<code>results/{MANAGER_RUN}</code>)."
+        "Measured: LM-Polygraph's `UEManager` metrics beside ours "
+        "(`results/crosscheck/uemanager_triviaqa.csv`), under a heading row per run (the run "
+        f"`results/{MANAGER_RUN}`)."
     )
-    return _crosscheck_table(results_dir, "uemanager_triviaqa.csv", ("run", "n_questions", "questions"), cols, caption)
+    formats = dict.fromkeys(list(headers.values())[1:], ".4f")
+    return _crosscheck_table(
+        results_dir, "uemanager_triviaqa.csv", ("run", "n_questions", "questions"), headers, formats, caption
+    )

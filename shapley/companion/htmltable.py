@@ -1,18 +1,20 @@
-"""HTML tables for readers: :func:`html_table` writes human column headers, numbers right-aligned with a fixed
-number of decimals and a caption; every cell that is not declared raw HTML is escaped.
+"""HTML for readers. A table is a DataFrame whose columns are the headers readers see, described by
+:func:`titled` (caption, number formats, columns of built HTML, row classes) and rendered by :func:`show`, the one
+renderer, on pandas' Styler: every header, caption and cell is escaped, except a column declared HTML.
 
-Every string that comes from a file (a ``config.json``, a CSV) and lands in HTML goes through :func:`esc`
-(text) or :func:`code` (an inline ``<code>`` span); raw columns (``Col(raw=True)``) only ever hold HTML
-built here from escaped parts.
+Every string that comes from a file (a ``config.json``, a CSV) and lands in HTML outside a table goes through
+:func:`esc` (text) or :func:`code` (an inline ``<code>`` span); a column declared HTML only ever holds HTML built
+here from escaped parts.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import numbers
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -57,82 +59,70 @@ class Html(str):
         return str(self)
 
 
-@dataclass(frozen=True)
-class Col:
-    """One column of :func:`html_table`: the frame's key, its header, and how cells are written.
+NA = "–"
+"""How :func:`show` writes a missing cell (None or NaN) unless the table says otherwise."""
 
-    ``decimals``: a number column (right-aligned, fixed decimals; NaN is written ``na``); ``fmt``: a format
-    spec instead (e.g. ``".1e"``); ``raw``: the cells are already HTML (otherwise they are escaped).
+
+def caption_html(text: str) -> str:
+    """A caption's ``text`` as HTML: escaped, then each `` `x` `` an inline ``<code>`` span and each ``*x*``
+    emphasis (the only markup a caption holds).
+
+    >>> caption_html("From `metrics.csv` <b>; *n.s.*: no difference")
+    'From <code>metrics.csv</code> &lt;b&gt;; <em>n.s.</em>: no difference'
     """
-
-    key: str
-    header: str
-    decimals: int | None = None
-    na: str = "–"
-    raw: bool = False
-    fmt: str | None = None
-
-    @property
-    def numeric(self) -> bool:
-        return self.decimals is not None or self.fmt is not None
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
 
 
-def _cell(value: Any, col: Col) -> tuple[str, str]:
-    """(text, css class) of one cell."""
-    if col.numeric:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return html.escape(col.na), "num"
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return format(value, col.fmt or f".{col.decimals}f"), "num"
-    text = "" if value is None else str(value)
-    return (text if col.raw else html.escape(text)), ("num" if col.numeric else "")
-
-
-def html_table(
-    rows: pd.DataFrame | Sequence[Mapping[str, Any]],
-    cols: Sequence[Col],
-    *,
+def titled(
+    frame: pd.DataFrame,
     caption: str,
-    row_classes: Sequence[str] | None = None,
-    css: str = "",
-) -> Html:
-    """A table for readers: ``cols`` in order, ``caption`` above (HTML allowed), optional class per row
-    (class ``group``: a heading row, its first column's cell across the table)."""
-    records: list[Mapping[str, Any]] = (
-        [{str(k): v for k, v in r.items()} for r in rows.to_dict("records")]
-        if isinstance(rows, pd.DataFrame)
-        else list(rows)
-    )
-    head = "".join(f'<th class="{"num" if c.numeric else ""}">{esc(c.header)}</th>' for c in cols)
-    classes = [""] * len(records) if row_classes is None else row_classes
-    body = []
-    for r, row_class in zip(records, classes, strict=True):
-        if row_class == "group":  # a heading row across the whole table
-            text, _ = _cell(r.get(cols[0].key), cols[0])
-            body.append(f'<tr class="group"><td colspan="{len(cols)}">{text}</td></tr>')
-            continue
-        cells = "".join(f'<td class="{cls}">{text}</td>' for text, cls in (_cell(r.get(c.key), c) for c in cols))
-        rc = f' class="{esc(row_class)}"' if row_class else ""
-        body.append(f"<tr{rc}>{cells}</tr>")
-    return Html(
-        f'<table class="companion {esc(css)}"><caption>{caption}</caption>'
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-    )
+    *,
+    formats: Mapping[str, str] | None = None,
+    html: Sequence[str] = (),
+    rows: Sequence[str] | None = None,
+    na: str = NA,
+) -> pd.DataFrame:
+    """``frame`` (its columns: the headers readers see) with what :func:`show` needs, kept in ``frame.attrs``.
+
+    ``caption``: text (:func:`caption_html`); ``formats``: header -> format spec of that column's numbers (e.g.
+    ``".3f"``, ``".1e"``; a text cell there is shown as it is, right-aligned); ``html``: columns that hold HTML
+    built from escaped parts (every other cell is escaped); ``rows``: a CSS class per row (``group``: a heading
+    row, its text in the first cell; ``reported``, ``measured``, ``flagged``); ``na``: a missing cell.
+    """
+    frame.attrs.update(caption=caption, formats=dict(formats or {}), html=list(html), rows=rows, na=na)
+    return frame
+
+
+def show(frame: pd.DataFrame) -> Html:
+    """The one way a table reaches a page: ``frame`` as :func:`titled` describes it, rendered by pandas' Styler
+    with class ``companion``, its index hidden; every header, caption and cell escaped, except the columns
+    declared HTML; numbers in their column's format."""
+    spec = frame.attrs
+    formats, built, na = spec.get("formats", {}), spec.get("html", []), spec.get("na", NA)
+    styler = frame.style.hide(axis="index").format_index(escape="html", axis=1)
+    styler.format(escape="html", na_rep=na)
+    for column, fmt in formats.items():
+        escape = None if column in built else "html"
+        styler.format(_number(fmt), subset=[column], escape=escape, na_rep=na)
+    styler.format(subset=[c for c in built if c not in formats], escape=None, na_rep=na)
+    row_classes = spec.get("rows") or [""] * len(frame)
+    classes = [[f"{'num' if c in formats else ''} {r}" for c in frame.columns] for r in row_classes]
+    styler.set_td_classes(pd.DataFrame(classes, index=frame.index, columns=frame.columns))
+    styler.set_table_styles({c: [{"selector": "th", "props": "text-align: right"}] for c in formats})
+    styler.set_caption(caption_html(spec.get("caption", ""))).set_table_attributes('class="companion"')
+    return Html(styler.to_html())
+
+
+def _number(fmt: str) -> Callable[[Any], Any]:
+    """A Styler formatter: a number in ``fmt``, anything else (text already written) as it is."""
+    return lambda v: format(v, fmt) if isinstance(v, numbers.Real) and not isinstance(v, bool) else v
 
 
 def with_interval(value: float, lo: float, hi: float, *, decimals: int) -> str:
     """HTML cell text: ``value`` over a small "[lo, hi]" (2 decimals), the interval left out when ``lo`` is NaN."""
     ci = "" if math.isnan(lo) else f'<br><span class="ci">[{lo:.2f}, {hi:.2f}]</span>'
     return f"{value:.{decimals}f}{ci}"
-
-
-def bullets_html(items: Sequence[str]) -> Html:
-    """A bulleted list for readers; each item is HTML whose strings from files were escaped (:func:`esc`).
-
-    Used where a page states findings from a cell: an HTML list, unlike Markdown output, renders the same in
-    every output area and carries no TeX (write β, not ``$\\beta$``).
-    """
-    return Html('<ul class="findings">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>")
 
 
 def record_status_html(

@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shapley.companion import reported
-from shapley.companion.htmltable import Col, Html, code, esc, html_table
+from shapley.companion.htmltable import titled
 from shapley.companion.provenance import relative_path
 from shapley.core import metrics, ranks
 from shapley.pipeline.evaluate.comparisons import REFERENCE_METHOD as REFERENCE
@@ -123,114 +122,31 @@ def judge_robustness(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str
     return JudgeRobustness(relative_path(run_a), relative_path(run_b), ordered[cols], rho, tau, len(sa))
 
 
-def judge_robustness_html(
+def judge_robustness_frame(
     run_a: str | os.PathLike[str], run_b: str | os.PathLike[str], label_a: str, label_b: str
-) -> Html:
-    """:func:`judge_robustness` for readers, or a note saying the second run is not there yet."""
-    missing = [d for d in (run_b, run_a) if not (Path(d) / "metrics.csv").exists()]
-    if missing:
-        return Html(
-            f'<p class="not-run"><em>Judge robustness: not yet run</em> ({code(relative_path(missing[0]))} has no '
-            "<code>metrics.csv</code>; <code>make results</code> builds it).</p>"
-        )
+) -> pd.DataFrame:
+    """:func:`judge_robustness` for readers, each column named by its judge."""
     r = judge_robustness(run_a, run_b)
     words = {"win": "better", "loss": "worse", "tie": "n.s.", "undefined": "undefined"}
-    t = r.table.assign(
-        oa=["–" if pd.isna(o) else words.get(o, "–") for o in r.table["outcome_a"]],
-        ob=["–" if pd.isna(o) else words.get(o, "–") for o in r.table["outcome_b"]],
-        keep=["–" if k is None else ("yes" if k else "no") for k in r.table["kept"]],
+    frame = pd.DataFrame(
+        {
+            "Method": r.table["method"],
+            f"AUROC, {label_a}": r.table["auroc_a"],
+            f"AUROC, {label_b}": r.table["auroc_b"],
+            f"Rank, {label_a}": r.table["rank_a"],
+            f"Rank, {label_b}": r.table["rank_b"],
+            f"vs {REFERENCE}, {label_a}": [words.get(o, "–") for o in r.table["outcome_a"]],
+            f"vs {REFERENCE}, {label_b}": [words.get(o, "–") for o in r.table["outcome_b"]],
+            "Same outcome?": ["–" if k is None else ("yes" if k else "no") for k in r.table["kept"]],
+        }
     )
-    cols = [
-        Col("method", "Method"),
-        Col("auroc_a", f"AUROC, {label_a}", decimals=3),
-        Col("auroc_b", f"AUROC, {label_b}", decimals=3),
-        Col("rank_a", f"Rank, {label_a}", decimals=0),
-        Col("rank_b", f"Rank, {label_b}", decimals=0),
-        Col("oa", f"vs {REFERENCE}, {label_a}"),
-        Col("ob", f"vs {REFERENCE}, {label_b}"),
-        Col("keep", "Same outcome?"),
-    ]
     caption = (
-        f"The same answers scored under two entailment judges ({code(r.run_a)}: {esc(label_a)}; "
-        f"{code(r.run_b)}: {esc(label_b)}), on the {r.n_questions} questions both scored; correctness is judged by "
+        f"The same answers scored under two entailment judges (`{r.run_a}`: {label_a}; "
+        f"`{r.run_b}`: {label_b}), on the {r.n_questions} questions both scored; correctness is judged by "
         "ROUGE-L in both, and AUROCs and outcomes are recomputed on those questions. "
-        f"<em>vs {REFERENCE}</em>: the paired comparison's outcome under that judge (DeLong, Holm-adjusted within "
+        f"*vs {REFERENCE}*: the paired comparison's outcome under that judge (DeLong, Holm-adjusted within "
         "each run; n.s.: no significant difference). Rank correlation of the two orderings: Spearman "
         f"{r.spearman:.2f}, Kendall {r.kendall:.2f}, over {len(r.table)} methods."
     )
-    return html_table(t, cols, caption=caption, css="measured-table")
-
-
-PAPER_BASELINES: frozenset[str] = frozenset(reported.paper_baselines())
-"""Our names of the methods the paper compares Shap with: its tables' columns and the baselines its Sec. 4 names
-(:func:`shapley.companion.reported.paper_baselines`)."""
-
-
-def claim_status(outcomes_vs_reference: dict[str, str]) -> str:
-    """Whether one judge's paired comparisons support the paper's claim that Shap orders answers best.
-
-    ``outcomes_vs_reference``: method -> outcome from the method's side against :data:`REFERENCE` (``win``,
-    ``tie``, ``loss``, ``undefined``; DeLong, Holm within the run). Only :data:`PAPER_BASELINES` count:
-    ``supported`` when Shap is significantly better than every one compared, ``contradicted`` when one is
-    significantly better than Shap, ``not supported`` otherwise, ``not tested`` when none is compared.
-
-    >>> claim_status({"DSE": "loss", "SE": "loss", "EigV": "win"})
-    'supported'
-    >>> claim_status({"DSE": "tie", "SE": "loss"}), claim_status({"LexSim": "win"}), claim_status({"EigV": "loss"})
-    ('not supported', 'contradicted', 'not tested')
-    """
-    paper = [o for m, o in outcomes_vs_reference.items() if m in PAPER_BASELINES and o != "undefined"]
-    if not paper:
-        return "not tested"
-    if "win" in paper:
-        return "contradicted"
-    return "supported" if all(o == "loss" for o in paper) else "not supported"
-
-
-def _listing(methods: list[str]) -> str:
-    """``A, B`` with the methods the paper never compares marked."""
-    return ", ".join(esc(m) if m in PAPER_BASELINES else f"{esc(m)} (not compared in the paper)" for m in methods)
-
-
-def _judge_status(outcomes_vs_reference: dict[str, str], label: str) -> str:
-    """One judge's status of the claim, with its ties with paper baselines and Shap's significant wins/losses."""
-    by: dict[str, list[str]] = {}
-    for m, o in outcomes_vs_reference.items():
-        by.setdefault(o, []).append(m)
-    parts = []
-    ties = [m for m in by.get("tie", []) if m in PAPER_BASELINES]
-    if ties:
-        parts.append(f"no significant difference with {_listing(ties)}")
-    if by.get("loss"):
-        parts.append(f"significantly better than {_listing(by['loss'])}")
-    if by.get("win"):
-        parts.append(f"significantly worse than {_listing(by['win'])}")
-    if not by.get("win") and not by.get("loss"):
-        parts.append(
-            f"none of its {sum(o != 'undefined' for o in outcomes_vs_reference.values())} comparisons significant"
-        )
-    return f"{claim_status(outcomes_vs_reference)} under {esc(label)} ({REFERENCE}: {'; '.join(parts)})"
-
-
-def judge_findings(
-    run_a: str | os.PathLike[str], run_b: str | os.PathLike[str], label_b: str, label_a: str = "the first judge"
-) -> str:
-    """HTML sentence: whether the paper's claim that Shap orders answers best is supported under each judge, by
-    the paired comparisons (DeLong, Holm within each run; :func:`claim_status`), with the ties with the paper's
-    baselines and Shap's significant wins and losses; then the rank correlation of the two orderings (point
-    estimates) and how many outcomes survive the change of judge. Or that the run is not there yet."""
-    if not (Path(run_b) / "metrics.csv").exists():
-        return f"The second judge ({esc(label_b)}) has not been run yet (<code>make results</code>)."
-    r = judge_robustness(run_a, run_b)
-    t = r.table[r.table["method"] != REFERENCE]
-    status = [
-        _judge_status({m: o for m, o in zip(t["method"], t[col], strict=True) if isinstance(o, str)}, label)
-        for col, label in (("outcome_a", label_a), ("outcome_b", label_b))
-    ]
-    return (
-        f"On the {r.n_questions} questions both judges scored, the paper's claim that {REFERENCE} orders answers "
-        f"best (tested against its baselines by DeLong's paired test, Holm-adjusted within each run) is "
-        f"{status[0]}, and {status[1]}. The two orderings of the methods by AUROC correlate with Spearman "
-        f"{r.spearman:.2f} (Kendall {r.kendall:.2f}), and {r.n_kept} of {r.n_compared} paired comparisons "
-        f"against {REFERENCE} keep their outcome."
-    )
+    formats = dict.fromkeys(frame.columns[1:3], ".3f") | dict.fromkeys(frame.columns[3:5], ".0f")
+    return titled(frame, caption, formats=formats)

@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from shapley.companion.htmltable import Col, Html, code, esc, html_table, with_interval
+from shapley.companion.htmltable import Html, code, esc, titled, with_interval
 from shapley.companion.provenance import relative_path
-from shapley.pipeline.evaluate.comparisons import OUTCOMES, REFERENCE_METHOD, SIGNIFICANCE
+from shapley.pipeline.evaluate.comparisons import OUTCOMES, SIGNIFICANCE
 
 COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_p_holm", "outcome")
 """Columns the book needs in every ``comparisons.csv`` (other columns are kept as read): ``delong_p_holm``, the
@@ -71,102 +71,25 @@ def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
     return counts.loc[order, cols].reset_index(drop=True)
 
 
-def comparison_summary_html(comparisons: pd.DataFrame) -> Html:
+def comparison_summary_frame(comparisons: pd.DataFrame) -> pd.DataFrame:
     """:func:`comparison_summary` for readers."""
-    s = comparison_summary(comparisons)
-    cols = [
-        Col("method", "Method"),
-        Col("reference", "Against"),
-        Col("runs", "Runs", decimals=0),
-        Col("win", "Better", decimals=0),
-        Col("tie", "No significant difference", decimals=0),
-        Col("loss", "Worse", decimals=0),
-        Col("undefined", "Undefined", decimals=0),
-    ]
+    frame = comparison_summary(comparisons).rename(
+        columns={
+            "method": "Method",
+            "reference": "Against",
+            "runs": "Runs",
+            "win": "Better",
+            "tie": "No significant difference",
+            "loss": "Worse",
+            "undefined": "Undefined",
+        }
+    )
     caption = (
         "Paired comparisons on the same questions, counted over the runs (each run's "
-        f"<code>comparisons.csv</code>): <em>better</em> or <em>worse</em> only where {TEST_WORDS}; "
-        "<em>undefined</em>: the run's answers are all correct or all wrong, so no AUROC exists."
+        f"`comparisons.csv`): *better* or *worse* only where {TEST_WORDS}; "
+        "*undefined*: the run's answers are all correct or all wrong, so no AUROC exists."
     )
-    return html_table(s, cols, caption=caption, css="measured-table")
-
-
-def delong_p_text(p: float) -> str:
-    """A DeLong p-value for readers: 3 decimals, ``< 0.001`` below that, ``–`` when undefined.
-
-    >>> delong_p_text(0.0123), delong_p_text(1e-7), delong_p_text(float("nan"))
-    ('0.012', '< 0.001', '–')
-    """
-    if math.isnan(p):
-        return "–"
-    return "< 0.001" if p < 0.0005 else f"{p:.3f}"
-
-
-def comparisons_html(comparisons: pd.DataFrame, run: str) -> Html:
-    """One run's paired differences: method minus reference AUROC, its bootstrap interval, the Holm-adjusted
-    DeLong p and the outcome it decides."""
-    c = comparisons[comparisons["run"] == run].copy()
-    c["outcome_text"] = [f'<span class="outcome-{esc(o)}">{esc(o)}</span>' for o in c["outcome"]]
-    c["p_text"] = [delong_p_text(float(p)) for p in c["delong_p_holm"]]
-    cols = [
-        Col("method", "Method"),
-        Col("reference", "Against"),
-        Col("delta_auroc", "Δ AUROC", decimals=3),
-        Col("lo", "95% low", decimals=3),
-        Col("hi", "95% high", decimals=3),
-        Col("p_text", "DeLong p (Holm)", decimals=3),  # text already formatted; numeric alignment
-        Col("outcome_text", "Outcome", raw=True),
-    ]
-    caption = (
-        f"Paired AUROC differences in {code(run)} (its <code>comparisons.csv</code>): bootstrap interval; "
-        f"outcome by {TEST_WORDS}."
-    )
-    return html_table(c, cols, caption=caption, css="measured-table")
-
-
-_OUTCOME_MARK = {"win": "▲", "loss": "▼", "tie": "", "undefined": ""}
-
-
-def _grid_cell(delta: float, outcome: str) -> str:
-    """One comparison for the grid: Δ AUROC to 2 decimals ("na" when undefined), marked by its outcome."""
-    shown = round(delta, 2)
-    text = "na" if math.isnan(delta) else (f"{shown:+.2f}" if shown else "0.00")
-    text += _OUTCOME_MARK.get(outcome, "")
-    return f'<span class="outcome-{esc(outcome)}">{esc(text)}</span>'
-
-
-def comparison_grid_html(
-    comparisons: pd.DataFrame, labels: Mapping[str, str] | None = None, *, per_table: int = 8
-) -> Html:
-    """Each method's AUROC minus its reference's for readers, sized for the text column: runs as rows (``labels``:
-    short run names), methods as columns in the order of :func:`comparison_summary` (wins minus losses, best
-    first), at most ``per_table`` methods per table (the tables follow one another, each with its own caption and
-    no scroll box). Δ AUROC to 2 decimals, ▲/▼ (and bold) where the method is significantly better/worse than the
-    reference (the run's outcome), – where the run has no such comparison."""
-    labels = labels or {}
-    records = comparisons.to_dict("records")
-    cells = {(r["method"], r["run"]): _grid_cell(float(r["delta_auroc"]), str(r["outcome"])) for r in records}
-    methods = list(comparison_summary(comparisons)["method"])
-    reference = ", ".join(sorted(set(comparisons["reference"]))) if not comparisons.empty else REFERENCE_METHOD
-    n_tables = max(1, -(-len(methods) // per_table))
-    size = max(1, -(-len(methods) // n_tables))  # as even as possible: 17 methods at 8 a table -> 6, 6, 5
-    chunks = [methods[k : k + size] for k in range(0, len(methods), size)] or [[]]
-    parts = []
-    for k, chunk in enumerate(chunks):
-        rows = [
-            {"run": labels.get(str(run), str(run)), **{m: cells.get((m, run), "–") for m in chunk}}
-            for run in dict.fromkeys(comparisons["run"])
-        ]
-        part = f" (methods {k * size + 1}–{k * size + len(chunk)} of {len(methods)})" if len(chunks) > 1 else ""
-        caption = (
-            f"AUROC of each method minus that of {esc(reference)}, per run, on the same questions{part}. "
-            f"▲ / ▼ (bold): significantly better / worse ({TEST_WORDS}); "
-            "unmarked: no significant difference; na: undefined (the run's answers are all correct or all wrong); "
-            "– : not compared in that run."
-        )
-        cols = [Col("run", "Run")] + [Col(m, m, raw=True) for m in chunk]
-        parts.append(html_table(rows, cols, caption=caption, css="measured-table grid"))
-    return Html("".join(parts))
+    return titled(frame, caption, formats=dict.fromkeys(frame.columns[2:], ".0f"))
 
 
 def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
@@ -175,25 +98,25 @@ def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:
     return {k: int((comparisons["outcome"] == k).sum()) for k in OUTCOMES}
 
 
-def selection_html(selection: pd.DataFrame, labels: Mapping[str, str] | None = None) -> Html:
+def selection_frame(selection: pd.DataFrame, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The accuracy of each strategy's answer for readers: one row per run (``labels``: short run names), one
     column per strategy, accuracy to 2 decimals with its bootstrap interval below."""
     labels = labels or {}
     strategies = list(dict.fromkeys(selection["strategy"]))
     rows = []
     for run, group in selection.groupby("run", sort=False):
-        row: dict[str, Any] = {"run": labels.get(str(run), str(run))}
+        row: dict[str, Any] = {"Run": labels.get(str(run), str(run))}
         for r in group.to_dict("records"):
             row[r["strategy"]] = (
                 "–" if math.isnan(r["accuracy"]) else with_interval(r["accuracy"], r["lo"], r["hi"], decimals=2)
             )
         rows.append(row)
-    cols = [Col("run", "Run")] + [Col(s, s, raw=True, decimals=2) for s in strategies]
     caption = (
         "Accuracy of the one answer each strategy returns per question, with its 95% bootstrap interval (each "
-        "run's <code>selection.csv</code>). – : the strategy does not apply to that run (the file's note says why)."
+        "run's `selection.csv`). – : the strategy does not apply to that run (the file's note says why)."
     )
-    return html_table(rows, cols, caption=caption, css="measured-table")
+    frame = pd.DataFrame(rows, columns=["Run", *strategies])
+    return titled(frame, caption, formats=dict.fromkeys(strategies, ".2f"), html=strategies)
 
 
 def strategy_descriptions() -> dict[str, str]:
@@ -287,47 +210,6 @@ def selection_counts(
         "tie": int(counts.get("no significant difference", 0)),
         "undefined": int(counts.get("undefined", 0)),
     }
-
-
-def selection_findings(
-    selection: pd.DataFrame,
-    tests: pd.DataFrame,
-    question_sets: Mapping[str, str],
-    strategy: str = "min_phi",
-    against: str = "first",
-) -> str:
-    """What the runs support about ``strategy`` against ``against``, as an HTML sentence for the results page.
-
-    Only a paired test on the same questions supports a difference (``tests``, :func:`load_selection_tests`); without
-    one the sentence says that none is recorded and makes no claim. ``question_sets`` maps each run to the key of the
-    questions it scored (:func:`shapley.companion.provenance.question_sets`): runs on overlapping questions are not
-    independent evidence, and the sentence counts distinct question sets beside runs.
-    """
-    both = selection.dropna(subset=["accuracy"])
-    runs = [r for r in dict.fromkeys(both["run"]) if {strategy, against} <= set(both.loc[both["run"] == r, "strategy"])]
-    if not runs:
-        return f"No run applies both {code(strategy)} and {code(against)}."
-    sets = {question_sets.get(r, r) for r in runs}
-    where = f"{len(runs)} runs on {len(sets)} distinct question sets"
-    if len(sets) < len(runs):
-        where += " (runs on the same or overlapping questions, e.g. at different n, are not independent evidence)"
-    found = [word for _, word in selection_outcomes(tests, runs, strategy, against)]
-    if not found:
-        return (
-            f"Over {where}, the runs record no exact paired test between {code(strategy)} and {code(against)} "
-            "(they predate <code>selection_tests.csv</code>; regenerate), and overlapping bootstrap intervals are "
-            "not a paired test, so this page makes no claim that either returns more accurate answers."
-        )
-    counts = pd.Series(found).value_counts()
-    return (
-        f"Over {where}, an exact paired test on the same questions (Holm-adjusted within each run, p below "
-        f"{SIGNIFICANCE:g}) finds {code(strategy)} more accurate than {code(against)} in "
-        f"{int(counts.get('higher', 0))} of the {len(found)} runs tested, less accurate in "
-        f"{int(counts.get('lower', 0))}, and no significant difference in "
-        f"{int(counts.get('no significant difference', 0))}"
-        + (f"; the test is undefined in {int(counts['undefined'])}" if counts.get("undefined", 0) else "")
-        + "."
-    )
 
 
 def sample_size_tests(run_dirs: Mapping[int, str | os.PathLike[str]]) -> pd.DataFrame:

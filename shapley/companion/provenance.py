@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from shapley.companion.htmltable import Col, Html, esc, html_table
+from shapley.companion.htmltable import Html, esc, titled
 from shapley.pipeline.evaluate.report import load_metrics
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.settings import REPO_ROOT
@@ -109,39 +109,39 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def provenance_html(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFrame | None = None) -> Html:
+def provenance_frame(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFrame | None = None) -> pd.DataFrame:
     """:func:`provenance_table` for readers; a flagged run is marked in its row. ``table``: the
     :func:`provenance_table` of ``run_dirs`` already computed (it checks every run's derived files against its
     stage files, which takes seconds), or None to compute it."""
-    t = (provenance_table(run_dirs) if table is None else table).copy()
-    t["run_html"] = [esc(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]]
-    t["flag_text"] = ["<br>".join(f'<span class="flag">{esc(f)}</span>' for f in fl) or "clean" for fl in t["flags"]]
-    t["commits"] = ["<br>".join(esc(c) for c in cs.split(", ")) for cs in t["commits"]]
-    cols = [
-        Col("run_html", "Run (under results/)", raw=True),
-        Col("model", "Model"),
-        Col("questions", "Questions", decimals=0),
-        Col("samples", "Samples", decimals=0),
-        Col("accuracy", "Accuracy", decimals=2),
-        Col("commits", "Commit(s)", raw=True),
-        Col("flag_text", "Flags", raw=True),
-    ]
+    t = provenance_table(run_dirs) if table is None else table
+    frame = pd.DataFrame(
+        {
+            "Run (under results/)": [esc(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]],
+            "Model": t["model"],
+            "Questions": t["questions"],
+            "Samples": t["samples"],
+            "Accuracy": t["accuracy"],
+            "Commit(s)": ["<br>".join(esc(c) for c in cs.split(", ")) for cs in t["commits"]],
+            "Flags": ["<br>".join(f'<span class="flag">{esc(f)}</span>' for f in fl) or "clean" for fl in t["flags"]],
+        }
+    )
     caption = (
-        "The runs this page reads, from each run's <code>config.json</code> and <code>metrics.csv</code>; "
+        "The runs this page reads, from each run's `config.json` and `metrics.csv`; "
         "every invocation is listed below the table. "
-        "Accuracy: share of judged answers counted correct. <em>dirty</em>: an invocation ran from a source "
-        "tree that differed from its commit; <em>multi-commit</em>: the run was resumed at another commit; "
-        "<em>stale FILE</em>: a derived file (metrics, comparisons, selection, β sweep) covers another number of "
+        "Accuracy: share of judged answers counted correct. *dirty*: an invocation ran from a source "
+        "tree that differed from its commit; *multi-commit*: the run was resumed at another commit; "
+        "*stale FILE*: a derived file (metrics, comparisons, selection, β sweep) covers another number of "
         "questions than the run holds, so the page must not be read for that run until it is rebuilt."
     )
     unverified = [r for r, ok in zip(t["run"], t["derived_verified"], strict=True) if not ok]
     if unverified:
         caption += (
-            f" Derived files of {len(unverified)} of {len(t)} runs: <em>unverified</em>, they could not be checked "
+            f" Derived files of {len(unverified)} of {len(t)} runs: *unverified*, they could not be checked "
             "against the run's stage files."
         )
-    classes = ["flagged" if fl else "" for fl in t["flags"]]
-    return html_table(t, cols, caption=caption, row_classes=classes, css="provenance")
+    formats = {"Questions": ".0f", "Samples": ".0f", "Accuracy": ".2f"}
+    html = ["Run (under results/)", "Commit(s)", "Flags"]
+    return titled(frame, caption, formats=formats, html=html, rows=["flagged" if fl else "" for fl in t["flags"]])
 
 
 def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:

@@ -1,9 +1,9 @@
 """The book's tables of measured AUROCs: the paper's reported numbers beside ours.
 
-This module holds the measured AUROCs in the paper's layout (:func:`comparison_html`, Tables 3-4 beside
-:mod:`shapley.companion.reported`), the measured Table 5 (:func:`beta_pivot`) and single-run tables. The book's
-other tables live beside it, along the data's path: :mod:`shapley.companion.htmltable` (escaped HTML tables for
-readers), :mod:`shapley.companion.provenance` (what each run was, from its ``config.json``),
+This module holds the measured AUROCs in the paper's layout (:func:`comparison_frame`, Tables 3-4 beside
+:mod:`shapley.companion.reported`), the measured Table 5 (:func:`beta_ablation`) and single-run tables. The book's
+other tables live beside it, along the data's path: :mod:`shapley.companion.htmltable` (the one renderer),
+:mod:`shapley.companion.provenance` (what each run was, from its ``config.json``),
 :mod:`shapley.companion.paired` (``comparisons.csv`` and ``selection.csv``), :mod:`shapley.companion.judges`
 (the same questions under two entailment backends) and :mod:`shapley.companion.costs` (benchmark files and the
 paper-scale cost estimate).
@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from shapley.companion import mozart, reported
-from shapley.companion.htmltable import Col, Html, esc, html_table, tex_html, with_interval
+from shapley.companion import reported
+from shapley.companion.htmltable import Html, esc, titled, with_interval
 from shapley.companion.provenance import relative_path
 from shapley.pipeline.evaluate.metrics import load_skipped
 from shapley.pipeline.evaluate.report import load_metrics, runs_table
@@ -80,7 +80,9 @@ def _measured_cells(run_dir: str, methods: Sequence[str]) -> dict[str, str]:
     return cells
 
 
-def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]], *, reported_rows: str = "models") -> Html:
+def comparison_frame(
+    table: int, run_dirs: Sequence[str | os.PathLike[str]], *, reported_rows: str = "models"
+) -> pd.DataFrame:
     """The paper's Table 3 or 4 beside our runs, fitting the text column: per dataset a heading row, the paper's
     rows, then one row per run (AUROC over its 95% interval, or a mark from :data:`MARKS`).
 
@@ -117,17 +119,18 @@ def comparison_html(table: int, run_dirs: Sequence[str | os.PathLike[str]], *, r
             lines.append(("measured", esc(f"{g['model'].iloc[0]}{stand_in}"), _measured_cells(str(run_dir), methods)))
             runs.append(relative_path(str(run_dir)))
     used = sorted({m for css, _, cells in lines if css == "measured" for m in MARKS if _mark(m) in cells.values()})
-    legend = "; ".join(f"<em>{m}</em>: {esc(MARKS[m])}" for m in used)
+    legend = "; ".join(f"*{m}*: {MARKS[m]}" for m in used)
     per_model = "" if reported_rows == "models" else ", each method's lowest and highest over the paper's models"
     caption = (
-        f"AUROC, Table {table} of the paper (reported rows{per_model}, from <code>shapley.companion.reported</code>) "
+        f"AUROC, Table {table} of the paper (reported rows{per_model}, from `shapley.companion.reported`) "
         "and our runs (measured rows: AUROC over its 95% bootstrap interval, from each run's "
-        f"<code>metrics.csv</code>: {', '.join(f'<code>{esc(x)}</code>' for x in sorted(set(runs))) or 'none yet'})."
+        f"`metrics.csv`: {', '.join(f'`{x}`' for x in sorted(set(runs))) or 'none yet'})."
         + (f" {legend}." if legend else "")
     )
-    cols = [Col("model", "Model", raw=True)] + [Col(m, m, decimals=3, raw=True) for m in methods]
-    rows = [{"model": model, **cells} for _, model, cells in lines]
-    return html_table(rows, cols, caption=caption, row_classes=[css for css, _, _ in lines], css="comparison")
+    frame = pd.DataFrame([{"Model": model, **{m: cells.get(m, "") for m in methods}} for _, model, cells in lines])
+    return titled(
+        frame, caption, formats=dict.fromkeys(methods, ".3f"), html=list(frame.columns), rows=[c for c, _, _ in lines]
+    )
 
 
 FEW_IN_A_CLASS = 20
@@ -262,42 +265,6 @@ def beta_spans(ablation: pd.DataFrame, betas: Iterable[float]) -> dict[str, floa
     }
 
 
-def beta_pivot(ablation: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """Compact measured Table 5: one row per beta, one column per source (AUROC), and the sources left out.
-
-    A source whose AUROC is undefined at every beta is left out (returned second). Each cell is the AUROC to
-    3 decimals, marked with the number of questions whose R is not PSD at that beta (``0.812 (5)``).
-    """
-    keep = [s for s, g in ablation.groupby("source", sort=False) if g["auroc"].notna().any()]
-    dropped = [s for s in dict.fromkeys(ablation["source"]) if s not in keep]
-    a = ablation[ablation["source"].isin(keep)]
-
-    def cell(r: pd.Series) -> str:
-        text = "undefined" if math.isnan(r["auroc"]) else f"{r['auroc']:.3f}"
-        return text + (f'<br><span class="not-psd">({int(r["n_not_psd"])})</span>' if r["n_not_psd"] > 0 else "")
-
-    a = a.assign(cell=a.apply(cell, axis=1))
-    wide = a.pivot(index="beta", columns="source", values="cell").reindex(columns=keep).reset_index()
-    return wide, dropped
-
-
-def beta_pivot_html(ablation: pd.DataFrame, runs: str) -> Html:
-    """:func:`beta_pivot` as a table for readers, one column per source; ``runs`` names the group of runs the
-    sources belong to (the sources' labels then need not repeat it, so the table stays narrow)."""
-    wide, dropped = beta_pivot(ablation)
-    sources = [c for c in wide.columns if c != "beta"]
-    cols = [Col("beta", "β", decimals=2)] + [Col(s, s, decimals=3, raw=True) for s in sources]
-    left_out = f" Left out (AUROC undefined at every β): {esc(', '.join(dropped))}." if dropped else ""
-    caption = (
-        f"Measured AUROC of Shap at each β on the {esc(runs)} runs (columns), recomputed from each run's stored "
-        "entailment matrices by "
-        "<code>python -m shapley beta-sweep</code> (each run's <code>beta_sweep.csv</code>). "
-        '<span class="not-psd">(k)</span>: k questions whose R is not PSD at that β, repaired by the run\'s '
-        f"PSD policy.{left_out}"
-    )
-    return html_table(wide, cols, caption=caption, css="measured-table")
-
-
 def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, int]:
     """Kernel matrices that are not PSD at ``beta``, over the runs with a ``beta_sweep.csv`` at that beta.
 
@@ -318,77 +285,26 @@ def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float
     return {judge: c for judge, c in counts.items() if c["runs"]}
 
 
-def reported_table5_html() -> Html:
-    """The paper's Table 5, both rounds side by side (β and AUROC as printed)."""
-    r1, r2 = reported.TABLE5_ROUND1, reported.TABLE5_ROUND2
-    rows = [{"b1": b1, "a1": a1, "b2": b2, "a2": a2} for (b1, a1), (b2, a2) in zip(r1, r2, strict=True)]
-    cols = [
-        Col("b1", "β, round 1", decimals=1),
-        Col("a1", "AUROC", decimals=4),
-        Col("b2", "β, round 2", decimals=2),
-        Col("a2", "AUROC", decimals=5),
-    ]
-    caption = (
-        "Reported: the paper's Table 5 (LLaMA2-7B on TriviaQA), from <code>shapley.companion.reported</code>, "
-        "with the decimals it prints."
-    )
-    return html_table(rows, cols, caption=caption, row_classes=["reported"] * len(rows))
-
-
 # ---------------------------------------------------------------------------------------------------
 # Measured metrics of single runs, and the settings the runs share
 # ---------------------------------------------------------------------------------------------------
 
 
-def metrics_html(run_dir: str | os.PathLike[str], caption: str) -> Html:
+def metrics_frame(run_dir: str | os.PathLike[str], caption: str) -> pd.DataFrame:
     """One run's ``metrics.csv`` for readers: method, AUROC with its interval, AUARC and PRR, best AUROC first."""
     m = load_metrics(run_dir).sort_values("auroc", ascending=False)
-    cols = [
-        Col("method", "Method"),
-        Col("auroc", "AUROC", decimals=3),
-        Col("auroc_lo", "95% low", decimals=3),
-        Col("auroc_hi", "95% high", decimals=3),
-        Col("auarc", "AUARC", decimals=3),
-        Col("prr", "PRR", decimals=3),
-    ]
-    where = f" From <code>{esc(relative_path(run_dir))}/metrics.csv</code>."
-    return html_table(m, cols, caption=caption + where, css="measured-table")
-
-
-def pivot_html(frame: pd.DataFrame, *, index: str, columns: str, values: str, caption: str, decimals: int = 3) -> Html:
-    """A pivot (``index`` rows x ``columns`` columns of ``values``) for readers; NaN shown as "undefined"."""
-    wide = frame.pivot_table(index=index, columns=columns, values=values, dropna=False).reset_index()
-    heads = [c for c in wide.columns if c != index]
-    cols = [Col(index, index.replace("_", " ").capitalize())]
-    cols += [Col(str(c), str(c), decimals=decimals, na="undefined") for c in heads]
-    wide.columns = [str(c) for c in wide.columns]
-    return html_table(wide, cols, caption=caption, css="measured-table")
-
-
-def mozart_html(beta: float = 0.5) -> Html:
-    """Every reading of the Mozart example tried in ``shapley.companion.mozart``, at ``beta``, for readers."""
-    rows = mozart.readings_table(beta=beta)
-    yes_no = {True: "yes", False: "no", None: "undefined"}
-    for r in rows:
-        r["both"] = yes_no[bool(r["matches1"] and r["matches2"])]
-        r["higher"] = yes_no[r["rises"]]
-        r["reading"] = tex_html(r["reading"])
-    cols = [
-        Col("reading", "Reading", raw=True),
-        Col("unit", "Unit"),
-        Col("table1", "Table 1", decimals=3, na="undefined"),
-        Col("table2", "Table 2", decimals=3, na="undefined"),
-        Col("both", "Both printed values?"),
-        Col("higher", "Table 2 higher?"),
-    ]
-    printed = reported.MOZART_UNCERTAINTY
-    caption = (
-        f"Measured: each reading of <code>shapley.companion.mozart.READINGS</code> on the printed inputs at "
-        f"β = {beta:g} (minus infinity: a singular matrix). <em>Both printed values?</em>: whether it rounds to "
-        f"the paper's {printed['table1']['shapley']:.2f} and {printed['table2']['shapley']:.2f} "
-        "(reported, Tables 1-2)."
+    frame = m[["method", "auroc", "auroc_lo", "auroc_hi", "auarc", "prr"]].rename(
+        columns={
+            "method": "Method",
+            "auroc": "AUROC",
+            "auroc_lo": "95% low",
+            "auroc_hi": "95% high",
+            "auarc": "AUARC",
+            "prr": "PRR",
+        }
     )
-    return html_table(rows, cols, caption=caption, css="measured-table")
+    where = f" From `{relative_path(run_dir)}/metrics.csv`."
+    return titled(frame, caption + where, formats=dict.fromkeys(frame.columns[1:], ".3f"))
 
 
 def method_coverage(run_dirs: Sequence[str | os.PathLike[str]], method: str) -> dict[str, list[str]]:
@@ -402,9 +318,3 @@ def method_coverage(run_dirs: Sequence[str | os.PathLike[str]], method: str) -> 
     for d in run_dirs:
         out[_standing(load_metrics(d), load_skipped(d), method)].append(relative_path(d))
     return out
-
-
-def methods_without_auroc(run_dirs: Sequence[str | os.PathLike[str]], methods: Sequence[str]) -> list[str]:
-    """Those of ``methods`` that have no defined AUROC in any of ``run_dirs`` (skipped, not computed or
-    undefined there), in the given order."""
-    return [m for m in methods if not method_coverage(run_dirs, m)["measured"]]

@@ -1,4 +1,4 @@
-"""Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's HTML of the estimator table.
+"""Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's estimator table.
 
 As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package (the
 quadratic-form figures take the matrices themselves) and returns a matplotlib Figure; a label read from data is
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from shapley.companion.htmltable import esc
+from shapley.companion.htmltable import esc, titled
 from shapley.companion.plots import closed, plain, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
@@ -228,14 +228,14 @@ counterexample :data:`UNSETTLED`: neither is a verdict."""
 PROVED = "proved"
 """A cell the axioms table proves (Deg's): a label, not one of the five verdicts, which judge the paper's claims,
 and the paper makes no claim about that estimator. A proof for the paper's estimator is passed to
-:func:`axiom_grid_html` as ``proofs`` and reads *reproduced*."""
+:func:`axiom_grid_frame` as ``proofs`` and reads *reproduced*."""
 
 UNSETTLED = "no verdict"
 """A cell of the axioms table whose random search found no counterexample: the absence of a verdict, since a
 search that finds nothing neither proves the property nor needs anything this environment lacks."""
 
 DEPENDS = "depends on reading"
-"""The verdict of a cell passed to :func:`axiom_grid_html` as ``readings``."""
+"""The verdict of a cell passed to :func:`axiom_grid_frame` as ``readings``."""
 
 _UNDEFINED_WHY = "Shapley values undefined (n ≥ 3); the joint entropy satisfies it"
 
@@ -256,7 +256,7 @@ def reader_verdict(verdict: str) -> str | None:
 
 
 def cell_word(verdict: str, proof: str | None = None, reading: str | None = None) -> str | None:
-    """The word :func:`axiom_grid_html` shows for a cell: *reproduced* where ``proof`` is given and the table
+    """The word :func:`axiom_grid_frame` shows for a cell: *reproduced* where ``proof`` is given and the table
     holds no failure, :data:`DEPENDS` where ``reading`` (why the verdict depends on reading) is given and the
     estimator takes the input, else :func:`reader_verdict`.
 
@@ -273,7 +273,7 @@ def cell_word(verdict: str, proof: str | None = None, reading: str | None = None
 
 
 def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = None, reading: str | None = None) -> str:
-    """One cell of :func:`axiom_grid_html`: the book's word (:func:`cell_word`), then its evidence in small type
+    """One cell of :func:`axiom_grid_frame`: the book's word (:func:`cell_word`), then its evidence in small type
     ("—" where the estimator cannot take the input). ``proof``: where a proof of the property for this cell is
     given (used only where the search found no counterexample); ``reading``: why the verdict depends on reading."""
     word = cell_word(verdict, proof, reading)
@@ -293,13 +293,13 @@ def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = Non
     return f"{word}<br><small>{esc(how)}</small>"
 
 
-def axiom_grid_html(
+def axiom_grid_frame(
     table: pd.DataFrame,
     proofs: Mapping[tuple[str, str, str], str] | None = None,
     readings: Mapping[tuple[str, str, str], str] | None = None,
-) -> str:
+) -> pd.DataFrame:
     """Estimator (rows, in table order) x (reading, property) grid of the book's words (:func:`cell_word`)
-    with their evidence, as an HTML table; each counterexample links to its :func:`counterexample_html`.
+    with their evidence, for readers; each counterexample links to its :func:`counterexample_html`.
     ``table``: columns estimator, property, reading, verdict, examples, every cell of every reading.
     ``proofs``: (estimator, property, reading) -> where a proof made outside the table is given; such a cell
     reads *reproduced* unless the table holds a counterexample for it. ``readings``: (estimator, property,
@@ -316,16 +316,14 @@ def axiom_grid_html(
     grid = table.assign(label=labels).pivot(index="estimator", columns=["reading", "property"], values="label")
     grid = grid.reindex(list(dict.fromkeys(table["estimator"])))
     grid = grid[[(r, p) for r in axioms.READINGS for p in axioms.PROPERTIES]]
-    grid.index = [esc(e) for e in grid.index]
-    grid.columns = pd.MultiIndex.from_tuples(
-        [(names[str(c[0])], f"Property {c[1]}") for c in grid.columns.to_list()], names=["Reading", "Estimator"]
-    )
-    return grid.to_html(escape=False, classes="axiom-grid")
+    grid.columns = pd.MultiIndex.from_tuples([(names[str(c[0])], f"Property {c[1]}") for c in grid.columns.to_list()])
+    grid = grid.reset_index(names=[("Reading", "Estimator")])
+    return titled(grid, "", html=list(grid.columns[1:]))
 
 
 def counterexample_html(row: Any) -> str:
     """One failing cell (a row of the table: estimator, property, reading, examples, and counterexample, the JSON
-    of :func:`shapley.theory.axioms.describe`) as an HTML block anchored for :func:`axiom_grid_html`: the input,
+    of :func:`shapley.theory.axioms.describe`) as an HTML block anchored for :func:`axiom_grid_frame`: the input,
     the replacement that breaks the property and the totals before and after."""
     ce = json.loads(row.counterexample)
     how = f"hand-built witness, {ce['witness']}" if row.examples == 0 else f"found after {row.examples} examples"

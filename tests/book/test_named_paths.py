@@ -108,4 +108,4 @@ def test_the_scan_finds_what_it_should() -> None:
         "x: path tests/test_paper.py",
         "x: name shapley.companion.nope",
     ]
-    assert _missing([("y", "`shapley/companion/htmltable.py` and shapley.companion.htmltable.html_table")]) == []
+    assert _missing([("y", "`shapley/companion/htmltable.py` and shapley.companion.htmltable.show")]) == []

@@ -2,24 +2,29 @@
 
 Hostile strings of the kind an outside attack used (``<!--``, ``<style>``, ``<xmp>`` fit in a 7-character commit
 field; ``</td>`` closes a cell) are written into a run's ``config.json`` and CSVs; the HTML must keep them as text.
+Every table reaches a page through :func:`shapley.companion.htmltable.show`, so one parametrized test renders every
+table frame of the package from hostile inputs.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from html.parser import HTMLParser
 
 import matplotlib
+import numpy as np
 import pandas as pd
 import pytest
 
-from shapley.companion import htmltable, paired, plots, provenance, tables
+from shapley.companion import costs, htmltable, judges, paired, plots, provenance, tables, theory_plots
 from shapley.pipeline.rundir import store
 
 matplotlib.use("Agg")
 
 HOSTILE = ("<!--", "<style>", "<xmp>", "</td>", '"><b x="', "<script>alert(1)</script>", "$\\beta$", "&amp;")
+SNAKE = re.compile(r"\b[a-z]+(?:_[a-z0-9]+)+\b")
 
 
 class _Tags(HTMLParser):
@@ -47,6 +52,8 @@ def _tags(fragment: str) -> list[str]:
 
 
 def _assert_inert(fragment: str) -> None:
+    """No markup but ours in ``fragment`` (the Styler's own ``<style>`` block before a table is ours)."""
+    fragment = re.sub(r'^<style type="text/css">[^<]*</style>', "", fragment)
     tags = _tags(fragment)
     for bad in ("style", "xmp", "script", "b", "!--"):
         assert bad not in tags, f"{bad} became markup in {fragment[:300]}"
@@ -67,20 +74,7 @@ def test_tex_html_escapes_prose_and_maths_alike():
         htmltable.tex_html("one $ sign")
 
 
-def test_html_table_escapes_cells_headers_classes_but_not_raw_columns():
-    rows = [{"a": s, "b": s} for s in HOSTILE]
-    out = htmltable.html_table(
-        rows,
-        [htmltable.Col("a", "</th><style>"), htmltable.Col("b", "b", decimals=2)],
-        caption="c",
-        row_classes=['x"><style>'] * len(rows),
-        css='"><xmp>',
-    )
-    _assert_inert(out)
-    assert _tags(out).count("tr") == len(rows) + 1
-
-
-def test_provenance_html_escapes_commits_models_and_paths(tmp_path, monkeypatch):
+def _hostile_config(monkeypatch, tmp_path):
     d = tmp_path / "run<xmp>"
     d.mkdir()
     invocations = [
@@ -104,44 +98,147 @@ def test_provenance_html_escapes_commits_models_and_paths(tmp_path, monkeypatch)
     monkeypatch.setattr(provenance, "run_history", lambda _d: store.run_history(rec))
     monkeypatch.setattr(provenance, "read_config", lambda _d: Cfg)
     monkeypatch.setattr(provenance, "load_metrics", lambda _d: pd.DataFrame({"accuracy": [0.5], "n_questions": [3]}))
-    out = provenance.provenance_html([d])
-    _assert_inert(out)
-    assert "&lt;!--" in out and "&lt;style&gt;" in out  # the commits are shown, as text
+    return d
+
+
+def _comparisons() -> pd.DataFrame:
+    n = len(HOSTILE)
+    return pd.DataFrame(
+        {
+            "method": list(HOSTILE),
+            "reference": ["<style>"] * n,
+            "delta_auroc": [0.01] * n,
+            "lo": [-0.01] * n,
+            "hi": [0.02] * n,
+            "delong_p_holm": [0.5] * n,
+            "outcome": ["tie"] * n,
+            "run": ["results/</td><xmp>"] * n,
+        }
+    )
+
+
+def _selection() -> pd.DataFrame:
+    s = {"strategy": ["first", "<style>"], "accuracy": [0.5, math.nan], "n": [10, 10], "lo": [0.4, 0.5], "hi": [1, 1]}
+    return pd.DataFrame(s).assign(run="<!--")
+
+
+def _metrics(methods) -> pd.DataFrame:
+    k = len(methods)
+    return pd.DataFrame(
+        {
+            "method": methods,
+            **dict.fromkeys(["auroc", "auroc_lo", "auroc_hi", "auarc", "prr", "accuracy"], [0.6] * k),
+            "n_questions": [4] * k,
+        }
+    )
+
+
+def _judged_runs(tmp_path):
+    rng = np.random.default_rng(3)
+    correct = rng.random(60) < 0.5
+    methods = ["Shap", *HOSTILE[:3]]
+    dirs = []
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        scores = {m: rng.normal(size=60) + (~correct) for m in methods}
+        pd.DataFrame({"id": [f"q{i}" for i in range(60)], "correct": correct, **scores}).to_csv(
+            d / "scores.csv", index=False
+        )
+        pd.DataFrame({"method": methods, "auroc": 0.5}).to_csv(d / "metrics.csv", index=False)
+        dirs.append(d)
+    return dirs
+
+
+def _comparison_table(monkeypatch, _tmp_path):
+    runs = pd.DataFrame(
+        {"run_dir": ["r</td>"], "dataset": ["coqa"], "model": ["<style>"], "entailment_is_stand_in": [True]}
+    )
+    monkeypatch.setattr(tables, "runs_table", lambda _dirs: runs)
+    monkeypatch.setattr(tables, "relative_path", str)
+    monkeypatch.setattr(tables, "load_metrics", lambda _d: _metrics(["Shap", "SE"]))
+    monkeypatch.setattr(tables, "load_skipped", lambda _d: pd.DataFrame({"method": ["<xmp>"]}))
+    return tables.comparison_frame(3, ["r</td>"])
+
+
+def _axiom_grid():
+    rows = [
+        {"estimator": e, "property": p, "reading": r, "verdict": "fails", "examples": 1}
+        for e in HOSTILE[:2]
+        for r in ("sentence", "rv")
+        for p in ("1", "2", "3")
+    ]
+    return theory_plots.axiom_grid_frame(pd.DataFrame(rows))
+
+
+def _generation():
+    rows = pd.DataFrame(
+        {
+            "dataset": list(HOSTILE[:3]),
+            "mode": ["shapley_prefix_cache", "transformers_generate", "<style>"],
+            **dict.fromkeys(["questions", "prompt_tokens_mean", "prefix_tokens", "repeats"], [3, 3, 3]),
+            **dict.fromkeys(["setup_seconds", "seconds_per_question", "speedup_vs_transformers"], [1.0, 2.0, 3.0]),
+            "seconds_per_question_min": [1, 2, 3],
+            "seconds_per_question_max": [2, 3, 4],
+        }
+    )
+    return costs.generation_frames(rows)
+
+
+def _regeneration(tmp_path):
+    rec = {"start": "<!--", "end": "</td>", "seconds": 5400, "commit": "<style>", "cpu_count": 2}
+    (tmp_path / costs.REGENERATION_FILE).write_text(json.dumps(rec))
+    return costs.regeneration_frame(tmp_path)
+
+
+def _metrics_table(monkeypatch, tmp_path):
+    monkeypatch.setattr(tables, "load_metrics", lambda _d: _metrics(list(HOSTILE)))
+    return tables.metrics_frame(tmp_path / "<xmp>", "A caption with <script> and `code` read from a file")
+
+
+FRAMES = {
+    "comparison": _comparison_table,
+    "metrics": _metrics_table,
+    "comparison summary": lambda mp, tmp: paired.comparison_summary_frame(_comparisons()),
+    "selection": lambda mp, tmp: paired.selection_frame(_selection(), {"<!--": "</td>"}),
+    "provenance": lambda mp, tmp: provenance.provenance_frame([_hostile_config(mp, tmp)]),
+    "judges": lambda mp, tmp: judges.judge_robustness_frame(*_judged_runs(tmp), "<style>", "<!--"),
+    "axiom grid": lambda mp, tmp: _axiom_grid(),
+    "generation prompts": lambda mp, tmp: _generation()[0],
+    "generation times": lambda mp, tmp: _generation()[1],
+    "regeneration": lambda mp, tmp: _regeneration(tmp),
+    "cost estimate": lambda mp, tmp: costs.cost_estimate_frame([["L-7B"], ["L-13B", "Q-14B"]], 800),
+}
+
+
+@pytest.mark.parametrize("name", FRAMES)
+def test_every_table_escapes_its_cells_headers_and_caption(name, monkeypatch, tmp_path):
+    """Each table frame, built from hostile inputs where it reads files, renders inert through the one renderer;
+    its headers are words (no snake_case column name), and it has as many rows as the frame."""
+    frame = FRAMES[name](monkeypatch, tmp_path)
+    page = htmltable.show(frame)
+    _assert_inert(page)
+    assert page._repr_html_() == str(page) and page.count('class="companion"') == 1
+    assert _tags(page).count("tr") == len(frame) + frame.columns.nlevels
+    headers = [str(h) for h in frame.columns.get_level_values(-1)]
+    assert not [h for h in headers if SNAKE.search(h)], headers
+
+
+def test_provenance_shows_hostile_commits_and_commands_as_text(monkeypatch, tmp_path):
+    d = _hostile_config(monkeypatch, tmp_path)
+    page = htmltable.show(provenance.provenance_frame([d]))
+    assert "&lt;!--" in page and "&lt;style&gt;" in page  # the commits are shown, as text
     _assert_inert(provenance.commands_html([d]))
 
 
-def test_paired_tables_escape_names_read_from_csv():
-    c = pd.DataFrame(
-        {
-            "method": list(HOSTILE),
-            "reference": ["<style>"] * len(HOSTILE),
-            "delta_auroc": [0.01] * len(HOSTILE),
-            "lo": [-0.01] * len(HOSTILE),
-            "hi": [0.02] * len(HOSTILE),
-            "delong_p_holm": [0.5] * len(HOSTILE),
-            "outcome": ["tie"] * len(HOSTILE),
-            "run": ["results/</td><xmp>"] * len(HOSTILE),
-        }
+def test_show_formats_numbers_and_declared_html_only():
+    frame = pd.DataFrame({"</th><style>": ["a<b", "<!--"], "AUROC": [0.5, math.nan], "Cell": ["<b>x</b>", "y"]})
+    page = htmltable.show(
+        htmltable.titled(frame, "From `x.csv` <xmp>; *n.s.*", formats={"AUROC": ".3f"}, html=["Cell"], na="n/a")
     )
-    _assert_inert(paired.comparison_summary_html(c))
-    _assert_inert(paired.comparison_grid_html(c))
-    _assert_inert(paired.comparisons_html(c, "results/</td><xmp>"))
-    s = pd.DataFrame(
-        {"strategy": ["first", "<style>"], "accuracy": [0.5, 0.6], "n": [10, 10], "lo": [0.4, 0.5], "hi": [0.6, 0.7]}
-    ).assign(run="<!--")
-    _assert_inert(paired.selection_html(s))
-
-
-def test_beta_pivot_html_escapes_sources():
-    a = pd.DataFrame(
-        {
-            "source": ["<style>", "<!--"],
-            "beta": [0.5, 0.5],
-            "auroc": [0.7, float("nan")],
-            "n_not_psd": [0, 0],
-        }
-    )
-    _assert_inert(tables.beta_pivot_html(a, "<script>"))
+    assert "<caption>From <code>x.csv</code> &lt;xmp&gt;; <em>n.s.</em></caption>" in page
+    assert "&lt;/th&gt;&lt;style&gt;" in page and "a&lt;b" in page and "&lt;!--" in page
+    assert re.search(r'class="[^"]*num[^"]*" >0\.500<', page) and ">n/a<" in page and "<b>x</b>" in page
 
 
 def test_figures_draw_names_with_dollar_signs_literally():

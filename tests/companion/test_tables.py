@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 from shapley.companion import costs, paired, provenance, tables
 from shapley.companion import reported as paper
-from shapley.companion.htmltable import Col, html_table, record_status_html, short_labels, with_interval
+from shapley.companion.htmltable import record_status_html, show, with_interval
 from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import store
 from shapley.pipeline.score.scores import METHODS
@@ -32,47 +33,34 @@ def test_measured_rows_show_our_methods_under_the_papers_labels():
     results = Path(__file__).resolve().parents[2] / "results" / "smollm2"
     for table, run in ((3, results / "coqa"), (4, results / "squad")):
         metrics = report.load_metrics(run).set_index("method")
-        row = tables.comparison_html(table, [run]).split('<tr class="measured">')[1].split("</tr>")[0]
+        frame = tables.comparison_frame(table, [run])
+        row = frame[[c == "measured" for c in frame.attrs["rows"]]].iloc[0]
         labels = paper.TABLE3_METHODS if table == 3 else paper.TABLE4_METHODS
         shown = []
         for label in labels:
             ours = {"SU": "SE", "NE": "LNE"}.get(label, label)
             if ours in metrics.index and not math.isnan(metrics.loc[ours, "auroc"]):
                 m = metrics.loc[ours]
-                assert with_interval(m["auroc"], m["auroc_lo"], m["auroc_hi"], decimals=3) in row, (table, label)
+                assert with_interval(m["auroc"], m["auroc_lo"], m["auroc_hi"], decimals=3) == row[label], label
                 shown.append(label)
         assert {"SU", "Shap"} <= set(shown) if table == 3 else {"SE", "NE", "Shap"} <= set(shown)
-        assert row.count("<td") == len(labels) + 1 and "LexSim" not in row
+        assert list(frame.columns) == ["Model", *labels] and "LexSim" not in labels
 
 
 # ---------------------------------------------------------------------------------------------- for readers
 
 
-def test_html_table_headers_caption_alignment_and_fixed_decimals():
-    df = pd.DataFrame({"m": ["a<b", "c"], "x": [0.5, math.nan], "k": [3, 12]})
-    h = html_table(
-        df,
-        [Col("m", "Method"), Col("x", "AUROC", decimals=3), Col("k", "Questions", decimals=0)],
-        caption="What it shows; from where.",
-        row_classes=["measured", ""],
-    )
-    assert h._repr_html_() == str(h)
-    assert "<caption>What it shows; from where.</caption>" in h
-    assert '<th class="num">AUROC</th>' in h and '<th class="">Method</th>' in h
-    assert '<td class="num">0.500</td>' in h and '<td class="num">–</td>' in h and '<td class="num">12</td>' in h
-    assert "a&lt;b" in h and '<tr class="measured">' in h
-    assert "100.0005" not in h  # cells are separate elements, never fused text
-
-
-def test_comparison_html_interleaves_reported_and_measured_rows(two_runs):
+def test_comparison_frame_interleaves_reported_and_measured_rows(two_runs):
     a, b = two_runs
-    h = tables.comparison_html(4, [a, b])
-    assert h.count('<tr class="reported">') == len(paper.TABLE4_ROWS)
-    assert h.count('<tr class="group">') == 4  # one heading row per dataset
-    assert h.count('<tr class="measured">') == 4  # no runs on Table 4's datasets: one "no run" row each
-    assert "no run" in h and "<caption>" in h
-    t3 = tables.comparison_html(3, [a, b])
-    assert '<tr class="reported">' in t3 and '<tr class="measured">' in t3
+    rows = tables.comparison_frame(4, [a, b]).attrs["rows"]
+    assert rows.count("reported") == len(paper.TABLE4_ROWS)
+    assert rows.count("group") == 4  # one heading row per dataset
+    assert rows.count("measured") == 4  # no runs on Table 4's datasets: one "no run" row each
+    h = show(tables.comparison_frame(4, [a, b]))
+    cells = len(paper.TABLE4_ROWS) * (len(paper.TABLE4_METHODS) + 1)
+    assert "no run" in h and "<caption>" in h and h.count('reported" >') == cells
+    t3 = tables.comparison_frame(3, [a, b]).attrs["rows"]
+    assert "reported" in t3 and "measured" in t3
 
 
 def _ablation() -> pd.DataFrame:
@@ -86,16 +74,6 @@ def _ablation() -> pd.DataFrame:
             "frac_not_psd": [0, 0.3, 0, 0, 0, 0.4],
         }
     )
-
-
-def test_beta_pivot_is_beta_by_run_with_not_psd_marked_and_undefined_runs_left_out():
-    wide, dropped = tables.beta_pivot(_ablation())
-    assert list(wide.columns) == ["beta", "A", "B"] and dropped == ["C"]
-    assert list(wide["beta"]) == [0.5, 1.0]
-    assert wide.loc[1, "A"].startswith("0.600<br>") and "(3)" in wide.loc[1, "A"]
-    assert wide.loc[0, "B"] == "0.800"
-    h = tables.beta_pivot_html(_ablation(), "toy")
-    assert ">A</th>" in h and "Left out" in h and "C" in h and "on the toy runs" in h
 
 
 def test_psd_at_beta_counts_over_runs(tmp_path):
@@ -170,8 +148,10 @@ def test_comparisons_are_read_as_the_runs_decided_them_by_delong_holm(tmp_path):
     from shapley.core.metrics import holm
     from shapley.pipeline.evaluate.comparisons import outcomes
 
-    comp = paired.load_comparisons([Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"])
-    assert len(comp) > 1 and comp["delong_p"].notna().any()
+    run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
+    comp = paired.load_comparisons([run])
+    assert len(comp) == len(pd.read_csv(run / "comparisons.csv")) > 1 and comp["delong_p"].notna().any()
+    assert set(comp["run"]) == {provenance.relative_path(run)}
     np.testing.assert_allclose(comp["delong_p_holm"], holm(comp["delong_p"].to_numpy(dtype=np.float64)))
     decided = outcomes(comp["delta_auroc"].to_numpy(), comp["delong_p_holm"].to_numpy())
     assert comp["outcome"].tolist() == decided.tolist()
@@ -194,71 +174,8 @@ def test_comparison_summary_counts_outcomes_per_method():
     assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
     assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
     assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
-    assert paired.TEST_WORDS in paired.comparison_summary_html(comp) and "DeLong" in paired.TEST_WORDS
-    assert "loss" in paired.comparisons_html(comp, "r1") and "0.002" in paired.comparisons_html(comp, "r1")
-    page = paired.comparison_grid_html(comp, {"r1": "first run"})
-    assert "first run" in page and "+0.10▲" in page and "-0.20▼" in page and "-0.01<" in page and "-0.00" not in page
-    rows = {r.split("</td>")[0]: r for r in page.split('<tr><td class="">')[1:]}  # run -> its row, methods SE, DSE
-    assert "+0.10▲" in rows["first run"] and rows["first run"].index("+0.10▲") < rows["first run"].index("-0.20▼")
-    assert rows["r2"].endswith('<td class="">–</td></tr>')  # DSE was not compared in r2
+    assert paired.TEST_WORDS in show(paired.comparison_summary_frame(comp)) and "DeLong" in paired.TEST_WORDS
     assert paired.comparison_summary(comp.iloc[:0]).empty
-
-
-def test_comparison_grid_is_split_into_narrow_tables_with_runs_as_rows():
-    methods = [f"M{k}" for k in range(17)]
-    comp = pd.DataFrame(
-        {
-            "method": methods * 2,
-            "reference": "Shap",
-            "delta_auroc": 0.01,
-            "lo": 0.0,
-            "hi": 0.02,
-            "delong_p_holm": 0.5,
-            "outcome": "tie",
-            "run": ["results/a/run_one"] * 17 + ["results/b/run_two"] * 17,
-        }
-    )
-    page = paired.comparison_grid_html(comp, short_labels(comp["run"]))
-    assert page.count("<table") == 3 and page.count("<caption>") == 3 and "scroll" not in page
-    assert [t.count("<th class") for t in page.split("<table")[1:]] == [7, 7, 6]  # run column + 6, 6, 5 methods
-    assert "run_one" in page and "results/a" not in page
-    assert "methods 13–17 of 17" in page
-
-
-def test_selection_findings_claim_only_what_a_paired_test_supports():
-    sel = pd.DataFrame(
-        {
-            "run": ["r1"] * 2 + ["r2"] * 2 + ["r3"] * 2,
-            "strategy": ["first", "min_phi"] * 3,
-            "accuracy": [0.5, 0.6, 0.5, 0.55, 0.4, 0.45],
-            "n": 100,
-            "lo": 0.0,
-            "hi": 1.0,
-        }
-    )
-    sets = {"r1": "q", "r2": "q", "r3": "other"}  # r1 and r2 scored the same questions
-    none = pd.DataFrame(columns=["run", *paired.SELECTION_TEST_COLUMNS])
-    text = paired.selection_findings(sel, none, sets, "min_phi", "first")
-    assert "3 runs on 2 distinct question sets" in text and "not independent" in text
-    assert "no exact paired test" in text and "more accurate than" not in text
-    tests = pd.DataFrame(  # selection_tests.csv rows as shapley.pipeline.evaluate.selection writes them, one per pair
-        {
-            "run": ["r1", "r2", "r3"],
-            "strategy_a": ["first", "min_phi", "first"],
-            "strategy_b": ["min_phi", "first", "min_phi"],
-            "accuracy_a": [0.5, 0.55, 0.4],
-            "accuracy_b": [0.6, 0.5, 0.45],
-            "p_holm": [0.001, 0.4, 0.03],
-            "outcome": ["b better", "no significant difference", "b better"],
-        }
-    )
-    text = paired.selection_findings(sel, tests, sets, "min_phi", "first")  # each pair read from min_phi's side
-    assert "more accurate than <code>first</code> in 2 of the 3 runs tested, less accurate in 0" in text
-    assert "no significant difference in 1." in text
-    reverse = paired.selection_findings(sel, tests, sets, "first", "min_phi")
-    assert "more accurate than <code>min_phi</code> in 0 of the 3 runs tested, less accurate in 2" in reverse
-    undefined = tests.assign(p_holm=[float("nan"), 0.4, 0.03], outcome=["undefined", *tests["outcome"][1:]])
-    assert "undefined in 1" in paired.selection_findings(sel, undefined, sets, "min_phi", "first")
 
 
 def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
@@ -275,7 +192,7 @@ def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
     assert "stale metrics.csv" in provenance.provenance_table([d])["flags"].iloc[0]
     (d / "derived.json").unlink()  # no freshness record: every derived file stale, none verified
     assert provenance.stale_derived(d) == (list(provenance.derived_status(d)), False)
-    assert "<em>unverified</em>" in provenance.provenance_html([d])
+    assert "<em>unverified</em>" in show(provenance.provenance_frame([d]))
 
 
 def test_selection_csv_loading(tmp_path):
@@ -289,15 +206,12 @@ def test_selection_csv_loading(tmp_path):
     assert list(dict.fromkeys(sel["run"])) == [provenance.relative_path(tmp_path / n) for n in ("r1", "r2")]
     assert sel["accuracy"].tolist() == pytest.approx([0.4, 0.5, 0.6, 0.7])
     assert paired.load_comparisons([tmp_path / "r1"]).empty
-    (tmp_path / "r1" / "comparisons.csv").write_text("method,reference\nSE,Shap\n")
-    with pytest.raises(ValueError, match="missing columns"):
-        paired.load_comparisons([tmp_path / "r1"])
     r1, r2 = dict.fromkeys(sel["run"])
-    page = paired.selection_html(sel, {r1: "first run", r2: "second run"})
+    page = show(paired.selection_frame(sel, {r1: "first run", r2: "second run"}))
     assert "0.50" in page and "[0.00, 1.00]" in page
     assert page.index("first run") < page.index("second run") and page.index(">first<") < page.index(">min_phi<")
-    not_applicable = paired.selection_html(sel.assign(accuracy=[math.nan, 0.5, 0.6, 0.7], lo=math.nan))
-    assert '<td class="num">–</td>' in not_applicable and "nan" not in not_applicable
+    not_applicable = show(paired.selection_frame(sel.assign(accuracy=[math.nan, 0.5, 0.6, 0.7], lo=math.nan)))
+    assert re.search('class="[^"]* num *" >–</td>', not_applicable) and "nan" not in not_applicable
 
 
 def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
@@ -307,7 +221,7 @@ def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
     assert costs.seconds_per_question(7.0, 200, costs.H100) < small
     est = costs.cost_estimate([["L-7B"], ["L-13B", "Q-14B"]], 8000)
     assert list(est["gpu_gb"]) == [24.0, 40.0]
-    assert "Estimate, not measured" in costs.cost_estimate_html([["L-7B"]], 8000)
+    assert "Estimate, not measured" in show(costs.cost_estimate_frame([["L-7B"]], 8000))
 
 
 def test_workload_follows_the_generators_declared_defaults():
@@ -329,24 +243,16 @@ def test_workload_follows_the_generators_declared_defaults():
     assert costs.seconds_per_question(7.0, 200, costs.A100, longer) > costs.seconds_per_question(7.0, 200, costs.A100)
 
 
-def test_load_comparisons_reads_a_committed_run():
-    run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
-    comp = paired.load_comparisons([run])
-    assert not comp.empty and set(comp["run"]) == {provenance.relative_path(run)}
-    assert len(comp) == len(pd.read_csv(run / "comparisons.csv"))
-
-
 def test_outcome_counts():
     comp = pd.DataFrame({"outcome": ["win", "tie", "loss", "undefined"], "run": ["a"] * 4})
     assert paired.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
 
 
-def test_regeneration_time_is_rendered_or_said_missing(tmp_path):
-    assert "not recorded" in costs.regeneration_html(tmp_path)
+def test_regeneration_time_is_rendered(tmp_path):
     (tmp_path / "regeneration.json").write_text(
         json.dumps({"start": "s", "end": "e", "seconds": 5400, "commit": "<b>" + "a" * 39, "cpu_count": 2})
     )
-    page = costs.regeneration_html(tmp_path)
+    page = show(costs.regeneration_frame(tmp_path))
     assert "1.50" in page and "&lt;b&gt;" in page and "<b>" not in page
     assert "before the prefix cache" not in page  # no hand-timed figure beside the measurement
 
@@ -364,12 +270,6 @@ def test_runs_on_a_prefix_of_the_same_input_share_a_question_set(tmp_path):
         dirs.append(d)
     keys = list(provenance.question_sets(dirs).values())
     assert keys[0] == keys[1] != keys[2]  # a --limit prefix overlaps the whole; another shard holds others
-
-
-def test_mozart_readings_render_their_maths():
-    h = tables.mozart_html()
-    assert '<span class="math notranslate nohighlight">\\(\\sum_i p_i \\phi_i\\)</span>' in h
-    assert "sum_i" not in h.replace("\\sum_i", "") and "diag(sqrt p)" not in h
 
 
 def test_record_status_is_a_sentence_without_markdown():
@@ -452,13 +352,13 @@ def test_row_finding_states_only_what_the_paired_tests_support():
 
 def test_table4_can_give_the_papers_range_over_models_in_one_row():
     run = Path(__file__).resolve().parents[2] / "results" / "smollm2" / "squad"
-    full, short = tables.comparison_html(4, [run]), tables.comparison_html(4, [run], reported_rows="range")
-    assert full.count('class="reported"') == len(paper.TABLE4_ROWS)
-    assert short.count('class="reported"') == len({d for d, _ in paper.TABLE4_ROWS})
+    full, short = tables.comparison_frame(4, [run]), tables.comparison_frame(4, [run], reported_rows="range")
+    assert full.attrs["rows"].count("reported") == len(paper.TABLE4_ROWS)
+    assert short.attrs["rows"].count("reported") == len({d for d, _ in paper.TABLE4_ROWS})
     squad = [v[-1] for (d, _), v in paper.TABLE4_ROWS.items() if d == "squad"]  # Shap, the last column
-    assert f"{min(squad):.3f}–{max(squad):.3f}" in short
+    assert f"{min(squad):.3f}–{max(squad):.3f}" in short["Shap"].tolist()
     with pytest.raises(ValueError):
-        tables.comparison_html(4, [run], reported_rows="some")
+        tables.comparison_frame(4, [run], reported_rows="some")
 
 
 def test_beta_spans_use_only_the_grid_points_where_every_matrix_is_psd():

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import shapley
 from shapley.companion import theory_plots
 from shapley.companion.claim_model import VERDICT_KINDS
+from shapley.companion.htmltable import show
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.theory import axioms as ax
 from shapley.theory import worstcase as wc
@@ -69,13 +69,6 @@ def test_sphere_forms_figure():
     assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
 
 
-def test_sphere_forms_of_the_illustrative_matrix_turn_positive_under_the_kernel():
-    C = shapley.correlation_matrix(wc.illustrative_entailment())
-    fig = theory_plots.sphere_forms_figure({"C": C, "R": shapley.kernel_matrix(C, 0.5)})
-    mins = [float(a.get_title().split("= ")[1]) for a in fig.axes if a.get_title()]
-    assert mins[0] < 0 < mins[1]
-
-
 def test_great_circle_figure():
     u, v = np.eye(2)
     matrices = {"raw C": np.diag([1.0, -1.0]), r"$R_{0.5}$": 0.5 * np.eye(2)}
@@ -87,13 +80,6 @@ def test_great_circle_figure():
     assert axis.get_lines()[0].get_xdata()[-1] == pytest.approx(360.0)
     with pytest.raises(ValueError, match="orthonormal"):
         theory_plots.great_circle_figure({"M": np.eye(3)}, np.array([1.0, 0, 0]), np.array([1.0, 0, 0]), title="")
-
-
-def test_great_circle_of_the_worst_eight_answer_pattern_dips_below_zero_at_half():
-    R8 = shapley.kernel_matrix(wc.two_group_C(4, 4), 0.5)
-    U = np.linalg.eigh(R8)[1][:, :2]  # the two eigenvectors with the smallest eigenvalues
-    line = theory_plots.great_circle_figure({"R8": R8}, U[:, 0], U[:, 1], title="").axes[0].get_lines()[0]
-    assert min(line.get_ydata()) < -0.05
 
 
 def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
@@ -158,9 +144,9 @@ def _axiom_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_axiom_grid_html_verdicts_evidence_and_links():
+def test_axiom_grid_verdicts_evidence_and_links():
     table = _axiom_table().assign(estimator=lambda t: t["estimator"].replace("$Shap", "<b>Shap"))
-    html = theory_plots.axiom_grid_html(table)
+    html = show(theory_plots.axiom_grid_frame(table))
     grid = pd.read_html(StringIO(html), keep_default_na=False)[0]
     assert [c[1] for c in grid.columns[1:]] == ["Property 1", "Property 2", "Property 3"] * 2
     assert [c[0] for c in grid.columns[1:]] == ["Sentences"] * 3 + ["Random variables"] * 3
@@ -176,7 +162,7 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
         "—",
     ]
     assert '<a href="#cex-&lt;b&gt;shap-1-rv">contradicted</a>' in html and "<b>" not in html
-    proved = theory_plots.axiom_grid_html(table, {("SE", "2", "rv"): "proof: elsewhere", ("SE", "1", "rv"): "x"})
+    proved = show(theory_plots.axiom_grid_frame(table, {("SE", "2", "rv"): "proof: elsewhere", ("SE", "1", "rv"): "x"}))
     row = pd.read_html(StringIO(proved), keep_default_na=False)[0].iloc[1, 4:].tolist()
     # a proof never hides a failure
     assert row[:2] == [
@@ -184,12 +170,12 @@ def test_axiom_grid_html_verdicts_evidence_and_links():
         "reproduced proof: elsewhere",
     ]
     why = {("<b>Shap", "1", "sentence"): "kernel", ("SE", "2", "sentence"): "kernel", ("SE", "3", "rv"): "x"}
-    read = pd.read_html(StringIO(theory_plots.axiom_grid_html(table, readings=why)), keep_default_na=False)[0]
+    read = pd.read_html(StringIO(show(theory_plots.axiom_grid_frame(table, readings=why))), keep_default_na=False)[0]
     assert read.iloc[0, 1] == "depends on reading hand-built witness; kernel"
     assert read.iloc[1, 2] == "depends on reading no counterexample in 100 draws; kernel"
     assert read.iloc[1, 6] == "—"  # the estimator cannot take the input: no verdict to qualify
-    assert '<a href="#cex-&lt;b&gt;shap-1-sentence">depends on reading</a>' in theory_plots.axiom_grid_html(
-        table, readings=why
+    assert '<a href="#cex-&lt;b&gt;shap-1-sentence">depends on reading</a>' in show(
+        theory_plots.axiom_grid_frame(table, readings=why)
     )
     assert theory_plots.cell_word(ax.NOT_APPLICABLE, reading="x") is None
     assert set(theory_plots.READER_VERDICTS.values()) | {theory_plots.DEPENDS} <= set(VERDICT_KINDS)

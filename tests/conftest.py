@@ -24,9 +24,34 @@ PROFILE = "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE",
 settings.load_profile(PROFILE)
 
 
+#: The test modules with tests of the built book (marker ``book``): ``tests.book.test_book.build_book`` builds it in
+#: place, once per process, so under ``make test``'s workers (pytest-xdist, ``-n``) they all run on one worker.
+BOOK_MODULES = tuple(
+    f"tests/book/{name}.py" for name in ("test_book", "test_book_browser", "test_notebooks", "test_reference")
+)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """The tests of BOOK_MODULES are one unit of work, the largest and so given out first; every other test is a
+    unit of its own, given to whichever worker is free. (xdist's ``--dist loadgroup`` would do this with marks, but
+    it groups nothing under pytest 9.2: pytest-dev/pytest-xdist#1386.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BookOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "book" if nodeid.split("::")[0] in BOOK_MODULES else nodeid
+
+    return BookOnOneWorker(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """In the thorough profile a test's own ``@settings(max_examples=...)`` (sized for CI) gives way to the
+    """A test of the built book outside BOOK_MODULES would build it a second time, at once, in the same folder.
+
+    In the thorough profile a test's own ``@settings(max_examples=...)`` (sized for CI) gives way to the
     profile's count, so that every property runs THOROUGH_EXAMPLES examples."""
+    stray = [i.nodeid for i in items if i.get_closest_marker("book") and i.nodeid.split("::")[0] not in BOOK_MODULES]
+    if stray:
+        raise pytest.UsageError(f"tests marked book outside tests/conftest.py's BOOK_MODULES: {stray[:3]}")
     if PROFILE != "thorough":
         return
     for item in items:

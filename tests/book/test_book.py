@@ -109,8 +109,8 @@ def _offline_prefix() -> list[str]:
 
 @functools.cache
 def build_book() -> BookBuild:
-    """Run scripts/build_book.sh once per process (shared with tests/book/test_book_browser.py), without network
-    where the machine allows it (:func:`_offline_prefix`)."""
+    """Run scripts/build_book.sh once per process (the ``book`` and ``built`` fixtures of tests/book/conftest.py),
+    without network where the machine allows it (:func:`_offline_prefix`)."""
     import time
 
     env = dict(os.environ)
@@ -127,18 +127,6 @@ def build_book() -> BookBuild:
         check=False,
     )
     return BookBuild(proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - t0, offline=bool(prefix))
-
-
-@pytest.fixture(scope="session")
-def book() -> BookBuild:
-    return build_book()
-
-
-@pytest.fixture(scope="session")
-def built(book: BookBuild) -> Path:
-    if book.returncode != 0:
-        pytest.fail(f"book build failed (exit {book.returncode}):\n{book.log[-6000:]}")
-    return HTML
 
 
 # ---------------------------------------------------------------------------------------------- helpers

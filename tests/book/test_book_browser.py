@@ -1,6 +1,6 @@
 """The built book renders in a real browser: pages are not blank, no script errors, no remote requests.
 
-Method. ``_build/html`` (built once by :func:`test_book.build_book`) is served on 127.0.0.1 by an in-process
+Method. ``_build/html`` (the ``built`` fixture of tests/book/conftest.py) is served on 127.0.0.1 by an in-process
 ``http.server`` on a free port. Debian's headless Chromium is driven over the Chrome DevTools Protocol
 through ``--remote-debugging-pipe`` (file descriptors 3 and 4, NUL-separated JSON), so no extra Python
 package is needed. For each page in :data:`BROWSER_PAGES` we record
@@ -33,12 +33,13 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from tests.book.test_book import HTML, MIN_IMAGES, MIN_TABLES, ROOT, build_book, toc_pages
+from tests.book.test_book import HTML, MIN_IMAGES, MIN_TABLES, ROOT, toc_pages
 
 pytestmark = [pytest.mark.book, pytest.mark.slow]
 
@@ -121,11 +122,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site() -> Iterator[str]:
-    build = build_book()
-    if build.returncode != 0:
-        pytest.fail(f"book build failed (exit {build.returncode}):\n{build.log[-4000:]}")
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
+def site(built: Path) -> Iterator[str]:
+    handler = functools.partial(_QuietHandler, directory=str(built))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

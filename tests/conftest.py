@@ -31,6 +31,7 @@ BOOK_MODULES = tuple(
 )
 
 
+@pytest.hookimpl(optionalhook=True)  # a pytest hook only where pytest-xdist is installed
 def pytest_xdist_make_scheduler(config, log):
     """The tests of BOOK_MODULES are one unit of work, the largest and so given out first; every other test is a
     unit of its own, given to whichever worker is free. (xdist's ``--dist loadgroup`` would do this with marks, but

@@ -31,7 +31,15 @@ BOOK_MODULES = tuple(
 )
 
 
-@pytest.hookimpl(optionalhook=True)  # a pytest hook only where pytest-xdist is installed
+@pytest.hookimpl(optionalhook=True)  # the xdist hooks are hooks only where pytest-xdist is installed
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU this process may use (xdist would count physical cores: 1 on many 2-vCPU
+    machines), at most 4: the worker that builds the book takes about half of the suite's time by itself."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cpus, 4)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """The tests of BOOK_MODULES are one unit of work, the largest and so given out first; every other test is a
     unit of its own, given to whichever worker is free. (xdist's ``--dist loadgroup`` would do this with marks, but
@@ -45,14 +53,17 @@ def pytest_xdist_make_scheduler(config, log):
     return BookOnOneWorker(config, log)
 
 
-def pytest_collection_modifyitems(config, items):
-    """A test of the built book outside BOOK_MODULES would build it a second time, at once, in the same folder.
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A test of the built book outside BOOK_MODULES fails before it builds the book a second time, at once, in
+    the same folder."""
+    if item.get_closest_marker("book") and item.nodeid.split("::")[0] not in BOOK_MODULES:
+        pytest.fail(f"{item.nodeid} is marked book but its module is not in tests/conftest.py's BOOK_MODULES")
 
-    In the thorough profile a test's own ``@settings(max_examples=...)`` (sized for CI) gives way to the
+
+def pytest_collection_modifyitems(config, items):
+    """In the thorough profile a test's own ``@settings(max_examples=...)`` (sized for CI) gives way to the
     profile's count, so that every property runs THOROUGH_EXAMPLES examples."""
-    stray = [i.nodeid for i in items if i.get_closest_marker("book") and i.nodeid.split("::")[0] not in BOOK_MODULES]
-    if stray:
-        raise pytest.UsageError(f"tests marked book outside tests/conftest.py's BOOK_MODULES: {stray[:3]}")
     if PROFILE != "thorough":
         return
     for item in items:

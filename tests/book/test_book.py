@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import html as htmllib
-import math
 import os
 import re
 import subprocess
@@ -316,20 +315,10 @@ def test_custom_css_on_every_page(built: Path):
         assert "_static/custom.css" in page_html(page), page
 
 
-def test_reported_marks_are_paper_numbers(built: Path):
-    """Every number the prose marks as reported ([x]{.reported}) exists in shapley.companion.reported."""
-    known = _reported_numbers()
-    marks = 0
-    for page in toc_pages():
-        for span in article(page).select("span.reported"):
-            text = span.get_text().strip()
-            for tok in re.findall(r"-?\d+(?:\.\d+)?", text):
-                marks += 1
-                value = round(float(tok), 6)
-                assert any(math.isclose(value, k, abs_tol=1e-9) for k in known), (
-                    f"{page}: {text!r} is marked reported but is not in shapley.companion.reported"
-                )
-    assert marks > 0
+def test_reported_marks_render(built: Path):
+    """``[x]{.reported}`` renders as a span of that class (tests/book/test_prose_numbers.py checks, in the pages'
+    sources, that each marked number is in shapley.companion.reported)."""
+    assert any(article(page).select("span.reported") for page in toc_pages())
 
 
 def test_bibliography(built: Path):

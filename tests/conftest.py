@@ -34,7 +34,8 @@ BOOK_MODULES = tuple(
 @pytest.hookimpl(optionalhook=True)  # the xdist hooks are hooks only where pytest-xdist is installed
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker per CPU this process may use (xdist would count physical cores: 1 on many 2-vCPU
-    machines), at most 4: the worker that builds the book takes about half of the suite's time by itself."""
+    machines), at most 4: the worker that builds and checks the book has about a quarter of the suite's work, so
+    more workers would wait for it."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(cpus, 4)
 

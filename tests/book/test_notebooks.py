@@ -1,17 +1,17 @@
 """The theory notebooks and the experiment page (MyST markdown) ran top to bottom on CPU, cleanly.
 
-They are read as the book's build executed them (``_build/jupyter_execute``: each notebook, and the values it
-glued beside it), so that ``make test`` runs each page once. How long they take is measured by
-benchmarks/bench_notebooks.py (goal: 10 s a page, 90 s for the experiment page), never asserted here."""
+They are read as the book's build executed them (its execution cache, ``_build/.jupyter_cache``), so that
+``make test`` runs each page once. How long they take is measured by benchmarks/bench_notebooks.py (goal: 10 s a
+page, 90 s for the experiment page), never asserted here."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
+
+from tests.book.test_book import ROOT
 
 pytestmark = [pytest.mark.book, pytest.mark.slow]
 
@@ -22,21 +22,26 @@ def test_notebook_runs_cleanly(name: str, built: Path) -> None:
     page has tables only); every glued name in the text was computed. The experiment page (at its book size on
     CPU: the packaged SmolLM2's generation path and the real LLaMA-13B answers' scoring path) holds its
     parameters in its first code cell (papermill); the theory pages give their findings first."""
-    executed = built.parent / "jupyter_execute" / "notebooks"
-    nb = nbformat.read(executed / f"{name}.ipynb", as_version=4)
-    glue = executed / f"{name}.glue.json"
-    glued = set(json.loads(glue.read_text(encoding="utf-8"))) if glue.exists() else set()
+    import jupytext
+    from jupyter_cache import get_cache
+
+    page = jupytext.read(ROOT / "notebooks" / f"{name}.md")  # the text and the cells' tags: the cache keeps outputs
+    cache = get_cache(str(built.parent / ".jupyter_cache"))
+    record = cache.get_cached_project_nb(str(ROOT / "notebooks" / f"{name}.md"))
+    assert record is not None, f"notebooks/{name}.md has no successful execution in the book's cache"
+    nb = cache.get_cache_bundle(record.pk).nb
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     stderr = [o.get("text", "") for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stderr"]
     assert not [t for t in stderr if "Warning" in t], stderr
-    figures = sum("_figure(" in c.source for c in nb.cells if c.cell_type == "code")
+    figures = sum("_figure(" in c.source for c in page.cells if c.cell_type == "code")
     images = sum(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs)
     assert images >= max(figures, name == "experiment")
-    source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    source = "\n".join(c.source for c in page.cells if c.cell_type == "markdown")
+    glued = {o["metadata"]["scrapbook"]["name"] for o in outputs if "scrapbook" in o.get("metadata", {})}
     used = {key.split(":")[0] for key in re.findall(r"\{glue:[a-z]+\}`([^`]*)`", source)}
     assert used <= glued, f"glued in the text but never computed: {sorted(used - glued)}"
     if name == "experiment":
-        assert "parameters" in next(c for c in nb.cells if c.cell_type == "code").metadata.get("tags", [])
+        assert "parameters" in next(c for c in page.cells if c.cell_type == "code").metadata.get("tags", [])
     else:  # findings first: a glued finding before the first section, and the verdicts link to the claims' rows
         assert "{glue:" in source.split("\n## ", 1)[0] and "claims.html#claim-" in source

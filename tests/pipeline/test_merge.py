@@ -364,16 +364,16 @@ def test_merge_refuses_shards_missing_the_tail_of_the_input(three_shards, tmp_pa
 def test_a_merge_killed_after_writing_config_json_can_be_run_again(three_shards, tmp_path, monkeypatch, capsys):
     _, s = three_shards
     out = tmp_path / "m"
-    real = merge.atomic_write_bytes
+    real = merge.write_files
 
     def killed(*a, **k):
         raise KeyboardInterrupt  # the merge dies after RunDir.open wrote config.json, before the stage files
 
-    monkeypatch.setattr(merge, "atomic_write_bytes", killed)
+    monkeypatch.setattr(merge, "write_files", killed)
     with pytest.raises(KeyboardInterrupt):
         merge.merge_runs(s, out)
     assert (out / "config.json").is_file()
-    monkeypatch.setattr(merge, "atomic_write_bytes", real)
+    monkeypatch.setattr(merge, "write_files", real)
     rc, err = _merge_cli(s, out, capsys)
     assert rc == 0, err
     assert (out / "metrics.csv").is_file()

@@ -56,9 +56,10 @@ from shapley.pipeline.evaluate.comparisons import compare_methods, mcse_note, ra
 from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE_CLASS
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.csvfiles import csv_text, read_csv_ids
-from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore, atomic_write_text
+from shapley.pipeline.rundir.jsonl import STAGE_FILES, JsonlStore
 from shapley.pipeline.rundir.store import RunDir, lock_run_dir, read_config, read_record
 from shapley.pipeline.score import scores as _score
+from shapley.results.records import write_files
 
 SKIPPED_COLUMNS: tuple[str, ...] = ("method", "n_skipped", "n_questions", "reason")
 #: what ``metrics.csv`` says of the run on every row (:func:`compute_metrics`'s ``labels``)
@@ -303,7 +304,7 @@ def _write_run_outputs(
         "comparisons.csv": csv_text(compared),
     }
     for name, text in texts.items():
-        atomic_write_text(path / name, text)
+        write_files({Path(path) / name: text})
     derived.record(path, texts, stages=("scores",), ids=ids, read_records={"scores": recs})
     stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
     if stale:
@@ -442,7 +443,7 @@ def _write_beta_sweep(
     paths = sweep_files(out)
     texts = [csv_text(summary), csv_text(per_q)]
     for f, text in zip(paths, texts, strict=True):
-        atomic_write_text(f, text)  # a failure names the output, not the temporary file written first
+        write_files({Path(f): text})  # a failure names the output, not the temporary file written first
     if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():
         args = {"betas": [float(b) for b in betas], "psd_policy": psd_policy, "n_boot": int(n_boot)}
         names = dict(zip(derived.SWEEP_OUTPUTS, texts, strict=True))

@@ -19,9 +19,9 @@ import pandas as pd
 
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.csvfiles import csv_text, read_csv_ids
-from shapley.pipeline.rundir.jsonl import atomic_write_text
 from shapley.pipeline.rundir.store import read_config
 from shapley.pipeline.score import scores as _score
+from shapley.results.records import write_files
 
 METRICS_COLUMNS: tuple[str, ...] = (
     "method",
@@ -196,6 +196,6 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     if output is not None:
         md_path, csv_path = report_files(output)
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(md_path, md)
-        atomic_write_text(csv_path, csv_text(t.drop(columns=["auroc [95% CI]", "run"])))
+        write_files({Path(md_path): md})
+        write_files({Path(csv_path): csv_text(t.drop(columns=["auroc [95% CI]", "run"]))})
     return md

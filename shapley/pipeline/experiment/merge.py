@@ -43,7 +43,6 @@ from shapley.pipeline.experiment.pipelines import hidden_states
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
-    atomic_write_bytes,
     encode_record,
     sha256_file,
     write_compact,
@@ -52,6 +51,7 @@ from shapley.pipeline.rundir.provenance import provenance, repo_relative
 from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, check_hidden_dir
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, require_record, run_history, stored_run
+from shapley.results.records import write_files
 
 MERGED_FROM = "merged_from"
 """Key of ``config.json``'s provenance listing the shards a merged run directory was made from."""
@@ -245,7 +245,7 @@ def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> Non
             continue  # never copied from or to outside the run directories; the reader refuses it too
         if src.is_file() and not (dst.is_file() and sha256_file(dst) == sha256_file(src)):
             dst.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(dst, src.read_bytes())
+            write_files({Path(dst): src.read_bytes()})
 
 
 def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], run: RunDir) -> dict[str, Any] | None:
@@ -337,7 +337,7 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
             _copy_hidden_states(run.path, order)  # before the records that point to them
         for stage in _stages(config):
             data = b"".join(encode_record(s.stores[stage][q]) for q, s in order)
-            atomic_write_bytes(run.path / STAGE_FILES[stage], data)
+            write_files({run.path / STAGE_FILES[stage]: data})
         note = _batch_note(merged_from)
         if note:
             run.note(note)

@@ -40,7 +40,6 @@ from shapley.pipeline.rundir.jsonl import (
     COMPACT_STAGES,
     STAGE_FILES,
     JsonlStore,
-    atomic_write_text,
     canonical_json,
     compact_records,
     fingerprint,
@@ -184,7 +183,7 @@ def record(
 
 
 def _write(run_dir: str | os.PathLike[str], rec: Mapping[str, Any]) -> None:
-    atomic_write_text(Path(run_dir) / DERIVED_FILE, json.dumps(json.loads(canonical_json(rec)), indent=1) + "\n")
+    records.write_files({Path(run_dir) / DERIVED_FILE: json.dumps(json.loads(canonical_json(rec)), indent=1) + "\n"})
 
 
 def forget(run_dir: str | os.PathLike[str], names: Sequence[str]) -> None:

@@ -119,16 +119,6 @@ def read_json_file(path: str | os.PathLike[str], *, refusal: str = "") -> Any:
         raise ValueError(f"{f} is not valid JSON here (nested too deeply){refusal}") from None
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (:func:`shapley.results.records.write_files` of one file)."""
-    write_files({Path(path): data})
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`shapley.results.records.write_files` of one file)."""
-    write_files({Path(path): text})
-
-
 class JsonlStore:
     """Append-only JSON-lines file of records keyed by ``id`` (see :mod:`shapley.pipeline.rundir.store` for the
     guarantees).
@@ -207,7 +197,7 @@ class JsonlStore:
 
     def _rewrite(self) -> None:
         """Replace the file atomically by the lines of :attr:`records`."""
-        atomic_write_bytes(self.path, b"".join(encode_record(r) for r in self.records.values()))
+        write_files({Path(self.path): b"".join(encode_record(r) for r in self.records.values())})
 
     def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
@@ -274,7 +264,7 @@ def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
     kept = compact_records(stages, ids)
     lines = [encode_record({"id": q, **{s: kept[s][q] for s in COMPACT_STAGES}}) for q in kept[COMPACT_STAGES[0]]]
     out = d / COMPACT_FILE
-    atomic_write_bytes(out, gzip.compress(b"".join(lines), compresslevel=9, mtime=0))
+    write_files({Path(out): gzip.compress(b"".join(lines), compresslevel=9, mtime=0)})
     return out
 
 

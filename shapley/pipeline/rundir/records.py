@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from shapley.pipeline.rundir.jsonl import atomic_write_bytes
+from shapley.results.records import write_files
 
 #: key of the hidden-state reference in a stored generation record
 HIDDEN_KEY = "hidden_state"
@@ -142,7 +142,7 @@ def save_hidden_states(
         raise ValueError(f"{path} is a symbolic link; a hidden-state file is never written through one: remove it")
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
-    atomic_write_bytes(path, buf.getvalue())  # a failure (e.g. a full disk) names the file, leaves nothing
+    write_files({Path(path): buf.getvalue()})  # a failure (e.g. a full disk) names the file, leaves nothing
     return [{"file": name, "row": i, "sha256": vector_sha256(v), "dim": matrix.shape[1]} for i, v in enumerate(matrix)]
 
 

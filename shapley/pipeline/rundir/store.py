@@ -64,12 +64,12 @@ from shapley.pipeline.config import RunConfig
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
-    atomic_write_text,
     canonical_json,
     read_json_file,
 )
 from shapley.pipeline.rundir.provenance import device_info
 from shapley.pipeline.rundir.records import HIDDEN_DIR
+from shapley.results.records import write_files
 
 CONFIG_FILE = "config.json"
 LOCK_FILE = ".lock"
@@ -177,7 +177,7 @@ def stored_run(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def _is_own_temporary(name: str) -> bool:
-    """A temporary file of :func:`atomic_write_bytes` (``.<name>.tmp-<pid>``) or the lock file."""
+    """A temporary file of :func:`~shapley.results.records.write_files` (``.<name>.tmp-<pid>``) or the lock file."""
     return name == LOCK_FILE or (name.startswith(".") and ".tmp-" in name and name.rsplit("-", 1)[-1].isdigit())
 
 
@@ -248,7 +248,7 @@ class RunDir:
         return run
 
     def save_config(self) -> None:
-        atomic_write_text(self.path / CONFIG_FILE, json.dumps(self.record, indent=2, ensure_ascii=False) + "\n")
+        write_files({self.path / CONFIG_FILE: json.dumps(self.record, indent=2, ensure_ascii=False) + "\n"})
 
     @property
     def invocation(self) -> dict[str, Any]:
@@ -377,7 +377,7 @@ def lock_run_dir(path: Path) -> int:
 
 
 def remove_stale_temporaries(path: Path) -> None:
-    """Remove the temporaries of :func:`~shapley.pipeline.rundir.jsonl.atomic_write_bytes` (``.<name>.tmp-<pid>``)
+    """Remove the temporaries of :func:`~shapley.results.records.write_files` (``.<name>.tmp-<pid>``)
     that killed writes left in the run directory ``path`` and in its ``hidden/`` folder; call it only under the
     run's lock. Only entries of that name pattern that are files or links (a link is removed itself, never
     followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. A file that cannot be

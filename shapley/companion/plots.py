@@ -46,18 +46,14 @@ def closed(fig):
 
 
 def benchmark_figure(rows: pd.DataFrame):
-    """Log-scale run time of exact, naive and Monte-Carlo Shapley values against n.
+    """Log-scale run time of the exact Shapley values against n.
 
     Args:
-        rows: the ``rows`` of ``results/bench_shapley.json`` (columns n, exact_s, naive_s, mc_s, mc_permutations).
+        rows: the ``rows`` of ``results/bench_shapley.json`` (columns n, exact_s).
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.semilogy(rows["n"], rows["exact_s"], "o-", label="exact (all principal minors, once)")
-    naive = rows.dropna(subset=["naive_s"])
-    ax.semilogy(naive["n"], naive["naive_s"], "s-", label="naive (literal formula)")
-    perms = int(rows["mc_permutations"].iloc[0])
-    ax.semilogy(rows["n"], rows["mc_s"], "^-", label=f"Monte-Carlo ({perms} permutations)")
     ax.axhline(10.0, color="grey", ls=":", lw=1)
     ax.text(rows["n"].min(), 12.0, "10 s target at n = 20", color="grey", fontsize=8)
     ax.set_xlabel("number of answers n")

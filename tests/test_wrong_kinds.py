@@ -179,11 +179,8 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"W": W3, "t": 0.3, "normalisation": "trace"},
         {"W": "matrix", "t": "real", "normalisation": "choice"},
     ),
-    "parse_p_true": ({"logprob_true": -0.2, "logprob_false": -1.6}, {"logprob_true": "real", "logprob_false": "real"}),
     "p_true_uncertainty": ({"p": 0.8}, {"p": "real"}),
-    "parse_confidence": ({"text": "Confidence: 80%"}, {"text": "text"}),
     "confidence_reading": ({"text": "Confidence: 80%"}, {"text": "text"}),
-    "verbalised_uncertainty": ({"text": "Confidence: 80%"}, {"text": "text"}),
 }
 
 # Public names that are not maths functions: result records and a warning category (they take no user input).

@@ -12,13 +12,11 @@ runs the previous chunk's passes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Unpack
 
 import numpy as np
 import torch
 
-from shapley.core import validate
 from shapley.pipeline.config import DEFAULT_ENTAILMENT
 from shapley.pipeline.entail.base import (
     BackendOptions,
@@ -65,23 +63,10 @@ def nli_label_indices(id2label: dict[Any, str]) -> tuple[int, int | None]:
     return ent[0], (con[0] if con else None)
 
 
-@dataclass
-class _Packed:
-    """All batches of one call, padded and laid end to end in flat tensors (moved to the device at once)."""
-
-    ids: torch.Tensor  # flat int64: batch after batch, each (pairs, longest) row-major
-    types: torch.Tensor | None  # same layout, token type ids
-    lengths: torch.Tensor  # (m,) int64: the pairs' lengths in batch order
-    spans: list[tuple[int, int, int, int]]  # per batch: (flat offset, first pair, pairs, longest)
-    order: np.ndarray  # (m,) pair index of each position in batch order
-
-
 class HFNLIBackend(EntailmentBackend):
     """NLI sequence classifier (``hf:``): entail = P(entailment | premise, hypothesis).
 
-    ``dtype``: None = bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes: see the module
-    docstring. ``max_batch_tokens``: another padded-token limit per pass than :data:`PASS_LIMITS`' (it changes
-    the passes, so it is part of ``computation`` and of the cache key).
+    In bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes: see the module docstring.
     ``max_length``: tokens read per pair (:data:`MAX_PAIR_TOKENS` or the model's or tokenizer's lower limit;
     longer pairs are cut, warned about and counted)."""
 
@@ -92,8 +77,6 @@ class HFNLIBackend(EntailmentBackend):
         spec: str = DEFAULT_NLI_MODEL,
         *,
         device: str | torch.device | None = None,
-        dtype: str | torch.dtype | None = None,
-        max_batch_tokens: int | None = None,
         **options: Unpack[BackendOptions],
     ) -> None:
         super().__init__(**options)
@@ -102,7 +85,7 @@ class HFNLIBackend(EntailmentBackend):
         folder = local_model_folder("hf", spec)
         self.name = f"hf:{spec}"
         self.device = default_device(device)
-        self.dtype = default_dtype(self.device, dtype)
+        self.dtype = default_dtype(self.device)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=self.dtype)
         self.model = self.model.to(self.device).eval()
@@ -113,10 +96,7 @@ class HFNLIBackend(EntailmentBackend):
         limits.append(getattr(self.tokenizer, "model_max_length", None))
         self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
         self.fingerprint = path_fingerprint(folder)
-        if max_batch_tokens is not None:
-            validate.integer(max_batch_tokens, "max_batch_tokens", minimum=1)
-        self.max_batch_pairs, tokens, self.pass_fill = for_device(PASS_LIMITS, self.device.type)
-        self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else tokens
+        self.max_batch_pairs, self.max_batch_tokens, self.pass_fill = for_device(PASS_LIMITS, self.device.type)
         self._fix_computation(
             self.device.type,
             self.dtype,
@@ -161,62 +141,31 @@ class HFNLIBackend(EntailmentBackend):
                     types[i] = cut["token_type_ids"][j]
         return ids, types, len(long)
 
-    def _pack(self, ids: list[list[int]], types: list[list[int]] | None, sizes: Sequence[int]) -> _Packed:
-        """Cut each group's pairs (``sizes``: pairs per group, consecutive in ``ids``) into passes by the batch
-        rule (:func:`~shapley.pipeline.entail.base.plan_passes` within the group) and pad each pass, all on the
-        host."""
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        starts = np.cumsum([0, *sizes])
-        batches = []
-        for at, end in zip(starts[:-1], starts[1:], strict=True):
-            passes = plan_passes(lengths[at:end], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill)
-            batches += [b + at for b in passes]
-        pad = int(self.tokenizer.pad_token_id or 0)
-        total = sum(len(b) * int(lengths[b[0]]) for b in batches)
-        flat_ids = np.full(total, pad, dtype=np.int64)
-        flat_types = None if types is None else np.zeros(total, dtype=np.int64)
-        spans, offset, first = [], 0, 0
-        for b in batches:
-            longest = int(lengths[b[0]])
-            for r, i in enumerate(b):
-                at = offset + r * longest + (longest - int(lengths[i]) if self.pad_left else 0)
-                flat_ids[at : at + lengths[i]] = ids[i]
-                if flat_types is not None and types is not None:
-                    flat_types[at : at + lengths[i]] = types[i]
-            spans.append((offset, first, len(b), longest))
-            offset += len(b) * longest
-            first += len(b)
-        order = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
-        return _Packed(
-            ids=torch.from_numpy(flat_ids),
-            types=None if flat_types is None else torch.from_numpy(flat_types),
-            lengths=torch.from_numpy(lengths[order]),
-            spans=spans,
-            order=order,
-        )
-
-    def _forward_batch(self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
-        """(pairs, 2) probabilities (entailment, contradiction or 0) of one padded batch, on the device; a batch
-        that runs out of memory is split in half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
+    def _forward_pass(self, ids: list[list[int]], types: list[list[int]] | None, rows: np.ndarray) -> torch.Tensor:
+        """(pairs, 2) probabilities (entailment, contradiction or 0) of the pairs ``rows`` in one forward pass, padded
+        to its longest pair, on the device (queued, no synchronisation); a pass that runs out of memory is split in
+        half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
+        longest = len(ids[rows[0]])
+        x = np.full((len(rows), longest), int(self.tokenizer.pad_token_id or 0), dtype=np.int64)
+        mask, kinds = np.zeros_like(x), np.zeros_like(x)
+        for r, i in enumerate(rows):
+            at = slice(longest - len(ids[i]), None) if self.pad_left else slice(0, len(ids[i]))
+            x[r, at], mask[r, at] = ids[i], 1
+            if types is not None:
+                kinds[r, at] = types[i]
+        x_dev, mask_dev, kinds_dev = (self._to_device(torch.from_numpy(a)) for a in (x, mask, kinds))
 
         def run(pairs: Sequence[int]) -> torch.Tensor:
-            rows = slice(pairs[0], pairs[-1] + 1)
-            cols = torch.arange(ids.shape[1], device=ids.device)
-            if self.pad_left:
-                mask = cols[None, :] >= (ids.shape[1] - lengths[rows])[:, None]
-            else:
-                mask = cols[None, :] < lengths[rows][:, None]
-            kw: dict[str, Any] = {"input_ids": ids[rows], "attention_mask": mask.long()}
+            part = slice(pairs[0], pairs[-1] + 1)
+            kw: dict[str, Any] = {"input_ids": x_dev[part], "attention_mask": mask_dev[part]}
             if types is not None:
-                kw["token_type_ids"] = types[rows]
+                kw["token_type_ids"] = kinds_dev[part]
             probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
             self._count_pass(len(pairs))
             con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
             return torch.stack([probs[:, self.entail_index], con], dim=-1)
 
-        return split_on_oom(
-            run, range(int(ids.shape[0])), self.device, lambda a, b: torch.cat([a, b]), self._note_split
-        )
+        return split_on_oom(run, range(len(rows)), self.device, lambda a, b: torch.cat([a, b]), self._note_split)
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host-to-device copy that does not wait for the device (pinned memory) on CUDA."""
@@ -224,23 +173,11 @@ class HFNLIBackend(EntailmentBackend):
             return t.pin_memory().to(self.device, non_blocking=True)
         return t.to(self.device)
 
-    def _launch(self, packed: _Packed, bar: Any) -> list[torch.Tensor]:
-        """Queue the forward passes of one packed chunk (no synchronisation); their probabilities stay on the
-        device, in the chunk's batch order."""
-        ids, lengths = self._to_device(packed.ids), self._to_device(packed.lengths)
-        types = None if packed.types is None else self._to_device(packed.types)
-        out = []
-        for offset, first, pairs, longest in packed.spans:
-            flat = slice(offset, offset + pairs * longest)
-            part_types = None if types is None else types[flat].view(pairs, longest)
-            out.append(self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs]))
-            bar.update(pairs)
-        return out
-
     @torch.inference_mode()
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
-        """Groups in chunks of growing size: each chunk is tokenised and its forward passes queued while the
-        device still runs the previous chunk's; one copy back at the end."""
+        """Groups in chunks of growing size: each chunk is tokenised and its forward passes queued (each group's
+        pairs cut by :func:`~shapley.pipeline.entail.base.plan_passes`) while the device still runs the previous
+        chunk's; one copy back at the end."""
         out: list[torch.Tensor] = []
         orders: list[np.ndarray] = []
         flat: list[tuple[list[str], list[str]]] = [group_pairs(g) for g in groups]
@@ -255,9 +192,15 @@ class HFNLIBackend(EntailmentBackend):
                 premises = [p for g in range(first, last) for p in flat[g][0]]
                 hypotheses = [h for g in range(first, last) for h in flat[g][1]]
                 ids, types, cut = self._tokenize(premises, hypotheses)
-                packed = self._pack(ids, types, sizes[first:last])
-                out += self._launch(packed, bar)
-                orders.append(packed.order + starts[first])
+                lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+                for g in range(first, last):  # the batch rule: each group's pairs in passes of their own
+                    at = int(starts[g] - starts[first])
+                    for rows in plan_passes(
+                        lengths[at : at + sizes[g]], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill
+                    ):
+                        out.append(self._forward_pass(ids, types, rows + at))
+                        orders.append(rows + starts[g])
+                        bar.update(len(rows))
                 truncated += cut
                 first, want = last, want * 2
         self._note_truncated(truncated, self.max_length, "premise-hypothesis pair(s)")

@@ -24,7 +24,6 @@ from shapley.pipeline.generate.generator import Generator  # noqa: E402
 from shapley.pipeline.generate.models import (  # noqa: E402
     ModelNotAvailableError,
     load_model,
-    model_fingerprint,
     resolve_model,
 )
 from shapley.pipeline.rundir.records import Generation, QARecord  # noqa: E402
@@ -493,7 +492,6 @@ def test_load_model_from_directory(tiny, tmp_path):
     m2, _, fp2 = load_model(str(tmp_path), device="cpu", dtype="bf16")
     assert fp1 == fp2 and len(fp1) == 64  # fingerprint names the weights, not the dtype
     assert m1.dtype == torch.float32 and m2.dtype == torch.bfloat16
-    assert model_fingerprint(m1) == model_fingerprint(model)
     g = Generator(str(tmp_path), GenerationConfig(n_samples=2, max_new_tokens=4, progress=False, device="cpu"))
     assert g.fingerprint == fp1
     assert len(g.generate(records(1))[0].samples) == 2

@@ -265,18 +265,6 @@ def test_stop_table_marks_every_token_holding_a_last_character(tiny):
     assert not StopChecker((), lambda ids: "", 10).table.any()
 
 
-def test_generation_with_the_filter_equals_checking_every_row(tiny):
-    """Same outputs when every row is checked against the stop strings at every step (the old behaviour)."""
-    stop = ("\n", "a")
-    fast = gen(tiny, stop=stop, max_new_tokens=12)
-    slow = gen(tiny, stop=stop, max_new_tokens=12)
-    checker, eos, table = slow.decoder.tables
-    slow.decoder.tables = (checker, eos, torch.ones_like(table))
-    a, b = fast.generate(records()), slow.generate(records())
-    assert [o.to_dict() for o in a] == [o.to_dict() for o in b]
-    assert fast.stats["stop_checks"] < slow.stats["stop_checks"]
-
-
 def test_inverse_cdf_sampling():
     probs = torch.tensor([[0.1, 0.0, 0.6, 0.3]] * 4 + [[0.0, 0.0, 0.0, 1.0]], dtype=torch.float32)
     u = torch.tensor([0.0, 0.0999, 0.1, 0.9999999, 0.5], dtype=torch.float64)
@@ -348,18 +336,6 @@ def test_hidden_state_is_the_last_kept_tokens_final_hidden_state(tiny):
     assert gen(tiny, hidden_state=False).generate(records(1))[0].hidden is None
 
 
-def test_static_cache_gives_the_same_outputs(tiny):
-    dynamic = gen(tiny, static_cache=False, max_new_tokens=8)
-    static = gen(tiny, static_cache=True, max_new_tokens=8)
-    a, b = dynamic.generate(records()), static.generate(records())
-    assert static.stats["cache"] == "static" and dynamic.stats["cache"] == "dynamic"
-    assert [o.samples for o in a] == [o.samples for o in b] and [o.answer for o in a] == [o.answer for o in b]
-    for x, y in zip(a, b, strict=True):
-        np.testing.assert_allclose(x.answer_token_logprobs, y.answer_token_logprobs, atol=1e-4)
-        np.testing.assert_allclose(x.hidden.astype(float), y.hidden.astype(float), atol=1e-2)
-        assert x.p_true == pytest.approx(y.p_true, abs=1e-5)
-
-
 def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
     """With a growing cache, rows that ended leave the forward passes; every row's tokens, log-probabilities and
     the greedy rows' hidden states still equal a plain forward pass over prompt + its own answer, and the static
@@ -374,6 +350,7 @@ def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
         lengths = {len(d.tokens) for d in outs[static]}
         assert len(lengths) > 2, lengths  # rows end at different steps
         assert (g.stats["rows_dropped"] > 0) is (not static)
+        assert g.stats["cache"] == ("static" if static else "dynamic")
     assert [d.text for d in outs[False]] == [d.text for d in outs[True]]
     for seed, d in zip(seeds, outs[False], strict=True):
         ids = torch.tensor([prompt + d.tokens])
@@ -489,7 +466,7 @@ def test_load_model_from_directory(tiny, tmp_path):
     model.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     m1, t1, fp1 = load_model(str(tmp_path), device="cpu")
-    m2, _, fp2 = load_model(str(tmp_path), device="cpu", dtype="bf16")
+    m2, _, fp2 = load_model(str(tmp_path), device="cpu", dtype="bfloat16")
     assert fp1 == fp2 and len(fp1) == 64  # fingerprint names the weights, not the dtype
     assert m1.dtype == torch.float32 and m2.dtype == torch.bfloat16
     g = Generator(str(tmp_path), GenerationConfig(n_samples=2, max_new_tokens=4, progress=False, device="cpu"))

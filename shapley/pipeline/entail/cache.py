@@ -27,10 +27,6 @@ from typing import Any, TypeVar
 from shapley.pipeline.rundir.settings import cache_dir
 
 
-class EntailmentCacheWarning(UserWarning):
-    """The entailment cache held bad rows (recomputed) or was not a readable database (rebuilt)."""
-
-
 class TruncatedInputWarning(UserWarning):
     """Some inputs were longer than the entailment model reads and were cut."""
 
@@ -91,7 +87,7 @@ class EntailmentCache:
         warnings.warn(
             f"entailment cache {self.path} is not a readable sqlite database ({type(exc).__name__}: {exc}); "
             f"moved it to {aside} and started an empty cache (its pairs will be scored again)",
-            EntailmentCacheWarning,
+            RuntimeWarning,
             stacklevel=3,
         )
         self._run(self._create)

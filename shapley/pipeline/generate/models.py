@@ -211,23 +211,14 @@ def default_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device(device)
 
 
-#: the dtype names :func:`default_dtype` accepts (also with a ``torch.`` prefix) -> dtype
-_DTYPES = {
-    **dict.fromkeys(("float32", "fp32", "float"), torch.float32),
-    **dict.fromkeys(("bfloat16", "bf16"), torch.bfloat16),
-    **dict.fromkeys(("float16", "fp16", "half"), torch.float16),
-}
-
-
 def default_dtype(device: torch.device, dtype: str | torch.dtype | None = None) -> torch.dtype:
-    """``dtype`` as a torch.dtype; ``None`` -> bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU."""
-    if isinstance(dtype, torch.dtype):
-        return dtype
+    """``dtype`` (a torch dtype or its name: ``float32``, ``bfloat16``, ``float16``, also with a ``torch.`` prefix)
+    as a torch.dtype; ``None`` -> bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU."""
     if dtype is not None:
-        key = str(dtype).lower().removeprefix("torch.")
-        if key not in _DTYPES:
-            raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
-        return _DTYPES[key]
+        value = getattr(torch, str(dtype).removeprefix("torch."), None)
+        if not isinstance(value, torch.dtype) or not value.is_floating_point:
+            raise ValueError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
+        return value
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32

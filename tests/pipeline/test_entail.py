@@ -433,13 +433,8 @@ def test_pairs_are_tokenised_once_and_batched_by_a_token_budget(nli_dir, monkeyp
     monkeypatch.setitem(entail_nli.PASS_LIMITS, "cpu", (1000, 40, 0.0))  # the CUDA kind of limits, on a CPU
     be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
     encoded = []
-    inner_encode = be._encode_all
-
-    def spy_encode(premises, hypotheses):
-        encoded.append(len(premises))
-        return inner_encode(premises, hypotheses)
-
-    be._encode_all = spy_encode
+    inner_tokenize = be._tokenize
+    be._tokenize = lambda premises, hypotheses: (encoded.append(len(premises)), inner_tokenize(premises, hypotheses))[1]
     shapes = []
     inner = be.model.forward
 
@@ -457,35 +452,16 @@ def test_pairs_are_tokenised_once_and_batched_by_a_token_budget(nli_dir, monkeyp
     assert be.stats["batch_max"] == max(n for n, _ in shapes)
 
 
-def test_fast_tokenizer_path_gives_the_tokenizers_ids(nli_dir):
-    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
-    premises, hypotheses = ["paris", "", "café ☕ the answer"], ["london berlin", "x", ""]
-    ids, types = be._encode_all(premises, hypotheses)
-    ref = be.tokenizer(premises, hypotheses)
-    assert ids == ref["input_ids"] and types == ref.get("token_type_ids") is None
+def test_token_type_ids_are_read_where_the_model_takes_them(nli_dir):
     from transformers import BertTokenizerFast
 
+    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
+    premises, hypotheses = ["paris", "", "café ☕ the answer"], ["london berlin", "x", ""]
+    assert be._tokenize(premises, hypotheses)[1] is None
     be.tokenizer = BertTokenizerFast(tokenizer_object=make_wordpiece_tokenizer().backend_tokenizer)
-    ids, types = be._encode_all(premises, hypotheses)  # a tokenizer whose model takes token type ids
+    ids, types, _ = be._tokenize(premises, hypotheses)  # a tokenizer whose model takes token type ids
     ref = be.tokenizer(premises, hypotheses)
     assert ids == ref["input_ids"] and types == ref["token_type_ids"] and any(1 in t for t in types)
-
-
-def test_chunked_tokenisation_scores_every_pair_once(nli_dir, monkeypatch):
-    """Questions are tokenised in chunks of growing size (so that the device works while the host tokenises);
-    each pair once, with the same numbers as in one chunk."""
-    from shapley.pipeline.entail import nli as entail_nli
-
-    whole = HFNLIBackend(str(nli_dir), cache=False, device="cpu").score(items3())
-    monkeypatch.setattr(entail_nli, "FIRST_CHUNK_PAIRS", 4)
-    be = HFNLIBackend(str(nli_dir), cache=False, device="cpu")
-    encoded = []
-    inner_encode = be._encode_all
-    be._encode_all = lambda p, h: (encoded.append(len(p)), inner_encode(p, h))[1]
-    chunked = be.score(items3())
-    assert encoded == [6, 12]  # whole questions: 6 pairs (>= 4), then 12 (the next chunk wants 8)
-    for x, y in zip(whole, chunked, strict=True):
-        np.testing.assert_array_equal(x.entail, y.entail)
 
 
 def test_cache_keys_of_many_pairs_equal_the_keys_one_at_a_time():

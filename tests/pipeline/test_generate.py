@@ -716,18 +716,15 @@ def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeyp
     assert genprompts.PREFIX_CACHE_ENTRIES >= 1
 
 
-def test_the_runtime_batch_size_and_the_rows_settings_checks(tiny):
+def test_rows_per_batch_and_their_settings_checks(tiny):
+    """On a CPU the automatic size is 8 rows, or a question's 1 + n_samples rows when more (one cache copy;
+    ``test_generate_parts`` pins that); a runtime batch size is taken as it is."""
+    assert GenerationConfig().batch_size is None
+    g = gen(tiny, batch_size=None, n_samples=3)
+    assert g.decoder.batch_rows() == 8 and g.questions_per_batch() == 2
+    assert gen(tiny, batch_size=33, n_samples=10).questions_per_batch() == 3
     assert gen(tiny, batch_size=5).decoder.batch_rows() == 5
     with pytest.raises(ValueError, match="--rows-per-batch"):
         GenerationConfig(rows_per_batch=0)
     with pytest.raises(ValueError, match=r"prefix_cache \(--no-prefix-cache\) must be true or false"):
         GenerationConfig(prefix_cache="yes")  # type: ignore[arg-type]
-
-
-def test_automatic_cpu_rows_hold_a_whole_question(tiny):
-    """On a CPU the automatic size is 8 rows, or a question's 1 + n_samples rows when more (one cache copy)."""
-    assert GenerationConfig().batch_size is None
-    assert gen(tiny, batch_size=None, n_samples=10).decoder.batch_rows() == 11
-    g = gen(tiny, batch_size=None, n_samples=3)
-    assert g.decoder.batch_rows() == 8 and g.questions_per_batch() == 2
-    assert gen(tiny, batch_size=33, n_samples=10).questions_per_batch() == 3

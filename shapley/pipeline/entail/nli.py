@@ -4,9 +4,7 @@ Forward passes follow the batch rule of :mod:`shapley.pipeline.entail.base`: one
 the group's canonical pair order), cut by :func:`~shapley.pipeline.entail.base.plan_passes` on their token
 lengths with the limits ``PASS_LIMITS[device kind]`` (pairs, padded tokens, ``fill``), each pass padded to its
 longest pair. Every limit is a constant, never the free memory or the ``batch_size`` setting, so a pair's
-probabilities are the same in every call. Groups are tokenised in chunks of growing size
-(``FIRST_CHUNK_PAIRS`` pairs first, then twice as many each time) so that the host tokenises while the device
-runs the previous chunk's passes.
+probabilities are the same in every call.
 """
 
 from __future__ import annotations
@@ -36,8 +34,6 @@ DEFAULT_NLI_MODEL = DEFAULT_ENTAILMENT.removeprefix("hf:")
 #: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every
 #: padded token; a GPU for every pass, so it packs fuller passes)
 PASS_LIMITS: dict[str, tuple[int, int | None, float]] = {"cpu": (32, None, 0.75), "cuda": (512, 16384, 0.0)}
-#: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
-FIRST_CHUNK_PAIRS = 1024
 #: tokens of a pair the classifier reads at most (the model's and tokenizer's own limits may be lower)
 MAX_PAIR_TOKENS = 512
 #: a model or tokenizer limit at or above this is no limit (tokenizers without one report a huge number)
@@ -106,26 +102,15 @@ class HFNLIBackend(EntailmentBackend):
             pass_fill=self.pass_fill,
         )
 
-    def _encode_all(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
-        """Untruncated token ids (and token type ids when the model takes them) of every pair, in one call; with
-        a fast tokenizer straight from its Rust backend (the same ids, without per-pair Python conversion)."""
-        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
-        raw = getattr(self.tokenizer, "backend_tokenizer", None) if getattr(self.tokenizer, "is_fast", False) else None
-        if raw is not None:
-            raw.no_truncation()
-            raw.no_padding()
-            encode = getattr(raw, "encode_batch_fast", raw.encode_batch)
-            encs = encode(list(zip(premises, hypotheses, strict=True)), add_special_tokens=True)
-            return [e.ids for e in encs], ([e.type_ids for e in encs] if want_types else None)
-        enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
-        types = enc.get("token_type_ids") if want_types else None
-        return list(enc["input_ids"]), (None if types is None else list(types))
-
     def _tokenize(
         self, premises: list[str], hypotheses: list[str]
     ) -> tuple[list[list[int]], list[list[int]] | None, int]:
-        """(token ids, token type ids or None, number of pairs cut to ``max_length``)."""
-        ids, types = self._encode_all(premises, hypotheses)
+        """(token ids, token type ids where the model takes them, else None, number of pairs cut to
+        ``max_length``) of every pair, untruncated in one call, then the long pairs cut."""
+        enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
+        ids = list(enc["input_ids"])
+        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
+        types = list(enc["token_type_ids"]) if want_types and "token_type_ids" in enc else None
         long = [i for i, x in enumerate(ids) if len(x) > self.max_length]
         if long:
             cut = self.tokenizer(
@@ -175,35 +160,23 @@ class HFNLIBackend(EntailmentBackend):
 
     @torch.inference_mode()
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
-        """Groups in chunks of growing size: each chunk is tokenised and its forward passes queued (each group's
-        pairs cut by :func:`~shapley.pipeline.entail.base.plan_passes`) while the device still runs the previous
-        chunk's; one copy back at the end."""
-        out: list[torch.Tensor] = []
-        orders: list[np.ndarray] = []
-        flat: list[tuple[list[str], list[str]]] = [group_pairs(g) for g in groups]
+        """Every pair of the call tokenised at once, then each group's pairs cut into passes by
+        :func:`~shapley.pipeline.entail.base.plan_passes`, queued while the host builds the next pass; one copy
+        back at the end."""
+        flat = [group_pairs(g) for g in groups]
         sizes = [len(p) for p, _ in flat]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        truncated, first, want = 0, 0, FIRST_CHUNK_PAIRS
+        ids, types, cut = self._tokenize([p for ps, _ in flat for p in ps], [h for _, hs in flat for h in hs])
+        self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        out, orders = [], []
         with self._bar(int(starts[-1]), f"entail {self.name}") as bar:
-            while first < len(groups):
-                last = first + 1
-                while last < len(groups) and starts[last] - starts[first] < want:
-                    last += 1
-                premises = [p for g in range(first, last) for p in flat[g][0]]
-                hypotheses = [h for g in range(first, last) for h in flat[g][1]]
-                ids, types, cut = self._tokenize(premises, hypotheses)
-                lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-                for g in range(first, last):  # the batch rule: each group's pairs in passes of their own
-                    at = int(starts[g] - starts[first])
-                    for rows in plan_passes(
-                        lengths[at : at + sizes[g]], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill
-                    ):
-                        out.append(self._forward_pass(ids, types, rows + at))
-                        orders.append(rows + starts[g])
-                        bar.update(len(rows))
-                truncated += cut
-                first, want = last, want * 2
-        self._note_truncated(truncated, self.max_length, "premise-hypothesis pair(s)")
+            for g, at in enumerate(starts[:-1]):  # the batch rule: each group's pairs in passes of their own
+                mine = lengths[at : at + sizes[g]]
+                for rows in plan_passes(mine, self.max_batch_pairs, self.max_batch_tokens, self.pass_fill):
+                    out.append(self._forward_pass(ids, types, rows + at))
+                    orders.append(rows + at)
+                    bar.update(len(rows))
         probs = torch.cat(out).cpu().double().numpy()  # the only copy back (every group has a pair)
         order = np.concatenate(orders)
         ent, con = np.zeros(int(starts[-1])), np.zeros(int(starts[-1]))

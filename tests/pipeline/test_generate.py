@@ -534,20 +534,6 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
     assert not ((skipped["method"] == "ER") & skipped["reason"].astype(str).str.contains("embeddings")).any()
 
 
-def test_runs_without_hidden_states_skip_er_as_before(tmp_path, monkeypatch):
-    import pandas as pd
-
-    from shapley.pipeline.experiment import pipelines as experiment
-
-    fakes.install_fake_entail(monkeypatch)
-    fakes.install_fake_generator(monkeypatch)  # hidden_dim 0: generations carry no hidden state
-    fakes.install_fake_dataset(monkeypatch, n=8)
-    out = experiment.run_experiment(fakes.run_config(n_samples=3, limit=8), tmp_path / "run")
-    assert not (out / "hidden").exists()
-    m = pd.read_csv(out / "metrics.csv").set_index("method")
-    assert "ER" not in m.index or not np.isfinite(m.loc["ER", "auroc"])
-
-
 # --------------------------------------------------------------------------------------------------
 # one prefill per question; a question's numbers do not depend on the other questions (issues 16 and 19)
 

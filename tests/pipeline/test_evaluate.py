@@ -6,6 +6,7 @@ import gzip
 import json
 import math
 import shutil
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from shapley.core import metrics as M
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import derived, jsonl
+from shapley.pipeline.rundir.csvfiles import csv_text
 from tests import fakes
 
 
@@ -339,3 +341,14 @@ def test_report_csv_escapes_every_text_column(two_runs, tmp_path):
         set(back["dataset"]) == {m["dataset"][0]} and set(back["model"]) == {"a\rb"} and set(back["method"]) == {"@cmd"}
     )
     assert set(back["run_dir"]) == {str(a)}
+
+
+def test_a_text_column_with_every_cell_empty_stays_text(tmp_path):
+    """read_csv_ids keeps a text column's dtype: metrics.csv with every note empty is read without a warning
+    (pandas refuses to fill a float64 column with a string)."""
+    f = tmp_path / "metrics.csv"
+    frame = pd.DataFrame({"method": ["Shap", "SE"], "auroc": [0.5, 0.6], "note": ["", ""]})
+    f.write_text(csv_text(frame.reindex(columns=[*report.METRICS_COLUMNS, *report.EXTRA_COLUMNS])))
+    with warnings.catch_warnings(action="error"):
+        m = report.load_metrics(tmp_path)
+    assert m["note"].tolist() == ["", ""] and pd.api.types.is_string_dtype(m["note"])

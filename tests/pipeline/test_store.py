@@ -164,6 +164,21 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
         open_run(other, config)
 
 
+def test_a_run_written_between_read_and_open_is_refused(tmp_path):
+    """Another process appends an invocation after this call read config.json and before it takes the lock: the
+    record built from the earlier read is refused, and the other process's config.json is kept."""
+    d, config = tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")
+    with open_run(d, config):
+        pass
+    record = config.run_record(d, runs.stored_run(d), provenance.provenance(None), {})
+    with open_run(d, config):  # the other process
+        pass
+    written = (d / "config.json").read_bytes()
+    with pytest.raises(RuntimeError, match="written by another process meanwhile"):
+        runs.RunDir.open(d, config, record)
+    assert (d / "config.json").read_bytes() == written
+
+
 def _edited_run(tmp_path, edit):
     """A new run directory whose ``config.json`` record ``edit(record)`` has changed; returns (its path, its config)."""
     d, config = tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")

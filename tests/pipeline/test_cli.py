@@ -15,7 +15,6 @@ import pytest
 import shapley
 from shapley import cli
 from shapley.pipeline.data.datasets import DATASETS
-from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.rundir.csvfiles import read_csv_ids
@@ -37,33 +36,8 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_help_of_every_command(capsys):
-    r = subprocess.run(
-        [sys.executable, "-m", "shapley", "--help"], capture_output=True, text=True, cwd=REPO, timeout=60
-    )
-    assert r.returncode == 0, r.stderr
-    assert "usage: python -m shapley" in r.stdout
-    for args in (["run"], ["score-samples"], ["report"], ["beta-sweep"]):
-        with pytest.raises(SystemExit) as e:
-            cli.main([*args, "--help"])
-        assert e.value.code == 0
-        assert f"usage: python -m shapley {args[0]}" in capsys.readouterr().out
-    text = cli.build_parser().format_help()
-    for cmd in ("run", "score-samples", "report", "beta-sweep"):
-        assert cmd in text
-
-
-def test_parser_validates_flags(capsys):
-    p = cli.build_parser()
-    for bad in (
-        ["score-samples", "f", "--output", "o", "--beta", "0"],
-        ["score-samples", "f", "--output", "o", "--methods", "Shap,Nope"],
-        ["score-samples", "f", "--output", "o", "--threshold", "2"],
-        ["run", "--dataset", "imagenet", "--output", "o"],
-    ):
-        with pytest.raises(SystemExit) as e:
-            p.parse_args(bad)
-        assert e.value.code == 2
+def test_parser_reads_flags_into_dotted_settings():
+    p = cli.build_parser()  # (bad values of every option: tests/test_wrong_kinds.py)
     a = vars(p.parse_args(["score-samples", "f.jsonl", "--output", "o", "--methods", "Shap,SE", "--n-samples", "5"]))
     assert a["scoring.methods"] == ("Shap", "SE") and a["data.n_samples"] == 5
     assert a["scoring.beta"] == 0.5 and a["scoring.psd_policy"] == "nearest"
@@ -166,7 +140,7 @@ def test_uqnlg_layout_single_sample_empty_answers_and_unicode(tmp_path, fake_ent
     assert s.loc["b", "n_empty_samples"] == 1 and s.loc["a", "answer"] == "Zürich"
 
 
-def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
+def test_report_command(tmp_path, fake_entail, capsys):
     inp = tmp_path / "in.jsonl"
     fakes.make_samples_file(inp, 20)
     dirs = []
@@ -195,90 +169,7 @@ def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
     assert cli.main(["report", *dirs]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# AUROC across runs") and "run0.3" in out and "run0.5" in out
-    md = tmp_path / "rep" / "all.md"
-    assert cli.main(["report", *dirs, "--output", str(md)]) == 0
-    assert md.is_file() and md.with_suffix(".csv").is_file()
     assert cli.main(["report", str(tmp_path / "missing")]) == 2
-    capsys.readouterr()
-    assert cli.main(["beta-sweep", dirs[0], "--betas", "0.1,0.5,1.0"]) == 0
-    sw = pd.read_csv(Path(dirs[0]) / "beta_sweep.csv")
-    assert sw["beta"].tolist() == [0.1, 0.5, 1.0] and (sw["n"] == 20).all()
-    assert (Path(dirs[0]) / "beta_sweep_per_question.csv").is_file()
-
-
-def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
-    from shapley.pipeline.data.datasets import LOCAL_FILES
-
-    f = fakes.local_data_dir() / LOCAL_FILES["triviaqa"]
-    if not f.is_file():
-        pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
-    items = read_samples_file(f, n_samples=5, limit=15, reference_field="answer")
-    with gzip.open(f, "rt", encoding="utf-8") as fh:
-        ref = [json.loads(line) for line, _ in zip(fh, range(15), strict=False)]
-    assert [i.id for i in items] == [str(r["id"]) for r in ref]
-    assert [i.samples for i in items] == [[s.strip() for s in r["samples_cleaned"][:5]] for r in ref]  # UQ-NLG layout
-    assert [i.references for i in items] == [[r["answer"]] for r in ref]
-    out = tmp_path / "tqa"
-    assert (
-        cli.main(
-            [
-                "score-samples",
-                str(f),
-                "--entailment",
-                "fake:",
-                "--output",
-                str(out),
-                "--n-samples",
-                "5",
-                "--limit",
-                "15",
-                "--n-boot",
-                "20",
-                "--no-progress",
-                "--dataset-label",
-                "triviaqa",
-                "--model-label",
-                "llama-13b",
-                "--reference-field",
-                "answer",
-            ]
-        )
-        == 0
-    )
-    m = pd.read_csv(out / "metrics.csv").set_index("method")
-    assert m.loc["Shap", "n"] == 15 and m.loc["Shap", "dataset"] == "triviaqa"
-
-
-def test_run_command_with_fake_models(tmp_path, fake_entail, monkeypatch, capsys):
-    fakes.install_fake_generator(monkeypatch)
-    fakes.install_fake_dataset(monkeypatch, n=8)
-    out = tmp_path / "run"
-    rc = cli.main(
-        [
-            "run",
-            "--dataset",
-            "triviaqa",
-            "--model",
-            "fake",
-            "--entailment",
-            "fake:",
-            "--n-samples",
-            "4",
-            "--limit",
-            "8",
-            "--output",
-            str(out),
-            "--n-boot",
-            "20",
-            "--no-progress",
-        ]
-    )
-    assert rc == 0, capsys.readouterr().err
-    m = pd.read_csv(out / "metrics.csv")
-    assert {"Shap", "SE", "MaxL", "MaxE", "P(T)", "A4C"} <= set(m["method"])
-    assert set(m["dataset"]) == {"triviaqa"} and set(m["model"]) == {"fake"}
-    cfg = json.loads((out / "config.json").read_text())
-    assert cfg["config"]["generation"]["n_samples"] == 4 and cfg["config"]["command"] == "run"
 
 
 def _pairwise_auroc(uncertainty: list[float], correct: list[bool]) -> float:
@@ -356,14 +247,6 @@ ISSUE_LINE = {
     "answer": "Paris",
     "samples": ["London", "Paris", "Paris"],
 }
-
-
-def test_misspelt_field_exits_2_and_writes_nothing(tmp_path, fake_entail, capsys):
-    inp = _write(tmp_path / "in.jsonl", [ISSUE_LINE])
-    assert _ss(inp, tmp_path / "run") == 2
-    err = capsys.readouterr().err
-    assert "in.jsonl, line 1" in err and "'reference'" in err and "'references'" in err
-    assert not (tmp_path / "run").exists() and fake_entail.LOADS == []
 
 
 def test_reference_field_is_explicit_and_recorded(tmp_path, fake_entail, capsys):

@@ -221,12 +221,10 @@ class LazyModel:
             self._recorded = True
 
     def record_batch_sizes(self, run: RunDir, stage: str, chunk: int) -> None:
-        """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted), if loaded."""
+        """Keep the batch sizes ``stage`` used in this call in the run's record, if loaded."""
         if self.loaded:
             sizes = {"batch_size": used_batch_size(self.get(), self.config.runtime.batch_size), "chunk": chunk}
-            message = run.record_batch_sizes(stage, sizes)
-            if message:
-                note(message)
+            run.record_batch_sizes(stage, sizes)
 
 
 class EntailmentModel(LazyModel):

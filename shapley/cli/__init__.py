@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import stat
 import sys
 import warnings
@@ -188,38 +187,11 @@ def _show_warning(
     print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
-def _value_options(parser: argparse.ArgumentParser) -> set[str]:
-    """Every option, of every subcommand, that takes exactly one value."""
-    out: set[str] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                out |= _value_options(sub)
-        elif action.option_strings and action.nargs is None:
-            out.update(action.option_strings)
-    return out
-
-
-def _join_dash_values(argv: list[str], options: set[str]) -> list[str]:
-    """``--shard -1/2`` -> ``--shard=-1/2``: a value that starts with '-' and a digit or '.' belongs to its option.
-
-    argparse would otherwise take ``-1/2`` (or ``-1e-3``) for an option and answer "expected one argument";
-    joined, the value reaches its own check, which says what is wrong with it.
-    """
-    out: list[str] = []
-    for arg in argv:
-        if out and out[-1] in options and re.match(r"-[\d.]", arg):
-            out[-1] += "=" + arg
-        else:
-            out.append(arg)
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status. Warnings print as one line each (``warning: ...``)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    a = parser.parse_args(_join_dash_values(args_list, _value_options(parser)))
+    a = parser.parse_args(args_list)  # a value that starts with '-' is given as --option=-1/2
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:

@@ -318,12 +318,8 @@ def _write_run_outputs(
 
 
 def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """A run's per-question scores: ``scores.csv`` if written, else built from ``scores.jsonl``."""
-    f = Path(run_dir) / "scores.csv"
-    if f.is_file():
-        return read_csv_ids(f)
-    recs = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
-    return scores_frame(list(recs.values()), read_config(run_dir).scoring.methods)
+    """A run's per-question scores, ``scores.csv``."""
+    return read_csv_ids(Path(run_dir) / "scores.csv")
 
 
 def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:

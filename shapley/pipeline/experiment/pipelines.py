@@ -64,13 +64,9 @@ from shapley.pipeline.score.choice import choose
 # Shared stages
 
 
-def _matrix_list(M: Any, n: int, what: str, qid: str) -> list[list[float]] | None:
-    if M is None:
-        return None
-    A = np.asarray(M, dtype=np.float64)
-    if A.shape != (n, n):
-        raise RuntimeError(f"entailment backend returned a {what} matrix of shape {A.shape} for {n} samples ({qid})")
-    return A.tolist()
+def _matrix_list(M: Any) -> list[list[float]] | None:
+    """An (n, n) matrix of a backend as nested lists (its shape is the backend's contract)."""
+    return None if M is None else np.asarray(M, dtype=np.float64).tolist()
 
 
 def entail_stage(
@@ -96,13 +92,12 @@ def entail_stage(
         results = backend.get().score([(q, s) for _, q, s in chunk], with_question=with_question)
         out = []
         for (qid, _, samples), r in zip(chunk, results, strict=True):
-            n = len(samples)
             out.append(
                 {
                     "id": qid,
-                    "n": n,
-                    "entail": _matrix_list(r.entail, n, "entail", qid),
-                    "contradict": _matrix_list(getattr(r, "contradict", None), n, "contradict", qid),
+                    "n": len(samples),
+                    "entail": _matrix_list(r.entail),
+                    "contradict": _matrix_list(getattr(r, "contradict", None)),
                 }
             )
         return out

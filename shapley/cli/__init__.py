@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import stat
 import sys
 import warnings
@@ -85,7 +84,7 @@ def _beta_sweep(a: argparse.Namespace, argv: list[str]) -> None:
     from shapley.pipeline.evaluate.report import markdown_table
 
     betas = TABLE5_BETAS if a.betas is None else a.betas
-    summary, paths = write_beta_sweep(a.run_dir, betas, psd_policy=a.psd_policy, n_boot=a.n_boot, output=a.output)
+    summary, paths = write_beta_sweep(a.run_dir, betas, n_boot=a.n_boot)
     print(markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
 
@@ -98,7 +97,7 @@ _PATH_ARGS = {  # command -> (dest, how the message names it) of every argument 
     "score-samples": (("input", "FILE.jsonl"), ("output", "--output"), ("runtime.entail_cache", "--entail-cache")),
     "merge": (("shard_dirs", "SHARD_DIR"), ("output", "--output")),
     "report": (("run_dirs", "DIR"), ("output", "--output")),
-    "beta-sweep": (("run_dir", "DIR"), ("output", "--output")),
+    "beta-sweep": (("run_dir", "DIR"),),
 }
 
 
@@ -129,37 +128,26 @@ def _check_paths(a: argparse.Namespace) -> None:
 
 
 def _check_outputs(a: argparse.Namespace) -> None:
-    """``--output`` files of ``report`` and ``beta-sweep``, checked before anything is read or written
-    (``ValueError`` naming the option): never a file of a run directory the command reads (the sweep's own files
-    excepted), never a folder, pipe or device (a link is written through to its target, which must be a regular
-    file or new, in an existing folder). The sweep's folder must exist; the report creates its own."""
-    if a.output is None or a.command not in ("report", "beta-sweep"):
+    """``report --output`` files, checked before anything is read or written (``ValueError`` naming the option):
+    never a file of a run directory the command reads, never a folder, pipe or device (a link is written through to
+    its target, which must be a regular file or new, in an existing folder). The report creates its own folder."""
+    if a.command != "report" or a.output is None:
         return
-    if a.command == "report":
-        from shapley.pipeline.evaluate.report import report_files
+    from shapley.pipeline.evaluate.report import report_files
 
-        files, reads, own = list(report_files(a.output)), a.run_dirs, set()
-    else:
-        from shapley.pipeline.evaluate.metrics import sweep_files
-        from shapley.pipeline.rundir.derived import SWEEP_OUTPUTS
-
-        files, reads = sweep_files(a.output), [a.run_dir]
-        own = {Path(os.path.realpath(Path(a.run_dir) / name)) for name in SWEEP_OUTPUTS}
-    read_dirs = {Path(os.path.realpath(d)) for d in reads}
-    for f in files:
+    read_dirs = {Path(os.path.realpath(d)) for d in a.run_dirs}
+    for f in report_files(a.output):
         real = Path(os.path.realpath(f))
         if f.is_symlink() and not real.parent.is_dir():
             raise ValueError(f"--output {f} is a link to {real}, whose folder does not exist")
         if real.exists() and not real.is_file():
             kind = "a directory" if real.is_dir() else "a pipe, socket or device"
             raise ValueError(f"--output {f} is {kind}, not a regular file; it is not replaced: give a file name")
-        if real.parent in read_dirs and real not in own:
+        if real.parent in read_dirs:
             raise ValueError(
                 f"--output {f} is in the run directory {real.parent} being read; the command never writes there "
                 "(it could replace the run's own files): write it outside the run directory"
             )
-    if a.command == "beta-sweep" and not files[0].parent.is_dir():
-        raise ValueError(f"--output {files[0]}: its folder {files[0].parent} does not exist")
 
 
 def _distinct_paths(paths: list[str], name: str) -> None:
@@ -199,38 +187,11 @@ def _show_warning(
     print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
-def _value_options(parser: argparse.ArgumentParser) -> set[str]:
-    """Every option, of every subcommand, that takes exactly one value."""
-    out: set[str] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                out |= _value_options(sub)
-        elif action.option_strings and action.nargs is None:
-            out.update(action.option_strings)
-    return out
-
-
-def _join_dash_values(argv: list[str], options: set[str]) -> list[str]:
-    """``--shard -1/2`` -> ``--shard=-1/2``: a value that starts with '-' and a digit or '.' belongs to its option.
-
-    argparse would otherwise take ``-1/2`` (or ``-1e-3``) for an option and answer "expected one argument";
-    joined, the value reaches its own check, which says what is wrong with it.
-    """
-    out: list[str] = []
-    for arg in argv:
-        if out and out[-1] in options and re.match(r"-[\d.]", arg):
-            out[-1] += "=" + arg
-        else:
-            out.append(arg)
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status. Warnings print as one line each (``warning: ...``)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    a = parser.parse_args(_join_dash_values(args_list, _value_options(parser)))
+    a = parser.parse_args(args_list)  # a value that starts with '-' is given as --option=-1/2
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:

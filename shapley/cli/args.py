@@ -254,7 +254,8 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
         "beta-sweep",
         help="Table 5: AUROC of Shap for several beta from a run's stored entailment",
         description="Recompute Shap for each beta from DIR's stored entailment matrices and report AUROC, and how "
-        "many questions have a non-PSD R at each beta.",
+        "many questions have a non-PSD R at each beta (under the run's own --psd-policy), into DIR/beta_sweep.csv "
+        "and, per question, DIR/beta_sweep_per_question.csv.",
     )
     bs.add_argument(
         "run_dir",
@@ -269,22 +270,10 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
         help=f"comma-separated, distinct betas {settings_of(ScoringSettings)['beta'].bounds_text()} (default: the "
         f"paper's Table 5 grid, {_grid_text(BETA_SWEEP_ROUNDS)})",
     )
-    bs.add_argument(
-        "--psd-policy",
-        choices=settings_of(ScoringSettings)["psd_policy"].choices,
-        default=None,
-        help="what Shap does when R is not PSD at a beta (default: the run's own --psd-policy, from config.json)",
-    )
     boot_bounds = settings_of(ScoringSettings)["n_boot"]
     bs.add_argument(
         "--n-boot",
         type=read_sweep_boot,
         default=SWEEP_NO_BOOT,
         help=f"bootstrap resamples for CIs: {SWEEP_NO_BOOT} (none, default) or {boot_bounds.bounds_text()}",
-    )
-    bs.add_argument(
-        "--output",
-        default=None,
-        help="CSV for the summary (default: DIR/beta_sweep.csv); the per-question table goes next to it "
-        "(<name>_per_question.csv)",
     )

@@ -41,7 +41,6 @@ from shapley.core.psd import PSD_POLICIES
 from shapley.pipeline.score.correctness import CORRECTNESS_FOR, METRICS
 from shapley.pipeline.score.scores import (
     DEFAULT_METHODS,
-    METHODS,
     SE_AGGREGATION_DEFAULT,
     SE_AGGREGATIONS,
     resolve_methods,
@@ -333,7 +332,7 @@ class ScoringSettings(Settings):
 
     methods: tuple[str, ...] = setting(
         DEFAULT_METHODS,
-        f"comma-separated methods (default: all but {', '.join(m for m in METHODS if m not in DEFAULT_METHODS)})",
+        "comma-separated methods (default: all)",
         convert=resolve_methods,
         read=_method_list,
     )

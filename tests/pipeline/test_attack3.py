@@ -134,31 +134,18 @@ def _run_files(run: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
 
 
-def _output_commands(run: Path, target: Path) -> list[list[str]]:
-    return [
-        ["report", str(run), "--output", str(target)],
-        ["beta-sweep", str(run), "--betas", "0.5", "--output", str(target)],
-    ]
-
-
 def test_no_output_overwrites_a_file_of_a_run_directory_being_read(run8, capsys):
     before = _run_files(run8)
     names = sorted(n for n in before if not n.startswith("."))
     assert {"config.json", "scores.jsonl", "metrics.csv", "derived.json"} <= set(names)
     for name in [*names, "metrics.md", "scores.md", "x_per_question.csv", "new.csv"]:
-        for argv in _output_commands(run8, run8 / name):
-            if argv[0] == "beta-sweep" and name in derived.SWEEP_OUTPUTS:
-                continue
-            code = cli.main(argv)
-            err = capsys.readouterr().err
-            assert code == 2, (argv, err)
-            line = _one_error_line(err)
-            assert "--output" in line and str(run8) in line
-            assert _run_files(run8) == before, argv
-
-
-def test_beta_sweep_may_write_its_own_default_file(run8, capsys):
-    assert cli.main(["beta-sweep", str(run8), "--betas", "0.5", "--output", str(run8 / "beta_sweep.csv")]) == 0
+        argv = ["report", str(run8), "--output", str(run8 / name)]
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code == 2, (argv, err)
+        line = _one_error_line(err)
+        assert "--output" in line and str(run8) in line
+        assert _run_files(run8) == before, argv
 
 
 def test_merge_output_is_not_one_of_its_shards(tmp_path, capsys):
@@ -212,7 +199,7 @@ def test_a_full_disk_is_reported_with_exit_2_naming_the_file(run8, tmp_path, arg
     fakes.make_samples_file(inp, 4)
     cmd = {
         "report": ["report", str(run8), "--output", str(tmp_path / "r.md")],
-        "beta-sweep": ["beta-sweep", str(run8), "--betas", "0.5", "--output", str(tmp_path / "b.csv")],
+        "beta-sweep": ["beta-sweep", str(run8), "--betas", "0.5"],
         "score-samples": ["score-samples", str(inp), "--entailment", "fake:", "--output", str(tmp_path / "new")],
     }[argv]
     code = cli.main([*cmd, "--no-progress"] if argv == "score-samples" else cmd)

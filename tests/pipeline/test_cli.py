@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import shapley
 from shapley import cli
-from shapley.pipeline.data.datasets import DATASETS
-from shapley.pipeline.data.samples import read_samples_file
 from shapley.pipeline.evaluate import metrics as evaluate
-from shapley.pipeline.experiment import pipelines as experiment
-from shapley.pipeline.rundir.csvfiles import read_csv_ids
 from tests import fakes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,37 +31,11 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_help_of_every_command(capsys):
-    r = subprocess.run(
-        [sys.executable, "-m", "shapley", "--help"], capture_output=True, text=True, cwd=REPO, timeout=60
-    )
-    assert r.returncode == 0, r.stderr
-    assert "usage: python -m shapley" in r.stdout
-    for args in (["run"], ["score-samples"], ["report"], ["beta-sweep"]):
-        with pytest.raises(SystemExit) as e:
-            cli.main([*args, "--help"])
-        assert e.value.code == 0
-        assert f"usage: python -m shapley {args[0]}" in capsys.readouterr().out
-    text = cli.build_parser().format_help()
-    for cmd in ("run", "score-samples", "report", "beta-sweep"):
-        assert cmd in text
-
-
-def test_parser_validates_flags(capsys):
-    p = cli.build_parser()
-    for bad in (
-        ["score-samples", "f", "--output", "o", "--beta", "0"],
-        ["score-samples", "f", "--output", "o", "--methods", "Shap,Nope"],
-        ["score-samples", "f", "--output", "o", "--threshold", "2"],
-        ["run", "--dataset", "imagenet", "--output", "o"],
-    ):
-        with pytest.raises(SystemExit) as e:
-            p.parse_args(bad)
-        assert e.value.code == 2
+def test_parser_reads_flags_into_dotted_settings():
+    p = cli.build_parser()  # (bad values of every option: tests/test_wrong_kinds.py)
     a = vars(p.parse_args(["score-samples", "f.jsonl", "--output", "o", "--methods", "Shap,SE", "--n-samples", "5"]))
     assert a["scoring.methods"] == ("Shap", "SE") and a["data.n_samples"] == 5
     assert a["scoring.beta"] == 0.5 and a["scoring.psd_policy"] == "nearest"
-    assert DATASETS == ("triviaqa", "coqa", "wmt14", "squad", "bioasq", "nq_open", "svamp", "jsonl")
 
 
 def test_score_samples_end_to_end(tmp_path, fake_entail, capsys):
@@ -104,38 +72,6 @@ def test_score_samples_end_to_end(tmp_path, fake_entail, capsys):
     assert "Shap" in m.index and "SE" not in m.index and m.loc["Shap", "n"] == 20
 
 
-def test_score_samples_with_logprobs_computes_likelihood_methods(tmp_path, fake_entail, capsys):
-    rows = fakes.make_samples_file(tmp_path / "base.jsonl", 16, n_samples=3)
-    for k, r in enumerate(rows):
-        r["sample_logprobs"] = [[-0.1 * (k % 5 + 1), -0.2 * j] for j in range(3)]
-        r["answer"] = r["samples"][1]
-    inp = _write(tmp_path / "lp.jsonl", rows)
-    out = tmp_path / "run"
-    assert (
-        cli.main(
-            [
-                "score-samples",
-                str(inp),
-                "--entailment",
-                "fake:",
-                "--output",
-                str(out),
-                "--n-boot",
-                "20",
-                "--no-progress",
-                "--methods",
-                "Shap,SE,NE,LNE,DSE",
-            ]
-        )
-        == 0
-    )
-    assert "no sample_logprobs" not in capsys.readouterr().err
-    m = pd.read_csv(out / "metrics.csv")
-    assert set(m["method"]) == {"Shap", "SE", "NE", "LNE", "DSE"}
-    s = pd.read_csv(out / "scores.csv")
-    assert s["answer"].tolist() == [r["samples"][1] for r in rows]  # the given judged answer
-
-
 def test_bad_input_names_line_and_field_and_writes_nothing(tmp_path, fake_entail, capsys):
     rows = fakes.make_samples_file(tmp_path / "base.jsonl", 5)
     del rows[2]["samples"]
@@ -151,22 +87,7 @@ def test_bad_input_names_line_and_field_and_writes_nothing(tmp_path, fake_entail
     assert rc == 2 and "does not exist" in capsys.readouterr().err and not out.exists()
 
 
-def test_uqnlg_layout_single_sample_empty_answers_and_unicode(tmp_path, fake_entail):
-    rows = [
-        {"id": "a", "question": "Wo?", "answer": "Zürich", "samples": [" Zürich\n"], "samples_cleaned": [" Zürich"]},
-        {"id": "b", "question": "東京?", "answer": "東京", "samples": ["x"], "samples_cleaned": [""]},
-        {"id": "c", "question": "Q?", "answer": "Mozart", "samples": ["Mozart"], "samples_cleaned": ["Haydn"]},
-    ]
-    inp = _write(tmp_path / "uq.jsonl", rows)
-    out = experiment.score_samples(fakes.samples_config(inp, n_boot=10, reference_field="answer"), tmp_path / "run")
-    s = pd.read_csv(out / "scores.csv", dtype={"id": str}).set_index("id")
-    assert s.loc["a", "Shap"] == pytest.approx(shapley.HALF_LOG_2PIE)  # n = 1: h of a standard normal
-    assert s["Shap"].map(math.isfinite).all()
-    assert s.loc["a", "correct"] and not s.loc["b", "correct"] and not s.loc["c", "correct"]
-    assert s.loc["b", "n_empty_samples"] == 1 and s.loc["a", "answer"] == "Zürich"
-
-
-def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
+def test_report_command(tmp_path, fake_entail, capsys):
     inp = tmp_path / "in.jsonl"
     fakes.make_samples_file(inp, 20)
     dirs = []
@@ -195,103 +116,7 @@ def test_report_and_beta_sweep_commands(tmp_path, fake_entail, capsys):
     assert cli.main(["report", *dirs]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# AUROC across runs") and "run0.3" in out and "run0.5" in out
-    md = tmp_path / "rep" / "all.md"
-    assert cli.main(["report", *dirs, "--output", str(md)]) == 0
-    assert md.is_file() and md.with_suffix(".csv").is_file()
     assert cli.main(["report", str(tmp_path / "missing")]) == 2
-    capsys.readouterr()
-    assert cli.main(["beta-sweep", dirs[0], "--betas", "0.1,0.5,1.0"]) == 0
-    sw = pd.read_csv(Path(dirs[0]) / "beta_sweep.csv")
-    assert sw["beta"].tolist() == [0.1, 0.5, 1.0] and (sw["n"] == 20).all()
-    assert (Path(dirs[0]) / "beta_sweep_per_question.csv").is_file()
-
-
-def test_real_triviaqa_file_is_accepted(tmp_path, fake_entail):
-    from shapley.pipeline.data.datasets import LOCAL_FILES
-
-    f = fakes.local_data_dir() / LOCAL_FILES["triviaqa"]
-    if not f.is_file():
-        pytest.skip("triviaqa_llama13b_samples.jsonl.gz not present")
-    items = read_samples_file(f, n_samples=5, limit=15, reference_field="answer")
-    with gzip.open(f, "rt", encoding="utf-8") as fh:
-        ref = [json.loads(line) for line, _ in zip(fh, range(15), strict=False)]
-    assert [i.id for i in items] == [str(r["id"]) for r in ref]
-    assert [i.samples for i in items] == [[s.strip() for s in r["samples_cleaned"][:5]] for r in ref]  # UQ-NLG layout
-    assert [i.references for i in items] == [[r["answer"]] for r in ref]
-    out = tmp_path / "tqa"
-    assert (
-        cli.main(
-            [
-                "score-samples",
-                str(f),
-                "--entailment",
-                "fake:",
-                "--output",
-                str(out),
-                "--n-samples",
-                "5",
-                "--limit",
-                "15",
-                "--n-boot",
-                "20",
-                "--no-progress",
-                "--dataset-label",
-                "triviaqa",
-                "--model-label",
-                "llama-13b",
-                "--reference-field",
-                "answer",
-            ]
-        )
-        == 0
-    )
-    m = pd.read_csv(out / "metrics.csv").set_index("method")
-    assert m.loc["Shap", "n"] == 15 and m.loc["Shap", "dataset"] == "triviaqa"
-
-
-def test_run_command_with_fake_models(tmp_path, fake_entail, monkeypatch, capsys):
-    fakes.install_fake_generator(monkeypatch)
-    fakes.install_fake_dataset(monkeypatch, n=8)
-    out = tmp_path / "run"
-    rc = cli.main(
-        [
-            "run",
-            "--dataset",
-            "triviaqa",
-            "--model",
-            "fake",
-            "--entailment",
-            "fake:",
-            "--n-samples",
-            "4",
-            "--limit",
-            "8",
-            "--output",
-            str(out),
-            "--n-boot",
-            "20",
-            "--no-progress",
-        ]
-    )
-    assert rc == 0, capsys.readouterr().err
-    m = pd.read_csv(out / "metrics.csv")
-    assert {"Shap", "SE", "MaxL", "MaxE", "P(T)", "A4C"} <= set(m["method"])
-    assert set(m["dataset"]) == {"triviaqa"} and set(m["model"]) == {"fake"}
-    cfg = json.loads((out / "config.json").read_text())
-    assert cfg["config"]["generation"]["n_samples"] == 4 and cfg["config"]["command"] == "run"
-
-
-def _pairwise_auroc(uncertainty: list[float], correct: list[bool]) -> float:
-    """AUROC counted pair by pair, independently of the package: P(wrong more uncertain than right), ties 1/2."""
-    wrong = [u for u, c in zip(uncertainty, correct, strict=True) if not c]
-    right = [u for u, c in zip(uncertainty, correct, strict=True) if c]
-    wins = sum((w > r) + 0.5 * (w == r) for w in wrong for r in right)
-    return wins / (len(wrong) * len(right))
-
-
-def test_pairwise_auroc_reference():
-    assert _pairwise_auroc([0.1, 0.2, 0.8, 0.9], [True, True, False, False]) == 1.0
-    assert _pairwise_auroc([0.5, 0.1, 0.5], [True, True, False]) == 0.75
 
 
 @pytest.mark.integration
@@ -299,8 +124,7 @@ def test_pairwise_auroc_reference():
 def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
     """The real LLaMA-13B TriviaQA samples scored with the packaged all-MiniLM-L6-v2 stand-in backend.
 
-    Slow: it loads the model. The AUROC written to metrics.csv is checked against a pair-by-pair count from the
-    written scores and correctness (issue 20), not only for lying in [0, 1]."""
+    Slow: it loads the model. (metrics.csv against an independent recomputation: test_metrics_independent.py.)"""
     import importlib.util as iu
 
     from shapley.pipeline.data.datasets import LOCAL_FILES
@@ -332,11 +156,7 @@ def test_score_samples_real_file_with_packaged_minilm(tmp_path, monkeypatch):
     assert rc == 0
     m = pd.read_csv(out / "metrics.csv").set_index("method")
     assert m.loc["Shap", "n"] == 30 and bool(m.loc["Shap", "entailment_is_stand_in"])
-    scores = evaluate.load_scores(out)
-    shap = scores.dropna(subset=["Shap"])
-    assert len(shap) == 30 and 0 < shap["correct"].sum() < 30  # both classes: the AUROC is defined
-    expected = _pairwise_auroc(shap["Shap"].tolist(), shap["correct"].astype(bool).tolist())
-    assert m.loc["Shap", "auroc"] == pytest.approx(expected, abs=1e-12)
+    assert 0 < m.loc["Shap", "accuracy"] < 1 and 0 <= m.loc["Shap", "auroc"] <= 1  # both classes: AUROC defined
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["provenance"]["entailment"]["is_nli"] is False and cfg["provenance"]["entailment"]["fingerprint"]
 
@@ -358,19 +178,9 @@ ISSUE_LINE = {
 }
 
 
-def test_misspelt_field_exits_2_and_writes_nothing(tmp_path, fake_entail, capsys):
-    inp = _write(tmp_path / "in.jsonl", [ISSUE_LINE])
-    assert _ss(inp, tmp_path / "run") == 2
-    err = capsys.readouterr().err
-    assert "in.jsonl, line 1" in err and "'reference'" in err and "'references'" in err
-    assert not (tmp_path / "run").exists() and fake_entail.LOADS == []
-
-
-def test_reference_field_is_explicit_and_recorded(tmp_path, fake_entail, capsys):
+def test_reference_field_is_recorded_and_unused_fields_noted_once(tmp_path, fake_entail, capsys):
     rows = [{"id": f"t{i}", "question": "Q?", "answer": "Paris", "samples": ["Paris", "Rome"]} for i in range(4)]
     inp = _write(tmp_path / "in.jsonl", [{**r, "prompt": "Q: ...", "title": "x"} for r in rows])
-    assert _ss(inp, tmp_path / "run") == 2
-    assert "pass --reference-field answer" in capsys.readouterr().err and not (tmp_path / "run").exists()
     assert _ss(inp, tmp_path / "run", "--reference-field", "answer", "--n-boot", "10") == 0
     err = capsys.readouterr().err
     assert err.count("does not use, ignored") == 1  # one note for all lines
@@ -431,19 +241,19 @@ def test_beta_sweep_bad_betas_is_a_usage_error(tmp_path, capsys, betas):
     assert "usage: python -m shapley beta-sweep" in err and "--betas" in err
 
 
-def test_ids_round_trip_through_csv_and_formulas_are_escaped(tmp_path, fake_entail):
+def test_ids_and_answers_round_trip_through_csv_and_formulas_are_escaped(tmp_path, fake_entail):
+    """(every reader of every file, for hostile ids: test_attack3.py)"""
     ids = ["", "NaN", "null", "=1+1", "-2", "+3", "@SUM(A1)", "'quoted", "plain"]
+    answers = ['=HYPERLINK("x")', "-5", "+1", "@A1", "", "NaN", "Paris", "'a", "b"]
     rows = fakes.make_samples_file(tmp_path / "base.jsonl", len(ids))
-    inp = _write(tmp_path / "ids.jsonl", [{**r, "id": i} for r, i in zip(rows, ids, strict=True)])
+    edited = [{**r, "id": i, "answer": a} for r, i, a in zip(rows, ids, answers, strict=True)]
     out = tmp_path / "run"
-    assert _ss(inp, out, "--n-boot", "10") == 0
-    assert evaluate.load_scores(out)["id"].tolist() == ids
-    raw = pd.read_csv(out / "scores.csv", dtype=str, keep_default_na=False)["id"].tolist()
-    assert raw == ["", "NaN", "null", "'=1+1", "'-2", "'+3", "'@SUM(A1)", "''quoted", "plain"]
-    assert cli.main(["beta-sweep", str(out), "--betas", "0.5"]) == 0
-    per_q = read_csv_ids(out / "beta_sweep_per_question.csv")
-    assert sorted(per_q["id"]) == sorted(ids)
-    assert "'=1+1" in (out / "beta_sweep_per_question.csv").read_text()
+    assert _ss(_write(tmp_path / "ids.jsonl", edited), out, "--n-boot", "10") == 0
+    scores = evaluate.load_scores(out)
+    assert scores["id"].tolist() == ids and scores["answer"].tolist() == answers
+    raw = pd.read_csv(out / "scores.csv", dtype=str, keep_default_na=False)
+    assert raw["id"].tolist() == ["", "NaN", "null", "'=1+1", "'-2", "'+3", "'@SUM(A1)", "''quoted", "plain"]
+    assert raw["answer"].tolist() == ['\'=HYPERLINK("x")', "'-5", "'+1", "'@A1", "", "NaN", "Paris", "''a", "b"]
 
 
 def test_warnings_print_as_one_clean_line(tmp_path, fake_entail, capsys):
@@ -458,17 +268,6 @@ def test_warnings_print_as_one_clean_line(tmp_path, fake_entail, capsys):
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if "dropped" in ln]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and ".py:" not in err
-
-
-def test_answers_that_look_like_formulas_are_escaped_and_read_back(tmp_path, fake_entail):
-    answers = ['=HYPERLINK("x")', "-5", "+1", "@A1", "", "NaN", "Paris"]
-    rows = fakes.make_samples_file(tmp_path / "base.jsonl", len(answers))
-    inp = _write(tmp_path / "answers.jsonl", [{**r, "answer": a} for r, a in zip(rows, answers, strict=True)])
-    out = tmp_path / "run"
-    assert _ss(inp, out, "--n-boot", "10") == 0
-    raw = pd.read_csv(out / "scores.csv", dtype=str, keep_default_na=False)["answer"].tolist()
-    assert raw == ['\'=HYPERLINK("x")', "'-5", "'+1", "'@A1", "", "NaN", "Paris"]
-    assert evaluate.load_scores(out)["answer"].tolist() == answers
 
 
 # --------------------------------------------------------------------------------------------------
@@ -531,16 +330,6 @@ def test_help_expands_every_method_and_says_the_default_entailment_needs_the_int
 # Issue 17, cosmetic CLI items
 
 
-@pytest.mark.parametrize("value", ["-1/2", "-1e-3"])
-def test_a_value_starting_with_a_dash_reaches_its_own_check(value, capsys):
-    flag = "--shard" if "/" in value else "--beta"
-    with pytest.raises(SystemExit) as e:
-        cli.main(["score-samples", "in.jsonl", "--output", "o", flag, value])
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and "expected one argument" not in err
-    assert f"argument {flag}" in err and value in err
-
-
 def test_a_pipe_as_input_is_refused_saying_why(tmp_path, fake_entail, capsys):
     import os
 
@@ -564,21 +353,11 @@ def test_a_path_that_is_not_utf8_is_named(tmp_path, fake_entail, capsys):
     assert os.listdir(tmp_path) == ["in.jsonl"]
 
 
-def test_beta_sweep_names_its_output_and_checks_n_boot(tmp_path, fake_entail, capsys):
-    inp = tmp_path / "in.jsonl"
-    fakes.make_samples_file(inp, 6)
-    run = tmp_path / "run"
-    assert _ss(inp, run, "--n-boot", "10") == 0
-    capsys.readouterr()
-    out = tmp_path / "missing" / "sweep.csv"
-    assert cli.main(["beta-sweep", str(run), "--betas", "0.5", "--output", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert str(out) in err and ".tmp" not in err
+def test_beta_sweep_n_boot_below_its_bounds_is_a_usage_error(capsys):
     for n in ("-5", "1"):
         with pytest.raises(SystemExit) as e:
-            cli.main(["beta-sweep", str(run), "--betas", "0.5", "--n-boot", n])
+            cli.build_parser().parse_args(["beta-sweep", "d", "--n-boot", n])
         assert e.value.code == 2 and "--n-boot" in capsys.readouterr().err
-    assert not (run / "beta_sweep.csv").exists()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -611,12 +390,6 @@ def test_launchers_say_what_is_wrong_with_their_settings(tmp_path, script, env, 
     assert r.returncode == 2, r.stderr
     assert named in r.stderr and "unbound variable" not in r.stderr, r.stderr
     assert not out.exists()
-
-
-def test_launchers_share_one_argument_check():
-    for script in ("run_per_gpu.sh", "slurm_array.sh"):
-        text = (REPO / "scripts" / script).read_text()
-        assert "launcher_checks.sh" in text and "refuse_own_options" in text and "--entail-cache=*" not in text
 
 
 def test_run_flags_set_the_recorded_generation_path():

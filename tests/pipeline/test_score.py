@@ -71,10 +71,8 @@ def test_registry_names_and_needs():
         "P(T)",
         "A4C",
         "ER",
-        "Shap_sum",
     ):
         assert name in score.METHODS
-    assert "Shap_sum" not in score.DEFAULT_METHODS
     assert not score.METHODS["ER"].per_question
 
 
@@ -88,18 +86,10 @@ def test_every_per_question_method_computed_with_full_inputs():
     assert r.diagnostics["shap_psd"] is True and r.diagnostics["shap_psd_repaired"] is False
 
 
-def test_shap_is_core_shapley_uncertainty_and_equals_sum_of_values():
+def test_shap_is_core_shapley_uncertainty():
     x = _full_inputs()
-    r = scored(x, S(beta=0.4), methods=["Shap", "Shap_sum"]).scores
+    r = scored(x, S(beta=0.4), methods=["Shap"]).scores
     assert r["Shap"] == pytest.approx(shapley.shapley_uncertainty(x["entail"], 0.4), abs=1e-12)
-    assert r["Shap_sum"] == pytest.approx(r["Shap"], abs=1e-9)
-
-
-def test_shap_sum_skipped_beyond_limit():
-    n = score.SHAP_SUM_MAX_N + 1
-    P = np.eye(n)
-    r = scored({"id": "x", "samples": [str(i) for i in range(n)], "entail": P}, S(), methods=["Shap", "Shap_sum"])
-    assert "Shap" in r.scores and "Shap_sum" in r.skipped and str(score.SHAP_SUM_MAX_N) in r.skipped["Shap_sum"]
 
 
 def test_missing_inputs_are_skipped_with_reason_not_zero():

@@ -151,8 +151,6 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
         ValueError, match=rf"cannot resume {re.escape(str(d))}: setting 'scoring.beta' \(--beta\) differs"
     ):
         open_run(d, config.replace(scoring=replace(config.scoring, beta=0.4)))
-    with pytest.raises(ValueError, match=r"'scoring.methods' \(--methods\) differs"):
-        open_run(d, config.replace(scoring=replace(config.scoring, methods=("Shap", "SE"))))
     with open_run(d, fakes.with_limit(config, 20)) as run:  # limit does not affect results
         assert run.invocation["resumed"]
         inv = json.loads((d / "config.json").read_text())["invocations"]
@@ -162,6 +160,21 @@ def test_rundir_config_provenance_and_refusal(tmp_path):
     (other / "file.txt").write_text("x")
     with pytest.raises(ValueError, match="not empty"):
         open_run(other, config)
+
+
+def test_a_run_written_between_read_and_open_is_refused(tmp_path):
+    """Another process appends an invocation after this call read config.json and before it takes the lock: the
+    record built from the earlier read is refused, and the other process's config.json is kept."""
+    d, config = tmp_path / "run", fakes.samples_config(tmp_path / "in.jsonl")
+    with open_run(d, config):
+        pass
+    record = config.run_record(d, runs.stored_run(d), provenance.provenance(None), {})
+    with open_run(d, config):  # the other process
+        pass
+    written = (d / "config.json").read_bytes()
+    with pytest.raises(RuntimeError, match="written by another process meanwhile"):
+        runs.RunDir.open(d, config, record)
+    assert (d / "config.json").read_bytes() == written
 
 
 def _edited_run(tmp_path, edit):
@@ -339,45 +352,21 @@ def test_run_history_lists_commands_commits_and_dirt():
     assert runs.run_history({"provenance": {"command_line": "x"}}).commands == ()
 
 
-def test_run_history_of_a_run_directory(tmp_path):
-    d = tmp_path / "run"
-    config = fakes.samples_config(tmp_path / "in.jsonl")
-    with open_run(d, config, ["python", "-m", "shapley", "one"]):
-        pass
-    with open_run(d, config, ["python", "-m", "shapley", "two"]):
-        pass
-    h = runs.run_history(d)
-    assert h.commands == ("python -m shapley one", "python -m shapley two")
-    assert len(h.commits) <= 1
-    with pytest.raises(FileNotFoundError):
-        runs.run_history(tmp_path / "nothing")
-
-
-# --------------------------------------------------------------------------------------------------
-# Issue 12 #3 and #5: what a call used and what its outputs cover, in the run's record
-
-
-def test_batch_sizes_are_recorded_and_a_change_is_noted(tmp_path):
-    d = tmp_path / "run"
-    config = fakes.samples_config(tmp_path / "in.jsonl")
-    with open_run(d, config) as run:
-        assert run.record_batch_sizes("entailment", {"batch_size": 32, "chunk": 16}) is None
-    with open_run(d, config) as run:
-        assert run.record_batch_sizes("entailment", {"batch_size": 32, "chunk": 16}) is None
-    with open_run(d, config) as run:
-        note = run.record_batch_sizes("entailment", {"batch_size": 8, "chunk": 4})
-    assert note is not None and "holds records of both calls" in note and "do not depend on these sizes" in note
-    inv = json.loads((d / "config.json").read_text())["invocations"]
-    assert [i["batch_sizes"]["entailment"]["batch_size"] for i in inv] == [32, 32, 8]
-    assert "notes" not in inv[1] and inv[2]["notes"] == [note]
-
-
 # --------------------------------------------------------------------------------------------------
 # config.json: every key of the schema must be there, none other; values are checked, never coerced
 
 
 @pytest.mark.parametrize(
-    "key", ["scoring.beta", "scoring.methods", "entailment.with_question", "seed", "data.shard", "data.reference_field"]
+    "key",
+    [
+        "scoring.beta",
+        "scoring.methods",
+        "entailment.with_question",
+        "seed",
+        "data.shard",
+        "data.reference_field",
+        "scoring",
+    ],
 )
 def test_a_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
     d, config = _edited_run(tmp_path, lambda rec: operator.delitem(*_setting(rec, key)))
@@ -385,12 +374,6 @@ def test_a_config_missing_a_key_is_refused_naming_key_and_file(tmp_path, key):
         runs.read_config(d)
     with pytest.raises(ValueError, match=f"'{key}'"):
         open_run(d, config)
-
-
-def test_a_config_missing_a_whole_group_is_refused(tmp_path):
-    d, _ = _edited_run(tmp_path, lambda rec: rec["config"].pop("scoring"))
-    with pytest.raises(ValueError, match="lacks the key 'scoring'"):
-        runs.read_config(d)
 
 
 @pytest.mark.parametrize(

@@ -318,12 +318,8 @@ def _write_run_outputs(
 
 
 def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """A run's per-question scores: ``scores.csv`` if written, else built from ``scores.jsonl``."""
-    f = Path(run_dir) / "scores.csv"
-    if f.is_file():
-        return read_csv_ids(f)
-    recs = JsonlStore(Path(run_dir) / STAGE_FILES["scores"]).load(repair=False)
-    return scores_frame(list(recs.values()), read_config(run_dir).scoring.methods)
+    """A run's per-question scores, ``scores.csv``."""
+    return read_csv_ids(Path(run_dir) / "scores.csv")
 
 
 def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
@@ -349,7 +345,6 @@ def beta_table(
     run_dir: str | os.PathLike[str],
     betas: Sequence[float] = TABLE5_BETAS,
     *,
-    psd_policy: str | None = None,
     n_boot: int = 0,
     stores: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -357,13 +352,13 @@ def beta_table(
 
     Returns ``(summary, per_question)``: summary has one row per beta with ``beta, auroc, auroc_lo,
     auroc_hi, n, n_not_psd, n_repaired, min_eig_min`` (CI only when ``n_boot > 0``); per_question has
-    ``id, beta, Shap, psd, min_eig, repaired``. ``psd_policy`` defaults to the run's. ``n_boot``: 0 (no
+    ``id, beta, Shap, psd, min_eig, repaired``, under the run's ``psd_policy``. ``n_boot``: 0 (no
     interval) or the resamples to start from, raised to :data:`shapley.core.metrics.MIN_BOOT` as everywhere in
     a run (the interval is never drawn from fewer; it comes with ``auroc_lo_mcse``, ``auroc_hi_mcse`` and the
     resamples drawn, ``n_boot``). ``stores``: the (entailment, scores) records, when the caller read them.
     """
     cfg = read_config(run_dir)
-    policy = psd_policy or cfg.scoring.psd_policy
+    policy = cfg.scoring.psd_policy
     ent, sc = stores if stores is not None else _sweep_stores(run_dir)
     ids = [i for i in described_ids(run_dir, sc) if i in ent]
     if not ids:
@@ -403,50 +398,26 @@ def _sweep_stores(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], dict
     return tuple(JsonlStore(Path(run_dir) / STAGE_FILES[s]).load(repair=False) for s in ("entailment", "scores"))  # type: ignore[return-value]
 
 
-def sweep_files(output: str | os.PathLike[str]) -> list[Path]:
-    """The (summary, per-question) CSV paths :func:`write_beta_sweep` writes for ``output``: ``output`` itself and
-    ``<stem>_per_question.csv`` beside it."""
-    out = Path(output)
-    return [out, out.with_name(out.stem + "_per_question.csv")]
-
-
 def write_beta_sweep(
-    run_dir: str | os.PathLike[str],
-    betas: Sequence[float] = TABLE5_BETAS,
-    *,
-    psd_policy: str | None = None,
-    n_boot: int = 0,
-    output: str | os.PathLike[str] | None = None,
+    run_dir: str | os.PathLike[str], betas: Sequence[float] = TABLE5_BETAS, *, n_boot: int = 0
 ) -> tuple[pd.DataFrame, list[Path]]:
-    """:func:`beta_table` written to ``output`` (default ``run_dir/beta_sweep.csv``) and the per-question table
-    beside it (``<stem>_per_question.csv``). In the run directory both are recorded in ``derived.json``
+    """:func:`beta_table` written to the run directory (:data:`shapley.pipeline.rundir.derived.SWEEP_OUTPUTS`: the
+    summary, ``beta_sweep.csv``, and the per-question table) and recorded in ``derived.json``
     (:mod:`shapley.pipeline.rundir.derived`), so that a later change of the stage files marks them stale and the next
     metrics stage removes them. Returns (summary, paths written).
 
     The whole sweep (reading, computing, writing and recording) holds the run's lock (:func:`run_lock`: "in use"
     while a resume extends the run), and ``derived.json`` records the digest of the records that were read."""
     with run_lock(run_dir):
-        return _write_beta_sweep(run_dir, betas, psd_policy, n_boot, output)
-
-
-def _write_beta_sweep(
-    run_dir: str | os.PathLike[str],
-    betas: Sequence[float],
-    psd_policy: str | None,
-    n_boot: int,
-    output: str | os.PathLike[str] | None,
-) -> tuple[pd.DataFrame, list[Path]]:
-    ent, sc = _sweep_stores(run_dir)
-    summary, per_q = beta_table(run_dir, betas, psd_policy=psd_policy, n_boot=n_boot, stores=(ent, sc))
-    ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
-    out = Path(output) if output is not None else Path(run_dir) / derived.SWEEP_OUTPUTS[0]
-    paths = sweep_files(out)
-    texts = [csv_text(summary), csv_text(per_q)]
-    for f, text in zip(paths, texts, strict=True):
-        write_files({Path(f): text})  # a failure names the output, not the temporary file written first
-    if out.resolve() == (Path(run_dir) / derived.SWEEP_OUTPUTS[0]).resolve():
-        args = {"betas": [float(b) for b in betas], "psd_policy": psd_policy, "n_boot": int(n_boot)}
-        names = dict(zip(derived.SWEEP_OUTPUTS, texts, strict=True))
+        ent, sc = _sweep_stores(run_dir)
+        summary, per_q = beta_table(run_dir, betas, n_boot=n_boot, stores=(ent, sc))
+        ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
+        texts = dict(zip(derived.SWEEP_OUTPUTS, [csv_text(summary), csv_text(per_q)], strict=True))
+        paths = [Path(run_dir) / name for name in texts]
+        for f, text in zip(paths, texts.values(), strict=True):
+            write_files({f: text})  # a failure names the output, not the temporary file written first
+        # psd_policy None: the run's own (the key is kept so that a sweep records the args the committed ones do)
+        args = {"betas": [float(b) for b in betas], "psd_policy": None, "n_boot": int(n_boot)}
         read = {"entailment": ent, "scores": sc}
-        derived.record(run_dir, names, stages=("entailment", "scores"), ids=ids, args=args, read_records=read)
-    return summary, paths
+        derived.record(run_dir, texts, stages=("entailment", "scores"), ids=ids, args=args, read_records=read)
+        return summary, paths

@@ -21,8 +21,8 @@ resume of the merged directory regenerates nothing. The merged ``config.json`` r
 ``provenance.merged_from`` (:data:`MERGED_FROM`), one entry per shard: its directory (relative to the
 repository), shard label, questions, the commits and dirty flags of all its invocations (``commits``,
 ``dirty``; :func:`shapley.pipeline.rundir.store.run_history` counts them, so a merged run is flagged as any run), and
-the batch sizes each invocation used (``batch_sizes``); shards that used different batch sizes are noted in the
-merge's invocation. A merge killed at any point can be run again into the same output.
+the batch sizes each invocation used (``batch_sizes``). A merge killed at any point can be run again into the same
+output.
 """
 
 from __future__ import annotations
@@ -289,24 +289,6 @@ def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:
     return out
 
 
-def _batch_note(merged_from: Sequence[Mapping[str, Any]]) -> str | None:
-    """A note when the shards (or their invocations) used different batch sizes for a stage."""
-    seen: dict[str, list[tuple[str, Any]]] = {}
-    for entry in merged_from:
-        for sizes in entry["batch_sizes"]:
-            for stage, value in (sizes or {}).items():
-                if all(v != value for _, v in seen.get(stage, [])):
-                    seen.setdefault(stage, []).append((str(entry["shard"]), value))
-    mixed = {stage: values for stage, values in seen.items() if len(values) > 1}
-    if not mixed:
-        return None
-    listed = "; ".join(f"{stage}: " + ", ".join(f"{v} (shard {sh})" for sh, v in vals) for stage, vals in mixed.items())
-    return (
-        f"the shards ran with different batch sizes ({listed}): the merged records mix them (see "
-        "provenance.merged_from[].batch_sizes)"
-    )
-
-
 def merge_runs(
     shard_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, argv: Sequence[str] | None = None
 ) -> Path:
@@ -338,10 +320,6 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
         for stage in _stages(config):
             data = b"".join(encode_record(s.stores[stage][q]) for q, s in order)
             write_files({run.path / STAGE_FILES[stage]: data})
-        note = _batch_note(merged_from)
-        if note:
-            run.note(note)
-            print(f"note: {note}", file=sys.stderr)
         run.record_outputs(len(order), input_questions=len(order))
         evaluate.write_run_outputs(run, [q for q, _ in order], embeddings=_embeddings(config, order, run))
         write_compact(run.path, [q for q, _ in order])

@@ -64,13 +64,9 @@ from shapley.pipeline.score.choice import choose
 # Shared stages
 
 
-def _matrix_list(M: Any, n: int, what: str, qid: str) -> list[list[float]] | None:
-    if M is None:
-        return None
-    A = np.asarray(M, dtype=np.float64)
-    if A.shape != (n, n):
-        raise RuntimeError(f"entailment backend returned a {what} matrix of shape {A.shape} for {n} samples ({qid})")
-    return A.tolist()
+def _matrix_list(M: Any) -> list[list[float]] | None:
+    """An (n, n) matrix of a backend as nested lists (its shape is the backend's contract)."""
+    return None if M is None else np.asarray(M, dtype=np.float64).tolist()
 
 
 def entail_stage(
@@ -96,13 +92,12 @@ def entail_stage(
         results = backend.get().score([(q, s) for _, q, s in chunk], with_question=with_question)
         out = []
         for (qid, _, samples), r in zip(chunk, results, strict=True):
-            n = len(samples)
             out.append(
                 {
                     "id": qid,
-                    "n": n,
-                    "entail": _matrix_list(r.entail, n, "entail", qid),
-                    "contradict": _matrix_list(getattr(r, "contradict", None), n, "contradict", qid),
+                    "n": len(samples),
+                    "entail": _matrix_list(r.entail),
+                    "contradict": _matrix_list(getattr(r, "contradict", None)),
                 }
             )
         return out
@@ -357,50 +352,22 @@ def generation_fingerprint(config: RunConfig) -> str:
     return fingerprint({"seed": config.seed, **chosen})
 
 
-def _legacy_mismatch(rec: Mapping[str, Any], config: RunConfig) -> str | None:
-    """Why a generation record written before :data:`GENERATION_SETTINGS_KEY` existed cannot come from the run's
-    generation settings (None: what the record shows agrees with them). Such a record is tied to ``config.json``:
-    its sample count, token counts and p(True)/A4C fields are checked; its temperature, top-p/k and seed cannot be
-    read back from it."""
-    gen = config.generation
-    assert gen is not None
-    if len(rec.get("samples", ())) != gen.n_samples:
-        return f"{len(rec.get('samples', ()))} samples, not n_samples={gen.n_samples}"
-    tokens = [*rec.get("sample_token_logprobs", []), rec.get("answer_token_logprobs", [])]
-    longest = max((len(t) for t in tokens if isinstance(t, list)), default=0)
-    if longest > gen.max_new_tokens:
-        return f"an answer of {longest} tokens, over max_new_tokens={gen.max_new_tokens}"
-    if not gen.p_true and rec.get("p_true") is not None:
-        return "a p(True) value although p_true is off"
-    if not gen.a4c and rec.get("a4c_text") is not None:
-        return "an A4C reply although a4c is off"
-    return None
-
-
 def _check_generation_settings(run: RunDir, settings: str) -> None:
     """Generation records generated with other settings than the run's (``settings``: its
     :func:`generation_fingerprint`; ``config.json`` edited by hand, or damaged) are discarded, with a warning,
     and generated again; their entailment and scores follow through the upstream fingerprints. A record without
-    the fingerprint (an older version's) is kept when what it shows agrees with the settings
-    (:func:`_legacy_mismatch`)."""
+    the fingerprint (an older version's, as in the committed runs) is kept: it belongs to ``config.json``, whose
+    result settings a resume has compared."""
     store = run.store("generations")
-    why = {}
-    for qid, rec in store.records.items():
-        stored = rec.get(GENERATION_SETTINGS_KEY)
-        reason = _legacy_mismatch(rec, run.config) if stored is None else None
-        if stored is not None and stored != settings:
-            reason = "generated with other generation settings (n_samples, temperature, max_new_tokens, seed, ...)"
-        if reason is not None:
-            why[qid] = reason
-    if why:
-        first = next(iter(why))
+    other = [qid for qid, rec in store.records.items() if rec.get(GENERATION_SETTINGS_KEY, settings) != settings]
+    if other:
         warnings.warn(
-            f"{store.path}: {len(why)} generation record(s) do not match the run's generation settings (e.g. "
-            f"{first!r}: {why[first]}); generating them again",
+            f"{store.path}: {len(other)} generation record(s) (e.g. {other[0]!r}) were generated with other "
+            "generation settings (n_samples, temperature, max_new_tokens, seed, ...); generating them again",
             StaleRecordWarning,
             stacklevel=2,
         )
-        store.discard(list(why))
+        store.discard(other)
 
 
 def _generation_stage(

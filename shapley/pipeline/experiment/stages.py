@@ -88,12 +88,8 @@ def run_stage(
     with tqdm(total=len(items), initial=len(items) - len(pending), desc=stage, unit="q", disable=not progress) as bar:
         for chunk in _batches(pending, chunk_size):
             records = compute(chunk)
-            if len(records) != len(chunk):
-                raise RuntimeError(f"stage {stage}: {len(records)} records for {len(chunk)} items")
             ids = [key(it) for it in chunk]
             for k, rec in zip(ids, records, strict=True):
-                if str(rec["id"]) != k:
-                    raise RuntimeError(f"stage {stage}: record id {rec['id']!r} for item {k!r}")
                 if len(chunk) > 1:
                     rec[CHUNK_KEY] = ids
                 if upstream is not None:
@@ -119,30 +115,24 @@ def quiet_model_loading(quiet: bool) -> Iterator[None]:
     if not quiet:
         yield
         return
-    hf_logging: Any
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - transformers is a dependency
-        hf_logging = None
+    from transformers.utils import logging as hf_logging  # a dependency; imported only here, when quiet
+
     loggers = [logging.getLogger(name) for name in ("sentence_transformers", "huggingface_hub")]
     levels = [lg.level for lg in loggers]
-    bars = hf_logging.is_progress_bar_enabled() if hf_logging else False
-    verbosity = hf_logging.get_verbosity() if hf_logging else None
+    bars = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
     try:
-        if hf_logging:
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
         for lg in loggers:
             lg.setLevel(logging.ERROR)
         yield
     finally:
         for lg, level in zip(loggers, levels, strict=True):
             lg.setLevel(level)
-        if hf_logging:
-            if bars:
-                hf_logging.enable_progress_bar()
-            if verbosity is not None:
-                hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+        hf_logging.set_verbosity(verbosity)
 
 
 def used_batch_size(model: Any, configured: int | None) -> Any:
@@ -221,12 +211,10 @@ class LazyModel:
             self._recorded = True
 
     def record_batch_sizes(self, run: RunDir, stage: str, chunk: int) -> None:
-        """Keep the batch sizes ``stage`` used in this call in the run's record (a change is noted), if loaded."""
+        """Keep the batch sizes ``stage`` used in this call in the run's record, if loaded."""
         if self.loaded:
             sizes = {"batch_size": used_batch_size(self.get(), self.config.runtime.batch_size), "chunk": chunk}
-            message = run.record_batch_sizes(stage, sizes)
-            if message:
-                note(message)
+            run.record_batch_sizes(stage, sizes)
 
 
 class EntailmentModel(LazyModel):

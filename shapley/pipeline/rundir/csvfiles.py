@@ -71,5 +71,6 @@ def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:
             df[c] = [unescape_csv_id(v) for v in raw[c]]
     for c in df.columns:
         if c not in CSV_TEXT_COLUMNS and (df[c].dtype == object or pd.api.types.is_string_dtype(df[c])):
-            df[c] = [unescape_csv_id(v) if isinstance(v, str) else v for v in df[c]]
+            # in the column's own dtype: a text column whose cells are all missing stays text, not float64
+            df[c] = pd.array([unescape_csv_id(v) if isinstance(v, str) else v for v in df[c]], dtype=df[c].dtype)
     return df

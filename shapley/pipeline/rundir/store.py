@@ -261,27 +261,11 @@ class RunDir:
         self.save_config()
         return message
 
-    def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> str | None:
-        """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``).
-
-        Returns a note (also kept with :meth:`note`) when an earlier call of this run stored records of
-        ``stage`` with other sizes: the stage's records then mix both (see
-        :class:`shapley.pipeline.config.RuntimeSettings` for what batching may change).
-        """
-        sizes = json.loads(canonical_json(dict(sizes)))
-        earlier = [
-            inv["batch_sizes"][stage] for inv in self.record["invocations"][:-1] if stage in inv.get("batch_sizes", {})
-        ]
-        self.invocation.setdefault("batch_sizes", {})[stage] = sizes
+    def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> None:
+        """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``); a
+        record of how the call ran, which moves no number (see :class:`shapley.pipeline.config.RuntimeSettings`)."""
+        self.invocation.setdefault("batch_sizes", {})[stage] = json.loads(canonical_json(dict(sizes)))
         self.save_config()
-        others = [e for e in earlier if e != sizes]
-        if not others:
-            return None
-        return self.note(
-            f"the {stage} stage ran with batch sizes {sizes} in this call but {others[-1]} in an earlier one: "
-            f"{STAGE_FILES.get(stage, stage)} holds records of both calls (entailment passes are fixed per question "
-            "and do not depend on these sizes; generation reuses the run's recorded rows per batch)"
-        )
 
     def record_outputs(self, n_questions: int, input_questions: int) -> str | None:
         """Record that the CSV outputs describe this call's ``n_questions`` questions (``record["outputs"]``).

@@ -27,8 +27,6 @@ Methods (short names of the paper's tables; Table 3's ``SU`` is :data:`"SE"` her
   correlation matrix); each
   question records ``shap_psd_repaired`` and ``shap_min_eig`` (minimum eigenvalue of R before repair) in
   its diagnostics, so repaired questions can be counted or excluded later.
-* ``Shap_sum`` (opt-in, n <= :data:`SHAP_SUM_MAX_N`): the explicit sum of the exact Shapley values;
-  equal to ``Shap`` up to round-off (efficiency), kept to show it on real data.
 * ``SE`` semantic entropy (Kuhn et al.; likelihood of a sample = exp(sum of its token log-probs)),
   ``DSE`` discrete semantic entropy, ``NumSet`` number of semantic sets, ``NE`` predictive (naive)
   entropy, ``LNE`` length-normalised predictive entropy, ``LexSim`` lexical similarity,
@@ -55,14 +53,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import baselines
 from shapley.core.baselines.entropies import CLUSTER_THRESHOLD
-from shapley.core.entropy import gaussian_entropy, shapley_values
+from shapley.core.entropy import gaussian_entropy
 from shapley.core.kernel import correlation_matrix, kernel_matrix
 from shapley.core.psd import is_psd, min_eigenvalue
 
 T = TypeVar("T")
-
-SHAP_SUM_MAX_N = 12
-"""Largest n for ``Shap_sum`` (2**n subset entropies per question)."""
 
 SE_AGGREGATIONS = ("sum", "mean")
 SE_AGGREGATION_DEFAULT = "mean"
@@ -232,20 +227,10 @@ def _shap(c: QuestionContext) -> float:
         return float(gaussian_entropy(c.R, psd_policy=c.opts.psd_policy))
 
 
-def _shap_sum(c: QuestionContext) -> float:
-    n = c.R.shape[0]
-    if n > SHAP_SUM_MAX_N:
-        raise ValueError(f"Shap_sum enumerates 2**n subsets; n = {n} > {SHAP_SUM_MAX_N}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(np.sum(shapley_values(c.R, "exact", psd_policy=c.opts.psd_policy)))
-
-
 METHODS: dict[str, MethodSpec] = {
     s.name: s
     for s in (
         MethodSpec("Shap", _shap, ("entail",), "Shapley uncertainty h(N(0, R)), R = kernel(beta) of (P+P^T)/2"),
-        MethodSpec("Shap_sum", _shap_sum, ("entail",), "explicit sum of exact Shapley values (n <= 12; = Shap)"),
         MethodSpec(
             "SE",
             lambda c: baselines.semantic_entropy(c.se_log_likelihoods, c.clusters),
@@ -338,8 +323,8 @@ METHODS["ER"] = MethodSpec(
     per_question=False,
 )
 
-DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m not in ("Shap_sum",))
-"""Methods computed when none are named: everything except the opt-in ``Shap_sum``."""
+DEFAULT_METHODS: tuple[str, ...] = tuple(METHODS)
+"""Methods computed when none are named: all of them."""
 
 
 def resolve_methods(methods: Iterable[str] | None) -> tuple[str, ...]:

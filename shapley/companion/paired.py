@@ -25,9 +25,6 @@ COMPARISON_COLUMNS = ("method", "reference", "delta_auroc", "lo", "hi", "delong_
 """Columns the book needs in every ``comparisons.csv`` (other columns are kept as read): ``delong_p_holm``, the
 Holm-adjusted DeLong p-value, and the ``outcome`` it decides (:data:`OUTCOMES`)."""
 
-TEST_WORDS = f"DeLong's paired test, Holm-adjusted within each run, p below {SIGNIFICANCE:g}"
-"""How the outcomes are decided, for captions."""
-
 SELECTION_COLUMNS = ("strategy", "accuracy", "n", "lo", "hi")
 
 
@@ -52,44 +49,6 @@ def load_comparisons(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
 def load_selection(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """The ``selection.csv`` of every run that has one, stacked, with a ``run`` column (empty if none)."""
     return _read_csvs(run_dirs, "selection.csv", SELECTION_COLUMNS)
-
-
-def comparison_summary(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Wins, ties and losses of each method against its reference, counted over runs.
-
-    Outcomes are the runs' (DeLong's paired test, Holm-adjusted within each run; a difference that is undefined,
-    one correctness class, counts as ``undefined``, not as a tie). Columns: method, reference, runs, win, tie,
-    loss, undefined; sorted by wins minus losses, best first.
-    """
-    cols = ["method", "reference", "runs", *OUTCOMES]
-    if comparisons.empty:
-        return pd.DataFrame(columns=cols)
-    counts = pd.crosstab([comparisons["method"], comparisons["reference"]], comparisons["outcome"])
-    counts = counts.reindex(columns=list(OUTCOMES), fill_value=0).reset_index()
-    counts.insert(2, "runs", counts[list(OUTCOMES)].sum(axis=1))
-    order = (counts["win"] - counts["loss"]).sort_values(ascending=False, kind="stable").index
-    return counts.loc[order, cols].reset_index(drop=True)
-
-
-def comparison_summary_frame(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """:func:`comparison_summary` for readers."""
-    frame = comparison_summary(comparisons).rename(
-        columns={
-            "method": "Method",
-            "reference": "Against",
-            "runs": "Runs",
-            "win": "Better",
-            "tie": "No significant difference",
-            "loss": "Worse",
-            "undefined": "Undefined",
-        }
-    )
-    caption = (
-        "Paired comparisons on the same questions, counted over the runs (each run's "
-        f"`comparisons.csv`): *better* or *worse* only where {TEST_WORDS}; "
-        "*undefined*: the run's answers are all correct or all wrong, so no AUROC exists."
-    )
-    return titled(frame, caption, formats=dict.fromkeys(frame.columns[2:], ".0f"))
 
 
 def outcome_counts(comparisons: pd.DataFrame) -> dict[str, int]:

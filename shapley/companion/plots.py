@@ -23,13 +23,6 @@ def plain(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
-def _bars(ax, ys, d: pd.DataFrame, colours: list[str], capsize: float) -> None:
-    """Horizontal AUROC bars from 0.5 with their intervals, row i of ``d`` (columns auroc, auroc_lo, auroc_hi) at
-    height ``ys[i]``."""
-    err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
-    ax.barh(ys, d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=capsize)
-
-
 def pyplot():
     """pyplot with whatever backend is active (inline in the book's notebooks, Agg in scripts and tests)."""
     import matplotlib.pyplot as plt
@@ -65,34 +58,6 @@ def benchmark_figure(rows: pd.DataFrame):
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    return closed(fig)
-
-
-def auroc_bars(measured: pd.DataFrame, *, title: str = "", highlight: str = "Shap"):
-    """Horizontal bars of AUROC with bootstrap CIs, one per method (Figure 2 style).
-
-    Args:
-        measured: columns method, auroc, auroc_lo, auroc_hi.
-    """
-    plt = pyplot()
-    d = measured.dropna(subset=["auroc"]).sort_values("auroc")
-    fig, ax = plt.subplots(figsize=(6.0, 0.32 * max(len(d), 3) + 1.2))
-    if d.empty:
-        undefined = "AUROC undefined for every method\n(all answers in one correctness class)"
-        ax.text(0.5, 0.5, undefined, ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
-    else:
-        colours = ["tab:red" if m == highlight else "tab:blue" for m in d["method"]]
-        ys = np.arange(len(d))
-        _bars(ax, ys, d, colours, capsize=2)
-        ax.set_yticks(ys, [plain(m) for m in d["method"]])
-        ax.axvline(0.5, color="black", lw=0.8)
-        ax.set_xlabel("AUROC (0.5 = chance), 95% bootstrap CI")
-        ax.set_xlim(min(0.3, float(d["auroc_lo"].min()) - 0.02), max(0.9, float(d["auroc_hi"].max()) + 0.02))
-    if title:
-        ax.set_title(plain(title), fontsize=10)
-    if not d.empty:
-        fig.tight_layout()
     return closed(fig)
 
 
@@ -250,10 +215,11 @@ def delta_heatmap(
 
 
 def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", ncols: int = 3):
-    """Small multiples of :func:`auroc_bars`, one panel per run (title: the mapping's key), the methods in one
-    order on a shared axis (by mean AUROC over the runs where it is defined, best at the top) and named once per
-    row; a run whose AUROC is undefined for every method says so in its panel. The figure is the column's width
-    (:data:`COLUMN_WIDTH_IN`), so no text in it is drawn smaller than :data:`MIN_FONT_PT`.
+    """Small multiples of horizontal AUROC bars from 0.5 with their bootstrap intervals, one panel per run (title:
+    the mapping's key), ``highlight`` in red, the methods in one order on a shared axis (by mean AUROC over the
+    runs where it is defined, best at the top) and named once per row; a run whose AUROC is undefined for every
+    method says so in its panel. The figure is the column's width (:data:`COLUMN_WIDTH_IN`), so no text in it is
+    drawn smaller than :data:`MIN_FONT_PT`.
 
     Args:
         metrics: run label -> columns method, auroc, auroc_lo, auroc_hi.
@@ -290,7 +256,8 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
             continue
         d = d[ok]
         colours = ["tab:red" if x == highlight else "tab:blue" for x in d.index]
-        _bars(ax, ys[ok], d, colours, capsize=1.5)
+        err = np.vstack([d["auroc"] - d["auroc_lo"], d["auroc_hi"] - d["auroc"]])
+        ax.barh(ys[ok], d["auroc"] - 0.5, left=0.5, xerr=err, color=colours, alpha=0.8, capsize=1.5)
         ax.axvline(0.5, color="black", lw=0.8)
     axes[0, 0].set_yticks(ys, [plain(x) for x in order])
     axes[0, 0].set_ylim(-0.7, len(order) - 0.3)

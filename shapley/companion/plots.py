@@ -38,29 +38,6 @@ def closed(fig):
     return fig
 
 
-def benchmark_figure(rows: pd.DataFrame):
-    """Log-scale run time of exact, naive and Monte-Carlo Shapley values against n.
-
-    Args:
-        rows: the ``rows`` of ``results/bench_shapley.json`` (columns n, exact_s, naive_s, mc_s, mc_permutations).
-    """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.semilogy(rows["n"], rows["exact_s"], "o-", label="exact (all principal minors, once)")
-    naive = rows.dropna(subset=["naive_s"])
-    ax.semilogy(naive["n"], naive["naive_s"], "s-", label="naive (literal formula)")
-    perms = int(rows["mc_permutations"].iloc[0])
-    ax.semilogy(rows["n"], rows["mc_s"], "^-", label=f"Monte-Carlo ({perms} permutations)")
-    ax.axhline(10.0, color="grey", ls=":", lw=1)
-    ax.text(rows["n"].min(), 12.0, "10 s target at n = 20", color="grey", fontsize=8)
-    ax.set_xlabel("number of answers n")
-    ax.set_ylabel("wall-clock time per call (s)")
-    ax.legend(fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    return closed(fig)
-
-
 def n_sweep_figure(sweep: pd.DataFrame, *, highlight: str = "Shap"):
     """AUROC against the number of samples n as dot-and-interval rows: one row per method (best mean AUROC at the
     top), one dot per n with its 95% interval, the n's slightly apart vertically so that no interval hides

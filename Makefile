@@ -139,11 +139,10 @@ results: setup
 	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
 
 # The page computations over ~10 s, committed with freshness records (results/theory, results/companion; also run
-# by `make results`; the -inf counts and the derived-file verdicts read the committed runs): each module of
+# by `make results`; the -inf counts read the committed runs): each module of
 # PAGE_RECORDS declares one record (shapley.results.records.PageRecord), and `python -m MODULE` writes it.
 PAGE_RECORDS = shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results \
-	shapley.theory.estimator_replay shapley.companion.mozart_results shapley.companion.singular_results \
-	shapley.companion.provenance
+	shapley.theory.estimator_replay shapley.companion.mozart_results shapley.companion.singular_results
 theory-results: setup
 	for m in $(PAGE_RECORDS); do $(THREADS) PYTHONPATH=. $(BIN)/python -m $$m || exit 1; done
 

@@ -6,8 +6,7 @@
 #   3. the three properties for every estimator (results/axioms), and the page computations over ~10 s with
 #      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches and the
 #      properties page's Hypothesis searches, the axioms page's short replay of its table; results/companion: the
-#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1 and the derived files' freshness
-#      verdicts; `make theory-results`);
+#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1; `make theory-results`);
 #   4. the CPU benchmarks (results/bench_shapley.*, results/bench_guards.json, results/bench_nli.*,
 #      results/bench_generate_cpu.json), and
 #      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
@@ -23,8 +22,8 @@ PY=${PYTHON:-.venv/bin/python}
 DATA=${DATA:-../shared/data}
 JOBS=${JOBS:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# The page records that read no run, each written by `python -m MODULE` (shapley.results.records; the two
-# that read the runs are written after them, below).
+# The page records that read no run, each written by `python -m MODULE` (shapley.results.records; the one
+# that reads the runs is written after them, below).
 PAGE_RECORDS="shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results
   shapley.theory.estimator_replay shapley.companion.mozart_results"
 
@@ -79,8 +78,6 @@ else
 fi
 # The -inf counts at the top of the beta grid, from the runs written above (results/companion/infinite_scores.json).
 $PY -m shapley.companion.singular_results
-# Whether each run's derived files match its stage files, for the results page (results/companion/derived_status.json).
-$PY -m shapley.companion.provenance
 
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the
 # stages.jsonl.gz files written above), in LM-Polygraph's own environment (built first if it is missing).

@@ -177,7 +177,7 @@ def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
     assert provenance.stale_derived(d) == (["metrics.csv"], False)
     assert "stale metrics.csv" in provenance.provenance_table([d])["flags"].iloc[0]
     (d / "derived.json").unlink()  # no freshness record: every derived file stale, none verified
-    assert provenance.stale_derived(d) == (list(provenance.derived_status(d)), False)
+    assert provenance.stale_derived(d) == (list(provenance.derived.derived_status(d)), False)
     assert "<em>unverified</em>" in show(provenance.provenance_frame([d]))
 
 

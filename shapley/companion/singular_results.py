@@ -75,9 +75,6 @@ def count_infinite(per_question: pd.DataFrame, correct: pd.Series, equal_pair: p
         correct: booleans indexed by question id.
         equal_pair: booleans indexed by question id (two answers at C = 1).
     """
-    betas = per_question["beta"].unique()
-    if len(betas) != 1:
-        raise ValueError(f"per_question must hold one beta; got {sorted(betas)}")
     g = per_question[~per_question["Shap"].isna()]
     u = g["Shap"].to_numpy(dtype=np.float64)
     c = correct.loc[g["id"]].to_numpy(dtype=bool)
@@ -85,7 +82,7 @@ def count_infinite(per_question: pd.DataFrame, correct: pd.Series, equal_pair: p
     repaired = g["repaired"].to_numpy(dtype=bool)
     equal = equal_pair.loc[g["id"]].to_numpy(dtype=bool)
     return InfiniteScores(
-        beta=float(betas[0]),
+        beta=float(per_question["beta"].iloc[0]),
         n=int(u.size),
         n_neginf=int(neginf.sum()),
         n_repaired=int(repaired.sum()),

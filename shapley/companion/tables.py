@@ -89,10 +89,6 @@ def comparison_frame(
     ``reported_rows``: ``"models"``, one reported row per model of the paper; ``"range"``, one reported row per
     dataset giving each method's lowest and highest AUROC over the paper's models (a table of a third the
     height, for a table with many models)."""
-    if table not in (3, 4):
-        raise ValueError(f"table must be 3 or 4; got {table!r}")
-    if reported_rows not in ("models", "range"):
-        raise ValueError(f"reported_rows must be 'models' or 'range'; got {reported_rows!r}")
     methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
     paper_rows = reported.TABLE3_ROWS if table == 3 else reported.TABLE4_ROWS
     measured = runs_table(run_dirs).drop_duplicates("run_dir")  # one row per run: its dataset, model and judge

@@ -105,8 +105,6 @@ def test_rationales_are_one_liners() -> None:
         assert r.rationale and "\n" not in r.rationale
     with pytest.raises(KeyError):
         mz.reading("nope")
-    with pytest.raises(ValueError):
-        mz.matching_beta_intervals("raw", 1, 0.4)
 
 
 def test_verdict_facts() -> None:

@@ -233,11 +233,6 @@ def test_mozart_matrices_symmetric_unit_diagonal(table):
     assert paper.TABLE1_HEADER_NOTE["printed_column_headers"][1] != paper.TABLE1_HEADER_NOTE["row_labels"][1]
 
 
-def test_mozart_rejects_other_tables():
-    with pytest.raises(ValueError, match="Table 1 or 2"):
-        mz.inputs(3)
-
-
 # ---------------------------------------------------------------- hyper-parameters
 
 

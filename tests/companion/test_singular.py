@@ -57,12 +57,7 @@ def test_count_infinite_matches_counting_by_hand():
     assert r.auroc_finite == pytest.approx(_pairwise_auroc(shap[2:], correct[2:]))
 
 
-def test_count_infinite_refuses_mixed_betas_and_reports_one_class_as_undefined():
-    per_q = pd.DataFrame({"id": ["a", "b"], "beta": [0.5, 1.0], "Shap": [0.1, 0.2], "repaired": False})
-    with pytest.raises(ValueError, match="one beta"):
-        singular_results.count_infinite(
-            per_q, pd.Series([True, False], index=["a", "b"]), pd.Series(False, index=["a", "b"])
-        )
+def test_count_infinite_reports_one_class_as_undefined():
     per_q = pd.DataFrame({"id": ["a", "b", "c"], "beta": 1.0, "Shap": [-math.inf, 0.1, 0.2], "repaired": False})
     ids = ["a", "b", "c"]
     r = singular_results.count_infinite(per_q, pd.Series([False, True, True], index=ids), pd.Series(False, index=ids))

@@ -343,8 +343,6 @@ def test_table4_can_give_the_papers_range_over_models_in_one_row():
     assert short.attrs["rows"].count("reported") == len({d for d, _ in paper.TABLE4_ROWS})
     squad = [v[-1] for (d, _), v in paper.TABLE4_ROWS.items() if d == "squad"]  # Shap, the last column
     assert f"{min(squad):.3f}–{max(squad):.3f}" in short["Shap"].tolist()
-    with pytest.raises(ValueError):
-        tables.comparison_frame(4, [run], reported_rows="some")
 
 
 def test_beta_spans_use_only_the_grid_points_where_every_matrix_is_psd():

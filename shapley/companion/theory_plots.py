@@ -89,32 +89,6 @@ def sphere_forms_figure(matrices: Mapping[str, NDArray[np.float64]]) -> Figure:
     return closed(fig)
 
 
-def great_circle_figure(
-    matrices: Mapping[str, NDArray[np.float64]], u: NDArray[np.float64], v: NDArray[np.float64], *, title: str
-) -> Figure:
-    """x^T M x along the great circle x(t) = cos t u + sin t v (721 angles t), one line per matrix, each labelled
-    with its minimum; a black zero line.
-
-    Args:
-        matrices: legend label (the page's own, mathtext drawn) -> M, shape (n, n).
-        u, v: orthonormal vectors (n,).
-        title: the panel's title (the page's own).
-    """
-    t = np.linspace(0, 2 * np.pi, 721)
-    X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for label, M in matrices.items():
-        q = np.einsum("ki,ij,kj->k", X, M, X)
-        ax.plot(np.degrees(t), q, label=f"{label} (min {np.min(q):.3f})")
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set_xlabel("angle along the great circle (deg)")
-    ax.set_ylabel(r"$x^\top M x$")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return closed(fig)
-
-
 # ---------------------------------------------------------------------------------------------------
 # notebooks/mozart.md
 # ---------------------------------------------------------------------------------------------------

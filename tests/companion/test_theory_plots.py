@@ -69,17 +69,6 @@ def test_sphere_forms_figure():
     assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
 
 
-def test_great_circle_figure():
-    u, v = np.eye(2)
-    matrices = {"raw C": np.diag([1.0, -1.0]), r"$R_{0.5}$": 0.5 * np.eye(2)}
-    fig = _drawn(theory_plots.great_circle_figure(matrices, u, v, title="a title"))
-    (axis,) = fig.axes
-    assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.500)"]
-    assert axis.get_title() == "a title" and axis.get_ylabel() == r"$x^\top M x$"
-    assert axis.get_xlabel() == "angle along the great circle (deg)"
-    assert axis.get_lines()[0].get_xdata()[-1] == pytest.approx(360.0)
-
-
 def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
     answers = {1: ["$W. A. Mozart", "Mozart", "Beet$hoven"], 2: ["$W. A. Mozart", "Mozart", "da $Vinci$"]}
     rows = [

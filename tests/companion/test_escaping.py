@@ -14,11 +14,10 @@ import re
 from html.parser import HTMLParser
 
 import matplotlib
-import numpy as np
 import pandas as pd
 import pytest
 
-from shapley.companion import costs, htmltable, judges, paired, plots, provenance, tables, theory_plots
+from shapley.companion import costs, htmltable, paired, plots, provenance, tables, theory_plots
 from shapley.pipeline.rundir import store
 
 matplotlib.use("Agg")
@@ -133,23 +132,6 @@ def _metrics(methods) -> pd.DataFrame:
     )
 
 
-def _judged_runs(tmp_path):
-    rng = np.random.default_rng(3)
-    correct = rng.random(60) < 0.5
-    methods = ["Shap", *HOSTILE[:3]]
-    dirs = []
-    for name in ("a", "b"):
-        d = tmp_path / name
-        d.mkdir()
-        scores = {m: rng.normal(size=60) + (~correct) for m in methods}
-        pd.DataFrame({"id": [f"q{i}" for i in range(60)], "correct": correct, **scores}).to_csv(
-            d / "scores.csv", index=False
-        )
-        pd.DataFrame({"method": methods, "auroc": 0.5}).to_csv(d / "metrics.csv", index=False)
-        dirs.append(d)
-    return dirs
-
-
 def _comparison_table(monkeypatch, _tmp_path):
     runs = pd.DataFrame(
         {"run_dir": ["r</td>"], "dataset": ["coqa"], "model": ["<style>"], "entailment_is_stand_in": [True]}
@@ -201,7 +183,6 @@ FRAMES = {
     "metrics": _metrics_table,
     "selection": lambda mp, tmp: paired.selection_frame(_selection(), {"<!--": "</td>"}),
     "provenance": lambda mp, tmp: provenance.provenance_frame([_hostile_config(mp, tmp)]),
-    "judges": lambda mp, tmp: judges.judge_robustness_frame(*_judged_runs(tmp), "<style>", "<!--"),
     "axiom grid": lambda mp, tmp: _axiom_grid(),
     "generation prompts": lambda mp, tmp: _generation()[0],
     "generation times": lambda mp, tmp: _generation()[1],

@@ -271,7 +271,7 @@ def _row(dataset: str, model: str) -> dict[str, float]:
 
 
 def test_html_shows_quote_badge_readings_command_and_links():
-    h = verdict_html.verdicts_html("book/claims")
+    h = verdict_html.verdicts_html()
     assert h.count('<tr id="claim-') == len(claims.CLAIMS)
     assert h.count('<tr class="claim-group"') == len(claim_model.GROUPS)
     assert '<q class="paper-quote">' in h and 'class="verdict-depends"' in h and "Command: <code>" in h
@@ -464,7 +464,7 @@ def test_claims_are_grouped_in_the_page_order():
 
 
 def test_anchors_are_unique_and_the_rows_carry_them():
-    h = verdict_html.verdicts_html("book/claims")
+    h = verdict_html.verdicts_html()
     anchors = [c.anchor for c in claims.CLAIMS]
     assert len(set(anchors)) == len(anchors)
     for a, c in zip(anchors, claims.CLAIMS, strict=True):
@@ -487,7 +487,7 @@ def test_every_claim_has_a_one_line_reason_and_the_long_note_is_collapsed(table)
     for _, row in table.iterrows():
         assert len(row["reason"].split()) <= 30, (row["id"], row["reason"])
         assert "n/a" not in row["reason"], row["id"]
-    h = verdict_html.verdicts_html("book/claims")
+    h = verdict_html.verdicts_html()
     assert h.count("<details><summary>Details</summary>") == len(claims.CLAIMS)
     for _, row in table.iterrows():  # the reason is shown before the details open
         row_html = h.split(f'id="{row["anchor"]}"')[1].split("</tr>")[0]
@@ -585,4 +585,3 @@ def test_group_counts_and_figure(table):
     assert sum(int(t.get_text()) for t in ax.texts) == len(claims.CLAIMS)
     summary = verdict_html.group_summary_html(table)
     assert summary.count("<li>") == len(claim_model.GROUPS) and 'href="#claim-prop-3.6"' in summary
-    assert 'href="claims.html#claim-prop-3.6"' in verdict_html.group_summary_html(table, "book/intro")

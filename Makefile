@@ -134,7 +134,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_nli.py
 
 # Every committed measurement under results/, from one clean commit; how long the last regeneration took is in
-# results/regeneration.json (shown on the performance page).
+# results/regeneration.json.
 results: setup
 	PYTHON=$(BIN)/python bash scripts/regenerate_results.sh
 

@@ -167,12 +167,6 @@ def _generation():
     return costs.generation_frames(rows)
 
 
-def _regeneration(tmp_path):
-    rec = {"start": "<!--", "end": "</td>", "seconds": 5400, "commit": "<style>", "cpu_count": 2}
-    (tmp_path / costs.REGENERATION_FILE).write_text(json.dumps(rec))
-    return costs.regeneration_frame(tmp_path)
-
-
 def _metrics_table(monkeypatch, tmp_path):
     monkeypatch.setattr(tables, "load_metrics", lambda _d: _metrics(list(HOSTILE)))
     return tables.metrics_frame(tmp_path / "<xmp>", "A caption with <script> and `code` read from a file")
@@ -186,7 +180,6 @@ FRAMES = {
     "axiom grid": lambda mp, tmp: _axiom_grid(),
     "generation prompts": lambda mp, tmp: _generation()[0],
     "generation times": lambda mp, tmp: _generation()[1],
-    "regeneration": lambda mp, tmp: _regeneration(tmp),
     "cost estimate": lambda mp, tmp: costs.cost_estimate_frame([["L-7B"], ["L-13B", "Q-14B"]], 800),
 }
 

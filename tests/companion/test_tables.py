@@ -234,15 +234,6 @@ def test_outcome_counts():
     assert paired.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
 
 
-def test_regeneration_time_is_rendered(tmp_path):
-    (tmp_path / "regeneration.json").write_text(
-        json.dumps({"start": "s", "end": "e", "seconds": 5400, "commit": "<b>" + "a" * 39, "cpu_count": 2})
-    )
-    page = show(costs.regeneration_frame(tmp_path))
-    assert "1.50" in page and "&lt;b&gt;" in page and "<b>" not in page
-    assert "before the prefix cache" not in page  # no hand-timed figure beside the measurement
-
-
 def test_runs_on_a_prefix_of_the_same_input_share_a_question_set(tmp_path):
     rec = json.loads(
         (Path(__file__).resolve().parents[2] / "results/triviaqa_llama13b/minilm_n10/config.json").read_text()

@@ -293,12 +293,6 @@ def fitted_beta_table(grid: NDArray[np.float64] | None = None) -> list[dict[str,
     return rows
 
 
-def per_answer_phi(table: int, beta: float = PAPER_BETA) -> tuple[tuple[str, ...], NDArray[np.float64]]:
-    """(answers, Shapley values in nats) for Table ``table`` under the paper's definition at ``beta``."""
-    d = inputs(table)
-    return tuple(d["answers"]), shapley_values(_R(d["matrix"], beta))
-
-
 def short_answer(answer: str) -> str:
     """``answer`` shortened for a figure: "Wolfgang Amadeus" becomes "W. A.", "Ludwig van " and "Leonardo " go.
 
@@ -330,8 +324,9 @@ def per_answer_rows(fits: list[dict[str, Any]], beta: float = PAPER_BETA) -> lis
     rows = []
     for b, is_fit in [(beta, False)] + ([(fitted, True)] if fitted is not None else []):
         for t in (1, 2):
-            answers, phi = per_answer_phi(t, b)
-            for k, (a, v) in enumerate(zip(answers, phi, strict=True)):
+            d = inputs(t)
+            phi = shapley_values(_R(d["matrix"], b))
+            for k, (a, v) in enumerate(zip(d["answers"], phi, strict=True)):
                 rows.append(
                     {
                         "beta": b,

@@ -1,9 +1,8 @@
 """Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's estimator table.
 
-As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package (the
-quadratic-form figures take the matrices themselves) and returns a matplotlib Figure; a label read from data is
-drawn literally (:func:`plots.plain`). Titles and legend labels a page writes itself (mathtext included) are drawn
-as written. Values are in nats.
+As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package and
+returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
+labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
 
 As there too, a figure comes back closed in pyplot (:func:`plots.closed`): a page shows it with ``display(fig)``.
 """
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 
 from shapley.companion.htmltable import esc, titled
 from shapley.companion.plots import closed, plain, pyplot
@@ -58,34 +56,6 @@ def beta_threshold_figure(ns: Sequence[int], *, default_beta: float = 0.5) -> Fi
     ax.set_ylabel(r"largest safe $\beta$")
     ax.legend()
     ax.set_title(r"Worst-case PSD threshold of the kernel matrix")
-    return closed(fig)
-
-
-def sphere_forms_figure(matrices: Mapping[str, NDArray[np.float64]]) -> Figure:
-    """One panel per symmetric 3x3 matrix M: its quadratic form x^T M x over unit x in S^2, on a one-degree grid of
-    polar angles and azimuths, coloured symmetrically about 0 (red negative), with its zero level in black and its
-    minimum in the title.
-
-    Args:
-        matrices: panel title (the page's own, mathtext drawn) -> M, shape (3, 3).
-    """
-    theta = np.linspace(0, np.pi, 181)
-    phi = np.linspace(0, 2 * np.pi, 361)
-    T, P = np.meshgrid(theta, phi, indexing="ij")
-    X = np.stack([np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)], axis=-1)  # unit vectors (181, 361, 3)
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(matrices), figsize=(5 * len(matrices), 3.8), sharey=True, layout="constrained",
-                             squeeze=False)  # fmt: skip
-    for ax, (title, M) in zip(axes[0], matrices.items(), strict=True):
-        Q = np.einsum("...i,ij,...j->...", X, M, X)
-        lim = np.abs(Q).max()
-        im = ax.pcolormesh(np.degrees(phi), np.degrees(theta), Q, cmap="RdBu", vmin=-lim, vmax=lim, shading="auto")
-        ax.contour(np.degrees(phi), np.degrees(theta), Q, levels=[0], colors="k", linewidths=1)
-        ax.set_title(f"{title}: min = {Q.min():.3f}")
-        ax.set_xlabel(r"azimuth $\varphi$ (deg)")
-        fig.colorbar(im, ax=ax)
-    axes[0, 0].set_ylabel(r"polar angle $\vartheta$ (deg)")
-    fig.suptitle(r"$x^\top M x$ over unit vectors $x \in S^2$ (black line: zero level)")
     return closed(fig)
 
 

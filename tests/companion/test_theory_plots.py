@@ -55,20 +55,6 @@ def test_beta_threshold_figure():
     assert _ticks(axis.texts) == [r"default $\beta = 0.4$"]
 
 
-def test_sphere_forms_figure():
-    M = np.diag([1.0, -0.5, 0.25])  # x^T M x ranges over [-0.5, 1] on the unit sphere
-    fig = _drawn(theory_plots.sphere_forms_figure({"raw C": M, r"kernel $R_{0.5}$": M + np.eye(3)}))
-    panels = [a for a in fig.axes if a.get_title()]
-    assert len(fig.axes) == 4 and len(panels) == 2  # two panels, each with its colour bar
-    assert [a.get_title() for a in panels] == ["raw C: min = -0.500", r"kernel $R_{0.5}$: min = 0.500"]
-    assert panels[0].get_ylabel() == r"polar angle $\vartheta$ (deg)" and panels[1].get_ylabel() == ""
-    assert all(a.get_xlabel() == r"azimuth $\varphi$ (deg)" for a in panels)
-    assert fig.get_suptitle().startswith(r"$x^\top M x$ over unit vectors")
-    mesh = panels[0].collections[0]
-    assert mesh.get_clim() == pytest.approx((-1.0, 1.0))  # symmetric about 0
-    assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
-
-
 def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
     answers = {1: ["$W. A. Mozart", "Mozart", "Beet$hoven"], 2: ["$W. A. Mozart", "Mozart", "da $Vinci$"]}
     rows = [

@@ -1,4 +1,4 @@
-"""Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's estimator table.
+"""Figures for the theory pages (psd, properties, axioms), and the axioms page's estimator table.
 
 As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package and
 returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from shapley.companion.htmltable import esc, titled
-from shapley.companion.plots import closed, plain, pyplot
+from shapley.companion.plots import closed, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
 from shapley.theory import axioms, worstcase
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from shapley.theory.properties import StepCheck
-
-#: The Mozart tables' three answers named by position.
-_ORDINALS = ("first", "second", "third")
-
 
 # ---------------------------------------------------------------------------------------------------
 # notebooks/psd.md
@@ -56,53 +52,6 @@ def beta_threshold_figure(ns: Sequence[int], *, default_beta: float = 0.5) -> Fi
     ax.set_ylabel(r"largest safe $\beta$")
     ax.legend()
     ax.set_title(r"Worst-case PSD threshold of the kernel matrix")
-    return closed(fig)
-
-
-# ---------------------------------------------------------------------------------------------------
-# notebooks/mozart.md
-# ---------------------------------------------------------------------------------------------------
-
-
-def _position_label(g: pd.DataFrame, k: int) -> str:
-    """The tick of answer position ``k``: its (short) answer if every table has the same one there, else the
-    position in words ("third answer")."""
-    at = g[g["position"] == k]["short"].unique()
-    if len(at) == 1:
-        return plain(at[0])
-    return f"{_ORDINALS[k]} answer"
-
-
-def per_answer_figure(rows: pd.DataFrame) -> Figure:
-    """Grouped bars of the per-answer Shapley values, one panel per beta (stated first, then fitted), one bar
-    colour per table; the legend names each table's answers where the tables differ.
-
-    Args:
-        rows: columns beta, fitted (bool), table, position, short (answer label, drawn literally), phi (nats),
-            as :func:`shapley.companion.mozart.per_answer_rows` returns them.
-    """
-    plt = pyplot()
-    betas = list(dict.fromkeys(rows["beta"]))
-    fig, axes = plt.subplots(1, len(betas), figsize=(5.2 * len(betas), 3.6), layout="constrained", squeeze=False)
-    for ax, beta in zip(axes[0], betas, strict=True):
-        g = rows[rows["beta"] == beta]
-        tables = list(dict.fromkeys(g["table"]))
-        positions = sorted(set(g["position"]))
-        differ = [k for k in positions if g[g["position"] == k]["short"].nunique() > 1]
-        width = 0.38
-        for j, t in enumerate(tables):
-            d = g[g["table"] == t].sort_values("position")
-            pairs = zip(d["position"], d["short"], strict=True)
-            names = ", ".join(f"{_ORDINALS[k]}: {plain(s)}" for k, s in pairs if k in differ)
-            x = np.asarray(d["position"], dtype=float) + (j - (len(tables) - 1) / 2) * width
-            bars = ax.bar(x, d["phi"], width, label=f"Table {t}" + (f" ({names})" if names else ""))
-            ax.bar_label(bars, fmt="%.3f", fontsize=7)
-        ax.set_xticks(positions, [_position_label(g, k) for k in positions])
-        ax.set_ylabel(r"$\phi_i$ (nats)")
-        fitted = bool(g["fitted"].iloc[0])
-        ax.set_title(rf"$\beta = {beta:.4g}$" + (" (fitted, see above)" if fitted else " (stated default)"))
-        ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
-        ax.legend(fontsize=8, loc="upper left")
     return closed(fig)
 
 

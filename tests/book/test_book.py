@@ -44,7 +44,6 @@ MIN_TABLES: dict[str, int] = {
 MIN_IMAGES: dict[str, int] = {
     "notebooks/psd": 1,
     "notebooks/properties": 1,
-    "notebooks/mozart": 1,
     "notebooks/results": 2,
     "notebooks/beyond": 1,
 }

@@ -55,32 +55,6 @@ def test_beta_threshold_figure():
     assert _ticks(axis.texts) == [r"default $\beta = 0.4$"]
 
 
-def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
-    answers = {1: ["$W. A. Mozart", "Mozart", "Beet$hoven"], 2: ["$W. A. Mozart", "Mozart", "da $Vinci$"]}
-    rows = [
-        {"beta": b, "fitted": f, "table": t, "position": k, "short": a, "phi": 1.0 + 0.1 * k + 0.05 * t}
-        for b, f in betas
-        for t in (1, 2)
-        for k, a in enumerate(answers[t])
-    ]
-    return pd.DataFrame(rows)
-
-
-def test_per_answer_figure_draws_answers_literally():
-    fig = _drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False), (0.98878, True)])))
-    assert len(fig.axes) == 2
-    assert [a.get_title() for a in fig.axes] == [
-        r"$\beta = 0.5$ (stated default)",
-        r"$\beta = 0.9888$ (fitted, see above)",
-    ]
-    for axis in fig.axes:
-        assert _ticks(axis.get_xticklabels()) == [r"\$W. A. Mozart", "Mozart", "third answer"]
-        assert _legend(axis) == [r"Table 1 (third: Beet\$hoven)", r"Table 2 (third: da \$Vinci\$)"]
-        assert axis.get_ylabel() == r"$\phi_i$ (nats)"
-        assert len(axis.patches) == 6 and sorted(_ticks(axis.texts))[:2] == ["1.050", "1.100"]  # bar labels
-    assert len(_drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False)]))).axes) == 1
-
-
 def _step(old: list[float], new: list[float], replaced: int, wrong_way: tuple[int, ...]) -> StepCheck:
     return StepCheck(np.array(old), np.array(new), replaced, wrong_way, "down")
 

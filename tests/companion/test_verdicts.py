@@ -183,13 +183,6 @@ def test_mozart_numbers_and_direction_have_separate_verdicts(table):
     assert f"rises under {n_rise} of the {len(rows)} other readings" in v.loc["mozart-rise", "note"]
 
 
-def test_the_mozart_direction_verdict_follows_the_computation():
-    rise = claims.claim("mozart-rise")
-    facts = verdicts.facts()
-    assert rise.decide({**facts, "moz_rises": False}) == CONTRADICTED
-    assert rise.decide(facts) == REPRODUCED
-
-
 def test_the_beta_05_note_quotes_the_committed_cosine_searches():
     """Issue 23: the note quotes the committed searches (results/theory), names the witness that the stand-in
     can be indefinite, never claims that a search bounds anything, and counts per judge."""

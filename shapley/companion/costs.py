@@ -324,13 +324,3 @@ def generation_frames(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         titled(prompts, first, formats={**counts, "Prefix prefill (s)": ".2f"}),
         titled(timed, second, formats={"s per question": ".2f", "Runs": ".0f", "Speed-up": ".1f"}),
     )
-
-
-PAGE_TIMES_FILE = "bench_notebooks.json"
-
-
-def page_times(results: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame] | None:
-    """``results/bench_notebooks.json`` (``benchmarks/bench_notebooks.py``): metadata (goals, machine, load
-    average) and one row per page (``page``, ``seconds``, ``target_s``, ``target_met``); None when absent."""
-    path = Path(results) / PAGE_TIMES_FILE
-    return load_benchmark(path) if path.exists() else None

@@ -57,17 +57,6 @@ LABELS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-#: The colour of each verdict's badge text in ``_static/custom.css`` (light theme), for figures.
-COLOURS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        REPRODUCED: "#1a7f37",
-        CONSISTENT: "#0969da",
-        CONTRADICTED: "#cf222e",
-        DEPENDS: "#9a6700",
-        NOT_HERE: "#57606a",
-    }
-)
-
 CORE = "core theory"
 HEADLINE = "headline empirical claims"
 INTERNAL = "the paper's internal consistency"

@@ -245,38 +245,3 @@ def auroc_grid(metrics: dict[str, pd.DataFrame], *, highlight: str = "Shap", nco
         ax.set_xlabel("AUROC, 95% CI", fontsize=MIN_FONT_PT)
     fig.tight_layout()
     return closed(fig)
-
-
-def verdict_figure(counts: pd.DataFrame):
-    """The verdicts on the paper's claims: one horizontal stacked bar per claim group, a segment per verdict in the
-    verdict's colour (:data:`shapley.companion.claim_model.COLOURS`, those of the badges), its count written inside.
-
-    Args:
-        counts: claims per group (rows, top to bottom) and verdict (columns), as
-            :func:`shapley.companion.verdicts.group_counts` gives them.
-    """
-    from shapley.companion.claim_model import COLOURS, LABELS
-
-    plt = pyplot()
-    groups = list(counts.index)
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 0.55 * len(groups) + 1.3))
-    ys = np.arange(len(groups))[::-1]
-    left = np.zeros(len(groups))
-    for verdict in counts.columns:
-        n = counts[verdict].to_numpy(dtype=float)
-        ax.barh(ys, n, left=left, color=COLOURS[verdict], label=plain(LABELS[verdict]), height=0.65)
-        for y, x0, k in zip(ys, left, n, strict=True):
-            if k:
-                ax.text(x0 + k / 2, y, f"{k:.0f}", ha="center", va="center", color="white", fontsize=MIN_FONT_PT + 1)
-        left += n
-    ax.set_yticks(ys, [plain(g[0].upper() + g[1:]) for g in groups], fontsize=MIN_FONT_PT + 1)
-    ax.set_xlabel("claims", fontsize=MIN_FONT_PT + 1)
-    ax.tick_params(axis="x", labelsize=MIN_FONT_PT)
-    ax.set_xlim(0, max(left.max(), 1))
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, ncol=3, loc="upper center", frameon=False, fontsize=MIN_FONT_PT + 0.5)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / fig.get_figheight()))
-    return closed(fig)

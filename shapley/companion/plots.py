@@ -38,50 +38,6 @@ def closed(fig):
     return fig
 
 
-def n_sweep_figure(sweep: pd.DataFrame, *, highlight: str = "Shap"):
-    """AUROC against the number of samples n as dot-and-interval rows: one row per method (best mean AUROC at the
-    top), one dot per n with its 95% interval, the n's slightly apart vertically so that no interval hides
-    another; ``highlight``'s label in red. Readable at the column width (no text below :data:`MIN_FONT_PT`).
-
-    Args:
-        sweep: columns n_samples, method, auroc, auroc_lo, auroc_hi.
-    """
-    plt = pyplot()
-    d = sweep.dropna(subset=["auroc"])
-    mean = d.groupby("method")["auroc"].mean()
-    order = sorted(mean.index, key=lambda m: (mean[m], str(m)))  # bottom to top: best at the top
-    sizes = sorted(d["n_samples"].unique())
-    step = 0.6 / max(len(sizes), 1)
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 0.42 * max(len(order), 3) + 1.3))
-    for k, n in enumerate(sizes):
-        g = d[d["n_samples"] == n].set_index("method").reindex(order).dropna(subset=["auroc"])
-        ys = np.array([order.index(m) for m in g.index]) + (k - (len(sizes) - 1) / 2) * step
-        err = np.vstack([g["auroc"] - g["auroc_lo"], g["auroc_hi"] - g["auroc"]])
-        ax.errorbar(g["auroc"], ys, xerr=err, fmt="o", ms=4, lw=1.2, capsize=0, color=f"C{k}", label=f"n = {n}")
-    ax.set_yticks(np.arange(len(order)), [plain(m) for m in order])
-    for tick in ax.get_yticklabels():
-        if tick.get_text() == highlight:
-            tick.set_color("tab:red")
-            tick.set_fontweight("bold")
-    for y in np.arange(len(order) - 1) + 0.5:
-        ax.axhline(y, color="grey", lw=0.4, alpha=0.5)
-    ax.set_ylim(-0.6, len(order) - 0.4)
-    ax.set_xlabel("AUROC, 95% bootstrap interval", fontsize=MIN_FONT_PT)
-    ax.tick_params(labelsize=MIN_FONT_PT)
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(
-        fontsize=MIN_FONT_PT,
-        loc="lower center",
-        bbox_to_anchor=(0.5, 1.0),
-        ncol=len(sizes),
-        frameon=False,
-        title="samples per question",
-        title_fontsize=MIN_FONT_PT,
-    )
-    fig.tight_layout()
-    return closed(fig)
-
-
 def beta_figure(ablation: pd.DataFrame, reported: pd.DataFrame | None = None, *, at: float = 0.5):
     """Two panels against beta: AUROC of Shap minus its value at ``at`` (left), share of questions whose R is
     not PSD (right).

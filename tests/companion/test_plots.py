@@ -92,17 +92,3 @@ def test_delta_heatmap_marks_exactly_the_significant_differences():
     boxes = [p for p in ax.patches if not p.get_fill()]
     assert len(boxes) == 2
     assert _too_small(fig) == []
-
-
-def test_n_sweep_figure_draws_each_n_apart_and_is_readable():
-    sweep = pd.DataFrame(
-        [(n, m, a, a - 0.03, a + 0.03) for n in (5, 10, 20) for m, a in (("Shap", 0.84), ("LexSim", 0.86))],
-        columns=["n_samples", "method", "auroc", "auroc_lo", "auroc_hi"],
-    )
-    fig = plots.n_sweep_figure(sweep)
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["n = 5", "n = 10", "n = 20"]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["Shap", "LexSim"]  # best mean AUROC at the top
-    ys = [line.get_ydata()[0] for line in ax.get_lines() if len(line.get_ydata()) == 2][:3]
-    assert len(set(np.round(ys, 6))) == 3  # the three n's of a method do not overlap
-    assert _too_small(fig) == []

@@ -44,7 +44,7 @@ MIN_TABLES: dict[str, int] = {
 MIN_IMAGES: dict[str, int] = {
     "notebooks/psd": 1,
     "notebooks/properties": 1,
-    "notebooks/results": 2,
+    "notebooks/results": 1,
     "notebooks/beyond": 1,
 }
 

@@ -40,29 +40,6 @@ def question_count(run_dir: str | os.PathLike[str]) -> int | None:
     return int(m["n_questions"].max()) if "n_questions" in m and len(m) else None
 
 
-def recorded_invocations(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every invocation recorded in a run's ``config.json``, first to last, resumes included.
-
-    Each: ``time``, ``command`` (the recorded command line, never rebuilt: ``run_history(d).commands``),
-    ``resumed``, ``commit`` and ``dirty`` (the source tree's state for that invocation, None where not recorded).
-    """
-    rec = read_record(run_dir) or {}
-    commands = run_history(rec).commands
-    out = []
-    for k, (inv, command) in enumerate(zip(rec.get("invocations") or [], commands, strict=True)):
-        git = inv.get("git") or {}
-        out.append(
-            {
-                "time": (inv.get("time") or "")[:16].replace("T", " "),
-                "command": command,
-                "resumed": bool(inv.get("resumed", k > 0)),
-                "commit": git.get("commit"),
-                "dirty": git.get("dirty"),
-            }
-        )
-    return out
-
-
 def provenance_flags(history: RunHistory) -> list[str]:
     """What a reader must know about how a run was made (from ``shapley.pipeline.rundir.store.run_history``):
     ``dirty`` (some invocation ran from a source tree that differed from its commit), ``multi-commit``
@@ -135,17 +112,22 @@ def provenance_frame(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataF
 
 
 def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
-    """Every recorded invocation of every run, as recorded: a folding list per run, resumes marked."""
+    """Every invocation recorded in each run's ``config.json``, first to last, resumes included: a folding list per
+    run, each with its time, whether it created or resumed the run, its commit (marked when the source tree was
+    dirty) and its command line as recorded, never rebuilt (``run_history(d).commands``)."""
     items = []
     for d in run_dirs:
+        rec = read_record(d) or {}
         lines = []
-        for inv in recorded_invocations(d):
-            state = "resumed" if inv["resumed"] else "created"
-            commit = f", commit {esc(str(inv['commit'])[:7])}" if inv["commit"] else ""
-            dirty = " (dirty)" if inv["dirty"] else ""
+        for k, (inv, command) in enumerate(zip(rec.get("invocations") or [], run_history(rec).commands, strict=True)):
+            git = inv.get("git") or {}
+            state = "resumed" if inv.get("resumed", k > 0) else "created"
+            commit = f", commit {esc(str(git['commit'])[:7])}" if git.get("commit") else ""
+            dirty = " (dirty)" if git.get("dirty") else ""
+            time = (inv.get("time") or "")[:16].replace("T", " ")
             lines.append(
-                f'<li><span class="when">{esc(inv["time"])}, {state}{commit}{dirty}</span><br>'
-                f'<code class="cmd">{esc(inv["command"])}</code></li>'
+                f'<li><span class="when">{esc(time)}, {state}{commit}{dirty}</span><br>'
+                f'<code class="cmd">{esc(command)}</code></li>'
             )
         n = len(lines)
         items.append(

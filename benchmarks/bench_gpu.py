@@ -674,7 +674,7 @@ def main(argv: list[str] | None = None) -> Path:
     with tempfile.TemporaryDirectory(prefix="bench_gpu_") as d:
         tmp = Path(d)
         qfile = write_questions(tmp / "questions.jsonl", rng, max(args.questions, args.e2e_questions) + 20)
-        records = data.load_dataset("jsonl", path=qfile, source="local", n_shots=5, limit=args.questions, seed=0)
+        records = data.dataset_records("jsonl", path=qfile, source="local", n_shots=5, limit=args.questions, seed=0)
         folder = save_deberta(tmp / "nli", nli_tokenizer(lines, 800 if args.tiny else 8000), args.tiny, device, dtype)
         items, source = nli_items(args, rng)
         meta["setup_seconds"] = time.perf_counter() - t_setup

@@ -4,9 +4,7 @@ The guards refuse a call whose estimated cost (a cost model with measured consta
 seconds, and their messages promise that what they admit takes about that long ("about a minute"):
 
 * ``nearest_correlation`` (``NEAREST_MAX_SECONDS``; model ``_nearest_seconds``, per iteration),
-* ``lexical_similarity`` (``LEXICAL_MAX_SECONDS``; model ``_lexical_seconds``, per pair of answers),
-* ``shapley_values_mc`` (``MC_MAX_SECONDS``; model ``_mc_seconds``, per sampled order),
-* ``shapley_values(method="naive")`` (``NAIVE_MAX_N``; its docstring promises about 2 s at the limit).
+* ``lexical_similarity`` (``LEXICAL_MAX_SECONDS``; model ``_lexical_seconds``, per pair of answers).
 
 For each, the per-unit cost is timed at a few sizes below the limit (median of repeats) and compared with the
 model; ``seconds_at_limit`` is what the largest admitted call at that size would take (the limit times
@@ -41,8 +39,7 @@ from typing import Any  # noqa: E402
 import common  # noqa: E402
 import numpy as np  # noqa: E402
 
-import shapley  # noqa: E402
-from shapley.core import entropy, psd  # noqa: E402
+from shapley.core import psd  # noqa: E402
 from shapley.core.baselines import lexical  # noqa: E402
 from shapley.pipeline.rundir.provenance import git_info  # noqa: E402
 
@@ -148,49 +145,6 @@ def bench_lexical(token_sizes: list[int], char_sizes: list[int], repeats: int) -
     }
 
 
-def bench_mc(sizes: list[int], repeats: int) -> dict[str, Any]:
-    """Seconds per order: (a call of k orders - a call of 2) / (k - 2); the rest of a call of 2 is its fixed cost
-    (the PSD and singularity checks). ``seconds_at_limit``: the most orders the guard admits at n, timed so."""
-    rows = []
-    for n in sizes:
-        R = np.eye(n) * 0.5 + 0.5  # PSD, nonsingular
-        k = max(12, min(50_000, int(0.5 / entropy._mc_seconds(1, n))))
-        two = _median_seconds(partial(shapley.shapley_values_mc, R, n_permutations=2, seed=0), repeats)
-        many = _median_seconds(partial(shapley.shapley_values_mc, R, n_permutations=k, seed=0), repeats)
-        per_order = max(many - two, 0.0) / (k - 2)
-        per_call = max(two - 2 * per_order, 0.0)
-        model_order = entropy._mc_seconds(1, n) - entropy._mc_seconds(0, n)
-        admitted = int((entropy.MC_MAX_SECONDS - entropy._mc_seconds(0, n)) / model_order)
-        rows.append(
-            {
-                "n": n,
-                "permutations": k,
-                "measured_s_per_permutation": per_order,
-                "model_s_per_permutation": model_order,
-                "measured_s_per_call": per_call,
-                "model_s_per_call": entropy._mc_seconds(0, n),
-                "admitted_permutations": admitted,
-                "seconds_at_limit": admitted * per_order + per_call,
-            }
-        )
-    return {
-        "limit": "MC_MAX_SECONDS",
-        "limit_s": entropy.MC_MAX_SECONDS,
-        "model": "_mc_seconds: permutations * (a + b n**2 + c n**3 / 3) + d n**3",
-        "model_constants": [*entropy._MC_SECONDS_PER_PERMUTATION, entropy._MC_SECONDS_PER_CALL],
-        "rows": rows,
-    }
-
-
-def bench_naive(sizes: list[int]) -> dict[str, Any]:
-    rows = []
-    for n in sizes:
-        R = np.eye(n) * 0.5 + 0.5
-        rows.append({"n": n, "seconds": _median_seconds(partial(shapley.shapley_values, R, method="naive"), 1)})
-    promised = 4.0  # NAIVE_MAX_N's docstring: "about 4 s at n = 12 on one core"
-    return {"limit": "NAIVE_MAX_N", "limit_n": entropy.NAIVE_MAX_N, "promised_s_at_limit": promised, "rows": rows}
-
-
 def _machine() -> dict[str, Any]:
     cpu = common.cpu_name()
     threads: Any = None
@@ -227,12 +181,9 @@ def main() -> None:
         "lexical_similarity": bench_lexical(
             [1, 5] if args.quick else [1, 5, 20, 80, 200], [] if args.quick else [1000, 10000], reps
         ),
-        "shapley_values_mc": bench_mc([3, 10] if args.quick else [3, 10, 40, 160, 320], reps),
-        "shapley_values_naive": bench_naive([6] if args.quick else [entropy.NAIVE_MAX_N - 1, entropy.NAIVE_MAX_N]),
     }
     for g in guards.values():
-        if "limit_s" in g:
-            g["worst_seconds_at_limit"] = max(r["seconds_at_limit"] for r in g["rows"])
+        g["worst_seconds_at_limit"] = max(r["seconds_at_limit"] for r in g["rows"])
     meta = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "git": git_info(),
@@ -246,11 +197,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(meta, indent=2) + "\n")
     for name, g in guards.items():
-        worst = g.get("worst_seconds_at_limit")
-        print(
-            f"{name}: "
-            + (f"worst {worst:.3g} s at the {g['limit']} = {g['limit_s']:g} s limit" if worst else str(g["rows"]))
-        )
+        print(f"{name}: worst {g['worst_seconds_at_limit']:.3g} s at the {g['limit']} = {g['limit_s']:g} s limit")
     print(f"wrote {out}", file=sys.stderr)
 
 

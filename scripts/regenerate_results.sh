@@ -15,17 +15,17 @@
 # and it starts the runs from empty directories, so each records exactly one command and one commit.
 # Paths in the commands are relative to the repository, as the provenance check of the test-suite requires.
 # JOBS=2 (default) runs the runs in two processes of about equal CPU time. How long it took is recorded in results/regeneration.json (start, end,
-# seconds, commit, cores), which the performance page shows.
+# seconds, commit, cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 DATA=${DATA:-../shared/data}
 JOBS=${JOBS:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# The page records that read no run, each written by `python -m MODULE` (shapley.results.records; the one
-# that reads the runs is written after them, below).
-PAGE_RECORDS="shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results
-  shapley.theory.estimator_replay shapley.companion.mozart_results"
+# The page records, each written by `python -m MODULE` (shapley.results.records), as the Makefile lists them
+# (`make results` passes them): STATIC_RECORDS read no run; RUN_RECORDS read the runs, so they come after them.
+STATIC_RECORDS=${STATIC_RECORDS:?run this through make results, which passes the page records of the Makefile}
+RUN_RECORDS=${RUN_RECORDS:?run this through make results, which passes the page records of the Makefile}
 
 changed=$(git status --porcelain -- shapley pyproject.toml constraints.txt environment.yml Makefile scripts benchmarks)
 if [ -n "$changed" ]; then
@@ -65,7 +65,7 @@ llama_judge() {
 rm -rf results/smollm2
 if [ "$JOBS" -ge 2 ]; then  # two processes of about equal CPU time: passage datasets (long prompts) in one
   { llama_minilm; DATASETS="squad coqa bioasq" bash scripts/smollm2_runs.sh 100; $PY -m shapley.theory --out results/axioms;
-    for m in $PAGE_RECORDS; do $PY -m "$m"; done; } &
+    for m in $STATIC_RECORDS; do $PY -m "$m"; done; } &
   first=$!
   { llama_judge; DATASETS="nq_open triviaqa svamp" bash scripts/smollm2_runs.sh 100; }
   wait "$first"  # its exit status: a failed run there fails the regeneration
@@ -74,10 +74,10 @@ else
   llama_judge
   bash scripts/smollm2_runs.sh 100
   $PY -m shapley.theory --out results/axioms
-  for m in $PAGE_RECORDS; do $PY -m "$m"; done
+  for m in $STATIC_RECORDS; do $PY -m "$m"; done
 fi
-# The -inf counts at the top of the beta grid, from the runs written above (results/companion/infinite_scores.json).
-$PY -m shapley.companion.singular_results
+# From the runs written above: the -inf counts at the top of the beta grid (results/companion/infinite_scores.json).
+for m in $RUN_RECORDS; do $PY -m "$m"; done
 
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the
 # stages.jsonl.gz files written above), in LM-Polygraph's own environment (built first if it is missing).

@@ -17,14 +17,10 @@ and companion (``tests/test_architecture.py``).
 from shapley.core import metrics as metrics
 from shapley.core.entropy import EXACT_MAX_N as EXACT_MAX_N
 from shapley.core.entropy import HALF_LOG_2PIE as HALF_LOG_2PIE
-from shapley.core.entropy import MC_MAX_SECONDS as MC_MAX_SECONDS
-from shapley.core.entropy import MC_MEMORY_BYTES as MC_MEMORY_BYTES
-from shapley.core.entropy import NAIVE_MAX_N as NAIVE_MAX_N
 from shapley.core.entropy import game_shapley_values as game_shapley_values
 from shapley.core.entropy import gaussian_entropy as gaussian_entropy
 from shapley.core.entropy import shapley_uncertainty as shapley_uncertainty
 from shapley.core.entropy import shapley_values as shapley_values
-from shapley.core.entropy import shapley_values_mc as shapley_values_mc
 from shapley.core.entropy import subset_entropies as subset_entropies
 from shapley.core.kernel import correlation_matrix as correlation_matrix
 from shapley.core.kernel import kernel_matrix as kernel_matrix
@@ -44,7 +40,6 @@ __version__ = "0.1.0"
 __all__ = [
     "shapley_uncertainty",
     "shapley_values",
-    "shapley_values_mc",
     "game_shapley_values",
     "subset_entropies",
     "gaussian_entropy",
@@ -59,9 +54,6 @@ __all__ = [
     "PSDRepairWarning",
     "PSD_POLICIES",
     "EXACT_MAX_N",
-    "NAIVE_MAX_N",
-    "MC_MAX_SECONDS",
-    "MC_MEMORY_BYTES",
     "HALF_LOG_2PIE",
     "metrics",
 ]

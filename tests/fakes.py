@@ -153,7 +153,7 @@ def install_fake_generator(monkeypatch: pytest.MonkeyPatch, hidden_dim: int = 0)
 
 
 def install_fake_dataset(monkeypatch: pytest.MonkeyPatch, n: int = 10) -> None:
-    """``data.dataset_records`` (what a run and ``data.load_dataset`` read) returns n capital-city questions; no
+    """``data.dataset_records`` (what a run reads) returns n capital-city questions; no
     local file."""
 
     def dataset_records(name: str, *, limit: int | None = None, **_: Any) -> list[QARecord]:

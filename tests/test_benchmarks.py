@@ -37,23 +37,13 @@ def _benchmarks_module(name: str):
 
 
 def test_bench_shapley_quick(tmp_path, monkeypatch):
-    """Also issue 38 (held back): ``--naive-max-n`` below 10 passed the parser and ended in a traceback (the
-    n = 10 speed-up it does not measure was formatted)."""
     bench = _benchmarks_module("bench_shapley")
     monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--out", str(tmp_path)])
     bench.main()
     meta = json.loads((tmp_path / "bench_shapley.json").read_text())
-    rows = {r["n"]: r for r in meta["rows"]}
-    assert rows[10]["max_abs_naive_minus_exact"] < 1e-9
-    assert all(r["efficiency_error"] < 1e-9 for r in rows.values())
-    assert math.isfinite(meta["speedup_exact_vs_naive_n10"])  # reported; the target is the benchmark's, not a test's
+    assert [r["n"] for r in meta["rows"]] == [4, 6, 8, 10]
+    assert all(r["efficiency_error"] < 1e-9 for r in meta["rows"])
     assert meta["trial"] == "quick" and len(meta["load_average_before"]) == len(meta["load_average_after"]) == 3
-    monkeypatch.setattr(
-        bench.shapley, "shapley_values_mc", lambda R, **kw: (bench.np.zeros(len(R)), bench.np.zeros(len(R)))
-    )
-    monkeypatch.setattr(sys, "argv", ["bench_shapley.py", "--quick", "--naive-max-n", "3", "--out", str(tmp_path)])
-    bench.main()
-    assert json.loads((tmp_path / "bench_shapley.json").read_text())["speedup_exact_vs_naive_n10"] is None
 
 
 def test_bench_guards_quick_records_each_guard_its_model_and_the_machine(tmp_path):
@@ -62,14 +52,13 @@ def test_bench_guards_quick_records_each_guard_its_model_and_the_machine(tmp_pat
     _run("benchmarks/bench_guards.py", "--quick", "--out", str(tmp_path))
     meta = json.loads((tmp_path / "bench_guards.json").read_text())
     guards = meta["guards"]
-    assert set(guards) == {"nearest_correlation", "lexical_similarity", "shapley_values_mc", "shapley_values_naive"}
-    from shapley.core import entropy, psd
+    assert set(guards) == {"nearest_correlation", "lexical_similarity"}
+    from shapley.core import psd
     from shapley.core.baselines import lexical
 
     assert guards["nearest_correlation"]["model_constants"] == list(psd._NEAREST_SECONDS_PER_ITERATION)
     assert guards["lexical_similarity"]["model_constants"] == dict(zip("adeb", lexical._LEXICAL_SECONDS, strict=True))
-    assert guards["shapley_values_mc"]["model_constants"][:3] == list(entropy._MC_SECONDS_PER_PERMUTATION)
-    for name in ("nearest_correlation", "lexical_similarity", "shapley_values_mc"):
+    for name in guards:
         rows = guards[name]["rows"]
         assert rows and all(math.isfinite(r["seconds_at_limit"]) for r in rows), name
     assert meta["machine"]["thread_env"]["OMP_NUM_THREADS"] == "1" and len(meta["load_average_before"]) == 3
@@ -251,7 +240,6 @@ def test_the_generation_tables_fit_the_text_column():
         ["bench_gpu.py", "--new-tokens", "10000000"],
         ["bench_gpu.py", "--device", "nope"],
         ["bench_gpu.py", "--tiny", "--device", "cuda:99"],
-        ["bench_shapley.py", "--quick", "--mc-permutations", "1000000000"],
         ["bench_notebooks.py", "--names", "notebooks/nope"],
     ],
     ids=lambda a: " ".join(a),

@@ -61,34 +61,9 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"R": "matrix", "psd_policy": "choice", "eps": "real"},
     ),
     "game_shapley_values": ({"v": [0.0, 1.0, 1.0, 3.0]}, {"v": "vector"}),
-    "shapley_values_mc": (
-        {
-            "R": R2,
-            "n_permutations": 10,
-            "seed": 0,
-            "psd_policy": "raise",
-            "eps": 1e-6,
-            "memory_bytes": 2**20,
-        },
-        {
-            "R": "matrix",
-            "n_permutations": "int",
-            "seed": "seed",
-            "psd_policy": "choice",
-            "eps": "real",
-            "memory_bytes": "int",
-        },
-    ),
     "shapley_values": (
-        {"R": R2, "method": "monte_carlo", "n_permutations": 10, "seed": 0, "psd_policy": "raise", "eps": 1e-6},
-        {
-            "R": "matrix",
-            "method": "choice",
-            "n_permutations": "int",
-            "seed": "seed",
-            "psd_policy": "choice",
-            "eps": "real",
-        },
+        {"R": R2, "method": "exact", "psd_policy": "raise", "eps": 1e-6},
+        {"R": "matrix", "method": "choice", "psd_policy": "choice", "eps": "real"},
     ),
     "shapley_uncertainty": (
         {"P": P2, "beta": 0.5, "psd_policy": "raise", "eps": 1e-6},
@@ -204,11 +179,8 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"W": W3, "t": 0.3, "normalisation": "trace"},
         {"W": "matrix", "t": "real", "normalisation": "choice"},
     ),
-    "parse_p_true": ({"logprob_true": -0.2, "logprob_false": -1.6}, {"logprob_true": "real", "logprob_false": "real"}),
     "p_true_uncertainty": ({"p": 0.8}, {"p": "real"}),
-    "parse_confidence": ({"text": "Confidence: 80%"}, {"text": "text"}),
     "confidence_reading": ({"text": "Confidence: 80%"}, {"text": "text"}),
-    "verbalised_uncertainty": ({"text": "Confidence: 80%"}, {"text": "text"}),
 }
 
 # Public names that are not maths functions: result records and a warning category (they take no user input).
@@ -366,20 +338,6 @@ def test_wrong_kind_is_a_value_error_naming_the_argument(name, arg, k):
 
 
 # --------------------------------------------------------------------------------------------------
-# Issue 17 item 5 and the size rule
-
-
-@pytest.mark.parametrize("n", [float("inf"), float("nan"), 2000.0, "2000"])
-def test_n_permutations_of_the_wrong_kind_names_the_parameter(n):
-    for call in (
-        lambda: shapley.shapley_values_mc(R2, n_permutations=n),
-        lambda: shapley.shapley_values(R2, "monte_carlo", n_permutations=n),
-    ):
-        with pytest.raises(ValueError, match="n_permutations"):
-            call()
-
-
-# --------------------------------------------------------------------------------------------------
 # The command line's list arguments
 
 
@@ -487,8 +445,6 @@ def test_other_minute_long_sizes_are_refused_naming_the_limit():
     from shapley.core import psd
     from shapley.core.baselines import lexical_similarity
 
-    with pytest.raises(ValueError, match="MC_MAX_SECONDS"):
-        shapley.shapley_values_mc(np.eye(1200), n_permutations=2000)
     with pytest.raises(ValueError, match="NEAREST_MAX_SECONDS"):
         psd.nearest_correlation(np.eye(1100))
     with pytest.raises(ValueError, match="NEAREST_MAX_SECONDS"):  # tiny n, but 10**9 iterations of fixed cost

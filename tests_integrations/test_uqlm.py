@@ -12,7 +12,7 @@ pytest.importorskip("uqlm")
 
 import shapley  # noqa: E402
 from shapley.integrations.common import confidence_from_total  # noqa: E402
-from shapley.integrations.uqlm import ShapleyScorer, add_to_result, entailment_label  # noqa: E402
+from shapley.integrations.uqlm import ShapleyScorer, add_to_result  # noqa: E402
 from tests.test_integrations_common import identical_first  # noqa: E402
 
 RESPONSES = ["Paris", "Shakespeare"]
@@ -46,11 +46,26 @@ def test_identical_answers_have_one_confidence_at_every_n(minilm):
     assert got == pytest.approx([0.5] * 4, abs=1e-12)  # beta: identical answers' kernel entry
 
 
+class _ConstantBackend:
+    """A stand-in backend: P(a => b) = ``c`` for every two different texts, 1 for identical ones (no model)."""
+
+    def __init__(self, c: float) -> None:
+        self.c = c
+
+    def score(self, items):
+        return [SimpleNamespace(entail=np.array([[1.0 if a == b else self.c for b in g] for a in g])) for _, g in items]
+
+
+def _constant_scorer(monkeypatch, c: float, **settings) -> ShapleyScorer:
+    from shapley.pipeline.entail import backends
+
+    monkeypatch.setattr(backends, "load_backend", lambda *args, **kwargs: _ConstantBackend(c))
+    return ShapleyScorer("constant", **settings)
+
+
 @pytest.mark.parametrize("c", [0.2, 0.6, 0.95])
-def test_a_fixed_pairwise_agreement_has_one_confidence_at_every_n(c):
-    nli = _fake_nli()
-    nli.model = _ConstantModel(c)
-    scorer = ShapleyScorer(entailment=nli)
+def test_a_fixed_pairwise_agreement_has_one_confidence_at_every_n(c, monkeypatch):
+    scorer = _constant_scorer(monkeypatch, c)
     got = [scorer.evaluate(["0"], [[str(i) for i in range(1, n)]])[0] for n in (2, 3, 6, 21)]
     assert got == pytest.approx([0.5 * math.exp(-((1 - c) ** 2) / 2)] * 4, abs=1e-12)
 
@@ -80,72 +95,15 @@ def test_duplicates_at_beta_one_give_confidence_one():
     assert scorer.evaluate(["Paris"], [["Paris", "Paris"]]) == [1.0]
 
 
-class _Texts(list):
-    def to(self, _device):
-        return self
-
-
-class _FakeModel:
-    """Sequence-classification-shaped: ENTAILMENT first in label2id (uqlm's fixed order would read the last
-    column); P(a => b) = 0.9 when b's words are all in a, else 0.1."""
-
-    config = SimpleNamespace(label2id={"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2})
-
-    def parameters(self):
-        import torch
-
-        return iter([torch.nn.Parameter(torch.zeros(1))])
-
-    def __call__(self, premise, hypothesis):
-        import torch
-
-        rows = []
-        for a, b in zip(premise, hypothesis, strict=True):
-            p = 0.9 if set(b.split()) <= set(a.split()) else 0.1
-            rows.append([math.log(p), math.log((1 - p) / 2), math.log((1 - p) / 2)])
-        return SimpleNamespace(logits=torch.tensor(rows))
-
-
-def _fake_nli() -> SimpleNamespace:
-    def tokenizer(premises, hypotheses, **_):
-        return {"premise": _Texts(premises), "hypothesis": _Texts(hypotheses)}
-
-    return SimpleNamespace(model=_FakeModel(), tokenizer=tokenizer, batch_size=32, max_length=2000, max_tokens=512)
-
-
-class _ConstantModel(_FakeModel):
-    """P(a => b) = ``c`` for every two different texts."""
-
-    def __init__(self, c: float) -> None:
-        self.c = c
-
-    def __call__(self, premise, hypothesis):
-        import torch
-
-        row = [math.log(self.c), math.log((1 - self.c) / 2), math.log((1 - self.c) / 2)]
-        return SimpleNamespace(logits=torch.tensor([row] * len(premise), dtype=torch.float64))
-
-
 @pytest.mark.parametrize("n", [3, 5])
 @pytest.mark.parametrize("policy", shapley.PSD_POLICIES)
-def test_identical_answers_are_at_least_as_confident_as_near_identical(n, policy):
+def test_identical_answers_are_at_least_as_confident_as_near_identical(n, policy, monkeypatch):
     def uncertainty(c: float) -> float:  # minus the confidence: identical texts when c = 1, n different ones else
-        nli = _fake_nli()
-        nli.model = _ConstantModel(c)
         texts = [str(i) if c < 1.0 else "Paris" for i in range(n)]
-        return -ShapleyScorer(entailment=nli, beta=1.0, psd_policy=policy).evaluate(texts[:1], [texts[1:]])[0]
+        scorer = _constant_scorer(monkeypatch, c, beta=1.0, psd_policy=policy)
+        return -scorer.evaluate(texts[:1], [texts[1:]])[0]
 
     assert identical_first(uncertainty) and uncertainty(1.0) == -1.0
-
-
-def test_an_nli_object_is_read_through_label2id():
-    scorer = ShapleyScorer(entailment=_fake_nli())
-    (P,) = scorer.entail_matrices(["a b"], [["a", "c"]])
-    assert P[0, 1] == pytest.approx(0.9) and P[1, 0] == pytest.approx(0.1) and P[0, 2] == pytest.approx(0.1)
-    assert np.allclose(np.diag(P), 1.0)
-    assert entailment_label({"contradiction": 0, "neutral": 1, "entailment": 2}) == 2
-    with pytest.raises(ValueError, match="entailment label"):
-        entailment_label({"LABEL_0": 0, "LABEL_1": 1})
 
 
 def test_shapley_confidence_joins_blackboxuq_score_table(minilm):
@@ -164,7 +122,7 @@ def test_shapley_confidence_joins_blackboxuq_score_table(minilm):
 def test_bad_inputs_are_refused(minilm):
     with pytest.raises(ValueError, match="responses"):
         minilm.evaluate(["a", "b"], [["a"]])
-    with pytest.raises(ValueError, match="entailment must be"):
+    with pytest.raises(ValueError, match="unknown entailment backend"):
         ShapleyScorer(entailment=3)
 
 
@@ -213,82 +171,6 @@ def test_add_to_result_refuses_a_name_that_collides_once_uqlm_strips_the_plural(
         add_to_result(result, unscored, name=name)
     assert list(result.to_df().columns) == ["response", "sampled_responses", "exact_match"]
     assert add_to_result(result, minilm, name="shapleys").to_df().columns[-1] == "shapley"
-
-
-# issue 33, item 5: a uqlm NLI object's batch_size, max_length and token limit are honoured
-
-
-def _tiny_nli(tmp_path, *, batch_size: int, max_length: int = 2000) -> SimpleNamespace:
-    """A random 1-layer BERT classifier (no network) whose tokenizer reports no limit (the 1e30 sentinel), with a
-    record of its forward passes' input shapes."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    words = ["paris", "france", "lyon", "word", "the"]
-    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]))
-    tokenizer = BertTokenizerFast(str(tmp_path / "vocab.txt"), model_max_length=int(1e30))
-    torch.manual_seed(0)
-    labels = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
-    config = BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-                        intermediate_size=8, max_position_embeddings=64, id2label=labels,
-                        label2id={v: k for k, v in labels.items()})  # fmt: skip
-    model = BertForSequenceClassification(config).eval()
-    shapes: list[tuple[int, ...]] = []
-    model.register_forward_hook(lambda _m, _a, kw, _out: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
-    return SimpleNamespace(
-        model=model, tokenizer=tokenizer, batch_size=batch_size, max_length=max_length, shapes=shapes
-    )
-
-
-def test_nli_pairs_go_in_batches_of_the_objects_batch_size(tmp_path):
-    nli = _tiny_nli(tmp_path, batch_size=4)
-    texts = ["paris", "france", "lyon", "word", "the", "paris france"]  # 6 different texts: 30 ordered pairs
-    (P,) = ShapleyScorer(entailment=nli).entail_matrices(texts[:1], [texts[1:]])
-    assert [s[0] for s in nli.shapes] == [4] * 7 + [2]
-    one = _tiny_nli(tmp_path, batch_size=64)
-    (Q,) = ShapleyScorer(entailment=one).entail_matrices(texts[:1], [texts[1:]])
-    assert [s[0] for s in one.shapes] == [30]
-    np.testing.assert_allclose(P, Q, rtol=0, atol=1e-6)  # the batches change the passes, not the numbers
-
-
-def test_long_answers_are_cut_to_the_models_positions_not_a_crash(tmp_path):
-    nli = _tiny_nli(tmp_path, batch_size=8, max_length=10_000)
-    long = " ".join(["paris"] * 1000)  # 1,000 words: more tokens than the 64 positions
-    (P,) = ShapleyScorer(entailment=nli).entail_matrices(["france"], [[long]])
-    assert P.shape == (2, 2) and [s[1] for s in nli.shapes] == [64]  # both pairs in one pass
-    short = _tiny_nli(tmp_path, batch_size=8, max_length=20)  # characters, as uqlm's NLI cuts them
-    with pytest.warns(UserWarning, match="max_length = 20 characters"):
-        ShapleyScorer(entailment=short).entail_matrices(["france"], [[long]])
-    assert [s[1] for s in short.shapes] == [8]  # [CLS] france [SEP] paris paris paris [UNK] [SEP]: 20 characters
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"batch_size": 0}, "the NLI object's batch_size must be"),
-        ({"max_length": "2000"}, "the NLI object's max_length must be"),
-        ({"max_tokens": None}, "the NLI object's token limit must be"),  # nothing left: no tokenizer limit
-    ],
-)
-def test_an_nli_objects_limits_are_checked_when_it_is_accepted(change, message):
-    nli = _fake_nli()
-    for k, v in change.items():
-        setattr(nli, k, v)
-    with pytest.raises(ValueError, match=message):
-        ShapleyScorer(entailment=nli)
-
-
-@pytest.mark.parametrize(
-    ("label2id", "id2label", "message"),
-    [
-        ({"ENTAILMENT": "0", "NEUTRAL": 1}, None, r"label2id\['ENTAILMENT'\] must be"),  # not int("0")
-        ({"ENTAILMENT": 3, "NEUTRAL": 1}, None, r"label2id\['ENTAILMENT'\] must be"),  # outside the 2 outputs
-        ({"ENTAILMENT": 0, "NEUTRAL": 1}, {0: "NEUTRAL", 1: "ENTAILMENT"}, "but id2label"),
-    ],
-)
-def test_label_maps_are_checked_against_the_models_outputs(label2id, id2label, message):
-    with pytest.raises(ValueError, match=message):
-        entailment_label(label2id, id2label)
 
 
 # issue 40, item 6: uqlm's own keyword, threshold scale and plots

@@ -23,22 +23,17 @@ Then:
   below the threshold makes every subset containing that prefix singular (``-inf``). The threshold is 0 when R
   is nonsingular (every principal submatrix is then positive definite, its eigenvalues at least
   ``lambda_min(R)``, so no subset is set to ``-inf``) and ``psd_tolerance(R)`` when R is singular.
-* :func:`shapley_values`: ``"exact"`` combines those subset entropies; ``"naive"`` eliminates each subset
-  separately with the same arithmetic and threshold; ``"monte_carlo"`` refuses a singular R. So the values are
-  finite exactly when ``h(R)`` is; for a singular R they are ``-inf`` or undefined (``ValueError``: some
-  marginal is ``(-inf) - (-inf)``), never a finite sum next to ``h(R) = -inf``. Monte-Carlo factors each
-  sampled order anew, so its sum matches ``h(R)`` only up to round-off that grows with R's condition number
-  (about ``n eps_machine cond(R)`` nats at worst).
+* :func:`shapley_values` combines those subset entropies. So the values are finite exactly when ``h(R)`` is; for
+  a singular R they are ``-inf`` or undefined (``ValueError``: some marginal is ``(-inf) - (-inf)``), never a
+  finite sum next to ``h(R) = -inf``.
 
-Size limits, each checked before any O(n**3) work and named in the refusal: :data:`EXACT_MAX_N` (``"exact"`` and
-every computation over all 2**n subsets), :data:`NAIVE_MAX_N`, :data:`MC_MAX_SECONDS` and :data:`MC_MEMORY_BYTES`
-(``"monte_carlo"``). :func:`gaussian_entropy` has none (:func:`_chain_logdet`).
+Size limit, checked before any O(n**3) work and named in the refusal: :data:`EXACT_MAX_N` (the Shapley values and
+every computation over all 2**n subsets). :func:`gaussian_entropy` has none (:func:`_chain_logdet`).
 """
 
 from __future__ import annotations
 
 import math
-from itertools import combinations
 from typing import Literal, get_args
 
 import numpy as np
@@ -52,48 +47,9 @@ HALF_LOG_2PIE = 0.5 * math.log(2.0 * math.pi * math.e)
 """Entropy (nats) of a standard normal variable: 0.5 ln(2 pi e) ~= 1.4189."""
 
 EXACT_MAX_N = 22
-"""Largest n for ``method="exact"`` (memory grows as 2**n); use ``"monte_carlo"`` beyond."""
+"""Largest n for the Shapley values (memory grows as 2**n); the total (:func:`shapley_uncertainty`) has no limit."""
 
-NAIVE_MAX_N = 12
-"""Largest n for ``method="naive"``: the literal formula eliminates about ``n * 2**n`` subsets, which takes about
-4 s at n = 12 on one core (``results/bench_guards.json``) and more than doubles with every further answer (n = 25:
-many hours)."""
-
-MC_MEMORY_BYTES = 256 * 2**20
-"""Working-memory budget (bytes) of :func:`shapley_values_mc`'s permutation chunks (besides a few (n, n) copies
-of R); the sampled orders are processed in chunks that fit."""
-
-_MC_BYTES_PER_ENTRY = 32
-"""Bytes budgeted per entry of one permuted (n, n) matrix in a Monte-Carlo chunk: the matrix and its Cholesky
-factor (8 bytes each; tracemalloc measures 16 to 26 bytes in all, n = 10 to 200), with a margin."""
-
-MC_MAX_SECONDS = 60.0
-"""Largest Monte-Carlo workload, in seconds on one core as estimated by :func:`_mc_seconds` (about a minute).
-Larger requests are refused naming this limit."""
-
-_MC_SECONDS_PER_PERMUTATION = (1e-6, 3.5e-8, 1.5e-10)
-"""Cost of one sampled order at n answers: ``a + b * n**2 + c * n**3 / 3`` seconds (a fixed cost per order, its
-permuted (n, n) matrix, its Cholesky factor). Measured by ``benchmarks/bench_guards.py``
-(``results/bench_guards.json``; ``shapley_values_mc`` on one thread, n = 3 to 320; 0.5 to 0.8 us per order at
-n = 3, 1.7 to 2.6 us at n = 10, 2.3 to 2.5 ms at n = 320 in two runs on a shared machine), fitted at or above the
-slowest run, then raised by half as a margin for a loaded one."""
-
-_MC_SECONDS_PER_CALL = 4.5e-10
-"""Cost of one call besides its orders, times n**3 seconds: the PSD check and the singularity check decompose R
-(measured as above: 0.15 s at n = 800, 0.48 s at n = 1200, raised by half)."""
-
-
-def _mc_seconds(n_permutations: int, n: int) -> float:
-    """Estimated seconds of :func:`shapley_values_mc` with ``n_permutations`` orders of ``n`` answers.
-
-    >>> _mc_seconds(2000, 10) < 1.0, _mc_seconds(110_000_000_000, 3) > 86_400
-    (True, True)
-    """
-    a, b, c = _MC_SECONDS_PER_PERMUTATION
-    return float(n_permutations) * (a + b * n**2 + c * n**3 / 3) + _MC_SECONDS_PER_CALL * n**3
-
-
-Method = Literal["exact", "naive", "monte_carlo"]
+Method = Literal["exact"]
 
 
 def _psd_settings(psd_policy: str, eps: float) -> tuple[str, float]:
@@ -193,7 +149,7 @@ def _check_exact_size(n: int, what: str) -> None:
     if n > EXACT_MAX_N:
         raise ValueError(
             f"{what} need all 2**n subsets; n = {n} > EXACT_MAX_N = {EXACT_MAX_N} is too large (memory and time "
-            "grow as 2**n). Use shapley_values(R, method='monte_carlo') instead."
+            "grow as 2**n). The total needs no subsets: shapley_uncertainty and gaussian_entropy take any n."
         )
 
 
@@ -288,8 +244,8 @@ def game_shapley_values(v: ArrayLike) -> NDArray[np.float64]:
 
 _UNDEFINED = (
     "R is singular in a way that makes some marginal entropies (-inf) - (-inf): the Shapley "
-    "values are undefined. Handle the rho -> 1 limit explicitly, or repair R with a "
-    "positive eigenvalue floor (psd_policy='clip', eps > 0)."
+    "values are undefined. Handle the rho -> 1 limit explicitly, or lift R's eigenvalues to a "
+    "positive floor first (shapley.core.psd.nearest_correlation(R, eps))."
 )
 
 
@@ -308,165 +264,14 @@ def _shapley_from_values(v: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     return phi
 
 
-def _shapley_naive(A: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The literal formula (eq. 7): two log-dets per (player, coalition). Reference only; O(n 2**n n**3).
-
-    Each subset is eliminated on its own, with the module's singularity rule (same threshold, ``v(N) = -inf``
-    for a singular R).
-    """
-    n = A.shape[0]
-    singular, floor = singularity_checked(A)
-
-    def v(idx: tuple[int, ...]) -> float:
-        if not idx:
-            return 0.0
-        if len(idx) == n and singular:
-            return -math.inf
-        return len(idx) * HALF_LOG_2PIE + 0.5 * _chain_logdet(A[np.ix_(idx, idx)], floor)
-
-    phi = np.zeros(n)
-    for i in range(n):
-        others = [j for j in range(n) if j != i]
-        for size in range(n):
-            weight = math.factorial(size) * math.factorial(n - size - 1) / math.factorial(n)
-            for X in combinations(others, size):
-                with np.errstate(invalid="ignore"):
-                    phi[i] += weight * (v(tuple(sorted(X + (i,)))) - v(X))
-    if np.isnan(phi).any():
-        raise ValueError(_UNDEFINED)
-    return phi
-
-
-_MC_CHUNK = 1024
-"""Most sampled orders that :func:`shapley_values_mc` factors at once (fewer where ``memory_bytes`` says so)."""
-
-
-def _mc_plan(n: int, n_permutations: int, seed: int | None, memory_bytes: int) -> tuple[int, int | None, int]:
-    """Checked Monte-Carlo settings at n answers: ``(n_permutations, seed, orders per chunk)``. Refuses, before any
-    O(n**3) work, more than :data:`MC_MAX_SECONDS` of estimated time or one order larger than ``memory_bytes``."""
-    n_permutations = validate.integer(n_permutations, "n_permutations", minimum=2)
-    seed = validate.seed_value(seed)
-    if _mc_seconds(n_permutations, n) > MC_MAX_SECONDS:
-        raise ValueError(
-            f"monte_carlo Shapley values with n_permutations = {n_permutations} at n = {n} need about "
-            f"{_mc_seconds(n_permutations, n):.3g} s on one core, more than MC_MAX_SECONDS = {MC_MAX_SECONDS:g} "
-            "(about a minute); lower n_permutations"
-        )
-    memory_bytes = validate.positive_int(memory_bytes, "memory_bytes")
-    per_perm = _MC_BYTES_PER_ENTRY * n * n
-    if per_perm > memory_bytes:
-        raise ValueError(
-            f"monte_carlo Shapley values at n = {n} need about {per_perm / 2**20:.1f} MiB for a single "
-            f"permutation, more than the memory budget memory_bytes = {memory_bytes} bytes "
-            f"(default MC_MEMORY_BYTES = {MC_MEMORY_BYTES}); raise memory_bytes or reduce n"
-        )
-    return n_permutations, seed, min(_MC_CHUNK, memory_bytes // per_perm)
-
-
-def _mc_contributions(A: NDArray[np.float64], perms: NDArray[np.int64]) -> NDArray[np.float64]:
-    """(m, n) marginal contributions of each answer along each of the m orders ``perms``."""
-    scaled, _, log_scale = _scaled(A)
-    stack = scaled[perms[:, :, None], perms[:, None, :]]
-    try:
-        L = np.linalg.cholesky(stack)
-    except np.linalg.LinAlgError as exc:  # pragma: no cover - a nonsingular R factors in every order
-        raise ValueError(
-            "monte_carlo: the Cholesky factor of a permuted R failed although R passed the singularity test "
-            "(extreme ill-conditioning); use method='exact'"
-        ) from exc
-    marg = HALF_LOG_2PIE + (np.log(np.diagonal(L, axis1=1, axis2=2)) + 0.5 * log_scale)
-    contrib = np.empty_like(marg)
-    np.put_along_axis(contrib, perms, marg, axis=1)
-    return contrib
-
-
-def shapley_values_mc(
-    R: ArrayLike,
-    *,
-    n_permutations: int = 2000,
-    seed: int | None = 0,
-    psd_policy: str = "raise",
-    eps: float = DEFAULT_EPS,
-    memory_bytes: int = MC_MEMORY_BYTES,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Monte-Carlo Shapley values by permutation sampling, with standard errors.
-
-    For each random order, one Cholesky factor of the permuted R gives every prefix's log-det at once:
-    the marginal contribution of the k-th answer is ``0.5 ln(2 pi e) + ln L[k, k]``. Each sampled order's
-    contributions sum to ``h(N(0, R))`` (up to round-off), so efficiency holds for the estimate too.
-
-    Args:
-        R: (n, n) symmetric PSD, nonsingular matrix (the module's rule).
-        n_permutations: sampled orders (>= 2). seed: for ``numpy.random.default_rng``.
-        psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`).
-        memory_bytes: working-memory budget; the orders are factored in chunks small enough to fit (about
-            ``32 n**2`` bytes per order). The result does not depend on it beyond round-off.
-
-    Returns:
-        (phi, stderr), both (n,) in nats. ``stderr`` is the standard error of the mean over orders.
-
-    Raises:
-        ValueError: bad input, ``n_permutations < 2``, a singular R (``h(R) = -inf``: the values are
-            ``-inf`` or undefined), or one permutation alone larger than ``memory_bytes``.
-
-    Examples:
-        >>> phi, se = shapley_values_mc(np.eye(3), n_permutations=10)  # independent: every order agrees
-        >>> np.round(phi, 4).tolist(), np.round(se, 12).tolist()
-        ([1.4189, 1.4189, 1.4189], [0.0, 0.0, 0.0])
-    """
-    A = validate.symmetric_matrix(R, "R")
-    plan = _mc_plan(A.shape[0], n_permutations, seed, memory_bytes)
-    return _shapley_mc(A, *_psd_settings(psd_policy, eps), plan)
-
-
-def _shapley_mc(
-    A: NDArray[np.float64], policy: str, eps: float, plan: tuple[int, int | None, int]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`shapley_values_mc` of checked arguments (``plan`` from :func:`_mc_plan`)."""
-    n_permutations, seed, size = plan
-    A, lam = _psd(A, policy, eps)
-    if singularity_checked(A, lam)[0]:
-        raise ValueError(
-            "monte_carlo Shapley values need a nonsingular R; this one is singular (smallest eigenvalue at most "
-            "psd_tolerance(R)), so gaussian_entropy(R) = -inf and the values are -inf or undefined. "
-            "Use method='exact' or repair R with an eigenvalue floor"
-        )
-    n = A.shape[0]
-    rng = np.random.default_rng(seed)
-    shift: NDArray[np.float64] | None = None  # sums of (x - shift) keep the variance free of cancellation
-    total = np.zeros(n)
-    total_sq = np.zeros(n)
-    done = 0
-    while done < n_permutations:
-        m = min(size, n_permutations - done)
-        contrib = _mc_contributions(A, np.argsort(rng.random((m, n)), axis=1))
-        if shift is None:
-            shift = contrib.mean(axis=0)
-        total += (contrib - shift).sum(axis=0)
-        total_sq += ((contrib - shift) ** 2).sum(axis=0)
-        done += m
-    assert shift is not None
-    var = np.maximum(total_sq - total**2 / done, 0.0) / (done - 1)
-    return shift + total / done, np.sqrt(var / done)
-
-
 def shapley_values(
-    R: ArrayLike,
-    method: Method = "exact",
-    *,
-    n_permutations: int = 2000,
-    seed: int | None = 0,
-    psd_policy: str = "raise",
-    eps: float = DEFAULT_EPS,
+    R: ArrayLike, method: Method = "exact", *, psd_policy: str = "raise", eps: float = DEFAULT_EPS
 ) -> NDArray[np.float64]:
     """Per-answer Shapley values (nats) of the game ``v(S) = h(N(0, R_S))``, ``v(empty) = 0``.
 
     Args:
-        R: (n, n) symmetric PSD matrix (the kernel matrix).
-        method: ``"exact"`` (all subset entropies once, then combine; n <= ``EXACT_MAX_N``),
-            ``"naive"`` (the literal formula; test reference, n <= ``NAIVE_MAX_N``) or ``"monte_carlo"``
-            (permutation sampling; for the standard error call :func:`shapley_values_mc`).
-        n_permutations, seed: Monte-Carlo settings.
+        R: (n, n) symmetric PSD matrix (the kernel matrix), n <= ``EXACT_MAX_N``.
+        method: ``"exact"``, the only one: all subset entropies once, then combined.
         psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`), ``0 < eps < 1``.
 
     Returns:
@@ -474,32 +279,20 @@ def shapley_values(
         the entropy is finite; for a singular R, ``-inf`` entries or a ``ValueError`` (the module's rule).
 
     Raises:
-        ValueError: bad input, unknown method, n above the method's limit, undefined values.
+        ValueError: bad input, unknown method, n above ``EXACT_MAX_N``, undefined values.
 
     Examples:
         >>> R = [[1.0, 0.5], [0.5, 1.0]]
         >>> phi = shapley_values(R)  # two exchangeable answers share h(R) equally
         >>> np.round(phi, 6).tolist(), round(float(phi.sum()) - gaussian_entropy(R), 12)
         ([1.347018, 1.347018], 0.0)
-        >>> np.round(shapley_values(R, "naive"), 6).tolist()
-        [1.347018, 1.347018]
     """
     validate.choice(method, get_args(Method), "method")
     A = validate.symmetric_matrix(R, "R")
     policy, e = _psd_settings(psd_policy, eps)
-    n = A.shape[0]
-    if method == "monte_carlo":
-        return _shapley_mc(A, policy, e, _mc_plan(n, n_permutations, seed, MC_MEMORY_BYTES))[0]
-    if method == "naive" and n > NAIVE_MAX_N:
-        raise ValueError(
-            f"method='naive' evaluates about n * 2**n log-dets; n = {n} > NAIVE_MAX_N = {NAIVE_MAX_N} "
-            "would take too long. Use method='exact' (n <= EXACT_MAX_N) or 'monte_carlo'."
-        )
-    _check_exact_size(n, "exact Shapley values")
+    _check_exact_size(A.shape[0], "exact Shapley values")
     A, lam = _psd(A, policy, e)
-    if method == "naive":
-        return _shapley_naive(A)
-    return _shapley_from_values(_subset_entropies(A, lam), n)
+    return _shapley_from_values(_subset_entropies(A, lam), A.shape[0])
 
 
 def shapley_uncertainty(

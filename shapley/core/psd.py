@@ -10,9 +10,6 @@ need a log-det therefore take a ``psd_policy``:
     Shrink the off-diagonal part, ``R(t) = I + t (R - I)``. Since R and R(t) share eigenvectors,
     ``lambda_min(R(t)) = 1 + t (lambda_min - 1)``; we take the largest t that leaves
     ``lambda_min = eps``. For a kernel matrix this is exactly lowering beta to ``t * beta``.
-``"clip"``
-    Clip eigenvalues below ``eps`` up to ``eps``, then rescale to unit diagonal (which leaves the
-    smallest eigenvalue at least ``eps / max diagonal``, a little below ``eps``).
 ``"nearest"``
     Higham's (2002) alternating projections to the nearest correlation matrix whose eigenvalues are
     at least ``eps`` (Frobenius norm).
@@ -44,10 +41,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
 
-PSDPolicy = Literal["raise", "shrink", "clip", "nearest"]
+PSDPolicy = Literal["raise", "shrink", "nearest"]
 PSD_POLICIES: tuple[str, ...] = get_args(PSDPolicy)
 """What :func:`ensure_psd` (and every estimator's ``psd_policy``) does with a kernel that is not PSD: ``"raise"``
-(``ValueError``), ``"shrink"``, ``"clip"`` or ``"nearest"`` (see the module docstring)."""
+(``ValueError``), ``"shrink"`` or ``"nearest"`` (see the module docstring)."""
 DEFAULT_EPS = 1e-6
 """Eigenvalue floor of the PSD repairs (dimensionless, the kernel's own scale)."""
 NEAREST_MAX_SECONDS = 60.0
@@ -207,7 +204,8 @@ def _shrink(A: NDArray[np.float64], e: float, lam: float) -> tuple[NDArray[np.fl
 
 
 def _clip(R: NDArray[np.float64], e: float) -> NDArray[np.float64]:
-    """R with its eigenvalues below ``e`` clipped up to ``e``, rescaled to unit diagonal (the ``"clip"`` policy)."""
+    """R with its eigenvalues below ``e`` clipped up to ``e``, rescaled to unit diagonal (which leaves the smallest
+    eigenvalue at least ``e / max diagonal``, a little below ``e``): the last step of :func:`nearest_correlation`."""
     w, V = np.linalg.eigh(R)
     A = (V * np.maximum(w, e)) @ V.T
     d = np.sqrt(np.diag(A))
@@ -242,7 +240,7 @@ def _nearest(R: NDArray[np.float64], e: float, iters: int, stop: float) -> NDArr
         raise ValueError(
             f"nearest_correlation: max_iter = {iters} iterations (one eigendecomposition each) at n = {n} could "
             f"need about {_nearest_seconds(iters, n):.3g} s on one core, more than NEAREST_MAX_SECONDS = "
-            f"{NEAREST_MAX_SECONDS:g} (about a minute); lower max_iter or use psd_policy='clip' or 'shrink' "
+            f"{NEAREST_MAX_SECONDS:g} (about a minute); lower max_iter or use psd_policy='shrink' "
             "(one decomposition)"
         )
     Y = R.copy()
@@ -306,13 +304,11 @@ def ensure_psd_checked(A: NDArray[np.float64], policy: str, eps: float) -> tuple
             f"R is not positive semi-definite: its minimum eigenvalue is {lam:.4g} (n = {n}), so it is not a "
             "valid Gaussian covariance and its log-det is undefined. Fixes: lower beta (beta <= "
             f"{gershgorin_beta_bound(n):.4g} = 1/(n-1) is guaranteed for this n), or pass "
-            "psd_policy='shrink' | 'clip' | 'nearest' to repair R explicitly (see shapley.core.psd)."
+            "psd_policy='shrink' | 'nearest' to repair R explicitly (see shapley.core.psd)."
         )
     t = None
     if policy == "shrink":
         out, t = _shrink(A, eps, lam)
-    elif policy == "clip":
-        out = _clip(A, eps)
     else:
         out = _nearest(A, eps, _NEAREST_ITERATIONS, _NEAREST_TOL)
     warnings.warn(

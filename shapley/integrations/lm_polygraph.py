@@ -184,19 +184,14 @@ class ShapleyUncertainty(_Estimator):
         totals = _per_question(stats, lambda P: defined_total(P, self.beta, self.psd_policy, self.eps), self.stat)
         return np.array(totals, dtype=np.float64)
 
-    def shapley_values(self, stats: Mapping[str, Any], method: Any = "exact", **options: Any) -> list[np.ndarray]:
+    def shapley_values(self, stats: Mapping[str, Any]) -> list[np.ndarray]:
         """Per-answer Shapley values (nats) of each question, ``(n_b,)`` each, summing to the total where it is
-        finite: ``shapley.shapley_values(R, method, **options)`` (``"exact"`` up to ``shapley.EXACT_MAX_N``
-        answers; ``"monte_carlo"`` beyond, with ``n_permutations`` and ``seed`` in ``options``); for a singular
-        kernel the core's ``-inf`` entries or its ``ValueError``, naming the question."""
+        finite: ``shapley.shapley_values(R)`` (up to ``shapley.EXACT_MAX_N`` answers); for a singular kernel the
+        core's ``-inf`` entries or its ``ValueError``, naming the question."""
         return _per_question(
             stats,
             lambda P: entropy.shapley_values(
-                kernel_matrix(correlation_matrix(P), self.beta),
-                method,
-                psd_policy=self.psd_policy,
-                eps=self.eps,
-                **options,
+                kernel_matrix(correlation_matrix(P), self.beta), psd_policy=self.psd_policy, eps=self.eps
             ),
             self.stat,
         )

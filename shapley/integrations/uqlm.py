@@ -3,15 +3,8 @@
 :class:`ShapleyScorer` follows uqlm's black-box scorers: ``evaluate(responses, sampled_responses, progress_bar=None)``
 returns one confidence in [0, 1] per prompt (higher = more confident; identical answers score ``beta``, 0.5 by
 default: below). The answers of prompt k are its response followed by its sampled responses; their entailment
-matrix comes from
-
-* one of our backend specs (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``): the same matrices as
-  our pipeline; or
-* a uqlm NLI object (``uqlm.nli.nli.NLI``, or anything with its ``model``, ``tokenizer``, ``batch_size`` and
-  ``max_length``): ``P(s_i => s_j)`` is the softmax probability of the label that the model's own
-  ``config.label2id`` names entailment (uqlm's own NLI assumes a fixed [contradiction, neutral, entailment] order;
-  we never do), premise ``s_i`` and hypothesis ``s_j`` encoded as a text pair, within the limits that uqlm's
-  ``NLI.predict_batch`` honours (:func:`nli_limits`).
+matrix comes from one of our backend specs (``"embedding:minilm"``, ``"hf:<id|path>"``, e.g. uqlm's NLI model
+``hf:microsoft/deberta-large-mnli``, ``"llm:<...>"``): the same matrices as our pipeline.
 
 The total Shapley uncertainty U (nats, :func:`shapley.shapley_uncertainty`) becomes a confidence by
 :func:`shapley.integrations.common.confidence_from_total`, an equivalent pairwise agreement: our choice (the paper
@@ -39,9 +32,8 @@ thresholds=np.linspace(0, 0.9, 10) * scorer.beta)`` (the script ``examples/uqlm/
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,105 +48,12 @@ from shapley.integrations.common import (
 )
 
 
-def entailment_label(label2id: Mapping[Any, Any], id2label: Mapping[Any, Any] | None = None) -> int:
-    """Index of the entailment label in a model's ``config.label2id`` (case-insensitive: the one label containing
-    "entail" and not starting with "not"/"non"). Every index must be an ``int`` in ``[0, len(label2id))`` (the
-    model's outputs) and, given ``config.id2label``, name the same label there. ``ValueError`` otherwise, and when
-    there is not exactly one entailment label.
-
-    Examples:
-        >>> entailment_label({"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})  # deberta-large-mnli
-        2
-        >>> entailment_label({"entailment": 0, "neutral": 1, "contradiction": 2})  # another order
-        0
-    """
-    last = len(label2id) - 1
-    for name, i in label2id.items():
-        validate.integer(i, f"label2id[{name!r}]", minimum=0, maximum=last)
-        if id2label is not None and id2label.get(i) != name:
-            raise ValueError(f"label2id[{name!r}] = {i!r} but id2label[{i!r}] = {id2label.get(i)!r}")
-    names = {str(name).strip().lower(): int(i) for name, i in label2id.items()}
-    found = [i for name, i in names.items() if "entail" in name and not name.startswith(("not", "non"))]
-    if len(found) != 1:
-        raise ValueError(f"cannot find one entailment label in label2id={dict(label2id)}")
-    return found[0]
-
-
-class NLILimits(NamedTuple):
-    """What one forward pass of a uqlm NLI object may hold, as its ``predict_batch`` reads it."""
-
-    label: int  # the entailment output (:func:`entailment_label`)
-    batch_size: int  # pairs per forward pass
-    max_length: int  # characters kept of each text
-    max_tokens: int  # tokens of a pair (longest first truncation)
-
-
-def nli_limits(nli: Any) -> NLILimits:
-    """A uqlm NLI object's limits, checked when it is accepted (``ValueError`` naming the attribute): its labels
-    (:func:`entailment_label`), ``batch_size`` and ``max_length`` (integers >= 1), and its token limit:
-    ``max_tokens`` (uqlm's NLI resolves it), else the tokenizer's ``model_max_length`` unless it means none
-    (:data:`shapley.pipeline.entail.nli.NO_TOKEN_LIMIT` or more), else the model's ``max_position_embeddings``."""
-    from shapley.pipeline.entail.nli import NO_TOKEN_LIMIT  # here: it imports torch
-
-    config = nli.model.config
-    label = entailment_label(config.label2id, getattr(config, "id2label", None))
-    batch_size, max_length = (
-        validate.integer(getattr(nli, a, None), f"the NLI object's {a}", minimum=1)
-        for a in ("batch_size", "max_length")
-    )
-    tokens = getattr(nli, "max_tokens", None)
-    if tokens is None:
-        tokens = getattr(nli.tokenizer, "model_max_length", None)
-        if not isinstance(tokens, int) or tokens >= NO_TOKEN_LIMIT:
-            tokens = getattr(config, "max_position_embeddings", None)
-    return NLILimits(label, batch_size, max_length, validate.integer(tokens, "the NLI object's token limit", minimum=1))
-
-
-def _nli_matrix(nli: Any, limits: NLILimits, texts: Sequence[str]) -> np.ndarray:
-    """(n, n) ``P(s_i => s_j)`` from a uqlm NLI object's ``model`` and ``tokenizer``: softmax probability of the
-    entailment label, each ordered pair of different texts scored once (identical texts: 1, like the diagonal, as
-    our backends do), ``limits.batch_size`` pairs per forward pass, texts cut as ``limits`` says (warned about with
-    our backends' ``TruncatedInputWarning``)."""
-    import torch
-
-    from shapley.pipeline.entail.cache import TruncatedInputWarning
-
-    model = nli.model
-    uniq = sorted(set(texts))
-    pairs = [(a, b) for a in uniq for b in uniq if a != b]
-    if any(len(t) > limits.max_length for t in uniq):
-        warnings.warn(
-            f"a text longer than the NLI object's max_length = {limits.max_length} characters is cut to it",
-            TruncatedInputWarning,
-            stacklevel=3,
-        )
-    probs: dict[tuple[str, str], float] = {}
-    device = next(model.parameters()).device if pairs else None
-    for start in range(0, len(pairs), limits.batch_size):
-        chunk = pairs[start : start + limits.batch_size]
-        enc = nli.tokenizer(
-            [a[: limits.max_length] for a, _ in chunk],
-            [b[: limits.max_length] for _, b in chunk],
-            padding=True,
-            truncation="longest_first",
-            max_length=limits.max_tokens,
-            return_tensors="pt",
-        )
-        with torch.no_grad():
-            logits = model(**{k: v.to(device) for k, v in enc.items()}).logits
-        p = torch.softmax(logits.double(), dim=-1)[:, limits.label].cpu().numpy()
-        probs.update({pair: float(v) for pair, v in zip(chunk, p, strict=True)})
-    return np.array([[1.0 if a == b else probs[(a, b)] for b in texts] for a in texts])
-
-
 class ShapleyScorer:
     """uqlm-style black-box scorer: Shapley confidence per prompt, in [0, 1], identical answers scoring exactly
     ``beta`` (0.5 by default, not 1); see the module docstring for what that means for uqlm's thresholds.
 
     Args:
-        entailment: our backend spec (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``) or a uqlm NLI
-            object (``model``, ``tokenizer``, ``batch_size`` and ``max_length`` attributes; checked by
-            :func:`nli_limits` when it is accepted).
+        entailment: our backend spec (``"embedding:minilm"``, ``"hf:<id|path>"``, ``"llm:<...>"``).
         beta, psd_policy, eps: as :func:`shapley.shapley_uncertainty` (defaults: the pipeline's beta and policy,
             :data:`shapley.integrations.common.RUN_DEFAULTS`, and ``shapley.core.psd.DEFAULT_EPS``).
         cache: our backends' entailment cache (False: none; True: the default file; or a path).
@@ -162,7 +61,7 @@ class ShapleyScorer:
 
     def __init__(
         self,
-        entailment: Any = "embedding:minilm",
+        entailment: str = "embedding:minilm",
         *,
         beta: float = RUN_DEFAULTS.beta,
         psd_policy: str = RUN_DEFAULTS.psd_policy,
@@ -170,29 +69,14 @@ class ShapleyScorer:
         cache: Any = False,
     ) -> None:
         self.beta, self.psd_policy, self.eps = check_settings(beta, psd_policy, eps)
-        self.backend: Any = None
-        self.nli: Any = None
-        if isinstance(entailment, str):
-            from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
+        from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
 
-            self.backend = load_backend(entailment, cache=cache_option(cache), progress=False)
-            self.name = f"shapley[{entailment}]"
-        elif hasattr(entailment, "model") and hasattr(entailment, "tokenizer"):
-            self.nli_limits = nli_limits(entailment)  # fail now, not at the first prompt
-            self.nli = entailment
-            self.name = f"shapley[{type(entailment).__name__}]"
-        else:
-            raise ValueError(
-                "entailment must be a backend spec such as 'embedding:minilm' or a uqlm NLI object with model and "
-                f"tokenizer attributes; got {type(entailment).__name__}"
-            )
+        self.backend = load_backend(entailment, cache=cache_option(cache), progress=False)
+        self.name = f"shapley[{entailment}]"
 
     def entail_matrices(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """(n_k, n_k) entailment matrices, answers ``[responses[k], *sampled_responses[k]]``."""
-        groups = _answer_groups(responses, sampled_responses)
-        if self.nli is not None:
-            return [_nli_matrix(self.nli, self.nli_limits, g) for g in groups]
-        return [r.entail for r in self.backend.score([("", g) for g in groups])]
+        return [r.entail for r in self.backend.score([("", g) for g in _answer_groups(responses, sampled_responses)])]
 
     def uncertainty(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[float]:
         """Total Shapley uncertainty (nats) per prompt, exactly :func:`shapley.shapley_uncertainty` (``-inf`` for a

@@ -302,16 +302,11 @@ def test_selfcheck_max_dominates_mean(lp):
 
 
 def test_p_true():
-    assert B.parse_p_true(0.0, 0.0) == pytest.approx(0.5)
-    assert B.parse_p_true(math.log(0.6), math.log(0.2)) == pytest.approx(0.75)
-    # shift invariant (logits work), extreme values stay finite
-    assert B.parse_p_true(5.0, 3.0) == pytest.approx(B.parse_p_true(2.0, 0.0))
-    assert B.parse_p_true(-1000.0, 0.0) == pytest.approx(0.0)
-    assert B.parse_p_true(0.0, -1000.0) == pytest.approx(1.0)
-    assert B.parse_p_true(-math.inf, -1.0) == 0.0
-    assert B.parse_p_true(-1.0, -math.inf) == 1.0
     assert B.p_true_uncertainty(0.8) == pytest.approx(0.2)
-    assert B.p_true_uncertainty(B.parse_p_true(math.log(0.6), math.log(0.2))) == pytest.approx(0.25)
+
+
+def _confidence(text: str) -> float:
+    return B.confidence_reading(text)[0]
 
 
 @pytest.mark.parametrize(
@@ -339,8 +334,7 @@ def test_p_true():
     ],
 )
 def test_parse_confidence_formats(text, expected):
-    assert B.parse_confidence(text) == pytest.approx(expected)
-    assert B.verbalised_uncertainty(text) == pytest.approx(1 - expected)
+    assert _confidence(text) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -359,8 +353,7 @@ def test_parse_confidence_formats(text, expected):
     ],
 )
 def test_parse_confidence_unparseable_is_nan(text):
-    assert math.isnan(B.parse_confidence(text))
-    assert math.isnan(B.verbalised_uncertainty(text))
+    assert math.isnan(_confidence(text))
 
 
 @pytest.mark.parametrize(
@@ -377,7 +370,7 @@ def test_parse_confidence_unparseable_is_nan(text):
 )
 def test_parse_confidence_ratios_and_scale_notes(text, expected):
     """issue 38 (6): "8/10" gave 0.08, "4 out of 5" 0.04 and "Confidence (0-1): 0.2" gave 0."""
-    assert B.parse_confidence(text) == pytest.approx(expected)
+    assert _confidence(text) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -387,12 +380,11 @@ def test_parse_confidence_partly_read_number_is_nan_with_reason(text):
     """issue 38 (6): "0,8" gave 0 and "1e-1" gave 1.0 (their first digits); now NaN, with a fixed reason."""
     value, reason = B.confidence_reading(text)
     assert math.isnan(value) and reason == B.verbalised.PARTLY_READ
-    assert math.isnan(B.parse_confidence(text))
 
 
 @given(st.text(max_size=60))
 def test_parse_confidence_never_out_of_range(text):
-    c = B.parse_confidence(text)
+    c = _confidence(text)
     assert math.isnan(c) or 0.0 <= c <= 1.0
 
 
@@ -442,7 +434,6 @@ def test_train_test_split_indices():
         (lambda: B.likelihood_entropy([-1.0, -np.inf]), "NaN or inf"),
         (lambda: B.likelihood_entropy([0.5, 0.4]), "must be <= 0"),
         (lambda: B.likelihood_entropy([[-1.0]]), "1-D"),
-        (lambda: B.likelihood_entropy(["a"]), "sequence of numbers"),
         (lambda: B.length_normalised_predictive_entropy([]), "at least one sample"),
         (lambda: B.length_normalised_predictive_entropy([[-1.0], []]), r"token_logprobs\[1\]"),
         (lambda: B.length_normalised_predictive_entropy([[-1.0, np.nan]]), "NaN or inf"),
@@ -457,12 +448,9 @@ def test_train_test_split_indices():
         (lambda: B.semantic_clusters(np.eye(2), np.eye(3), rule="non_contradiction"), "same shape"),
         (lambda: B.semantic_entropy(MOZART_LL, [0, 1]), "same length"),
         (lambda: B.semantic_entropy(MOZART_LL, [0.5, 1, 1]), "integer cluster labels"),
-        (lambda: B.semantic_entropy(MOZART_LL, ["a", "b", "c"]), "integer cluster labels"),
         (lambda: B.discrete_semantic_entropy([]), "empty"),
         (lambda: B.discrete_semantic_entropy([[0, 1]]), "1-D"),
         (lambda: B.lexical_similarity([]), "at least one"),
-        (lambda: B.lexical_similarity("Mozart"), "sequence of strings"),
-        (lambda: B.lexical_similarity(["a", 3]), r"texts\[1\]"),
         (lambda: B.eigv(np.array([[1.0, 0.9], [0.1, 1.0]])), "symmetric"),
         (lambda: B.eigv(np.array([[1.0, -0.5], [-0.5, 1.0]])), r"\[0, 1\]"),
         (lambda: B.eigv(np.zeros((2, 2))), "zero total similarity"),
@@ -472,14 +460,8 @@ def test_train_test_split_indices():
         (lambda: B.selfcheck_maxe([]), "at least 1"),
         (lambda: B.selfcheck_maxe([-0.5]), ">= 0"),
         (lambda: B.selfcheck_avge([np.inf]), "NaN or inf"),
-        (lambda: B.parse_p_true(float("nan"), 0.0), "logprob_true"),
-        (lambda: B.parse_p_true(0.0, float("inf")), "logprob_false"),
-        (lambda: B.parse_p_true(-math.inf, -math.inf), "both -inf"),
-        (lambda: B.parse_p_true("0.1", 0.0), "real number"),
         (lambda: B.p_true_uncertainty(1.2), r"\[0, 1\]"),
         (lambda: B.p_true_uncertainty(float("nan")), r"\[0, 1\]"),
-        (lambda: B.parse_confidence(None), "str"),
-        (lambda: B.verbalised_uncertainty(0.8), "str"),
         (lambda: B.train_test_split_indices(1), "n must be"),
         (lambda: B.train_test_split_indices(10, test_fraction=0.0), "test_fraction"),
         (lambda: B.train_test_split_indices(10, test_fraction=1.0), "test_fraction"),

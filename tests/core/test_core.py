@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
 import shapley
-from shapley.core import entropy, psd
+from shapley.core import psd
 from tests.strategies import correlation_matrices, entailment_matrices
 
 MOZART_C1 = np.array([[1.0, 1.0, 0.5], [1.0, 1.0, 0.5], [0.5, 0.5, 1.0]])
@@ -79,8 +79,6 @@ def test_entropy_rejects_asymmetric_R():
 def test_n_equals_one_is_valid_and_finite():
     assert shapley.shapley_uncertainty([[1.0]]) == pytest.approx(shapley.HALF_LOG_2PIE)
     np.testing.assert_allclose(shapley.shapley_values([[1.0]]), [shapley.HALF_LOG_2PIE])
-    for method in ("naive", "monte_carlo"):
-        np.testing.assert_allclose(shapley.shapley_values([[1.0]], method=method), [shapley.HALF_LOG_2PIE])
 
 
 # --- entropy --------------------------------------------------------------------------------------
@@ -221,14 +219,14 @@ def test_non_psd_raises_with_fix_named():
         shapley.shapley_uncertainty(_adversarial_C(10), 0.5)
 
 
-@pytest.mark.parametrize("policy", ["shrink", "clip", "nearest"])
+@pytest.mark.parametrize("policy", ["shrink", "nearest"])
 def test_repair_policies_warn_and_give_psd(policy):
     R = shapley.kernel_matrix(_adversarial_C(10), 0.5)
     with pytest.warns(shapley.PSDRepairWarning, match=policy):
         A, report = shapley.ensure_psd(R, policy)
     assert not report.was_psd and report.min_eigenvalue < 0
     np.testing.assert_allclose(np.diag(A), 1.0, atol=1e-9)
-    assert np.linalg.eigvalsh(A)[0] >= psd.DEFAULT_EPS / 2  # clip rescales the diagonal: eps / max diag
+    assert np.linalg.eigvalsh(A)[0] >= psd.DEFAULT_EPS / 2  # the final clip rescales the diagonal
     with pytest.warns(shapley.PSDRepairWarning):
         h = shapley.gaussian_entropy(R, psd_policy=policy)
     assert np.isfinite(h)
@@ -240,14 +238,6 @@ def test_shrink_equals_lower_beta():
     with pytest.warns(shapley.PSDRepairWarning):
         A, report = shapley.ensure_psd(R, "shrink")
     np.testing.assert_allclose(A, shapley.kernel_matrix(C, 0.5 * report.shrink_factor), atol=1e-12)
-
-
-def test_nearest_is_closer_than_clip():
-    R = shapley.kernel_matrix(_adversarial_C(12), 0.5)
-    near = psd.nearest_correlation(R)
-    with pytest.warns(shapley.PSDRepairWarning):
-        clip, _ = psd.ensure_psd(R, "clip")
-    assert np.linalg.norm(near - R) <= np.linalg.norm(clip - R) + 1e-9
 
 
 def test_unknown_policy():
@@ -267,7 +257,7 @@ def test_never_a_silent_nan(P):
         assert not math.isnan(h)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", shapley.PSDRepairWarning)
-        for policy in ("shrink", "clip", "nearest"):
+        for policy in ("shrink", "nearest"):
             assert np.isfinite(shapley.shapley_uncertainty(P, 0.5, psd_policy=policy))
 
 
@@ -290,13 +280,13 @@ def test_shapley_uncertainty_is_the_sum_of_shapley_values(P, beta):
     assume(shapley.min_eigenvalue(R) > 1e-9)
     total = shapley.shapley_uncertainty(P, beta)
     assert shapley.shapley_values(R).sum() == pytest.approx(total, abs=1e-9)
-    assert shapley.shapley_values(R, method="naive").sum() == pytest.approx(total, abs=1e-9)
 
 
 @settings(max_examples=30, deadline=None)
-@given(correlation_matrices(max_n=7))
-def test_exact_equals_naive(R):
-    np.testing.assert_allclose(shapley.shapley_values(R), shapley.shapley_values(R, method="naive"), atol=1e-9)
+@given(correlation_matrices(max_n=5))
+def test_exact_equals_the_mean_marginal_over_every_order(R):
+    """The literal definition (brute force over all n! orders, numpy's slogdet) as the oracle."""
+    np.testing.assert_allclose(shapley.shapley_values(R), _marginals_over_every_order(R).mean(axis=0), atol=1e-9)
 
 
 @given(correlation_matrices(min_n=2, max_n=8), st.data())
@@ -327,34 +317,11 @@ def test_independent_answers_each_get_the_standard_normal_entropy():
     np.testing.assert_allclose(shapley.shapley_values(np.eye(5)), shapley.HALF_LOG_2PIE)
 
 
-def test_monte_carlo_close_to_exact_and_efficient():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(9, 12))
-    R = np.corrcoef(X)
-    exact = shapley.shapley_values(R)
-    phi, se = shapley.shapley_values_mc(R, n_permutations=3000, seed=3)
-    assert np.all(np.abs(phi - exact) <= 5 * se + 1e-12)
-    assert phi.sum() == pytest.approx(shapley.gaussian_entropy(R), abs=1e-9)
-    _, se_small = shapley.shapley_values_mc(R, n_permutations=300, seed=3)
-    assert se.mean() < se_small.mean()
-    via_dispatch = shapley.shapley_values(R, "monte_carlo", seed=5)
-    np.testing.assert_array_equal(via_dispatch, shapley.shapley_values_mc(R, seed=5)[0])
-
-
-def test_monte_carlo_scales_beyond_exact():
-    n = shapley.EXACT_MAX_N + 8
-    R = shapley.kernel_matrix(np.full((n, n), 0.5), 1.0 / (n - 1))
-    with pytest.raises(ValueError, match="monte_carlo"):
-        shapley.shapley_values(R)
-    phi, se = shapley.shapley_values_mc(R, n_permutations=200)
-    assert phi.shape == (n,) and np.all(np.isfinite(se))
-
-
 def test_method_and_argument_validation():
     with pytest.raises(ValueError, match="method"):
-        shapley.shapley_values(np.eye(2), method="fast")
-    with pytest.raises(ValueError, match="n_permutations"):
-        shapley.shapley_values_mc(np.eye(2), n_permutations=1)
+        shapley.shapley_values(np.eye(2), method="naive")
+    with pytest.raises(ValueError, match="EXACT_MAX_N = 22 .*shapley_uncertainty"):
+        shapley.shapley_values(np.eye(shapley.EXACT_MAX_N + 1))
 
 
 def test_mozart_as_written():
@@ -383,56 +350,36 @@ def _marginals_over_every_order(R: np.ndarray) -> np.ndarray:
     return np.array(rows)
 
 
-def test_monte_carlo_standard_error_matches_the_brute_force_spread():
-    """Issue 27: the standard error is sd/sqrt(N) of the marginal contributions, whose exact spread over all
-    n! orders is known at n = 5; its mean is the exact Shapley value (brute force)."""
-    R = np.corrcoef(np.random.default_rng(7).normal(size=(5, 8)))
-    every = _marginals_over_every_order(R)
-    n_perm = 4000
-    phi, se = shapley.shapley_values_mc(R, n_permutations=n_perm, seed=11)
-    np.testing.assert_allclose(every.mean(axis=0), shapley.shapley_values(R), atol=1e-10)
-    np.testing.assert_allclose(se, every.std(axis=0) / np.sqrt(n_perm), rtol=0.08)
-    assert np.all(np.abs(phi - every.mean(axis=0)) <= 5 * se)
-    # in chunks of 2 orders (the same seeded draws): the same values and errors, the variance taken about
-    # the first chunk's mean (a shift that cancels only when centred correctly)
-    two_orders = 2 * entropy._MC_BYTES_PER_ENTRY * 5 * 5
-    phi_c, se_c = shapley.shapley_values_mc(R, n_permutations=n_perm, seed=11, memory_bytes=two_orders)
-    np.testing.assert_allclose(phi_c, phi, rtol=1e-9)
-    np.testing.assert_allclose(se_c, se, rtol=1e-6)
-
-
-def test_beyond_the_exact_limit_entropy_and_monte_carlo_match_independent_values():
-    """Issue 27: n = 30 > EXACT_MAX_N takes the LAPACK branch of the entropy and only Monte-Carlo values
-    exist; an equicorrelated R has exact Shapley values h / n by symmetry, and h from numpy's slogdet."""
+def test_beyond_the_exact_limit_the_entropy_matches_slogdet():
+    """Issue 27: n = 30 > EXACT_MAX_N takes the LAPACK branch of the entropy; h from numpy's slogdet."""
     n = shapley.EXACT_MAX_N + 8
     rho = 0.3
     R = np.full((n, n), rho)
     np.fill_diagonal(R, 1.0)
     h = n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(R)[1]
     assert shapley.gaussian_entropy(R) == pytest.approx(h, rel=1e-12)
-    phi, se = shapley.shapley_values_mc(R, n_permutations=400, seed=2)
-    assert phi.sum() == pytest.approx(h, rel=1e-9)
-    assert np.all(np.abs(phi - h / n) <= 5 * se) and np.all(se > 0)
-    # a general PD R at the same size: the entropy against slogdet, and efficiency of the MC values
+    # a general PD R at the same size
     X = np.random.default_rng(3).normal(size=(n, 2 * n))
     C = np.corrcoef(X)
     assert shapley.gaussian_entropy(C) == pytest.approx(n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(C)[1])
 
 
 def test_repairs_beyond_the_exact_limit_match_independent_values():
-    """Issue 27: an indefinite R at n = 30 (> EXACT_MAX_N) repaired by 'shrink' and by 'clip': the entropy
-    against the repair computed here from numpy's eigendecomposition and slogdet."""
+    """Issue 27: an indefinite R at n = 30 (> EXACT_MAX_N) repaired by 'shrink' and by 'nearest': the entropy
+    against the repair (computed here for 'shrink') and numpy's slogdet; the nearest matrix, which ends with a
+    clip, has a unit diagonal to round-off and its eigenvalues at least eps."""
     n, eps = shapley.EXACT_MAX_N + 8, 1e-3
     R = np.full((n, n), 0.6)
     np.fill_diagonal(R, 1.0)
     R[0, 1] = R[1, 0] = -0.9
-    w, V = np.linalg.eigh(R)
+    w = np.linalg.eigvalsh(R)
     assert w[0] < 0
     t = (1 - eps) / (1 - w[0])  # largest t with lambda_min(I + t (R - I)) = eps
     shrunk = np.eye(n) + t * (R - np.eye(n))
-    clipped = (V * np.maximum(w, eps)) @ V.T
-    clipped /= np.sqrt(np.outer(np.diag(clipped), np.diag(clipped)))
-    for policy, A in (("shrink", shrunk), ("clip", clipped)):
+    nearest = psd.nearest_correlation(R, eps)
+    np.testing.assert_allclose(np.diag(nearest), 1.0, rtol=0, atol=1e-14)
+    assert np.linalg.eigvalsh(nearest)[0] >= eps * (1 - 1e-6)
+    for policy, A in (("shrink", shrunk), ("nearest", nearest)):
         with pytest.warns(psd.PSDRepairWarning):
             h = shapley.gaussian_entropy(R, psd_policy=policy, eps=eps)
         assert h == pytest.approx(n * shapley.HALF_LOG_2PIE + 0.5 * np.linalg.slogdet(A)[1], rel=1e-10), policy

@@ -72,7 +72,7 @@ def test_the_enumeration_finds_what_it_must():
         "shapley.core.kernel.kernel_matrix",
         "shapley.core.metrics.paired_interval",
         "shapley.core.baselines.entropies.likelihood_entropy",
-        "shapley.core.baselines.verbalised.parse_confidence",
+        "shapley.core.baselines.verbalised.confidence_reading",
         "shapley.gaussian_entropy",
     }
     assert expected <= set(functions)

@@ -82,11 +82,3 @@ def test_intervals_reach_their_monte_carlo_target_and_say_so_otherwise():
     for kw in ({"n_boot": 1}, {"n_boot": -5}, {"n_boot": 500, "max_boot": 200}, {"mcse": 0.0}):
         with pytest.raises(ValueError):
             M.bootstrap_interval(M.auroc, u, c, **kw)
-
-
-def test_quantile_mcse_matches_the_spread_of_repeated_quantiles():
-    """The Maritz-Jarrett error of the 2.5 % quantile of B normal draws against the quantile's actual spread."""
-    rng = np.random.default_rng(4)
-    qs = [np.quantile(rng.normal(size=4000), 0.025) for _ in range(300)]
-    est = M.quantile_mcse(rng.normal(size=4000), 0.025)
-    assert est == pytest.approx(np.std(qs), rel=0.25)

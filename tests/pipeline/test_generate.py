@@ -24,7 +24,6 @@ from shapley.pipeline.generate.generator import Generator  # noqa: E402
 from shapley.pipeline.generate.models import (  # noqa: E402
     ModelNotAvailableError,
     load_model,
-    model_fingerprint,
     resolve_model,
 )
 from shapley.pipeline.rundir.records import Generation, QARecord  # noqa: E402
@@ -266,18 +265,6 @@ def test_stop_table_marks_every_token_holding_a_last_character(tiny):
     assert not StopChecker((), lambda ids: "", 10).table.any()
 
 
-def test_generation_with_the_filter_equals_checking_every_row(tiny):
-    """Same outputs when every row is checked against the stop strings at every step (the old behaviour)."""
-    stop = ("\n", "a")
-    fast = gen(tiny, stop=stop, max_new_tokens=12)
-    slow = gen(tiny, stop=stop, max_new_tokens=12)
-    checker, eos, table = slow.decoder.tables
-    slow.decoder.tables = (checker, eos, torch.ones_like(table))
-    a, b = fast.generate(records()), slow.generate(records())
-    assert [o.to_dict() for o in a] == [o.to_dict() for o in b]
-    assert fast.stats["stop_checks"] < slow.stats["stop_checks"]
-
-
 def test_inverse_cdf_sampling():
     probs = torch.tensor([[0.1, 0.0, 0.6, 0.3]] * 4 + [[0.0, 0.0, 0.0, 1.0]], dtype=torch.float32)
     u = torch.tensor([0.0, 0.0999, 0.1, 0.9999999, 0.5], dtype=torch.float64)
@@ -349,18 +336,6 @@ def test_hidden_state_is_the_last_kept_tokens_final_hidden_state(tiny):
     assert gen(tiny, hidden_state=False).generate(records(1))[0].hidden is None
 
 
-def test_static_cache_gives_the_same_outputs(tiny):
-    dynamic = gen(tiny, static_cache=False, max_new_tokens=8)
-    static = gen(tiny, static_cache=True, max_new_tokens=8)
-    a, b = dynamic.generate(records()), static.generate(records())
-    assert static.stats["cache"] == "static" and dynamic.stats["cache"] == "dynamic"
-    assert [o.samples for o in a] == [o.samples for o in b] and [o.answer for o in a] == [o.answer for o in b]
-    for x, y in zip(a, b, strict=True):
-        np.testing.assert_allclose(x.answer_token_logprobs, y.answer_token_logprobs, atol=1e-4)
-        np.testing.assert_allclose(x.hidden.astype(float), y.hidden.astype(float), atol=1e-2)
-        assert x.p_true == pytest.approx(y.p_true, abs=1e-5)
-
-
 def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
     """With a growing cache, rows that ended leave the forward passes; every row's tokens, log-probabilities and
     the greedy rows' hidden states still equal a plain forward pass over prompt + its own answer, and the static
@@ -375,6 +350,7 @@ def test_ended_rows_leave_the_batch_and_the_rest_decode_as_alone(tiny):
         lengths = {len(d.tokens) for d in outs[static]}
         assert len(lengths) > 2, lengths  # rows end at different steps
         assert (g.stats["rows_dropped"] > 0) is (not static)
+        assert g.stats["cache"] == ("static" if static else "dynamic")
     assert [d.text for d in outs[False]] == [d.text for d in outs[True]]
     for seed, d in zip(seeds, outs[False], strict=True):
         ids = torch.tensor([prompt + d.tokens])
@@ -490,10 +466,9 @@ def test_load_model_from_directory(tiny, tmp_path):
     model.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     m1, t1, fp1 = load_model(str(tmp_path), device="cpu")
-    m2, _, fp2 = load_model(str(tmp_path), device="cpu", dtype="bf16")
+    m2, _, fp2 = load_model(str(tmp_path), device="cpu", dtype="bfloat16")
     assert fp1 == fp2 and len(fp1) == 64  # fingerprint names the weights, not the dtype
     assert m1.dtype == torch.float32 and m2.dtype == torch.bfloat16
-    assert model_fingerprint(m1) == model_fingerprint(model)
     g = Generator(str(tmp_path), GenerationConfig(n_samples=2, max_new_tokens=4, progress=False, device="cpu"))
     assert g.fingerprint == fp1
     assert len(g.generate(records(1))[0].samples) == 2
@@ -557,20 +532,6 @@ def test_er_runs_from_the_stored_hidden_states(tmp_path, monkeypatch):
     assert m.loc["ER", "auroc"] > 0.9  # the fake vectors separate correct from wrong answers
     skipped = pd.read_csv(out / "skipped.csv")
     assert not ((skipped["method"] == "ER") & skipped["reason"].astype(str).str.contains("embeddings")).any()
-
-
-def test_runs_without_hidden_states_skip_er_as_before(tmp_path, monkeypatch):
-    import pandas as pd
-
-    from shapley.pipeline.experiment import pipelines as experiment
-
-    fakes.install_fake_entail(monkeypatch)
-    fakes.install_fake_generator(monkeypatch)  # hidden_dim 0: generations carry no hidden state
-    fakes.install_fake_dataset(monkeypatch, n=8)
-    out = experiment.run_experiment(fakes.run_config(n_samples=3, limit=8), tmp_path / "run")
-    assert not (out / "hidden").exists()
-    m = pd.read_csv(out / "metrics.csv").set_index("method")
-    assert "ER" not in m.index or not np.isfinite(m.loc["ER", "auroc"])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -741,18 +702,15 @@ def test_models_whose_cache_cannot_be_reused_fall_back_with_a_note(tiny, monkeyp
     assert genprompts.PREFIX_CACHE_ENTRIES >= 1
 
 
-def test_the_runtime_batch_size_and_the_rows_settings_checks(tiny):
+def test_rows_per_batch_and_their_settings_checks(tiny):
+    """On a CPU the automatic size is 8 rows, or a question's 1 + n_samples rows when more (one cache copy;
+    ``test_generate_parts`` pins that); a runtime batch size is taken as it is."""
+    assert GenerationConfig().batch_size is None
+    g = gen(tiny, batch_size=None, n_samples=3)
+    assert g.decoder.batch_rows() == 8 and g.questions_per_batch() == 2
+    assert gen(tiny, batch_size=33, n_samples=10).questions_per_batch() == 3
     assert gen(tiny, batch_size=5).decoder.batch_rows() == 5
     with pytest.raises(ValueError, match="--rows-per-batch"):
         GenerationConfig(rows_per_batch=0)
     with pytest.raises(ValueError, match=r"prefix_cache \(--no-prefix-cache\) must be true or false"):
         GenerationConfig(prefix_cache="yes")  # type: ignore[arg-type]
-
-
-def test_automatic_cpu_rows_hold_a_whole_question(tiny):
-    """On a CPU the automatic size is 8 rows, or a question's 1 + n_samples rows when more (one cache copy)."""
-    assert GenerationConfig().batch_size is None
-    assert gen(tiny, batch_size=None, n_samples=10).decoder.batch_rows() == 11
-    g = gen(tiny, batch_size=None, n_samples=3)
-    assert g.decoder.batch_rows() == 8 and g.questions_per_batch() == 2
-    assert gen(tiny, batch_size=33, n_samples=10).questions_per_batch() == 3

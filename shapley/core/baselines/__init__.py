@@ -40,9 +40,6 @@ from shapley.core.baselines.spectral import eigv as eigv
 from shapley.core.baselines.spectral import kernel_language_entropy as kernel_language_entropy
 from shapley.core.baselines.verbalised import confidence_reading as confidence_reading
 from shapley.core.baselines.verbalised import p_true_uncertainty as p_true_uncertainty
-from shapley.core.baselines.verbalised import parse_confidence as parse_confidence
-from shapley.core.baselines.verbalised import parse_p_true as parse_p_true
-from shapley.core.baselines.verbalised import verbalised_uncertainty as verbalised_uncertainty
 
 # The public names, by family, in the order of the API reference (book/reference/baselines.md documents each).
 __all__ = [
@@ -64,9 +61,6 @@ __all__ = [
     "selfcheck_maxe",
     "selfcheck_avge",
     "p_true_uncertainty",
-    "parse_p_true",
-    "verbalised_uncertainty",
-    "parse_confidence",
     "confidence_reading",
     "EmbeddingRegression",
     "train_test_split_indices",

@@ -8,36 +8,6 @@ import re
 from shapley.core import validate
 
 
-def parse_p_true(logprob_true: float, logprob_false: float) -> float:
-    """Probability of "True" from the log-probabilities of the "True" / "False" answer tokens.
-
-    Kadavath et al. (2022) "Language models (mostly) know what they know" (p(True)). Returns
-    exp(a) / (exp(a) + exp(b)) for a = ``logprob_true``, b = ``logprob_false`` (a softmax restricted
-    to the two options, computed stably). Only the difference a - b matters, so raw logits work too.
-    One of the two may be -inf (probability 0); NaN, +inf or both -inf raise ValueError.
-    Returns a probability in [0, 1] (a confidence, not an uncertainty: see :func:`p_true_uncertainty`).
-
-    Examples:
-        >>> round(parse_p_true(math.log(0.8), math.log(0.2)), 6)
-        0.8
-        >>> parse_p_true(-math.inf, -1.0)
-        0.0
-    """
-    a = validate.real_number(logprob_true, "logprob_true")
-    b = validate.real_number(logprob_false, "logprob_false")
-    for name, v in (("logprob_true", a), ("logprob_false", b)):
-        if math.isnan(v) or v == math.inf:
-            raise ValueError(f"{name} must be finite or -inf; got {v}")
-    if a == -math.inf and b == -math.inf:
-        raise ValueError("logprob_true and logprob_false are both -inf: no probability mass on either option")
-    d = b - a
-    # 1 / (1 + exp(b - a)), stable for large |d| (and exact for d = +-inf: 0 and 1)
-    if d >= 0:
-        e = math.exp(-d)
-        return e / (1.0 + e)
-    return 1.0 / (1.0 + math.exp(d))
-
-
 def p_true_uncertainty(p: float) -> float:
     """Uncertainty 1 - p(True) (unitless, in [0, 1]); Kadavath et al. (2022).
 
@@ -109,7 +79,25 @@ def _read_token(m: re.Match[str], allow_percent_scale: bool) -> float | str | No
 
 
 def confidence_reading(text: str) -> tuple[float, str]:
-    """:func:`parse_confidence` with its reason: ``(confidence, "")``, or ``(nan, reason)`` when none is read.
+    """A verbalised confidence in [0, 1] read from a model's reply, with the reason when none is read:
+    ``(confidence, "")``, or ``(nan, reason)``.
+
+    Ask-for-confidence (A4C) / verbalised probability of Tian et al. (2023, EMNLP) "Just ask for
+    calibration" (the paper's A4C column is ``1 - confidence``). Only numbers are read (no words such as
+    "certain"). Rules, first match wins:
+
+    1. A number after a label "confidence", "probability", "certainty", "confident", "prob" or "p",
+       e.g. "Confidence: 0.75", "Probability = 0.9", "confidence level is 80%". A parenthesised note
+       after the label is skipped ("Confidence (0-1): 0.2", "P(True) = 0.65"). A trailing "%" or
+       "percent" divides by 100; an unmarked labelled value in (1, 100] is read as a percentage.
+    2. Any number with "%" or "percent", e.g. "I am 80% sure", "85 percent".
+    3. A reply that is only a number ("0.8", ".8", "85"): values in (1, 100] as percentages.
+    4. The first ratio or bare number in [0, 1] anywhere in the text ("I'd say 0.7.").
+
+    Everywhere a ratio ``a/b`` or ``a out of b`` (0 <= a <= b, b > 0) reads as a / b ("8/10", "4 out of 5"),
+    and a range ("0-1", "0 to 100") is never a value. A number that is only partly a plain decimal
+    ("0,8", "1e-1", "1.2.3") gives NaN rather than its first digits. Negative numbers and values above 100
+    (or above 100%) are never read as confidences; nothing parseable (e.g. "", "very sure") gives NaN.
 
     The reason is one of two fixed sentences (:data:`PARTLY_READ`, :data:`NONE_FOUND`), never the reply
     itself, so that skip notes aggregate over questions.
@@ -117,8 +105,10 @@ def confidence_reading(text: str) -> tuple[float, str]:
     Examples:
         >>> confidence_reading("Confidence: 8/10")
         (0.8, '')
-        >>> confidence_reading("0,8")[1] == PARTLY_READ
-        True
+        >>> confidence_reading("I'd say 0.7.")[0], confidence_reading("85")[0]
+        (0.7, 0.85)
+        >>> confidence_reading("0,8")[1] == PARTLY_READ, confidence_reading("I am very sure")[1] == NONE_FOUND
+        (True, True)
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a str; got {type(text).__name__}")
@@ -162,47 +152,3 @@ def confidence_reading(text: str) -> tuple[float, str]:
         if c is not None:
             return c, ""
     return math.nan, NONE_FOUND
-
-
-def parse_confidence(text: str) -> float:
-    """Extract a verbalised confidence in [0, 1] from a model's reply; NaN if none can be read.
-
-    Ask-for-confidence (A4C) / verbalised probability of Tian et al. (2023, EMNLP) "Just ask for
-    calibration". Only numbers are read (no words such as "certain"). Rules, first match wins:
-
-    1. A number after a label "confidence", "probability", "certainty", "confident", "prob" or "p",
-       e.g. "Confidence: 0.75", "Probability = 0.9", "confidence level is 80%". A parenthesised note
-       after the label is skipped ("Confidence (0-1): 0.2", "P(True) = 0.65"). A trailing "%" or
-       "percent" divides by 100; an unmarked labelled value in (1, 100] is read as a percentage.
-    2. Any number with "%" or "percent", e.g. "I am 80% sure", "85 percent".
-    3. A reply that is only a number ("0.8", ".8", "85"): values in (1, 100] as percentages.
-    4. The first ratio or bare number in [0, 1] anywhere in the text ("I'd say 0.7.").
-
-    Everywhere a ratio ``a/b`` or ``a out of b`` (0 <= a <= b, b > 0) reads as a / b ("8/10", "4 out of 5"),
-    and a range ("0-1", "0 to 100") is never a value. A number that is only partly a plain decimal
-    ("0,8", "1e-1", "1.2.3") gives NaN rather than its first digits (see :func:`confidence_reading` for the
-    reason). Negative numbers and values above 100 (or above 100%) are never read as confidences. Returns a
-    float in [0, 1], or ``float("nan")`` when nothing parseable is found (e.g. "", "very sure").
-
-    Examples:
-        >>> parse_confidence("Confidence: 80%"), parse_confidence("I'd say 0.7."), parse_confidence("85")
-        (0.8, 0.7, 0.85)
-        >>> parse_confidence("Confidence: 4 out of 5"), parse_confidence("Confidence (0-1): 0.2")
-        (0.8, 0.2)
-        >>> parse_confidence("I am very sure")
-        nan
-    """
-    return confidence_reading(text)[0]
-
-
-def verbalised_uncertainty(text: str) -> float:
-    """Uncertainty 1 - parse_confidence(text) (unitless, in [0, 1]); NaN when no confidence is found.
-
-    Tian et al. (2023, EMNLP) "Just ask for calibration" (the paper's A4C column).
-
-    Examples:
-        >>> round(verbalised_uncertainty("Probability: 0.9"), 6)
-        0.1
-    """
-    c = parse_confidence(text)
-    return float("nan") if math.isnan(c) else 1.0 - c

@@ -1,12 +1,11 @@
 """Dataset loaders and few-shot prompt templates (pipeline stage 1: data -> generate).
 
 Every loader returns ``list[QARecord]`` with the full model input in ``prompt``. The entry point is
-:func:`load_dataset`; :data:`DATASETS` lists the names it accepts.
+:func:`dataset_records`; :data:`DATASETS` lists the names it accepts.
 
 Where the data comes from (``source``)
 --------------------------------------
-* ``"local"``: a file on disk. The file is ``path`` when given, else the environment variable
-  ``SHAPLEY_<NAME>_PATH`` (e.g. ``SHAPLEY_SQUAD_PATH``), else
+* ``"local"``: a file on disk. The file is ``path`` when given, else
   ``shapley.pipeline.rundir.settings.data_dir()`` joined with the file name in :data:`LOCAL_FILES` (the files
   described in ``../shared/data/SOURCES.md``).
 * ``"online"``: the Hugging Face ``datasets`` library with the usual hub ids (:data:`ONLINE_SOURCES`).
@@ -77,8 +76,6 @@ from typing import Any
 
 import numpy as np
 
-from shapley.core import validate
-from shapley.pipeline.config import DATA_SOURCES
 from shapley.pipeline.data.files import HUB_CONVERTERS, LOCAL_PARSERS, DatasetUnavailableError, Item, check_input_file
 from shapley.pipeline.rundir.records import QARecord
 from shapley.pipeline.rundir.settings import data_dir
@@ -94,7 +91,7 @@ LOCAL_FILES: dict[str, str | None] = {
     "svamp": "svamp.json",
     "jsonl": None,
 }
-#: the dataset names :func:`load_dataset` accepts
+#: the dataset names :func:`dataset_records` accepts
 DATASETS = tuple(LOCAL_FILES)
 
 #: ``datasets.load_dataset`` arguments per dataset: (hub id, config name, splits).
@@ -121,8 +118,8 @@ INTRO_SVAMP = "Solve each math word problem. Reply with the final number only."
 # ----------------------------------------------------------------------------------- online sources
 def _local_hint(name: str) -> str:
     return (
-        f"use a local copy instead: load_dataset({name!r}, source='local', path=...) or put it at "
-        f"SHAPLEY_DATA_DIR/{LOCAL_FILES[name]} (or set SHAPLEY_{name.upper()}_PATH); see ../shared/data/SOURCES.md"
+        f"use a local copy instead: dataset_records({name!r}, source='local', path=...) or put it at "
+        f"SHAPLEY_DATA_DIR/{LOCAL_FILES[name]}; see ../shared/data/SOURCES.md"
     )
 
 
@@ -152,7 +149,7 @@ def _load_online(name: str) -> list[Item]:
         raise DatasetUnavailableError(
             "BioASQ has no official copy on the Hugging Face hub: register at "
             f"{BIOASQ_URL} to download the task B golden test batches, then load them with "
-            "load_dataset('bioasq', source='local', path=...) or put them at "
+            "dataset_records('bioasq', source='local', path=...) or put them at "
             f"SHAPLEY_DATA_DIR/{LOCAL_FILES['bioasq']} (BioASQ JSON: questions[].body/type/exact_answer)"
         )
     if name == "jsonl":
@@ -173,14 +170,11 @@ def _normalise_name(name: str) -> str:
 def local_path(name: str, path: str | os.PathLike[str] | None = None) -> Path | None:
     """Where the local file of ``name`` would be read from (it may not exist); None when none is configured.
 
-    Order: ``path`` argument, env ``SHAPLEY_<NAME>_PATH``, ``data_dir() / LOCAL_FILES[name]``.
+    Order: ``path`` argument, ``data_dir() / LOCAL_FILES[name]``.
     """
     name = _normalise_name(name)
     if path is not None:
         return Path(path)
-    env = os.environ.get(f"SHAPLEY_{name.upper()}_PATH")
-    if env:
-        return Path(env)
     fname = LOCAL_FILES[name]
     if fname is None:
         return None
@@ -305,13 +299,12 @@ def _load_items(name: str, source: str, path: str | os.PathLike[str] | None) -> 
     if source == "local":
         tried = str(file) if file is not None else f"SHAPLEY_DATA_DIR/{LOCAL_FILES[name]} (no data folder found)"
         raise FileNotFoundError(
-            f"{name}: no local file at {tried}; pass path=..., set SHAPLEY_{name.upper()}_PATH or "
-            "SHAPLEY_DATA_DIR, or use source='online'"
+            f"{name}: no local file at {tried}; pass path=..., set SHAPLEY_DATA_DIR, or use source='online'"
         )
     return _load_online(name)
 
 
-def load_dataset(
+def dataset_records(
     name: str,
     *,
     limit: int | None = None,
@@ -326,18 +319,7 @@ def load_dataset(
     that picks the example pool and orders the evaluation records. ``limit``: keep the first ``limit``
     evaluation records (None: all). ``source``: "auto" | "local" | "online"; ``path``: a local file (see
     module docs). Returns the evaluation records only; the examples never appear among them (CoQA: see
-    module docs). The arguments are checked here; :func:`dataset_records` loads without checking them.
-    """
-    n_shots, seed = validate.integer(n_shots, "n_shots", minimum=0), validate.integer(seed, "seed", minimum=0)
-    limit = None if limit is None else validate.integer(limit, "limit", minimum=0)
-    validate.choice(source, DATA_SOURCES, "source")
-    return dataset_records(name, limit=limit, n_shots=n_shots, seed=seed, source=source, path=path)
-
-
-def dataset_records(
-    name: str, *, limit: int | None, n_shots: int, seed: int, source: str, path: str | os.PathLike[str] | None
-) -> list[QARecord]:
-    """:func:`load_dataset` for arguments already checked (a run's data settings, checked when they were read);
-    only the dataset's name is checked (and normalised) here."""
+    module docs). The arguments are a run's data settings, checked when they were built
+    (:class:`shapley.pipeline.config.DataSettings`); only the dataset's name is checked (and normalised) here."""
     name = _normalise_name(name)
     return _build_records(name, _load_items(name, source, path), n_shots, seed, limit)

@@ -221,10 +221,7 @@ def svamp_items(rows: Any, where: str) -> Iterator[Item]:
         raise ValueError(f"{where}: expected a JSON list of SVAMP problems")
     for i, row in enumerate(rows):
         w = f"{where}, problem {i}"
-        if "Body" in row or "Question" in row:
-            question = f"{str(row.get('Body', '')).strip()} {str(_need(row, 'Question', w)).strip()}"
-        else:
-            question = _need(row, "question_concat", w)
+        question = f"{str(row.get('Body', '')).strip()} {str(_need(row, 'Question', w)).strip()}"
         id_ = row.get("ID", row.get("id", f"svamp_{i}"))
         yield make_item(w, id_, question, [_format_number(_need(row, "Answer", w))])
 

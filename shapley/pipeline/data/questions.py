@@ -83,9 +83,7 @@ def sample_questions(config: RunConfig) -> tuple[DataSettings, Questions[SampleI
     :func:`shapley.pipeline.data.samples.read_samples_file`), and its data settings with the input's path
     (relative to the repository) and fingerprint filled in, and the model label left open (``external``)."""
     d = config.data
-    if config.command != "score-samples" or d.path is None:
-        raise ValueError("score_samples needs a 'score-samples' RunConfig whose data.path is the input file")
-    path = Path(d.path)
+    path = Path(str(d.path))
     every = read_samples_file(path, n_samples=d.n_samples, limit=d.limit, reference_field=d.reference_field)
     placed = take_shard(every, d.shard, key=lambda it: it.id)
     data = dataclasses.replace(

@@ -31,8 +31,7 @@ from typing import Any, TypedDict, TypeVar, Unpack
 import numpy as np
 import torch
 
-from shapley.core import validate
-from shapley.pipeline.entail.cache import EntailmentCache, EntailmentCacheWarning, TruncatedInputWarning
+from shapley.pipeline.entail.cache import EntailmentCache, TruncatedInputWarning
 from shapley.pipeline.generate.models import (
     ModelNotAvailableError,
     hf_offline,
@@ -133,10 +132,10 @@ def group_matrices(u: int, entail: np.ndarray, contradict: np.ndarray | None) ->
 
 class BackendOptions(TypedDict, total=False):
     """The keyword options every backend takes besides its model and ``device`` (as does
-    :func:`~shapley.pipeline.entail.backends.load_backend`): ``batch_size`` (validated and kept, but it never changes
-    the forward passes: the batch rule fixes them), ``cache`` (True, the default: the default sqlite file; False or
-    None: no cache; else the file's path, ``ValueError`` naming it when it cannot hold the cache) and ``progress``
-    (None, the default: a bar on a terminal only)."""
+    :func:`~shapley.pipeline.entail.backends.load_backend`): ``batch_size`` (the run's ``--batch-size``, accepted
+    and ignored: the batch rule fixes the forward passes), ``cache`` (True, the default: the default sqlite file;
+    False or None: no cache; else the file's path, ``ValueError`` naming it when it cannot hold the cache) and
+    ``progress`` (None, the default: a bar on a terminal only)."""
 
     batch_size: int | None
     cache: bool | str | os.PathLike[str] | None
@@ -147,7 +146,7 @@ class EntailmentBackend(ABC):
     """Common machinery (question groups, the batch rule, the cache); subclasses implement ``_score_groups``.
 
     Attributes: ``name`` (the spec, e.g. ``"embedding:minilm"``), ``fingerprint`` (of the weights), ``is_nli``
-    (True only for real NLI classifiers), ``batch_size`` (as given, :class:`BackendOptions`), ``computation``
+    (True only for real NLI classifiers), ``computation``
     (what besides the texts determines a pair's numbers: ``rule``, ``device``, ``dtype``, ``pass_pairs``,
     ``pass_tokens``; part of every cache key), ``cache`` (an :class:`EntailmentCache` or ``None``), ``stats``
     (work counters, cumulative: the pass limits (``batch_size``), pairs requested / unique within their group /
@@ -161,17 +160,13 @@ class EntailmentBackend(ABC):
     device: torch.device
 
     def __init__(self, **options: Unpack[BackendOptions]) -> None:
-        batch_size = options.get("batch_size")
-        if batch_size is not None:
-            validate.integer(batch_size, "batch_size", minimum=1)
-        self.batch_size = batch_size
         cache = options.get("cache", True)
         self.cache = None if cache is False or cache is None else EntailmentCache(None if cache is True else cache)
         self.progress = options.get("progress")
         self.computation: dict[str, Any] = {"rule": BATCH_RULE}
         self._inexact = False  # set when an out-of-memory split broke the batch rule in this call
         self.stats: dict[str, Any] = {
-            "batch_size": batch_size,
+            "batch_size": None,
             "pairs_requested": 0,
             "pairs_unique": 0,
             "cache_hits": 0,
@@ -243,7 +238,7 @@ class EntailmentBackend(ABC):
             warnings.warn(
                 f"entailment cache {cache.path}: {bad} row(s) failed their checksum or hold no probability "
                 "(damaged, edited, or written by an older version); they are scored again",
-                EntailmentCacheWarning,
+                RuntimeWarning,
                 stacklevel=3,
             )
         found = {}

@@ -27,10 +27,6 @@ from typing import Any, TypeVar
 from shapley.pipeline.rundir.settings import cache_dir
 
 
-class EntailmentCacheWarning(UserWarning):
-    """The entailment cache held bad rows (recomputed) or was not a readable database (rebuilt)."""
-
-
 class TruncatedInputWarning(UserWarning):
     """Some inputs were longer than the entailment model reads and were cut."""
 
@@ -51,10 +47,6 @@ KEYS_PER_QUERY = 500
 T = TypeVar("T")
 
 
-class _OlderVersion(Exception):
-    """A cache table without a column this version writes (its message: the missing columns)."""
-
-
 class EntailmentCache:
     """Persistent pair cache in one sqlite file (plain rows, no pickle).
 
@@ -62,8 +54,7 @@ class EntailmentCache:
     (:meth:`keys`), the backend name and fingerprint (for inspection / pruning), the two probabilities and a
     checksum of key and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum
     matches and whose values are probabilities; others are counted and recomputed by the caller. A file that
-    is not a readable database is moved aside with a warning and replaced by an empty cache; a table without
-    checksums (written by an older version) is refused with a ``ValueError``."""
+    is not a readable database is moved aside with a warning and replaced by an empty cache."""
 
     COLUMNS = "key, backend, fingerprint, with_question, entail, contradict, checksum"
 
@@ -72,13 +63,7 @@ class EntailmentCache:
         check_cache_path(self.path)
         try:
             self._transaction(self._create)
-        except _OlderVersion as exc:
-            raise ValueError(
-                f"entailment cache {self.path} was written by an older version of this package (its table has no "
-                f"column {exc}); move it aside (its pairs will be scored again), pass --entail-cache none, or give "
-                "--entail-cache another file"
-            ) from None
-        except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute, rows without checksums
+        except sqlite3.OperationalError as exc:  # unreadable, read-only, locked for a minute
             raise ValueError(f"entailment cache {self.path}: cannot open it as an sqlite database ({exc})") from exc
 
     def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
@@ -92,10 +77,6 @@ class EntailmentCache:
             "CREATE TABLE IF NOT EXISTS pairs (key TEXT PRIMARY KEY, backend TEXT, fingerprint TEXT, "
             "with_question INTEGER, entail REAL NOT NULL, contradict REAL, checksum TEXT)"
         )
-        have = {row[1] for row in con.execute("PRAGMA table_info(pairs)")}
-        missing = [c.strip() for c in EntailmentCache.COLUMNS.split(",") if c.strip() not in have]
-        if missing:  # a table an older version wrote (no checksums): refused, never rewritten
-            raise _OlderVersion(", ".join(missing))
 
     def _rebuild(self, exc: BaseException) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -106,7 +87,7 @@ class EntailmentCache:
         warnings.warn(
             f"entailment cache {self.path} is not a readable sqlite database ({type(exc).__name__}: {exc}); "
             f"moved it to {aside} and started an empty cache (its pairs will be scored again)",
-            EntailmentCacheWarning,
+            RuntimeWarning,
             stacklevel=3,
         )
         self._run(self._create)

@@ -4,21 +4,17 @@ Forward passes follow the batch rule of :mod:`shapley.pipeline.entail.base`: one
 the group's canonical pair order), cut by :func:`~shapley.pipeline.entail.base.plan_passes` on their token
 lengths with the limits ``PASS_LIMITS[device kind]`` (pairs, padded tokens, ``fill``), each pass padded to its
 longest pair. Every limit is a constant, never the free memory or the ``batch_size`` setting, so a pair's
-probabilities are the same in every call. Groups are tokenised in chunks of growing size
-(``FIRST_CHUNK_PAIRS`` pairs first, then twice as many each time) so that the host tokenises while the device
-runs the previous chunk's passes.
+probabilities are the same in every call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Unpack
 
 import numpy as np
 import torch
 
-from shapley.core import validate
 from shapley.pipeline.config import DEFAULT_ENTAILMENT
 from shapley.pipeline.entail.base import (
     BackendOptions,
@@ -38,8 +34,6 @@ DEFAULT_NLI_MODEL = DEFAULT_ENTAILMENT.removeprefix("hf:")
 #: ``fill``: a pass ends before a pair shorter than that fraction of its longest pair (a CPU pays for every
 #: padded token; a GPU for every pass, so it packs fuller passes)
 PASS_LIMITS: dict[str, tuple[int, int | None, float]] = {"cpu": (32, None, 0.75), "cuda": (512, 16384, 0.0)}
-#: pairs in the first tokenisation chunk of an NLI call (each next chunk is twice as large)
-FIRST_CHUNK_PAIRS = 1024
 #: tokens of a pair the classifier reads at most (the model's and tokenizer's own limits may be lower)
 MAX_PAIR_TOKENS = 512
 #: a model or tokenizer limit at or above this is no limit (tokenizers without one report a huge number)
@@ -65,23 +59,10 @@ def nli_label_indices(id2label: dict[Any, str]) -> tuple[int, int | None]:
     return ent[0], (con[0] if con else None)
 
 
-@dataclass
-class _Packed:
-    """All batches of one call, padded and laid end to end in flat tensors (moved to the device at once)."""
-
-    ids: torch.Tensor  # flat int64: batch after batch, each (pairs, longest) row-major
-    types: torch.Tensor | None  # same layout, token type ids
-    lengths: torch.Tensor  # (m,) int64: the pairs' lengths in batch order
-    spans: list[tuple[int, int, int, int]]  # per batch: (flat offset, first pair, pairs, longest)
-    order: np.ndarray  # (m,) pair index of each position in batch order
-
-
 class HFNLIBackend(EntailmentBackend):
     """NLI sequence classifier (``hf:``): entail = P(entailment | premise, hypothesis).
 
-    ``dtype``: None = bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes: see the module
-    docstring. ``max_batch_tokens``: another padded-token limit per pass than :data:`PASS_LIMITS`' (it changes
-    the passes, so it is part of ``computation`` and of the cache key).
+    In bf16 on CUDA (fp16 where bf16 is missing), fp32 on a CPU. Forward passes: see the module docstring.
     ``max_length``: tokens read per pair (:data:`MAX_PAIR_TOKENS` or the model's or tokenizer's lower limit;
     longer pairs are cut, warned about and counted)."""
 
@@ -92,8 +73,6 @@ class HFNLIBackend(EntailmentBackend):
         spec: str = DEFAULT_NLI_MODEL,
         *,
         device: str | torch.device | None = None,
-        dtype: str | torch.dtype | None = None,
-        max_batch_tokens: int | None = None,
         **options: Unpack[BackendOptions],
     ) -> None:
         super().__init__(**options)
@@ -102,7 +81,7 @@ class HFNLIBackend(EntailmentBackend):
         folder = local_model_folder("hf", spec)
         self.name = f"hf:{spec}"
         self.device = default_device(device)
-        self.dtype = default_dtype(self.device, dtype)
+        self.dtype = default_dtype(self.device)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=self.dtype)
         self.model = self.model.to(self.device).eval()
@@ -113,10 +92,7 @@ class HFNLIBackend(EntailmentBackend):
         limits.append(getattr(self.tokenizer, "model_max_length", None))
         self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
         self.fingerprint = path_fingerprint(folder)
-        if max_batch_tokens is not None:
-            validate.integer(max_batch_tokens, "max_batch_tokens", minimum=1)
-        self.max_batch_pairs, tokens, self.pass_fill = for_device(PASS_LIMITS, self.device.type)
-        self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else tokens
+        self.max_batch_pairs, self.max_batch_tokens, self.pass_fill = for_device(PASS_LIMITS, self.device.type)
         self._fix_computation(
             self.device.type,
             self.dtype,
@@ -126,26 +102,15 @@ class HFNLIBackend(EntailmentBackend):
             pass_fill=self.pass_fill,
         )
 
-    def _encode_all(self, premises: list[str], hypotheses: list[str]) -> tuple[list[list[int]], list[list[int]] | None]:
-        """Untruncated token ids (and token type ids when the model takes them) of every pair, in one call; with
-        a fast tokenizer straight from its Rust backend (the same ids, without per-pair Python conversion)."""
-        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
-        raw = getattr(self.tokenizer, "backend_tokenizer", None) if getattr(self.tokenizer, "is_fast", False) else None
-        if raw is not None:
-            raw.no_truncation()
-            raw.no_padding()
-            encode = getattr(raw, "encode_batch_fast", raw.encode_batch)
-            encs = encode(list(zip(premises, hypotheses, strict=True)), add_special_tokens=True)
-            return [e.ids for e in encs], ([e.type_ids for e in encs] if want_types else None)
-        enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
-        types = enc.get("token_type_ids") if want_types else None
-        return list(enc["input_ids"]), (None if types is None else list(types))
-
     def _tokenize(
         self, premises: list[str], hypotheses: list[str]
     ) -> tuple[list[list[int]], list[list[int]] | None, int]:
-        """(token ids, token type ids or None, number of pairs cut to ``max_length``)."""
-        ids, types = self._encode_all(premises, hypotheses)
+        """(token ids, token type ids where the model takes them, else None, number of pairs cut to
+        ``max_length``) of every pair, untruncated in one call, then the long pairs cut."""
+        enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
+        ids = list(enc["input_ids"])
+        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
+        types = list(enc["token_type_ids"]) if want_types and "token_type_ids" in enc else None
         long = [i for i, x in enumerate(ids) if len(x) > self.max_length]
         if long:
             cut = self.tokenizer(
@@ -161,62 +126,31 @@ class HFNLIBackend(EntailmentBackend):
                     types[i] = cut["token_type_ids"][j]
         return ids, types, len(long)
 
-    def _pack(self, ids: list[list[int]], types: list[list[int]] | None, sizes: Sequence[int]) -> _Packed:
-        """Cut each group's pairs (``sizes``: pairs per group, consecutive in ``ids``) into passes by the batch
-        rule (:func:`~shapley.pipeline.entail.base.plan_passes` within the group) and pad each pass, all on the
-        host."""
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        starts = np.cumsum([0, *sizes])
-        batches = []
-        for at, end in zip(starts[:-1], starts[1:], strict=True):
-            passes = plan_passes(lengths[at:end], self.max_batch_pairs, self.max_batch_tokens, self.pass_fill)
-            batches += [b + at for b in passes]
-        pad = int(self.tokenizer.pad_token_id or 0)
-        total = sum(len(b) * int(lengths[b[0]]) for b in batches)
-        flat_ids = np.full(total, pad, dtype=np.int64)
-        flat_types = None if types is None else np.zeros(total, dtype=np.int64)
-        spans, offset, first = [], 0, 0
-        for b in batches:
-            longest = int(lengths[b[0]])
-            for r, i in enumerate(b):
-                at = offset + r * longest + (longest - int(lengths[i]) if self.pad_left else 0)
-                flat_ids[at : at + lengths[i]] = ids[i]
-                if flat_types is not None and types is not None:
-                    flat_types[at : at + lengths[i]] = types[i]
-            spans.append((offset, first, len(b), longest))
-            offset += len(b) * longest
-            first += len(b)
-        order = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
-        return _Packed(
-            ids=torch.from_numpy(flat_ids),
-            types=None if flat_types is None else torch.from_numpy(flat_types),
-            lengths=torch.from_numpy(lengths[order]),
-            spans=spans,
-            order=order,
-        )
-
-    def _forward_batch(self, ids: torch.Tensor, types: torch.Tensor | None, lengths: torch.Tensor) -> torch.Tensor:
-        """(pairs, 2) probabilities (entailment, contradiction or 0) of one padded batch, on the device; a batch
-        that runs out of memory is split in half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
+    def _forward_pass(self, ids: list[list[int]], types: list[list[int]] | None, rows: np.ndarray) -> torch.Tensor:
+        """(pairs, 2) probabilities (entailment, contradiction or 0) of the pairs ``rows`` in one forward pass, padded
+        to its longest pair, on the device (queued, no synchronisation); a pass that runs out of memory is split in
+        half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
+        longest = len(ids[rows[0]])
+        x = np.full((len(rows), longest), int(self.tokenizer.pad_token_id or 0), dtype=np.int64)
+        mask, kinds = np.zeros_like(x), np.zeros_like(x)
+        for r, i in enumerate(rows):
+            at = slice(longest - len(ids[i]), None) if self.pad_left else slice(0, len(ids[i]))
+            x[r, at], mask[r, at] = ids[i], 1
+            if types is not None:
+                kinds[r, at] = types[i]
+        x_dev, mask_dev, kinds_dev = (self._to_device(torch.from_numpy(a)) for a in (x, mask, kinds))
 
         def run(pairs: Sequence[int]) -> torch.Tensor:
-            rows = slice(pairs[0], pairs[-1] + 1)
-            cols = torch.arange(ids.shape[1], device=ids.device)
-            if self.pad_left:
-                mask = cols[None, :] >= (ids.shape[1] - lengths[rows])[:, None]
-            else:
-                mask = cols[None, :] < lengths[rows][:, None]
-            kw: dict[str, Any] = {"input_ids": ids[rows], "attention_mask": mask.long()}
+            part = slice(pairs[0], pairs[-1] + 1)
+            kw: dict[str, Any] = {"input_ids": x_dev[part], "attention_mask": mask_dev[part]}
             if types is not None:
-                kw["token_type_ids"] = types[rows]
+                kw["token_type_ids"] = kinds_dev[part]
             probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
             self._count_pass(len(pairs))
             con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
             return torch.stack([probs[:, self.entail_index], con], dim=-1)
 
-        return split_on_oom(
-            run, range(int(ids.shape[0])), self.device, lambda a, b: torch.cat([a, b]), self._note_split
-        )
+        return split_on_oom(run, range(len(rows)), self.device, lambda a, b: torch.cat([a, b]), self._note_split)
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host-to-device copy that does not wait for the device (pinned memory) on CUDA."""
@@ -224,43 +158,25 @@ class HFNLIBackend(EntailmentBackend):
             return t.pin_memory().to(self.device, non_blocking=True)
         return t.to(self.device)
 
-    def _launch(self, packed: _Packed, bar: Any) -> list[torch.Tensor]:
-        """Queue the forward passes of one packed chunk (no synchronisation); their probabilities stay on the
-        device, in the chunk's batch order."""
-        ids, lengths = self._to_device(packed.ids), self._to_device(packed.lengths)
-        types = None if packed.types is None else self._to_device(packed.types)
-        out = []
-        for offset, first, pairs, longest in packed.spans:
-            flat = slice(offset, offset + pairs * longest)
-            part_types = None if types is None else types[flat].view(pairs, longest)
-            out.append(self._forward_batch(ids[flat].view(pairs, longest), part_types, lengths[first : first + pairs]))
-            bar.update(pairs)
-        return out
-
     @torch.inference_mode()
     def _score_groups(self, groups: list[list[str]]) -> list[GroupScores]:
-        """Groups in chunks of growing size: each chunk is tokenised and its forward passes queued while the
-        device still runs the previous chunk's; one copy back at the end."""
-        out: list[torch.Tensor] = []
-        orders: list[np.ndarray] = []
-        flat: list[tuple[list[str], list[str]]] = [group_pairs(g) for g in groups]
+        """Every pair of the call tokenised at once, then each group's pairs cut into passes by
+        :func:`~shapley.pipeline.entail.base.plan_passes`, queued while the host builds the next pass; one copy
+        back at the end."""
+        flat = [group_pairs(g) for g in groups]
         sizes = [len(p) for p, _ in flat]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        truncated, first, want = 0, 0, FIRST_CHUNK_PAIRS
+        ids, types, cut = self._tokenize([p for ps, _ in flat for p in ps], [h for _, hs in flat for h in hs])
+        self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        out, orders = [], []
         with self._bar(int(starts[-1]), f"entail {self.name}") as bar:
-            while first < len(groups):
-                last = first + 1
-                while last < len(groups) and starts[last] - starts[first] < want:
-                    last += 1
-                premises = [p for g in range(first, last) for p in flat[g][0]]
-                hypotheses = [h for g in range(first, last) for h in flat[g][1]]
-                ids, types, cut = self._tokenize(premises, hypotheses)
-                packed = self._pack(ids, types, sizes[first:last])
-                out += self._launch(packed, bar)
-                orders.append(packed.order + starts[first])
-                truncated += cut
-                first, want = last, want * 2
-        self._note_truncated(truncated, self.max_length, "premise-hypothesis pair(s)")
+            for g, at in enumerate(starts[:-1]):  # the batch rule: each group's pairs in passes of their own
+                mine = lengths[at : at + sizes[g]]
+                for rows in plan_passes(mine, self.max_batch_pairs, self.max_batch_tokens, self.pass_fill):
+                    out.append(self._forward_pass(ids, types, rows + at))
+                    orders.append(rows + at)
+                    bar.update(len(rows))
         probs = torch.cat(out).cpu().double().numpy()  # the only copy back (every group has a pair)
         order = np.concatenate(orders)
         ent, con = np.zeros(int(starts[-1])), np.zeros(int(starts[-1]))

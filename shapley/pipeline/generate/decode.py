@@ -276,7 +276,6 @@ class Decoder:
         shared prefix of length ``split``), then batches of :meth:`batch_rows` rows from copies of its cache (a
         batch that runs out of memory is split). With ``keep_hidden``, greedy rows also get their last kept token's
         hidden state."""
-        keep_hidden = keep_hidden and self.lm.head is not None
         with contextlib.closing(HeadInput(self.lm.head if keep_hidden else None)) as head:
             state = self.prompts.prefill(prompt, split, head)
         rows = self.batch_rows()

@@ -49,7 +49,7 @@ import torch
 from shapley.pipeline.config import LARGEST_SEED
 from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.decode import Decoder
-from shapley.pipeline.generate.models import CausalLM, load_model, model_fingerprint
+from shapley.pipeline.generate.models import CausalLM, load_model
 from shapley.pipeline.generate.prompts import TRUE_FALSE, PromptBuilder, a4c_prompt, p_true_prompt
 from shapley.pipeline.rundir.progress import tqdm
 from shapley.pipeline.rundir.records import Generation, QARecord
@@ -67,8 +67,8 @@ class Generator:
 
     ``Generator(spec_or_model, config, tokenizer=None, fingerprint=None)``: a model spec is loaded with
     :func:`~shapley.pipeline.generate.models.load_model` on ``config.device`` / ``config.dtype``; a model object
-    needs its ``tokenizer``, and its ``fingerprint`` (which identifies the weights, for provenance and caches) is
-    :func:`~shapley.pipeline.generate.models.model_fingerprint` unless given. ``.generate(records)`` returns one
+    needs its ``tokenizer`` and may be given its ``fingerprint`` (which identifies the weights, for provenance and
+    caches). ``.generate(records)`` returns one
     :class:`~shapley.pipeline.rundir.records.Generation` per record. ``stats`` counts the work, each part its own
     counters: the prompt builder's (``prompts``) and the decoder's (``decoder``). A tokenizer that cannot tell the
     p(True) answers apart is refused.
@@ -86,7 +86,7 @@ class Generator:
         else:
             model = spec_or_model
         self.model = model.eval()
-        self.fingerprint = fingerprint if fingerprint is not None else model_fingerprint(model)
+        self.fingerprint = fingerprint
         self.lm = CausalLM(self.model, tokenizer)
         self.stats: dict[str, Any] = {}
         self.prompts = PromptBuilder(self.lm, config, self.stats)

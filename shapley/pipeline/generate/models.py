@@ -41,10 +41,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _DIGEST_BYTES = 1 << 20  # bytes read from each end of a weights file for the cheap digest
-_DIGEST_VALUES = 64  # values read from each end of an in-memory parameter for its fingerprint
-#: the shape (a 7B Llama's) assumed where a model's config does not give one; read only by the key-value cache
-#: estimate that sizes automatic CUDA batches
-ASSUMED_SHAPE = {"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32}
 
 
 class ModelNotAvailableError(OSError):
@@ -177,20 +173,6 @@ def path_fingerprint(path: str | os.PathLike[str], gguf_file: str | None = None)
     return h.hexdigest()
 
 
-def model_fingerprint(model: Any) -> str:
-    """Cheap sha256 fingerprint of an in-memory model: its config plus, per parameter, name, shape and
-    the first and last ``_DIGEST_VALUES`` values (float32). Used when a model object (not a spec) is handed in."""
-    h = hashlib.sha256()
-    d = {k: v for k, v in model.config.to_dict().items() if k not in {"transformers_version", "_name_or_path"}}
-    h.update(json.dumps(d, sort_keys=True, default=str).encode())
-    for name, p in model.named_parameters():
-        flat = p.detach().reshape(-1)
-        ends = torch.cat([flat[:_DIGEST_VALUES], flat[-_DIGEST_VALUES:]]).float().cpu().numpy()
-        h.update(f"{name}\0{tuple(p.shape)}\0".encode())
-        h.update(ends.tobytes())
-    return h.hexdigest()
-
-
 # --------------------------------------------------------------------------------------------------
 # devices, dtypes and device memory
 
@@ -229,23 +211,14 @@ def default_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device(device)
 
 
-#: the dtype names :func:`default_dtype` accepts (also with a ``torch.`` prefix) -> dtype
-_DTYPES = {
-    **dict.fromkeys(("float32", "fp32", "float"), torch.float32),
-    **dict.fromkeys(("bfloat16", "bf16"), torch.bfloat16),
-    **dict.fromkeys(("float16", "fp16", "half"), torch.float16),
-}
-
-
 def default_dtype(device: torch.device, dtype: str | torch.dtype | None = None) -> torch.dtype:
-    """``dtype`` as a torch.dtype; ``None`` -> bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU."""
-    if isinstance(dtype, torch.dtype):
-        return dtype
+    """``dtype`` (a torch dtype or its name: ``float32``, ``bfloat16``, ``float16``, also with a ``torch.`` prefix)
+    as a torch.dtype; ``None`` -> bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU."""
     if dtype is not None:
-        key = str(dtype).lower().removeprefix("torch.")
-        if key not in _DTYPES:
-            raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
-        return _DTYPES[key]
+        value = getattr(torch, str(dtype).removeprefix("torch."), None)
+        if not isinstance(value, torch.dtype) or not value.is_floating_point:
+            raise ValueError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
+        return value
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
@@ -293,11 +266,9 @@ def split_on_oom(
 def kv_cache_bytes_per_token(model: Any) -> int:
     """Bytes of key-value cache one token of one sequence takes (all layers, keys and values)."""
     cfg = model.config.get_text_config()
-    hidden, heads, layers = (int(getattr(cfg, k, 0) or v) for k, v in ASSUMED_SHAPE.items())
-    kv_heads = int(getattr(cfg, "num_key_value_heads", 0) or heads)
-    head_dim = int(getattr(cfg, "head_dim", 0) or hidden // heads)
-    elem = next(model.parameters()).element_size()
-    return 2 * layers * kv_heads * head_dim * elem
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return 2 * cfg.num_hidden_layers * kv_heads * head_dim * next(model.parameters()).element_size()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -403,7 +374,9 @@ def load_model(
                 raise
             raise _missing_model_error(spec, exc) from exc
         folder = folder or local_snapshot(where)  # downloaded just now
-        fp = path_fingerprint(folder) if folder is not None else model_fingerprint(model)
+        if folder is None:
+            raise _missing_model_error(spec)
+        fp = path_fingerprint(folder)
     model = model.to(device=dev, dtype=dt).eval()
     return model, tokenizer, fp
 
@@ -414,25 +387,17 @@ def load_model(
 
 class CausalLM:
     """A loaded causal LM and its tokenizer, as the parts of :class:`~shapley.pipeline.generate.generator.Generator`
-    share them: the device, the output head (whose input is the final-layer hidden state; None when the model has
-    none), the vocabulary size (rows of the head), the end-of-sequence ids (the tokenizer's and the model's
-    generation config's), the padding id (the tokenizer's, else the smallest end-of-sequence id) and the one forward
-    pass (:meth:`forward`)."""
+    share them: the device, the output head (whose input is the final-layer hidden state), the vocabulary size (rows
+    of the head), the end-of-sequence ids (the tokenizer's and the model's generation config's), the padding id (the
+    tokenizer's, else the smallest end-of-sequence id) and the one forward pass (:meth:`forward`)."""
 
     def __init__(self, model: Any, tokenizer: Any) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.device: torch.device = next(model.parameters()).device
-        params = inspect.signature(model.forward).parameters
-        self.takes_positions = "position_ids" in params
-        self.takes_logits_to_keep = "logits_to_keep" in params
-        head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-        self.head: torch.nn.Module | None = head if isinstance(head, torch.nn.Module) else None
-        weight = getattr(self.head, "weight", None)
-        if isinstance(weight, torch.Tensor) and weight.dim() == 2:
-            self.vocab_size = int(weight.shape[0])
-        else:
-            self.vocab_size = int(getattr(model.config, "vocab_size", None) or len(tokenizer))
+        self.takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+        self.head: torch.nn.Module = model.get_output_embeddings()
+        self.vocab_size = int(self.head.weight.shape[0])
         self.eos_ids: set[int] = set()
         for ids in (tokenizer.eos_token_id, getattr(getattr(model, "generation_config", None), "eos_token_id", None)):
             if ids is not None:
@@ -441,13 +406,11 @@ class CausalLM:
         self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))
 
     def forward(self, **kw: Any) -> Any:
-        """The model's output for ``kw``; drops ``position_ids`` where the model takes none and keeps only the
-        last position's logits where it can."""
+        """The model's output for ``kw``, with only the last position's logits; drops ``position_ids`` where the
+        model takes none (e.g. Bloom)."""
         if not self.takes_positions:
             kw.pop("position_ids", None)
-        if self.takes_logits_to_keep:
-            kw["logits_to_keep"] = 1
-        return self.model(**kw)
+        return self.model(**kw, logits_to_keep=1)
 
     def last_logits(self, prompts: Sequence[list[int]]) -> torch.Tensor:
         """Last-position logits (B, V) of token-id prompts, left-padded into one forward pass."""

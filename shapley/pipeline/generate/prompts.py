@@ -216,8 +216,6 @@ class PromptBuilder:
             if static is not None:
                 return static
         cache = copy.deepcopy(state.cache)
-        if not hasattr(cache, "batch_select_indices"):
-            raise RuntimeError("this model's cache cannot be expanded over the rows of a prompt")
         if rows > 1:
             cache.batch_select_indices(index)
         return cache

@@ -134,19 +134,19 @@ bench: setup
 	$(BIN)/python benchmarks/bench_nli.py
 
 # Every committed measurement under results/, from one clean commit; how long the last regeneration took is in
-# results/regeneration.json (shown on the performance page).
+# results/regeneration.json.
 results: setup
 	PYTHON=$(BIN)/python STATIC_RECORDS="$(STATIC_RECORDS)" RUN_RECORDS="$(RUN_RECORDS)" \
 	  bash scripts/regenerate_results.sh
 
 # The page computations over ~10 s, committed with freshness records (results/theory, results/companion; also run
-# by `make results`; the -inf counts and the derived-file verdicts read the committed runs): each module of
+# by `make results`; the -inf counts read the committed runs): each module of
 # PAGE_RECORDS declares one record (shapley.results.records.PageRecord), and `python -m MODULE` writes it. The
 # RUN_RECORDS read the committed runs, so `make results` writes them after the runs, the STATIC_RECORDS before
 # (scripts/regenerate_results.sh takes both lists from here).
 STATIC_RECORDS = shapley.theory.cosine_results shapley.theory.psd_results shapley.theory.hypothesis_results \
 	shapley.theory.estimator_replay shapley.companion.mozart_results
-RUN_RECORDS = shapley.companion.singular_results shapley.companion.provenance
+RUN_RECORDS = shapley.companion.singular_results
 PAGE_RECORDS = $(STATIC_RECORDS) $(RUN_RECORDS)
 theory-results: setup
 	for m in $(PAGE_RECORDS); do $(THREADS) PYTHONPATH=. $(BIN)/python -m $$m || exit 1; done

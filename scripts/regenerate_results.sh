@@ -6,8 +6,7 @@
 #   3. the three properties for every estimator (results/axioms), and the page computations over ~10 s with
 #      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches and the
 #      properties page's Hypothesis searches, the axioms page's short replay of its table; results/companion: the
-#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1 and the derived files' freshness
-#      verdicts; `make theory-results`);
+#      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1; `make theory-results`);
 #   4. the CPU benchmarks (results/bench_shapley.*, results/bench_guards.json, results/bench_nli.*,
 #      results/bench_generate_cpu.json), and
 #      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
@@ -16,7 +15,7 @@
 # and it starts the runs from empty directories, so each records exactly one command and one commit.
 # Paths in the commands are relative to the repository, as the provenance check of the test-suite requires.
 # JOBS=2 (default) runs the runs in two processes of about equal CPU time. How long it took is recorded in results/regeneration.json (start, end,
-# seconds, commit, cores), which the performance page shows.
+# seconds, commit, cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -77,8 +76,7 @@ else
   $PY -m shapley.theory --out results/axioms
   for m in $STATIC_RECORDS; do $PY -m "$m"; done
 fi
-# From the runs written above: the -inf counts at the top of the beta grid (results/companion/infinite_scores.json)
-# and whether each run's derived files match its stage files (results/companion/derived_status.json).
+# From the runs written above: the -inf counts at the top of the beta grid (results/companion/infinite_scores.json).
 for m in $RUN_RECORDS; do $PY -m "$m"; done
 
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the

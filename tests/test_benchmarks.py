@@ -113,7 +113,6 @@ def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goa
     pages = bn.pages()
     assert {"notebooks/psd", "notebooks/experiment", "book/claims"} <= set(pages)
     assert bn.target("notebooks/experiment") == 90 and bn.target("notebooks/psd") == 10
-    assert costs.page_times(tmp_path) is None
     (tmp_path / "bench_notebooks.json").write_text(
         json.dumps(
             {
@@ -129,7 +128,7 @@ def test_bench_notebooks_times_every_page_and_the_performance_page_shows_its_goa
             }
         )
     )
-    meta, rows = costs.page_times(tmp_path)
+    meta, rows = costs.load_benchmark(tmp_path / "bench_notebooks.json")
     assert rows["page"].tolist() == ["notebooks/psd"] and rows["seconds"].tolist() == [12.5]
     assert costs.load_averages(meta)[0] == 0.1
 
@@ -192,9 +191,6 @@ def test_the_performance_page_refuses_a_trial_file(trial, tmp_path):
     path.write_text(json.dumps({"trial": trial, "rows": [{"page": "book/experiments", "seconds": 14.0}]}))
     with pytest.raises(ValueError, match="measures nothing"):
         costs.load_benchmark(path)
-    (tmp_path / costs.PAGE_TIMES_FILE).write_text(path.read_text())
-    with pytest.raises(ValueError, match="measures nothing"):
-        costs.page_times(tmp_path)
 
 
 def test_every_committed_benchmark_file_is_a_measurement_with_its_load_average():

@@ -100,7 +100,7 @@ def test_every_page_record_is_fresh_from_the_committed_files_alone():
     """The records the pages render (``make theory-results``) are fresh in the working tree, and a record's inputs
     are only files git tracks: a clean clone has no JSONL stage files, and a record that hashed them read as stale
     there (the results page then said STALE and recomputed)."""
-    from shapley.companion import mozart_results, provenance, singular_results
+    from shapley.companion import mozart_results, singular_results
     from shapley.theory import cosine_results, estimator_replay, hypothesis_results, psd_results
 
     page_records = [
@@ -112,7 +112,6 @@ def test_every_page_record_is_fresh_from_the_committed_files_alone():
             estimator_replay,
             mozart_results,
             singular_results,
-            provenance,
         )
     ]
     loaded = {rec.path: rec.load(RESULTS / rec.path) for rec in page_records}

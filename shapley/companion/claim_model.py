@@ -1,7 +1,7 @@
 """What a claim of the paper is and how we judge it: the record (:class:`Claim`), the verdict vocabulary and the
 claim groups; the claims themselves are :data:`shapley.companion.claims.CLAIMS`.
 
-A claim has its id, its place in the paper, its kind (:data:`CLAIM_KINDS`), its group on the claims page
+A claim has its id, its place in the paper, its group on the claims page
 (:data:`GROUPS`), a restatement in our own words, at most one sentence of the paper quoted verbatim, the rule that
 decides our verdict, a one-line reason, the long note that says why, and the evidence (book pages, with an anchor
 where one exists). One vocabulary of verdicts, used strictly (:data:`VERDICT_KINDS`):
@@ -57,17 +57,6 @@ LABELS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-#: The colour of each verdict's badge text in ``_static/custom.css`` (light theme), for figures.
-COLOURS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        REPRODUCED: "#1a7f37",
-        CONSISTENT: "#0969da",
-        CONTRADICTED: "#cf222e",
-        DEPENDS: "#9a6700",
-        NOT_HERE: "#57606a",
-    }
-)
-
 CORE = "core theory"
 HEADLINE = "headline empirical claims"
 INTERNAL = "the paper's internal consistency"
@@ -85,10 +74,6 @@ GROUP_NOTES: MappingProxyType[str, str] = MappingProxyType(
         SETUP: "how the evaluation is defined and run",
     }
 )
-
-#: "theory" (a proposition or proof step), "empirical" (a number or ranking from experiments), "definition",
-#: "example" (Tables 1-2), "setup".
-CLAIM_KINDS = ("theory", "empirical", "definition", "example", "setup")
 
 NLI = DEFAULT_ENTAILMENT
 """The entailment model of the paper-scale commands: the default NLI model of a run (the paper names no checkpoint)."""
@@ -158,7 +143,6 @@ class Claim:
 
     id: str
     where: str
-    kind: str
     group: str
     statement: str
     quote: str = ""

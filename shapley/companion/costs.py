@@ -234,32 +234,9 @@ def cost_estimate_frame(models: Sequence[Sequence[str]], questions: int) -> pd.D
     return titled(frame, caption, formats=formats)
 
 
-REGENERATION_FILE = "regeneration.json"
-"""Written under ``results/`` by ``scripts/regenerate_results.sh`` (``make results``): start, end, seconds, commit,
-jobs, cpu_count."""
-
 GENERATION_TARGET_VS_TRANSFORMERS = 12.0
 """Issue 19's target for the generation stage on SQuAD (CPU, one thread, prefix cache on): at least this many
 times faster than transformers ``generate`` doing the same work, measured in the same benchmark run."""
-
-
-def regeneration_frame(results: str | os.PathLike[str]) -> pd.DataFrame:
-    """How long the last ``make results`` took, from ``results/regeneration.json``."""
-    rec = json.loads((Path(results) / REGENERATION_FILE).read_text())
-    frame = pd.DataFrame(
-        {
-            "Run of make results": ["this regeneration"],
-            "Hours (wall clock)": [float(rec["seconds"]) / 3600.0],
-            "CPU cores": [rec.get("cpu_count")],
-            "Commit": [str(rec.get("commit", ""))[:7]],
-            "Start – end (UTC)": [f"{rec.get('start', '')} – {rec.get('end', '')}"],
-        }
-    )
-    caption = (
-        "Measured: how long `make results` took, recorded by `scripts/regenerate_results.sh` "
-        f"in `results/{REGENERATION_FILE}`."
-    )
-    return titled(frame, caption, formats={"Hours (wall clock)": ".2f", "CPU cores": ".0f"})
 
 
 def generation_finding(rows: pd.DataFrame, dataset: str = "squad") -> str:
@@ -347,13 +324,3 @@ def generation_frames(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         titled(prompts, first, formats={**counts, "Prefix prefill (s)": ".2f"}),
         titled(timed, second, formats={"s per question": ".2f", "Runs": ".0f", "Speed-up": ".1f"}),
     )
-
-
-PAGE_TIMES_FILE = "bench_notebooks.json"
-
-
-def page_times(results: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame] | None:
-    """``results/bench_notebooks.json`` (``benchmarks/bench_notebooks.py``): metadata (goals, machine, load
-    average) and one row per page (``page``, ``seconds``, ``target_s``, ``target_met``); None when absent."""
-    path = Path(results) / PAGE_TIMES_FILE
-    return load_benchmark(path) if path.exists() else None

@@ -2,8 +2,8 @@
 ``scripts/crosscheck_lm_polygraph.py`` during ``make results``).
 
 * :data:`RECORD`: what determines the three files (the run files and the script they are computed from, the
-  pinned LM-Polygraph environment, the package code the script imports), so that the page says STALE when one
-  of them changes (:func:`shapley.companion.htmltable.record_status_html`; each table carries the warning too).
+  pinned LM-Polygraph environment, the package code the script imports), so that the page says it is stale when
+  one of them changes (:func:`shapley.companion.htmltable.record_status_html`).
 * :func:`ecc_gap`: why LM-Polygraph's AUROC of Ecc differs from ours, pair by pair, computed by the script (it
   needs LM-Polygraph's per-question scores) and stored in ``freshness.json``; :func:`ecc_gap_text` glues it.
 * :func:`differences_html`, :func:`uemanager_html`: the two tables, which fit the text column (a run is named by
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from shapley.companion.htmltable import Html, code, esc, short_labels, show, titled, word_list
+from shapley.companion.htmltable import Html, code, esc, show, titled, word_list
 from shapley.core import validate
 from shapley.core.ranks import SCORE_DIGITS, round_scores
 from shapley.results import records
@@ -69,15 +69,6 @@ RECORD = records.PageRecord(
 """The cross-check's freshness record. The script writes it (:meth:`~shapley.results.records.PageRecord.text`),
 with the freshness block of the inputs as it read them; the page reads it with the reasons it is stale
 (:meth:`~shapley.results.records.PageRecord.read`)."""
-
-
-def _stale_note(reasons: list[str]) -> str:
-    return (
-        f'<p class="stale"><strong>STALE</strong>: {esc("; ".join(reasons))}. Rerun <code>make results</code> '
-        f"({code(COMMAND)}).</p>"
-        if reasons
-        else ""
-    )
 
 
 def _pair_wins(u: np.ndarray, incorrect: np.ndarray) -> np.ndarray:
@@ -193,8 +184,7 @@ def _crosscheck_table(
 ) -> Html:
     """``<results_dir>/crosscheck/<name>`` under one heading row per run (``group``: its column, the column of its
     count and what the count counts), peers shortened, columns renamed by ``headers`` and their numbers in
-    ``formats`` (by header), after the STALE note when the record is stale; a sentence naming the missing file
-    when it is absent."""
+    ``formats`` (by header); a sentence naming the missing file when it is absent."""
     path = Path(results_dir) / "crosscheck" / name
     if not path.is_file():
         where = code(path.as_posix())
@@ -205,15 +195,14 @@ def _crosscheck_table(
     peers = frame["peer"].fillna("").astype(str).map(lambda p: PEER_CLASS.get(p, p))
     frame = frame.assign(peer=peers, method=frame["method"].astype(str).str.replace("_", " "))
     run, count, what = group
-    labels = short_labels(frame[run].astype(str).tolist())
     parts, classes = [], []
     for key, part in frame.groupby(run, sort=False):
-        heading = dict.fromkeys(headers, "") | {"method": f"{labels[str(key)]}: {int(part[count].iloc[0])} {what}"}
+        folder = str(key).split("/")[-1]  # a run is named by its last folder
+        heading = dict.fromkeys(headers, "") | {"method": f"{folder}: {int(part[count].iloc[0])} {what}"}
         parts += [pd.DataFrame([heading]), part[list(headers)]]
         classes += ["group"] + [""] * len(part)
     table = pd.concat(parts, ignore_index=True).rename(columns=headers)
-    note = _stale_note(RECORD.read(results_dir)[1])
-    return Html(note + show(titled(table, caption, formats=formats, rows=classes)))
+    return show(titled(table, caption, formats=formats, rows=classes))
 
 
 def differences_html(results_dir: str | os.PathLike[str]) -> Html:

@@ -166,21 +166,3 @@ def word_list(items: Sequence[str]) -> str:
     ('5, 10 and 20', 'x', '')
     """
     return " and ".join([", ".join(items[:-1]), items[-1]]) if len(items) > 1 else "".join(items)
-
-
-def short_labels(names: Sequence[str]) -> dict[str, str]:
-    """Each distinct path-like name -> its shortest tail of ``/``-separated parts that no other name shares.
-
-    >>> short_labels(["runs/a/x", "runs/b/x", "runs/a/y"])
-    {'runs/a/x': 'a/x', 'runs/b/x': 'b/x', 'runs/a/y': 'y'}
-    """
-    distinct = list(dict.fromkeys(str(n) for n in names))
-    out = {}
-    for name in distinct:
-        parts = name.split("/")
-        for k in range(1, len(parts) + 1):
-            tail = "/".join(parts[-k:])
-            if not any(o != name and (o == tail or o.endswith("/" + tail)) for o in distinct):
-                break
-        out[name] = tail
-    return out

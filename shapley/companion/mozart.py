@@ -37,8 +37,6 @@ def inputs(table: int) -> dict[str, Any]:
     """The printed inputs of Table 1 or 2 (transcribed in :mod:`shapley.companion.reported`): ``answers``, the
     ``likelihoods`` (3,) and ``clusters`` (3,) and the ``matrix`` (3, 3) as arrays, the printed ``uncertainty`` and
     their ``source`` ("reported")."""
-    if table not in (1, 2):
-        raise ValueError(f"the Mozart example is Table 1 or 2, got table={table!r}")
     matrix = reported.MOZART_MATRIX_TABLE1 if table == 1 else reported.MOZART_MATRIX_TABLE2
     return {
         "answers": reported.MOZART_ANSWERS_TABLE1 if table == 1 else reported.MOZART_ANSWERS_TABLE2,
@@ -256,8 +254,6 @@ def matching_beta_intervals(
     """
     from scipy.optimize import brentq
 
-    if not reading(key).uses_beta:
-        raise ValueError(f"reading {key!r} does not depend on beta")
     half = 0.5 * 10**-PRINTED_DECIMALS
 
     def g(b: float) -> float:
@@ -297,12 +293,6 @@ def fitted_beta_table(grid: NDArray[np.float64] | None = None) -> list[dict[str,
     return rows
 
 
-def per_answer_phi(table: int, beta: float = PAPER_BETA) -> tuple[tuple[str, ...], NDArray[np.float64]]:
-    """(answers, Shapley values in nats) for Table ``table`` under the paper's definition at ``beta``."""
-    d = inputs(table)
-    return tuple(d["answers"]), shapley_values(_R(d["matrix"], beta))
-
-
 def short_answer(answer: str) -> str:
     """``answer`` shortened for a figure: "Wolfgang Amadeus" becomes "W. A.", "Ludwig van " and "Leonardo " go.
 
@@ -334,8 +324,9 @@ def per_answer_rows(fits: list[dict[str, Any]], beta: float = PAPER_BETA) -> lis
     rows = []
     for b, is_fit in [(beta, False)] + ([(fitted, True)] if fitted is not None else []):
         for t in (1, 2):
-            answers, phi = per_answer_phi(t, b)
-            for k, (a, v) in enumerate(zip(answers, phi, strict=True)):
+            d = inputs(t)
+            phi = shapley_values(_R(d["matrix"], b))
+            for k, (a, v) in enumerate(zip(d["answers"], phi, strict=True)):
                 rows.append(
                     {
                         "beta": b,

@@ -6,8 +6,8 @@ LaTeX source ``shared/paper/shapley_uncertainty_nlg.tex`` (``\\label{tab:1}`` ..
 Everything in this module is labelled ``source="reported"``: it is what the paper prints, not what this
 project measured. Values are kept exactly as printed (AUROC to 3 decimals in Tables 3-4, 4-5 decimals in
 Table 5, uncertainties to 2 decimals in Tables 1-2). Where the paper's own numbers can be checked against
-each other, the outcome of the check is recorded or computed here too (:func:`table3_average_check`,
-``TABLE4_TEXT_CLAIMS``, ``TABLE1_HEADER_NOTE``) and ``tests/companion/test_reported.py`` recomputes it.
+each other, the outcome of the check is recorded here too (``TABLE4_TEXT_CLAIMS``, ``TABLE1_HEADER_NOTE``), and
+``tests/companion/test_reported.py`` recomputes it (Table 3's average row too).
 
 The accessor at the end gives Table 5 as a tidy :class:`pandas.DataFrame`; :func:`shapley.companion.mozart.inputs`
 reads Tables 1-2.
@@ -15,8 +15,6 @@ reads Tables 1-2.
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -153,35 +151,6 @@ TABLE3_BOLD: MappingProxyType[tuple[str, str], str] = MappingProxyType(
         ("average", "-"): "Shap",
     }
 )
-
-
-def table3_average_check() -> dict[str, dict[str, Any]]:
-    """Is each printed average of Table 3 the mean of the six printed entries, rounded or truncated?
-
-    Per method: ``printed``, ``mean_x1000`` (the exact mean of the printed entries, in thousandths),
-    ``rounded`` (that mean rounded to nearest at 3 decimals; None for an exact tie), ``truncated`` (truncated
-    to 3 decimals), ``matches_rounding`` (None for a tie) and ``matches_truncation``. Finding: every printed
-    average is the truncated mean; rounding gives the printed value in 4 columns, another one in 2 (MaxE 0.647,
-    Shap 0.756) and a tie in 1 (MaxL: mean exactly 0.6275). Not necessarily an error: the unrounded entries
-    are unknown, and their mean may round to the printed value; but from the printed entries alone the average
-    row is truncated, not rounded.
-    """
-    out = {}
-    for j, method in enumerate(TABLE3_METHODS):
-        mean_x1000 = Fraction(sum(round(v[j] * 1000) for v in TABLE3_ROWS.values()), len(TABLE3_ROWS))
-        floor = math.floor(mean_x1000)
-        tie = mean_x1000 - floor == Fraction(1, 2)
-        rounded = None if tie else round(mean_x1000) / 1000
-        printed = TABLE3_AVERAGE[j]
-        out[method] = {
-            "printed": printed,
-            "mean_x1000": mean_x1000,
-            "rounded": rounded,
-            "truncated": floor / 1000,
-            "matches_rounding": None if rounded is None else rounded == printed,
-            "matches_truncation": floor / 1000 == printed,
-        }
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------

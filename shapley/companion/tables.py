@@ -4,9 +4,8 @@ This module holds the measured AUROCs in the paper's layout (:func:`comparison_f
 :mod:`shapley.companion.reported`), the measured Table 5 (:func:`beta_ablation`) and single-run tables. The book's
 other tables live beside it, along the data's path: :mod:`shapley.companion.htmltable` (the one renderer),
 :mod:`shapley.companion.provenance` (what each run was, from its ``config.json``),
-:mod:`shapley.companion.paired` (``comparisons.csv`` and ``selection.csv``), :mod:`shapley.companion.judges`
-(the same questions under two entailment backends) and :mod:`shapley.companion.costs` (benchmark files and the
-paper-scale cost estimate).
+:mod:`shapley.companion.paired` (``comparisons.csv`` and ``selection.csv``) and :mod:`shapley.companion.costs`
+(benchmark files and the paper-scale cost estimate).
 """
 
 from __future__ import annotations
@@ -89,10 +88,6 @@ def comparison_frame(
     ``reported_rows``: ``"models"``, one reported row per model of the paper; ``"range"``, one reported row per
     dataset giving each method's lowest and highest AUROC over the paper's models (a table of a third the
     height, for a table with many models)."""
-    if table not in (3, 4):
-        raise ValueError(f"table must be 3 or 4; got {table!r}")
-    if reported_rows not in ("models", "range"):
-        raise ValueError(f"reported_rows must be 'models' or 'range'; got {reported_rows!r}")
     methods = list(reported.TABLE3_METHODS if table == 3 else reported.TABLE4_METHODS)
     paper_rows = reported.TABLE3_ROWS if table == 3 else reported.TABLE4_ROWS
     measured = runs_table(run_dirs).drop_duplicates("run_dir")  # one row per run: its dataset, model and judge

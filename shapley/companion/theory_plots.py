@@ -1,9 +1,8 @@
-"""Figures for the theory pages (psd, mozart, properties, axioms), and the axioms page's estimator table.
+"""Figures for the theory pages (psd, properties, axioms), and the axioms page's estimator table.
 
-As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package (the
-quadratic-form figures take the matrices themselves) and returns a matplotlib Figure; a label read from data is
-drawn literally (:func:`plots.plain`). Titles and legend labels a page writes itself (mathtext included) are drawn
-as written. Values are in nats.
+As in :mod:`shapley.companion.plots`: each figure takes tidy data that the page computes with the package and
+returns a matplotlib Figure; a label read from data is drawn literally (:func:`plots.plain`). Titles and legend
+labels a page writes itself (mathtext included) are drawn as written. Values are in nats.
 
 As there too, a figure comes back closed in pyplot (:func:`plots.closed`): a page shows it with ``display(fig)``.
 """
@@ -16,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 
 from shapley.companion.htmltable import esc, titled
-from shapley.companion.plots import closed, plain, pyplot
+from shapley.companion.plots import closed, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
 from shapley.core.psd import gershgorin_beta_bound, paper_beta_bound
 from shapley.theory import axioms, worstcase
@@ -29,10 +27,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from shapley.theory.properties import StepCheck
-
-#: The Mozart tables' three answers named by position.
-_ORDINALS = ("first", "second", "third")
-
 
 # ---------------------------------------------------------------------------------------------------
 # notebooks/psd.md
@@ -58,109 +52,6 @@ def beta_threshold_figure(ns: Sequence[int], *, default_beta: float = 0.5) -> Fi
     ax.set_ylabel(r"largest safe $\beta$")
     ax.legend()
     ax.set_title(r"Worst-case PSD threshold of the kernel matrix")
-    return closed(fig)
-
-
-def sphere_forms_figure(matrices: Mapping[str, NDArray[np.float64]]) -> Figure:
-    """One panel per symmetric 3x3 matrix M: its quadratic form x^T M x over unit x in S^2, on a one-degree grid of
-    polar angles and azimuths, coloured symmetrically about 0 (red negative), with its zero level in black and its
-    minimum in the title.
-
-    Args:
-        matrices: panel title (the page's own, mathtext drawn) -> M, shape (3, 3).
-    """
-    theta = np.linspace(0, np.pi, 181)
-    phi = np.linspace(0, 2 * np.pi, 361)
-    T, P = np.meshgrid(theta, phi, indexing="ij")
-    X = np.stack([np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)], axis=-1)  # unit vectors (181, 361, 3)
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(matrices), figsize=(5 * len(matrices), 3.8), sharey=True, layout="constrained",
-                             squeeze=False)  # fmt: skip
-    for ax, (title, M) in zip(axes[0], matrices.items(), strict=True):
-        Q = np.einsum("...i,ij,...j->...", X, M, X)
-        lim = np.abs(Q).max()
-        im = ax.pcolormesh(np.degrees(phi), np.degrees(theta), Q, cmap="RdBu", vmin=-lim, vmax=lim, shading="auto")
-        ax.contour(np.degrees(phi), np.degrees(theta), Q, levels=[0], colors="k", linewidths=1)
-        ax.set_title(f"{title}: min = {Q.min():.3f}")
-        ax.set_xlabel(r"azimuth $\varphi$ (deg)")
-        fig.colorbar(im, ax=ax)
-    axes[0, 0].set_ylabel(r"polar angle $\vartheta$ (deg)")
-    fig.suptitle(r"$x^\top M x$ over unit vectors $x \in S^2$ (black line: zero level)")
-    return closed(fig)
-
-
-def great_circle_figure(
-    matrices: Mapping[str, NDArray[np.float64]], u: NDArray[np.float64], v: NDArray[np.float64], *, title: str
-) -> Figure:
-    """x^T M x along the great circle x(t) = cos t u + sin t v (721 angles t), one line per matrix, each labelled
-    with its minimum; a black zero line.
-
-    Args:
-        matrices: legend label (the page's own, mathtext drawn) -> M, shape (n, n).
-        u, v: orthonormal vectors (n,), else a ValueError.
-        title: the panel's title (the page's own).
-    """
-    if abs(u @ v) > 1e-8 or abs(u @ u - 1) > 1e-8 or abs(v @ v - 1) > 1e-8:
-        raise ValueError("u and v must be orthonormal")
-    t = np.linspace(0, 2 * np.pi, 721)
-    X = np.cos(t)[:, None] * u + np.sin(t)[:, None] * v
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for label, M in matrices.items():
-        q = np.einsum("ki,ij,kj->k", X, M, X)
-        ax.plot(np.degrees(t), q, label=f"{label} (min {np.min(q):.3f})")
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set_xlabel("angle along the great circle (deg)")
-    ax.set_ylabel(r"$x^\top M x$")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return closed(fig)
-
-
-# ---------------------------------------------------------------------------------------------------
-# notebooks/mozart.md
-# ---------------------------------------------------------------------------------------------------
-
-
-def _position_label(g: pd.DataFrame, k: int) -> str:
-    """The tick of answer position ``k``: its (short) answer if every table has the same one there, else the
-    position in words ("third answer")."""
-    at = g[g["position"] == k]["short"].unique()
-    if len(at) == 1:
-        return plain(at[0])
-    return f"{_ORDINALS[k]} answer"
-
-
-def per_answer_figure(rows: pd.DataFrame) -> Figure:
-    """Grouped bars of the per-answer Shapley values, one panel per beta (stated first, then fitted), one bar
-    colour per table; the legend names each table's answers where the tables differ.
-
-    Args:
-        rows: columns beta, fitted (bool), table, position, short (answer label, drawn literally), phi (nats),
-            as :func:`shapley.companion.mozart.per_answer_rows` returns them.
-    """
-    plt = pyplot()
-    betas = list(dict.fromkeys(rows["beta"]))
-    fig, axes = plt.subplots(1, len(betas), figsize=(5.2 * len(betas), 3.6), layout="constrained", squeeze=False)
-    for ax, beta in zip(axes[0], betas, strict=True):
-        g = rows[rows["beta"] == beta]
-        tables = list(dict.fromkeys(g["table"]))
-        positions = sorted(set(g["position"]))
-        differ = [k for k in positions if g[g["position"] == k]["short"].nunique() > 1]
-        width = 0.38
-        for j, t in enumerate(tables):
-            d = g[g["table"] == t].sort_values("position")
-            pairs = zip(d["position"], d["short"], strict=True)
-            names = ", ".join(f"{_ORDINALS[k]}: {plain(s)}" for k, s in pairs if k in differ)
-            x = np.asarray(d["position"], dtype=float) + (j - (len(tables) - 1) / 2) * width
-            bars = ax.bar(x, d["phi"], width, label=f"Table {t}" + (f" ({names})" if names else ""))
-            ax.bar_label(bars, fmt="%.3f", fontsize=7)
-        ax.set_xticks(positions, [_position_label(g, k) for k in positions])
-        ax.set_ylabel(r"$\phi_i$ (nats)")
-        fitted = bool(g["fitted"].iloc[0])
-        ax.set_title(rf"$\beta = {beta:.4g}$" + (" (fitted, see above)" if fitted else " (stated default)"))
-        ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
-        ax.legend(fontsize=8, loc="upper left")
     return closed(fig)
 
 

@@ -8,7 +8,6 @@ import html
 import posixpath
 import re
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shapley.companion.claim_model import BADGES, CONTRADICTED, GROUP_NOTES, GROUPS, LABELS
@@ -120,12 +119,13 @@ def _group_row(group: str, rows: pd.DataFrame) -> str:
     )
 
 
-def verdicts_html(from_page: str = "book/claims", results: str | Path | None = None) -> str:
+def verdicts_html() -> str:
     """The verdict table as HTML for the book, grouped (:data:`~shapley.companion.claim_model.GROUPS`), one row per
     claim with the HTML id ``claim-<id>``: the claim (place, quote, our words, id), the verdict badge, and why (the
-    one-line reason and the evidence links shown; the note, readings, command and functions collapsed)."""
-    table = verdict_table(results)
-    base = posixpath.dirname(from_page)
+    one-line reason and the evidence links shown; the note, readings, command and functions collapsed), with links
+    relative to the claims page's folder."""
+    table = verdict_table()
+    base = "book"
     body = []
     for group in GROUPS:
         rows = table[table["group"] == group]
@@ -147,22 +147,19 @@ def verdicts_html(from_page: str = "book/claims", results: str | Path | None = N
     return f'<table class="verdicts">{widths}{head}<tbody>{"".join(body)}</tbody></table>'
 
 
-def group_summary_html(table: pd.DataFrame, from_page: str = "book/claims") -> str:
-    """The verdicts group by group, for the top of a page: each group (linked to its rows on the claims page), what
-    it holds, its tally, and its contradicted claims, each linked to its row."""
-    base = posixpath.dirname(from_page)
-    page = "" if from_page == "book/claims" else f"{posixpath.relpath('book/claims', base)}.html"
+def group_summary_html(table: pd.DataFrame) -> str:
+    """The verdicts group by group, for the top of the claims page: each group (linked to its rows), what it holds,
+    its tally, and its contradicted claims, each linked to its row."""
     items = []
     for group in GROUPS:
         rows = table[table["group"] == group]
         bad = rows[rows["verdict"] == CONTRADICTED]
         links = ", ".join(
-            f'<a href="{page}#{a}"><code>{html.escape(i)}</code></a>'
-            for i, a in zip(bad["id"], bad["anchor"], strict=True)
+            f'<a href="#{a}"><code>{html.escape(i)}</code></a>' for i, a in zip(bad["id"], bad["anchor"], strict=True)
         )
         title = html.escape(group[0].upper() + group[1:])
         items.append(
-            f'<li><a href="{page}#{group_anchor(group)}"><strong>{title}</strong></a>, '
+            f'<li><a href="#{group_anchor(group)}"><strong>{title}</strong></a>, '
             f"{html.escape(GROUP_NOTES[group])} ({len(rows)}): {html.escape(tally(rows['verdict']))}."
             + (f" Contradicted: {links}." if links else "")
             + "</li>"

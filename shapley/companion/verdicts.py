@@ -341,11 +341,12 @@ def search_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-def _measured_facts(results: Path) -> dict[str, Any]:
-    """Facts measured on the committed runs under ``results``; the Table 5 ones (``t5_``, on the LLaMA-13B answers)
-    are absent without that run's beta sweep."""
+def results_page_facts(results: str | Path) -> dict[str, Any]:
+    """Facts measured on the committed runs under ``results``, which the results page glues; the Table 5 ones
+    (``t5_``, on the LLaMA-13B answers) are absent without that run's beta sweep."""
     from shapley.companion import provenance, reported, singular_results, tables
 
+    results = Path(results)
     runs = provenance.discover_runs(results)
     psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
     counts = [n for n in (provenance.question_count(d) for d in runs) if n is not None]
@@ -463,13 +464,6 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-def results_page_facts(results: str | Path) -> dict[str, Any]:
-    """The facts the results page glues (the Mozart readings and the facts measured on the committed runs),
-    without the theory computations the page never shows."""
-    root = Path(results)
-    return {**_mozart_facts(root), **_measured_facts(root)}
-
-
 def facts(results: str | Path | None = None) -> dict[str, Any]:
     """Every fact the claims' notes and verdict rules use. ``results``: the folder of committed runs (default:
     the repository's ``results/``)."""
@@ -480,6 +474,7 @@ def facts(results: str | Path | None = None) -> dict[str, Any]:
     return {
         **paper_facts(),
         **psd_judge_facts(root),
+        **_mozart_facts(root),
         **results_page_facts(root),
         **paired_facts(root),
         **search_facts(root),

@@ -36,9 +36,6 @@ def test_two_equal_answers_make_shap_minus_infinity_at_beta_one_only():
     assert np.linalg.eigvalsh(kernel.kernel_matrix(kernel.correlation_matrix(Q), beta=1.0)).min() < 0
     with pytest.warns(Warning, match="not PSD"):
         assert math.isfinite(shapley_uncertainty(Q, 1.0, psd_policy="nearest"))
-    assert singular_results.has_equal_pair(P) and not singular_results.has_equal_pair(
-        np.array([[1.0, 0.9], [0.9, 1.0]])
-    )
 
 
 def test_count_infinite_matches_counting_by_hand():
@@ -46,31 +43,20 @@ def test_count_infinite_matches_counting_by_hand():
     shap = [-math.inf, -math.inf, 0.3, 1.2, 0.8, -0.5]
     correct = [True, False, True, False, False, True]
     repaired = [False, False, True, False, True, False]
-    equal = [True, True, False, True, False, False]
     per_q = pd.DataFrame({"id": ids, "beta": 1.0, "Shap": shap, "repaired": repaired})
-    r = singular_results.count_infinite(per_q, pd.Series(correct, index=ids), pd.Series(equal, index=ids))
+    r = singular_results.count_infinite(per_q, pd.Series(correct, index=ids))
     assert (r.n, r.n_neginf, r.n_repaired, r.n_neginf_repaired) == (6, 2, 2, 0)
-    assert (r.n_equal_pair, r.n_neginf_equal) == (3, 2)
     # -inf ranks below every finite score: as the most certain answers
     assert r.auroc == pytest.approx(_pairwise_auroc([-1e9 if math.isinf(x) else x for x in shap], correct))
     assert r.auroc == pytest.approx(_pairwise_auroc([-1e9, -1e9, 0.3, 1.2, 0.8, -0.5], correct))
     assert r.auroc_finite == pytest.approx(_pairwise_auroc(shap[2:], correct[2:]))
-    text = singular_results.findings(r, "Made-up run", (0.9, 0.75))
-    assert "−∞ for 2 of 6 questions, 0 of them among the 2 repaired" in text
-    assert "at β = 0.9: 0.750" in text and f"{r.auroc_finite:.3f} on the 4 questions" in text
 
 
-def test_count_infinite_refuses_mixed_betas_and_reports_one_class_as_undefined():
-    per_q = pd.DataFrame({"id": ["a", "b"], "beta": [0.5, 1.0], "Shap": [0.1, 0.2], "repaired": False})
-    with pytest.raises(ValueError, match="one beta"):
-        singular_results.count_infinite(
-            per_q, pd.Series([True, False], index=["a", "b"]), pd.Series(False, index=["a", "b"])
-        )
+def test_count_infinite_reports_one_class_as_undefined():
     per_q = pd.DataFrame({"id": ["a", "b", "c"], "beta": 1.0, "Shap": [-math.inf, 0.1, 0.2], "repaired": False})
     ids = ["a", "b", "c"]
-    r = singular_results.count_infinite(per_q, pd.Series([False, True, True], index=ids), pd.Series(False, index=ids))
+    r = singular_results.count_infinite(per_q, pd.Series([False, True, True], index=ids))
     assert math.isnan(r.auroc_finite) and r.auroc == pytest.approx(0.0)
-    assert "undefined (one class left)" in singular_results.findings(r, "x")
 
 
 def test_committed_run_counts_match_an_independent_eigenvalue_count():
@@ -93,5 +79,5 @@ def test_committed_run_counts_match_an_independent_eigenvalue_count():
         has_one = (R[~np.eye(len(R), dtype=bool)] >= 1 - 1e-12).any()
         singular_psd += bool(has_one and np.linalg.eigvalsh(R).min() >= -1e-9)
     r = singular_results.recompute(run.resolve(), 1.0)
-    assert r.n_neginf == singular_psd == r.n_neginf_equal and r.n_neginf_repaired == 0
+    assert r.n_neginf == singular_psd and r.n_neginf_repaired == 0
     assert r.n == len(ent) and r.auroc < r.auroc_finite

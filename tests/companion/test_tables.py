@@ -115,16 +115,13 @@ def test_recorded_invocations_are_the_recorded_commands_and_flags(tmp_path, monk
         ],
         clean,
     )
-    invs = provenance.recorded_invocations(d)
-    assert [i["command"] for i in invs] == ["python -m shapley run --limit 25", "python -m shapley run --limit 100"]
-    assert invs[0]["commit"] == "a" * 40 and invs[0]["dirty"] is False
-    assert invs[1]["resumed"] and invs[1]["dirty"]
+    page = provenance.commands_html([d])
+    assert "2026-01-01 10:00, created, commit aaaaaaa</span>" in page and "--limit 25</code>" in page
+    assert "2026-01-02 10:00, resumed, commit bbbbbbb (dirty)</span>" in page and "--limit 100</code>" in page
     history = store.run_history(json.loads((d / "config.json").read_text()))
-    assert [i["command"] for i in invs] == list(history.commands)
     assert provenance.provenance_flags(history) == ["dirty", "multi-commit"]
     assert provenance.provenance_flags(store.RunHistory(("x",), ("a" * 40,), False)) == []
     assert provenance.provenance_flags(store.RunHistory(("x",), (), None)) == ["commit unknown"]
-    assert "--limit 100" in provenance.commands_html([d]) and "resumed" in provenance.commands_html([d])
 
 
 def _comparisons(**extra):
@@ -162,20 +159,6 @@ def test_comparisons_are_read_as_the_runs_decided_them_by_delong_holm(tmp_path):
     )
     with pytest.raises(ValueError, match=r"missing columns \['delong_p_holm', 'outcome'\]"):
         paired.load_comparisons([old])
-    undefined = paired.comparison_summary(
-        _comparisons(delta_auroc=[0.1, math.nan, -0.2, 0.0], outcome=["win", "undefined", "loss", "tie"])
-    ).set_index("method")
-    assert undefined.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 1, 0, 1]
-
-
-def test_comparison_summary_counts_outcomes_per_method():
-    comp = _comparisons()
-    s = paired.comparison_summary(comp).set_index("method")
-    assert s.loc["SE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [3, 1, 2, 0, 0]
-    assert s.loc["DSE", ["runs", "win", "tie", "loss", "undefined"]].tolist() == [1, 0, 0, 1, 0]
-    assert list(s.index) == ["SE", "DSE"]  # wins minus losses, best first
-    assert paired.TEST_WORDS in show(paired.comparison_summary_frame(comp)) and "DeLong" in paired.TEST_WORDS
-    assert paired.comparison_summary(comp.iloc[:0]).empty
 
 
 def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
@@ -185,14 +168,11 @@ def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
     fakes.make_samples_file(tmp_path / "in.jsonl", 8)
     d = tmp_path / "results" / "toy" / "run"
     experiment.score_samples(fakes.samples_config(tmp_path / "in.jsonl"), d)
-    assert provenance.stale_derived(d) == ([], True)
+    assert not [f for f in provenance.provenance_table([d])["flags"].iloc[0] if f.startswith("stale")]
     metrics = d / "metrics.csv"
     metrics.write_text(metrics.read_text() + "\n")  # changed after it was computed
-    assert provenance.stale_derived(d) == (["metrics.csv"], False)
     assert "stale metrics.csv" in provenance.provenance_table([d])["flags"].iloc[0]
-    (d / "derived.json").unlink()  # no freshness record: every derived file stale, none verified
-    assert provenance.stale_derived(d) == (list(provenance.derived_status(d)), False)
-    assert "<em>unverified</em>" in show(provenance.provenance_frame([d]))
+    assert '<span class="flag">stale metrics.csv</span>' in show(provenance.provenance_frame([d]))
 
 
 def test_selection_csv_loading(tmp_path):
@@ -246,15 +226,6 @@ def test_workload_follows_the_generators_declared_defaults():
 def test_outcome_counts():
     comp = pd.DataFrame({"outcome": ["win", "tie", "loss", "undefined"], "run": ["a"] * 4})
     assert paired.outcome_counts(comp) == {"win": 1, "tie": 1, "loss": 1, "undefined": 1}
-
-
-def test_regeneration_time_is_rendered(tmp_path):
-    (tmp_path / "regeneration.json").write_text(
-        json.dumps({"start": "s", "end": "e", "seconds": 5400, "commit": "<b>" + "a" * 39, "cpu_count": 2})
-    )
-    page = show(costs.regeneration_frame(tmp_path))
-    assert "1.50" in page and "&lt;b&gt;" in page and "<b>" not in page
-    assert "before the prefix cache" not in page  # no hand-timed figure beside the measurement
 
 
 def test_runs_on_a_prefix_of_the_same_input_share_a_question_set(tmp_path):
@@ -357,8 +328,6 @@ def test_table4_can_give_the_papers_range_over_models_in_one_row():
     assert short.attrs["rows"].count("reported") == len({d for d, _ in paper.TABLE4_ROWS})
     squad = [v[-1] for (d, _), v in paper.TABLE4_ROWS.items() if d == "squad"]  # Shap, the last column
     assert f"{min(squad):.3f}–{max(squad):.3f}" in short["Shap"].tolist()
-    with pytest.raises(ValueError):
-        tables.comparison_frame(4, [run], reported_rows="some")
 
 
 def test_beta_spans_use_only_the_grid_points_where_every_matrix_is_psd():

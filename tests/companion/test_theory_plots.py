@@ -55,59 +55,6 @@ def test_beta_threshold_figure():
     assert _ticks(axis.texts) == [r"default $\beta = 0.4$"]
 
 
-def test_sphere_forms_figure():
-    M = np.diag([1.0, -0.5, 0.25])  # x^T M x ranges over [-0.5, 1] on the unit sphere
-    fig = _drawn(theory_plots.sphere_forms_figure({"raw C": M, r"kernel $R_{0.5}$": M + np.eye(3)}))
-    panels = [a for a in fig.axes if a.get_title()]
-    assert len(fig.axes) == 4 and len(panels) == 2  # two panels, each with its colour bar
-    assert [a.get_title() for a in panels] == ["raw C: min = -0.500", r"kernel $R_{0.5}$: min = 0.500"]
-    assert panels[0].get_ylabel() == r"polar angle $\vartheta$ (deg)" and panels[1].get_ylabel() == ""
-    assert all(a.get_xlabel() == r"azimuth $\varphi$ (deg)" for a in panels)
-    assert fig.get_suptitle().startswith(r"$x^\top M x$ over unit vectors")
-    mesh = panels[0].collections[0]
-    assert mesh.get_clim() == pytest.approx((-1.0, 1.0))  # symmetric about 0
-    assert panels[0].get_xlim()[1] == pytest.approx(360, abs=30)  # drawn in degrees
-
-
-def test_great_circle_figure():
-    u, v = np.eye(2)
-    matrices = {"raw C": np.diag([1.0, -1.0]), r"$R_{0.5}$": 0.5 * np.eye(2)}
-    fig = _drawn(theory_plots.great_circle_figure(matrices, u, v, title="a title"))
-    (axis,) = fig.axes
-    assert _legend(axis) == ["raw C (min -1.000)", r"$R_{0.5}$ (min 0.500)"]
-    assert axis.get_title() == "a title" and axis.get_ylabel() == r"$x^\top M x$"
-    assert axis.get_xlabel() == "angle along the great circle (deg)"
-    assert axis.get_lines()[0].get_xdata()[-1] == pytest.approx(360.0)
-    with pytest.raises(ValueError, match="orthonormal"):
-        theory_plots.great_circle_figure({"M": np.eye(3)}, np.array([1.0, 0, 0]), np.array([1.0, 0, 0]), title="")
-
-
-def _per_answer_rows(betas: list[tuple[float, bool]]) -> pd.DataFrame:
-    answers = {1: ["$W. A. Mozart", "Mozart", "Beet$hoven"], 2: ["$W. A. Mozart", "Mozart", "da $Vinci$"]}
-    rows = [
-        {"beta": b, "fitted": f, "table": t, "position": k, "short": a, "phi": 1.0 + 0.1 * k + 0.05 * t}
-        for b, f in betas
-        for t in (1, 2)
-        for k, a in enumerate(answers[t])
-    ]
-    return pd.DataFrame(rows)
-
-
-def test_per_answer_figure_draws_answers_literally():
-    fig = _drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False), (0.98878, True)])))
-    assert len(fig.axes) == 2
-    assert [a.get_title() for a in fig.axes] == [
-        r"$\beta = 0.5$ (stated default)",
-        r"$\beta = 0.9888$ (fitted, see above)",
-    ]
-    for axis in fig.axes:
-        assert _ticks(axis.get_xticklabels()) == [r"\$W. A. Mozart", "Mozart", "third answer"]
-        assert _legend(axis) == [r"Table 1 (third: Beet\$hoven)", r"Table 2 (third: da \$Vinci\$)"]
-        assert axis.get_ylabel() == r"$\phi_i$ (nats)"
-        assert len(axis.patches) == 6 and sorted(_ticks(axis.texts))[:2] == ["1.050", "1.100"]  # bar labels
-    assert len(_drawn(theory_plots.per_answer_figure(_per_answer_rows([(0.5, False)]))).axes) == 1
-
-
 def _step(old: list[float], new: list[float], replaced: int, wrong_way: tuple[int, ...]) -> StepCheck:
     return StepCheck(np.array(old), np.array(new), replaced, wrong_way, "down")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shapley.companion import crosscheck, mozart_results, provenance, singular_results
+from shapley.companion import crosscheck, mozart_results, singular_results
 from shapley.results import records
 from shapley.theory import cosine_results, estimator_replay, hypothesis_results, psd_results
 
@@ -31,7 +31,6 @@ RECORDS = [
     psd_results.RECORD,
     crosscheck.RECORD,
     singular_results.RECORD,
-    provenance.RECORD,
     mozart_results.RECORD,
 ]
 
@@ -112,7 +111,6 @@ def test_the_import_closure_is_followed_and_sorted():
     assert {"shapley.theory.worstcase", "shapley.core.kernel", "shapley.core.psd"} <= set(closure)
     assert "shapley.pipeline.config" not in closure and "shapley.companion.provenance" not in closure
     assert psd_results.RECORD.code_modules == closure
-    assert "shapley.pipeline.config" in provenance.RECORD.code_modules  # issue 33, item 11: the scoring settings
     with pytest.raises(ValueError, match="not a module"):
         records.import_closure("shapley.core.nowhere")
 

@@ -139,8 +139,6 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "quantile_mcse": ({"samples": np.linspace(0.0, 1.0, 50), "q": 0.025}, {"samples": "vector", "q": "real"}),
     "round_scores": ({"scores": U4}, {"scores": "vector"}),
     "midranks": ({"x": U4}, {"x": "vector"}),
-    "spearman_rho": ({"x": U4, "y": U4B}, {"x": "vector", "y": "vector"}),
-    "kendall_tau_b": ({"x": U4, "y": U4B}, {"x": "vector", "y": "vector"}),
     "delong_test": ({"u_a": U4, "u_b": U4B, "correct": C4}, {"u_a": "vector", "u_b": "vector", "correct": "labels"}),
     # shapley.core.baselines
     "shannon_entropy": ({"p": np.array([0.5, 0.5])}, {"p": "vector"}),
@@ -289,7 +287,7 @@ def test_every_public_maths_function_is_in_the_table():
     missing = sorted(set(PUBLIC) - set(TABLE))
     assert not missing, f"public maths functions without a wrong-kinds entry in tests/test_wrong_kinds.py: {missing}"
     assert not sorted(set(TABLE) - set(PUBLIC)), "table entries that are no longer public"
-    assert len(PUBLIC) >= 50  # the walk found the API, not an empty list
+    assert len(PUBLIC) >= 40  # the walk found the API, not an empty list
 
 
 def test_every_parameter_is_walked():

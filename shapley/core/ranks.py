@@ -3,7 +3,6 @@ significant digits (:func:`round_scores`), so that round-off never orders scores
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -13,7 +12,7 @@ from shapley.core import validate
 
 # checked_inputs, checked_scores, one_class and midranks_checked are the metrics' internal helpers (their callers
 # validate and name the arguments)
-__all__ = ["SCORE_DIGITS", "kendall_tau_b", "midranks", "round_scores", "spearman_rho"]
+__all__ = ["SCORE_DIGITS", "midranks", "round_scores"]
 
 SCORE_DIGITS = 12
 """Significant digits every score is rounded to before any rank-based computation (:func:`round_scores`)."""
@@ -82,14 +81,6 @@ def _rankable(x: ArrayLike, name: str) -> NDArray[np.float64]:
     return a
 
 
-def _rank_pair(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(x, y) checked by :func:`_rankable`, of one length and at least 2 entries each."""
-    a, b = _rankable(x, "x"), _rankable(y, "y")
-    if a.size != b.size or a.size < 2:
-        raise ValueError(f"x and y must have one length of at least 2; got {a.size} and {b.size}")
-    return a, b
-
-
 def midranks_checked(v: NDArray[np.float64]) -> NDArray[np.float64]:
     """:func:`midranks` of a checked 1-D float array (the metrics' inner loop: no second validation)."""
     order = np.argsort(v, kind="stable")
@@ -100,45 +91,6 @@ def midranks_checked(v: NDArray[np.float64]) -> NDArray[np.float64]:
     ranks = np.empty(v.size, dtype=np.float64)
     ranks[order] = np.repeat(group_rank, ends - starts)
     return ranks
-
-
-def spearman_rho(x: ArrayLike, y: ArrayLike) -> float:
-    """Spearman's rank correlation of two (m,) vectors: Pearson's correlation of their :func:`midranks` (NaN when
-    either is constant).
-
-    Examples:
-        >>> round(spearman_rho([1.0, 2.0, 3.0, 4.0], [10.0, 30.0, 20.0, 40.0]), 6)
-        0.8
-    """
-    a, b = _rank_pair(x, y)
-    rx, ry = midranks_checked(a), midranks_checked(b)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = math.sqrt(float(rx @ rx) * float(ry @ ry))
-    return min(max(float(rx @ ry) / denom, -1.0), 1.0) if denom > 0.0 else math.nan  # clipped: round-off
-
-
-def _pair_signs(v: NDArray[np.float64]) -> NDArray[np.int64]:
-    """(m, m) sign of v_i - v_j, by comparison (so that two equal infinities tie instead of giving NaN)."""
-    return (v[:, None] > v[None, :]).astype(np.int64) - (v[:, None] < v[None, :]).astype(np.int64)
-
-
-def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float:
-    """Kendall's tau-b of two (m,) vectors: (concordant - discordant pairs) / sqrt(pairs untied in x) / sqrt(pairs
-    untied in y), counting all m(m-1)/2 pairs i < j (O(m^2) memory: meant for a few dozen methods, not for
-    questions); a pair (i, i) would be tied in both and change nothing. NaN when either vector is constant.
-
-    Examples:
-        >>> round(kendall_tau_b([1.0, 2.0, 3.0, 4.0], [10.0, 30.0, 20.0, 40.0]), 6)  # (5 - 1) / 6
-        0.666667
-    """
-    a, b = _rank_pair(x, y)
-    upper = np.triu_indices(a.size, k=1)
-    sx = _pair_signs(a)[upper]
-    sy = _pair_signs(b)[upper]
-    untied_x, untied_y = int(np.count_nonzero(sx)), int(np.count_nonzero(sy))
-    if untied_x == 0 or untied_y == 0:
-        return math.nan
-    return float(sx @ sy) / math.sqrt(untied_x) / math.sqrt(untied_y)
 
 
 def checked_inputs(

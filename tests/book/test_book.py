@@ -34,7 +34,7 @@ MIN_TABLES: dict[str, int] = {
     "book/reproduce": 1,
     "book/claims": 1,
     "notebooks/results": 5,
-    "notebooks/beyond": 3,
+    "notebooks/beyond": 2,
     "notebooks/performance": 2,
     "notebooks/mozart": 2,
     "notebooks/axioms": 1,

@@ -117,11 +117,6 @@ def _comparisons() -> pd.DataFrame:
     )
 
 
-def _selection() -> pd.DataFrame:
-    s = {"strategy": ["first", "<style>"], "accuracy": [0.5, math.nan], "n": [10, 10], "lo": [0.4, 0.5], "hi": [1, 1]}
-    return pd.DataFrame(s).assign(run="<!--")
-
-
 def _metrics(methods) -> pd.DataFrame:
     k = len(methods)
     return pd.DataFrame(
@@ -200,7 +195,6 @@ FRAMES = {
     "comparison": _comparison_table,
     "metrics": _metrics_table,
     "comparison summary": lambda mp, tmp: paired.comparison_summary_frame(_comparisons()),
-    "selection": lambda mp, tmp: paired.selection_frame(_selection(), {"<!--": "</td>"}),
     "provenance": lambda mp, tmp: provenance.provenance_frame([_hostile_config(mp, tmp)]),
     "judges": lambda mp, tmp: judges.judge_robustness_frame(*_judged_runs(tmp), "<style>", "<!--"),
     "axiom grid": lambda mp, tmp: _axiom_grid(),

@@ -193,7 +193,7 @@ def make_samples_file(path: Path, n_questions: int = 40, n_samples: int = 6, see
 
 def make_full_samples_file(path: Path, n_questions: int, fields_seed: int) -> list[dict]:
     """A score-samples input with every optional field a cross-question step reads: embeddings for ER, p(True),
-    log-probs for SE / NE / largest_cluster, and a judged answer on every other line for 'greedy'. The optional
+    log-probs for SE / NE, and a judged answer on every other line (``answer_source`` ``input``). The optional
     fields are drawn from their own generator, seeded with ``fields_seed``."""
     rows = make_samples_file(path, n_questions)
     rng = np.random.default_rng(fields_seed)

@@ -113,8 +113,6 @@ RUN_FILES: dict[str, tuple[str, str]] = {
     ),
     "skipped.csv": ("metrics", "the methods not computed on some or all questions, with the reason"),
     "comparisons.csv": ("metrics", "each method against ``Shap``: the AUROC difference and DeLong's paired test"),
-    "selection.csv": ("metrics", "the accuracy (a fraction) of the answer each selection strategy returns"),
-    "selection_tests.csv": ("metrics", "McNemar's test between the selection strategies"),
     "derived.json": ("metrics", "the stage-file content each derived file was computed from"),
     "beta_sweep.csv": ("beta-sweep", "per beta: AUROC of ``Shap`` and how many questions have a non-PSD R"),
     "beta_sweep_per_question.csv": ("beta-sweep", "per beta and question: ``Shap`` (nats) and R's least eigenvalue"),
@@ -136,14 +134,11 @@ def declared_columns() -> dict[str, tuple[str, ...]]:
     """The columns the code declares for a run's CSV files."""
     from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS
     from shapley.pipeline.evaluate.metrics import EXTRA_COLUMNS, METRICS_COLUMNS, SKIPPED_COLUMNS
-    from shapley.pipeline.evaluate.selection import SELECTION_COLUMNS, TEST_COLUMNS
 
     return {
         "metrics.csv": (*METRICS_COLUMNS, *EXTRA_COLUMNS),
         "skipped.csv": SKIPPED_COLUMNS,
         "comparisons.csv": COMPARISON_COLUMNS,
-        "selection.csv": SELECTION_COLUMNS,
-        "selection_tests.csv": TEST_COLUMNS,
     }
 
 

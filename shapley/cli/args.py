@@ -204,7 +204,7 @@ def _add_merge_parser(sub: argparse._SubParsersAction) -> None:
         help="join the K shard directories of a run made with --shard I/K",
         description="Merge the run directories of shards 0/K .. K-1/K into one run directory that equals the "
         "unsharded run: stage files in the unsharded order, then scores.csv, metrics.csv, skipped.csv, "
-        "selection.csv recomputed on the union (bootstrap intervals, the ER fit). Refused, before anything is "
+        "comparisons.csv recomputed on the union (bootstrap intervals, the ER fit). Refused, before anything is "
         "written, for shards of different settings, a missing, repeated or unfinished shard, or overlapping "
         "questions. DIR may be new, empty, or an earlier merge output (rewritten).",
     )

@@ -96,7 +96,7 @@ def provenance_frame(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataF
         "every invocation is listed below the table. "
         "Accuracy: share of judged answers counted correct. *dirty*: an invocation ran from a source "
         "tree that differed from its commit; *multi-commit*: the run was resumed at another commit; "
-        "*stale FILE*: a derived file (metrics, comparisons, selection, β sweep) covers another number of "
+        "*stale FILE*: a derived file (metrics, comparisons, β sweep) covers another number of "
         "questions than the run holds, so the page must not be read for that run until it is rebuilt."
     )
     formats = {"Questions": ".0f", "Samples": ".0f", "Accuracy": ".2f"}
@@ -152,15 +152,3 @@ def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, st
             return vs
 
     return {k: ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in ordered(vs)) for k, vs in seen.items()}
-
-
-def question_sets(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
-    """Which runs scored the same or overlapping questions: run (repository-relative) -> a key of its input data
-    (the data file's recorded sha256, or its path or dataset name, with the shard). Runs with equal keys scored
-    questions of one input, one run's a prefix of the other's when their ``--limit`` differs (e.g. the same answers
-    at n = 5, 10, 20 samples, or the first 200 of them under another judge): not independent evidence."""
-    out = {}
-    for d in run_dirs:
-        data = read_config(d).data
-        out[relative_path(d)] = f"{data.sha256 or data.path or data.dataset}|shard={data.shard}"
-    return out

@@ -4,7 +4,7 @@ This module holds the measured AUROCs in the paper's layout (:func:`comparison_f
 :mod:`shapley.companion.reported`), the measured Table 5 (:func:`beta_ablation`) and single-run tables. The book's
 other tables live beside it, along the data's path: :mod:`shapley.companion.htmltable` (the one renderer),
 :mod:`shapley.companion.provenance` (what each run was, from its ``config.json``),
-:mod:`shapley.companion.paired` (``comparisons.csv`` and ``selection.csv``) and :mod:`shapley.companion.costs`
+:mod:`shapley.companion.paired` (``comparisons.csv``) and :mod:`shapley.companion.costs`
 (benchmark files and the paper-scale cost estimate).
 """
 

@@ -17,7 +17,7 @@ import matplotlib
 import pandas as pd
 import pytest
 
-from shapley.companion import costs, htmltable, paired, plots, provenance, tables, theory_plots
+from shapley.companion import costs, htmltable, plots, provenance, tables, theory_plots
 from shapley.pipeline.rundir import store
 
 matplotlib.use("Agg")
@@ -116,11 +116,6 @@ def _comparisons() -> pd.DataFrame:
     )
 
 
-def _selection() -> pd.DataFrame:
-    s = {"strategy": ["first", "<style>"], "accuracy": [0.5, math.nan], "n": [10, 10], "lo": [0.4, 0.5], "hi": [1, 1]}
-    return pd.DataFrame(s).assign(run="<!--")
-
-
 def _metrics(methods) -> pd.DataFrame:
     k = len(methods)
     return pd.DataFrame(
@@ -175,7 +170,6 @@ def _metrics_table(monkeypatch, tmp_path):
 FRAMES = {
     "comparison": _comparison_table,
     "metrics": _metrics_table,
-    "selection": lambda mp, tmp: paired.selection_frame(_selection(), {"<!--": "</td>"}),
     "provenance": lambda mp, tmp: provenance.provenance_frame([_hostile_config(mp, tmp)]),
     "axiom grid": lambda mp, tmp: _axiom_grid(),
     "generation prompts": lambda mp, tmp: _generation()[0],

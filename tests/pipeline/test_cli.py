@@ -68,6 +68,8 @@ def test_score_samples_end_to_end(tmp_path, fake_entail, capsys):
     assert cfg["provenance"]["argv"][:4] == ["python", "-m", "shapley", "score-samples"]
     ent = [json.loads(x) for x in (out / "entailment.jsonl").read_text().splitlines()]
     assert all(e["n"] == 4 and len(e["entail"]) == 4 for e in ent)
+    scored = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    assert {r["answer_source"] for r in scored} == {"first_sample"}  # no 'answer' field: the first sample is judged
     m = pd.read_csv(out / "metrics.csv").set_index("method")
     assert "Shap" in m.index and "SE" not in m.index and m.loc["Shap", "n"] == 20
 

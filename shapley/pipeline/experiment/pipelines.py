@@ -58,7 +58,6 @@ from shapley.pipeline.rundir.records import (
 from shapley.pipeline.rundir.store import RunDir, stored_run
 from shapley.pipeline.score import correctness
 from shapley.pipeline.score import scores as score
-from shapley.pipeline.score.choice import choose
 
 # --------------------------------------------------------------------------------------------------
 # Shared stages
@@ -127,11 +126,9 @@ def score_record(
 ) -> dict[str, Any]:
     """The stored score record of one question (correctness of ``answer`` + every per-question method).
 
-    Also stored: ``position`` (the question's place in the unsharded input, for ``merge``), each sample's
-    correctness value ``sample_correctness``, the answers chosen by the selection strategies ``selected`` with
-    the exact Shapley values ``phi`` (or ``phi_note``: why not; :mod:`shapley.pipeline.score.choice`) and
-    ``answer_source`` (what ``answer`` is: one of :data:`shapley.pipeline.score.choice.ANSWER_SOURCES`). The
-    methods and the choice share one :class:`~shapley.pipeline.score.scores.QuestionContext` (R is built once).
+    Also stored: ``position`` (the question's place in the unsharded input, for ``merge``) and ``answer_source``
+    (what ``answer`` is: the generator's greedy answer, ``greedy``; the input's ``answer`` field, ``input``; or the
+    first sample, ``first_sample``, in ``score-samples`` without an ``answer`` field).
 
     Floating-point overflow (e.g. summing token log-probabilities of -1e308) gives +-inf without a numpy
     warning: a method that cannot use an infinite value skips the question and records why, and the metrics
@@ -139,11 +136,8 @@ def score_record(
     metric = scoring.correctness_metric
     assert metric is not None, "the correctness metric is resolved before a run starts"
     value = float(correctness.similarity(answer, list(references), metric))
-    per_sample = [float(correctness.similarity(s, list(references), metric)) for s in x.samples or []]
-    ctx = score.QuestionContext(x, scoring)
     with np.errstate(over="ignore"):
-        chosen, phi, phi_note = choose(ctx)
-        qs = score.score_question(ctx, methods=scoring.methods)
+        qs = score.score_question(score.QuestionContext(x, scoring), methods=scoring.methods)
     return {
         "id": x.id,
         "answer": answer,
@@ -155,10 +149,6 @@ def score_record(
         "diagnostics": qs.diagnostics,
         "position": position,
         "answer_source": answer_source,
-        "sample_correctness": per_sample,
-        "selected": chosen,
-        "phi": phi,
-        "phi_note": phi_note,
     }
 
 

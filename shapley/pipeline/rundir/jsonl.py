@@ -257,7 +257,7 @@ def compact_records(
 def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
     """Write ``run_dir/stages.jsonl.gz`` (:data:`COMPACT_FILE`): the :func:`compact_records` of the run's stage
     files for ``ids``, one checksummed line per question (``{"id", "entailment", "scores"}``), gzip with no
-    timestamp, so that equal records give equal bytes. What ``beta-sweep``, the selection table and ``report``
+    timestamp, so that equal records give equal bytes. What ``beta-sweep``, the outputs and ``report``
     read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent. Returns its path."""
     d = Path(run_dir)
     stages = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}

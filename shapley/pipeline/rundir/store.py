@@ -16,7 +16,7 @@ A run is a directory::
     stages.jsonl.gz    the entailment and score records without answer text or bookkeeping (gzip, no timestamp;
                        :func:`write_compact`), rewritten with the outputs; readers (``repair=False``) fall back to
                        it when a stage file is absent, so that a run whose JSONL files are left out of git (the
-                       LLaMA-13B runs) still recomputes its beta sweep, selection table and report
+                       LLaMA-13B runs) still recomputes its beta sweep, outputs and report
     hidden/            run only: the judged answers' hidden states (``.npz``, :mod:`shapley.pipeline.rundir.records`)
     .lock              advisory lock (flock) so that two processes never write one run
 

@@ -160,9 +160,8 @@ def _req(value: T | None) -> T:
 
 
 class QuestionContext:
-    """One question's inputs and the quantities several methods (and the answer choice,
-    :mod:`shapley.pipeline.score.choice`) share, each computed once: ``W = (P + P^T) / 2``, the kernel matrix
-    ``R`` of the run's beta, the semantic clusters and the samples' log-likelihoods."""
+    """One question's inputs and the quantities several methods share, each computed once: ``W = (P + P^T) / 2``,
+    the kernel matrix ``R`` of the run's beta, the semantic clusters and the samples' log-likelihoods."""
 
     def __init__(self, x: ScoreInputs, settings: MethodSettings) -> None:
         self.x = x
@@ -391,7 +390,7 @@ def psd_diagnostics(R: NDArray[np.float64], psd_policy: str) -> dict[str, Any]:
 
 def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None) -> QuestionScores:
     """Run every requested per-question method on one question, through its :class:`QuestionContext` (which the
-    caller may share, e.g. with :func:`shapley.pipeline.score.choice.choose`, so that R is built once).
+    caller may share, so that R is built once).
 
     A method is skipped (reason in ``.skipped``) when an input it needs is missing, when it raises a
     ``ValueError``/``ArithmeticError``/``LinAlgError`` (e.g. ``psd_policy="raise"`` on a non-PSD R), or when

@@ -1,8 +1,8 @@
 """The PSD page's worst-case searches, committed as a page record (:data:`RECORD`,
 ``results/theory/psd_searches.json``, written by ``python -m shapley.theory.psd_results``).
 
-* ``checks``: for n = 2..14, the closed form ``m(n)`` beside every vertex (n <= 7), every two-group split, a
-  local search over vertices (n >= 4) and random C in [0, 1] (:mod:`shapley.theory.worstcase`);
+* ``checks``: for n = 2..14, the closed form ``m(n)`` beside every vertex (n <= 7), every two-group split and
+  random C in [0, 1] (:mod:`shapley.theory.worstcase`);
 * ``hypothesis``: :func:`shapley.theory.search.hypothesis_smallest_failing_n` at beta = 0.5 (derandomised),
   and ``below``: every vertex matrix one size below its first failing n.
 """
@@ -26,9 +26,6 @@ def check_rows(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
             "closed form m(n)": wc.min_kernel_eigenvalue(n),
             "all vertices": wc.exhaustive_vertex_search(n).min_eig_K if n <= wc.EXHAUSTIVE_MAX_N else None,
             "all splits": wc.partition_search(n).min_eig_K,
-            "local search (heuristic)": (
-                wc.local_search(n, n_starts=c["local_starts"], seed=c["seed"]).min_eig_K if n >= 4 else None
-            ),
             "random C in [0,1]": wc.random_search(n, n_samples=c["random_draws"], seed=c["seed"]).min_eig_K,
         }
         for n in range(c["n_min"], c["n_max"] + 1)
@@ -61,7 +58,7 @@ RECORD = records.PageRecord(
     summary=lambda record: f"first failing n = {(record['hypothesis']['first'] or {}).get('n')}",
     settings={
         "beta": 0.5,
-        "checks": {"n_min": 2, "n_max": 14, "local_starts": 30, "random_draws": 20_000, "seed": 0},
+        "checks": {"n_min": 2, "n_max": 14, "random_draws": 20_000, "seed": 0},
         "hypothesis": {"n_min": 2, "n_max": 12, "max_examples": se.HYPOTHESIS_MAX_EXAMPLES},
     },
 )

@@ -14,9 +14,9 @@ equal as possible, which gives the closed form :func:`min_kernel_eigenvalue`::
 
     m(n) = 1 - A + A n / 2 - sqrt(n**2 - (1 - A**2) (n mod 2)) / 2.
 
-The module offers the closed form, three independent numerical checks of it (all vertices, all two-group
-partitions, random-restart local search), the worst-case witness for a given beta (:func:`beta_caveat`) and the
-illustrative matrix of the paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and
+The module offers the closed form, two exact numerical checks of it (all vertices, all two-group
+partitions), random C as a heuristic baseline, the worst-case witness for a given beta (:func:`beta_caveat`)
+and the illustrative matrix of the paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and
 :mod:`shapley.core`. The Hypothesis search for counterexamples lives in :mod:`shapley.theory.search` and the sympy
 derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
 """
@@ -196,35 +196,6 @@ def partition_search(n: int) -> VertexSearch:
             best, best_C = lam, C
     assert best_C is not None
     return VertexSearch(n, float(best), best_C, 2 ** (n - 1), True)
-
-
-def local_search(n: int, n_starts: int = 200, seed: int = 0) -> VertexSearch:
-    """Heuristic: steepest-descent single-entry flips over vertex matrices from ``n_starts`` random starts.
-
-    Not exact. Any matrix it returns is a real witness, so ``1 / (1 - min_eig_K)`` is an upper bound on
-    beta*(n); the search never sees the closed form, which makes it an independent check.
-    """
-    n = validate.integer(n, "n", minimum=2)
-    rng = np.random.default_rng(seed)
-    iu = np.triu_indices(n, 1)
-    m = iu[0].size
-    best, best_C, checked = math.inf, None, 0
-    for _ in range(n_starts):
-        bits = rng.integers(0, 2, m)
-        cur = float(_vertex_min_eigenvalues(n, bits[None, :])[0])
-        while True:
-            flips = np.repeat(bits[None, :], m, axis=0)
-            flips[np.arange(m), np.arange(m)] ^= 1
-            lam = _vertex_min_eigenvalues(n, flips)
-            checked += m
-            k = int(np.argmin(lam))
-            if lam[k] >= cur - 1e-12:
-                break
-            bits, cur = flips[k], float(lam[k])
-        if cur < best:
-            best, best_C = cur, vertex_C(n, bits)
-    assert best_C is not None
-    return VertexSearch(n, best, best_C, checked, False)
 
 
 def random_search(n: int, n_samples: int = 20_000, seed: int = 0) -> VertexSearch:

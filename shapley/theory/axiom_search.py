@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from itertools import combinations
-from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -123,24 +121,11 @@ def coalition_worths(
         >>> game_shapley_values(v).tolist()  # U's own Shapley values, which sum to U(all answers)
         [0.5, 0.5]
     """
-    n = M.shape[0]
-    v = np.zeros(2**n)
-    both = 0 if apart is None else (1 << apart[0]) | (1 << apart[1])
-    for mask in range(1, 2**n):
-        if both and mask & both == both:
-            v[mask] = math.nan
-            continue
-        idx = [k for k in range(n) if mask >> k & 1]
-        v[mask] = value(est, reading, M[np.ix_(idx, idx)], None if p is None else p[idx])
-    return v
 
+    def worth(idx: list[int]) -> float:
+        return value(est, reading, M[np.ix_(idx, idx)], None if p is None else p[idx])
 
-def _subgame_value(worths: Matrix, players: Sequence[int], who: int) -> float:
-    """Shapley value of ``who`` in the sub-game on ``players`` (global indices into the ``worths`` masks)."""
-    local = np.zeros(2 ** len(players))
-    for mask in range(1, local.size):
-        local[mask] = worths[sum(1 << players[k] for k in range(len(players)) if mask >> k & 1)]
-    return float(game_shapley_values(local)[list(players).index(who)])
+    return pr.coalition_worths(worth, M.shape[0], apart)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -211,13 +196,7 @@ def check_property3(
     (answers 0..n-1, g = n), (n + 1, n + 1). ``p``: (n + 1,) likelihoods or None."""
     n = M.shape[0] - 1
     worths = coalition_worths(est, reading, M, p, apart=(j, n))
-    others = [k for k in range(n) if k != j]
-    margin, tightest = math.inf, cast(tuple[int, ...], ())
-    for size in range(1, n):
-        for X in combinations(others, size):
-            d = _subgame_value(worths, sorted((*X, n)), n) - _subgame_value(worths, sorted((*X, j)), j)
-            if d < margin:
-                margin, tightest = d, X
+    margin, tightest = pr.consistency_premise(worths, j)
     old = float(worths[(1 << n) - 1])
     new = float(worths[((1 << n) - 1) & ~(1 << j) | (1 << n)])
     return pr.judge_property3(reading, j, old, new, margin, tightest)

@@ -30,7 +30,7 @@ this module imports only numpy and :mod:`shapley.core`. Comparisons use the abso
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import combinations
@@ -40,11 +40,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
-from shapley.core.entropy import gaussian_entropy, shapley_values
+from shapley.core.entropy import game_shapley_values, gaussian_entropy, shapley_values
 from shapley.core.kernel import kernel_matrix
 from shapley.core.psd import gershgorin_beta_bound, is_singular
 
 Reading = Literal["sentence", "rv"]
+Matrix = NDArray[np.float64]
 READINGS: tuple[str, ...] = get_args(Reading)
 """The two readings of "replace an answer", in display order."""
 
@@ -305,29 +306,43 @@ def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0
     return judge_property2(reading, A, total(A), lambda i: total(unrelated(A, i)))
 
 
-def _player_value(R: NDArray[np.float64], players: tuple[int, ...], who: int) -> float:
-    sub = R[np.ix_(players, players)]
-    return float(shapley_values(sub, "exact")[players.index(who)])
+def coalition_worths(worth: Callable[[list[int]], float], n: int, apart: tuple[int, int] | None = None) -> Matrix:
+    """``v(S) = worth(indices in S)`` for all ``2**n`` coalitions S of n answers, indexed by bitmask; ``v(empty) = 0``.
 
-
-def consistency_premise(R_old: ArrayLike, R_new: ArrayLike, j: int) -> tuple[bool, float, tuple[int, ...]]:
-    """Property 3's premise on correlation matrices that differ only in row/column j (old s_j, new g).
-
-    Returns (premise holds, smallest margin phi_g - phi_{s_j} over all non-empty X, the X attaining it).
+    ``apart=(a, b)``: leave every coalition holding both a and b as NaN (Property 3 never puts the old answer and
+    g together, and their joint matrix need not be a valid input).
     """
-    A, B = checked_correlation(R_old), checked_correlation(R_new)
-    n = A.shape[0]
-    keep = [k for k in range(n) if k != j]
-    if B.shape != A.shape or not np.allclose(A[np.ix_(keep, keep)], B[np.ix_(keep, keep)], atol=1e-12):
-        raise ValueError("R_old and R_new must agree outside row/column j")
+    v = np.zeros(2**n)
+    both = 0 if apart is None else (1 << apart[0]) | (1 << apart[1])
+    for mask in range(1, 2**n):
+        if both and mask & both == both:
+            v[mask] = math.nan
+            continue
+        v[mask] = worth([k for k in range(n) if mask >> k & 1])
+    return v
+
+
+def subgame_value(worths: Matrix, players: Sequence[int], who: int) -> float:
+    """Shapley value of ``who`` in the sub-game on ``players`` (global indices into the ``worths`` masks)."""
+    local = np.zeros(2 ** len(players))
+    for mask in range(1, local.size):
+        local[mask] = worths[sum(1 << players[k] for k in range(len(players)) if mask >> k & 1)]
+    return float(game_shapley_values(local)[list(players).index(who)])
+
+
+def consistency_premise(worths: Matrix, j: int) -> tuple[float, tuple[int, ...]]:
+    """Property 3's premise on the coalition worths of a joint game over (answers 0..n-1, g = n) that never puts
+    s_j and g together: the smallest margin ``phi_g - phi_{s_j}`` over the sub-games on X + {g} and X + {s_j}, for
+    every non-empty X of the other answers, and the X attaining it."""
+    g = int(worths.size).bit_length() - 2
+    others = [k for k in range(g) if k != j]
     worst, worst_X = math.inf, cast(tuple[int, ...], ())
-    for k in range(1, n):
-        for X in combinations(keep, k):
-            players = tuple(sorted(X + (j,)))
-            margin = _player_value(B, players, j) - _player_value(A, players, j)
+    for size in range(1, g):
+        for X in combinations(others, size):
+            margin = subgame_value(worths, sorted((*X, g)), g) - subgame_value(worths, sorted((*X, j)), j)
             if margin < worst:
                 worst, worst_X = margin, X
-    return bool(worst > TOL), float(worst), worst_X
+    return float(worst), worst_X
 
 
 def check_property3(
@@ -339,7 +354,14 @@ def check_property3(
         A, B = checked_correlation(M_old), checked_correlation(M_new)
     else:
         A, B = (_beta_R(validate.similarity_matrix(M, "C"), beta) for M in (M_old, M_new))
-    _, margin, X = consistency_premise(A, B, j)
+    n = A.shape[0]
+    keep = [k for k in range(n) if k != j]
+    if B.shape != A.shape or not np.allclose(A[np.ix_(keep, keep)], B[np.ix_(keep, keep)], atol=1e-12):
+        raise ValueError("M_old and M_new must agree outside row/column j")
+    joint = with_unrelated_g(A)  # g's row is the new row of s_j; its entry with s_j is never used
+    joint[n, keep] = joint[keep, n] = B[j, keep]
+    worths = coalition_worths(lambda idx: gaussian_entropy(joint[np.ix_(idx, idx)]), n + 1, apart=(j, n))
+    margin, X = consistency_premise(worths, j)
     return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X)
 
 

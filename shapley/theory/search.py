@@ -420,7 +420,7 @@ def _step_body(prop: str) -> Callable[..., Any]:
             return True, None, {}, math.nan
         if prop == "3":
             old, new = _swap_in_g(M, i)
-            if not pr.consistency_premise(old, new, i)[0]:
+            if not pr.check_property3(old, new, i, "rv").detail["premise"]:
                 return True, None, {}, math.nan
             example = {"R_old": old, "R_new": new, "j": i}
         chk, fails = check_example("step", prop, "rv", example, {})

@@ -134,7 +134,7 @@ def test_property3_sentence() -> None:
 
 def test_premise_requires_matching_matrices() -> None:
     with pytest.raises(ValueError):
-        pr.consistency_premise(np.eye(3), np.eye(4), 0)
+        pr.check_property3(np.eye(3), np.eye(4), 0)
 
 
 # --- Appendix A steps ------------------------------------------------------------------------------------

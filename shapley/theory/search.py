@@ -35,7 +35,7 @@ SEARCH_MAX_EXAMPLES = 400
 """Hypothesis examples per property search (the properties notebook and the tests use the same value)."""
 
 GRID_STEPS = 10
-"""Default resolution of the sentence reading's grid: C entries in {0, 1/10, ..., 1}."""
+"""Resolution of the sentence reading's grid: C entries in {0, 1/10, ..., 1} (k / 10, so 0.1 is exactly ``1 / 10``)."""
 
 
 def _partials(singular: bool = False) -> Any:
@@ -282,22 +282,9 @@ def _property_body(prop: str, reading: pr.Reading, options: dict[str, Any]) -> C
     return body
 
 
-def grid_values(steps: int = GRID_STEPS) -> list[float]:
-    """The sentence reading's grid {0, 1/steps, ..., 1} as floats (k / steps, so 0.1 is exactly ``1 / 10``).
-
-    Examples:
-        >>> grid_values(4)
-        [0.0, 0.25, 0.5, 0.75, 1.0]
-    """
-    steps = validate.integer(steps, "steps", minimum=1)
-    return [k / steps for k in range(steps + 1)]
-
-
-def sentence_families(
-    prop: str, n_range: tuple[int, int], steps: int = GRID_STEPS
-) -> Iterator[tuple[str, tuple[NDArray[np.float64], int]]]:
+def sentence_families(prop: str, n_range: tuple[int, int]) -> Iterator[tuple[str, tuple[NDArray[np.float64], int]]]:
     """Structured inputs of the sentence search's own domain (n answers in ``n_range``, C entries on the
-    grid {0, 1/steps, ..., 1}), smallest n first: where random search is known to miss counterexamples.
+    grid {0, 0.1, ..., 1}), smallest n first: where random search is known to miss counterexamples.
 
     * hubs: :func:`shapley.theory.properties.hub_C` ``(n, eps_hub, eps_rest)`` for every grid pair
       (the last answer is the replaced one);
@@ -308,11 +295,11 @@ def sentence_families(
     last answer, or a member of the second group).
 
     Examples:
-        >>> fam = list(sentence_families("2", (3, 3), steps=1))
+        >>> fam = list(sentence_families("2", (3, 3)))
         >>> len(fam), fam[0][0]
-        (8, 'hub(n=3, eps_hub=0, eps_rest=0)')
+        (242, 'hub(n=3, eps_hub=0, eps_rest=0)')
     """
-    grid = grid_values(steps)
+    grid = [k / GRID_STEPS for k in range(GRID_STEPS + 1)]
     lo, hi = n_range
     for n in range(max(lo, 3), hi + 1):
         for eh, er in product(grid, grid):
@@ -359,7 +346,6 @@ def search_counterexample(
     max_examples: int = SEARCH_MAX_EXAMPLES,
     strict_only: bool = False,
     singular: bool = False,
-    steps: int = GRID_STEPS,
     derandomize: bool = True,
 ) -> SearchResult:
     """Look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
@@ -369,7 +355,7 @@ def search_counterexample(
         :data:`~shapley.theory.properties.TENTHS`; every draw is positive definite; shrinking pushes towards the
         identity), or, with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
         exact duplicate pair are reachable; Property 2 only, the one property that needs no Shapley value);
-      * sentence: symmetric C with upper-triangle entries from {0, 1/steps, ..., 1} (tenths by default),
+      * sentence: symmetric C with upper-triangle entries from {0, 0.1, ..., 1},
         kernel at ``beta`` (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md). If Hypothesis finds
         nothing, every structured input of :func:`sentence_families` (hubs, two-group splits) in the same
         domain is checked too (``families_run`` of the result counts them); random search alone misses them;
@@ -385,15 +371,13 @@ def search_counterexample(
             "singular=True is for Property 2 in the rv reading: Properties 1 and 3 need Shapley "
             "values, which are undefined on a singular R"
         )
-    grid_values(steps)  # validates steps
     build: Callable[[int, list[float]], NDArray[np.float64]]
     if reading == "rv":
         values, build = _partials(singular), _vine
         desc = "C-vine partial correlations in " + pr.tenths_text(signed=True, closed=singular)
     else:
-        values, build = st.integers(0, steps).map(lambda k: k / steps), symmetric_from_upper
-        grid = "{0, 0.1, ..., 1}" if steps == 10 else "{0, 1/" + str(steps) + ", ..., 1}"
-        desc = f"C entries in {grid}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
+        values, build = st.integers(0, GRID_STEPS).map(lambda k: k / GRID_STEPS), symmetric_from_upper
+        desc = "C entries in {0, 0.1, ..., 1}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
     strategy = _matrices_and_index(values, build, n_range, prop)
     body = _property_body(prop, reading, {"rho": rho, "beta": beta, "strict_only": strict_only})
     found, example, check, runs = _run_search(strategy, body, max_examples, derandomize)
@@ -402,13 +386,13 @@ def search_counterexample(
         desc += "; then every hub and two-group split on that grid"
         if not found:
             prefilter = partial(_conclusion_fails, beta=beta) if prop == "3" else None
-            found, example, check, swept = _sweep(sentence_families(prop, n_range, steps), body, prefilter)
+            found, example, check, swept = _sweep(sentence_families(prop, n_range), body, prefilter)
     described = (
         f"n in {n_range[0]}..{n_range[1]}; {desc}; Property {prop}"
         + (f"; rho = {rho:g}" if prop == "1" and reading == "rv" else "")
         + ("; strict part only" if strict_only and prop == "1" else "")
     )
-    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps}
+    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": GRID_STEPS}
     return SearchResult(prop, reading, found, example, check, runs + swept, described, settings, swept)
 
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
 import shapley
-from shapley.theory import search as se
 from shapley.theory import symbolic
 from shapley.theory import worstcase as wc
 from tests.strategies import near_worst_C
@@ -126,15 +124,7 @@ def test_psd_property_catches_a_doubled_gershgorin_bound(monkeypatch) -> None:
 
 
 def test_beta_half_first_fails_at_eight_answers() -> None:
-    """The notebook's conclusion: Hypothesis finds n = 8 (a recall: none exists below, proved by exhaustive
-    search); its shrunk example is re-checked and is small, not pinned entry by entry."""
-    first, runs = se.hypothesis_smallest_failing_n(beta=0.5, n_range=(2, 12))
-    assert first is not None and first.n == 8
-    assert all(r.examples_run >= 1 for r in runs) and runs[-1] is first
-    assert not shapley.is_psd(shapley.kernel_matrix(first.C, 0.5))
-    assert first.min_eig_R < 0
-    # small: no more related pairs than the worst 4 + 4 split (16 of the 28 pairs)
-    assert np.count_nonzero(np.triu(first.C, 1)) <= np.count_nonzero(np.triu(wc.two_group_C(4, 4), 1))
+    """The notebook's conclusion from the closed form (what Hypothesis finds: test_psd_results.py)."""
     assert not shapley.is_psd(shapley.kernel_matrix(wc.two_group_C(4, 4), 0.5))  # the closed form's witness
     below = wc.exhaustive_vertex_search(7)
     assert 1 + 0.5 * (below.min_eig_K - 1) > 0  # no vertex (hence no C) breaks beta = 0.5 at n = 7

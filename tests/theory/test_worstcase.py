@@ -158,6 +158,4 @@ def test_validation() -> None:
     with pytest.raises(ValueError):
         wc.exhaustive_vertex_search(wc.EXHAUSTIVE_MAX_N + 1)
     with pytest.raises(ValueError):
-        wc.vertex_C(3, [0, 1])
-    with pytest.raises(ValueError):
         wc.smallest_failing_n(0.0)

@@ -151,14 +151,6 @@ class Example:
         return pr.corr_from_partials(upper) if self.reading == "rv" else upper
 
 
-def _duplicate(M: Matrix, reading: str, i: int, m: int) -> Matrix:
-    return pr.sentence_duplicate(M, i, m) if reading == "sentence" else pr.rv_duplicate(M, i, m, 1.0)
-
-
-def _unrelated(M: Matrix, reading: str, i: int) -> Matrix:
-    return pr.sentence_unrelated(M, i) if reading == "sentence" else pr.rv_independent(M, i)
-
-
 def _with(p: NDArray[np.float64] | None, i: int, q: float | None) -> NDArray[np.float64] | None:
     if p is None or q is None:
         return p
@@ -174,7 +166,7 @@ def check_property1(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
 
     def duplicate_total(i: int, m: int) -> float:
         q = None if p is None else float(p[m])
-        return value(est, reading, _duplicate(M, reading, i, m), _with(p, i, q))
+        return value(est, reading, pr.with_duplicate(M, reading, i, m), _with(p, i, q))
 
     return pr.judge_property1(reading, game_shapley_values(worths), float(worths[-1]), duplicate_total)
 
@@ -185,7 +177,7 @@ def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
     p_ans, q = (None, None) if p is None else (p[:-1], float(p[-1]))
     old = value(est, reading, M, p_ans)
     return pr.judge_property2(
-        reading, M, old, lambda i: value(est, reading, _unrelated(M, reading, i), _with(p_ans, i, q))
+        reading, M, old, lambda i: value(est, reading, pr.with_unrelated(M, reading, i), _with(p_ans, i, q))
     )
 
 

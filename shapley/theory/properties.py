@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import combinations
 from typing import Any, Literal, cast, get_args
 
@@ -153,6 +152,18 @@ def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
 def sentence_unrelated(C: ArrayLike, i: int) -> NDArray[np.float64]:
     """C after replacing answer i by an answer unrelated to all others (C = 0 off the diagonal)."""
     return _replaced(validate.similarity_matrix(C, "C"), i, 0.0)
+
+
+def with_duplicate(M: ArrayLike, reading: str, i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
+    """``M`` after replacing answer i by a copy of answer m in ``reading``: :func:`rv_duplicate` (at ``rho``) or
+    :func:`sentence_duplicate`."""
+    return rv_duplicate(M, i, m, rho) if reading == "rv" else sentence_duplicate(M, i, m)
+
+
+def with_unrelated(M: ArrayLike, reading: str, i: int) -> NDArray[np.float64]:
+    """``M`` after replacing answer i by an unrelated one in ``reading``: :func:`rv_independent` or
+    :func:`sentence_unrelated`."""
+    return rv_independent(M, i) if reading == "rv" else sentence_unrelated(M, i)
 
 
 def rv_r_squared(R: ArrayLike) -> NDArray[np.float64]:
@@ -294,16 +305,14 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
             "undefined (see degenerate_witness and prop36_readings)"
         )
     phi = shapley_values(R, "exact")
-    duplicate = partial(rv_duplicate, rho=rho) if reading == "rv" else sentence_duplicate
-    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(duplicate(A, i, m)))
+    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(with_duplicate(A, reading, i, m, rho)))
 
 
 def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
     """Property 2 (maximal uncertainty; the rule: :func:`judge_property2`) for the Shapley total of ``M``, R or C
     as in :func:`check_property1`."""
     A, total = _reading_input(M, reading, beta)
-    unrelated = rv_independent if reading == "rv" else sentence_unrelated
-    return judge_property2(reading, A, total(A), lambda i: total(unrelated(A, i)))
+    return judge_property2(reading, A, total(A), lambda i: total(with_unrelated(A, reading, i)))
 
 
 def coalition_worths(worth: Callable[[list[int]], float], n: int, apart: tuple[int, int] | None = None) -> Matrix:

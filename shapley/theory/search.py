@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from itertools import product
+from types import SimpleNamespace
 from typing import Any
 
 import hypothesis
+import hypothesis.internal.conjecture.engine as hypothesis_engine
 import numpy as np
 from hypothesis import given, target
 from hypothesis import strategies as st
@@ -59,6 +62,25 @@ def search_settings(max_examples: int, derandomize: bool = True) -> Any:
 
 
 _search_settings_module = search_settings
+
+
+@contextmanager
+def count_based_stop() -> Iterator[None]:
+    """Run a search with Hypothesis' count-based stop only, so that it runs the same examples on every machine.
+
+    After a first failure Hypothesis keeps generating (for other failures; it then shrinks the smallest) until a
+    limit on the number of calls, or until 10 s of wall clock have passed since that failure
+    (``ConjectureRunner.should_generate_more``, the one wall-clock rule left without a deadline or health checks).
+    On a loaded machine the clock rule stopped the PSD search at n = 8 after about 300 examples instead of 460, and
+    can change the example that is shrunk. The engine reads that clock (``time.monotonic``) only for this rule, so
+    it is frozen while the search runs.
+    """
+    clock = hypothesis_engine.time
+    hypothesis_engine.time = SimpleNamespace(monotonic=lambda: 0.0, perf_counter=clock.perf_counter)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        hypothesis_engine.time = clock
 
 
 class _Found(Exception):
@@ -115,7 +137,8 @@ def hypothesis_counterexample(
     grid = "{0, 1}" if vertices else "{0, 0.1, ..., 1}"
     strategy = f"upper-triangle entries of C from {grid}, targeted on -lambda_min(R), derandomized"
     try:
-        probe()
+        with count_based_stop():
+            probe()
     except _Found:
         C = found[-1]  # Hypothesis replays the shrunk example last
         return HypothesisResult(n, C, min_eigenvalue(kernel_matrix(C, beta)), runs[0], strategy)
@@ -201,7 +224,8 @@ def _run_search(
             raise _Found
 
     try:
-        probe()
+        with count_based_stop():
+            probe()
     except _Found:
         check, example = state["last"]
         return True, example, check, state["runs"]

@@ -7,7 +7,10 @@ tests/theory/test_hypothesis_results.py.
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -213,3 +216,15 @@ def test_property3_sentence_hub_lies_outside_the_searched_domain() -> None:
     joint[7, 7] = 1.0
     old, new = se._swap_in_g(joint, j)  # the search's input format reproduces the witness
     assert np.array_equal(old, C_old) and np.array_equal(new, C_new)
+
+
+def test_a_search_runs_the_same_examples_however_loaded_the_machine(monkeypatch) -> None:
+    """Hypothesis stops looking for further failures 10 s (time.monotonic) after the first one; a racing clock (a
+    loaded machine) must not change what a search runs or finds (search.count_based_stop). Without the freeze this
+    search stops at 22 examples instead of 23."""
+    search = partial(se.search_counterexample, "1", "rv", rho=0.99, n_range=(3, 5))
+    calm = search()
+    ticks = itertools.count(step=100.0)
+    monkeypatch.setattr(time, "monotonic", lambda: next(ticks))
+    raced = search()
+    assert raced.examples_run == calm.examples_run and np.array_equal(raced.example["M"], calm.example["M"])

@@ -152,7 +152,6 @@ class VertexSearch:
     min_eig_K: float
     C: NDArray[np.float64]
     n_checked: int
-    exact: bool
 
 
 def exhaustive_vertex_search(n: int) -> VertexSearch:
@@ -177,7 +176,7 @@ def exhaustive_vertex_search(n: int) -> VertexSearch:
             if lam[k] < best:
                 best, best_bits = float(lam[k]), bits[k].copy()
     assert best_bits is not None
-    return VertexSearch(n, best, vertex_C(n, best_bits), checked, True)
+    return VertexSearch(n, best, vertex_C(n, best_bits), checked)
 
 
 def partition_search(n: int) -> VertexSearch:
@@ -190,7 +189,7 @@ def partition_search(n: int) -> VertexSearch:
         if lam < best:
             best, best_C = lam, C
     assert best_C is not None
-    return VertexSearch(n, float(best), best_C, 2 ** (n - 1), True)
+    return VertexSearch(n, float(best), best_C, 2 ** (n - 1))
 
 
 def random_search(n: int, n_samples: int = 20_000, seed: int = 0) -> VertexSearch:
@@ -200,7 +199,7 @@ def random_search(n: int, n_samples: int = 20_000, seed: int = 0) -> VertexSearc
     C = rng.random((n_samples, n * (n - 1) // 2))
     lam = np.linalg.eigvalsh(_batch(n, np.exp(-((1 - C) ** 2) / 2)))[:, 0]
     j = int(np.argmin(lam))
-    return VertexSearch(n, float(lam[j]), symmetric_from_upper(n, C[j]), n_samples, False)
+    return VertexSearch(n, float(lam[j]), symmetric_from_upper(n, C[j]), n_samples)
 
 
 def beta_caveat(beta: float = 0.5) -> dict[str, Any]:

@@ -57,7 +57,7 @@ def test_the_committed_record_holds_every_search_of_the_page_and_its_examples_fa
     assert all(r.old == r.new == -np.inf and r.required == ">" for r in sing.check.failures())
     assert res["p2_s"].example["family"].startswith("hub(n=7")  # Hypothesis missed it; the sweep found it
     assert res["p3_rv"].check.detail["premise"] and res["st1"].check.wrong_way and res["st3"].check.wrong_way
-    assert "hub and two-group split" in res["p2_s"].strategy and res["p2_s"].settings["steps"] == 10
+    assert "hub and two-group split" in res["p2_s"].strategy
     assert rec["chain_rule"]["property1_failures"] == rec["chain_rule"]["property2_failures"] == 0
 
 

@@ -171,8 +171,7 @@ def test_prop36_readings_and_their_witnesses() -> None:
     p12 = rows["sentences through the kernel (beta = 0.5), Properties 1-2"]
     assert not p12.witness["property1"].holds and not p12.witness["property2"].holds
     assert any(r.required == "<" for r in p12.witness["property1"].failures())  # the strict part fails
-    b = p12.witness["premises"]
-    assert b["duplicate_R"] == 0.5 < 1 and 0 < b["unrelated_R"] == pytest.approx(0.5 * math.exp(-0.5))
+    assert p12.witness["premises"] == pv.sentence_premise_bounds(0.5)  # test_sentence_premises_cannot_occur...
 
 
 def test_property1_sentence_witness_fails_the_strict_part_inside_the_searched_domain() -> None:

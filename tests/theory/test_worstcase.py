@@ -35,7 +35,6 @@ def test_gershgorin_bound_is_less_conservative_than_papers(n: int) -> None:
 @pytest.mark.parametrize("n", range(1, wc.EXHAUSTIVE_MAX_N + 1))
 def test_closed_form_matches_exhaustive_vertex_search(n: int) -> None:
     res = wc.exhaustive_vertex_search(n)
-    assert res.exact
     assert res.min_eig_K == pytest.approx(wc.min_kernel_eigenvalue(n), abs=1e-12)
     K = shapley.kernel_matrix(res.C, 1.0)
     assert shapley.min_eigenvalue(K) == pytest.approx(res.min_eig_K, abs=1e-12)

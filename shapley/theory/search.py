@@ -1,10 +1,10 @@
-"""Hypothesis searches for counterexamples: to a fixed kernel scale beta (PSD), to the paper's three
-properties, and to the Appendix A step of each proof.
+"""Hypothesis searches for counterexamples to the paper's three properties and to the Appendix A step of each
+proof.
 
 Needs the ``theory`` extra (hypothesis). Every search is reproducible: derandomised, no example database,
 no deadline (:func:`search_settings`), so it gives the same shrunk example on every machine with the same
-Hypothesis version. The predicates being searched live in :mod:`shapley.theory.worstcase` and
-:mod:`shapley.theory.properties`, which import only numpy, scipy and :mod:`shapley.core`.
+Hypothesis version. The predicates being searched live in :mod:`shapley.theory.properties`, which imports only
+numpy, scipy and :mod:`shapley.core`.
 """
 
 from __future__ import annotations
@@ -25,14 +25,9 @@ from hypothesis import given, target
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import is_psd, min_eigenvalue
 from shapley.theory import properties as pr
-from shapley.theory.worstcase import symmetric_from_upper, two_group_C, vertex_C
-
-HYPOTHESIS_MAX_EXAMPLES = 1000
-"""Examples per size n in :func:`hypothesis_counterexample` (the PSD notebook and the tests use this value)."""
+from shapley.theory.worstcase import symmetric_from_upper, two_group_C
 
 SEARCH_MAX_EXAMPLES = 400
 """Hypothesis examples per property search (the properties notebook and the tests use the same value)."""
@@ -71,7 +66,7 @@ def count_based_stop() -> Iterator[None]:
     After a first failure Hypothesis keeps generating (for other failures; it then shrinks the smallest) until a
     limit on the number of calls, or until 10 s of wall clock have passed since that failure
     (``ConjectureRunner.should_generate_more``, the one wall-clock rule left without a deadline or health checks).
-    On a loaded machine the clock rule stopped the PSD search at n = 8 after about 300 examples instead of 460, and
+    On a loaded machine the clock rule stopped a search after about 300 examples instead of 460, and
     can change the example that is shrunk. The engine reads that clock (``time.monotonic``) only for this rule, so
     it is frozen while the search runs.
     """
@@ -85,78 +80,6 @@ def count_based_stop() -> Iterator[None]:
 
 class _Found(Exception):
     pass
-
-
-_grid_C = symmetric_from_upper
-
-
-# ---------------------------------------------------------------------------------------------------
-# PSD: a counterexample to a given beta
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HypothesisResult:
-    """What :func:`hypothesis_counterexample` did: the shrunk C (None if no counterexample), examples run."""
-
-    n: int
-    C: NDArray[np.float64] | None
-    min_eig_R: float | None
-    examples_run: int
-    strategy: str
-
-
-def hypothesis_counterexample(
-    n: int, beta: float = 0.5, max_examples: int = HYPOTHESIS_MAX_EXAMPLES, vertices: bool = True
-) -> HypothesisResult:
-    """Let Hypothesis look for a C of size n with R_beta not PSD, then shrink it.
-
-    Strategy: the n(n-1)/2 upper-triangle entries are drawn from {0, 1} (vertices, where the worst case
-    lives; ``vertices=False`` draws from the grid {0, 0.1, ..., 1}); the search is *targeted*
-    (``hypothesis.target`` on -lambda_min(R), which makes Hypothesis hill-climb towards bad matrices).
-    The returned C is Hypothesis' shrunk example (fewest 1 entries, earliest rows).
-    """
-    n = validate.integer(n, "n", minimum=2)
-    m = n * (n - 1) // 2
-    values = st.sampled_from([0.0, 1.0]) if vertices else st.integers(0, 10).map(lambda k: k / 10)
-    found: list[NDArray[np.float64]] = []
-    runs = [0]
-
-    # (the body's source seeds the derandomised search: keep it unchanged to keep the published examples)
-    @search_settings(max_examples)
-    @given(st.lists(values, min_size=m, max_size=m))
-    def probe(v: list[float]) -> None:
-        runs[0] += 1
-        C = vertex_C(n, v) if vertices else _grid_C(n, v)
-        R = kernel_matrix(C, beta)
-        target(-min_eigenvalue(R))
-        if not is_psd(R):
-            found.append(C)
-            raise _Found
-
-    grid = "{0, 1}" if vertices else "{0, 0.1, ..., 1}"
-    strategy = f"upper-triangle entries of C from {grid}, targeted on -lambda_min(R), derandomized"
-    try:
-        with count_based_stop():
-            probe()
-    except _Found:
-        C = found[-1]  # Hypothesis replays the shrunk example last
-        return HypothesisResult(n, C, min_eigenvalue(kernel_matrix(C, beta)), runs[0], strategy)
-    return HypothesisResult(n, None, None, runs[0], strategy)
-
-
-def hypothesis_smallest_failing_n(
-    beta: float = 0.5, n_range: tuple[int, int] = (2, 12), max_examples: int = HYPOTHESIS_MAX_EXAMPLES
-) -> tuple[HypothesisResult | None, list[HypothesisResult]]:
-    """Run :func:`hypothesis_counterexample` for n = n_range[0], ... and stop at the first n where it
-    finds a counterexample. Returns (that result or None, every result in order)."""
-    results = []
-    for n in range(n_range[0], n_range[1] + 1):
-        r = hypothesis_counterexample(n, beta, max_examples)
-        results.append(r)
-        if r.C is not None:
-            return r, results
-    return None, results
 
 
 # ---------------------------------------------------------------------------------------------------

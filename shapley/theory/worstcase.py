@@ -15,16 +15,14 @@ equal as possible, which gives the closed form :func:`min_kernel_eigenvalue`::
     m(n) = 1 - A + A n / 2 - sqrt(n**2 - (1 - A**2) (n mod 2)) / 2.
 
 The module offers the closed form, two exact numerical checks of it (all vertices, all two-group
-partitions), random C as a heuristic baseline, the worst-case witness for a given beta (:func:`beta_caveat`)
-and the illustrative matrix of the paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and
-:mod:`shapley.core`. The Hypothesis search for counterexamples lives in :mod:`shapley.theory.search` and the sympy
-derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
+partitions), the worst-case witness for a given beta (:func:`beta_caveat`) and the illustrative matrix of the
+paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and :mod:`shapley.core`. The sympy
+derivations live in :mod:`shapley.theory.symbolic` (``theory`` extra).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -134,27 +132,12 @@ def symmetric_from_upper(n: int, values: ArrayLike) -> NDArray[np.float64]:
     return _batch(n, v[None, :])[0]
 
 
-def vertex_C(n: int, bits: ArrayLike) -> NDArray[np.float64]:
-    """Symmetric 0/1 matrix C (unit diagonal) whose upper triangle, row by row, is the 0/1 ``bits``."""
-    return symmetric_from_upper(n, bits)
-
-
 def _vertex_min_eigenvalues(n: int, bits: NDArray[np.int64]) -> NDArray[np.floating[Any]]:
     """lambda_min(K) of each vertex matrix of size n whose upper triangle is a row of the 0/1 ``bits`` (m, n(n-1)/2)."""
     return np.linalg.eigvalsh(_batch(n, np.where(bits == 1, 1.0, A_FLOOR)))[:, 0]
 
 
-@dataclass(frozen=True)
-class VertexSearch:
-    """Outcome of a search over vertex matrices (every C[i, j] in {0, 1})."""
-
-    n: int
-    min_eig_K: float
-    C: NDArray[np.float64]
-    n_checked: int
-
-
-def exhaustive_vertex_search(n: int) -> VertexSearch:
+def exhaustive_vertex_search(n: int) -> float:
     """Minimum of lambda_min(K) over ALL vertex matrices of size n (exact, n <= ``EXHAUSTIVE_MAX_N``).
 
     Relabelling the answers does not change eigenvalues, so the answers linked to answer 0 by C = 1 can be
@@ -163,43 +146,22 @@ def exhaustive_vertex_search(n: int) -> VertexSearch:
     """
     n = validate.integer(n, "n", minimum=1, maximum=EXHAUSTIVE_MAX_N)
     m_rest, chunk = (n - 1) * (n - 2) // 2, 1 << 15
-    best, best_bits, checked = math.inf, None, 0
+    best = math.inf
     for d in range(n):
         first = np.r_[np.ones(d, dtype=np.int64), np.zeros(n - 1 - d, dtype=np.int64)]
         for start in range(0, 2**m_rest, chunk):
             idx = np.arange(start, min(2**m_rest, start + chunk), dtype=np.int64)
             rest = (idx[:, None] >> np.arange(m_rest)) & 1
             bits = np.concatenate([np.broadcast_to(first, (idx.size, n - 1)), rest], axis=1)
-            lam = _vertex_min_eigenvalues(n, bits)
-            k = int(np.argmin(lam))
-            checked += idx.size
-            if lam[k] < best:
-                best, best_bits = float(lam[k]), bits[k].copy()
-    assert best_bits is not None
-    return VertexSearch(n, best, vertex_C(n, best_bits), checked)
+            best = min(best, float(_vertex_min_eigenvalues(n, bits).min()))
+    return best
 
 
-def partition_search(n: int) -> VertexSearch:
+def partition_search(n: int) -> float:
     """Minimum of lambda_min(K) over all two-group patterns (every split of the n answers; exact by the
     sign-pattern argument of the notebook). Checks ``2**(n-1)`` splits."""
-    best, best_C = math.inf, None
-    for mask in range(2 ** (n - 1)):
-        C = _split_C((mask >> np.arange(n)) & 1)
-        lam = min_eigenvalue(kernel_matrix(C, 1.0))
-        if lam < best:
-            best, best_C = lam, C
-    assert best_C is not None
-    return VertexSearch(n, float(best), best_C, 2 ** (n - 1))
-
-
-def random_search(n: int, n_samples: int = 20_000, seed: int = 0) -> VertexSearch:
-    """Heuristic baseline: lambda_min(K) over uniformly random C in [0, 1] (not vertices). Not exact."""
-    n = validate.integer(n, "n", minimum=2)
-    rng = np.random.default_rng(seed)
-    C = rng.random((n_samples, n * (n - 1) // 2))
-    lam = np.linalg.eigvalsh(_batch(n, np.exp(-((1 - C) ** 2) / 2)))[:, 0]
-    j = int(np.argmin(lam))
-    return VertexSearch(n, float(lam[j]), symmetric_from_upper(n, C[j]), n_samples)
+    splits = (_split_C((mask >> np.arange(n)) & 1) for mask in range(2 ** (n - 1)))
+    return float(min(min_eigenvalue(kernel_matrix(C, 1.0)) for C in splits))
 
 
 def beta_caveat(beta: float = 0.5) -> dict[str, Any]:

@@ -39,7 +39,6 @@ SEARCHES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "p2_safe": ("2", "sentence", {"n_range": (3, 7), "beta": "gershgorin"}),
     "p3_rv": ("3", "rv", {"n_range": (3, 4)}),
     "p3_s": ("3", "sentence", {"n_range": (3, 6)}),
-    "p3_safe": ("3", "sentence", {"n_range": (3, 6), "beta": "gershgorin"}),
 }
 """name -> (property, reading, keyword arguments of ``search_counterexample``): the page's searches, in its order
 (the names are the page's variables; scripts/properties_report.py reruns the same list)."""

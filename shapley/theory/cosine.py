@@ -51,12 +51,7 @@ def cosine_C(X: ArrayLike) -> NDArray[np.float64]:
         [[1.0, 0.707, 0.0], [0.707, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
     A = np.asarray(X, dtype=np.float64)
-    if A.ndim != 2 or A.shape[0] < 1 or not np.all(np.isfinite(A)):
-        raise ValueError(f"X must be a finite (n, d) array; got shape {A.shape}")
-    norms = np.linalg.norm(A, axis=1)
-    if np.any(norms == 0):
-        raise ValueError("X has a zero row; a cosine needs nonzero vectors")
-    U = A / norms[:, None]
+    U = A / np.linalg.norm(A, axis=1)[:, None]
     C = np.clip(U @ U.T, 0.0, 1.0)
     np.fill_diagonal(C, 1.0)
     return C

@@ -112,8 +112,6 @@ def _vine(n: int, vals: list[float]) -> NDArray[np.float64]:
 def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[int, int], prop: str) -> Any:
     """Strategy for (matrix of size n + extra, index in 0..n-1) with n drawn from ``n_range``; ``extra`` is 1 for
     Property 3 (the answers plus g), else 0."""
-    if prop not in pr.PROPERTIES:
-        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
     extra = 1 if prop == "3" else 0
 
     def matrices(n: int) -> Any:
@@ -312,12 +310,6 @@ def search_counterexample(
     ``strict_only`` (Property 1): count only failures where the replaced answer is not a minimiser (the
     strict "<" part), so that ties cannot be blamed. ``found`` False is a budget (``examples_run``), not a proof.
     """
-    reading = pr.checked_reading(reading)
-    if singular and (prop != "2" or reading != "rv"):
-        raise ValueError(
-            "singular=True is for Property 2 in the rv reading: Properties 1 and 3 need Shapley "
-            "values, which are undefined on a singular R"
-        )
     build: Callable[[int, list[float]], NDArray[np.float64]]
     if reading == "rv":
         values, build = _partials(singular), _vine

@@ -147,5 +147,3 @@ def test_closed_form_values_quoted_in_verdict() -> None:
 def test_validation() -> None:
     with pytest.raises(ValueError):
         wc.exhaustive_vertex_search(wc.EXHAUSTIVE_MAX_N + 1)
-    with pytest.raises(ValueError):
-        wc.smallest_failing_n(0.0)

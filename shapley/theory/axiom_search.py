@@ -166,7 +166,7 @@ def check_property1(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
 
     def duplicate_total(i: int, m: int) -> float:
         q = None if p is None else float(p[m])
-        return value(est, reading, pr.with_duplicate(M, reading, i, m), _with(p, i, q))
+        return value(est, reading, pr.with_duplicate(M, i, m), _with(p, i, q))
 
     return pr.judge_property1(reading, game_shapley_values(worths), float(worths[-1]), duplicate_total)
 
@@ -177,7 +177,7 @@ def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
     p_ans, q = (None, None) if p is None else (p[:-1], float(p[-1]))
     old = value(est, reading, M, p_ans)
     return pr.judge_property2(
-        reading, M, old, lambda i: value(est, reading, pr.with_unrelated(M, reading, i), _with(p_ans, i, q))
+        reading, M, old, lambda i: value(est, reading, pr.with_unrelated(M, i), _with(p_ans, i, q))
     )
 
 

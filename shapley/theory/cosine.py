@@ -125,7 +125,6 @@ class CosineSearch:
     n: int
     min_eig_R: float
     X: NDArray[np.float64]
-    n_starts: int
 
 
 def search_min_eigenvalue(
@@ -158,7 +157,7 @@ def search_min_eigenvalue(
         starts.append(X0)
     ends = ((_lbfgs(_value_and_grad, X0.ravel(), (n, beta)).x.reshape(n, n), X0) for X0 in starts)
     best_val, best_X = _lowest((X for pair in ends for X in pair), beta)  # each start's end, then the start itself
-    return CosineSearch(n, best_val, best_X, len(starts))
+    return CosineSearch(n, best_val, best_X)
 
 
 def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, n_min: int = 2) -> list[CosineSearch]:
@@ -205,7 +204,7 @@ def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, 
         return _lbfgs(_value_and_grad, x, (n, beta)).x.reshape(n, dim)
 
     best_val, best_X = _lowest((descended(rng.normal(size=n * dim)) for _ in range(n_starts)), beta)
-    return CosineSearch(n, best_val, best_X, n_starts)
+    return CosineSearch(n, best_val, best_X)
 
 
 def circle_vectors(n: int) -> NDArray[np.float64]:

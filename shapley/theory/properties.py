@@ -120,48 +120,25 @@ def _replaced(A: NDArray[np.float64], i: int, row: NDArray[np.float64] | float) 
     return out
 
 
-def rv_duplicate(R: ArrayLike, i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
-    """Correlation matrix after replacing variable i by ``g = rho s_m + sqrt(1 - rho**2) z`` (z independent).
+def with_duplicate(M: NDArray[np.float64], i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
+    """``M`` after replacing answer i by a copy of answer m: row and column i become ``rho`` times m's row.
 
-    ``Cov(g, s_k) = rho R[m, k]`` for every remaining k (and ``rho`` with s_m itself when i != m). The
-    result is always PSD because (s, g) is a valid joint Gaussian. rho = 1 gives an exact copy of s_m.
+    Random variables: g = ``rho s_m + sqrt(1 - rho**2) z`` (z independent), so ``Cov(g, s_k) = rho R[m, k]`` for every
+    remaining k (and ``rho`` with s_m itself when i != m); the result is PSD because (s, g) is a valid joint Gaussian,
+    and rho = 1 gives an exact copy. Sentences (rho = 1): a semantic duplicate copies m's row of C, so C(g, m) =
+    C(m, m) = 1. For i == m the copy stands in for m itself (unchanged at rho = 1).
     """
-    A = checked_correlation(R)
-    return _replaced(A, i, rho * A[m])
+    return _replaced(M, i, rho * M[m])
 
 
-def rv_independent(R: ArrayLike, i: int) -> NDArray[np.float64]:
-    """Correlation matrix after replacing variable i by one independent of all others (row/column e_i)."""
-    return _replaced(checked_correlation(R), i, 0.0)
+rv_duplicate = with_duplicate
+"""The random-variable reading's name for :func:`with_duplicate` (``shapley.companion.verdicts`` reads it)."""
 
 
-def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
-    """C after replacing answer i by a semantic duplicate of answer m (copy m's row; C(g, m) = 1).
-
-    For i == m the duplicate stands in for m itself and C is unchanged.
-    """
-    A = validate.similarity_matrix(C, "C")
-    out = _replaced(A, i, A[m])
-    if i != m:
-        out[i, m] = out[m, i] = 1.0
-    return out
-
-
-def sentence_unrelated(C: ArrayLike, i: int) -> NDArray[np.float64]:
-    """C after replacing answer i by an answer unrelated to all others (C = 0 off the diagonal)."""
-    return _replaced(validate.similarity_matrix(C, "C"), i, 0.0)
-
-
-def with_duplicate(M: ArrayLike, reading: str, i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
-    """``M`` after replacing answer i by a copy of answer m in ``reading``: :func:`rv_duplicate` (at ``rho``) or
-    :func:`sentence_duplicate`."""
-    return rv_duplicate(M, i, m, rho) if reading == "rv" else sentence_duplicate(M, i, m)
-
-
-def with_unrelated(M: ArrayLike, reading: str, i: int) -> NDArray[np.float64]:
-    """``M`` after replacing answer i by an unrelated one in ``reading``: :func:`rv_independent` or
-    :func:`sentence_unrelated`."""
-    return rv_independent(M, i) if reading == "rv" else sentence_unrelated(M, i)
+def with_unrelated(M: NDArray[np.float64], i: int) -> NDArray[np.float64]:
+    """``M`` after replacing answer i by an unrelated one: a zero row and column (unit diagonal kept), i.e. a
+    variable independent of all others, or an answer with C = 0 to all."""
+    return _replaced(M, i, 0.0)
 
 
 def rv_r_squared(R: ArrayLike) -> NDArray[np.float64]:
@@ -303,14 +280,14 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
             "undefined (see degenerate_witness and prop36_readings)"
         )
     phi = shapley_values(R, "exact")
-    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(with_duplicate(A, reading, i, m, rho)))
+    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(with_duplicate(A, i, m, rho)))
 
 
 def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
     """Property 2 (maximal uncertainty; the rule: :func:`judge_property2`) for the Shapley total of ``M``, R or C
     as in :func:`check_property1`."""
     A, total = _reading_input(M, reading, beta)
-    return judge_property2(reading, A, total(A), lambda i: total(with_unrelated(A, reading, i)))
+    return judge_property2(reading, A, total(A), lambda i: total(with_unrelated(A, i)))
 
 
 def coalition_worths(worth: Callable[[list[int]], float], n: int, apart: tuple[int, int] | None = None) -> Matrix:
@@ -422,7 +399,7 @@ def appendix_step_property1(R: ArrayLike, i: int, rho: float = NEAR_ONE) -> Step
     m = argmin_player(A)
     if i == m:
         raise ValueError("i must differ from the argmin m (the appendix step is about i != m)")
-    return _step(A, rv_duplicate(A, i, m, rho), i, (i, m), falls=True)
+    return _step(A, with_duplicate(A, i, m, rho), i, (i, m), falls=True)
 
 
 def appendix_step_property3(R_old: ArrayLike, R_new: ArrayLike, j: int) -> StepCheck:
@@ -435,7 +412,7 @@ def appendix_step_property2(R: ArrayLike, i: int) -> StepCheck:
     This one is TRUE (entropy is submodular: dropping s_i from the conditioning sets can only raise each
     marginal contribution of s_k). Lists violators (expected: none)."""
     A = checked_correlation(R)
-    return _step(A, rv_independent(A, i), i, (i,), falls=False)
+    return _step(A, with_unrelated(A, i), i, (i,), falls=False)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -100,7 +100,6 @@ class SearchResult:
     check: pr.PropertyCheck | pr.StepCheck | None
     examples_run: int
     strategy: str
-    settings: dict[str, Any]
     families_run: int = 0
 
 
@@ -331,8 +330,7 @@ def search_counterexample(
         + (f"; rho = {rho:g}" if prop == "1" and reading == "rv" else "")
         + ("; strict part only" if strict_only and prop == "1" else "")
     )
-    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": GRID_STEPS}
-    return SearchResult(prop, reading, found, example, check, runs + swept, described, settings, swept)
+    return SearchResult(prop, reading, found, example, check, runs + swept, described, swept)
 
 
 def _step_body(prop: str) -> Callable[..., Any]:
@@ -367,5 +365,4 @@ def search_step_counterexample(
     outcome = _run_search(strategy, _step_body(prop), max_examples, derandomize)
     described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {pr.tenths_text(signed=True)}; "
     described += f"Appendix A step of Property {prop}"
-    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None}
-    return SearchResult(prop, "rv", *outcome, described, settings)
+    return SearchResult(prop, "rv", *outcome, described)

@@ -179,7 +179,7 @@ def test_an_exact_copy_leaves_shaps_values_undefined_so_the_rv_cell_cannot_be_ju
     """The cell used to say 'no counterexample': the new total is -inf for every input, so it could not fail,
     while the Shapley values on that input are (-inf) - (-inf), the case Proposition 3.6 counts against phi."""
     R = pr.random_correlation(4, seed=3)
-    R_copy = pr.rv_duplicate(R, 0, 1, 1.0)
+    R_copy = pr.with_duplicate(R, 0, 1)
     assert pv.undefined_shapley_message(R_copy) is not None
     assert axs.value(axs.estimator("Shap"), "rv", R_copy) == -np.inf
     assert ax.cell_result(axs.estimator("Shap"), "1", "rv", 5).verdict == ax.UNDEFINED

@@ -104,16 +104,16 @@ def test_exact_copy_total_is_minus_infinity() -> None:
     R = pr.random_correlation(4, seed=3)
     m = pr.argmin_player(R)
     i = (m + 1) % 4
-    assert pr.total_uncertainty(pr.rv_duplicate(R, i, m, 1.0)) == -math.inf
-    assert pr.total_uncertainty(pr.rv_duplicate(R, m, m, 1.0)) == pytest.approx(pr.total_uncertainty(R))
+    assert pr.total_uncertainty(pr.with_duplicate(R, i, m)) == -math.inf
+    assert pr.total_uncertainty(pr.with_duplicate(R, m, m)) == pytest.approx(pr.total_uncertainty(R))
 
 
 def test_sentence_replacements() -> None:
     C = np.array([[1.0, 0.2, 0.7], [0.2, 1.0, 0.4], [0.7, 0.4, 1.0]])
-    D = pr.sentence_duplicate(C, 2, 0)
+    D = pr.with_duplicate(C, 2, 0)
     assert D[2, 0] == 1.0 and D[2, 1] == C[0, 1]
-    assert np.array_equal(pr.sentence_duplicate(C, 1, 1), C)
-    U = pr.sentence_unrelated(C, 1)
+    assert np.array_equal(pr.with_duplicate(C, 1, 1), C)
+    U = pr.with_unrelated(C, 1)
     assert U[1, 0] == U[1, 2] == 0.0 and U[1, 1] == 1.0
 
 

@@ -202,20 +202,17 @@ def describe(result: CellResult) -> dict[str, Any]:
     return out
 
 
-def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
+def axiom_table(max_examples: int = 100, seed: int = 0) -> pd.DataFrame:
     """The tidy table, one row per (estimator, property, reading): columns ``estimator``, ``property`` ("1", "2",
     "3"), ``reading`` ("sentence", "rv"), ``verdict`` (the module docstring's), ``counterexample`` (compact JSON of
     the shrunk example, :func:`describe`, or empty) and ``examples`` (examples drawn until the first
-    counterexample, or N). Needs pandas (installed with the pipeline, test and book extras).
-
-    ``estimators``: names of :data:`~shapley.theory.axiom_search.ESTIMATORS` (a KeyError names an unknown one),
-    or None for all.
+    counterexample, or N), for every estimator of :data:`~shapley.theory.axiom_search.ESTIMATORS`. Needs pandas
+    (installed with the pipeline, test and book extras).
     """
     import pandas as pd
 
-    chosen = axs.ESTIMATORS if estimators is None else tuple(axs.estimator(name) for name in estimators)
     rows = []
-    for reading, est, prop in product(READINGS, chosen, PROPERTIES):
+    for reading, est, prop in product(READINGS, axs.ESTIMATORS, PROPERTIES):
         res = cell_result(est, prop, reading, max_examples, seed)
         ce = describe(res)
         rows.append(

@@ -157,15 +157,7 @@ PREMISE_FALSE = "(premise false)"
 
 def relation_holds(old: float, new: float, required: str) -> bool:
     """Whether ``new required old`` (``"<="``, ``"<"``, ``">="`` or ``">"``) holds within :data:`TOL`."""
-    if required == "<=":
-        return new <= old + TOL
-    if required == "<":
-        return new < old - TOL
-    if required == ">=":
-        return new >= old - TOL
-    if required == ">":
-        return new > old + TOL
-    raise ValueError(required)  # pragma: no cover
+    return {"<=": new <= old + TOL, "<": new < old - TOL, ">=": new >= old - TOL, ">": new > old + TOL}[required]
 
 
 @dataclass(frozen=True)

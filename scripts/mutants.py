@@ -334,8 +334,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "property-relation-tolerance",
         "theory",
-        "        return new <= old + TOL\n",
-        "        return new <= old + 1.0\n",
+        '"<=": new <= old + TOL,',
+        '"<=": new <= old + 1.0,',
         ("tests/theory/test_properties.py", "-m", "not slow"),
     ),
     Mutant(
@@ -344,7 +344,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "return float(min(lam2, 1 - a)) if max(p, q) > 1 else float(lam2)",
         "return float(min(lam2, 1 - a)) if max(p, q) >= 2 else float(lam2)",
         ("tests/theory/test_worstcase.py",),
-        equivalent="p and q are integers (checked by _check_n): > 1 and >= 2 select the same inputs",
+        equivalent="p and q are integers (n // 2 and n - n // 2): > 1 and >= 2 select the same inputs",
     ),
     # ---------------------------------------------------------------- pipeline: numbers a run writes
     Mutant(

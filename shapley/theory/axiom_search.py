@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from itertools import combinations
-from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -96,7 +94,7 @@ def estimator(name: str) -> Estimator:
 
 def applicable(est: Estimator, reading: str) -> bool:
     """Whether ``est`` can be judged in ``reading`` (every estimator takes an entailment matrix)."""
-    return pr.checked_reading(reading) == "sentence" or est.rv is not None
+    return reading == "sentence" or est.rv is not None
 
 
 def value(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float64] | None = None) -> float:
@@ -123,24 +121,11 @@ def coalition_worths(
         >>> game_shapley_values(v).tolist()  # U's own Shapley values, which sum to U(all answers)
         [0.5, 0.5]
     """
-    n = M.shape[0]
-    v = np.zeros(2**n)
-    both = 0 if apart is None else (1 << apart[0]) | (1 << apart[1])
-    for mask in range(1, 2**n):
-        if both and mask & both == both:
-            v[mask] = math.nan
-            continue
-        idx = [k for k in range(n) if mask >> k & 1]
-        v[mask] = value(est, reading, M[np.ix_(idx, idx)], None if p is None else p[idx])
-    return v
 
+    def worth(idx: list[int]) -> float:
+        return value(est, reading, M[np.ix_(idx, idx)], None if p is None else p[idx])
 
-def _subgame_value(worths: Matrix, players: Sequence[int], who: int) -> float:
-    """Shapley value of ``who`` in the sub-game on ``players`` (global indices into the ``worths`` masks)."""
-    local = np.zeros(2 ** len(players))
-    for mask in range(1, local.size):
-        local[mask] = worths[sum(1 << players[k] for k in range(len(players)) if mask >> k & 1)]
-    return float(game_shapley_values(local)[list(players).index(who)])
+    return pr.coalition_worths(worth, M.shape[0], apart)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -166,14 +151,6 @@ class Example:
         return pr.corr_from_partials(upper) if self.reading == "rv" else upper
 
 
-def _duplicate(M: Matrix, reading: str, i: int, m: int) -> Matrix:
-    return pr.sentence_duplicate(M, i, m) if reading == "sentence" else pr.rv_duplicate(M, i, m, 1.0)
-
-
-def _unrelated(M: Matrix, reading: str, i: int) -> Matrix:
-    return pr.sentence_unrelated(M, i) if reading == "sentence" else pr.rv_independent(M, i)
-
-
 def _with(p: NDArray[np.float64] | None, i: int, q: float | None) -> NDArray[np.float64] | None:
     if p is None or q is None:
         return p
@@ -189,7 +166,7 @@ def check_property1(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
 
     def duplicate_total(i: int, m: int) -> float:
         q = None if p is None else float(p[m])
-        return value(est, reading, _duplicate(M, reading, i, m), _with(p, i, q))
+        return value(est, reading, pr.with_duplicate(M, i, m), _with(p, i, q))
 
     return pr.judge_property1(reading, game_shapley_values(worths), float(worths[-1]), duplicate_total)
 
@@ -200,7 +177,7 @@ def check_property2(est: Estimator, reading: str, M: Matrix, p: NDArray[np.float
     p_ans, q = (None, None) if p is None else (p[:-1], float(p[-1]))
     old = value(est, reading, M, p_ans)
     return pr.judge_property2(
-        reading, M, old, lambda i: value(est, reading, _unrelated(M, reading, i), _with(p_ans, i, q))
+        reading, M, old, lambda i: value(est, reading, pr.with_unrelated(M, i), _with(p_ans, i, q))
     )
 
 
@@ -211,13 +188,7 @@ def check_property3(
     (answers 0..n-1, g = n), (n + 1, n + 1). ``p``: (n + 1,) likelihoods or None."""
     n = M.shape[0] - 1
     worths = coalition_worths(est, reading, M, p, apart=(j, n))
-    others = [k for k in range(n) if k != j]
-    margin, tightest = math.inf, cast(tuple[int, ...], ())
-    for size in range(1, n):
-        for X in combinations(others, size):
-            d = _subgame_value(worths, sorted((*X, n)), n) - _subgame_value(worths, sorted((*X, j)), j)
-            if d < margin:
-                margin, tightest = d, X
+    margin, tightest = pr.consistency_premise(worths, j)
     old = float(worths[(1 << n) - 1])
     new = float(worths[((1 << n) - 1) & ~(1 << j) | (1 << n)])
     return pr.judge_property3(reading, j, old, new, margin, tightest)

@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from shapley.core import validate
 from shapley.core.baselines.entropies import CLUSTER_THRESHOLD
 from shapley.theory import axiom_search as axs
 from shapley.theory import properties as pr
@@ -203,36 +202,18 @@ def describe(result: CellResult) -> dict[str, Any]:
     return out
 
 
-def _check_arguments(max_examples: Any, seed: Any, estimators: Any) -> tuple[int, int, tuple[axs.Estimator, ...]]:
-    """Validate :func:`axiom_table`'s arguments: ValueError naming the parameter on a wrong kind or value."""
-    n_max, seed = validate.positive_int(max_examples, "max_examples"), validate.integer(seed, "seed", minimum=0)
-    if estimators is None:
-        return n_max, seed, axs.ESTIMATORS
-    known = {e.name: e for e in axs.ESTIMATORS}
-    names = [] if isinstance(estimators, str | bytes) or not isinstance(estimators, Sequence) else list(estimators)
-    if not names or len(set(names)) < len(names) or not set(names) <= known.keys():
-        raise ValueError(
-            f"estimators must be a list of distinct names from {list(known)} (or None); got {estimators!r}"
-        )
-    return n_max, seed, tuple(known[x] for x in names)
-
-
-def axiom_table(max_examples: int = 100, seed: int = 0, estimators: Sequence[str] | None = None) -> pd.DataFrame:
+def axiom_table(max_examples: int = 100, seed: int = 0) -> pd.DataFrame:
     """The tidy table, one row per (estimator, property, reading): columns ``estimator``, ``property`` ("1", "2",
     "3"), ``reading`` ("sentence", "rv"), ``verdict`` (the module docstring's), ``counterexample`` (compact JSON of
     the shrunk example, :func:`describe`, or empty) and ``examples`` (examples drawn until the first
-    counterexample, or N). Needs pandas (installed with the pipeline, test and book extras).
-
-    ``max_examples``: a positive integer; ``seed``: a non-negative integer; ``estimators``: distinct names
-    of :data:`ESTIMATORS` (a list, not one string), or None for all. Anything else is a ValueError naming
-    the parameter.
+    counterexample, or N), for every estimator of :data:`~shapley.theory.axiom_search.ESTIMATORS`. Needs pandas
+    (installed with the pipeline, test and book extras).
     """
     import pandas as pd
 
-    n_max, seed, chosen = _check_arguments(max_examples, seed, estimators)
     rows = []
-    for reading, est, prop in product(READINGS, chosen, PROPERTIES):
-        res = cell_result(est, prop, reading, n_max, seed)
+    for reading, est, prop in product(READINGS, axs.ESTIMATORS, PROPERTIES):
+        res = cell_result(est, prop, reading, max_examples, seed)
         ce = describe(res)
         rows.append(
             {

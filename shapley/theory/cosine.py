@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
 
 
@@ -52,12 +51,7 @@ def cosine_C(X: ArrayLike) -> NDArray[np.float64]:
         [[1.0, 0.707, 0.0], [0.707, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
     A = np.asarray(X, dtype=np.float64)
-    if A.ndim != 2 or A.shape[0] < 1 or not np.all(np.isfinite(A)):
-        raise ValueError(f"X must be a finite (n, d) array; got shape {A.shape}")
-    norms = np.linalg.norm(A, axis=1)
-    if np.any(norms == 0):
-        raise ValueError("X has a zero row; a cosine needs nonzero vectors")
-    U = A / norms[:, None]
+    U = A / np.linalg.norm(A, axis=1)[:, None]
     C = np.clip(U @ U.T, 0.0, 1.0)
     np.fill_diagonal(C, 1.0)
     return C
@@ -117,13 +111,6 @@ def _softmin_value_and_grad(
     return float(value), _grad((V * (w / w.sum())) @ V.T, parts, beta)
 
 
-def _search_arguments(n: int, n_starts: int, seed: int, beta: float) -> tuple[int, int, np.random.Generator, float]:
-    """A search's arguments, checked (a ValueError names the wrong one): n, n_starts, the seeded generator, beta."""
-    n, n_starts = validate.integer(n, "n", minimum=2), validate.integer(n_starts, "n_starts", minimum=1)
-    seed = validate.integer(seed, "seed", minimum=0)
-    return n, n_starts, np.random.default_rng(seed), validate.beta_value(beta)
-
-
 def _lowest(candidates: Iterator[NDArray[np.float64]], beta: float) -> tuple[float, NDArray[np.float64]]:
     """The lowest ``lambda_min(R_beta)`` over the candidate vectors (rows), and the first candidate attaining it,
     as unit rows."""
@@ -138,7 +125,6 @@ class CosineSearch:
     n: int
     min_eig_R: float
     X: NDArray[np.float64]
-    n_starts: int
 
 
 def search_min_eigenvalue(
@@ -156,8 +142,7 @@ def search_min_eigenvalue(
         >>> abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9, s.min_eig_R > 0
         (True, True)
     """
-    n, n_starts, rng, b = _search_arguments(n, n_starts, seed, beta)
-    starts = []
+    rng, starts = np.random.default_rng(seed), []
     for start in range(n_starts):
         X0 = rng.normal(size=(n, n))
         if start % 2 == 1:
@@ -166,15 +151,13 @@ def search_min_eigenvalue(
         starts.append(X0)
     if warm is not None:
         W = np.asarray(warm, dtype=np.float64)
-        if W.ndim != 2 or W.shape[0] > n or W.shape[1] > n:
-            raise ValueError(f"warm must be an (m, d) array with m, d <= n = {n}; got shape {W.shape}")
         X0 = rng.normal(size=(n, n))
         X0[: W.shape[0]] = 0.0
         X0[: W.shape[0], : W.shape[1]] = W
         starts.append(X0)
-    ends = ((_lbfgs(_value_and_grad, X0.ravel(), (n, b)).x.reshape(n, n), X0) for X0 in starts)
-    best_val, best_X = _lowest((X for pair in ends for X in pair), b)  # each start's end, then the start itself
-    return CosineSearch(n, best_val, best_X, len(starts))
+    ends = ((_lbfgs(_value_and_grad, X0.ravel(), (n, beta)).x.reshape(n, n), X0) for X0 in starts)
+    best_val, best_X = _lowest((X for pair in ends for X in pair), beta)  # each start's end, then the start itself
+    return CosineSearch(n, best_val, best_X)
 
 
 def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0, n_min: int = 2) -> list[CosineSearch]:
@@ -184,8 +167,6 @@ def search_sweep(n_max: int, beta: float = 0.5, n_starts: int = 8, seed: int = 0
     as n grows; the warm start makes the found values fall too (the previous vectors plus one new vector are
     a start whose value is at most the previous best).
     """
-    n_max = validate.integer(n_max, "n_max", minimum=2)
-    n_min = validate.integer(n_min, "n_min", minimum=2, maximum=n_max)
     out: list[CosineSearch] = []
     for n in range(n_min, n_max + 1):
         warm = out[-1].X if out else None
@@ -215,21 +196,19 @@ def search_in_dimension(n: int, dim: int, beta: float = 0.5, n_starts: int = 8, 
         >>> s.X.shape, abs(s.min_eig_R - cosine_min_eigenvalue(s.X, 0.5)) < 1e-9
         ((6, 3), True)
     """
-    n, n_starts, rng, b = _search_arguments(n, n_starts, seed, beta)
-    dim = validate.integer(dim, "dim", minimum=1)
+    rng = np.random.default_rng(seed)
 
     def descended(x: NDArray[np.float64]) -> NDArray[np.float64]:
         for t in SOFTMIN_TEMPERATURES:
-            x = _lbfgs(_softmin_value_and_grad, x, (n, b, t)).x
-        return _lbfgs(_value_and_grad, x, (n, b)).x.reshape(n, dim)
+            x = _lbfgs(_softmin_value_and_grad, x, (n, beta, t)).x
+        return _lbfgs(_value_and_grad, x, (n, beta)).x.reshape(n, dim)
 
-    best_val, best_X = _lowest((descended(rng.normal(size=n * dim)) for _ in range(n_starts)), b)
-    return CosineSearch(n, best_val, best_X, n_starts)
+    best_val, best_X = _lowest((descended(rng.normal(size=n * dim)) for _ in range(n_starts)), beta)
+    return CosineSearch(n, best_val, best_X)
 
 
 def circle_vectors(n: int) -> NDArray[np.float64]:
     """n unit vectors equally spaced on a circle, shape (n, 2): ``(cos 2 pi k / n, sin 2 pi k / n)``."""
-    n = validate.integer(n, "n", minimum=1)
     t = 2.0 * np.pi * np.arange(n) / n
     return np.stack([np.cos(t), np.sin(t)], axis=1)
 
@@ -243,12 +222,10 @@ def circle_min_eigenvalue(n: int, beta: float = 0.5) -> float:
         >>> abs(circle_min_eigenvalue(n) - cosine_min_eigenvalue(circle_vectors(n))) < 1e-12
         True
     """
-    n = validate.integer(n, "n", minimum=1)
-    b = validate.beta_value(beta)
     c = np.maximum(np.cos(2.0 * np.pi * np.arange(n) / n), 0.0)
     row = np.exp(-((1.0 - c) ** 2) / 2.0)
     lam_K = float(np.min(np.real(np.fft.fft(row))))
-    return 1.0 + b * (lam_K - 1.0)
+    return 1.0 + beta * (lam_K - 1.0)
 
 
 def circle_first_indefinite_n(beta: float = 0.5) -> int | None:
@@ -258,8 +235,7 @@ def circle_first_indefinite_n(beta: float = 0.5) -> int | None:
         >>> circle_first_indefinite_n(0.5) > 20
         True
     """
-    b = validate.beta_value(beta)
     for n in range(1, 10_001):
-        if circle_min_eigenvalue(n, b) < 0:
+        if circle_min_eigenvalue(n, beta) < 0:
             return n
     return None

@@ -30,9 +30,8 @@ this module imports only numpy and :mod:`shapley.core`. Comparisons use the abso
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import combinations
 from typing import Any, Literal, cast, get_args
 
@@ -40,11 +39,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from shapley.core import validate
-from shapley.core.entropy import gaussian_entropy, shapley_values
+from shapley.core.entropy import game_shapley_values, gaussian_entropy, shapley_values
 from shapley.core.kernel import kernel_matrix
 from shapley.core.psd import gershgorin_beta_bound, is_singular
 
 Reading = Literal["sentence", "rv"]
+Matrix = NDArray[np.float64]
 READINGS: tuple[str, ...] = get_args(Reading)
 """The two readings of "replace an answer", in display order."""
 
@@ -120,38 +120,25 @@ def _replaced(A: NDArray[np.float64], i: int, row: NDArray[np.float64] | float) 
     return out
 
 
-def rv_duplicate(R: ArrayLike, i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
-    """Correlation matrix after replacing variable i by ``g = rho s_m + sqrt(1 - rho**2) z`` (z independent).
+def with_duplicate(M: NDArray[np.float64], i: int, m: int, rho: float = 1.0) -> NDArray[np.float64]:
+    """``M`` after replacing answer i by a copy of answer m: row and column i become ``rho`` times m's row.
 
-    ``Cov(g, s_k) = rho R[m, k]`` for every remaining k (and ``rho`` with s_m itself when i != m). The
-    result is always PSD because (s, g) is a valid joint Gaussian. rho = 1 gives an exact copy of s_m.
+    Random variables: g = ``rho s_m + sqrt(1 - rho**2) z`` (z independent), so ``Cov(g, s_k) = rho R[m, k]`` for every
+    remaining k (and ``rho`` with s_m itself when i != m); the result is PSD because (s, g) is a valid joint Gaussian,
+    and rho = 1 gives an exact copy. Sentences (rho = 1): a semantic duplicate copies m's row of C, so C(g, m) =
+    C(m, m) = 1. For i == m the copy stands in for m itself (unchanged at rho = 1).
     """
-    A = checked_correlation(R)
-    if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be in [0, 1]; got {rho!r}")
-    return _replaced(A, i, rho * A[m])
+    return _replaced(M, i, rho * M[m])
 
 
-def rv_independent(R: ArrayLike, i: int) -> NDArray[np.float64]:
-    """Correlation matrix after replacing variable i by one independent of all others (row/column e_i)."""
-    return _replaced(checked_correlation(R), i, 0.0)
+rv_duplicate = with_duplicate
+"""The random-variable reading's name for :func:`with_duplicate` (``shapley.companion.verdicts`` reads it)."""
 
 
-def sentence_duplicate(C: ArrayLike, i: int, m: int) -> NDArray[np.float64]:
-    """C after replacing answer i by a semantic duplicate of answer m (copy m's row; C(g, m) = 1).
-
-    For i == m the duplicate stands in for m itself and C is unchanged.
-    """
-    A = validate.similarity_matrix(C, "C")
-    out = _replaced(A, i, A[m])
-    if i != m:
-        out[i, m] = out[m, i] = 1.0
-    return out
-
-
-def sentence_unrelated(C: ArrayLike, i: int) -> NDArray[np.float64]:
-    """C after replacing answer i by an answer unrelated to all others (C = 0 off the diagonal)."""
-    return _replaced(validate.similarity_matrix(C, "C"), i, 0.0)
+def with_unrelated(M: NDArray[np.float64], i: int) -> NDArray[np.float64]:
+    """``M`` after replacing answer i by an unrelated one: a zero row and column (unit diagonal kept), i.e. a
+    variable independent of all others, or an answer with C = 0 to all."""
+    return _replaced(M, i, 0.0)
 
 
 def rv_r_squared(R: ArrayLike) -> NDArray[np.float64]:
@@ -170,15 +157,7 @@ PREMISE_FALSE = "(premise false)"
 
 def relation_holds(old: float, new: float, required: str) -> bool:
     """Whether ``new required old`` (``"<="``, ``"<"``, ``">="`` or ``">"``) holds within :data:`TOL`."""
-    if required == "<=":
-        return new <= old + TOL
-    if required == "<":
-        return new < old - TOL
-    if required == ">=":
-        return new >= old - TOL
-    if required == ">":
-        return new > old + TOL
-    raise ValueError(required)  # pragma: no cover
+    return {"<=": new <= old + TOL, "<": new < old - TOL, ">=": new >= old - TOL, ">": new > old + TOL}[required]
 
 
 @dataclass(frozen=True)
@@ -293,41 +272,53 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
             "undefined (see degenerate_witness and prop36_readings)"
         )
     phi = shapley_values(R, "exact")
-    duplicate = partial(rv_duplicate, rho=rho) if reading == "rv" else sentence_duplicate
-    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(duplicate(A, i, m)))
+    return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(with_duplicate(A, i, m, rho)))
 
 
 def check_property2(M: ArrayLike, reading: Reading = "rv", *, beta: BetaSpec = 0.5) -> PropertyCheck:
     """Property 2 (maximal uncertainty; the rule: :func:`judge_property2`) for the Shapley total of ``M``, R or C
     as in :func:`check_property1`."""
     A, total = _reading_input(M, reading, beta)
-    unrelated = rv_independent if reading == "rv" else sentence_unrelated
-    return judge_property2(reading, A, total(A), lambda i: total(unrelated(A, i)))
+    return judge_property2(reading, A, total(A), lambda i: total(with_unrelated(A, i)))
 
 
-def _player_value(R: NDArray[np.float64], players: tuple[int, ...], who: int) -> float:
-    sub = R[np.ix_(players, players)]
-    return float(shapley_values(sub, "exact")[players.index(who)])
+def coalition_worths(worth: Callable[[list[int]], float], n: int, apart: tuple[int, int] | None = None) -> Matrix:
+    """``v(S) = worth(indices in S)`` for all ``2**n`` coalitions S of n answers, indexed by bitmask; ``v(empty) = 0``.
 
-
-def consistency_premise(R_old: ArrayLike, R_new: ArrayLike, j: int) -> tuple[bool, float, tuple[int, ...]]:
-    """Property 3's premise on correlation matrices that differ only in row/column j (old s_j, new g).
-
-    Returns (premise holds, smallest margin phi_g - phi_{s_j} over all non-empty X, the X attaining it).
+    ``apart=(a, b)``: leave every coalition holding both a and b as NaN (Property 3 never puts the old answer and
+    g together, and their joint matrix need not be a valid input).
     """
-    A, B = checked_correlation(R_old), checked_correlation(R_new)
-    n = A.shape[0]
-    keep = [k for k in range(n) if k != j]
-    if B.shape != A.shape or not np.allclose(A[np.ix_(keep, keep)], B[np.ix_(keep, keep)], atol=1e-12):
-        raise ValueError("R_old and R_new must agree outside row/column j")
+    v = np.zeros(2**n)
+    both = 0 if apart is None else (1 << apart[0]) | (1 << apart[1])
+    for mask in range(1, 2**n):
+        if both and mask & both == both:
+            v[mask] = math.nan
+            continue
+        v[mask] = worth([k for k in range(n) if mask >> k & 1])
+    return v
+
+
+def subgame_value(worths: Matrix, players: Sequence[int], who: int) -> float:
+    """Shapley value of ``who`` in the sub-game on ``players`` (global indices into the ``worths`` masks)."""
+    local = np.zeros(2 ** len(players))
+    for mask in range(1, local.size):
+        local[mask] = worths[sum(1 << players[k] for k in range(len(players)) if mask >> k & 1)]
+    return float(game_shapley_values(local)[list(players).index(who)])
+
+
+def consistency_premise(worths: Matrix, j: int) -> tuple[float, tuple[int, ...]]:
+    """Property 3's premise on the coalition worths of a joint game over (answers 0..n-1, g = n) that never puts
+    s_j and g together: the smallest margin ``phi_g - phi_{s_j}`` over the sub-games on X + {g} and X + {s_j}, for
+    every non-empty X of the other answers, and the X attaining it."""
+    g = int(worths.size).bit_length() - 2
+    others = [k for k in range(g) if k != j]
     worst, worst_X = math.inf, cast(tuple[int, ...], ())
-    for k in range(1, n):
-        for X in combinations(keep, k):
-            players = tuple(sorted(X + (j,)))
-            margin = _player_value(B, players, j) - _player_value(A, players, j)
+    for size in range(1, g):
+        for X in combinations(others, size):
+            margin = subgame_value(worths, sorted((*X, g)), g) - subgame_value(worths, sorted((*X, j)), j)
             if margin < worst:
                 worst, worst_X = margin, X
-    return bool(worst > TOL), float(worst), worst_X
+    return float(worst), worst_X
 
 
 def check_property3(
@@ -339,7 +330,14 @@ def check_property3(
         A, B = checked_correlation(M_old), checked_correlation(M_new)
     else:
         A, B = (_beta_R(validate.similarity_matrix(M, "C"), beta) for M in (M_old, M_new))
-    _, margin, X = consistency_premise(A, B, j)
+    n = A.shape[0]
+    keep = [k for k in range(n) if k != j]
+    if B.shape != A.shape or not np.allclose(A[np.ix_(keep, keep)], B[np.ix_(keep, keep)], atol=1e-12):
+        raise ValueError("M_old and M_new must agree outside row/column j")
+    joint = with_unrelated_g(A)  # g's row is the new row of s_j; its entry with s_j is never used
+    joint[n, keep] = joint[keep, n] = B[j, keep]
+    worths = coalition_worths(lambda idx: gaussian_entropy(joint[np.ix_(idx, idx)]), n + 1, apart=(j, n))
+    margin, X = consistency_premise(worths, j)
     return judge_property3(reading, j, total_uncertainty(A), total_uncertainty(B), margin, X)
 
 
@@ -393,7 +391,7 @@ def appendix_step_property1(R: ArrayLike, i: int, rho: float = NEAR_ONE) -> Step
     m = argmin_player(A)
     if i == m:
         raise ValueError("i must differ from the argmin m (the appendix step is about i != m)")
-    return _step(A, rv_duplicate(A, i, m, rho), i, (i, m), falls=True)
+    return _step(A, with_duplicate(A, i, m, rho), i, (i, m), falls=True)
 
 
 def appendix_step_property3(R_old: ArrayLike, R_new: ArrayLike, j: int) -> StepCheck:
@@ -406,7 +404,7 @@ def appendix_step_property2(R: ArrayLike, i: int) -> StepCheck:
     This one is TRUE (entropy is submodular: dropping s_i from the conditioning sets can only raise each
     marginal contribution of s_k). Lists violators (expected: none)."""
     A = checked_correlation(R)
-    return _step(A, rv_independent(A, i), i, (i,), falls=False)
+    return _step(A, with_unrelated(A, i), i, (i,), falls=False)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -429,11 +427,8 @@ def corr_from_partials(P: ArrayLike) -> NDArray[np.float64]:
                [1. , 1. , 0.5],
                [0.5, 0.5, 1. ]])
     """
-    Pm = validate.square_matrix(P, "P")
+    Pm = np.asarray(P, dtype=np.float64)
     n = Pm.shape[0]
-    iu = np.triu_indices(n, 1)
-    if np.any(np.abs(Pm[iu]) > 1):
-        raise ValueError("partial correlations must lie in [-1, 1]")
     R = np.eye(n)
     for k in range(n - 1):
         for i in range(k + 1, n):
@@ -476,7 +471,6 @@ def hub_C(n: int, eps_hub: float = 0.05, eps_rest: float = 0.0, g_row: bool = Fa
     from n = 6 on (the hub is 'explained' by the others), so a little extra similarity to the hub makes
     s *less* predictable from the rest, not more.
     """
-    n = validate.integer(n, "n", minimum=3)
     C = np.zeros((n, n))
     C[0, 1 : n - 1] = C[1 : n - 1, 0] = 1.0
     if not g_row:

@@ -52,7 +52,7 @@ def degenerate_property1_rows(R: ArrayLike) -> tuple[pr.Replacement, ...]:
     A = pr.checked_correlation(R)
     old, n = pr.total_uncertainty(A), A.shape[0]
     pairs = [(i, m) for m in range(n) for i in range(n) if i != m]
-    return tuple(pr.Replacement(i, old, pr.total_uncertainty(pr.rv_duplicate(A, i, m, 1.0)), "<") for i, m in pairs)
+    return tuple(pr.Replacement(i, old, pr.total_uncertainty(pr.with_duplicate(A, i, m)), "<") for i, m in pairs)
 
 
 def undefined_shapley_message(R: ArrayLike) -> str | None:

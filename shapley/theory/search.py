@@ -1,41 +1,39 @@
-"""Hypothesis searches for counterexamples: to a fixed kernel scale beta (PSD), to the paper's three
-properties, and to the Appendix A step of each proof.
+"""Hypothesis searches for counterexamples to the paper's three properties and to the Appendix A step of each
+proof.
 
 Needs the ``theory`` extra (hypothesis). Every search is reproducible: derandomised, no example database,
 no deadline (:func:`search_settings`), so it gives the same shrunk example on every machine with the same
-Hypothesis version. The predicates being searched live in :mod:`shapley.theory.worstcase` and
-:mod:`shapley.theory.properties`, which import only numpy, scipy and :mod:`shapley.core`.
+Hypothesis version. The predicates being searched live in :mod:`shapley.theory.properties`, which imports only
+numpy, scipy and :mod:`shapley.core`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from itertools import product
+from types import SimpleNamespace
 from typing import Any
 
 import hypothesis
+import hypothesis.internal.conjecture.engine as hypothesis_engine
 import numpy as np
 from hypothesis import given, target
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from shapley.core import validate
 from shapley.core.kernel import kernel_matrix
-from shapley.core.psd import is_psd, min_eigenvalue
 from shapley.theory import properties as pr
-from shapley.theory.worstcase import symmetric_from_upper, two_group_C, vertex_C
-
-HYPOTHESIS_MAX_EXAMPLES = 1000
-"""Examples per size n in :func:`hypothesis_counterexample` (the PSD notebook and the tests use this value)."""
+from shapley.theory.worstcase import symmetric_from_upper, two_group_C
 
 SEARCH_MAX_EXAMPLES = 400
 """Hypothesis examples per property search (the properties notebook and the tests use the same value)."""
 
 GRID_STEPS = 10
-"""Default resolution of the sentence reading's grid: C entries in {0, 1/10, ..., 1}."""
+"""Resolution of the sentence reading's grid: C entries in {0, 1/10, ..., 1} (k / 10, so 0.1 is exactly ``1 / 10``)."""
 
 
 def _partials(singular: bool = False) -> Any:
@@ -61,79 +59,27 @@ def search_settings(max_examples: int, derandomize: bool = True) -> Any:
 _search_settings_module = search_settings
 
 
+@contextmanager
+def count_based_stop() -> Iterator[None]:
+    """Run a search with Hypothesis' count-based stop only, so that it runs the same examples on every machine.
+
+    After a first failure Hypothesis keeps generating (for other failures; it then shrinks the smallest) until a
+    limit on the number of calls, or until 10 s of wall clock have passed since that failure
+    (``ConjectureRunner.should_generate_more``, the one wall-clock rule left without a deadline or health checks).
+    On a loaded machine the clock rule stopped a search after about 300 examples instead of 460, and
+    can change the example that is shrunk. The engine reads that clock (``time.monotonic``) only for this rule, so
+    it is frozen while the search runs.
+    """
+    clock = hypothesis_engine.time
+    hypothesis_engine.time = SimpleNamespace(monotonic=lambda: 0.0, perf_counter=clock.perf_counter)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        hypothesis_engine.time = clock
+
+
 class _Found(Exception):
     pass
-
-
-_grid_C = symmetric_from_upper
-
-
-# ---------------------------------------------------------------------------------------------------
-# PSD: a counterexample to a given beta
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HypothesisResult:
-    """What :func:`hypothesis_counterexample` did: the shrunk C (None if no counterexample), examples run."""
-
-    n: int
-    C: NDArray[np.float64] | None
-    min_eig_R: float | None
-    examples_run: int
-    strategy: str
-
-
-def hypothesis_counterexample(
-    n: int, beta: float = 0.5, max_examples: int = HYPOTHESIS_MAX_EXAMPLES, vertices: bool = True
-) -> HypothesisResult:
-    """Let Hypothesis look for a C of size n with R_beta not PSD, then shrink it.
-
-    Strategy: the n(n-1)/2 upper-triangle entries are drawn from {0, 1} (vertices, where the worst case
-    lives; ``vertices=False`` draws from the grid {0, 0.1, ..., 1}); the search is *targeted*
-    (``hypothesis.target`` on -lambda_min(R), which makes Hypothesis hill-climb towards bad matrices).
-    The returned C is Hypothesis' shrunk example (fewest 1 entries, earliest rows).
-    """
-    n = validate.integer(n, "n", minimum=2)
-    m = n * (n - 1) // 2
-    values = st.sampled_from([0.0, 1.0]) if vertices else st.integers(0, 10).map(lambda k: k / 10)
-    found: list[NDArray[np.float64]] = []
-    runs = [0]
-
-    # (the body's source seeds the derandomised search: keep it unchanged to keep the published examples)
-    @search_settings(max_examples)
-    @given(st.lists(values, min_size=m, max_size=m))
-    def probe(v: list[float]) -> None:
-        runs[0] += 1
-        C = vertex_C(n, v) if vertices else _grid_C(n, v)
-        R = kernel_matrix(C, beta)
-        target(-min_eigenvalue(R))
-        if not is_psd(R):
-            found.append(C)
-            raise _Found
-
-    grid = "{0, 1}" if vertices else "{0, 0.1, ..., 1}"
-    strategy = f"upper-triangle entries of C from {grid}, targeted on -lambda_min(R), derandomized"
-    try:
-        probe()
-    except _Found:
-        C = found[-1]  # Hypothesis replays the shrunk example last
-        return HypothesisResult(n, C, min_eigenvalue(kernel_matrix(C, beta)), runs[0], strategy)
-    return HypothesisResult(n, None, None, runs[0], strategy)
-
-
-def hypothesis_smallest_failing_n(
-    beta: float = 0.5, n_range: tuple[int, int] = (2, 12), max_examples: int = HYPOTHESIS_MAX_EXAMPLES
-) -> tuple[HypothesisResult | None, list[HypothesisResult]]:
-    """Run :func:`hypothesis_counterexample` for n = n_range[0], ... and stop at the first n where it
-    finds a counterexample. Returns (that result or None, every result in order)."""
-    results = []
-    for n in range(n_range[0], n_range[1] + 1):
-        r = hypothesis_counterexample(n, beta, max_examples)
-        results.append(r)
-        if r.C is not None:
-            return r, results
-    return None, results
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -154,7 +100,6 @@ class SearchResult:
     check: pr.PropertyCheck | pr.StepCheck | None
     examples_run: int
     strategy: str
-    settings: dict[str, Any]
     families_run: int = 0
 
 
@@ -166,8 +111,6 @@ def _vine(n: int, vals: list[float]) -> NDArray[np.float64]:
 def _matrices_and_index(values: Any, build: Callable[..., Any], n_range: tuple[int, int], prop: str) -> Any:
     """Strategy for (matrix of size n + extra, index in 0..n-1) with n drawn from ``n_range``; ``extra`` is 1 for
     Property 3 (the answers plus g), else 0."""
-    if prop not in pr.PROPERTIES:
-        raise ValueError(f"prop must be '1', '2' or '3'; got {prop!r}")
     extra = 1 if prop == "3" else 0
 
     def matrices(n: int) -> Any:
@@ -201,7 +144,8 @@ def _run_search(
             raise _Found
 
     try:
-        probe()
+        with count_based_stop():
+            probe()
     except _Found:
         check, example = state["last"]
         return True, example, check, state["runs"]
@@ -282,22 +226,9 @@ def _property_body(prop: str, reading: pr.Reading, options: dict[str, Any]) -> C
     return body
 
 
-def grid_values(steps: int = GRID_STEPS) -> list[float]:
-    """The sentence reading's grid {0, 1/steps, ..., 1} as floats (k / steps, so 0.1 is exactly ``1 / 10``).
-
-    Examples:
-        >>> grid_values(4)
-        [0.0, 0.25, 0.5, 0.75, 1.0]
-    """
-    steps = validate.integer(steps, "steps", minimum=1)
-    return [k / steps for k in range(steps + 1)]
-
-
-def sentence_families(
-    prop: str, n_range: tuple[int, int], steps: int = GRID_STEPS
-) -> Iterator[tuple[str, tuple[NDArray[np.float64], int]]]:
+def sentence_families(prop: str, n_range: tuple[int, int]) -> Iterator[tuple[str, tuple[NDArray[np.float64], int]]]:
     """Structured inputs of the sentence search's own domain (n answers in ``n_range``, C entries on the
-    grid {0, 1/steps, ..., 1}), smallest n first: where random search is known to miss counterexamples.
+    grid {0, 0.1, ..., 1}), smallest n first: where random search is known to miss counterexamples.
 
     * hubs: :func:`shapley.theory.properties.hub_C` ``(n, eps_hub, eps_rest)`` for every grid pair
       (the last answer is the replaced one);
@@ -308,11 +239,11 @@ def sentence_families(
     last answer, or a member of the second group).
 
     Examples:
-        >>> fam = list(sentence_families("2", (3, 3), steps=1))
+        >>> fam = list(sentence_families("2", (3, 3)))
         >>> len(fam), fam[0][0]
-        (8, 'hub(n=3, eps_hub=0, eps_rest=0)')
+        (242, 'hub(n=3, eps_hub=0, eps_rest=0)')
     """
-    grid = grid_values(steps)
+    grid = [k / GRID_STEPS for k in range(GRID_STEPS + 1)]
     lo, hi = n_range
     for n in range(max(lo, 3), hi + 1):
         for eh, er in product(grid, grid):
@@ -359,7 +290,6 @@ def search_counterexample(
     max_examples: int = SEARCH_MAX_EXAMPLES,
     strict_only: bool = False,
     singular: bool = False,
-    steps: int = GRID_STEPS,
     derandomize: bool = True,
 ) -> SearchResult:
     """Look for (and shrink) an input on which property ``prop`` ("1", "2", "3") fails.
@@ -369,7 +299,7 @@ def search_counterexample(
         :data:`~shapley.theory.properties.TENTHS`; every draw is positive definite; shrinking pushes towards the
         identity), or, with ``singular=True``, from {-1, -0.9, ..., 0.9, 1} (closed at +-1, so singular R such as an
         exact duplicate pair are reachable; Property 2 only, the one property that needs no Shapley value);
-      * sentence: symmetric C with upper-triangle entries from {0, 1/steps, ..., 1} (tenths by default),
+      * sentence: symmetric C with upper-triangle entries from {0, 0.1, ..., 1},
         kernel at ``beta`` (n <= 7 keeps R PSD for beta <= 0.5, see notebooks/psd.md). If Hypothesis finds
         nothing, every structured input of :func:`sentence_families` (hubs, two-group splits) in the same
         domain is checked too (``families_run`` of the result counts them); random search alone misses them;
@@ -379,21 +309,13 @@ def search_counterexample(
     ``strict_only`` (Property 1): count only failures where the replaced answer is not a minimiser (the
     strict "<" part), so that ties cannot be blamed. ``found`` False is a budget (``examples_run``), not a proof.
     """
-    reading = pr.checked_reading(reading)
-    if singular and (prop != "2" or reading != "rv"):
-        raise ValueError(
-            "singular=True is for Property 2 in the rv reading: Properties 1 and 3 need Shapley "
-            "values, which are undefined on a singular R"
-        )
-    grid_values(steps)  # validates steps
     build: Callable[[int, list[float]], NDArray[np.float64]]
     if reading == "rv":
         values, build = _partials(singular), _vine
         desc = "C-vine partial correlations in " + pr.tenths_text(signed=True, closed=singular)
     else:
-        values, build = st.integers(0, steps).map(lambda k: k / steps), symmetric_from_upper
-        grid = "{0, 0.1, ..., 1}" if steps == 10 else "{0, 1/" + str(steps) + ", ..., 1}"
-        desc = f"C entries in {grid}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
+        values, build = st.integers(0, GRID_STEPS).map(lambda k: k / GRID_STEPS), symmetric_from_upper
+        desc = "C entries in {0, 0.1, ..., 1}, kernel beta = " + ("1/(n-1)" if isinstance(beta, str) else f"{beta:.4g}")
     strategy = _matrices_and_index(values, build, n_range, prop)
     body = _property_body(prop, reading, {"rho": rho, "beta": beta, "strict_only": strict_only})
     found, example, check, runs = _run_search(strategy, body, max_examples, derandomize)
@@ -402,14 +324,13 @@ def search_counterexample(
         desc += "; then every hub and two-group split on that grid"
         if not found:
             prefilter = partial(_conclusion_fails, beta=beta) if prop == "3" else None
-            found, example, check, swept = _sweep(sentence_families(prop, n_range, steps), body, prefilter)
+            found, example, check, swept = _sweep(sentence_families(prop, n_range), body, prefilter)
     described = (
         f"n in {n_range[0]}..{n_range[1]}; {desc}; Property {prop}"
         + (f"; rho = {rho:g}" if prop == "1" and reading == "rv" else "")
         + ("; strict part only" if strict_only and prop == "1" else "")
     )
-    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None, "steps": steps}
-    return SearchResult(prop, reading, found, example, check, runs + swept, described, settings, swept)
+    return SearchResult(prop, reading, found, example, check, runs + swept, described, swept)
 
 
 def _step_body(prop: str) -> Callable[..., Any]:
@@ -420,7 +341,7 @@ def _step_body(prop: str) -> Callable[..., Any]:
             return True, None, {}, math.nan
         if prop == "3":
             old, new = _swap_in_g(M, i)
-            if not pr.consistency_premise(old, new, i)[0]:
+            if not pr.check_property3(old, new, i, "rv").detail["premise"]:
                 return True, None, {}, math.nan
             example = {"R_old": old, "R_new": new, "j": i}
         chk, fails = check_example("step", prop, "rv", example, {})
@@ -444,5 +365,4 @@ def search_step_counterexample(
     outcome = _run_search(strategy, _step_body(prop), max_examples, derandomize)
     described = f"n in {n_range[0]}..{n_range[1]}; C-vine partial correlations in {pr.tenths_text(signed=True)}; "
     described += f"Appendix A step of Property {prop}"
-    settings = {"max_examples": max_examples, "derandomize": derandomize, "database": None}
-    return SearchResult(prop, "rv", *outcome, described, settings)
+    return SearchResult(prop, "rv", *outcome, described)

@@ -15,11 +15,6 @@ from typing import Any
 
 import sympy as sp
 
-from shapley.core import validate
-
-EFFICIENCY_MAX_N = 6
-"""Largest number of players for :func:`efficiency_symbolic` (2**6 coalition symbols)."""
-
 
 def symbolic_bounds() -> dict[str, Any]:
     """The eigenvalue map and the two Gershgorin bounds, derived with sympy.
@@ -95,7 +90,7 @@ def efficiency_symbolic(n: int = 3) -> dict[str, Any]:
         >>> efficiency_symbolic(2)["difference"]
         0
     """
-    players = tuple(range(1, validate.integer(n, "n", minimum=1, maximum=EFFICIENCY_MAX_N) + 1))
+    players = tuple(range(1, n + 1))
 
     def name(S: tuple[int, ...]) -> str:
         return "v_{" + ("".join(map(str, S)) if S else "\\emptyset") + "}"
@@ -105,10 +100,6 @@ def efficiency_symbolic(n: int = 3) -> dict[str, Any]:
     total = sp.expand(sum(phi))
     target = v[players] - v[()]
     return {"phi": phi, "total": total, "target": target, "difference": sp.simplify(total - target)}
-
-
-DEGREE_MAX_N = 6
-"""Largest n for :func:`degree_shapley_affine` (symbolic weights on every pair, 2**n coalitions)."""
 
 
 def degree_pair_weights(n: int) -> tuple[sp.Rational, sp.Rational]:
@@ -123,7 +114,6 @@ def degree_pair_weights(n: int) -> tuple[sp.Rational, sp.Rational]:
         >>> degree_pair_weights(3)
         (-17/108, 5/54)
     """
-    n = validate.integer(n, "n", minimum=2)
 
     def f(s: int) -> sp.Rational:
         return sp.Rational(-2, s**2)
@@ -160,7 +150,6 @@ def degree_shapley_affine(n: int = 4) -> dict[str, Any]:
         >>> d["residual"], d["slope"], d["decreasing"]
         ([0, 0, 0], -1/4, True)
     """
-    n = validate.integer(n, "n", minimum=2, maximum=DEGREE_MAX_N)
     W = {(i, j): sp.Symbol(f"w_{i}{j}") for i, j in combinations(range(n), 2)}
 
     def v(S: tuple[int, ...]) -> sp.Expr:

@@ -14,17 +14,15 @@ equal as possible, which gives the closed form :func:`min_kernel_eigenvalue`::
 
     m(n) = 1 - A + A n / 2 - sqrt(n**2 - (1 - A**2) (n mod 2)) / 2.
 
-The module offers the closed form, three independent numerical checks of it (all vertices, all two-group
-partitions, random-restart local search), the worst-case witness for a given beta (:func:`beta_caveat`) and the
-illustrative matrix of the paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and
-:mod:`shapley.core`. The Hypothesis search for counterexamples lives in :mod:`shapley.theory.search` and the sympy
-derivations in :mod:`shapley.theory.symbolic` (``theory`` extra).
+The module offers the closed form, two exact numerical checks of it (all vertices, all two-group
+partitions), the worst-case witness for a given beta (:func:`beta_caveat`) and the illustrative matrix of the
+paper's Figure 3. numpy in, numpy out; it imports only numpy, scipy and :mod:`shapley.core`. The sympy
+derivations live in :mod:`shapley.theory.symbolic` (``theory`` extra).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,9 +63,6 @@ def two_group_C(p: int, q: int, within: float = 0.0, across: float = 1.0) -> NDA
     Returns:
         (p + q, p + q) matrix.
     """
-    p, q = validate.integer(p, "p", minimum=0), validate.integer(q, "q", minimum=0)
-    if p + q < 1:
-        raise ValueError("p + q must be at least 1")
     return _split_C(np.r_[np.zeros(p), np.ones(q)], within, across)
 
 
@@ -80,7 +75,7 @@ def min_kernel_eigenvalue(n: int) -> float:
     is all ones, so on vectors that sum to zero inside each group it acts as ``(1 - a) I``, and on the span of the
     two group indicators as the 2x2 matrix ``[[1 - a + a p, sqrt(pq)], [sqrt(pq), 1 - a + a q]]``.
     """
-    n, a = validate.integer(n, "n", minimum=1), A_FLOOR
+    a = A_FLOOR
     if n == 1:
         return 1.0
     p, q = n // 2, n - n // 2
@@ -96,7 +91,6 @@ def beta_star(n: int) -> float:
 
 def smallest_failing_n(beta: float) -> int | None:
     """Smallest n at which some C makes R_beta non-PSD (from the closed form); None if none up to n = 10,000."""
-    beta = validate.beta_value(beta)
     for n in range(1, 10_001):
         if beta_star(n) < beta:
             return n
@@ -127,18 +121,7 @@ def symmetric_from_upper(n: int, values: ArrayLike) -> NDArray[np.float64]:
                [0.1, 1. , 0.3],
                [0.2, 0.3, 1. ]])
     """
-    n = validate.integer(n, "n", minimum=1)
-    v = np.asarray(values, dtype=np.float64).ravel()
-    if v.size != n * (n - 1) // 2:
-        raise ValueError(f"values must hold n(n-1)/2 = {n * (n - 1) // 2} entries for n = {n}; got {v.size}")
-    return _batch(n, v[None, :])[0]
-
-
-def vertex_C(n: int, bits: ArrayLike) -> NDArray[np.float64]:
-    """Symmetric 0/1 matrix C (unit diagonal) whose upper triangle, row by row, is ``bits``."""
-    if not np.all(np.isin(np.asarray(bits, dtype=np.float64), (0.0, 1.0))):
-        raise ValueError(f"bits must hold values in {{0, 1}}; got {bits!r}")
-    return symmetric_from_upper(n, bits)
+    return _batch(n, np.asarray(values, dtype=np.float64)[None, :])[0]
 
 
 def _vertex_min_eigenvalues(n: int, bits: NDArray[np.int64]) -> NDArray[np.floating[Any]]:
@@ -146,18 +129,7 @@ def _vertex_min_eigenvalues(n: int, bits: NDArray[np.int64]) -> NDArray[np.float
     return np.linalg.eigvalsh(_batch(n, np.where(bits == 1, 1.0, A_FLOOR)))[:, 0]
 
 
-@dataclass(frozen=True)
-class VertexSearch:
-    """Outcome of a search over vertex matrices (every C[i, j] in {0, 1})."""
-
-    n: int
-    min_eig_K: float
-    C: NDArray[np.float64]
-    n_checked: int
-    exact: bool
-
-
-def exhaustive_vertex_search(n: int) -> VertexSearch:
+def exhaustive_vertex_search(n: int) -> float:
     """Minimum of lambda_min(K) over ALL vertex matrices of size n (exact, n <= ``EXHAUSTIVE_MAX_N``).
 
     Relabelling the answers does not change eigenvalues, so the answers linked to answer 0 by C = 1 can be
@@ -166,102 +138,38 @@ def exhaustive_vertex_search(n: int) -> VertexSearch:
     """
     n = validate.integer(n, "n", minimum=1, maximum=EXHAUSTIVE_MAX_N)
     m_rest, chunk = (n - 1) * (n - 2) // 2, 1 << 15
-    best, best_bits, checked = math.inf, None, 0
+    best = math.inf
     for d in range(n):
         first = np.r_[np.ones(d, dtype=np.int64), np.zeros(n - 1 - d, dtype=np.int64)]
         for start in range(0, 2**m_rest, chunk):
             idx = np.arange(start, min(2**m_rest, start + chunk), dtype=np.int64)
             rest = (idx[:, None] >> np.arange(m_rest)) & 1
             bits = np.concatenate([np.broadcast_to(first, (idx.size, n - 1)), rest], axis=1)
-            lam = _vertex_min_eigenvalues(n, bits)
-            k = int(np.argmin(lam))
-            checked += idx.size
-            if lam[k] < best:
-                best, best_bits = float(lam[k]), bits[k].copy()
-    assert best_bits is not None
-    return VertexSearch(n, best, vertex_C(n, best_bits), checked, True)
+            best = min(best, float(_vertex_min_eigenvalues(n, bits).min()))
+    return best
 
 
-def partition_search(n: int) -> VertexSearch:
+def partition_search(n: int) -> float:
     """Minimum of lambda_min(K) over all two-group patterns (every split of the n answers; exact by the
     sign-pattern argument of the notebook). Checks ``2**(n-1)`` splits."""
-    n = validate.integer(n, "n", minimum=1)
-    if n > 20:
-        raise ValueError(f"partition_search enumerates 2**(n-1) splits; n = {n} > 20 is too many")
-    best, best_C = math.inf, None
-    for mask in range(2 ** (n - 1)):
-        C = _split_C((mask >> np.arange(n)) & 1)
-        lam = min_eigenvalue(kernel_matrix(C, 1.0))
-        if lam < best:
-            best, best_C = lam, C
-    assert best_C is not None
-    return VertexSearch(n, float(best), best_C, 2 ** (n - 1), True)
-
-
-def local_search(n: int, n_starts: int = 200, seed: int = 0) -> VertexSearch:
-    """Heuristic: steepest-descent single-entry flips over vertex matrices from ``n_starts`` random starts.
-
-    Not exact. Any matrix it returns is a real witness, so ``1 / (1 - min_eig_K)`` is an upper bound on
-    beta*(n); the search never sees the closed form, which makes it an independent check.
-    """
-    n = validate.integer(n, "n", minimum=2)
-    rng = np.random.default_rng(seed)
-    iu = np.triu_indices(n, 1)
-    m = iu[0].size
-    best, best_C, checked = math.inf, None, 0
-    for _ in range(n_starts):
-        bits = rng.integers(0, 2, m)
-        cur = float(_vertex_min_eigenvalues(n, bits[None, :])[0])
-        while True:
-            flips = np.repeat(bits[None, :], m, axis=0)
-            flips[np.arange(m), np.arange(m)] ^= 1
-            lam = _vertex_min_eigenvalues(n, flips)
-            checked += m
-            k = int(np.argmin(lam))
-            if lam[k] >= cur - 1e-12:
-                break
-            bits, cur = flips[k], float(lam[k])
-        if cur < best:
-            best, best_C = cur, vertex_C(n, bits)
-    assert best_C is not None
-    return VertexSearch(n, best, best_C, checked, False)
-
-
-def random_search(n: int, n_samples: int = 20_000, seed: int = 0) -> VertexSearch:
-    """Heuristic baseline: lambda_min(K) over uniformly random C in [0, 1] (not vertices). Not exact."""
-    n = validate.integer(n, "n", minimum=2)
-    rng = np.random.default_rng(seed)
-    C = rng.random((n_samples, n * (n - 1) // 2))
-    lam = np.linalg.eigvalsh(_batch(n, np.exp(-((1 - C) ** 2) / 2)))[:, 0]
-    j = int(np.argmin(lam))
-    return VertexSearch(n, float(lam[j]), symmetric_from_upper(n, C[j]), n_samples, False)
+    splits = (_split_C((mask >> np.arange(n)) & 1) for mask in range(2 ** (n - 1)))
+    return float(min(min_eigenvalue(kernel_matrix(C, 1.0)) for C in splits))
 
 
 def beta_caveat(beta: float = 0.5) -> dict[str, Any]:
     """The worst-case caveat to a fixed beta: the smallest n at which some entailment matrix makes R_beta
-    indefinite, the exact thresholds around it, and the witness (the balanced two-group pattern).
+    indefinite (the balanced two-group pattern of that size does) and the exact threshold there.
 
     Returns:
-        dict with ``n_fail`` (None if beta <= beta*(n) for every n tried), ``beta_star_below``
-        (beta*(n_fail - 1)), ``beta_star_at`` (beta*(n_fail)), ``C`` (the (n_fail, n_fail) witness) and
-        ``min_eig_R`` (its lambda_min(R_beta), negative).
+        dict with ``n_fail`` (None if beta <= beta*(n) for every n tried) and ``beta_star_at`` (beta*(n_fail)).
 
     Examples:
         >>> c = beta_caveat(0.5)
-        >>> c["n_fail"], c["min_eig_R"] < 0
+        >>> c["n_fail"], c["beta_star_at"] < 0.5
         (8, True)
     """
     n_fail = smallest_failing_n(beta)
-    if n_fail is None:
-        return {"n_fail": None, "beta_star_below": None, "beta_star_at": None, "C": None}
-    C = two_group_C(n_fail // 2, n_fail - n_fail // 2)
-    return {
-        "n_fail": n_fail,
-        "beta_star_below": beta_star(n_fail - 1),
-        "beta_star_at": beta_star(n_fail),
-        "C": C,
-        "min_eig_R": min_eigenvalue(kernel_matrix(C, beta)),
-    }
+    return {"n_fail": n_fail, "beta_star_at": None if n_fail is None else beta_star(n_fail)}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -353,7 +353,7 @@ CLAIMS: tuple[Claim, ...] = (
         "a one-parameter fit to two numbers, which is not evidence. The direction of the change is judged apart "
         "(mozart-rise).",
         evidence=("notebooks/mozart",),
-        functions=(f"{_MOZART}.verdict_facts", f"{_MOZART}.readings_tried", f"{_MOZART}.fitted_beta_table"),
+        functions=(f"{_MOZART}.verdict_facts", f"{_MOZART}.fitted_beta_table"),
     ),
     _mozart(
         id="mozart-rise",

@@ -244,11 +244,11 @@ def readings_table(beta: float = PAPER_BETA) -> list[dict[str, Any]]:
 
 
 def matching_beta_intervals(
-    key: str, table: int, printed: float, grid: NDArray[np.float64] | None = None
+    key: str, table: int, printed: float, grid: NDArray[np.float64]
 ) -> list[tuple[float, float]]:
     """Intervals of beta in (0, 1) on which reading ``key`` rounds to ``printed`` on Table ``table``.
 
-    The band ``|value - printed| <= 0.005`` is located on :func:`beta_grid` and each end is refined with
+    The band ``|value - printed| <= 0.005`` is located on ``grid`` (:func:`beta_grid`) and each end is refined with
     Brent's method, so the endpoints are exact to ~1e-10 (a band narrower than one grid cell, entered and
     left between two grid points, would be missed).
     """
@@ -260,7 +260,7 @@ def matching_beta_intervals(
         v = evaluate(key, table, b)
         return abs(v - printed) - half if math.isfinite(v) else math.inf
 
-    betas = beta_grid() if grid is None else np.asarray(grid, dtype=np.float64)
+    betas = np.asarray(grid, dtype=np.float64)
     inside = np.array([g(float(b)) <= 0 for b in betas], dtype=np.int8)
     edges = np.flatnonzero(np.diff(np.r_[0, inside, 0]))  # each run of grid points inside: its start, end + 1
     intervals: list[tuple[float, float]] = []
@@ -341,11 +341,6 @@ def per_answer_rows(fits: list[dict[str, Any]], beta: float = PAPER_BETA) -> lis
     return rows
 
 
-def readings_tried() -> int:
-    """How many readings this module tries (the paper's definition included): ``len(READINGS)``."""
-    return len(READINGS)
-
-
 def verdict_facts(beta: float = PAPER_BETA, fits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The facts the claims on the example cite (:mod:`shapley.companion.claims`), all computed here at ``beta``.
 
@@ -377,7 +372,7 @@ def verdict_facts(beta: float = PAPER_BETA, fits: list[dict[str, Any]] | None = 
         "moz_paper1": paper[0],
         "moz_paper2": paper[1],
         "moz_rises": bool(paper[1] > paper[0]),
-        "moz_n_readings": readings_tried(),
+        "moz_n_readings": len(READINGS),
         "moz_n_match": sum(bool(r["matches1"] and r["matches2"]) for r in rows),
         "moz_n_fit": None if fits is None else sum(bool(f["beta_both"]) for f in fits),
         "moz_n_rise": sum(r["rises"] is True for r in others),

@@ -75,11 +75,9 @@ def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def provenance_frame(run_dirs: Sequence[str | os.PathLike[str]], table: pd.DataFrame | None = None) -> pd.DataFrame:
-    """:func:`provenance_table` for readers; a flagged run is marked in its row. ``table``: the
-    :func:`provenance_table` of ``run_dirs`` already computed (it checks every run's derived files against its
-    stage files, which takes seconds), or None to compute it."""
-    t = provenance_table(run_dirs) if table is None else table
+def provenance_frame(t: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`provenance_table` for readers (the page computes it once: it checks every run's derived files
+    against its stage files, which takes seconds); a flagged run is marked in its row."""
     frame = pd.DataFrame(
         {
             "Run (under results/)": [esc(r.removeprefix("results/")).replace("/", "/<wbr>") for r in t["run"]],

@@ -170,7 +170,7 @@ def _metrics_table(monkeypatch, tmp_path):
 FRAMES = {
     "comparison": _comparison_table,
     "metrics": _metrics_table,
-    "provenance": lambda mp, tmp: provenance.provenance_frame([_hostile_config(mp, tmp)]),
+    "provenance": lambda mp, tmp: provenance.provenance_frame(provenance.provenance_table([_hostile_config(mp, tmp)])),
     "axiom grid": lambda mp, tmp: _axiom_grid(),
     "generation prompts": lambda mp, tmp: _generation()[0],
     "generation times": lambda mp, tmp: _generation()[1],
@@ -193,7 +193,7 @@ def test_every_table_escapes_its_cells_headers_and_caption(name, monkeypatch, tm
 
 def test_provenance_shows_hostile_commits_and_commands_as_text(monkeypatch, tmp_path):
     d = _hostile_config(monkeypatch, tmp_path)
-    page = htmltable.show(provenance.provenance_frame([d]))
+    page = htmltable.show(provenance.provenance_frame(provenance.provenance_table([d])))
     assert "&lt;!--" in page and "&lt;style&gt;" in page  # the commits are shown, as text
     _assert_inert(provenance.commands_html([d]))
 

@@ -130,7 +130,7 @@ def _package_facts() -> dict[str, Any]:
     sentence = next(r.witness for r in readings if "C_old" in r.witness)  # the sentence reading's witness
     R = pr.property3_witness_rv()[0]
     m = pr.argmin_player(R)
-    rise = [pr.total_uncertainty(pr.rv_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]
+    rise = [pr.total_uncertainty(pr.with_duplicate(R, m, m, rho)) - pr.total_uncertainty(R) for rho in NEAR_COPY_RHOS]
     family = [collapse_matrix(1.0 - eps) for eps in COLLAPSE_EPS]
     totals = tuple(pr.total_uncertainty(F) for F in family)
     return {

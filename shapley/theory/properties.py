@@ -131,10 +131,6 @@ def with_duplicate(M: NDArray[np.float64], i: int, m: int, rho: float = 1.0) -> 
     return _replaced(M, i, rho * M[m])
 
 
-rv_duplicate = with_duplicate
-"""The random-variable reading's name for :func:`with_duplicate` (``shapley.companion.verdicts`` reads it)."""
-
-
 def with_unrelated(M: NDArray[np.float64], i: int) -> NDArray[np.float64]:
     """``M`` after replacing answer i by an unrelated one: a zero row and column (unit diagonal kept), i.e. a
     variable independent of all others, or an answer with C = 0 to all."""

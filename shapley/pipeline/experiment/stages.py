@@ -246,7 +246,7 @@ class EntailmentModel(LazyModel):
 
 class GenerationModel(LazyModel):
     """The run's generator (:class:`shapley.pipeline.generate.generator.Generator` on the run's generation
-    settings, seed and runtime), loaded on first use; ``run_stage`` shows the progress bar, not the generator."""
+    settings, seed and runtime), loaded on first use (``run_stage`` shows the progress bar)."""
 
     kind = "model"
 
@@ -258,7 +258,6 @@ class GenerationModel(LazyModel):
             seed=config.seed,
             batch_size=config.runtime.batch_size,
             device=config.runtime.device,
-            progress=False,
         )
         return generate.Generator(settings.model, settings)
 

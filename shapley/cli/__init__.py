@@ -83,8 +83,7 @@ def _beta_sweep(a: argparse.Namespace, argv: list[str]) -> None:
     from shapley.pipeline.evaluate.metrics import TABLE5_BETAS, write_beta_sweep
     from shapley.pipeline.evaluate.report import markdown_table
 
-    betas = TABLE5_BETAS if a.betas is None else a.betas
-    summary, paths = write_beta_sweep(a.run_dir, betas, n_boot=a.n_boot)
+    summary, paths = write_beta_sweep(a.run_dir, TABLE5_BETAS, n_boot=a.n_boot)
     print(markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
 

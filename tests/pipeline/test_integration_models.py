@@ -115,7 +115,7 @@ def test_smollm2_fresh_gguf_conversion_matches_cache(smollm2, tmp_path, monkeypa
 def test_smollm2_judge(tmp_path):
     from shapley.pipeline.entail.backends import load_backend
 
-    judge = load_backend("llm:smollm2", device="cpu", cache=tmp_path / "j.sqlite", batch_size=8)
+    judge = load_backend("llm:smollm2", device="cpu", cache=tmp_path / "j.sqlite")
     res = judge.score([("capital of France?", ["Paris", "Paris", "London"])])[0]
     assert res.entail.shape == (3, 3) and judge.stats["pairs_scored"] == 2
     off = ~np.eye(3, dtype=bool)

@@ -227,7 +227,6 @@ class EntailmentModel(LazyModel):
         return entail.load_backend(
             self.config.entailment.backend,
             device=runtime.device,
-            batch_size=runtime.batch_size,
             cache=runtime.entail_cache_arg(),
             progress=None if runtime.progress else False,
         )

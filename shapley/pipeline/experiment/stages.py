@@ -137,13 +137,10 @@ def quiet_model_loading(quiet: bool) -> Iterator[None]:
 
 def used_batch_size(model: Any, configured: int | None) -> Any:
     """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
-    be chosen from free memory), else its ``batch_size`` (or its config's), else ``configured``."""
+    be chosen from free memory), else ``configured`` (the generator's own setting is the run's ``--batch-size``)."""
     stats = getattr(model, "stats", None)
     if isinstance(stats, Mapping) and stats.get("batch_size") is not None:
         return stats["batch_size"]
-    for obj in (model, getattr(model, "config", None)):
-        if isinstance(getattr(obj, "batch_size", None), int):
-            return obj.batch_size  # type: ignore[union-attr]
     return configured
 
 

@@ -115,7 +115,6 @@ def _generator(model: Any, tok: Any, prefix: bool, args: argparse.Namespace, max
         p_true=False,
         a4c=False,
         hidden_state=False,
-        progress=False,
         prefix_cache=prefix,
         rows_per_batch=args.rows_per_batch,
     )

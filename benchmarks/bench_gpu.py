@@ -322,7 +322,7 @@ def generate_stage(
 
     device = next(model.parameters()).device
     rows = len(records) * (args.samples + 1)
-    base = dict(n_samples=args.samples, max_new_tokens=args.new_tokens, batch_size=rows, progress=False)
+    base = dict(n_samples=args.samples, max_new_tokens=args.new_tokens, batch_size=rows)
     gen = Generator(model, GenerationConfig(**base, p_true=False, a4c=False), tokenizer=tok)
     gen.generate(records[:1])  # warm-up
     before = gen.stats["tokens_generated"]

@@ -230,7 +230,7 @@ def main() -> None:
     unique_within = sum(len(set(a)) * (len(set(a)) - 1) for _, a in items)
     with tempfile.TemporaryDirectory(prefix="bench_nli_") as tmp:
         tokenizer_note = build_model(Path(tmp), [q for q, _ in items] + [s for _, a in items for s in a])
-        backend = load_backend(f"hf:{tmp}", device=args.device, batch_size=args.batch_size, cache=False, progress=False)
+        backend = load_backend(f"hf:{tmp}", device=args.device, cache=False, progress=False)
         assert isinstance(backend, HFNLIBackend)
         n_params = sum(p.numel() for p in backend.model.parameters())
         probs_of(backend, ["warm up"], ["the model"])  # first-call overheads out of the timings

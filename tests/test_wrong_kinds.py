@@ -349,7 +349,6 @@ def _is_list(action: Any) -> bool:
     return (
         action.nargs in ("+", "*")
         or (isinstance(action.nargs, int) and action.nargs > 1)
-        or action.type is cli_args.read_betas
         or "comma-separated" in (action.help or "")
     )
 
@@ -369,11 +368,6 @@ _METHODS_WRONG = [["Shap,Shap"], ["Shap,,SE"], ["Shap,3"], ["Shap, SE ,Shap"]]
 CLI_TABLE: dict[tuple[str, str], tuple[list[str], list[list[str]], str]] = {
     ("score-samples", "--methods"): ([*_SS, "--methods", "{}"], _METHODS_WRONG, "--methods"),
     ("run", "--methods"): ([*_RUN, "--methods", "{}"], _METHODS_WRONG, "--methods"),
-    ("beta-sweep", "--betas"): (
-        ["beta-sweep", "d", "--betas", "{}"],
-        [["0.5,0.5"], ["0.5,,0.6"], ["0.5,abc"], ["0.5,\u0660.\u0665"], ["0.2_5"], ["0.5,inf"], ["True"], ["0.50,.5"]],
-        "--betas",
-    ),
     ("report", "DIR"): (["report", "{}"], [["same", "same"], ["same", "./same"]], "DIR"),
     # merge names a repeated shard by its I/K (tests/pipeline/test_merge.py); here the directory is no run at all
     ("merge", "SHARD_DIR"): (["merge", "{}", "--output", "m"], [["same", "same"], ["same", "same/"]], "same"),

@@ -173,40 +173,7 @@ def test_add_to_result_refuses_a_name_that_collides_once_uqlm_strips_the_plural(
     assert add_to_result(result, minilm, name="shapleys").to_df().columns[-1] == "shapley"
 
 
-# issue 40, item 6: uqlm's own keyword, threshold scale and plots
-
-
-class _Progress:
-    """Records what a rich ``Progress`` is asked to do."""
-
-    def __init__(self) -> None:
-        self.tasks: list[tuple[str, int]] = []
-        self.advanced = 0
-
-    def add_task(self, description: str, total: int) -> int:
-        self.tasks.append((description, total))
-        return len(self.tasks) - 1
-
-    def update(self, task: int, advance: int = 0) -> None:
-        assert task == len(self.tasks) - 1
-        self.advanced += advance
-
-
-def test_evaluate_takes_uqlms_progress_bar_and_gives_the_same_numbers(minilm):
-    from rich.progress import Progress
-
-    plain = minilm.evaluate(RESPONSES, SAMPLED)
-    recorder = _Progress()
-    assert minilm.evaluate(RESPONSES, SAMPLED, progress_bar=recorder) == plain
-    assert recorder.tasks == [("  - Scoring responses with Shapley uncertainty...", 2)] and recorder.advanced == 2
-    with Progress(disable=True) as bar:  # the object uqlm's BlackBoxUQ passes its scorers
-        assert minilm.evaluate(RESPONSES, SAMPLED, progress_bar=bar) == plain
-        assert bar.tasks[0].completed == 2
-    assert minilm.evaluate(RESPONSES, SAMPLED, None) == plain  # positional, as uqlm's signature allows
-    untouched = _Progress()
-    with pytest.raises(ValueError, match=r"sampled_responses\[1\]"):
-        minilm.evaluate(["a", "b"], [["a"], []], progress_bar=untouched)
-    assert untouched.tasks == []  # inputs are checked before a task is shown
+# issue 40, item 6: uqlm's threshold scale and plots
 
 
 def test_full_agreement_scores_beta_and_rescaled_scores_one(minilm):

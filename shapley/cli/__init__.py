@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
 import warnings
 from collections.abc import Sequence
@@ -83,8 +82,7 @@ def _beta_sweep(a: argparse.Namespace, argv: list[str]) -> None:
     from shapley.pipeline.evaluate.metrics import TABLE5_BETAS, write_beta_sweep
     from shapley.pipeline.evaluate.report import markdown_table
 
-    betas = TABLE5_BETAS if a.betas is None else a.betas
-    summary, paths = write_beta_sweep(a.run_dir, betas, n_boot=a.n_boot)
+    summary, paths = write_beta_sweep(a.run_dir, TABLE5_BETAS, n_boot=a.n_boot)
     print(markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
 
@@ -105,9 +103,8 @@ def _check_paths(a: argparse.Namespace) -> None:
     """Path arguments, checked before anything is read or written (``ValueError`` naming the argument).
 
     A path must be valid UTF-8 (run directories record their paths in JSON); the entries of a list of
-    directories must be distinct; an input file must be a regular file: a pipe such as bash's process
-    substitution ``<(...)`` (``/dev/fd/63``) can be read only once, but the input is read twice (validated in
-    full before scoring starts) and its checksum is recorded so that a resume can check it.
+    directories must be distinct. (An input file that is a pipe is refused by its reader,
+    :func:`shapley.pipeline.data.files.check_input_file`, before the run directory is made.)
     """
     for dest, name in _PATH_ARGS[a.command]:
         value = getattr(a, dest)
@@ -122,9 +119,6 @@ def _check_paths(a: argparse.Namespace) -> None:
                 ) from None
         if name != "SHARD_DIR":  # merge refuses a repeated shard itself, naming the shard (I/K)
             _distinct_paths(paths, name)
-    for dest, name in _PATH_ARGS[a.command]:
-        if dest in ("input", "data.path"):  # the input files, read twice
-            _regular_input(getattr(a, dest), name)
 
 
 def _check_outputs(a: argparse.Namespace) -> None:
@@ -158,21 +152,6 @@ def _distinct_paths(paths: list[str], name: str) -> None:
             again = "" if seen[key] == p else f" (as {seen[key]!r} and {p!r})"
             raise ValueError(f"{name}: {p!r} is given twice{again}; each entry must be distinct")
         seen[key] = p
-
-
-def _regular_input(path: str | None, name: str) -> None:
-    if path is None:
-        return
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return  # a missing file is reported by the reader, naming it
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise ValueError(
-            f"{name} {path} is a pipe or a device (e.g. bash's process substitution <(...)), not a regular file. "
-            "The input is read twice (validated in full before scoring) and its checksum is recorded for "
-            "resuming, which a pipe cannot give: write it to a file first"
-        )
 
 
 def _show_warning(

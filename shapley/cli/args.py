@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from shapley.pipeline.config import (
-    BETA_SWEEP_ROUNDS,
     DATA_SOURCES,
     DEFAULT_ENTAILMENT,
     GROUPS,
@@ -212,23 +211,6 @@ def _add_merge_parser(sub: argparse._SubParsersAction) -> None:
     mg.add_argument("--output", required=True, metavar="DIR", help="the merged run directory")
 
 
-def read_betas(text: str) -> tuple[float, ...]:
-    """The comma-separated betas of ``beta-sweep --betas``, each checked as ``--beta`` is, none repeated."""
-    read_beta = option_reader(ScoringSettings, "beta")
-    assert read_beta is not None
-    values: list[float] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            raise argparse.ArgumentTypeError(f"empty entry in {text!r} (a doubled comma, or one at the start or end)")
-        try:
-            values.append(read_beta(part))
-        except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentTypeError(f"every beta must be a number in (0, 1]: {exc}") from None
-        if values[-1] in values[:-1]:
-            raise argparse.ArgumentTypeError(f"{part!r} is given twice; each entry must be distinct")
-    return tuple(values)
-
-
 SWEEP_NO_BOOT = 0
 """``beta-sweep --n-boot``'s default: no bootstrap intervals."""
 
@@ -240,11 +222,6 @@ def read_sweep_boot(text: str) -> int:
     return SWEEP_NO_BOOT if text.strip() == str(SWEEP_NO_BOOT) else int(read_boot(text))
 
 
-def _grid_text(rounds: tuple[tuple[float, ...], ...]) -> str:
-    """Evenly spaced rounds of betas in words: ``0.1..1 by 0.1 and 0.42..0.58 by 0.02``."""
-    return " and ".join(f"{r[0]:g}..{r[-1]:g} by {r[1] - r[0]:.2g}" for r in rounds)
-
-
 def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser("report", help="AUROC tables across run directories", description="Tables across runs.")
     rp.add_argument("run_dirs", nargs="+", metavar="DIR", help="run directories (with metrics.csv)")
@@ -253,22 +230,15 @@ def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
     bs = sub.add_parser(
         "beta-sweep",
         help="Table 5: AUROC of Shap for several beta from a run's stored entailment",
-        description="Recompute Shap for each beta from DIR's stored entailment matrices and report AUROC, and how "
-        "many questions have a non-PSD R at each beta (under the run's own --psd-policy), into DIR/beta_sweep.csv "
-        "and, per question, DIR/beta_sweep_per_question.csv.",
+        description="Recompute Shap for each beta of the paper's Table 5 grid from DIR's stored entailment matrices "
+        "and report AUROC, and how many questions have a non-PSD R at each beta (under the run's own --psd-policy), "
+        "into DIR/beta_sweep.csv and, per question, DIR/beta_sweep_per_question.csv.",
     )
     bs.add_argument(
         "run_dir",
         metavar="DIR",
         help="a run directory with its entailment and score records: entailment.jsonl and scores.jsonl, or the "
         "compact stages.jsonl.gz that stands in for them (as in the committed runs)",
-    )
-    bs.add_argument(
-        "--betas",
-        type=read_betas,
-        default=None,
-        help=f"comma-separated, distinct betas {settings_of(ScoringSettings)['beta'].bounds_text()} (default: the "
-        f"paper's Table 5 grid, {_grid_text(BETA_SWEEP_ROUNDS)})",
     )
     boot_bounds = settings_of(ScoringSettings)["n_boot"]
     bs.add_argument(

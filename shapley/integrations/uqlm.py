@@ -1,6 +1,6 @@
 """Shapley confidence as a uqlm black-box scorer (extra ``uqlm``; environment ``.venv-uqlm``: uqlm needs numpy<2).
 
-:class:`ShapleyScorer` follows uqlm's black-box scorers: ``evaluate(responses, sampled_responses, progress_bar=None)``
+:class:`ShapleyScorer` follows uqlm's black-box scorers: ``evaluate(responses, sampled_responses)``
 returns one confidence in [0, 1] per prompt (higher = more confident; identical answers score ``beta``, 0.5 by
 default: below). The answers of prompt k are its response followed by its sampled responses; their entailment
 matrix comes from one of our backend specs (``"embedding:minilm"``, ``"hf:<id|path>"``, e.g. uqlm's NLI model
@@ -83,9 +83,7 @@ class ShapleyScorer:
         singular kernel)."""
         return [self._total(P) for P in self.entail_matrices(responses, sampled_responses)]
 
-    def evaluate(
-        self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]], progress_bar: Any = None
-    ) -> list[float]:
+    def evaluate(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[float]:
         """Confidence per prompt (higher = more confident): the equivalent pairwise agreement of its n answers
         (:func:`shapley.integrations.common.confidence_from_total`). In [0, 1]; identical answers score exactly
         ``beta`` (0.5 at the default, not 1): :meth:`rescaled` divides by beta.
@@ -93,26 +91,12 @@ class ShapleyScorer:
         Args:
             responses: one response per prompt.
             sampled_responses: the sampled responses of each prompt (at least one each).
-            progress_bar: as uqlm's black-box scorers take it: a started ``rich.progress.Progress`` (or anything
-                with its ``add_task(description, total=...)`` and ``update(task, advance=1)``), to which one task
-                is added that advances once per prompt; ``None`` (default) shows nothing. With a progress bar the
-                prompts are scored one at a time, which gives the same numbers (each prompt's matrix depends on its
-                own answers only).
 
         Raises:
             ValueError: as :meth:`entail_matrices`, for answers that are not texts or a prompt without samples.
         """
-        if progress_bar is None:
-            matrices = self.entail_matrices(responses, sampled_responses)
-            return [confidence_from_total(self._total(P), len(P)) for P in matrices]
-        groups = _answer_groups(responses, sampled_responses)  # every prompt checked before the task is shown
-        task = progress_bar.add_task("  - Scoring responses with Shapley uncertainty...", total=len(groups))
-        out = []
-        for g in groups:
-            (P,) = self.entail_matrices([g[0]], [g[1:]])
-            out.append(confidence_from_total(self._total(P), len(P)))
-            progress_bar.update(task, advance=1)
-        return out
+        matrices = self.entail_matrices(responses, sampled_responses)
+        return [confidence_from_total(self._total(P), len(P)) for P in matrices]
 
     def rescaled(self, confidences: Sequence[float]) -> list[float]:
         """``confidences`` (from :meth:`evaluate`) divided by ``beta``, so that identical answers score 1, the top

@@ -234,15 +234,6 @@ def test_a_directory_as_input_is_called_a_directory(tmp_path, fake_entail, capsy
     assert rc == 2 and "is a directory, not a file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("betas", ["0.5,0", "0.5,nan", "1.5", "0.5,abc", ","])
-def test_beta_sweep_bad_betas_is_a_usage_error(tmp_path, capsys, betas):
-    with pytest.raises(SystemExit) as e:
-        cli.main(["beta-sweep", str(tmp_path), "--betas", betas])
-    assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert "usage: python -m shapley beta-sweep" in err and "--betas" in err
-
-
 def test_ids_and_answers_round_trip_through_csv_and_formulas_are_escaped(tmp_path, fake_entail):
     """(every reader of every file, for hostile ids: test_attack3.py)"""
     ids = ["", "NaN", "null", "=1+1", "-2", "+3", "@SUM(A1)", "'quoted", "plain"]

@@ -296,7 +296,7 @@ def test_batch_sizes_are_recorded_per_call(tmp_path, monkeypatch):
     inv = json.loads((out / "config.json").read_text())["invocations"]
     assert inv[1]["batch_sizes"] == {"entailment": {"batch_size": 4, "chunk": 4}}
     assert stages.used_batch_size(types.SimpleNamespace(stats={"batch_size": 5}, batch_size=8), 32) == 5
-    assert stages.used_batch_size(types.SimpleNamespace(config=types.SimpleNamespace(batch_size=3)), 32) == 3
+    assert stages.used_batch_size(types.SimpleNamespace(config=types.SimpleNamespace(batch_size=3)), 32) == 32
 
 
 def test_run_records_generation_batch_sizes(tmp_path, monkeypatch):

@@ -99,7 +99,7 @@ def records(n: int = 3) -> list[QARecord]:
 
 def gen(tiny, **kw) -> Generator:
     model, tok = tiny
-    base = dict(n_samples=4, max_new_tokens=10, batch_size=8, stop=("\n",), progress=False)
+    base = dict(n_samples=4, max_new_tokens=10, batch_size=8, stop=("\n",))
     base.update(kw)
     return Generator(model, GenerationConfig(**base), tokenizer=tok)
 
@@ -398,12 +398,12 @@ def test_zero_samples_and_fallback_prompt(tiny):
 
 def test_chat_template_option(tiny):
     model, tok = tiny
-    plain = Generator(model, GenerationConfig(progress=False), tokenizer=tok)
+    plain = Generator(model, GenerationConfig(), tokenizer=tok)
     assert not plain.prompts.use_chat_template
     chat_tok = make_tokenizer()
     chat_tok.chat_template = CHAT_TEMPLATE
-    assert not Generator(model, GenerationConfig(progress=False), tokenizer=chat_tok).prompts.use_chat_template
-    auto = Generator(model, GenerationConfig(chat_template=None, progress=False), tokenizer=chat_tok)
+    assert not Generator(model, GenerationConfig(), tokenizer=chat_tok).prompts.use_chat_template
+    auto = Generator(model, GenerationConfig(chat_template=None), tokenizer=chat_tok)
     forced_off = Generator(model, GenerationConfig(chat_template=False), tokenizer=chat_tok)
     assert auto.prompts.use_chat_template and not forced_off.prompts.use_chat_template
     assert chat_tok.decode(auto.prompts.encode("hi", "Answer:")).endswith("<bot>Answer:")
@@ -469,7 +469,7 @@ def test_load_model_from_directory(tiny, tmp_path):
     m2, _, fp2 = load_model(str(tmp_path), device="cpu", dtype="bfloat16")
     assert fp1 == fp2 and len(fp1) == 64  # fingerprint names the weights, not the dtype
     assert m1.dtype == torch.float32 and m2.dtype == torch.bfloat16
-    g = Generator(str(tmp_path), GenerationConfig(n_samples=2, max_new_tokens=4, progress=False, device="cpu"))
+    g = Generator(str(tmp_path), GenerationConfig(n_samples=2, max_new_tokens=4, device="cpu"))
     assert g.fingerprint == fp1
     assert len(g.generate(records(1))[0].samples) == 2
 

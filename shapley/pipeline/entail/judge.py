@@ -50,9 +50,7 @@ class LLMJudgeBackend(base.EntailmentBackend):
         param = next(model.parameters())
         self.pass_rows = base.for_device(JUDGE_PASS_ROWS, param.device.type)
         # chat_template=None: the prompt is wrapped in the model's chat template when the tokenizer has one
-        config = GenerationConfig(
-            n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=None, progress=False
-        )
+        config = GenerationConfig(n_samples=0, p_true=False, a4c=False, batch_size=self.pass_rows, chat_template=None)
         self.generator = Generator(model, config, tokenizer=tokenizer, fingerprint=self.fingerprint)
         self._fix_computation(
             param.device.type,

@@ -137,13 +137,10 @@ def quiet_model_loading(quiet: bool) -> Iterator[None]:
 
 def used_batch_size(model: Any, configured: int | None) -> Any:
     """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
-    be chosen from free memory), else its ``batch_size`` (or its config's), else ``configured``."""
+    be chosen from free memory), else ``configured`` (the generator's own setting is the run's ``--batch-size``)."""
     stats = getattr(model, "stats", None)
     if isinstance(stats, Mapping) and stats.get("batch_size") is not None:
         return stats["batch_size"]
-    for obj in (model, getattr(model, "config", None)):
-        if isinstance(getattr(obj, "batch_size", None), int):
-            return obj.batch_size  # type: ignore[union-attr]
     return configured
 
 
@@ -227,7 +224,6 @@ class EntailmentModel(LazyModel):
         return entail.load_backend(
             self.config.entailment.backend,
             device=runtime.device,
-            batch_size=runtime.batch_size,
             cache=runtime.entail_cache_arg(),
             progress=None if runtime.progress else False,
         )
@@ -246,7 +242,7 @@ class EntailmentModel(LazyModel):
 
 class GenerationModel(LazyModel):
     """The run's generator (:class:`shapley.pipeline.generate.generator.Generator` on the run's generation
-    settings, seed and runtime), loaded on first use; ``run_stage`` shows the progress bar, not the generator."""
+    settings, seed and runtime), loaded on first use (``run_stage`` shows the progress bar)."""
 
     kind = "model"
 
@@ -258,7 +254,6 @@ class GenerationModel(LazyModel):
             seed=config.seed,
             batch_size=config.runtime.batch_size,
             device=config.runtime.device,
-            progress=False,
         )
         return generate.Generator(settings.model, settings)
 

@@ -38,7 +38,6 @@ class GenerationConfig(GenerationSettings):
         low=1,
     )
     device: str | None = setting(None, "the device the model is loaded on (None: cuda if available)", commands=())
-    progress: bool | None = setting(None, "the generator's own tqdm bar (None: on a terminal only)", commands=())
     stop: tuple[str, ...] = setting(
         ("\n",), "answers end at the first of these strings", commands=(), flag="stop strings", convert=stop_strings
     )

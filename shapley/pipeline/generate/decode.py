@@ -248,7 +248,7 @@ class Decoder:
     :class:`~shapley.pipeline.generate.prompts.PromptBuilder`. Adds its counters to ``stats`` (the generator's):
     the rows planned per decoding batch (``batch_size``), decoding batches and their sizes in rows
     (``batch_rows_used``), decoding steps, rows that left their batch early, tokens generated (end-of-sequence
-    tokens not counted, tokens cut by a stop string counted), rows checked against the stop strings, and batches
+    tokens not counted, tokens cut by a stop string counted), and batches
     split after running out of memory (``oom_splits``)."""
 
     def __init__(self, lm: CausalLM, config: GenerationConfig, stats: dict[str, Any], prompts: PromptBuilder) -> None:
@@ -265,7 +265,6 @@ class Decoder:
             decode_steps=0,
             rows_dropped=0,
             tokens_generated=0,
-            stop_checks=0,
             oom_splits=0,
         )
 
@@ -399,7 +398,6 @@ class Decoder:
         batch.length[kept] = step + 1
         batch.alive[eos] = False
         for r in np.flatnonzero(kept & packed[2].astype(bool)):
-            self.stats["stop_checks"] += 1
             if checker.hit(batch.tokens[r, : step + 1].tolist()):
                 batch.alive[r] = False
         if not np.array_equal(was, batch.alive):

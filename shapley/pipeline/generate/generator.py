@@ -51,7 +51,6 @@ from shapley.pipeline.generate.config import GenerationConfig
 from shapley.pipeline.generate.decode import Decoder
 from shapley.pipeline.generate.models import CausalLM, load_model
 from shapley.pipeline.generate.prompts import TRUE_FALSE, PromptBuilder, a4c_prompt, p_true_prompt
-from shapley.pipeline.rundir.progress import tqdm
 from shapley.pipeline.rundir.records import Generation, QARecord
 
 
@@ -127,8 +126,7 @@ class Generator:
     def generate(self, records: Sequence[QARecord]) -> list[Generation]:
         """Samples, greedy answer, token statistics, p(True), A4C and (optionally) the greedy answer's
         hidden state for each record (same order); each record on its own (see the module docstring)."""
-        disable = None if self.config.progress is None else not self.config.progress
-        return [self._generate_one(r) for r in tqdm(records, desc="generate", unit="q", disable=disable)]
+        return [self._generate_one(r) for r in records]
 
     def _generate_one(self, record: QARecord) -> Generation:
         """Greedy answer plus ``n_samples`` samples of one question, decoded from one prefill of its prompt, then

@@ -99,6 +99,19 @@ def busy_machine(meta: Mapping[str, Any]) -> bool:
     return before > IDLE_LOAD_AVERAGE or after - BENCHMARK_OWN_LOAD > IDLE_LOAD_AVERAGE
 
 
+def busy_flag(meta: Mapping[str, Any]) -> str:
+    """A Markdown sentence to append to a finding measured on a busy machine (:func:`busy_machine`), else ``""``.
+
+    >>> busy_flag({"load_average_before": [9.5, 9.0, 8.0], "load_average_after": [9.0, 9.0, 8.0]})
+    ' **Measured on a busy machine** (load average 9.50 before the run): see Provenance.'
+    """
+    if not busy_machine(meta):
+        return ""
+    return (
+        f" **Measured on a busy machine** (load average {load_averages(meta)[0]:.2f} before the run): see Provenance."
+    )
+
+
 def load_note(meta: Mapping[str, Any], file: str) -> str:
     """One Markdown sentence on the machine's load while ``file`` was measured, flagged in bold when it was
     busier than the page's idle machine (:func:`busy_machine`)."""

@@ -133,8 +133,8 @@ def record_status_html(
     results folder ``results``) or stale, with why."""
     stale = spec.stale_reasons(record, results)
     made = (
-        f"The numbers here are read from {code('results/' + spec.path)}, which {code(spec.command)} computed"
-        f"{how} in {record['seconds']:.0f} s"
+        f"{code(spec.command)} computed these numbers{how} in {record['seconds']:.0f} s, as their record "
+        f"{code('results/' + spec.path)} says"
     )
     if not stale:
         return Html(

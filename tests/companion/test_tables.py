@@ -218,7 +218,7 @@ def test_record_status_is_a_sentence_without_markdown():
     record = {"freshness": toy.freshness(Path("results")), "seconds": 7.2, "command": toy.command}
     fresh = record_status_html(toy, record, "results")
     assert "<code>results/theory/toy.json</code>" in fresh and "<code>python -m shapley.results.records</code>" in fresh
-    assert "computed in 7 s" in fresh and "it is fresh" in fresh and "`" not in fresh
+    assert "computed these numbers in 7 s" in fresh and "it is fresh" in fresh and "`" not in fresh
     stale = record_status_html(toy, {**record, "freshness": {**record["freshness"], "settings": {"x": 2}}}, "results")
     assert "it is stale" in stale and "settings differ" in stale and "`" not in stale
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import typing
 from typing import Any
 
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.errors import ExtensionError
+from sphinx.transforms import SphinxTransform
 from sphinx.util.docutils import SphinxDirective
 
 USAGE_COLUMNS = 43
@@ -219,12 +221,37 @@ class RunFiles(_TableDirective):
         return _list_table(("File", "Written by", "Holds", "Columns (declared)"), rows, "18 14 40 28", "reference")
 
 
+OPTION = re.compile(r"(?<!\S)(--[a-z][\w-]*)")
+"""A command-line option in running text (``--psd-policy``)."""
+
+
+class OptionLiterals(SphinxTransform):
+    """On the command-line reference, each option named in a help text becomes inline code, so that Sphinx's
+    smart quotes (priority 750) do not turn its leading ``--`` into an en dash."""
+
+    default_priority = 700
+
+    def apply(self, **kwargs: Any) -> None:
+        if self.env.docname != "book/reference/cli":
+            return
+        for text in list(self.document.findall(nodes.Text)):
+            parent = text.parent
+            if parent is None or isinstance(parent, (nodes.literal, nodes.FixedTextElement)):
+                continue
+            parts = OPTION.split(str(text))
+            if len(parts) == 1:
+                continue
+            pieces = [nodes.literal(p, p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
+            parent.replace(text, pieces)
+
+
 def setup(app: Any) -> dict[str, Any]:
     os.environ["COLUMNS"] = str(USAGE_COLUMNS)
     app.add_directive("shapley-sample-fields", SampleFields)
     app.add_directive("shapley-run-files", RunFiles)
     app.connect("autodoc-process-docstring", reexported_constant_doc)
     app.connect("autodoc-process-signature", own_init_signature)
+    app.add_transform(OptionLiterals)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

@@ -180,6 +180,9 @@ def test_every_option_is_on_the_command_line_page(built):
     missing = {cmd: [o for o in opts if o not in text] for cmd, opts in parser_options().items()}
     assert {c: m for c, m in missing.items() if m} == {}
     assert "usage: python -m shapley" in _soup("cli").find("article").get_text("")  # no-count mark (book_words)
+    # an option in a help text renders as itself, not with an en dash; the API's field separators keep theirs
+    assert "–psd-policy" not in text and "--psd-policy" in {c.get_text() for c in _soup("cli").select("article code")}
+    assert " -- " not in _soup("api").find("article").get_text(" ")
 
 
 @pytest.mark.book

@@ -35,7 +35,11 @@ export PATH="$(dirname "$JB"):$PATH"
 
 bash "$ROOT/scripts/fetch_mathjax.sh"
 
-if [[ "${BOOK_CLEAN:-0}" == "1" ]]; then
+# The execution cache keys a page on its code cells only, so a change of the package or of results/ would leave
+# pages showing what the old code computed: when their digest (git's index plus uncommitted edits) differs from the
+# one the last build recorded, the build starts clean.
+INPUTS="$( { git ls-files -s shapley results; git diff HEAD --binary -- shapley results; } 2>/dev/null | sha256sum )"
+if [[ "${BOOK_CLEAN:-0}" == "1" || "$INPUTS" != "$(cat "$ROOT/_build/.inputs_digest" 2>/dev/null)" ]]; then
   rm -rf "$ROOT/_build"
 fi
 
@@ -49,6 +53,7 @@ PY="$(dirname "$JB")/python"
 [[ -x "$PY" ]] || PY="$ROOT/.venv/bin/python"
 [[ -x "$PY" ]] || PY=python3
 mkdir -p "$ROOT/_build"
+echo "$INPUTS" >"$ROOT/_build/.inputs_digest"
 FAILURES=(env PYTHONPATH="$ROOT" "$PY" "$ROOT/scripts/book_failures.py" --cache "$ROOT/_build/.jupyter_cache" --touch)
 # Pages that failed in an earlier build: touched, so that Sphinx reads and executes them again.
 "${FAILURES[@]}" >/dev/null || true

@@ -45,3 +45,19 @@ def test_notebook_runs_cleanly(name: str, built: Path) -> None:
         assert "parameters" in next(c for c in page.cells if c.cell_type == "code").metadata.get("tags", [])
     else:  # findings first: a glued finding before the first section, and the verdicts link to the claims' rows
         assert "{glue:" in source.split("\n## ", 1)[0] and "claims.html#claim-" in source
+
+
+def test_the_cache_was_executed_with_this_code_and_these_results(built: Path) -> None:
+    """The execution cache keys a page on its code cells only; the build records the digest of shapley/ and results/
+    it executed with (scripts/build_book.sh) and starts clean when they change, so no page shows what older code or
+    results computed."""
+    import subprocess
+
+    digest = subprocess.run(
+        ["bash", "-c", "{ git ls-files -s shapley results; git diff HEAD --binary -- shapley results; } | sha256sum"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert (built.parent / ".inputs_digest").read_text().strip() == digest

@@ -40,9 +40,12 @@ PACKAGE = Path(__file__).resolve().parents[1]
 hashes."""
 
 
-def sha256_file(path: Path) -> str | None:
-    """The SHA-256 of the file ``path``, None when there is no such file."""
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+def sha256_file(path: str | os.PathLike[str]) -> str | None:
+    """The SHA-256 (hex) of the file ``path``'s bytes, read in chunks; None when there is no such file."""
+    if not Path(path).is_file():
+        return None
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def module_source(name: str) -> Path | None:

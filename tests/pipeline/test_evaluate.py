@@ -19,6 +19,7 @@ from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.evaluate import report
 from shapley.pipeline.rundir import derived, jsonl
 from shapley.pipeline.rundir.csvfiles import csv_text, read_csv_ids
+from shapley.results import records
 from tests import fakes
 
 
@@ -266,7 +267,7 @@ def _recorded_as_written(*runs: Path) -> None:
     """Each run's ``metrics.csv``, edited here, recorded in its ``derived.json`` as written (else it is stale)."""
     for run in runs:
         rec = json.loads((run / "derived.json").read_text())
-        rec["files"]["metrics.csv"]["sha256"] = jsonl.sha256_file(run / "metrics.csv")
+        rec["files"]["metrics.csv"]["sha256"] = records.sha256_file(run / "metrics.csv")
         (run / "derived.json").write_text(json.dumps(rec))
 
 

@@ -22,6 +22,7 @@ from shapley.pipeline.experiment import pipelines as experiment
 from shapley.pipeline.experiment import stages
 from shapley.pipeline.generate import generator as generate
 from shapley.pipeline.rundir import jsonl, store
+from shapley.results import records
 from tests import fakes
 from tests.fakes import make_samples_file
 
@@ -54,7 +55,7 @@ def test_score_samples_resume_recomputes_nothing(tmp_path, monkeypatch):
         "dtype": None,
         "device_kind": None,
     }
-    assert cfg["config"]["data"]["sha256"] == jsonl.sha256_file(inp)
+    assert cfg["config"]["data"]["sha256"] == records.sha256_file(inp)
     assert len(cfg["invocations"]) == 2
 
 
@@ -354,9 +355,9 @@ def test_questions_are_stored_as_ids_and_fingerprints(tmp_path, monkeypatch):
     for f in ("questions.jsonl", "generations.jsonl", "entailment.jsonl", "scores.jsonl", "config.json"):
         assert "Capital 1?" not in (out / f).read_text(), f  # the question text is not stored
     # a question that changed is refused
-    records = data.dataset_records("triviaqa", limit=4)
+    items = data.dataset_records("triviaqa", limit=4)
     qfile = out / "questions.jsonl"
-    qfile.write_bytes(b"".join(jsonl.encode_record({"id": r.id, "sha256": "other"}) for r in records))
+    qfile.write_bytes(b"".join(jsonl.encode_record({"id": r.id, "sha256": "other"}) for r in items))
     with pytest.raises(ValueError, match="question 'q0' differs from the stored one"):
         experiment.run_experiment(config, out)
 

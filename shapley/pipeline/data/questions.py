@@ -20,9 +20,10 @@ from typing import TypeVar
 from shapley.pipeline.config import EXTERNAL_MODEL, DataSettings, RunConfig
 from shapley.pipeline.data import datasets
 from shapley.pipeline.data.samples import SampleItem, read_samples_file
-from shapley.pipeline.rundir.jsonl import fingerprint, sha256_file
+from shapley.pipeline.rundir.jsonl import fingerprint
 from shapley.pipeline.rundir.provenance import repo_relative
 from shapley.pipeline.rundir.records import QARecord
+from shapley.results.records import sha256_file
 
 T = TypeVar("T")
 

@@ -44,14 +44,13 @@ from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
     encode_record,
-    sha256_file,
     write_compact,
 )
 from shapley.pipeline.rundir.provenance import provenance, repo_relative
 from shapley.pipeline.rundir.records import HIDDEN_DIR, HIDDEN_KEY, check_hidden_dir
 from shapley.pipeline.rundir.settings import REPO_ROOT
 from shapley.pipeline.rundir.store import COMPUTE_KEYS, RunDir, lock_run_dir, require_record, run_history, stored_run
-from shapley.results.records import write_files
+from shapley.results.records import sha256_file, write_files
 
 MERGED_FROM = "merged_from"
 """Key of ``config.json``'s provenance listing the shards a merged run directory was made from."""

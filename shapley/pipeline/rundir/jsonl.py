@@ -101,12 +101,6 @@ def _verified(line: bytes) -> tuple[dict[str, Any] | None, str]:
     return rec, ""
 
 
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """SHA-256 (hex) of a file's bytes."""
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def read_json_file(path: str | os.PathLike[str], *, refusal: str = "") -> Any:
     """The parsed JSON of the file ``path`` (which must exist); ``ValueError`` naming the file when it is not valid
     JSON (UTF-8), with ``refusal`` appended to the message."""

@@ -232,3 +232,62 @@ def test_the_generate_and_score_script_runs_offline_with_smollm2(tmp_path, monke
     assert "capital of France" in capsys.readouterr().out  # the table is printed
     for png in ("filtered_accuracy_uqlm.png", "model_accuracies_shapley.png"):
         assert (tmp_path / "out" / png).stat().st_size > 0
+
+
+def test_the_scripts_chat_model_loads_once_and_answers_the_same_whatever_order_uqlms_threads_take(monkeypatch):
+    """uqlm calls LocalChatModel._generate from several threads at once (CI once saw two threads dequantise the GGUF
+    file together and save a model with meta tensors): the model loads once, and each prompt's answers are the same
+    set as in a serial run. The model is a stand-in whose answers are draws of torch's global generator."""
+    import asyncio
+    import importlib.util
+    import threading
+    import time
+    from pathlib import Path
+
+    import torch
+
+    import shapley.pipeline.generate.models as models
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "uqlm" / "generate_and_score.py"
+    spec = importlib.util.spec_from_file_location("generate_and_score", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    loads = []
+
+    class Tokenizer:
+        pad_token_id = 0
+
+        def apply_chat_template(self, chat, **kw):
+            return torch.tensor([[len(chat[-1]["content"])]])
+
+        def decode(self, ids, **kw):
+            return " ".join(str(int(i)) for i in ids)
+
+    class Model:
+        def generate(self, ids, **kw):
+            time.sleep(0.01)  # lets another thread in where nothing holds it out
+            return torch.cat([ids, torch.randint(0, 10**6, (1, 3))], dim=1)
+
+    def slow_load(spec, **kw):
+        loads.append(threading.get_ident())
+        time.sleep(0.2)
+        return Model(), Tokenizer(), "fp"
+
+    monkeypatch.setattr(models, "load_model", slow_load)
+    prompts = ["a", "bb", "a", "ccc", "bb", "a"] * 2
+
+    def answers(concurrent: bool) -> dict[str, list[str]]:
+        llm = module.LocalChatModel(temperature=1.0)
+
+        async def gather():
+            return await asyncio.gather(*(llm.ainvoke(p) for p in prompts))
+
+        out = asyncio.run(gather()) if concurrent else [llm.invoke(p) for p in prompts]
+        got: dict[str, list[str]] = {}
+        for p, m in zip(prompts, out, strict=True):
+            got.setdefault(p, []).append(m.content)
+        return {p: sorted(v) for p, v in got.items()}
+
+    serial = answers(concurrent=False)
+    assert len(loads) == 1 and len(set(serial["a"])) == 6  # one load; a prompt's samples differ
+    assert answers(concurrent=True) == serial and len(loads) == 2  # one more load, for the second model

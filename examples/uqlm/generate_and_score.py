@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import threading
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,14 +56,17 @@ ROLES = {"human": "user", "ai": "assistant", "system": "system"}
 class LocalChatModel(BaseChatModel):
     """A LangChain chat model that generates with a local transformers causal LM through its chat template:
     greedy at ``temperature`` 0, else sampling at that temperature, at most ``max_new_tokens`` tokens, seeded by
-    ``seed`` plus the number of calls so far (a run is reproducible, its samples differ)."""
+    ``seed``, the prompt and how often it was asked before. uqlm calls it from several threads at once: one lock
+    serialises loading and generating, so the model loads once and a run is reproducible whatever order the threads
+    take (the samples of one prompt differ)."""
 
     model: str = "smollm2"
     temperature: float = 0.0
     max_new_tokens: int = 24
     seed: int = 0
     _lm: Any = PrivateAttr(default=None)
-    _calls: int = PrivateAttr(default=0)
+    _asked: dict[str, int] = PrivateAttr(default_factory=dict)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     @property
     def _llm_type(self) -> str:
@@ -80,24 +85,28 @@ class LocalChatModel(BaseChatModel):
     ) -> ChatResult:
         import torch
 
-        model, tokenizer = self._loaded()
         chat = [{"role": ROLES.get(m.type, "user"), "content": str(m.content)} for m in messages]
-        ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt")
-        ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
-        self._calls += 1
-        torch.manual_seed(self.seed + self._calls)
-        sample = self.temperature > 0
-        with torch.no_grad():
-            out = model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                max_new_tokens=self.max_new_tokens,
-                do_sample=sample,
-                temperature=self.temperature if sample else None,
-                top_p=None,
-                top_k=None,
-                pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
-            )
+        key = repr(chat)
+        with self._lock:
+            model, tokenizer = self._loaded()
+            ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt")
+            ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
+            asked = self._asked.get(key, 0)
+            self._asked[key] = asked + 1
+            torch.manual_seed(self.seed + zlib.crc32(key.encode()) + asked)
+            sample = self.temperature > 0
+            pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+            with torch.no_grad():
+                out = model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=sample,
+                    temperature=self.temperature if sample else None,
+                    top_p=None,
+                    top_k=None,
+                    pad_token_id=pad,
+                )
         text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True).strip()
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 

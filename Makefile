@@ -130,7 +130,6 @@ lab: $(LAB_STAMP)
 
 bench: setup
 	$(BIN)/python benchmarks/bench_shapley.py
-	$(BIN)/python benchmarks/bench_guards.py
 	$(BIN)/python benchmarks/bench_nli.py
 
 # Every committed measurement under results/, from one clean commit; how long the last regeneration took is in

@@ -7,7 +7,7 @@
 #      their freshness records (results/theory: the PSD page's worst-case and clipped-cosine searches and the
 #      properties page's Hypothesis searches, the axioms page's short replay of its table; results/companion: the
 #      Mozart page's beta fits and, after the runs, the -inf counts at beta = 1; `make theory-results`);
-#   4. the CPU benchmarks (results/bench_shapley.*, results/bench_guards.json, results/bench_nli.*,
+#   4. the CPU benchmarks (results/bench_shapley.*, results/bench_nli.*,
 #      results/bench_generate_cpu.json), and
 #      last the seconds each book page takes to execute (results/bench_notebooks.json, which reads the results
 #      above), alone on the machine.
@@ -86,7 +86,6 @@ OMP_NUM_THREADS=1 .venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.
 
 # The benchmarks last, alone on the machine, one thread each.
 $PY benchmarks/bench_shapley.py
-$PY benchmarks/bench_guards.py  # what each work guard admits at its limit (about 15 s)
 $PY benchmarks/bench_nli.py --breakdown --threads 1
 $PY benchmarks/bench_generate.py --questions 4 --repeats 3 --reference-repeats 1 --output results/bench_generate_cpu.json  # about 8 min
 OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1} HF_HUB_OFFLINE=1 \

@@ -47,32 +47,8 @@ PSD_POLICIES: tuple[str, ...] = get_args(PSDPolicy)
 (``ValueError``), ``"shrink"`` or ``"nearest"`` (see the module docstring)."""
 DEFAULT_EPS = 1e-6
 """Eigenvalue floor of the PSD repairs (dimensionless, the kernel's own scale)."""
-NEAREST_MAX_SECONDS = 60.0
-"""Largest workload of :func:`nearest_correlation`, in seconds on one core as estimated by
-:func:`_nearest_seconds` for all ``max_iter`` iterations (about a minute; a call that converges earlier stops
-earlier). Larger requests are refused naming this limit; at the default 500 iterations that admits n up to
-about 480."""
-
-_NEAREST_SECONDS_PER_ITERATION = (1e-4, 2.7e-7, 5e-10)
-"""Cost of one iteration at n answers: ``a + b * n**2 + c * n**3`` seconds (a fixed Python cost; the (n, n)
-element-wise steps, norms and the eigendecomposition, which grows about as n**2 up to n = 400 on one core; its
-n**3 part, which dominates beyond). Measured by ``benchmarks/bench_guards.py`` (``results/bench_guards.json``; one
-thread, n = 3 to 400, and n = 800 and 1200 by hand: 0.18 s and 0.59 s per iteration), fitted at or above the
-slowest of two runs on a shared machine, then raised by half as a margin for a loaded one."""
-
 _NEAREST_ITERATIONS, _NEAREST_TOL = 500, 1e-10
 """The default iteration limit and stopping tolerance of :func:`nearest_correlation` (also under ``"nearest"``)."""
-
-
-def _nearest_seconds(iterations: int, n: int) -> float:
-    """Estimated seconds of :func:`nearest_correlation` with ``iterations`` iterations at ``n`` (one core): the
-    iterations and two more decompositions' worth for the final check and clip.
-
-    >>> _nearest_seconds(500, 10) < 1.0, _nearest_seconds(10**10, 3) > 86_400
-    (True, True)
-    """
-    a, b, c = _NEAREST_SECONDS_PER_ITERATION
-    return float(iterations + 2) * (a + b * n**2 + c * n**3)
 
 
 class PSDRepairWarning(RuntimeWarning):
@@ -235,14 +211,6 @@ def nearest_correlation(
 
 def _nearest(R: NDArray[np.float64], e: float, iters: int, stop: float) -> NDArray[np.float64]:
     """:func:`nearest_correlation` of checked arguments."""
-    n = R.shape[0]
-    if _nearest_seconds(iters, n) > NEAREST_MAX_SECONDS:
-        raise ValueError(
-            f"nearest_correlation: max_iter = {iters} iterations (one eigendecomposition each) at n = {n} could "
-            f"need about {_nearest_seconds(iters, n):.3g} s on one core, more than NEAREST_MAX_SECONDS = "
-            f"{NEAREST_MAX_SECONDS:g} (about a minute); lower max_iter or use psd_policy='shrink' "
-            "(one decomposition)"
-        )
     Y = R.copy()
     dS = np.zeros_like(R)
     for _ in range(iters):

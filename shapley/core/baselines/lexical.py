@@ -2,42 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from shapley.core import validate
-
-LEXICAL_MAX_SECONDS = 60.0
-"""Largest Rouge-L workload of :func:`lexical_similarity`, in seconds on one core as estimated by
-:func:`_lexical_seconds` (about a minute); larger requests are refused naming this limit."""
-
-_LEXICAL_SECONDS = (1.5e-5, 5e-8, 2.5e-6, 4e-7)
-"""Cost of Rouge-L (the ``rouge-score`` package, pure Python) per pair of answers, in seconds: ``a`` fixed, ``d``
-per character and ``e`` per token of the two texts (each pair tokenises both again), ``b`` per cell of the
-longest-common-subsequence table (the product of the two token counts). Measured by
-``benchmarks/bench_guards.py`` (``results/bench_guards.json``; one thread, answers of 1 to 200 tokens, and of 1000
-and 10000 characters without a token), fitted at or above the slowest of two runs on a shared machine, then raised
-by half as a margin for a loaded one."""
-
-_TOKEN = re.compile(r"[a-z0-9]+")
-"""A token of Rouge-L's default tokenizer (lower-cased text; every other character separates tokens)."""
-
-
-def _lexical_seconds(answers: Sequence[str]) -> float:
-    """Estimated seconds of Rouge-L over all pairs of ``answers`` (one core), from their lengths alone.
-
-    >>> _lexical_seconds(["Paris"] * 10) < 0.01, _lexical_seconds(["word " * 1000] * 100) > 600
-    (True, True)
-    """
-    a, d, e, b = _LEXICAL_SECONDS
-    n = len(answers)
-    chars = np.array([len(t) for t in answers], dtype=np.float64)
-    tokens = np.array([len(_TOKEN.findall(t.lower())) for t in answers], dtype=np.float64)
-    pairs = n * (n - 1) / 2
-    cells = (tokens.sum() ** 2 - (tokens**2).sum()) / 2  # sum over pairs i < j of tokens_i * tokens_j
-    return float(a * pairs + (n - 1) * (d * chars.sum() + e * tokens.sum()) + b * cells)
 
 
 def lexical_similarity(texts: Sequence[str]) -> float:
@@ -58,13 +27,6 @@ def lexical_similarity(texts: Sequence[str]) -> float:
     """
     answers = validate.texts(texts)
     n = len(answers)
-    cost = _lexical_seconds(answers)
-    if cost > LEXICAL_MAX_SECONDS:
-        raise ValueError(
-            f"lexical_similarity compares all n(n-1)/2 pairs with Rouge-L; n = {n} answers of these lengths need "
-            f"about {cost:.3g} s on one core, more than LEXICAL_MAX_SECONDS = {LEXICAL_MAX_SECONDS:g} (about a "
-            "minute); pass fewer or shorter answers"
-        )
     if n == 1:
         return 0.0
     from rouge_score import rouge_scorer

@@ -28,9 +28,7 @@ import tokenize
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 RESULTS = Path("results")
 """The results folder, relative to the repository root (where ``make`` runs)."""
@@ -73,15 +71,11 @@ def _version(path: Path) -> tuple[int, int]:
     return stat.st_mtime_ns, stat.st_size
 
 
-def _imported(name: str, path: Path) -> set[str]:
-    """The dotted names of the package's modules that the module ``name`` (source ``path``) imports anywhere in
-    its code: ``from P import x`` names ``P.x`` when that is a module, else ``P``."""
-    return set(_imports_of(name, path, _version(path)))
-
-
 @functools.lru_cache(maxsize=1024)
-def _imports_of(name: str, path: Path, version: tuple[int, int]) -> frozenset[str]:
-    """:func:`_imported`, read once for each ``version`` of the file."""
+def _imported(name: str, path: Path, version: tuple[int, int]) -> frozenset[str]:
+    """The dotted names of the package's modules that the module ``name`` (source ``path``, at ``version``: read
+    once for each) imports anywhere in its code: ``from P import x`` names ``P.x`` when that is a module, else
+    ``P``."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -113,7 +107,7 @@ def import_closure(*roots: str) -> list[str]:
             raise ValueError(f"{name!r} is not a module of the {PACKAGE.name} package")
         if name not in seen:
             seen.add(name)
-            todo.extend(sorted(_imported(name, path) - seen))
+            todo.extend(sorted(_imported(name, path, _version(path)) - seen))
     return sorted(seen)
 
 
@@ -260,13 +254,6 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def timed(compute: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
-    """``compute(*args, **kwargs)`` and the seconds it took (what a record says about its computations)."""
-    start = time.perf_counter()
-    value = compute(*args, **kwargs)
-    return value, time.perf_counter() - start
-
-
 def stale_reasons(was: Any, now: Mapping[str, Any]) -> list[str]:
     """Why the freshness block ``was`` (as a record holds it) no longer stands for ``now``, the block of what the
     code would compute now: other ``settings``, or changed digests in any other part (``code``, ``inputs``: name ->
@@ -336,7 +323,7 @@ class PageRecord:
         if module_source(self.module) is not None:
             return import_closure(self.module)
         script = PACKAGE.parent.joinpath(*self.module.split(".")).with_suffix(".py")
-        return import_closure(*sorted(_imported(self.module, script)))
+        return import_closure(*sorted(_imported(self.module, script, _version(script))))
 
     def freshness(self, results: Path, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The freshness block of the record computed now from ``results`` with ``settings`` (default
@@ -358,8 +345,9 @@ class PageRecord:
         atomically (:meth:`text`) to the file :attr:`path` under ``results``."""
         root, settings = Path(results), self.settings if settings is None else settings
         block = self.freshness(root, settings)  # the inputs as they are read
-        numbers, seconds = timed(self.compute, settings, root)
-        write_files({root / self.path: self.text(block, seconds, numbers)})
+        start = time.perf_counter()
+        numbers = self.compute(settings, root)
+        write_files({root / self.path: self.text(block, time.perf_counter() - start, numbers)})
         return root / self.path
 
     def load(self, path: str | os.PathLike[str]) -> dict[str, Any]:

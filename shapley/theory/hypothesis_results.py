@@ -75,20 +75,15 @@ def compute(settings: Mapping[str, Any], results: Path) -> dict[str, Any]:
     return {"searches": searches, "chain_rule": chain}
 
 
-def _example(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if stored is None:
-        return None
-    return {k: np.asarray(v, dtype=float) if isinstance(v, list) else v for k, v in stored.items()}
-
-
 def search_results(record: Mapping[str, Any]) -> dict[str, se.SearchResult]:
     """Every stored search as a :class:`~shapley.theory.search.SearchResult` (name -> result), its ``check``
     recomputed from the stored example by the property's own function (milliseconds). Raises ValueError if a stored
     counterexample no longer fails its check."""
     out = {}
     for name, e in record["searches"].items():
-        example, check, fails = _example(e["example"]), None, False
+        example, check, fails = e["example"], None, False
         if example is not None:
+            example = {k: np.asarray(v, dtype=float) if isinstance(v, list) else v for k, v in example.items()}
             check, fails = se.check_example(e["kind"], e["prop"], e["reading"], example, e["kwargs"])
         if fails != e["found"]:
             raise ValueError(

@@ -62,8 +62,8 @@ TABLE: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     ),
     "game_shapley_values": ({"v": [0.0, 1.0, 1.0, 3.0]}, {"v": "vector"}),
     "shapley_values": (
-        {"R": R2, "method": "exact", "psd_policy": "raise", "eps": 1e-6},
-        {"R": "matrix", "method": "choice", "psd_policy": "choice", "eps": "real"},
+        {"R": R2, "psd_policy": "raise", "eps": 1e-6},
+        {"R": "matrix", "psd_policy": "choice", "eps": "real"},
     ),
     "shapley_uncertainty": (
         {"P": P2, "beta": 0.5, "psd_policy": "raise", "eps": 1e-6},

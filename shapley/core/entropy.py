@@ -34,7 +34,6 @@ every computation over all 2**n subsets). :func:`gaussian_entropy` has none (:fu
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -48,8 +47,6 @@ HALF_LOG_2PIE = 0.5 * math.log(2.0 * math.pi * math.e)
 
 EXACT_MAX_N = 22
 """Largest n for the Shapley values (memory grows as 2**n); the total (:func:`shapley_uncertainty`) has no limit."""
-
-Method = Literal["exact"]
 
 
 def _psd_settings(psd_policy: str, eps: float) -> tuple[str, float]:
@@ -264,14 +261,11 @@ def _shapley_from_values(v: NDArray[np.float64], n: int) -> NDArray[np.float64]:
     return phi
 
 
-def shapley_values(
-    R: ArrayLike, method: Method = "exact", *, psd_policy: str = "raise", eps: float = DEFAULT_EPS
-) -> NDArray[np.float64]:
+def shapley_values(R: ArrayLike, *, psd_policy: str = "raise", eps: float = DEFAULT_EPS) -> NDArray[np.float64]:
     """Per-answer Shapley values (nats) of the game ``v(S) = h(N(0, R_S))``, ``v(empty) = 0``.
 
     Args:
         R: (n, n) symmetric PSD matrix (the kernel matrix), n <= ``EXACT_MAX_N``.
-        method: ``"exact"``, the only one: all subset entropies once, then combined.
         psd_policy, eps: non-PSD handling (:mod:`shapley.core.psd`), ``0 < eps < 1``.
 
     Returns:
@@ -279,7 +273,7 @@ def shapley_values(
         the entropy is finite; for a singular R, ``-inf`` entries or a ``ValueError`` (the module's rule).
 
     Raises:
-        ValueError: bad input, unknown method, n above ``EXACT_MAX_N``, undefined values.
+        ValueError: bad input, n above ``EXACT_MAX_N``, undefined values.
 
     Examples:
         >>> R = [[1.0, 0.5], [0.5, 1.0]]
@@ -287,7 +281,6 @@ def shapley_values(
         >>> np.round(phi, 6).tolist(), round(float(phi.sum()) - gaussian_entropy(R), 12)
         ([1.347018, 1.347018], 0.0)
     """
-    validate.choice(method, get_args(Method), "method")
     A = validate.symmetric_matrix(R, "R")
     policy, e = _psd_settings(psd_policy, eps)
     _check_exact_size(A.shape[0], "exact Shapley values")

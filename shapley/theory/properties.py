@@ -83,7 +83,7 @@ def tenths_text(signed: bool = False, closed: bool = False) -> str:
 
 def efficiency_gap(R: ArrayLike) -> float:
     """``sum_i phi_i - h(N(0, R))`` in nats (exact Shapley values; zero up to round-off)."""
-    return float(np.sum(shapley_values(R, "exact")) - gaussian_entropy(R))
+    return float(np.sum(shapley_values(R)) - gaussian_entropy(R))
 
 
 def total_uncertainty(R: ArrayLike) -> float:
@@ -94,12 +94,12 @@ def total_uncertainty(R: ArrayLike) -> float:
     """
     if is_singular(R):  # it checks R, as shapley_values does
         return -math.inf
-    return float(np.sum(shapley_values(R, "exact")))
+    return float(np.sum(shapley_values(R)))
 
 
 def argmin_player(R: ArrayLike) -> int:
     """Index of the answer with the smallest Shapley value (lowest index among ties within TOL)."""
-    phi = shapley_values(R, "exact")
+    phi = shapley_values(R)
     return int(np.flatnonzero(phi <= phi.min() + TOL)[0])
 
 
@@ -267,7 +267,7 @@ def check_property1(M: ArrayLike, reading: Reading = "rv", *, rho: float = 1.0, 
             "R is singular: some Shapley values are (-inf) - (-inf), so the argmin answer of Property 1 is "
             "undefined (see degenerate_witness and prop36_readings)"
         )
-    phi = shapley_values(R, "exact")
+    phi = shapley_values(R)
     return judge_property1(reading, phi, float(np.sum(phi)), lambda i, m: total(with_duplicate(A, i, m, rho)))
 
 
@@ -373,7 +373,7 @@ def _step(
     R_old: NDArray[np.float64], R_new: NDArray[np.float64], replaced: int, exempt: tuple[int, ...], falls: bool
 ) -> StepCheck:
     """The step's claim that every Shapley value but the ``exempt`` answers' falls (``falls``) or rises."""
-    old, new = shapley_values(R_old, "exact"), shapley_values(R_new, "exact")
+    old, new = shapley_values(R_old), shapley_values(R_new)
     wrong = [new[k] > old[k] + TOL if falls else new[k] < old[k] - TOL for k in range(old.size)]
     bad = tuple(k for k in range(old.size) if k not in exempt and wrong[k])
     return StepCheck(old, new, replaced, bad, f"claimed phi_k(new) {'<=' if falls else '>='} phi_k(old)")

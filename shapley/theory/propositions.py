@@ -58,7 +58,7 @@ def degenerate_property1_rows(R: ArrayLike) -> tuple[pr.Replacement, ...]:
 def undefined_shapley_message(R: ArrayLike) -> str | None:
     """The core's error message if the Shapley values of R are undefined ((-inf) - (-inf)), else None."""
     try:
-        shapley_values(pr.checked_correlation(R), "exact")
+        shapley_values(pr.checked_correlation(R))
     except ValueError as exc:
         return str(exc)
     return None

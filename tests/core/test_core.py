@@ -317,9 +317,7 @@ def test_independent_answers_each_get_the_standard_normal_entropy():
     np.testing.assert_allclose(shapley.shapley_values(np.eye(5)), shapley.HALF_LOG_2PIE)
 
 
-def test_method_and_argument_validation():
-    with pytest.raises(ValueError, match="method"):
-        shapley.shapley_values(np.eye(2), method="naive")
+def test_the_size_limit_names_the_total_that_has_none():
     with pytest.raises(ValueError, match="EXACT_MAX_N = 22 .*shapley_uncertainty"):
         shapley.shapley_values(np.eye(shapley.EXACT_MAX_N + 1))
 

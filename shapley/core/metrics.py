@@ -233,7 +233,8 @@ max_boot)."""
 def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcse: float, max_boot: int) -> _Resampling:
     validate.function(metric, "metric")
     validate.integer(n_boot, "n_boot", minimum=MIN_BOOT)
-    validate.seed_value(seed)
+    if seed is not None:  # a random seed: None or an integer >= 0
+        validate.integer(seed, "seed", minimum=0)
     alpha = validate.number(alpha, "alpha", 0.0, 1.0)
     validate.integer(max_boot, "max_boot", minimum=MIN_BOOT)
     if max_boot < n_boot:

@@ -228,11 +228,6 @@ def positive_int(x: Any, name: str) -> int:
     return integer(x, name, minimum=1)
 
 
-def seed_value(x: Any, name: str = "seed") -> int | None:
-    """A random seed: ``None`` or an integer >= 0 (bools, floats and strings refused)."""
-    return None if x is None else integer(x, name, minimum=0)
-
-
 def flag(x: Any, name: str) -> bool:
     """A boolean flag: ``True``/``False`` (or ``numpy.bool_``); ``0``, ``1`` and ``"false"`` are refused."""
     if not isinstance(x, bool | np.bool_):

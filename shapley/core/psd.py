@@ -82,15 +82,14 @@ def _smallest_eigenvalue(A: NDArray[np.float64]) -> float:
     than reporting NaN.
     """
     top = float(np.max(np.abs(A)))
-    k = math.frexp(top)[1] if top > 0 else 0
+    k = math.frexp(top)[1]  # 0 for a zero matrix
     scaled = float(np.linalg.eigvalsh(np.ldexp(A, -k))[0])
     try:
-        lam = math.ldexp(scaled, k)
+        return math.ldexp(scaled, k)
     except OverflowError:
-        lam = math.inf
-    if not math.isfinite(lam):
-        raise ValueError(f"R's eigenvalues overflow float64 (max |R| = {top:.4g}): rescale R, e.g. to unit diagonal")
-    return lam
+        raise ValueError(
+            f"R's eigenvalues overflow float64 (max |R| = {top:.4g}): rescale R, e.g. to unit diagonal"
+        ) from None
 
 
 def psd_tolerance(R: ArrayLike) -> float:

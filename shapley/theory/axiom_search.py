@@ -286,15 +286,15 @@ def _fails(est: Estimator, prop: str, ex: Example) -> pr.PropertyCheck | None:
     return chk if chk is not None and not chk.holds else None
 
 
-def shrink(est: Estimator, prop: str, ex: Example, budget: int = SHRINK_BUDGET) -> tuple[Example, pr.PropertyCheck]:
+def shrink(est: Estimator, prop: str, ex: Example) -> tuple[Example, pr.PropertyCheck]:
     """Greedy shrink: repeatedly take the first simpler variant (fewer answers, entries nearer 0 / 1 / 0.5,
-    likelihoods nearer 0.5, smaller j) that still fails, until none does or ``budget`` checks are spent.
+    likelihoods nearer 0.5, smaller j) that still fails, until none does or :data:`SHRINK_BUDGET` checks are spent.
     Every accepted step lowers :func:`_complexity`, so it terminates."""
     found = _fails(est, prop, ex)
     if found is None:
         raise ValueError("shrink needs a failing example")
     spent, improved = 0, True
-    while improved and spent < budget:
+    while improved and spent < SHRINK_BUDGET:
         improved = False
         for cand in _candidates(ex, prop):
             if _complexity(cand) >= _complexity(ex):
@@ -304,7 +304,7 @@ def shrink(est: Estimator, prop: str, ex: Example, budget: int = SHRINK_BUDGET) 
             if chk is not None:
                 ex, found, improved = cand, chk, True
                 break
-            if spent >= budget:
+            if spent >= SHRINK_BUDGET:
                 break
     return ex, found
 

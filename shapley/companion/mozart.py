@@ -197,11 +197,8 @@ matrices are symmetric, so (P + P.T)/2 = P and it coincides with ``paper``."""
 
 
 def reading(key: str) -> Reading:
-    """Look a reading up by key (KeyError naming the known keys)."""
-    for r in READINGS:
-        if r.key == key:
-            return r
-    raise KeyError(f"unknown reading {key!r}; known: {[r.key for r in READINGS]}")
+    """Look a reading up by key (KeyError for an unknown one)."""
+    return {r.key: r for r in READINGS}[key]
 
 
 def evaluate(key: str, table: int, beta: float = PAPER_BETA) -> float:

@@ -17,7 +17,7 @@ from shapley.companion.htmltable import Html, esc, titled
 from shapley.pipeline.evaluate.report import load_metrics
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.pipeline.rundir.store import RunHistory, read_config, read_record, run_history
+from shapley.pipeline.rundir.store import RunHistory, read_config, require_record, run_history
 
 
 def relative_path(path: str | os.PathLike[str]) -> str:
@@ -108,14 +108,14 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
     dirty) and its command line as recorded, never rebuilt (``run_history(d).commands``)."""
     items = []
     for d in run_dirs:
-        rec = read_record(d) or {}
+        rec = require_record(d)
         lines = []
-        for k, (inv, command) in enumerate(zip(rec.get("invocations") or [], run_history(rec).commands, strict=True)):
-            git = inv.get("git") or {}
-            state = "resumed" if inv.get("resumed", k > 0) else "created"
-            commit = f", commit {esc(str(git['commit'])[:7])}" if git.get("commit") else ""
-            dirty = " (dirty)" if git.get("dirty") else ""
-            time = (inv.get("time") or "")[:16].replace("T", " ")
+        for inv, command in zip(rec["invocations"], run_history(rec).commands, strict=True):
+            git = inv["git"]
+            state = "resumed" if inv["resumed"] else "created"
+            commit = f", commit {esc(str(git['commit'])[:7])}" if git["commit"] else ""
+            dirty = " (dirty)" if git["dirty"] else ""
+            time = inv["time"][:16].replace("T", " ")
             lines.append(
                 f'<li><span class="when">{esc(time)}, {state}{commit}{dirty}</span><br>'
                 f'<code class="cmd">{esc(command)}</code></li>'

@@ -77,7 +77,12 @@ def _hostile_config(monkeypatch, tmp_path):
     d = tmp_path / "run<xmp>"
     d.mkdir()
     invocations = [
-        {"time": "<!--", "command_line": "python -m shapley run </td>", "git": {"commit": c, "dirty": True}}
+        {
+            "time": "<!--",
+            "command_line": "python -m shapley run </td>",
+            "git": {"commit": c, "dirty": True},
+            "resumed": True,
+        }
         for c in HOSTILE
     ]
     rec = {"schema": 2, "config": {}, "provenance": {"created": "t", "command_line": "x"}, "invocations": invocations}
@@ -93,7 +98,7 @@ def _hostile_config(monkeypatch, tmp_path):
         model = "<xmp>"
         n_samples = 3
 
-    monkeypatch.setattr(provenance, "read_record", lambda _d: rec)
+    monkeypatch.setattr(provenance, "require_record", lambda _d: rec)
     monkeypatch.setattr(provenance, "run_history", lambda _d: store.run_history(rec))
     monkeypatch.setattr(provenance, "read_config", lambda _d: Cfg)
     monkeypatch.setattr(provenance, "load_metrics", lambda _d: pd.DataFrame({"accuracy": [0.5], "n_questions": [3]}))

@@ -218,15 +218,16 @@ def cost_estimate(models: Sequence[Sequence[str]], questions: int, w: Workload =
 
 def cost_estimate_frame(models: Sequence[Sequence[str]], questions: int) -> pd.DataFrame:
     """:func:`cost_estimate` for readers."""
-    frame = cost_estimate(models, questions).rename(
-        columns={
-            "models": "Models (bf16)",
-            "weights": "Weights (GB)",
-            "gpu_gb": "Smallest GPU (GB)",
-            "a100_s": "A100 (s per question)",
-            "h100_s": "H100 (s per question)",
-            "a100_h": f"A100 hours, {questions} questions",
-        }
+    frame = cost_estimate(models, questions).set_axis(
+        [
+            "Models (bf16)",
+            "Weights (GB)",
+            "Smallest GPU (GB)",
+            "A100 (s per question)",
+            "H100 (s per question)",
+            f"A100 hours, {questions} questions",
+        ],
+        axis=1,
     )
     caption = (
         "Estimate, not measured: computed by `shapley.companion.costs.cost_estimate` from parameter "
@@ -288,15 +289,7 @@ def generation_frames(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     prompts = rows.loc[
         rows["mode"] == "shapley_prefix_cache",
         ["dataset", "questions", "prompt_tokens_mean", "prefix_tokens", "setup_seconds"],
-    ].rename(
-        columns={
-            "dataset": "Dataset",
-            "questions": "Questions",
-            "prompt_tokens_mean": "Prompt tokens",
-            "prefix_tokens": "Shared prefix",
-            "setup_seconds": "Prefix prefill (s)",
-        }
-    )
+    ].set_axis(["Dataset", "Questions", "Prompt tokens", "Shared prefix", "Prefix prefill (s)"], axis=1)
     timed = pd.DataFrame(
         {
             "Dataset": rows["dataset"],

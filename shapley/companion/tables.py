@@ -288,15 +288,8 @@ def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float
 def metrics_frame(run_dir: str | os.PathLike[str], caption: str) -> pd.DataFrame:
     """One run's ``metrics.csv`` for readers: method, AUROC with its interval, AUARC and PRR, best AUROC first."""
     m = load_metrics(run_dir).sort_values("auroc", ascending=False)
-    frame = m[["method", "auroc", "auroc_lo", "auroc_hi", "auarc", "prr"]].rename(
-        columns={
-            "method": "Method",
-            "auroc": "AUROC",
-            "auroc_lo": "95% low",
-            "auroc_hi": "95% high",
-            "auarc": "AUARC",
-            "prr": "PRR",
-        }
+    frame = m[["method", "auroc", "auroc_lo", "auroc_hi", "auarc", "prr"]].set_axis(
+        ["Method", "AUROC", "95% low", "95% high", "AUARC", "PRR"], axis=1
     )
     where = f" From `{relative_path(run_dir)}/metrics.csv`."
     return titled(frame, caption + where, formats=dict.fromkeys(frame.columns[1:], ".3f"))

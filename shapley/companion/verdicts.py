@@ -444,7 +444,7 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
     results = Path(results)
     comparisons = paired.load_comparisons(provenance.discover_runs(results))
     counts = paired.outcome_counts(comparisons)
-    ours = comparisons[comparisons["method"].isin(list(rp.paper_baselines()))]
+    base = paired.outcome_counts(comparisons[comparisons["method"].isin(list(rp.paper_baselines()))])
     wins = comparisons[comparisons["outcome"] == "win"]
     return {
         "paired_win": counts["win"],
@@ -456,10 +456,10 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
             Outcome(m, posixpath.relpath(str(r), "results")) for m, r in zip(wins["method"], wins["run"], strict=True)
         ),
         "paired_baselines": tuple(m for m in rp.paper_baselines() if m in set(comparisons["method"])),
-        "paired_baseline_win": int((ours["outcome"] == "win").sum()),
-        "paired_baseline_loss": int((ours["outcome"] == "loss").sum()),
-        "paired_baseline_tie": int((ours["outcome"] == "tie").sum()),
-        "paired_baseline_defined": int(ours["outcome"].isin(["win", "tie", "loss"]).sum()),
+        "paired_baseline_win": base["win"],
+        "paired_baseline_loss": base["loss"],
+        "paired_baseline_tie": base["tie"],
+        "paired_baseline_defined": base["win"] + base["tie"] + base["loss"],
         **_baseline_win_facts(comparisons),
     }
 

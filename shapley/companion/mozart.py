@@ -207,9 +207,9 @@ def evaluate(key: str, table: int, beta: float = PAPER_BETA) -> float:
     return float(reading(key).fn(d["matrix"], d["likelihoods"], beta))
 
 
-def matches_printed(value: float, printed: float, decimals: int = PRINTED_DECIMALS) -> bool:
-    """True if ``value`` rounds to the printed number at the printed precision."""
-    return bool(math.isfinite(value) and abs(value - printed) <= 0.5 * 10**-decimals + 1e-12)
+def matches_printed(value: float, printed: float) -> bool:
+    """True if ``value`` rounds to the printed number at the printed precision (:data:`PRINTED_DECIMALS`)."""
+    return bool(math.isfinite(value) and abs(value - printed) <= 0.5 * 10**-PRINTED_DECIMALS + 1e-12)
 
 
 def readings_table(beta: float = PAPER_BETA) -> list[dict[str, Any]]:

@@ -276,7 +276,7 @@ COSINE_SEARCH_N = 20
 """Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
 
 
-def psd_judge_facts(results: str | Path) -> dict[str, Any]:
+def psd_judge_facts(results: Path) -> dict[str, Any]:
     """The facts of the ``beta-0.5-psd`` note that are cheap to compute (the PSD and limitations pages glue them;
     :func:`facts` holds them too): the non-PSD counts per judge at the paper's beta, the most answers per
     question of the swept runs, and the committed clipped-cosine searches (``results/theory``, ``make
@@ -285,7 +285,6 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     from shapley.pipeline.rundir.store import read_config
     from shapley.theory import cosine, cosine_results
 
-    results = Path(results)
     runs = provenance.discover_runs(results)
     by_judge = tables.psd_at_beta_by_judge(runs, reported.HYPERPARAMETERS["beta"])
     sizes = [read_config(r).n_samples for r in runs if (r / "beta_sweep.csv").exists()]  # answers per question
@@ -322,14 +321,14 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-def search_facts(results: str | Path) -> dict[str, Any]:
+def search_facts(results: Path) -> dict[str, Any]:
     """What the committed Property 3 search in the sentence reading found (``results/theory/
     properties_searches.json``, :mod:`shapley.theory.hypothesis_results`): the answer counts it searched and
     ``p3_search_outcome`` ("found none" or "found one"); empty without the record."""
     from shapley.theory import hypothesis_results
 
     try:
-        record = hypothesis_results.RECORD.load(Path(results) / "theory")
+        record = hypothesis_results.RECORD.load(results / "theory")
     except FileNotFoundError:
         return {}
     search = record["searches"]["p3_s"]
@@ -341,12 +340,11 @@ def search_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-def results_page_facts(results: str | Path) -> dict[str, Any]:
+def results_page_facts(results: Path) -> dict[str, Any]:
     """Facts measured on the committed runs under ``results``, which the results page glues; the Table 5 ones
     (``t5_``, on the LLaMA-13B answers) are absent without that run's beta sweep."""
     from shapley.companion import provenance, reported, singular_results, tables
 
-    results = Path(results)
     runs = provenance.discover_runs(results)
     psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
     counts = [n for n in (provenance.question_count(d) for d in runs) if n is not None]
@@ -396,22 +394,19 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
     the Holm p of the same method under the other judges on the same answers (``pb_other_*``); and ``pb_finding``,
     the one-clause finding the reason opens with (also when no baseline is better)."""
     from shapley.pipeline.rundir.settings import REPO_ROOT
-    from shapley.pipeline.rundir.store import read_config as read
-
-    def read_config(run: str) -> Any:  # the run column is relative to the repository root
-        return read(REPO_ROOT / run)
+    from shapley.pipeline.rundir.store import read_config
 
     places = rp.paper_baselines()
     wins = comparisons[comparisons["method"].isin(list(places)) & (comparisons["outcome"] == "win")]
     if wins.empty:
         return {"pb_finding": "No baseline of the paper is significantly better than Shap on our stand-in runs"}
     best = wins.sort_values("delong_p_holm").iloc[0]
-    config = read_config(best["run"])
+    config = read_config(REPO_ROOT / best["run"])  # the run column is relative to the repository root
     others = comparisons[(comparisons["method"] == best["method"]) & (comparisons["run"] != best["run"])]
-    same = [  # the same answers file scored, not new answers generated to its questions
-        r
+    same = [  # (row, config): the same answers file scored, not new answers generated to its questions
+        (r, c)
         for r in others.itertuples()
-        if (c := read_config(r.run)).generation is None and c.data.sha256 == config.data.sha256
+        if (c := read_config(REPO_ROOT / r.run)).generation is None and c.data.sha256 == config.data.sha256
     ]
     out = {
         "pb_method": str(best["method"]),
@@ -420,8 +415,8 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
         "pb_judge": config.entailment.backend,
         "pb_delta": float(best["delta_auroc"]),
         "pb_p": float(best["delong_p_holm"]),
-        "pb_other_judges": tuple(dict.fromkeys(read_config(r.run).entailment.backend for r in same)),
-        "pb_other_p": tuple(float(r.delong_p_holm) for r in same),
+        "pb_other_judges": tuple(dict.fromkeys(c.entailment.backend for _, c in same)),
+        "pb_other_p": tuple(float(r.delong_p_holm) for r, _ in same),
     }
     out["pb_finding"] = fill(
         "With a stand-in judge, {pb_method}, a baseline the paper names, beats Shap significantly on real "
@@ -431,7 +426,7 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def paired_facts(results: str | Path) -> dict[str, Any]:
+def paired_facts(results: Path) -> dict[str, Any]:
     """The paired comparisons against Shap of the committed runs (each run's ``comparisons.csv``, DeLong's test,
     Holm-adjusted within the run), counted as the beyond page counts them (:func:`shapley.companion.paired.
     outcome_counts`). ``paired_win``: comparisons where the other method is significantly better than Shap;
@@ -441,7 +436,6 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
     (:func:`_baseline_win_facts`)."""
     from shapley.companion import paired, provenance
 
-    results = Path(results)
     comparisons = paired.load_comparisons(provenance.discover_runs(results))
     counts = paired.outcome_counts(comparisons)
     base = paired.outcome_counts(comparisons[comparisons["method"].isin(list(rp.paper_baselines()))])
@@ -464,12 +458,12 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-def facts(results: str | Path | None = None) -> dict[str, Any]:
+def facts(results: Path | None = None) -> dict[str, Any]:
     """Every fact the claims' notes and verdict rules use. ``results``: the folder of committed runs (default:
     the repository's ``results/``)."""
     from shapley.pipeline.rundir.settings import REPO_ROOT
 
-    root = Path(results) if results is not None else REPO_ROOT / "results"
+    root = results or REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
     return {
         **paper_facts(),
@@ -481,7 +475,7 @@ def facts(results: str | Path | None = None) -> dict[str, Any]:
     }
 
 
-def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
+def verdict_table(results: Path | None = None) -> pd.DataFrame:
     """One row per claim of :data:`~shapley.companion.claims.CLAIMS`, templates filled and verdicts decided from
     :func:`facts` (``results``: the folder of committed runs, default the repository's).
 

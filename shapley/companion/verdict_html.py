@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from shapley.companion.claim_model import BADGES, CONTRADICTED, GROUP_NOTES, GROUPS, LABELS
@@ -18,18 +18,17 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
-_MATH: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    (
-        re.compile(r"(?<![\w-])-inf\b|\(-inf\)"),
-        lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'),
-    ),
-    (re.compile(r"&lt;="), "\u2264"),
-    (re.compile(r"&gt;="), "\u2265"),
-    (re.compile(r"\bbeta\b"), "\u03b2"),
-    (re.compile(r"\blambda\b"), "\u03bb"),
-    (re.compile(r"\bphi\b"), "\u03c6"),
-    (re.compile(r"\brho\b"), "\u03c1"),
-)
+_SYMBOLS = {
+    "&lt;=": "\u2264",
+    "&gt;=": "\u2265",
+    "beta": "\u03b2",
+    "lambda": "\u03bb",
+    "phi": "\u03c6",
+    "rho": "\u03c1",
+}
+"""ASCII maths (escaped) -> its symbol."""
+_SYMBOL = re.compile(r"&lt;=|&gt;=|\b(?:beta|lambda|phi|rho)\b")
+_MINUS_INF = re.compile(r"(?<![\w-])-inf\b|\(-inf\)")
 
 
 def typeset(text: str) -> str:
@@ -43,10 +42,10 @@ def typeset(text: str) -> str:
         >>> typeset("h = -inf")
         'h = <span style="white-space:nowrap">−∞</span>'
     """
-    out = html.escape(text)
-    for pattern, repl in _MATH:
-        out = pattern.sub(repl, out)
-    return out
+    out = _MINUS_INF.sub(
+        lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'), html.escape(text)
+    )
+    return _SYMBOL.sub(lambda m: _SYMBOLS[m.group(0)], out)
 
 
 def _badge(verdict: str) -> str:

@@ -206,11 +206,11 @@ def test_provenance_shows_hostile_commits_and_commands_as_text(monkeypatch, tmp_
 def test_show_formats_numbers_and_declared_html_only():
     frame = pd.DataFrame({"</th><style>": ["a<b", "<!--"], "AUROC": [0.5, math.nan], "Cell": ["<b>x</b>", "y"]})
     page = htmltable.show(
-        htmltable.titled(frame, "From `x.csv` <xmp>; *n.s.*", formats={"AUROC": ".3f"}, html=["Cell"], na="n/a")
+        htmltable.titled(frame, "From `x.csv` <xmp>; *n.s.*", formats={"AUROC": ".3f"}, html=["Cell"])
     )
     assert "<caption>From <code>x.csv</code> &lt;xmp&gt;; <em>n.s.</em></caption>" in page
     assert "&lt;/th&gt;&lt;style&gt;" in page and "a&lt;b" in page and "&lt;!--" in page
-    assert re.search(r'class="[^"]*num[^"]*" >0\.500<', page) and ">n/a<" in page and "<b>x</b>" in page
+    assert re.search(r'class="[^"]*num[^"]*" >0\.500<', page) and f">{htmltable.NA}<" in page and "<b>x</b>" in page
 
 
 def test_figures_draw_names_with_dollar_signs_literally():

@@ -432,7 +432,7 @@ def test_the_table5_interval_width_is_the_median_of_an_even_count_by_its_definit
     run.mkdir(parents=True)
     (run / "beta_sweep.csv").write_text("")
     monkeypatch.setattr(tables, "beta_ablation", lambda runs: sweep)
-    counts = singular_results.InfiniteScores(1.0, 10, 0, 0, 0, 0.5, 0.5)
+    counts = singular_results.InfiniteScores(1.0, 10, 0, 0, 0.5)
     monkeypatch.setattr(singular_results, "infinite_scores", lambda *args: counts)
     ok = widths[: len(betas) - 2]
     assert len(ok) % 2 == 0 and statistics.median(ok) not in ok

@@ -48,13 +48,7 @@ BADGES: MappingProxyType[str, str] = MappingProxyType(
 #: How each verdict is shown: "consistent" says what it is (the text agrees with the paper's own tables or its
 #: other statements).
 LABELS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        REPRODUCED: REPRODUCED,
-        CONSISTENT: "consistent within the paper",
-        CONTRADICTED: CONTRADICTED,
-        DEPENDS: DEPENDS,
-        NOT_HERE: NOT_HERE,
-    }
+    {v: v for v in VERDICT_KINDS} | {CONSISTENT: "consistent within the paper"}
 )
 
 CORE = "core theory"

@@ -135,15 +135,12 @@ def record_status_html(
         f"{code(spec.command)} computed these numbers{how} in {record['seconds']:.0f} s, as their record "
         f"{code('results/' + spec.path)} says"
     )
-    if not stale:
-        return Html(
-            f'<p class="record-status">{made}; it is fresh: this build has the settings, code and inputs it '
-            "was computed from.</p>"
-        )
-    return Html(
-        f'<p class="record-status">{made}; <strong>it is stale</strong> ({esc("; ".join(stale))}): '
-        "<code>make results</code> recomputes it.</p>"
+    status = (
+        f"<strong>it is stale</strong> ({esc('; '.join(stale))}): <code>make results</code> recomputes it."
+        if stale
+        else "it is fresh: this build has the settings, code and inputs it was computed from."
     )
+    return Html(f'<p class="record-status">{made}; {status}</p>')
 
 
 def count_range(counts: Sequence[int]) -> str:

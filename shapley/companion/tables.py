@@ -162,8 +162,7 @@ def row_finding(
     ref_label = next((label for label, m in ours.items() if m == reference), reference)
     correct, judged = class_sizes(run_dir)
     of_method: dict[Any, float] = metrics["auroc"].astype(float).to_dict()
-    auroc = {label: of_method[m] for label, m in ours.items() if m in of_method}
-    defined = {label: a for label, a in auroc.items() if not math.isnan(a)}
+    defined = {label: of_method[m] for label, m in ours.items() if not math.isnan(of_method.get(m, math.nan))}
     if math.isnan(of_method.get(reference, math.nan)):
         return f"AUROC undefined: {correct} of {judged} answers judged correct"
     shap = of_method[reference]

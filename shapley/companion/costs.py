@@ -46,16 +46,6 @@ def md_code(value: Any) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _number(value: Any, what: str) -> float:
-    """``value`` from a benchmark file as a float; ``ValueError`` naming ``what`` when it is not a number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{what} must be a number; got {value!r}")
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{what} must be a number; got {value!r}") from None
-
-
 def load_benchmark(path: str | os.PathLike[str]) -> tuple[dict[str, Any], pd.DataFrame]:
     """Read a benchmark JSON written by ``benchmarks/*.py``: (metadata without rows, rows as a DataFrame).
     ``ValueError`` for a trial run's file (its ``"trial"`` mode: ``"tiny"``, ``"quick"`` or ``"subset"``; None for a
@@ -82,8 +72,7 @@ BENCHMARK_OWN_LOAD = 1.0
 
 def load_averages(meta: Mapping[str, Any]) -> tuple[float, float]:
     """The 1-minute load averages a benchmark file recorded before and after its run."""
-    what = "a benchmark file's load average"
-    return _number(meta["load_average_before"][0], what), _number(meta["load_average_after"][0], what)
+    return float(meta["load_average_before"][0]), float(meta["load_average_after"][0])
 
 
 def busy_machine(meta: Mapping[str, Any]) -> bool:
@@ -229,15 +218,16 @@ def cost_estimate(models: Sequence[Sequence[str]], questions: int, w: Workload =
 
 def cost_estimate_frame(models: Sequence[Sequence[str]], questions: int) -> pd.DataFrame:
     """:func:`cost_estimate` for readers."""
-    frame = cost_estimate(models, questions).rename(
-        columns={
-            "models": "Models (bf16)",
-            "weights": "Weights (GB)",
-            "gpu_gb": "Smallest GPU (GB)",
-            "a100_s": "A100 (s per question)",
-            "h100_s": "H100 (s per question)",
-            "a100_h": f"A100 hours, {questions} questions",
-        }
+    frame = cost_estimate(models, questions).set_axis(
+        [
+            "Models (bf16)",
+            "Weights (GB)",
+            "Smallest GPU (GB)",
+            "A100 (s per question)",
+            "H100 (s per question)",
+            f"A100 hours, {questions} questions",
+        ],
+        axis=1,
     )
     caption = (
         "Estimate, not measured: computed by `shapley.companion.costs.cost_estimate` from parameter "
@@ -263,24 +253,23 @@ def generation_finding(rows: pd.DataFrame, dataset: str = "squad") -> str:
         return f"Generation on a CPU: {md_text(dataset)} not measured."
     ours, ref = by_mode["shapley_prefix_cache"], by_mode["transformers_generate"]
     target = GENERATION_TARGET_VS_TRANSFORMERS
-    ratio = float(ours["speedup_vs_transformers"])
+    ratio = ours["speedup_vs_transformers"]
     questions = f"{int(ours['questions'])} question{'' if int(ours['questions']) == 1 else 's'}"
 
     def runs(r: Mapping[str, Any]) -> str:
         n = int(r["repeats"])
         if n == 1:
             return "1 run"
-        lo, hi = (_number(r[k], k) for k in ("seconds_per_question_min", "seconds_per_question_max"))
-        return f"median of {n} runs, {lo:.2f} to {hi:.2f}"
+        return f"median of {n} runs, {r['seconds_per_question_min']:.2f} to {r['seconds_per_question_max']:.2f}"
 
     return (
         f"Generation ({md_text(dataset)}, {questions}, CPU, one thread, each mode after an "
-        f"untimed warm-up call) with the prefix cache: {float(ours['seconds_per_question']):.2f} s per question "
-        f"({runs(ours)}), plus a one-off {float(ours['setup_seconds']):.1f} s per run to prefill the shared "
-        f"few-shot prefix; transformers `generate` doing the same work: {float(ref['seconds_per_question']):.1f} s "
+        f"untimed warm-up call) with the prefix cache: {ours['seconds_per_question']:.2f} s per question "
+        f"({runs(ours)}), plus a one-off {ours['setup_seconds']:.1f} s per run to prefill the shared "
+        f"few-shot prefix; transformers `generate` doing the same work: {ref['seconds_per_question']:.1f} s "
         f"per question ({runs(ref)}). That is {ratio:.1f} times faster (from "
-        f"{float(ours['speedup_vs_transformers_min']):.1f} to {float(ours['speedup_vs_transformers_max']):.1f} "
-        f"over the runs; {float(ours['speedup_with_setup']):.1f} times with the prefix prefill charged to the "
+        f"{ours['speedup_vs_transformers_min']:.1f} to {ours['speedup_vs_transformers_max']:.1f} "
+        f"over the runs; {ours['speedup_with_setup']:.1f} times with the prefix prefill charged to the "
         f"{questions}), which {'meets' if ratio >= target else 'misses'} the target of "
         f"{target:.0f} times."
     )
@@ -300,22 +289,14 @@ def generation_frames(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     prompts = rows.loc[
         rows["mode"] == "shapley_prefix_cache",
         ["dataset", "questions", "prompt_tokens_mean", "prefix_tokens", "setup_seconds"],
-    ].rename(
-        columns={
-            "dataset": "Dataset",
-            "questions": "Questions",
-            "prompt_tokens_mean": "Prompt tokens",
-            "prefix_tokens": "Shared prefix",
-            "setup_seconds": "Prefix prefill (s)",
-        }
-    )
+    ].set_axis(["Dataset", "Questions", "Prompt tokens", "Shared prefix", "Prefix prefill (s)"], axis=1)
     timed = pd.DataFrame(
         {
             "Dataset": rows["dataset"],
             "What ran": rows["mode"].map(GENERATION_MODES),
             "s per question": rows["seconds_per_question"],
             "min–max": [
-                f"{_number(lo, 'seconds_per_question_min'):.2f}–{_number(hi, 'seconds_per_question_max'):.2f}"
+                f"{lo:.2f}–{hi:.2f}"
                 for lo, hi in zip(rows["seconds_per_question_min"], rows["seconds_per_question_max"], strict=True)
             ],
             "Runs": rows["repeats"],

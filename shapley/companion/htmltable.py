@@ -60,7 +60,7 @@ class Html(str):
 
 
 NA = "–"
-"""How :func:`show` writes a missing cell (None or NaN) unless the table says otherwise."""
+"""How :func:`show` writes a missing cell (None or NaN)."""
 
 
 def caption_html(text: str) -> str:
@@ -81,16 +81,15 @@ def titled(
     formats: Mapping[str, str] | None = None,
     html: Sequence[str] = (),
     rows: Sequence[str] | None = None,
-    na: str = NA,
 ) -> pd.DataFrame:
     """``frame`` (its columns: the headers readers see) with what :func:`show` needs, kept in ``frame.attrs``.
 
     ``caption``: text (:func:`caption_html`); ``formats``: header -> format spec of that column's numbers (e.g.
     ``".3f"``, ``".1e"``; a text cell there is shown as it is, right-aligned); ``html``: columns that hold HTML
     built from escaped parts (every other cell is escaped); ``rows``: a CSS class per row (``group``: a heading
-    row, its text in the first cell; ``reported``, ``measured``, ``flagged``); ``na``: a missing cell.
+    row, its text in the first cell; ``reported``, ``measured``, ``flagged``). A missing cell reads :data:`NA`.
     """
-    frame.attrs.update(caption=caption, formats=dict(formats or {}), html=list(html), rows=rows, na=na)
+    frame.attrs.update(caption=caption, formats=dict(formats or {}), html=list(html), rows=rows)
     return frame
 
 
@@ -99,13 +98,13 @@ def show(frame: pd.DataFrame) -> Html:
     with class ``companion``, its index hidden; every header, caption and cell escaped, except the columns
     declared HTML; numbers in their column's format."""
     spec = frame.attrs
-    formats, built, na = spec.get("formats", {}), spec.get("html", []), spec.get("na", NA)
+    formats, built = spec.get("formats", {}), spec.get("html", [])
     styler = frame.style.hide(axis="index").format_index(escape="html", axis=1)
-    styler.format(escape="html", na_rep=na)
+    styler.format(escape="html", na_rep=NA)
     for column, fmt in formats.items():
         escape = None if column in built else "html"
-        styler.format(_number(fmt), subset=[column], escape=escape, na_rep=na)
-    styler.format(subset=[c for c in built if c not in formats], escape=None, na_rep=na)
+        styler.format(_number(fmt), subset=[column], escape=escape, na_rep=NA)
+    styler.format(subset=[c for c in built if c not in formats], escape=None, na_rep=NA)
     row_classes = spec.get("rows") or [""] * len(frame)
     classes = [[f"{'num' if c in formats else ''} {r}" for c in frame.columns] for r in row_classes]
     styler.set_td_classes(pd.DataFrame(classes, index=frame.index, columns=frame.columns))
@@ -136,15 +135,12 @@ def record_status_html(
         f"{code(spec.command)} computed these numbers{how} in {record['seconds']:.0f} s, as their record "
         f"{code('results/' + spec.path)} says"
     )
-    if not stale:
-        return Html(
-            f'<p class="record-status">{made}; it is fresh: this build has the settings, code and inputs it '
-            "was computed from.</p>"
-        )
-    return Html(
-        f'<p class="record-status">{made}; <strong>it is stale</strong> ({esc("; ".join(stale))}): '
-        "<code>make results</code> recomputes it.</p>"
+    status = (
+        f"<strong>it is stale</strong> ({esc('; '.join(stale))}): <code>make results</code> recomputes it."
+        if stale
+        else "it is fresh: this build has the settings, code and inputs it was computed from."
     )
+    return Html(f'<p class="record-status">{made}; {status}</p>')
 
 
 def count_range(counts: Sequence[int]) -> str:

@@ -29,6 +29,9 @@ from shapley.core.psd import paper_beta_bound
 PAPER_BETA = 0.5
 """The paper's default kernel scale (Sec. 3.2 and Table 5)."""
 
+Array = NDArray[np.float64]
+"""A float64 array: a printed matrix (3, 3), the likelihoods (3,), a kernel matrix or a grid of beta."""
+
 PRINTED_DECIMALS = 2
 """Tables 1-2 print uncertainties with two decimals: a reading 'matches' if it rounds to the printed value."""
 
@@ -65,88 +68,88 @@ def baseline_uncertainties(table: int) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _R(M: NDArray[np.float64], beta: float) -> NDArray[np.float64]:
+def _R(M: Array, beta: float) -> Array:
     return kernel_matrix(correlation_matrix(M), beta)
 
 
-def paper_definition(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def paper_definition(M: Array, p: Array, beta: float) -> float:
     r"""As defined in Sec. 3: printed matrix as $C$, kernel at $\beta$, sum of the Shapley values of the Gaussian
     entropy."""
     return float(np.sum(shapley_values(_R(M, beta))))
 
 
-def half_logdet(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def half_logdet(M: Array, p: Array, beta: float) -> float:
     r"""Drop the constant $\tfrac n2 \ln(2\pi e)$: only $\tfrac12 \ln\det R$ (a common shortcut when comparing
     Gaussians)."""
     return float(0.5 * np.linalg.slogdet(_R(M, beta))[1])
 
 
-def total_in_bits(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def total_in_bits(M: Array, p: Array, beta: float) -> float:
     """The paper's definition in bits instead of nats."""
     return paper_definition(M, p, beta) / math.log(2)
 
 
-def half_logdet_bits(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def half_logdet_bits(M: Array, p: Array, beta: float) -> float:
     r"""$\tfrac12 \log_2 \det R$: no constant and base-2 logarithms."""
     return half_logdet(M, p, beta) / math.log(2)
 
 
-def likelihood_weighted(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def likelihood_weighted(M: Array, p: Array, beta: float) -> float:
     r"""$\sum_i p_i \phi_i$: the caption says the method 'takes correlation matrix and likelihood into account'."""
     return float(np.sum(p * shapley_values(_R(M, beta))))
 
 
-def per_answer_mean(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def per_answer_mean(M: Array, p: Array, beta: float) -> float:
     """The total divided by $n$ (average uncertainty per answer)."""
     return paper_definition(M, p, beta) / M.shape[0]
 
 
-def phi_odd_answer(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def phi_odd_answer(M: Array, p: Array, beta: float) -> float:
     """Shapley value of the third answer alone (Beethoven / da Vinci), the one the example is about."""
     return float(shapley_values(_R(M, beta))[2])
 
 
-def raw_matrix(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def raw_matrix(M: Array, p: Array, beta: float) -> float:
     r"""Printed matrix used directly as $R$, no kernel (the two Mozart rows are identical: $-\infty$)."""
     return gaussian_entropy(np.asarray(M, dtype=np.float64))
 
 
-def beta_one(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def beta_one(M: Array, p: Array, beta: float) -> float:
     r"""Kernel with $\beta = 1$ (the top of the allowed range)."""
     return float(gaussian_entropy(_R(M, 1.0)))
 
 
-def beta_paper_bound(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def beta_paper_bound(M: Array, p: Array, beta: float) -> float:
     r"""Kernel with the paper's guaranteed-PSD $\beta = 1/(n+1) = 0.25$ for $n = 3$."""
     return paper_definition(M, p, paper_beta_bound(M.shape[0]))
 
 
-def _von_neumann(A: NDArray[np.float64]) -> float:
+def _von_neumann(A: Array) -> float:
     """-sum mu ln mu over the eigenvalues mu of A / n, those below 1e-15 (zero, up to rounding) left out."""
     mu = np.linalg.eigvalsh(A) / A.shape[0]
     mu = mu[mu > 1e-15]
     return float(-np.sum(mu * np.log(mu)))
 
 
-def von_neumann_kernel(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def von_neumann_kernel(M: Array, p: Array, beta: float) -> float:
     r"""Von Neumann entropy $-\sum \mu \ln \mu$ of the eigenvalues $\mu$ of $R / n$ (a density-matrix reading
     of $R$)."""
     return _von_neumann(_R(M, beta))
 
 
-def von_neumann_raw(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def von_neumann_raw(M: Array, p: Array, beta: float) -> float:
     r"""Von Neumann entropy of the printed matrix $/\,n$, no kernel (semantic-kernel entropies work this way)."""
     return _von_neumann(np.asarray(M, dtype=np.float64))
 
 
-def likelihood_scaled_covariance(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def likelihood_scaled_covariance(M: Array, p: Array, beta: float) -> float:
     r"""Gaussian entropy of the covariance $\operatorname{diag}(\sqrt p)\, R\, \operatorname{diag}(\sqrt p)$:
     likelihoods as variances."""
     D = np.diag(np.sqrt(p))
     return float(gaussian_entropy(D @ _R(M, beta) @ D))
 
 
-def total_correlation(M: NDArray[np.float64], p: NDArray[np.float64], beta: float = PAPER_BETA) -> float:
+def total_correlation(M: Array, p: Array, beta: float) -> float:
     r"""Total correlation $\sum_i h(s_i) - h(s) = -\tfrac12 \ln\det R$ (redundancy rather than uncertainty)."""
     return -half_logdet(M, p, beta)
 
@@ -161,7 +164,7 @@ class Reading:
 
     key: str
     label: str
-    fn: Callable[[NDArray[np.float64], NDArray[np.float64], float], float]
+    fn: Callable[[Array, Array, float], float]
     uses_beta: bool
     unit: str = "nats"
 
@@ -197,11 +200,8 @@ matrices are symmetric, so (P + P.T)/2 = P and it coincides with ``paper``."""
 
 
 def reading(key: str) -> Reading:
-    """Look a reading up by key (KeyError naming the known keys)."""
-    for r in READINGS:
-        if r.key == key:
-            return r
-    raise KeyError(f"unknown reading {key!r}; known: {[r.key for r in READINGS]}")
+    """Look a reading up by key (KeyError for an unknown one)."""
+    return {r.key: r for r in READINGS}[key]
 
 
 def evaluate(key: str, table: int, beta: float = PAPER_BETA) -> float:
@@ -210,9 +210,9 @@ def evaluate(key: str, table: int, beta: float = PAPER_BETA) -> float:
     return float(reading(key).fn(d["matrix"], d["likelihoods"], beta))
 
 
-def matches_printed(value: float, printed: float, decimals: int = PRINTED_DECIMALS) -> bool:
-    """True if ``value`` rounds to the printed number at the printed precision."""
-    return bool(math.isfinite(value) and abs(value - printed) <= 0.5 * 10**-decimals + 1e-12)
+def matches_printed(value: float, printed: float) -> bool:
+    """True if ``value`` rounds to the printed number at the printed precision (:data:`PRINTED_DECIMALS`)."""
+    return bool(math.isfinite(value) and abs(value - printed) <= 0.5 * 10**-PRINTED_DECIMALS + 1e-12)
 
 
 def readings_table(beta: float = PAPER_BETA) -> list[dict[str, Any]]:
@@ -243,9 +243,7 @@ def readings_table(beta: float = PAPER_BETA) -> list[dict[str, Any]]:
     return rows
 
 
-def matching_beta_intervals(
-    key: str, table: int, printed: float, grid: NDArray[np.float64]
-) -> list[tuple[float, float]]:
+def matching_beta_intervals(key: str, table: int, printed: float, grid: Array) -> list[tuple[float, float]]:
     """Intervals of beta in (0, 1) on which reading ``key`` rounds to ``printed`` on Table ``table``.
 
     The band ``|value - printed| <= 0.005`` is located on ``grid`` (:func:`beta_grid`) and each end is refined with
@@ -271,12 +269,12 @@ def matching_beta_intervals(
     return intervals
 
 
-def beta_grid(n_points: int = 600) -> NDArray[np.float64]:
+def beta_grid(n_points: int = 600) -> Array:
     """Grid of beta in (0.01, 0.9999), half linear, half dense near 1 where the readings change fastest."""
     return np.unique(np.r_[np.linspace(0.01, 0.9, n_points // 2), 1 - np.logspace(-4, math.log10(0.1), n_points // 2)])
 
 
-def fitted_beta_table(grid: NDArray[np.float64] | None = None) -> list[dict[str, Any]]:
+def fitted_beta_table(grid: Array | None = None) -> list[dict[str, Any]]:
     """For each beta-dependent reading: the beta intervals that reproduce the Shapley uncertainty printed in
     Table 1 and in Table 2 separately, and their overlap (one beta explaining both printed numbers), or empty
     lists. ``grid``: the scan (default :func:`beta_grid`). Several seconds: the book reads it from the committed

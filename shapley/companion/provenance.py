@@ -17,24 +17,25 @@ from shapley.companion.htmltable import Html, esc, titled
 from shapley.pipeline.evaluate.report import load_metrics
 from shapley.pipeline.rundir import derived
 from shapley.pipeline.rundir.settings import REPO_ROOT
-from shapley.pipeline.rundir.store import RunHistory, read_config, read_record, run_history
+from shapley.pipeline.rundir.store import RunHistory, read_config, require_record, run_history
+
+StrPath = str | os.PathLike[str]
+"""A path the companion reads (a run directory, a results folder): a string or a path-like, as typeshed's
+``StrPath``."""
 
 
-def relative_path(path: str | os.PathLike[str]) -> str:
+def relative_path(path: StrPath) -> str:
     """``path`` relative to the repository root when it lies inside it, else absolute."""
     p = Path(path).resolve()
-    try:
-        return str(p.relative_to(REPO_ROOT))
-    except ValueError:
-        return str(p)
+    return str(p.relative_to(REPO_ROOT) if p.is_relative_to(REPO_ROOT) else p)
 
 
-def discover_runs(root: str | os.PathLike[str]) -> list[Path]:
+def discover_runs(root: StrPath) -> list[Path]:
     """Run directories under ``root`` (any depth) that have finished their metrics stage, sorted."""
     return sorted(p.parent for p in Path(root).rglob("metrics.csv") if (p.parent / "config.json").exists())
 
 
-def question_count(run_dir: str | os.PathLike[str]) -> int | None:
+def question_count(run_dir: StrPath) -> int | None:
     """Questions scored in a run (``n_questions`` of its ``metrics.csv``), None when it does not say."""
     m = load_metrics(run_dir)
     return int(m["n_questions"].max()) if "n_questions" in m and len(m) else None
@@ -48,7 +49,7 @@ def provenance_flags(history: RunHistory) -> list[str]:
     return [flag for flag, applies in flags.items() if applies]
 
 
-def provenance_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+def provenance_table(run_dirs: Sequence[StrPath]) -> pd.DataFrame:
     """One row per run: where it is, what it covered, the commit(s) it ran from, and its flags.
 
     Columns: run, model, questions, samples, accuracy, commits and flags (a list: see :func:`provenance_flags`, and
@@ -102,20 +103,20 @@ def provenance_frame(t: pd.DataFrame) -> pd.DataFrame:
     return titled(frame, caption, formats=formats, html=html, rows=["flagged" if fl else "" for fl in t["flags"]])
 
 
-def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
+def commands_html(run_dirs: Sequence[StrPath]) -> Html:
     """Every invocation recorded in each run's ``config.json``, first to last, resumes included: a folding list per
     run, each with its time, whether it created or resumed the run, its commit (marked when the source tree was
     dirty) and its command line as recorded, never rebuilt (``run_history(d).commands``)."""
     items = []
     for d in run_dirs:
-        rec = read_record(d) or {}
+        rec = require_record(d)
         lines = []
-        for k, (inv, command) in enumerate(zip(rec.get("invocations") or [], run_history(rec).commands, strict=True)):
-            git = inv.get("git") or {}
-            state = "resumed" if inv.get("resumed", k > 0) else "created"
-            commit = f", commit {esc(str(git['commit'])[:7])}" if git.get("commit") else ""
-            dirty = " (dirty)" if git.get("dirty") else ""
-            time = (inv.get("time") or "")[:16].replace("T", " ")
+        for inv, command in zip(rec["invocations"], run_history(rec).commands, strict=True):
+            git = inv["git"]
+            state = "resumed" if inv["resumed"] else "created"
+            commit = f", commit {esc(str(git['commit'])[:7])}" if git["commit"] else ""
+            dirty = " (dirty)" if git["dirty"] else ""
+            time = inv["time"][:16].replace("T", " ")
             lines.append(
                 f'<li><span class="when">{esc(time)}, {state}{commit}{dirty}</span><br>'
                 f'<code class="cmd">{esc(command)}</code></li>'
@@ -128,7 +129,7 @@ def commands_html(run_dirs: Sequence[str | os.PathLike[str]]) -> Html:
     return Html(f'<div class="commands">{"".join(items)}</div>')
 
 
-def settings_summary(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
+def settings_summary(run_dirs: Sequence[StrPath]) -> dict[str, str]:
     """The settings the book quotes (``n_samples``, the ``entailment`` backend, and ``temperature``,
     ``max_new_tokens`` and ``n_shots`` of the runs that generated) of ``run_dirs`` as recorded in their
     ``config.json``: each setting's distinct values, joined ("0.5" or "5, 10")."""

@@ -259,20 +259,14 @@ CORRECTNESS_THRESHOLDS: MappingProxyType[str, MappingProxyType[str, float]] = Ma
 HYPERPARAMETERS: MappingProxyType[str, Any] = MappingProxyType(
     {
         "beta": 0.5,  # Sec. 3.2 and appendix D (Table 5)
-        "beta_range": (0.0, 1.0),  # beta in (0, 1]
-        "kernel": "gaussian: R_ij = beta * exp(-(1 - C_ij)^2 / 2), R_ii = 1",
-        "beta_psd_bound": "beta <= 1/(n+1)",  # Proposition 3.1 proof (appendix A), via |lambda_i| <= n
         "rougeL_threshold": 0.3,  # correct iff Rouge-L(s, s_true) > 0.3 (QA)
         "bleu_threshold": 0.3,  # correct iff BLEU(s, s_true) > 0.3 (WMT-14)
         "n_questions": 8000,  # per dataset, "aligning with the size of CoQA's training split"
-        "entailment_model": "DeBERTa (He et al. 2020); exact checkpoint not stated",
-        "n_samples": None,  # number of sampled answers n: not stated
-        "temperature": None,  # not stated
-        "n_shots": None,  # the prompts use r few-shot examples; r not stated
-        "hardware": "3 x NVIDIA A100 and 4 x RTX 4090",  # appendix B
-        "max_model_size": "under 30B parameters",  # Limitation section
     }
 )
+"""The paper's stated settings that the package reads or checks. What else it states, or leaves unstated
+(the entailment checkpoint, n, the temperature, r, the hardware), is in the book's "Paper versus this companion"
+table (book/experiments.md)."""
 
 
 #: The baselines the paper's Sec. 4 baselines paragraph names besides its tables' columns: our method name -> (what

@@ -7,8 +7,9 @@ log-determinant is -inf and so is Shap (the sum of the Shapley values is the ent
 equal rows of C, give the singular case.
 
 :func:`recompute` recomputes Shap at one beta from a run's stored entailment matrices (the run's
-``stages.jsonl.gz``, read by :func:`shapley.pipeline.evaluate.metrics.beta_table`) and counts the -inf totals, the
-repaired (not PSD) matrices and the AUROC with and without the -inf questions: one to three seconds per run.
+``stages.jsonl.gz``, read by :func:`shapley.pipeline.evaluate.metrics.beta_table`) and counts the -inf totals, those
+of them repaired (not PSD), and the AUROC without the -inf questions: one to three seconds per run. The AUROC with
+them and the repaired count are the run's ``beta_sweep.csv`` at that beta.
 :data:`RECORD` (``results/companion/infinite_scores.json``) holds it for each run of :data:`RUNS`, with the runs'
 committed files as its inputs: it goes stale when a run is regenerated as well as when the code changes.
 :func:`infinite_scores` reads the record when it is fresh and recomputes otherwise (a stale or missing record costs
@@ -42,17 +43,15 @@ from shapley.results import records
 class InfiniteScores:
     """Shap at one beta on one run's questions.
 
-    ``n``: questions scored; ``n_neginf``: Shap = -inf; ``n_repaired``: R not PSD, repaired by the run's policy;
-    ``n_neginf_repaired``: both; ``auroc``: all questions (-inf
-    ranked as the most certain, as every metric of a run ranks it); ``auroc_finite``: the questions with a finite
-    Shap only (NaN when one class is left)."""
+    ``n``: questions scored; ``n_neginf``: Shap = -inf; ``n_neginf_repaired``: of those, R not PSD and repaired by
+    the run's policy; ``auroc_finite``: the AUROC on the questions with a finite Shap only (NaN when one class is
+    left). The AUROC on all of them (-inf ranked as the most certain, as every metric of a run ranks it) is the run's
+    ``beta_sweep.csv``."""
 
     beta: float
     n: int
     n_neginf: int
-    n_repaired: int
     n_neginf_repaired: int
-    auroc: float
     auroc_finite: float
 
 
@@ -80,9 +79,7 @@ def count_infinite(per_question: pd.DataFrame, correct: pd.Series) -> InfiniteSc
         beta=float(per_question["beta"].iloc[0]),
         n=int(u.size),
         n_neginf=int(neginf.sum()),
-        n_repaired=int(repaired.sum()),
         n_neginf_repaired=int((neginf & repaired).sum()),
-        auroc=_auroc(u, c),
         auroc_finite=_auroc(u[~neginf], c[~neginf]),
     )
 

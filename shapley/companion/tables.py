@@ -11,7 +11,6 @@ other tables live beside it, along the data's path: :mod:`shapley.companion.html
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ import pandas as pd
 
 from shapley.companion import reported
 from shapley.companion.htmltable import Html, esc, titled, with_interval
-from shapley.companion.provenance import relative_path
+from shapley.companion.provenance import StrPath, relative_path
 from shapley.pipeline.evaluate.metrics import load_skipped
 from shapley.pipeline.evaluate.report import load_metrics, runs_table
 from shapley.pipeline.rundir.store import read_config
@@ -79,9 +78,7 @@ def _measured_cells(run_dir: str, methods: Sequence[str]) -> dict[str, str]:
     return cells
 
 
-def comparison_frame(
-    table: int, run_dirs: Sequence[str | os.PathLike[str]], *, reported_rows: str = "models"
-) -> pd.DataFrame:
+def comparison_frame(table: int, run_dirs: Sequence[StrPath], *, reported_rows: str = "models") -> pd.DataFrame:
     """The paper's Table 3 or 4 beside our runs, fitting the text column: per dataset a heading row, the paper's
     rows, then one row per run (AUROC over its 95% interval, or a mark from :data:`MARKS`).
 
@@ -133,16 +130,14 @@ FEW_IN_A_CLASS = 20
 outcome there rests on few cases, and :func:`row_finding` says so beside it."""
 
 
-def class_sizes(run_dir: str | os.PathLike[str]) -> tuple[int, int]:
+def class_sizes(run_dir: StrPath) -> tuple[int, int]:
     """(correct, judged) answers of a run: its accuracy times its questions, from ``metrics.csv``."""
     m = load_metrics(run_dir)
     judged = int(m["n_questions"].max())
     return int(round(float(m["accuracy"].iloc[0]) * judged)), judged
 
 
-def row_finding(
-    run_dir: str | os.PathLike[str], methods: Sequence[str] | None = None, *, reference: str = "Shap"
-) -> str:
+def row_finding(run_dir: StrPath, methods: Sequence[str] | None = None, *, reference: str = "Shap") -> str:
     """One plain-text sentence (no HTML, for ``{glue:text}``) on one measured row: ``reference``'s AUROC, the
     row's highest AUROC when another method has it, and what the run's paired tests against ``reference``
     (``comparisons.csv``: DeLong, Holm-adjusted within the run) support among ``methods`` (labels of the paper's
@@ -162,8 +157,7 @@ def row_finding(
     ref_label = next((label for label, m in ours.items() if m == reference), reference)
     correct, judged = class_sizes(run_dir)
     of_method: dict[Any, float] = metrics["auroc"].astype(float).to_dict()
-    auroc = {label: of_method[m] for label, m in ours.items() if m in of_method}
-    defined = {label: a for label, a in auroc.items() if not math.isnan(a)}
+    defined = {label: of_method[m] for label, m in ours.items() if not math.isnan(of_method.get(m, math.nan))}
     if math.isnan(of_method.get(reference, math.nan)):
         return f"AUROC undefined: {correct} of {judged} answers judged correct"
     shap = of_method[reference]
@@ -231,7 +225,7 @@ def method_glossary_html() -> Html:
 # ---------------------------------------------------------------------------------------------------
 
 
-def beta_ablation(run_dirs: Mapping[str, str | os.PathLike[str]]) -> pd.DataFrame:
+def beta_ablation(run_dirs: Mapping[str, StrPath]) -> pd.DataFrame:
     """Measured Table 5: each run's ``beta_sweep.csv`` stacked, labelled by the mapping's key.
 
     Columns: source, beta, auroc, auroc_lo, auroc_hi, n, n_not_psd, frac_not_psd, min_eig_min.
@@ -260,7 +254,7 @@ def beta_spans(ablation: pd.DataFrame, betas: Iterable[float]) -> dict[str, floa
     }
 
 
-def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, int]:
+def psd_at_beta(run_dirs: Iterable[StrPath], beta: float) -> dict[str, int]:
     """Kernel matrices that are not PSD at ``beta``, over the runs with a ``beta_sweep.csv`` at that beta.
 
     Returns ``{"n": questions, "n_not_psd": of those not PSD, "runs": runs counted}``.
@@ -271,9 +265,9 @@ def psd_at_beta(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict
     return {"n": int(at["n"].sum()), "n_not_psd": int(at["n_not_psd"].sum()), "runs": at["source"].nunique()}
 
 
-def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float) -> dict[str, dict[str, int]]:
+def psd_at_beta_by_judge(run_dirs: Iterable[StrPath], beta: float) -> dict[str, dict[str, int]]:
     """:func:`psd_at_beta` per entailment backend (from each run's config.json), judges in first-seen order."""
-    groups: dict[str, list[str | os.PathLike[str]]] = {}
+    groups: dict[str, list[StrPath]] = {}
     for d in run_dirs:  # by the entailment backend each used: embedding:minilm, llm:smollm2, ...
         groups.setdefault(str(read_config(d).entailment.backend), []).append(d)
     counts = {judge: psd_at_beta(dirs, beta) for judge, dirs in groups.items()}
@@ -285,24 +279,17 @@ def psd_at_beta_by_judge(run_dirs: Iterable[str | os.PathLike[str]], beta: float
 # ---------------------------------------------------------------------------------------------------
 
 
-def metrics_frame(run_dir: str | os.PathLike[str], caption: str) -> pd.DataFrame:
+def metrics_frame(run_dir: StrPath, caption: str) -> pd.DataFrame:
     """One run's ``metrics.csv`` for readers: method, AUROC with its interval, AUARC and PRR, best AUROC first."""
     m = load_metrics(run_dir).sort_values("auroc", ascending=False)
-    frame = m[["method", "auroc", "auroc_lo", "auroc_hi", "auarc", "prr"]].rename(
-        columns={
-            "method": "Method",
-            "auroc": "AUROC",
-            "auroc_lo": "95% low",
-            "auroc_hi": "95% high",
-            "auarc": "AUARC",
-            "prr": "PRR",
-        }
+    frame = m[["method", "auroc", "auroc_lo", "auroc_hi", "auarc", "prr"]].set_axis(
+        ["Method", "AUROC", "95% low", "95% high", "AUARC", "PRR"], axis=1
     )
     where = f" From `{relative_path(run_dir)}/metrics.csv`."
     return titled(frame, caption + where, formats=dict.fromkeys(frame.columns[1:], ".3f"))
 
 
-def method_coverage(run_dirs: Sequence[str | os.PathLike[str]], method: str) -> dict[str, list[str]]:
+def method_coverage(run_dirs: Sequence[StrPath], method: str) -> dict[str, list[str]]:
     """Where ``method`` has a number: runs (repository-relative) by what their files say about it.
 
     Keys: ``measured`` (a defined AUROC in ``metrics.csv``), ``undefined`` (a row, AUROC undefined: one

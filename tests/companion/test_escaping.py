@@ -77,7 +77,12 @@ def _hostile_config(monkeypatch, tmp_path):
     d = tmp_path / "run<xmp>"
     d.mkdir()
     invocations = [
-        {"time": "<!--", "command_line": "python -m shapley run </td>", "git": {"commit": c, "dirty": True}}
+        {
+            "time": "<!--",
+            "command_line": "python -m shapley run </td>",
+            "git": {"commit": c, "dirty": True},
+            "resumed": True,
+        }
         for c in HOSTILE
     ]
     rec = {"schema": 2, "config": {}, "provenance": {"created": "t", "command_line": "x"}, "invocations": invocations}
@@ -93,7 +98,7 @@ def _hostile_config(monkeypatch, tmp_path):
         model = "<xmp>"
         n_samples = 3
 
-    monkeypatch.setattr(provenance, "read_record", lambda _d: rec)
+    monkeypatch.setattr(provenance, "require_record", lambda _d: rec)
     monkeypatch.setattr(provenance, "run_history", lambda _d: store.run_history(rec))
     monkeypatch.setattr(provenance, "read_config", lambda _d: Cfg)
     monkeypatch.setattr(provenance, "load_metrics", lambda _d: pd.DataFrame({"accuracy": [0.5], "n_questions": [3]}))
@@ -201,11 +206,11 @@ def test_provenance_shows_hostile_commits_and_commands_as_text(monkeypatch, tmp_
 def test_show_formats_numbers_and_declared_html_only():
     frame = pd.DataFrame({"</th><style>": ["a<b", "<!--"], "AUROC": [0.5, math.nan], "Cell": ["<b>x</b>", "y"]})
     page = htmltable.show(
-        htmltable.titled(frame, "From `x.csv` <xmp>; *n.s.*", formats={"AUROC": ".3f"}, html=["Cell"], na="n/a")
+        htmltable.titled(frame, "From `x.csv` <xmp>; *n.s.*", formats={"AUROC": ".3f"}, html=["Cell"])
     )
     assert "<caption>From <code>x.csv</code> &lt;xmp&gt;; <em>n.s.</em></caption>" in page
     assert "&lt;/th&gt;&lt;style&gt;" in page and "a&lt;b" in page and "&lt;!--" in page
-    assert re.search(r'class="[^"]*num[^"]*" >0\.500<', page) and ">n/a<" in page and "<b>x</b>" in page
+    assert re.search(r'class="[^"]*num[^"]*" >0\.500<', page) and f">{htmltable.NA}<" in page and "<b>x</b>" in page
 
 
 def test_figures_draw_names_with_dollar_signs_literally():

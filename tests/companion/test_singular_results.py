@@ -20,13 +20,13 @@ def results(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     for name in ("beta_sweep.csv", "config.json", "stages.jsonl.gz"):
         (run / name).write_text(f"{name} of a small run\n")
-    recomputed = singular_results.InfiniteScores(1.0, 3, 0, 0, 0, 0.5, 0.5)
+    recomputed = singular_results.InfiniteScores(1.0, 3, 0, 0, 0.5)
     monkeypatch.setattr(singular_results, "recompute", lambda run_dir, beta: recomputed)
     return tmp_path
 
 
 def test_a_fresh_record_is_read_and_a_stale_one_is_not(results):
-    stored = singular_results.InfiniteScores(1.0, 10, 4, 1, 0, 0.6, 0.8)
+    stored = singular_results.InfiniteScores(1.0, 10, 4, 0, 0.8)
     rec = {
         "command": RECORD.command,
         "seconds": 1.0,

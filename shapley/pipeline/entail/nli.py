@@ -87,7 +87,6 @@ class HFNLIBackend(EntailmentBackend):
         self.model = self.model.to(self.device).eval()
         self.entail_index, self.contradict_index = nli_label_indices(self.model.config.id2label)
         self.has_contradiction = self.contradict_index is not None
-        self.pad_left = getattr(self.tokenizer, "padding_side", "right") == "left"
         limits = [MAX_PAIR_TOKENS, getattr(self.model.config, "max_position_embeddings", None)]
         limits.append(getattr(self.tokenizer, "model_max_length", None))
         self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
@@ -130,22 +129,15 @@ class HFNLIBackend(EntailmentBackend):
         """(pairs, 2) probabilities (entailment, contradiction or 0) of the pairs ``rows`` in one forward pass, padded
         to its longest pair, on the device (queued, no synchronisation); a pass that runs out of memory is split in
         half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
-        longest = len(ids[rows[0]])
-        x = np.full((len(rows), longest), int(self.tokenizer.pad_token_id or 0), dtype=np.int64)
-        mask, kinds = np.zeros_like(x), np.zeros_like(x)
-        for r, i in enumerate(rows):
-            at = slice(longest - len(ids[i]), None) if self.pad_left else slice(0, len(ids[i]))
-            x[r, at], mask[r, at] = ids[i], 1
-            if types is not None:
-                kinds[r, at] = types[i]
-        x_dev, mask_dev, kinds_dev = (self._to_device(torch.from_numpy(a)) for a in (x, mask, kinds))
+        batch = {"input_ids": [ids[i] for i in rows]}
+        if types is not None:
+            batch["token_type_ids"] = [types[i] for i in rows]
+        padded = self.tokenizer.pad(batch, return_attention_mask=True, return_tensors="pt")  # the tokenizer's side
+        inputs = {name: self._to_device(t) for name, t in padded.items()}
 
         def run(pairs: Sequence[int]) -> torch.Tensor:
             part = slice(pairs[0], pairs[-1] + 1)
-            kw: dict[str, Any] = {"input_ids": x_dev[part], "attention_mask": mask_dev[part]}
-            if types is not None:
-                kw["token_type_ids"] = kinds_dev[part]
-            probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
+            probs = torch.softmax(self.model(**{name: t[part] for name, t in inputs.items()}).logits.float(), dim=-1)
             self._count_pass(len(pairs))
             con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
             return torch.stack([probs[:, self.entail_index], con], dim=-1)

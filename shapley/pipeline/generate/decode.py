@@ -171,7 +171,7 @@ class _Batch:
         self.rows = np.arange(b)
         self.index = torch.arange(b, device=device)
         self.cache = cache
-        self.compact = type(cache).__name__ != "StaticCache" and hasattr(cache, "batch_select_indices")
+        self.compact = type(cache).__name__ != "StaticCache"
         self.mask = torch.ones((b, state.length), dtype=torch.long, device=device)
         self.pos = torch.full((b, 1), state.length - 1, dtype=torch.long, device=device)
         self.u = u

@@ -78,8 +78,7 @@ class Generator:
     ):
         self.config = config
         if isinstance(spec_or_model, (str, os.PathLike)):
-            model, tok, fingerprint = load_model(str(spec_or_model), device=config.device, dtype=config.dtype)
-            tokenizer = tokenizer if tokenizer is not None else tok
+            model, tokenizer, fingerprint = load_model(str(spec_or_model), device=config.device, dtype=config.dtype)
         elif tokenizer is None:
             raise ValueError("a model object needs its tokenizer: Generator(model, config, tokenizer=...)")
         else:

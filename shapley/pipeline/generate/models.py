@@ -99,7 +99,7 @@ def resolve_model(spec: str) -> tuple[str, str | None]:
     Raises ``ModelNotAvailableError`` (an ``OSError``) for an unknown short name's missing package or a
     path that does not exist, and ``ValueError`` for an empty spec or an ambiguous directory.
     """
-    if not isinstance(spec, str) or not spec.strip():
+    if not spec.strip():
         raise ValueError(f"model spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
     package = SHORT_NAMES.get(spec.lower())
@@ -232,13 +232,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
-def release_device_memory(device: torch.device) -> None:
-    """Collect garbage and give cached CUDA blocks back (after an out-of-memory error)."""
-    gc.collect()
-    if device.type == "cuda" and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
 def split_on_oom(
     run: Callable[[Sequence[T]], R],
     items: Sequence[T],
@@ -255,7 +248,9 @@ def split_on_oom(
     except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
         if not is_out_of_memory(exc) or len(items) <= 1:
             raise
-    release_device_memory(device)  # outside the except block, so the failed batch's tensors are gone
+    gc.collect()  # outside the except block, so the failed batch's tensors are gone
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # cached blocks back
     half = (len(items) + 1) // 2
     on_split(len(items), half)
     return join(
@@ -435,9 +430,8 @@ class HeadInput:
         self.last: torch.Tensor | None = None
         self._handle = None if head is None else head.register_forward_pre_hook(self._grab)
 
-    def _grab(self, _module: Any, args: tuple[Any, ...]) -> None:
-        if args and isinstance(args[0], torch.Tensor):
-            self.last = args[0]
+    def _grab(self, _module: Any, args: tuple[torch.Tensor, ...]) -> None:
+        self.last = args[0]  # the head is called on the hidden states alone
 
     def take(self) -> torch.Tensor | None:
         """Hidden state of the last position of each row, (B, d); None when the hook saw nothing."""

@@ -226,12 +226,9 @@ class PromptBuilder:
         try:
             from transformers import StaticCache
 
-            static = StaticCache(config=self.lm.model.config, max_cache_len=max_len)
-            layers, sources = getattr(static, "layers", []), getattr(cache, "layers", [])
-            if len(layers) != len(sources) or not layers:
-                raise TypeError("cache layers differ")
-            for target, source in zip(layers, sources, strict=True):
-                if type(target).__name__ != "StaticLayer" or not hasattr(source, "keys"):
+            static: Any = StaticCache(config=self.lm.model.config, max_cache_len=max_len)
+            for target, source in zip(static.layers, cache.layers, strict=True):  # ValueError where they differ
+                if type(target).__name__ != "StaticLayer":
                     raise TypeError(f"unsupported cache layer {type(target).__name__}")
                 keys, values = source.keys.index_select(0, index), source.values.index_select(0, index)
                 target.lazy_initialization(keys, values)

@@ -101,16 +101,12 @@ class HFNLIBackend(EntailmentBackend):
             pass_fill=self.pass_fill,
         )
 
-    def _tokenize(
-        self, premises: list[str], hypotheses: list[str]
-    ) -> tuple[list[list[int]], list[list[int]] | None, int]:
-        """(token ids, token type ids where the model takes them, else None, number of pairs cut to
-        ``max_length``) of every pair, untruncated in one call, then the long pairs cut."""
-        enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
-        ids = list(enc["input_ids"])
-        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
-        types = list(enc["token_type_ids"]) if want_types and "token_type_ids" in enc else None
-        long = [i for i, x in enumerate(ids) if len(x) > self.max_length]
+    def _tokenize(self, premises: list[str], hypotheses: list[str]) -> tuple[dict[str, list[list[int]]], int]:
+        """(the model's inputs of every pair: ``input_ids``, and ``token_type_ids`` where the model takes them (the
+        tokenizer's ``model_input_names`` say); the number of pairs cut to ``max_length``), untruncated in one call,
+        then the long pairs cut."""
+        enc = dict(self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False))
+        long = [i for i, x in enumerate(enc["input_ids"]) if len(x) > self.max_length]
         if long:
             cut = self.tokenizer(
                 [premises[i] for i in long],
@@ -119,19 +115,16 @@ class HFNLIBackend(EntailmentBackend):
                 max_length=self.max_length,
                 return_attention_mask=False,
             )
-            for j, i in enumerate(long):
-                ids[i] = cut["input_ids"][j]
-                if types is not None:
-                    types[i] = cut["token_type_ids"][j]
-        return ids, types, len(long)
+            for name, values in enc.items():
+                for j, i in enumerate(long):
+                    values[i] = cut[name][j]
+        return enc, len(long)
 
-    def _forward_pass(self, ids: list[list[int]], types: list[list[int]] | None, rows: np.ndarray) -> torch.Tensor:
+    def _forward_pass(self, enc: dict[str, list[list[int]]], rows: np.ndarray) -> torch.Tensor:
         """(pairs, 2) probabilities (entailment, contradiction or 0) of the pairs ``rows`` in one forward pass, padded
         to its longest pair, on the device (queued, no synchronisation); a pass that runs out of memory is split in
         half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
-        batch = {"input_ids": [ids[i] for i in rows]}
-        if types is not None:
-            batch["token_type_ids"] = [types[i] for i in rows]
+        batch = {name: [values[i] for i in rows] for name, values in enc.items()}
         padded = self.tokenizer.pad(batch, return_attention_mask=True, return_tensors="pt")  # the tokenizer's side
         inputs = {name: self._to_device(t) for name, t in padded.items()}
 
@@ -158,15 +151,15 @@ class HFNLIBackend(EntailmentBackend):
         flat = [group_pairs(g) for g in groups]
         sizes = [len(p) for p, _ in flat]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        ids, types, cut = self._tokenize([p for ps, _ in flat for p in ps], [h for _, hs in flat for h in hs])
+        enc, cut = self._tokenize([p for ps, _ in flat for p in ps], [h for _, hs in flat for h in hs])
         self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        lengths = np.fromiter((len(x) for x in enc["input_ids"]), dtype=np.int64, count=int(starts[-1]))
         out, orders = [], []
         with self._bar(int(starts[-1]), f"entail {self.name}") as bar:
             for g, at in enumerate(starts[:-1]):  # the batch rule: each group's pairs in passes of their own
                 mine = lengths[at : at + sizes[g]]
                 for rows in plan_passes(mine, self.max_batch_pairs, self.max_batch_tokens, self.pass_fill):
-                    out.append(self._forward_pass(ids, types, rows + at))
+                    out.append(self._forward_pass(enc, rows + at))
                     orders.append(rows + at)
                     bar.update(len(rows))
         probs = torch.cat(out).cpu().double().numpy()  # the only copy back (every group has a pair)

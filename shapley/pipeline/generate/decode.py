@@ -200,8 +200,7 @@ class _Batch:
         self.rows, self.index = self.rows[at], self.index.index_select(0, sel)
         self.mask, self.pos, self.sampled = self.mask[sel], self.pos[sel], self.sampled[sel]
         self.u = None if self.u is None else self.u[sel]
-        where = {int(r): i for i, r in enumerate(self.rows)}
-        self.hidden_index = torch.tensor([where[r] for r in self.wanted], dtype=torch.long, device=sel.device)
+        self.hidden_index = torch.from_numpy(np.searchsorted(self.rows, self.wanted)).to(sel.device)  # rows ascend
         return nxt[sel]
 
     def step(self, lm: CausalLM, feed: torch.Tensor) -> torch.Tensor:

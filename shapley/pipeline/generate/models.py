@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from shapley.pipeline.rundir.settings import cache_dir
 
@@ -409,15 +410,13 @@ class CausalLM:
 
     def last_logits(self, prompts: Sequence[list[int]]) -> torch.Tensor:
         """Last-position logits (B, V) of token-id prompts, left-padded into one forward pass."""
-        length = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), length), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), length), dtype=torch.long)
-        for r, p in enumerate(prompts):
-            ids[r, length - len(p) :] = torch.tensor(p)
-            mask[r, length - len(p) :] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
-        kw: dict[str, Any] = {"input_ids": ids, "use_cache": False}
+        rows = [torch.tensor(p, dtype=torch.long) for p in prompts]
+        ids = pad_sequence(rows, batch_first=True, padding_value=self.pad_id, padding_side="left")
+        kw: dict[str, Any] = {"input_ids": ids.to(self.device), "use_cache": False}
         if len(prompts) > 1:  # a single prompt has no padding
+            mask = pad_sequence([torch.ones_like(r) for r in rows], batch_first=True, padding_side="left").to(
+                self.device
+            )
             kw.update(attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
         return self.forward(**kw).logits[:, -1, :]
 

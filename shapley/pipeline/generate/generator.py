@@ -120,7 +120,7 @@ class Generator:
             return list(torch.softmax(per_class, dim=-1).cpu().double().numpy())
 
         rows = self.decoder.in_batches(encoded, self.decoder.batch_rows(), run)
-        return np.stack(rows).astype(np.float64)
+        return np.stack(rows)  # float64 already
 
     def generate(self, records: Sequence[QARecord]) -> list[Generation]:
         """Samples, greedy answer, token statistics, p(True), A4C and (optionally) the greedy answer's

@@ -20,6 +20,7 @@ Models whose cache layers are not plain dynamic ones fall back to a whole-prompt
 from __future__ import annotations
 
 import copy
+import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def template_head(record: QARecord) -> str:
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two token-id sequences."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return len(os.path.commonprefix([list(a), list(b)]))  # element by element, on any lists
 
 
 class PromptBuilder:

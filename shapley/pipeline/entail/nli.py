@@ -162,12 +162,10 @@ class HFNLIBackend(EntailmentBackend):
                     out.append(self._forward_pass(enc, rows + at))
                     orders.append(rows + at)
                     bar.update(len(rows))
-        probs = torch.cat(out).cpu().double().numpy()  # the only copy back (every group has a pair)
-        order = np.concatenate(orders)
-        ent, con = np.zeros(int(starts[-1])), np.zeros(int(starts[-1]))
-        ent[order], con[order] = probs[:, 0], probs[:, 1]
+        probs = np.zeros((int(starts[-1]), 2))
+        probs[np.concatenate(orders)] = torch.cat(out).cpu().double().numpy()  # one copy back (every group has a pair)
         results = []
         for g, texts in enumerate(groups):
-            span = slice(int(starts[g]), int(starts[g + 1]))
-            results.append(group_matrices(len(texts), ent[span], con[span] if self.has_contradiction else None))
+            span = probs[starts[g] : starts[g + 1]]
+            results.append(group_matrices(len(texts), span[:, 0], span[:, 1] if self.has_contradiction else None))
         return results

@@ -18,9 +18,8 @@ import inspect
 import json
 import os
 import re
-import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -280,21 +279,17 @@ def _missing_model_error(spec: str, cause: BaseException | None = None) -> Model
     )
 
 
-@contextlib.contextmanager
-def quiet_gguf_conversion() -> Iterator[None]:
+def quiet_gguf_conversion() -> contextlib.AbstractContextManager[Any]:
     """Silence the progress bar that ``transformers`` draws on stderr while it dequantises a GGUF file.
 
     The conversion runs only while the model cache is empty, so without this a first build of the book shows
     blocks of "Converting and de-quantizing GGUF tensors" that no later build shows.
     """
+    from unittest import mock
+
     from transformers import modeling_gguf_pytorch_utils as gguf
 
-    original = gguf.tqdm
-    gguf.tqdm = functools.partial(original, disable=True)
-    try:
-        yield
-    finally:
-        gguf.tqdm = original
+    return mock.patch.object(gguf, "tqdm", functools.partial(gguf.tqdm, disable=True))  # put back after
 
 
 def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, Any, str]:
@@ -317,21 +312,17 @@ def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, An
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp", dir=target.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the cached copy is an ordinary shared folder
-    try:
+    # removed on leaving unless renamed to the target; another process may have won the race to it
+    with tempfile.TemporaryDirectory(prefix=target.name + ".tmp", dir=target.parent, ignore_cleanup_errors=True) as d:
+        tmp = Path(d)
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cached copy is an ordinary shared folder
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / "shapley_source.json").write_text(
             json.dumps({"gguf_folder": folder, "gguf_file": gguf_file, "fingerprint": fp}, indent=1)
         )
-        if target.exists():  # another process won the race
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
+        if not target.exists():
             tmp.rename(target)
-    except Exception:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return model, tokenizer, fp  # load_model moves it to its device and dtype
 
 

@@ -69,7 +69,7 @@ class EmbeddingBackend(EntailmentBackend):
         self.model = SentenceTransformer(str(folder), device=str(self.device))
         self.fingerprint = path_fingerprint(folder)
         self.texts_per_batch = for_device(PASS_TEXTS, self.device.type)
-        dtype = next(iter(self.model.parameters())).dtype
+        dtype = next(self.model.parameters()).dtype
         self._fix_computation(self.device.type, dtype, self.texts_per_batch, pass_texts=self.texts_per_batch)
 
     def _count_truncated(self, texts: list[str]) -> None:

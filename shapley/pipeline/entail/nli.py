@@ -83,6 +83,8 @@ class HFNLIBackend(EntailmentBackend):
         self.device = default_device(device)
         self.dtype = default_dtype(self.device)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        if self.tokenizer.pad_token is None:  # a classifier's tokenizer without one: passes pad with id 0 (masked)
+            self.tokenizer.pad_token_id = 0
         self.model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=self.dtype)
         self.model = self.model.to(self.device).eval()
         self.entail_index, self.contradict_index = nli_label_indices(self.model.config.id2label)

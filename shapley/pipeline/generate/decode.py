@@ -433,8 +433,7 @@ class Decoder:
             batch = _Batch(state, seeds, self._uniforms(seeds, steps), wanted, cache, steps)
             logits = state.logits.expand(b, -1)
             batch.record(0, None if state.hidden is None else state.hidden.expand(b, -1))
-            nxt = torch.zeros(b, dtype=torch.long, device=self.lm.device)
-            for step in range(steps):
+            for step in range(steps):  # sets nxt, read after the loop only when a step ran
                 nxt, lp, ent = self._next_tokens(logits, None if batch.u is None else batch.u[:, step], batch.sampled)
                 batch.logprobs[batch.index, step], batch.entropies[batch.index, step] = lp, ent
                 if self._advance(batch, batch.spread(nxt), step, tables) or step == steps - 1:

@@ -244,23 +244,18 @@ class EntailmentBackend(ABC):
         for gid, mine in keys.items():
             if all(k in hit for k in mine):
                 e = np.array([hit[k][0] for k in mine])
-                c = np.array([np.nan if hit[k][1] is None else hit[k][1] for k in mine])
+                c = np.array([hit[k][1] for k in mine], dtype=float)  # None (no contradiction) -> nan
                 found[gid] = group_matrices(len(groups[gid]), e, c if self.has_contradiction else None)
                 self.stats["cache_hits"] += len(mine)
         return found
 
-    def _store(
-        self, cache: EntailmentCache, keys: dict[str, list[str]], scored: dict[str, GroupScores], with_question: bool
-    ) -> None:
-        tag = self.fingerprint + "|" + json.dumps(self.computation, sort_keys=True)
+    @staticmethod
+    def _store(cache: EntailmentCache, keys: dict[str, list[str]], scored: dict[str, GroupScores]) -> None:
         rows = []
         for gid, (e, c) in scored.items():
             off = ~np.eye(len(e), dtype=bool)
             c_list = [None] * len(keys[gid]) if c is None else c[off].tolist()
-            rows += [
-                (k, self.name, tag, bool(with_question), ev, cv)
-                for k, ev, cv in zip(keys[gid], e[off].tolist(), c_list, strict=True)
-            ]
+            rows += list(zip(keys[gid], e[off].tolist(), c_list, strict=True))
         cache.put_many(rows)
 
     def score(
@@ -296,7 +291,7 @@ class EntailmentBackend(ABC):
             scored = dict(zip(todo, self._score_groups([big[g] for g in todo]), strict=True))
             self.stats["pairs_scored"] += sum(len(big[g]) * (len(big[g]) - 1) for g in todo)
             if cache is not None and not self._inexact:
-                self._store(cache, keys, scored, with_question)
+                self._store(cache, keys, scored)
         matrices = {**small, **found, **scored}
         out = []
         for gid, inv in per_item:

@@ -51,12 +51,12 @@ class EntailmentCache:
     """Persistent pair cache in one sqlite file (plain rows, no pickle).
 
     A row holds the sha256 key of (backend name, fingerprint, with_question, computation, premise, hypothesis)
-    (:meth:`keys`), the backend name and fingerprint (for inspection / pruning), the two probabilities and a
-    checksum of key and values (:meth:`row_checksum`). :meth:`get_many` returns only rows whose checksum
-    matches and whose values are probabilities; others are counted and recomputed by the caller. A file that
-    is not a readable database is moved aside with a warning and replaced by an empty cache."""
-
-    COLUMNS = "key, backend, fingerprint, with_question, entail, contradict, checksum"
+    (:meth:`keys`), the two probabilities and a checksum of key and values (:meth:`row_checksum`); the columns
+    ``backend``, ``fingerprint`` and ``with_question`` stay, empty, so that older versions still write the file
+    (nothing reads them; rows written before fill them). :meth:`get_many`
+    returns only rows whose checksum matches and whose values are probabilities; others are counted and
+    recomputed by the caller. A file that is not a readable database is moved aside with a warning and replaced
+    by an empty cache."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else cache_dir() / "entail" / "entail.sqlite"
@@ -150,10 +150,10 @@ class EntailmentCache:
 
         return self._transaction(read)
 
-    def put_many(self, rows: Sequence[tuple[str, str, str, bool, float, float | None]]) -> None:
-        """Store (key, backend, fingerprint, with_question, entail, contradict) rows with their checksums."""
-        full = [(*r, self.row_checksum(r[0], r[4], r[5])) for r in rows]
-        query = f"INSERT OR REPLACE INTO pairs ({self.COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    def put_many(self, rows: Sequence[tuple[str, float, float | None]]) -> None:
+        """Store (key, entail, contradict) rows with their checksums."""
+        full = [(*r, self.row_checksum(*r)) for r in rows]
+        query = "INSERT OR REPLACE INTO pairs (key, entail, contradict, checksum) VALUES (?, ?, ?, ?)"
         self._transaction(lambda con: con.executemany(query, full))
 
     def __len__(self) -> int:

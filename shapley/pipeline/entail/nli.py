@@ -83,11 +83,12 @@ class HFNLIBackend(EntailmentBackend):
         self.device = default_device(device)
         self.dtype = default_dtype(self.device)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        if self.tokenizer.pad_token is None:  # a classifier's tokenizer without one: passes pad with id 0 (masked)
+            self.tokenizer.pad_token_id = 0
         self.model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=self.dtype)
         self.model = self.model.to(self.device).eval()
         self.entail_index, self.contradict_index = nli_label_indices(self.model.config.id2label)
         self.has_contradiction = self.contradict_index is not None
-        self.pad_left = getattr(self.tokenizer, "padding_side", "right") == "left"
         limits = [MAX_PAIR_TOKENS, getattr(self.model.config, "max_position_embeddings", None)]
         limits.append(getattr(self.tokenizer, "model_max_length", None))
         self.max_length = int(min(v for v in limits if isinstance(v, int) and 0 < v < NO_TOKEN_LIMIT))
@@ -102,16 +103,12 @@ class HFNLIBackend(EntailmentBackend):
             pass_fill=self.pass_fill,
         )
 
-    def _tokenize(
-        self, premises: list[str], hypotheses: list[str]
-    ) -> tuple[list[list[int]], list[list[int]] | None, int]:
-        """(token ids, token type ids where the model takes them, else None, number of pairs cut to
-        ``max_length``) of every pair, untruncated in one call, then the long pairs cut."""
-        enc = self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False)
-        ids = list(enc["input_ids"])
-        want_types = "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
-        types = list(enc["token_type_ids"]) if want_types and "token_type_ids" in enc else None
-        long = [i for i, x in enumerate(ids) if len(x) > self.max_length]
+    def _tokenize(self, premises: list[str], hypotheses: list[str]) -> tuple[dict[str, list[list[int]]], int]:
+        """(the model's inputs of every pair: ``input_ids``, and ``token_type_ids`` where the model takes them (the
+        tokenizer's ``model_input_names`` say); the number of pairs cut to ``max_length``), untruncated in one call,
+        then the long pairs cut."""
+        enc = dict(self.tokenizer(premises, hypotheses, truncation=False, return_attention_mask=False, verbose=False))
+        long = [i for i, x in enumerate(enc["input_ids"]) if len(x) > self.max_length]
         if long:
             cut = self.tokenizer(
                 [premises[i] for i in long],
@@ -120,32 +117,22 @@ class HFNLIBackend(EntailmentBackend):
                 max_length=self.max_length,
                 return_attention_mask=False,
             )
-            for j, i in enumerate(long):
-                ids[i] = cut["input_ids"][j]
-                if types is not None:
-                    types[i] = cut["token_type_ids"][j]
-        return ids, types, len(long)
+            for name, values in enc.items():
+                for j, i in enumerate(long):
+                    values[i] = cut[name][j]
+        return enc, len(long)
 
-    def _forward_pass(self, ids: list[list[int]], types: list[list[int]] | None, rows: np.ndarray) -> torch.Tensor:
+    def _forward_pass(self, enc: dict[str, list[list[int]]], rows: np.ndarray) -> torch.Tensor:
         """(pairs, 2) probabilities (entailment, contradiction or 0) of the pairs ``rows`` in one forward pass, padded
         to its longest pair, on the device (queued, no synchronisation); a pass that runs out of memory is split in
         half (:func:`~shapley.pipeline.generate.models.split_on_oom`)."""
-        longest = len(ids[rows[0]])
-        x = np.full((len(rows), longest), int(self.tokenizer.pad_token_id or 0), dtype=np.int64)
-        mask, kinds = np.zeros_like(x), np.zeros_like(x)
-        for r, i in enumerate(rows):
-            at = slice(longest - len(ids[i]), None) if self.pad_left else slice(0, len(ids[i]))
-            x[r, at], mask[r, at] = ids[i], 1
-            if types is not None:
-                kinds[r, at] = types[i]
-        x_dev, mask_dev, kinds_dev = (self._to_device(torch.from_numpy(a)) for a in (x, mask, kinds))
+        batch = {name: [values[i] for i in rows] for name, values in enc.items()}
+        padded = self.tokenizer.pad(batch, return_attention_mask=True, return_tensors="pt")  # the tokenizer's side
+        inputs = {name: self._to_device(t) for name, t in padded.items()}
 
         def run(pairs: Sequence[int]) -> torch.Tensor:
             part = slice(pairs[0], pairs[-1] + 1)
-            kw: dict[str, Any] = {"input_ids": x_dev[part], "attention_mask": mask_dev[part]}
-            if types is not None:
-                kw["token_type_ids"] = kinds_dev[part]
-            probs = torch.softmax(self.model(**kw).logits.float(), dim=-1)
+            probs = torch.softmax(self.model(**{name: t[part] for name, t in inputs.items()}).logits.float(), dim=-1)
             self._count_pass(len(pairs))
             con = probs[:, self.contradict_index] if self.contradict_index is not None else probs[:, 0] * 0
             return torch.stack([probs[:, self.entail_index], con], dim=-1)
@@ -166,23 +153,21 @@ class HFNLIBackend(EntailmentBackend):
         flat = [group_pairs(g) for g in groups]
         sizes = [len(p) for p, _ in flat]
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        ids, types, cut = self._tokenize([p for ps, _ in flat for p in ps], [h for _, hs in flat for h in hs])
+        enc, cut = self._tokenize([p for ps, _ in flat for p in ps], [h for _, hs in flat for h in hs])
         self._note_truncated(cut, self.max_length, "premise-hypothesis pair(s)")
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        lengths = np.fromiter((len(x) for x in enc["input_ids"]), dtype=np.int64, count=int(starts[-1]))
         out, orders = [], []
         with self._bar(int(starts[-1]), f"entail {self.name}") as bar:
             for g, at in enumerate(starts[:-1]):  # the batch rule: each group's pairs in passes of their own
                 mine = lengths[at : at + sizes[g]]
                 for rows in plan_passes(mine, self.max_batch_pairs, self.max_batch_tokens, self.pass_fill):
-                    out.append(self._forward_pass(ids, types, rows + at))
+                    out.append(self._forward_pass(enc, rows + at))
                     orders.append(rows + at)
                     bar.update(len(rows))
-        probs = torch.cat(out).cpu().double().numpy()  # the only copy back (every group has a pair)
-        order = np.concatenate(orders)
-        ent, con = np.zeros(int(starts[-1])), np.zeros(int(starts[-1]))
-        ent[order], con[order] = probs[:, 0], probs[:, 1]
+        probs = np.zeros((int(starts[-1]), 2))
+        probs[np.concatenate(orders)] = torch.cat(out).cpu().double().numpy()  # one copy back (every group has a pair)
         results = []
         for g, texts in enumerate(groups):
-            span = slice(int(starts[g]), int(starts[g + 1]))
-            results.append(group_matrices(len(texts), ent[span], con[span] if self.has_contradiction else None))
+            span = probs[starts[g] : starts[g + 1]]
+            results.append(group_matrices(len(texts), span[:, 0], span[:, 1] if self.has_contradiction else None))
         return results

@@ -171,7 +171,7 @@ class _Batch:
         self.rows = np.arange(b)
         self.index = torch.arange(b, device=device)
         self.cache = cache
-        self.compact = type(cache).__name__ != "StaticCache" and hasattr(cache, "batch_select_indices")
+        self.compact = type(cache).__name__ != "StaticCache"
         self.mask = torch.ones((b, state.length), dtype=torch.long, device=device)
         self.pos = torch.full((b, 1), state.length - 1, dtype=torch.long, device=device)
         self.u = u
@@ -200,8 +200,7 @@ class _Batch:
         self.rows, self.index = self.rows[at], self.index.index_select(0, sel)
         self.mask, self.pos, self.sampled = self.mask[sel], self.pos[sel], self.sampled[sel]
         self.u = None if self.u is None else self.u[sel]
-        where = {int(r): i for i, r in enumerate(self.rows)}
-        self.hidden_index = torch.tensor([where[r] for r in self.wanted], dtype=torch.long, device=sel.device)
+        self.hidden_index = torch.from_numpy(np.searchsorted(self.rows, self.wanted)).to(sel.device)  # rows ascend
         return nxt[sel]
 
     def step(self, lm: CausalLM, feed: torch.Tensor) -> torch.Tensor:
@@ -434,8 +433,7 @@ class Decoder:
             batch = _Batch(state, seeds, self._uniforms(seeds, steps), wanted, cache, steps)
             logits = state.logits.expand(b, -1)
             batch.record(0, None if state.hidden is None else state.hidden.expand(b, -1))
-            nxt = torch.zeros(b, dtype=torch.long, device=self.lm.device)
-            for step in range(steps):
+            for step in range(steps):  # sets nxt, read after the loop only when a step ran
                 nxt, lp, ent = self._next_tokens(logits, None if batch.u is None else batch.u[:, step], batch.sampled)
                 batch.logprobs[batch.index, step], batch.entropies[batch.index, step] = lp, ent
                 if self._advance(batch, batch.spread(nxt), step, tables) or step == steps - 1:

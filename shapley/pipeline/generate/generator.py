@@ -78,8 +78,7 @@ class Generator:
     ):
         self.config = config
         if isinstance(spec_or_model, (str, os.PathLike)):
-            model, tok, fingerprint = load_model(str(spec_or_model), device=config.device, dtype=config.dtype)
-            tokenizer = tokenizer if tokenizer is not None else tok
+            model, tokenizer, fingerprint = load_model(str(spec_or_model), device=config.device, dtype=config.dtype)
         elif tokenizer is None:
             raise ValueError("a model object needs its tokenizer: Generator(model, config, tokenizer=...)")
         else:
@@ -121,7 +120,7 @@ class Generator:
             return list(torch.softmax(per_class, dim=-1).cpu().double().numpy())
 
         rows = self.decoder.in_batches(encoded, self.decoder.batch_rows(), run)
-        return np.stack(rows).astype(np.float64)
+        return np.stack(rows)  # float64 already
 
     def generate(self, records: Sequence[QARecord]) -> list[Generation]:
         """Samples, greedy answer, token statistics, p(True), A4C and (optionally) the greedy answer's

@@ -18,13 +18,13 @@ import inspect
 import json
 import os
 import re
-import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from shapley.pipeline.rundir.settings import cache_dir
 
@@ -99,7 +99,7 @@ def resolve_model(spec: str) -> tuple[str, str | None]:
     Raises ``ModelNotAvailableError`` (an ``OSError``) for an unknown short name's missing package or a
     path that does not exist, and ``ValueError`` for an empty spec or an ambiguous directory.
     """
-    if not isinstance(spec, str) or not spec.strip():
+    if not spec.strip():
         raise ValueError(f"model spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
     package = SHORT_NAMES.get(spec.lower())
@@ -232,13 +232,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
-def release_device_memory(device: torch.device) -> None:
-    """Collect garbage and give cached CUDA blocks back (after an out-of-memory error)."""
-    gc.collect()
-    if device.type == "cuda" and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
 def split_on_oom(
     run: Callable[[Sequence[T]], R],
     items: Sequence[T],
@@ -255,7 +248,9 @@ def split_on_oom(
     except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
         if not is_out_of_memory(exc) or len(items) <= 1:
             raise
-    release_device_memory(device)  # outside the except block, so the failed batch's tensors are gone
+    gc.collect()  # outside the except block, so the failed batch's tensors are gone
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # cached blocks back
     half = (len(items) + 1) // 2
     on_split(len(items), half)
     return join(
@@ -284,21 +279,17 @@ def _missing_model_error(spec: str, cause: BaseException | None = None) -> Model
     )
 
 
-@contextlib.contextmanager
-def quiet_gguf_conversion() -> Iterator[None]:
+def quiet_gguf_conversion() -> contextlib.AbstractContextManager[Any]:
     """Silence the progress bar that ``transformers`` draws on stderr while it dequantises a GGUF file.
 
     The conversion runs only while the model cache is empty, so without this a first build of the book shows
     blocks of "Converting and de-quantizing GGUF tensors" that no later build shows.
     """
+    from unittest import mock
+
     from transformers import modeling_gguf_pytorch_utils as gguf
 
-    original = gguf.tqdm
-    gguf.tqdm = functools.partial(original, disable=True)
-    try:
-        yield
-    finally:
-        gguf.tqdm = original
+    return mock.patch.object(gguf, "tqdm", functools.partial(gguf.tqdm, disable=True))  # put back after
 
 
 def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, Any, str]:
@@ -321,21 +312,17 @@ def _load_gguf(folder: str, gguf_file: str, dtype: torch.dtype) -> tuple[Any, An
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp", dir=target.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the cached copy is an ordinary shared folder
-    try:
+    # removed on leaving unless renamed to the target; another process may have won the race to it
+    with tempfile.TemporaryDirectory(prefix=target.name + ".tmp", dir=target.parent, ignore_cleanup_errors=True) as d:
+        tmp = Path(d)
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cached copy is an ordinary shared folder
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / "shapley_source.json").write_text(
             json.dumps({"gguf_folder": folder, "gguf_file": gguf_file, "fingerprint": fp}, indent=1)
         )
-        if target.exists():  # another process won the race
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
+        if not target.exists():
             tmp.rename(target)
-    except Exception:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return model, tokenizer, fp  # load_model moves it to its device and dtype
 
 
@@ -414,15 +401,13 @@ class CausalLM:
 
     def last_logits(self, prompts: Sequence[list[int]]) -> torch.Tensor:
         """Last-position logits (B, V) of token-id prompts, left-padded into one forward pass."""
-        length = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), length), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), length), dtype=torch.long)
-        for r, p in enumerate(prompts):
-            ids[r, length - len(p) :] = torch.tensor(p)
-            mask[r, length - len(p) :] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
-        kw: dict[str, Any] = {"input_ids": ids, "use_cache": False}
+        rows = [torch.tensor(p, dtype=torch.long) for p in prompts]
+        ids = pad_sequence(rows, batch_first=True, padding_value=self.pad_id, padding_side="left")
+        kw: dict[str, Any] = {"input_ids": ids.to(self.device), "use_cache": False}
         if len(prompts) > 1:  # a single prompt has no padding
+            mask = pad_sequence([torch.ones_like(r) for r in rows], batch_first=True, padding_side="left").to(
+                self.device
+            )
             kw.update(attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
         return self.forward(**kw).logits[:, -1, :]
 
@@ -435,9 +420,8 @@ class HeadInput:
         self.last: torch.Tensor | None = None
         self._handle = None if head is None else head.register_forward_pre_hook(self._grab)
 
-    def _grab(self, _module: Any, args: tuple[Any, ...]) -> None:
-        if args and isinstance(args[0], torch.Tensor):
-            self.last = args[0]
+    def _grab(self, _module: Any, args: tuple[torch.Tensor, ...]) -> None:
+        self.last = args[0]  # the head is called on the hidden states alone
 
     def take(self) -> torch.Tensor | None:
         """Hidden state of the last position of each row, (B, d); None when the hook saw nothing."""

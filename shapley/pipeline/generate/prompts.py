@@ -20,6 +20,7 @@ Models whose cache layers are not plain dynamic ones fall back to a whole-prompt
 from __future__ import annotations
 
 import copy
+import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def template_head(record: QARecord) -> str:
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two token-id sequences."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return len(os.path.commonprefix([list(a), list(b)]))  # element by element, on any lists
 
 
 class PromptBuilder:
@@ -226,12 +227,9 @@ class PromptBuilder:
         try:
             from transformers import StaticCache
 
-            static = StaticCache(config=self.lm.model.config, max_cache_len=max_len)
-            layers, sources = getattr(static, "layers", []), getattr(cache, "layers", [])
-            if len(layers) != len(sources) or not layers:
-                raise TypeError("cache layers differ")
-            for target, source in zip(layers, sources, strict=True):
-                if type(target).__name__ != "StaticLayer" or not hasattr(source, "keys"):
+            static: Any = StaticCache(config=self.lm.model.config, max_cache_len=max_len)
+            for target, source in zip(static.layers, cache.layers, strict=True):  # ValueError where they differ
+                if type(target).__name__ != "StaticLayer":
                     raise TypeError(f"unsupported cache layer {type(target).__name__}")
                 keys, values = source.keys.index_select(0, index), source.values.index_select(0, index)
                 target.lazy_initialization(keys, values)

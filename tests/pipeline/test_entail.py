@@ -288,6 +288,38 @@ def test_bad_specs_and_missing_models(monkeypatch, tmp_path):
         load_backend(f"hf:{tmp_path / 'nowhere' / 'x'}", cache=False)
 
 
+def test_an_uncached_hub_model_is_downloaded_when_online_and_a_failed_download_is_named(monkeypatch, tmp_path):
+    """local_model_folder: a hub id not in the cache is downloaded (the README's promise for the default NLI model)
+    unless offline; a failed download raises ModelNotAvailableError naming why. The hub is a stand-in."""
+    import huggingface_hub
+
+    from shapley.pipeline.entail.base import local_model_folder
+
+    calls = []
+
+    def fake_download(repo_id, local_files_only=False, **kw):
+        calls.append((repo_id, local_files_only))
+        if local_files_only:
+            raise FileNotFoundError("not cached")
+        if repo_id.endswith("unreachable"):
+            raise ConnectionError("no route to host")
+        return str(tmp_path)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    assert local_model_folder("hf", "org/nli") == tmp_path
+    assert calls == [("org/nli", True), ("org/nli", False)]
+    with pytest.raises(ModelNotAvailableError, match="downloading it failed .ConnectionError: no route to host"):
+        local_model_folder("hf", "org/unreachable")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    calls.clear()
+    with pytest.raises(ModelNotAvailableError, match="offline mode is on"):
+        local_model_folder("hf", "org/nli")
+    assert calls == [("org/nli", True)]  # offline: the cache only
+
+
 def test_embedding_backend_on_tiny_encoder(backend_specs):
     be = load_backend(backend_specs["embedding"], cache=False, device="cpu")
     assert isinstance(be, EmbeddingBackend) and not be.is_nli

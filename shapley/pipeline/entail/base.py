@@ -302,7 +302,8 @@ class EntailmentBackend(ABC):
 
 
 def local_model_folder(kind: str, spec: str) -> Path:
-    """Folder of a local path or a cached hub snapshot; ModelNotAvailableError naming alternatives."""
+    """Folder of a local path or of a hub snapshot: the cached one, else (unless offline) downloaded now;
+    ModelNotAvailableError naming alternatives where neither is possible."""
     path = Path(spec).expanduser()
     if path.is_dir():
         return path.resolve()
@@ -312,7 +313,14 @@ def local_model_folder(kind: str, spec: str) -> Path:
         snap = local_snapshot(spec)
         if snap is not None:
             return snap
-        state = "offline mode is on and " if hf_offline() else ""
+        state = "offline mode is on and "
+        if not hf_offline():
+            from huggingface_hub import snapshot_download
+
+            try:  # every file of the repo but other frameworks' weights, as sentence-transformers downloads
+                return Path(snapshot_download(repo_id=spec, ignore_patterns=["*.h5", "*.msgpack", "*.onnx", "*.ot"]))
+            except Exception as exc:
+                state = f"downloading it failed ({type(exc).__name__}: {exc}) and "
         raise ModelNotAvailableError(
             f"entailment model {kind}:{spec} is not available: {state}it is not in the local Hugging Face "
             f"cache (download it on a machine with internet first). Available alternatives: {model_alternatives()}. "

@@ -29,6 +29,7 @@ import math
 import re
 import types
 import typing
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -83,12 +84,10 @@ BETA_SWEEP_GRID: tuple[float, ...] = tuple(sorted(set().union(*BETA_SWEEP_ROUNDS
 
 
 def _default_correctness() -> str:
-    """``--correctness-metric``'s default in words, from :data:`CORRECTNESS_FOR`."""
-    by_metric: dict[str, list[str]] = {}
-    for dataset, metric in CORRECTNESS_FOR.items():
-        by_metric.setdefault(metric, []).append(dataset)
-    common = max(by_metric, key=lambda m: len(by_metric[m]))
-    rare = "; ".join(f"{m} for run's {', '.join(d)}" for m, d in by_metric.items() if m != common)
+    """``--correctness-metric``'s default in words, from :data:`CORRECTNESS_FOR`: the metric of most datasets, and
+    each other dataset's own."""
+    common = Counter(CORRECTNESS_FOR.values()).most_common(1)[0][0]
+    rare = "; ".join(f"{m} for run's {d}" for d, m in CORRECTNESS_FOR.items() if m != common)
     return f"{rare}, {common} otherwise" if rare else common
 
 
@@ -198,18 +197,15 @@ class Settings:
                 object.__setattr__(self, name, s.convert(value))
 
 
-_SHARD = re.compile(r"^(\d+)/(\d+)$")
-
-
 def _normal_shard(text: str) -> str:
     """``"I/K"``, shard I (counted from 0) of K, written without spaces or leading zeros; ``ValueError`` naming
     ``--shard`` otherwise."""
-    m = _SHARD.match(text.strip())
-    if m is None:
-        raise ValueError(f"--shard must look like I/K (e.g. 0/4: shard 0 of 4); got {text!r}")
-    i, k = int(m.group(1)), int(m.group(2))
-    if not (k >= 1 and 0 <= i < k):
-        raise ValueError(f"--shard I/K needs K >= 1 and 0 <= I < K (shards count from 0); got {text!r}")
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    i, k = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if not i < k:  # the digits are >= 0, so K >= 1
+        raise ValueError(
+            f"--shard must look like I/K with 0 <= I < K (e.g. 0/4: shard 0 of 4, counted from 0); got {text!r}"
+        )
     return f"{i}/{k}"
 
 

@@ -41,6 +41,7 @@ from shapley.pipeline.data.questions import sample_questions, shard_of
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment.pipelines import hidden_states
 from shapley.pipeline.rundir.jsonl import (
+    COMPACT_STAGES,
     STAGE_FILES,
     JsonlStore,
     encode_record,
@@ -80,7 +81,9 @@ class Shard:
 
 
 def _stages(config: RunConfig) -> tuple[str, ...]:
-    return tuple(STAGE_FILES) if config.command == "run" else ("entailment", "scores")
+    """The stage files of a run: all four (``run``), or entailment and scores (``score-samples``, the stages the
+    compact copy holds)."""
+    return tuple(STAGE_FILES) if config.command == "run" else COMPACT_STAGES
 
 
 def read_shard(path: str | os.PathLike[str], locks: contextlib.ExitStack) -> Shard:
@@ -180,14 +183,13 @@ def check_shards(shards: Sequence[Shard]) -> None:
 
 
 def union_order(shards: Sequence[Shard]) -> list[tuple[str, Shard]]:
-    """Every question id with its shard, in the unsharded order (by ``position``); ``ValueError`` for an id in
-    two shards, or positions that are not exactly 0..N-1."""
+    """Every question id with its shard, in the unsharded order (by ``position``); ``ValueError`` for positions that
+    are not exactly 0..N-1. No id is in two shards: each holds only its own (:func:`read_shard`) and each index is
+    given once (:func:`check_shards`)."""
     owner: dict[str, Shard] = {}
     by_pos: dict[int, str] = {}
     for s in shards:
         for qid, r in s.stores["scores"].items():
-            if qid in owner:
-                raise ValueError(f"overlapping shards: question {qid!r} is in {owner[qid].path} and in {s.path}")
             owner[qid] = s
             pos = int(r["position"])
             if pos in by_pos:

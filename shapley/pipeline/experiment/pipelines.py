@@ -63,11 +63,6 @@ from shapley.pipeline.score import scores as score
 # Shared stages
 
 
-def _matrix_list(M: Any) -> list[list[float]] | None:
-    """An (n, n) matrix of a backend as nested lists (its shape is the backend's contract)."""
-    return None if M is None else np.asarray(M, dtype=np.float64).tolist()
-
-
 def entail_stage(
     run: RunDir,
     items: Sequence[tuple[str, str, list[str]]],
@@ -89,17 +84,11 @@ def entail_stage(
     def compute(chunk: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
         backend.record(run)  # loads the backend if needed
         results = backend.get().score([(q, s) for _, q, s in chunk], with_question=with_question)
-        out = []
-        for (qid, _, samples), r in zip(chunk, results, strict=True):
-            out.append(
-                {
-                    "id": qid,
-                    "n": len(samples),
-                    "entail": _matrix_list(r.entail),
-                    "contradict": _matrix_list(getattr(r, "contradict", None)),
-                }
-            )
-        return out
+        # the (n, n) float64 matrices are stored as nested lists (canonical_json)
+        return [
+            {"id": qid, "n": len(samples), "entail": r.entail, "contradict": r.contradict}
+            for (qid, _, samples), r in zip(chunk, results, strict=True)
+        ]
 
     records = run_stage(
         run.store("entailment"),
@@ -248,8 +237,6 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
         backend.get()  # a backend that cannot load fails before the output directory exists
     record = config.run_record(output, stored, provenance(argv), {})
     with RunDir.open(output, config, record) as run:
-        if backend.loaded:
-            backend.record(run)
         entail_stage(run, [(it.id, it.question, it.samples) for it in items], backend)
         ent = run.store("entailment").records
         by_id = {it.id: it for it in items}

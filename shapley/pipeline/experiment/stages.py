@@ -43,8 +43,8 @@ def note(message: str) -> None:
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
-    for i in range(0, len(items), max(1, size)):
-        yield list(items[i : i + max(1, size)])
+    for i in range(0, len(items), size):
+        yield list(items[i : i + size])
 
 
 def _stale(store: JsonlStore, keys: Mapping[str, str]) -> list[str]:

@@ -84,11 +84,12 @@ they compute in, the kind of device and, for entailment, how its forward passes 
 depends on all of them."""
 
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
-    "questions": ("id",),
-    "generations": ("id", "samples", "answer"),
-    "entailment": ("id", "n", "entail", "contradict"),
-    "scores": ("id", "correct", "correctness_value", "scores", "skipped", "diagnostics"),
+    "questions": (),
+    "generations": ("samples", "answer"),
+    "entailment": ("n", "entail", "contradict"),
+    "scores": ("correct", "correctness_value", "scores", "skipped", "diagnostics"),
 }
+"""The fields besides ``id`` that a stored record of each stage must hold (:class:`JsonlStore`)."""
 
 
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -208,7 +209,7 @@ class RunDir:
     :class:`RunConfig`; ``record`` the whole ``config.json`` (provenance and invocations included).
 
     Each invocation records its time, command line, git state and, as the stages run, the batch sizes its
-    models actually used (``batch_sizes``, :meth:`record_batch_sizes`) and any ``notes`` (:meth:`note`).
+    models actually used (``batch_sizes``, :meth:`record_batch_sizes`) and any ``notes`` (:meth:`record_outputs`).
     ``record["outputs"]`` says which questions the CSV outputs describe (:meth:`record_outputs`).
     """
 
@@ -255,12 +256,6 @@ class RunDir:
         """This call's entry of ``record["invocations"]``."""
         return self.record["invocations"][-1]
 
-    def note(self, message: str) -> str:
-        """Keep ``message`` in this invocation's ``notes`` (the caller prints it); returns it."""
-        self.invocation.setdefault("notes", []).append(message)
-        self.save_config()
-        return message
-
     def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> None:
         """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``); a
         record of how the call ran, which moves no number (see :class:`shapley.pipeline.config.RuntimeSettings`)."""
@@ -275,10 +270,18 @@ class RunDir:
         is this call's index in ``invocations``: a later call that was killed before its outputs leaves it
         behind, and ``merge`` refuses such a shard as unfinished.
 
-        Returns a note (kept with :meth:`note`) when the run stores scores of more questions than that (a
-        ``--limit`` below what an earlier call covered).
+        Returns a note (kept in this invocation's ``notes``; the caller prints it) when the run stores scores of more
+        questions than that (a ``--limit`` below what an earlier call covered).
         """
         stored = len(self.store("scores"))
+        message = None
+        if n_questions < stored:
+            message = (
+                f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
+                f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
+                "rerun with a larger --limit, or none, to cover them all"
+            )
+            self.invocation.setdefault("notes", []).append(message)
         self.record["outputs"] = {
             "n_questions": n_questions,
             "stored_questions": stored,
@@ -287,13 +290,7 @@ class RunDir:
             "input_questions": input_questions,
         }
         self.save_config()
-        if n_questions >= stored:
-            return None
-        return self.note(
-            f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
-            f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
-            "rerun with a larger --limit, or none, to cover them all"
-        )
+        return message
 
     def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
         """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli",

@@ -30,7 +30,7 @@ import re
 import types
 import typing
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -137,8 +137,8 @@ class Setting:
             if too_low or (self.high is not None and value > self.high):
                 return f"must be {'an integer ' if kind is int else ''}{self.bounds_text()}"
             return None
-        if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
-            return "must be a non-empty string" if kind is str else f"must be a {kind.__name__}"
+        if not isinstance(value, str) or not value.strip():  # the one kind left: text
+            return "must be a non-empty string"
         if self.choices is not None and value not in self.choices:
             return f"must be one of {', '.join(self.choices)}"
         return None
@@ -513,8 +513,15 @@ class RunConfig(Settings):
         return cls.from_dict(record.get("config"))
 
     def flat(self) -> dict[str, Any]:
-        """Dotted key -> value for every setting (``"scoring.beta"``, ``"seed"``, ...)."""
-        return dict(_flatten(self.to_dict()))
+        """Dotted key -> value for every setting (``"scoring.beta"``, ``"seed"``, ...; ``"generation"``: None, the
+        null group of a score-samples run)."""
+        out: dict[str, Any] = {}
+        for key, value in self.to_dict().items():
+            if isinstance(value, dict):
+                out |= {f"{key}.{name}": v for name, v in value.items()}
+            else:
+                out[key] = value
+        return out
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that change a stored number (``result=True``); two configs with equal result settings may
@@ -585,11 +592,3 @@ def _same_keys(values: Mapping[str, Any], names: list[str], where: str, prefix: 
     extra = sorted(set(values) - set(names))
     if extra:
         raise ValueError(f"unknown key(s) {extra} in {where}")
-
-
-def _flatten(d: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for k, v in d.items():
-        if isinstance(v, Mapping):
-            yield from _flatten(v, f"{prefix}{k}.")
-        else:
-            yield f"{prefix}{k}", v

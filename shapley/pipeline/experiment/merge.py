@@ -242,11 +242,11 @@ def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> Non
         )
     for src_dir, name in sorted(names):
         src, dst = src_dir / name, output / name
-        if Path(name).is_absolute() or ".." in Path(name).parts or Path(name).parts[0] != HIDDEN_DIR:
+        if ".." in Path(name).parts or Path(name).parts[0] != HIDDEN_DIR:  # (an absolute name starts with "/")
             continue  # never copied from or to outside the run directories; the reader refuses it too
         if src.is_file() and not (dst.is_file() and sha256_file(dst) == sha256_file(src)):
             dst.parent.mkdir(parents=True, exist_ok=True)
-            write_files({Path(dst): src.read_bytes()})
+            write_files({dst: src.read_bytes()})
 
 
 def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], run: RunDir) -> dict[str, Any] | None:
@@ -263,9 +263,9 @@ def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], run: RunD
         why = "is missing" if not path.is_file() else "has changed"
         print(f"note: the input file {path} {why}: ER cannot be refitted on the union and is skipped", file=sys.stderr)
         return None
+    # the input's questions under the --limit: the union of the shards (union_order checked it)
     _, items = sample_questions(config.replace(data=dataclasses.replace(config.data, path=str(path))))
-    ids = {q for q, _ in order}
-    return {it.id: it.embedding for it in items if it.id in ids and it.embedding is not None} or None
+    return {it.id: it.embedding for it in items if it.embedding is not None} or None
 
 
 def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from shapley.pipeline.config import RunConfig, ScoringSettings
-from shapley.pipeline.data.questions import Questions, run_questions, sample_questions
+from shapley.pipeline.data.questions import run_questions, sample_questions
 from shapley.pipeline.data.samples import SampleItem
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment.stages import (
@@ -384,22 +384,6 @@ def _generation_stage(
     return gens
 
 
-def _generation_inputs(
-    gens: Mapping[str, Any], ent: Mapping[str, Any], records: Questions[QARecord]
-) -> Callable[[str], tuple[score.ScoreInputs, str, Sequence[str]]]:
-    """``inputs(id)`` of the score stage of a ``run``: a question's generation, entailment and references."""
-    references = {r.id: r.references for r in records}
-
-    def inputs(qid: str) -> tuple[score.ScoreInputs, str, Sequence[str]]:
-        g, e = gens[qid], ent[qid]
-        x = score.ScoreInputs.from_generation(
-            Generation.from_dict(g), e["entail"], e["contradict"], embeddings=g.get("embedding")
-        )
-        return x, g["answer"], references[qid]
-
-    return inputs
-
-
 def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: Sequence[str] | None = None) -> Path:
     """The whole experiment (``python -m shapley run``): data -> generate -> entail -> score -> metrics.
 
@@ -433,12 +417,20 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             upstream=lambda qid: record_checksum(gens[qid]),
         )
         ent = run.store("entailment").records
-        ids = [r.id for r in records]
+        by_id = {r.id: r for r in records}
+        ids = list(by_id)
         position = records.position(lambda r: r.id)
+
+        def inputs(qid: str) -> tuple[score.ScoreInputs, str, Sequence[str]]:
+            """A question's generation, entailment and references."""
+            g, e = gens[qid], ent[qid]
+            x = score.ScoreInputs.from_generation(Generation.from_dict(g), e["entail"], e["contradict"])
+            return x, g["answer"], by_id[qid].references
+
         _score_stage(
             run,
             ids,
-            _generation_inputs(gens, ent, records),
+            inputs,
             lambda qid: fingerprint([record_checksum(gens[qid]), record_checksum(ent[qid]), fps[qid]]),
             lambda qid: {"position": position[qid]},
         )

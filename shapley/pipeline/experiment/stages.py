@@ -156,7 +156,7 @@ def compute_kind(obj: Any) -> dict[str, str | None]:
             param = next(inner.parameters())
             dtype = dtype if dtype is not None else param.dtype
             device = device if device is not None else param.device
-    kind = getattr(device, "type", None) if device is not None and not isinstance(device, str) else device
+    kind = getattr(device, "type", device)  # a torch.device's type; a text or None as it is
     return {
         "dtype": None if dtype is None else str(dtype).removeprefix("torch."),
         "device_kind": None if kind is None else str(kind).split(":")[0],

@@ -469,7 +469,7 @@ class RunConfig(Settings):
             data=data,
             scoring=dataclasses.replace(self.scoring, correctness_metric=self.scoring.correctness_metric or own),
         )
-        recorded = None if stored is None or self.generation is None else RunConfig.from_stored(stored).generation
+        recorded = None if stored is None else RunConfig.from_stored(stored).generation
         if config.generation is None or recorded is None:
             return config
         rows = config.generation.rows_per_batch or recorded.rows_per_batch

@@ -138,13 +138,6 @@ def _check_finished(s: Shard) -> None:
             )
 
 
-def _merged_config(config: RunConfig) -> RunConfig:
-    return config.replace(
-        data=dataclasses.replace(config.data, shard=None),
-        runtime=dataclasses.replace(config.runtime, entail_cache=None),
-    )
-
-
 def _comparable(config: RunConfig) -> dict[str, Any]:
     keys = {k: v for k, v in config.result_settings().items() if k != "data.shard"}
     keys["data.limit"] = config.data.limit  # the split is made after --limit: the shards must share it
@@ -310,11 +303,14 @@ def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Pa
     check_shards(shards)
     order = union_order(shards)
     stored = _stored_output(out, shards)
-    config = _merged_config(shards[0].config)
-    merged_from = _provenance(shards)
+    config = shards[0].config  # without the shard and the shard's own pair cache
+    config = config.replace(
+        data=dataclasses.replace(config.data, shard=None),
+        runtime=dataclasses.replace(config.runtime, entail_cache=None),
+    )
     first = shards[0].record["provenance"]
     models = {kind: first[kind] for kind in MODEL_KINDS if kind in first}
-    record = config.run_record(out, stored, provenance(argv), {MERGED_FROM: merged_from, **models})
+    record = config.run_record(out, stored, provenance(argv), {MERGED_FROM: _provenance(shards), **models})
     with RunDir.open(out, config, record) as run:
         if config.command == "run":
             _copy_hidden_states(run.path, order)  # before the records that point to them

@@ -305,7 +305,7 @@ def hidden_states(run: RunDir, ids: Sequence[str]) -> dict[str, list[float]]:
     """id -> stored hidden state of the judged answer (float16 values), for the questions that have an intact one."""
     reader = HiddenStateReader(run.path)
     recs = run.store("generations").records
-    out = {i: reader.get(i, recs[i].get(HIDDEN_KEY)) for i in ids if i in recs}
+    out = {i: reader.get(i, recs[i].get(HIDDEN_KEY)) for i in ids}  # every question has its generation
     return {i: v.astype(np.float64).tolist() for i, v in out.items() if v is not None}
 
 

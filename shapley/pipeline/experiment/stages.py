@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from shapley.pipeline.config import RunConfig, ScoringSettings
@@ -47,11 +47,6 @@ def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
         yield list(items[i : i + size])
 
 
-def _stale(store: JsonlStore, keys: Mapping[str, str]) -> list[str]:
-    """Ids whose stored record was computed from other inputs than ``keys[id]`` (or does not say from which)."""
-    return [k for k, up in keys.items() if k in store and store.records[k].get(UPSTREAM_KEY) != up]
-
-
 def run_stage(
     store: JsonlStore,
     stage: str,
@@ -73,7 +68,8 @@ def run_stage(
     :class:`~shapley.pipeline.rundir.jsonl.StaleRecordWarning`) and recomputed. Returns the store's ``{id: record}``.
     """
     ups = {key(it): upstream(it) for it in items} if upstream is not None else {}
-    stale = _stale(store, ups)
+    # stored records computed from other inputs (or that do not say from which)
+    stale = [k for k, up in ups.items() if k in store and store.records[k].get(UPSTREAM_KEY) != up]
     if stale:
         warnings.warn(
             f"{store.path}: {len(stale)} record(s) were computed from inputs that changed since (e.g. "
@@ -138,10 +134,8 @@ def quiet_model_loading(quiet: bool) -> Iterator[None]:
 def used_batch_size(model: Any, configured: int | None) -> Any:
     """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
     be chosen from free memory), else ``configured`` (the generator's own setting is the run's ``--batch-size``)."""
-    stats = getattr(model, "stats", None)
-    if isinstance(stats, Mapping) and stats.get("batch_size") is not None:
-        return stats["batch_size"]
-    return configured
+    used = getattr(model, "stats", {}).get("batch_size")
+    return configured if used is None else used
 
 
 def compute_kind(obj: Any) -> dict[str, str | None]:
@@ -150,12 +144,9 @@ def compute_kind(obj: Any) -> dict[str, str | None]:
     information in provenance (:meth:`shapley.pipeline.rundir.store.RunDir.record_fingerprint`): a resume in another
     dtype or on another device kind would mix records computed two ways, and is refused."""
     dtype, device = getattr(obj, "dtype", None), getattr(obj, "device", None)
-    inner = getattr(obj, "model", None)
-    if inner is not None and (dtype is None or device is None):
-        with contextlib.suppress(Exception):  # not a torch module: nothing to read
-            param = next(inner.parameters())
-            dtype = dtype if dtype is not None else param.dtype
-            device = device if device is not None else param.device
+    with contextlib.suppress(Exception):  # no torch module as ``model``: nothing more to read
+        param = next(obj.model.parameters())
+        dtype, device = dtype or param.dtype, device or param.device
     kind = getattr(device, "type", device)  # a torch.device's type; a text or None as it is
     return {
         "dtype": None if dtype is None else str(dtype).removeprefix("torch."),

@@ -186,7 +186,7 @@ class JsonlStore:
 
     def _rewrite(self) -> None:
         """Replace the file atomically by the lines of :attr:`records`."""
-        write_files({Path(self.path): b"".join(encode_record(r) for r in self.records.values())})
+        write_files({self.path: b"".join(encode_record(r) for r in self.records.values())})
 
     def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
@@ -247,7 +247,7 @@ def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
     kept = compact_records(stages, ids)
     lines = [encode_record({"id": q, **{s: kept[s][q] for s in COMPACT_STAGES}}) for q in kept[COMPACT_STAGES[0]]]
     out = d / COMPACT_FILE
-    write_files({Path(out): gzip.compress(b"".join(lines), compresslevel=9, mtime=0)})
+    write_files({out: gzip.compress(b"".join(lines), compresslevel=9, mtime=0)})
     return out
 
 

@@ -364,7 +364,7 @@ def remove_stale_temporaries(path: Path) -> None:
     followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. A file that cannot be
     removed is left, silently: it is harmless."""
     hidden = path / HIDDEN_DIR
-    folders = [path] + ([hidden] if hidden.is_dir() and not hidden.is_symlink() else [])
+    folders = [path, hidden] if hidden.is_dir() and not hidden.is_symlink() else [path]
     for folder in folders:
         with contextlib.suppress(OSError):
             with os.scandir(folder) as entries:

@@ -223,9 +223,7 @@ class DataSettings(Settings):
     sets them, see :mod:`shapley.cli.args`); ``sha256`` is filled in by the pipeline."""
 
     dataset: str = setting(None, "the dataset (run) or its label in the tables (score-samples)", commands=())
-    source: str = setting(
-        "auto", "where the dataset is read from", choices=(*DATA_SOURCES, "file"), commands=(), flag="--source"
-    )
+    source: str = setting("auto", "where the dataset is read from", choices=(*DATA_SOURCES, "file"), commands=())
     path: str | None = setting(
         None,
         "the local dataset file or the input file, stored relative to the repository",
@@ -247,7 +245,7 @@ class DataSettings(Settings):
         None, "use the first N samples of each line (default: all)", commands=SAMPLES, low=1, high=1000
     )
     model_label: str | None = setting(
-        None, f"model name in metrics.csv (default: '{EXTERNAL_MODEL}')", commands=SAMPLES, flag="--model-label"
+        None, f"model name in metrics.csv (default: '{EXTERNAL_MODEL}')", commands=SAMPLES
     )
     reference_field: str = setting(
         "references",
@@ -489,14 +487,13 @@ class RunConfig(Settings):
     def from_dict(cls, d: Any) -> RunConfig:
         """Inverse of :meth:`to_dict`. Every key must be there and no other (``ValueError`` naming it): a default
         filled in silently could differ from the value a stored run's records were computed with."""
-        groups = _object(d, "a run configuration")
+        groups = json_object(d, "a run configuration")
         _same_keys(groups, ["command", *GROUPS, "seed"], "the run configuration")
-        kw = {"command": groups["command"], "seed": groups["seed"]}
+        kw = dict(groups)
         for name, kind in GROUPS.items():
-            if name == "generation" and groups[name] is None:
-                kw[name] = None
+            if name == "generation" and groups[name] is None:  # a score-samples run's
                 continue
-            values = _object(groups[name], f"run configuration group {name!r}")
+            values = json_object(groups[name], f"run configuration group {name!r}")
             _same_keys(values, [f.name for f in dataclasses.fields(kind)], f"group {name!r}", prefix=f"{name}.")
             kw[name] = kind(**values)
         return cls(**kw)
@@ -504,7 +501,7 @@ class RunConfig(Settings):
     @classmethod
     def from_stored(cls, stored: Any) -> RunConfig:
         """The configuration of a parsed ``config.json``; any schema but :data:`CONFIG_SCHEMA` is refused."""
-        record = _object(stored, "config.json")
+        record = json_object(stored, "config.json")
         if record.get("schema") != CONFIG_SCHEMA:
             raise ValueError(
                 f"config.json has schema {record.get('schema')!r}; this version reads schema {CONFIG_SCHEMA} only "
@@ -538,8 +535,11 @@ class RunConfig(Settings):
         ``provenance``: this call's (:func:`shapley.pipeline.rundir.provenance.provenance`); ``extra``: what the
         caller adds to the record's provenance (e.g. a merge's ``merged_from``)."""
         record = stored or {"schema": CONFIG_SCHEMA, "config": None, "provenance": provenance, "invocations": []}
-        invocation = {"time": provenance["created"], **{k: provenance[k] for k in ("command_line", "cwd", "git")}}
-        invocation["resumed"] = stored is not None
+        invocation = {
+            "time": provenance["created"],
+            **{k: provenance[k] for k in ("command_line", "cwd", "git")},
+            "resumed": stored is not None,
+        }
         if stored is not None:
             old = RunConfig.from_stored(stored)
             a, b = old.result_settings(), self.result_settings()
@@ -574,7 +574,8 @@ def flag_of(key: str) -> str:
     return "the subcommand" if key == "command" else setting_of(key).flag
 
 
-def _object(value: Any, what: str) -> Mapping[str, Any]:
+def json_object(value: Any, what: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object (a mapping); ``ValueError`` naming ``what`` otherwise."""
     if not isinstance(value, Mapping):
         raise ValueError(f"{what} must be a JSON object; got {type(value).__name__}")
     return value

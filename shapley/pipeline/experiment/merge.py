@@ -290,13 +290,12 @@ def merge_runs(
 
     ``output`` must be new, empty, or an earlier merge output (rewritten). Returns the merged run directory.
     """
-    out = Path(output)
     read: dict[Path, Shard] = {}
     with contextlib.ExitStack() as locks:  # every shard's lock, held while it is read and merged
         for d in shard_dirs:  # a directory given twice is read (and locked) once; check_shards names it
             if Path(d).resolve() not in read:
                 read[Path(d).resolve()] = read_shard(d, locks)
-        return _merge([read[Path(d).resolve()] for d in shard_dirs], out, argv)
+        return _merge([read[Path(d).resolve()] for d in shard_dirs], Path(output), argv)
 
 
 def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Path:

@@ -42,11 +42,6 @@ def note(message: str) -> None:
 # Stage runner
 
 
-def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
-    for i in range(0, len(items), size):
-        yield list(items[i : i + size])
-
-
 def run_stage(
     store: JsonlStore,
     stage: str,
@@ -82,7 +77,8 @@ def run_stage(
     sleep = float(os.environ.get(TEST_SLEEP_ENV) or 0.0)
     log_path = os.environ.get(TEST_CALL_LOG_ENV)
     with tqdm(total=len(items), initial=len(items) - len(pending), desc=stage, unit="q", disable=not progress) as bar:
-        for chunk in _batches(pending, chunk_size):
+        for start in range(0, len(pending), chunk_size):
+            chunk = pending[start : start + chunk_size]
             records = compute(chunk)
             ids = [key(it) for it in chunk]
             for k, rec in zip(ids, records, strict=True):
@@ -249,9 +245,8 @@ class GenerationModel(LazyModel):
         return generate.Generator(settings.model, settings)
 
     def info(self, model: Any) -> dict[str, Any]:
-        assert self.config.generation is not None
         return {
-            "spec": self.config.generation.model,
+            "spec": self.config.model,
             "fingerprint": getattr(model, "fingerprint", None),
             **compute_kind(model),
         }

@@ -173,7 +173,6 @@ def record(
             "inputs": stored.digest("stage files", stages, ids, args),
             "compact_inputs": stored.digest("compact of stage files", stages, ids, args),
         }
-    rec["schema"] = SCHEMA
     _write(run_dir, rec)
 
 

@@ -195,8 +195,6 @@ class JsonlStore:
         for key in keys:
             if key in self.records or keys.count(key) > 1:
                 raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
-        if not records:
-            return
         bodies = [_normalised(r) for r in records]
         try:
             write_all(self.path, b"".join(encode_record(b) for b in bodies), os.O_APPEND)
@@ -237,18 +235,16 @@ def compact_records(
     }
 
 
-def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
+def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> None:
     """Write ``run_dir/stages.jsonl.gz`` (:data:`COMPACT_FILE`): the :func:`compact_records` of the run's stage
     files for ``ids``, one checksummed line per question (``{"id", "entailment", "scores"}``), gzip with no
     timestamp, so that equal records give equal bytes. What ``beta-sweep``, the outputs and ``report``
-    read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent. Returns its path."""
+    read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent."""
     d = Path(run_dir)
     stages = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}
     kept = compact_records(stages, ids)
     lines = [encode_record({"id": q, **{s: kept[s][q] for s in COMPACT_STAGES}}) for q in kept[COMPACT_STAGES[0]]]
-    out = d / COMPACT_FILE
-    write_files({out: gzip.compress(b"".join(lines), compresslevel=9, mtime=0)})
-    return out
+    write_files({d / COMPACT_FILE: gzip.compress(b"".join(lines), compresslevel=9, mtime=0)})
 
 
 def read_compact(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, dict[str, Any]]]:

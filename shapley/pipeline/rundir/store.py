@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shapley.pipeline.config import RunConfig
+from shapley.pipeline.config import RunConfig, json_object
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
@@ -104,9 +104,8 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
         RunConfig.from_stored(rec)
         # besides the configuration: provenance and outputs (once written) objects, invocations a list of objects
-        for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
-            if not isinstance(value, Mapping):
-                raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")
+        json_object(rec.get("provenance"), "'provenance'")
+        json_object(rec.get("outputs", {}), "'outputs'")
         inv = rec.get("invocations")
         if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
             raise ValueError("'invocations' must be a list of JSON objects")
@@ -171,7 +170,7 @@ def stored_run(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ValueError(f"output {p} exists and is not a directory")
-    rec = read_record(p) if p.is_dir() else None
+    rec = read_record(p)  # None where there is no directory
     if rec is None and p.is_dir() and not stored_nothing(p):
         raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
     return rec

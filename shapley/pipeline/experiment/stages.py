@@ -127,13 +127,6 @@ def quiet_model_loading(quiet: bool) -> Iterator[None]:
         hf_logging.set_verbosity(verbosity)
 
 
-def used_batch_size(model: Any, configured: int | None) -> Any:
-    """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
-    be chosen from free memory), else ``configured`` (the generator's own setting is the run's ``--batch-size``)."""
-    used = getattr(model, "stats", {}).get("batch_size")
-    return configured if used is None else used
-
-
 def compute_kind(obj: Any) -> dict[str, str | None]:
     """How a loaded model computes: its ``dtype`` and the kind of its ``device`` (``cpu``, ``cuda``, ...), read
     from the object or the first parameter of its ``model`` (``None`` where neither says). Part of the model
@@ -195,10 +188,13 @@ class LazyModel:
             self._recorded = True
 
     def record_batch_sizes(self, run: RunDir, stage: str, chunk: int) -> None:
-        """Keep the batch sizes ``stage`` used in this call in the run's record, if loaded."""
+        """Keep the batch sizes ``stage`` used in this call in the run's record, if loaded: the batch size the model
+        reports having used, ``stats["batch_size"]``, when it keeps one (it may be chosen from free memory), else the
+        run's ``--batch-size`` (the generator's own setting), and the questions per stored chunk."""
         if self.loaded:
-            sizes = {"batch_size": used_batch_size(self.get(), self.config.runtime.batch_size), "chunk": chunk}
-            run.record_batch_sizes(stage, sizes)
+            used = getattr(self._model, "stats", {}).get("batch_size")
+            size = self.config.runtime.batch_size if used is None else used
+            run.record_batch_sizes(stage, {"batch_size": size, "chunk": chunk})
 
 
 class EntailmentModel(LazyModel):

@@ -29,7 +29,8 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -83,12 +84,10 @@ BETA_SWEEP_GRID: tuple[float, ...] = tuple(sorted(set().union(*BETA_SWEEP_ROUNDS
 
 
 def _default_correctness() -> str:
-    """``--correctness-metric``'s default in words, from :data:`CORRECTNESS_FOR`."""
-    by_metric: dict[str, list[str]] = {}
-    for dataset, metric in CORRECTNESS_FOR.items():
-        by_metric.setdefault(metric, []).append(dataset)
-    common = max(by_metric, key=lambda m: len(by_metric[m]))
-    rare = "; ".join(f"{m} for run's {', '.join(d)}" for m, d in by_metric.items() if m != common)
+    """``--correctness-metric``'s default in words, from :data:`CORRECTNESS_FOR`: the metric of most datasets, and
+    each other dataset's own."""
+    common = Counter(CORRECTNESS_FOR.values()).most_common(1)[0][0]
+    rare = "; ".join(f"{m} for run's {d}" for d, m in CORRECTNESS_FOR.items() if m != common)
     return f"{rare}, {common} otherwise" if rare else common
 
 
@@ -138,8 +137,8 @@ class Setting:
             if too_low or (self.high is not None and value > self.high):
                 return f"must be {'an integer ' if kind is int else ''}{self.bounds_text()}"
             return None
-        if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
-            return "must be a non-empty string" if kind is str else f"must be a {kind.__name__}"
+        if not isinstance(value, str) or not value.strip():  # the one kind left: text
+            return "must be a non-empty string"
         if self.choices is not None and value not in self.choices:
             return f"must be one of {', '.join(self.choices)}"
         return None
@@ -198,18 +197,15 @@ class Settings:
                 object.__setattr__(self, name, s.convert(value))
 
 
-_SHARD = re.compile(r"^(\d+)/(\d+)$")
-
-
 def _normal_shard(text: str) -> str:
     """``"I/K"``, shard I (counted from 0) of K, written without spaces or leading zeros; ``ValueError`` naming
     ``--shard`` otherwise."""
-    m = _SHARD.match(text.strip())
-    if m is None:
-        raise ValueError(f"--shard must look like I/K (e.g. 0/4: shard 0 of 4); got {text!r}")
-    i, k = int(m.group(1)), int(m.group(2))
-    if not (k >= 1 and 0 <= i < k):
-        raise ValueError(f"--shard I/K needs K >= 1 and 0 <= I < K (shards count from 0); got {text!r}")
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    i, k = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if not i < k:  # the digits are >= 0, so K >= 1
+        raise ValueError(
+            f"--shard must look like I/K with 0 <= I < K (e.g. 0/4: shard 0 of 4, counted from 0); got {text!r}"
+        )
     return f"{i}/{k}"
 
 
@@ -227,9 +223,7 @@ class DataSettings(Settings):
     sets them, see :mod:`shapley.cli.args`); ``sha256`` is filled in by the pipeline."""
 
     dataset: str = setting(None, "the dataset (run) or its label in the tables (score-samples)", commands=())
-    source: str = setting(
-        "auto", "where the dataset is read from", choices=(*DATA_SOURCES, "file"), commands=(), flag="--source"
-    )
+    source: str = setting("auto", "where the dataset is read from", choices=(*DATA_SOURCES, "file"), commands=())
     path: str | None = setting(
         None,
         "the local dataset file or the input file, stored relative to the repository",
@@ -251,7 +245,7 @@ class DataSettings(Settings):
         None, "use the first N samples of each line (default: all)", commands=SAMPLES, low=1, high=1000
     )
     model_label: str | None = setting(
-        None, f"model name in metrics.csv (default: '{EXTERNAL_MODEL}')", commands=SAMPLES, flag="--model-label"
+        None, f"model name in metrics.csv (default: '{EXTERNAL_MODEL}')", commands=SAMPLES
     )
     reference_field: str = setting(
         "references",
@@ -473,7 +467,7 @@ class RunConfig(Settings):
             data=data,
             scoring=dataclasses.replace(self.scoring, correctness_metric=self.scoring.correctness_metric or own),
         )
-        recorded = None if stored is None or self.generation is None else RunConfig.from_stored(stored).generation
+        recorded = None if stored is None else RunConfig.from_stored(stored).generation
         if config.generation is None or recorded is None:
             return config
         rows = config.generation.rows_per_batch or recorded.rows_per_batch
@@ -493,14 +487,13 @@ class RunConfig(Settings):
     def from_dict(cls, d: Any) -> RunConfig:
         """Inverse of :meth:`to_dict`. Every key must be there and no other (``ValueError`` naming it): a default
         filled in silently could differ from the value a stored run's records were computed with."""
-        groups = _object(d, "a run configuration")
+        groups = json_object(d, "a run configuration")
         _same_keys(groups, ["command", *GROUPS, "seed"], "the run configuration")
-        kw = {"command": groups["command"], "seed": groups["seed"]}
+        kw = dict(groups)
         for name, kind in GROUPS.items():
-            if name == "generation" and groups[name] is None:
-                kw[name] = None
+            if name == "generation" and groups[name] is None:  # a score-samples run's
                 continue
-            values = _object(groups[name], f"run configuration group {name!r}")
+            values = json_object(groups[name], f"run configuration group {name!r}")
             _same_keys(values, [f.name for f in dataclasses.fields(kind)], f"group {name!r}", prefix=f"{name}.")
             kw[name] = kind(**values)
         return cls(**kw)
@@ -508,7 +501,7 @@ class RunConfig(Settings):
     @classmethod
     def from_stored(cls, stored: Any) -> RunConfig:
         """The configuration of a parsed ``config.json``; any schema but :data:`CONFIG_SCHEMA` is refused."""
-        record = _object(stored, "config.json")
+        record = json_object(stored, "config.json")
         if record.get("schema") != CONFIG_SCHEMA:
             raise ValueError(
                 f"config.json has schema {record.get('schema')!r}; this version reads schema {CONFIG_SCHEMA} only "
@@ -517,8 +510,15 @@ class RunConfig(Settings):
         return cls.from_dict(record.get("config"))
 
     def flat(self) -> dict[str, Any]:
-        """Dotted key -> value for every setting (``"scoring.beta"``, ``"seed"``, ...)."""
-        return dict(_flatten(self.to_dict()))
+        """Dotted key -> value for every setting (``"scoring.beta"``, ``"seed"``, ...; ``"generation"``: None, the
+        null group of a score-samples run)."""
+        out: dict[str, Any] = {}
+        for key, value in self.to_dict().items():
+            if isinstance(value, dict):
+                out |= {f"{key}.{name}": v for name, v in value.items()}
+            else:
+                out[key] = value
+        return out
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that change a stored number (``result=True``); two configs with equal result settings may
@@ -535,8 +535,11 @@ class RunConfig(Settings):
         ``provenance``: this call's (:func:`shapley.pipeline.rundir.provenance.provenance`); ``extra``: what the
         caller adds to the record's provenance (e.g. a merge's ``merged_from``)."""
         record = stored or {"schema": CONFIG_SCHEMA, "config": None, "provenance": provenance, "invocations": []}
-        invocation = {"time": provenance["created"], **{k: provenance[k] for k in ("command_line", "cwd", "git")}}
-        invocation["resumed"] = stored is not None
+        invocation = {
+            "time": provenance["created"],
+            **{k: provenance[k] for k in ("command_line", "cwd", "git")},
+            "resumed": stored is not None,
+        }
         if stored is not None:
             old = RunConfig.from_stored(stored)
             a, b = old.result_settings(), self.result_settings()
@@ -571,7 +574,8 @@ def flag_of(key: str) -> str:
     return "the subcommand" if key == "command" else setting_of(key).flag
 
 
-def _object(value: Any, what: str) -> Mapping[str, Any]:
+def json_object(value: Any, what: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object (a mapping); ``ValueError`` naming ``what`` otherwise."""
     if not isinstance(value, Mapping):
         raise ValueError(f"{what} must be a JSON object; got {type(value).__name__}")
     return value
@@ -589,11 +593,3 @@ def _same_keys(values: Mapping[str, Any], names: list[str], where: str, prefix: 
     extra = sorted(set(values) - set(names))
     if extra:
         raise ValueError(f"unknown key(s) {extra} in {where}")
-
-
-def _flatten(d: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for k, v in d.items():
-        if isinstance(v, Mapping):
-            yield from _flatten(v, f"{prefix}{k}.")
-        else:
-            yield f"{prefix}{k}", v

@@ -296,8 +296,13 @@ def test_batch_sizes_are_recorded_per_call(tmp_path, monkeypatch):
     experiment.score_samples(other, out)
     inv = json.loads((out / "config.json").read_text())["invocations"]
     assert inv[1]["batch_sizes"] == {"entailment": {"batch_size": 4, "chunk": 4}}
-    assert stages.used_batch_size(types.SimpleNamespace(stats={"batch_size": 5}, batch_size=8), 32) == 5
-    assert stages.used_batch_size(types.SimpleNamespace(config=types.SimpleNamespace(batch_size=3)), 32) == 32
+    # a model that keeps the batch size it used (chosen from free memory) records that one
+    model = stages.EntailmentModel(other)
+    model._model = types.SimpleNamespace(stats={"batch_size": 5})
+    recorded: dict = {}
+    run = types.SimpleNamespace(record_batch_sizes=lambda stage, sizes: recorded.update({stage: sizes}))
+    model.record_batch_sizes(run, "entailment", 7)
+    assert recorded == {"entailment": {"batch_size": 5, "chunk": 7}}
 
 
 def test_run_records_generation_batch_sizes(tmp_path, monkeypatch):

@@ -41,6 +41,7 @@ from shapley.pipeline.data.questions import sample_questions, shard_of
 from shapley.pipeline.evaluate import metrics as evaluate
 from shapley.pipeline.experiment.pipelines import hidden_states
 from shapley.pipeline.rundir.jsonl import (
+    COMPACT_STAGES,
     STAGE_FILES,
     JsonlStore,
     encode_record,
@@ -80,7 +81,9 @@ class Shard:
 
 
 def _stages(config: RunConfig) -> tuple[str, ...]:
-    return tuple(STAGE_FILES) if config.command == "run" else ("entailment", "scores")
+    """The stage files of a run: all four (``run``), or entailment and scores (``score-samples``, the stages the
+    compact copy holds)."""
+    return tuple(STAGE_FILES) if config.command == "run" else COMPACT_STAGES
 
 
 def read_shard(path: str | os.PathLike[str], locks: contextlib.ExitStack) -> Shard:
@@ -135,13 +138,6 @@ def _check_finished(s: Shard) -> None:
             )
 
 
-def _merged_config(config: RunConfig) -> RunConfig:
-    return config.replace(
-        data=dataclasses.replace(config.data, shard=None),
-        runtime=dataclasses.replace(config.runtime, entail_cache=None),
-    )
-
-
 def _comparable(config: RunConfig) -> dict[str, Any]:
     keys = {k: v for k, v in config.result_settings().items() if k != "data.shard"}
     keys["data.limit"] = config.data.limit  # the split is made after --limit: the shards must share it
@@ -180,14 +176,13 @@ def check_shards(shards: Sequence[Shard]) -> None:
 
 
 def union_order(shards: Sequence[Shard]) -> list[tuple[str, Shard]]:
-    """Every question id with its shard, in the unsharded order (by ``position``); ``ValueError`` for an id in
-    two shards, or positions that are not exactly 0..N-1."""
+    """Every question id with its shard, in the unsharded order (by ``position``); ``ValueError`` for positions that
+    are not exactly 0..N-1. No id is in two shards: each holds only its own (:func:`read_shard`) and each index is
+    given once (:func:`check_shards`)."""
     owner: dict[str, Shard] = {}
     by_pos: dict[int, str] = {}
     for s in shards:
         for qid, r in s.stores["scores"].items():
-            if qid in owner:
-                raise ValueError(f"overlapping shards: question {qid!r} is in {owner[qid].path} and in {s.path}")
             owner[qid] = s
             pos = int(r["position"])
             if pos in by_pos:
@@ -240,11 +235,11 @@ def _copy_hidden_states(output: Path, order: Sequence[tuple[str, Shard]]) -> Non
         )
     for src_dir, name in sorted(names):
         src, dst = src_dir / name, output / name
-        if Path(name).is_absolute() or ".." in Path(name).parts or Path(name).parts[0] != HIDDEN_DIR:
+        if ".." in Path(name).parts or Path(name).parts[0] != HIDDEN_DIR:  # (an absolute name starts with "/")
             continue  # never copied from or to outside the run directories; the reader refuses it too
         if src.is_file() and not (dst.is_file() and sha256_file(dst) == sha256_file(src)):
             dst.parent.mkdir(parents=True, exist_ok=True)
-            write_files({Path(dst): src.read_bytes()})
+            write_files({dst: src.read_bytes()})
 
 
 def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], run: RunDir) -> dict[str, Any] | None:
@@ -261,9 +256,9 @@ def _embeddings(config: RunConfig, order: Sequence[tuple[str, Shard]], run: RunD
         why = "is missing" if not path.is_file() else "has changed"
         print(f"note: the input file {path} {why}: ER cannot be refitted on the union and is skipped", file=sys.stderr)
         return None
+    # the input's questions under the --limit: the union of the shards (union_order checked it)
     _, items = sample_questions(config.replace(data=dataclasses.replace(config.data, path=str(path))))
-    ids = {q for q, _ in order}
-    return {it.id: it.embedding for it in items if it.id in ids and it.embedding is not None} or None
+    return {it.id: it.embedding for it in items if it.embedding is not None} or None
 
 
 def _provenance(shards: Iterable[Shard]) -> list[dict[str, Any]]:
@@ -295,24 +290,26 @@ def merge_runs(
 
     ``output`` must be new, empty, or an earlier merge output (rewritten). Returns the merged run directory.
     """
-    out = Path(output)
     read: dict[Path, Shard] = {}
     with contextlib.ExitStack() as locks:  # every shard's lock, held while it is read and merged
         for d in shard_dirs:  # a directory given twice is read (and locked) once; check_shards names it
             if Path(d).resolve() not in read:
                 read[Path(d).resolve()] = read_shard(d, locks)
-        return _merge([read[Path(d).resolve()] for d in shard_dirs], out, argv)
+        return _merge([read[Path(d).resolve()] for d in shard_dirs], Path(output), argv)
 
 
 def _merge(shards: Sequence[Shard], out: Path, argv: Sequence[str] | None) -> Path:
     check_shards(shards)
     order = union_order(shards)
     stored = _stored_output(out, shards)
-    config = _merged_config(shards[0].config)
-    merged_from = _provenance(shards)
+    config = shards[0].config  # without the shard and the shard's own pair cache
+    config = config.replace(
+        data=dataclasses.replace(config.data, shard=None),
+        runtime=dataclasses.replace(config.runtime, entail_cache=None),
+    )
     first = shards[0].record["provenance"]
     models = {kind: first[kind] for kind in MODEL_KINDS if kind in first}
-    record = config.run_record(out, stored, provenance(argv), {MERGED_FROM: merged_from, **models})
+    record = config.run_record(out, stored, provenance(argv), {MERGED_FROM: _provenance(shards), **models})
     with RunDir.open(out, config, record) as run:
         if config.command == "run":
             _copy_hidden_states(run.path, order)  # before the records that point to them

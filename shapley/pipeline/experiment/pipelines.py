@@ -63,11 +63,6 @@ from shapley.pipeline.score import scores as score
 # Shared stages
 
 
-def _matrix_list(M: Any) -> list[list[float]] | None:
-    """An (n, n) matrix of a backend as nested lists (its shape is the backend's contract)."""
-    return None if M is None else np.asarray(M, dtype=np.float64).tolist()
-
-
 def entail_stage(
     run: RunDir,
     items: Sequence[tuple[str, str, list[str]]],
@@ -89,17 +84,11 @@ def entail_stage(
     def compute(chunk: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
         backend.record(run)  # loads the backend if needed
         results = backend.get().score([(q, s) for _, q, s in chunk], with_question=with_question)
-        out = []
-        for (qid, _, samples), r in zip(chunk, results, strict=True):
-            out.append(
-                {
-                    "id": qid,
-                    "n": len(samples),
-                    "entail": _matrix_list(r.entail),
-                    "contradict": _matrix_list(getattr(r, "contradict", None)),
-                }
-            )
-        return out
+        # the (n, n) float64 matrices are stored as nested lists (canonical_json)
+        return [
+            {"id": qid, "n": len(samples), "entail": r.entail, "contradict": r.contradict}
+            for (qid, _, samples), r in zip(chunk, results, strict=True)
+        ]
 
     records = run_stage(
         run.store("entailment"),
@@ -121,8 +110,8 @@ def score_record(
     references: Sequence[str],
     scoring: ScoringSettings,
     *,
-    position: int | None = None,
-    answer_source: str = "greedy",
+    position: int,
+    answer_source: str,
 ) -> dict[str, Any]:
     """The stored score record of one question (correctness of ``answer`` + every per-question method).
 
@@ -152,22 +141,32 @@ def score_record(
     }
 
 
-def _score_stage(
+def _score_and_write(
     run: RunDir,
-    ids: Sequence[str],
+    questions: Questions[Any],
     inputs: Callable[[str], tuple[score.ScoreInputs, str, Sequence[str]]],
     upstream: Callable[[str], str],
-    extra: Callable[[str], Mapping[str, Any]],
+    answer_source: Callable[[str], str],
+    embeddings: Mapping[str, Any],
 ) -> None:
-    """Score every question of ``ids``; ``inputs(id)`` gives its (ScoreInputs, judged answer, references),
-    ``upstream(id)`` the fingerprint of those inputs (a stored score computed from others is recomputed),
-    ``extra(id)`` the keyword arguments ``position`` and ``answer_source`` of :func:`score_record`. The stored
-    fingerprint also covers the scoring settings (:func:`scoring_fingerprint`)."""
+    """Score every question of ``questions`` (each has an ``id``), then write the CSV outputs for them and the record
+    of what they cover (a note when it is less than stored; ``questions.total``, the questions of the unsharded
+    input under the ``--limit``: ``merge`` checks the shards hold them all).
+
+    ``inputs(id)`` gives a question's (ScoreInputs, judged answer, references), ``upstream(id)`` the fingerprint of
+    those inputs (a stored score computed from others is recomputed; the stored fingerprint also covers the scoring
+    settings, :func:`scoring_fingerprint`), ``answer_source(id)`` and its position in the unsharded input the
+    keyword arguments of :func:`score_record`; ``embeddings``: ER's, by id (none: empty)."""
     scoring = run.config.scoring
     settings = scoring_fingerprint(scoring)
+    position = questions.position(lambda q: q.id)
+    ids = list(position)
 
     def compute(chunk: list[str]) -> list[dict[str, Any]]:
-        return [score_record(*inputs(qid), scoring, **extra(qid)) for qid in chunk]
+        return [
+            score_record(*inputs(qid), scoring, position=position[qid], answer_source=answer_source(qid))
+            for qid in chunk
+        ]
 
     run_stage(
         run.store("scores"),
@@ -178,16 +177,10 @@ def _score_stage(
         progress=run.config.runtime.progress,
         upstream=lambda qid: fingerprint([upstream(qid), settings]),
     )
-
-
-def _write_outputs(run: RunDir, ids: Sequence[str], embeddings: Mapping[str, Any] | None, total: int) -> None:
-    """The CSV outputs for ``ids``, and the record of what they cover (a note when it is less than stored);
-    ``total``: the questions of the unsharded input under the ``--limit`` (``merge`` checks the shards hold them
-    all)."""
-    message = run.record_outputs(len(ids), input_questions=total)
+    message = run.record_outputs(len(ids), input_questions=questions.total)
     if message:
         note(message)
-    evaluate.write_run_outputs(run, list(ids), embeddings=embeddings or None)
+    evaluate.write_run_outputs(run, ids, embeddings=embeddings or None)
     write_compact(run.path, ids)
 
 
@@ -246,26 +239,18 @@ def score_samples(config: RunConfig, output: str | os.PathLike[str], *, argv: Se
     backend = EntailmentModel(config)
     if stored is None:
         backend.get()  # a backend that cannot load fails before the output directory exists
-    record = config.run_record(output, stored, provenance(argv), {})
-    with RunDir.open(output, config, record) as run:
-        if backend.loaded:
-            backend.record(run)
+    with RunDir.open(output, config, config.run_record(output, stored, provenance(argv), {})) as run:
         entail_stage(run, [(it.id, it.question, it.samples) for it in items], backend)
         ent = run.store("entailment").records
         by_id = {it.id: it for it in items}
-        position = items.position(lambda it: it.id)
-        _score_stage(
+        _score_and_write(
             run,
-            list(by_id),
+            items,
             lambda qid: (_sample_inputs(by_id[qid], ent[qid]), by_id[qid].answer, by_id[qid].references),
             lambda qid: fingerprint([record_checksum(ent[qid]), _item_fingerprint(by_id[qid])]),
-            lambda qid: {
-                "position": position[qid],
-                "answer_source": "input" if by_id[qid].answer_given else "first_sample",
-            },
+            lambda qid: "input" if by_id[qid].answer_given else "first_sample",
+            {it.id: it.embedding for it in items if it.embedding is not None},
         )
-        emb = {it.id: it.embedding for it in items if it.embedding is not None}
-        _write_outputs(run, list(by_id), emb, items.total)
         return run.path
 
 
@@ -318,7 +303,7 @@ def hidden_states(run: RunDir, ids: Sequence[str]) -> dict[str, list[float]]:
     """id -> stored hidden state of the judged answer (float16 values), for the questions that have an intact one."""
     reader = HiddenStateReader(run.path)
     recs = run.store("generations").records
-    out = {i: reader.get(i, recs[i].get(HIDDEN_KEY)) for i in ids if i in recs}
+    out = {i: reader.get(i, recs[i].get(HIDDEN_KEY)) for i in ids}  # every question has its generation
     return {i: v.astype(np.float64).tolist() for i, v in out.items() if v is not None}
 
 
@@ -366,7 +351,7 @@ def _generation_stage(
     def compute(chunk: list[QARecord]) -> list[dict[str, Any]]:
         generator.record(run)
         gens = generator.get().generate(chunk)
-        with_hidden = [g for g in gens if getattr(g, "hidden", None) is not None]
+        with_hidden = [g for g in gens if g.hidden is not None]
         refs = {}
         if with_hidden:  # the vectors' file is complete on disk before any record points to it
             saved = save_hidden_states(run.path, [g.id for g in with_hidden], [g.hidden for g in with_hidden])
@@ -395,22 +380,6 @@ def _generation_stage(
     )
     generator.record_batch_sizes(run, "generation", chunk_size)
     return gens
-
-
-def _generation_inputs(
-    gens: Mapping[str, Any], ent: Mapping[str, Any], records: Questions[QARecord]
-) -> Callable[[str], tuple[score.ScoreInputs, str, Sequence[str]]]:
-    """``inputs(id)`` of the score stage of a ``run``: a question's generation, entailment and references."""
-    references = {r.id: r.references for r in records}
-
-    def inputs(qid: str) -> tuple[score.ScoreInputs, str, Sequence[str]]:
-        g, e = gens[qid], ent[qid]
-        x = score.ScoreInputs.from_generation(
-            Generation.from_dict(g), e["entail"], e["contradict"], embeddings=g.get("embedding")
-        )
-        return x, g["answer"], references[qid]
-
-    return inputs
 
 
 def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: Sequence[str] | None = None) -> Path:
@@ -446,14 +415,20 @@ def run_experiment(config: RunConfig, output: str | os.PathLike[str], *, argv: S
             upstream=lambda qid: record_checksum(gens[qid]),
         )
         ent = run.store("entailment").records
-        ids = [r.id for r in records]
-        position = records.position(lambda r: r.id)
-        _score_stage(
+        by_id = {r.id: r for r in records}
+
+        def inputs(qid: str) -> tuple[score.ScoreInputs, str, Sequence[str]]:
+            """A question's generation, entailment and references."""
+            g, e = gens[qid], ent[qid]
+            x = score.ScoreInputs.from_generation(Generation.from_dict(g), e["entail"], e["contradict"])
+            return x, g["answer"], by_id[qid].references
+
+        _score_and_write(
             run,
-            ids,
-            _generation_inputs(gens, ent, records),
+            records,
+            inputs,
             lambda qid: fingerprint([record_checksum(gens[qid]), record_checksum(ent[qid]), fps[qid]]),
-            lambda qid: {"position": position[qid]},
+            lambda qid: "greedy",
+            hidden_states(run, list(by_id)),  # ER's embeddings
         )
-        _write_outputs(run, ids, hidden_states(run, ids), records.total)  # hidden states: ER's embeddings
         return run.path

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from shapley.pipeline.config import RunConfig, ScoringSettings
@@ -42,16 +42,6 @@ def note(message: str) -> None:
 # Stage runner
 
 
-def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
-    for i in range(0, len(items), max(1, size)):
-        yield list(items[i : i + max(1, size)])
-
-
-def _stale(store: JsonlStore, keys: Mapping[str, str]) -> list[str]:
-    """Ids whose stored record was computed from other inputs than ``keys[id]`` (or does not say from which)."""
-    return [k for k, up in keys.items() if k in store and store.records[k].get(UPSTREAM_KEY) != up]
-
-
 def run_stage(
     store: JsonlStore,
     stage: str,
@@ -73,7 +63,8 @@ def run_stage(
     :class:`~shapley.pipeline.rundir.jsonl.StaleRecordWarning`) and recomputed. Returns the store's ``{id: record}``.
     """
     ups = {key(it): upstream(it) for it in items} if upstream is not None else {}
-    stale = _stale(store, ups)
+    # stored records computed from other inputs (or that do not say from which)
+    stale = [k for k, up in ups.items() if k in store and store.records[k].get(UPSTREAM_KEY) != up]
     if stale:
         warnings.warn(
             f"{store.path}: {len(stale)} record(s) were computed from inputs that changed since (e.g. "
@@ -86,7 +77,8 @@ def run_stage(
     sleep = float(os.environ.get(TEST_SLEEP_ENV) or 0.0)
     log_path = os.environ.get(TEST_CALL_LOG_ENV)
     with tqdm(total=len(items), initial=len(items) - len(pending), desc=stage, unit="q", disable=not progress) as bar:
-        for chunk in _batches(pending, chunk_size):
+        for start in range(0, len(pending), chunk_size):
+            chunk = pending[start : start + chunk_size]
             records = compute(chunk)
             ids = [key(it) for it in chunk]
             for k, rec in zip(ids, records, strict=True):
@@ -135,28 +127,16 @@ def quiet_model_loading(quiet: bool) -> Iterator[None]:
         hf_logging.set_verbosity(verbosity)
 
 
-def used_batch_size(model: Any, configured: int | None) -> Any:
-    """The batch size a loaded model reports having used: ``stats["batch_size"]`` when it keeps one (it may
-    be chosen from free memory), else ``configured`` (the generator's own setting is the run's ``--batch-size``)."""
-    stats = getattr(model, "stats", None)
-    if isinstance(stats, Mapping) and stats.get("batch_size") is not None:
-        return stats["batch_size"]
-    return configured
-
-
 def compute_kind(obj: Any) -> dict[str, str | None]:
     """How a loaded model computes: its ``dtype`` and the kind of its ``device`` (``cpu``, ``cuda``, ...), read
     from the object or the first parameter of its ``model`` (``None`` where neither says). Part of the model
     information in provenance (:meth:`shapley.pipeline.rundir.store.RunDir.record_fingerprint`): a resume in another
     dtype or on another device kind would mix records computed two ways, and is refused."""
     dtype, device = getattr(obj, "dtype", None), getattr(obj, "device", None)
-    inner = getattr(obj, "model", None)
-    if inner is not None and (dtype is None or device is None):
-        with contextlib.suppress(Exception):  # not a torch module: nothing to read
-            param = next(inner.parameters())
-            dtype = dtype if dtype is not None else param.dtype
-            device = device if device is not None else param.device
-    kind = getattr(device, "type", None) if device is not None and not isinstance(device, str) else device
+    with contextlib.suppress(Exception):  # no torch module as ``model``: nothing more to read
+        param = next(obj.model.parameters())
+        dtype, device = dtype or param.dtype, device or param.device
+    kind = getattr(device, "type", device)  # a torch.device's type; a text or None as it is
     return {
         "dtype": None if dtype is None else str(dtype).removeprefix("torch."),
         "device_kind": None if kind is None else str(kind).split(":")[0],
@@ -208,10 +188,13 @@ class LazyModel:
             self._recorded = True
 
     def record_batch_sizes(self, run: RunDir, stage: str, chunk: int) -> None:
-        """Keep the batch sizes ``stage`` used in this call in the run's record, if loaded."""
+        """Keep the batch sizes ``stage`` used in this call in the run's record, if loaded: the batch size the model
+        reports having used, ``stats["batch_size"]``, when it keeps one (it may be chosen from free memory), else the
+        run's ``--batch-size`` (the generator's own setting), and the questions per stored chunk."""
         if self.loaded:
-            sizes = {"batch_size": used_batch_size(self.get(), self.config.runtime.batch_size), "chunk": chunk}
-            run.record_batch_sizes(stage, sizes)
+            used = getattr(self._model, "stats", {}).get("batch_size")
+            size = self.config.runtime.batch_size if used is None else used
+            run.record_batch_sizes(stage, {"batch_size": size, "chunk": chunk})
 
 
 class EntailmentModel(LazyModel):
@@ -258,9 +241,8 @@ class GenerationModel(LazyModel):
         return generate.Generator(settings.model, settings)
 
     def info(self, model: Any) -> dict[str, Any]:
-        assert self.config.generation is not None
         return {
-            "spec": self.config.generation.model,
+            "spec": self.config.model,
             "fingerprint": getattr(model, "fingerprint", None),
             **compute_kind(model),
         }

@@ -53,10 +53,8 @@ def csv_text(df: pd.DataFrame) -> str:
     # pandas quotes a cell with a comma, quote or newline but not one with a lone carriage return, which a reader
     # then takes for a line end: such a file quotes every text cell (others keep their bytes)
     bare_cr = any(isinstance(v, str) and "\r" in v for values in escaped.values() for v in values)
-    if bare_cr:
-        # every header and text cell quoted; numbers (QUOTE_NONNUMERIC leaves them bare) read back as numbers
-        return df.assign(**escaped).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
-    return df.assign(**escaped).to_csv(index=False)
+    # with one, every header and text cell is quoted; numbers (QUOTE_NONNUMERIC leaves them bare) read back as numbers
+    return df.assign(**escaped).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL)
 
 
 def read_csv_ids(path: str | os.PathLike[str], **kw: Any) -> pd.DataFrame:

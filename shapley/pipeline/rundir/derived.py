@@ -173,7 +173,6 @@ def record(
             "inputs": stored.digest("stage files", stages, ids, args),
             "compact_inputs": stored.digest("compact of stage files", stages, ids, args),
         }
-    rec["schema"] = SCHEMA
     _write(run_dir, rec)
 
 
@@ -217,9 +216,7 @@ def derived_status(run_dir: str | os.PathLike[str], names: Sequence[str] | None 
     rec = read(path)
     files = rec["files"] if rec is not None else {}
     stored = _Records(path)  # each stage file and the compact copy read once for all entries
-    wanted = (
-        (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if names is None else [n for n in (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if n in names]
-    )
+    wanted = [n for n in (*RUN_OUTPUTS, *SWEEP_OUTPUTS) if names is None or n in names]
     return {name: _status(stored, name, files.get(name)) for name in wanted if (path / name).is_file()}
 
 

@@ -117,15 +117,15 @@ class JsonlStore:
     """Append-only JSON-lines file of records keyed by ``id`` (see :mod:`shapley.pipeline.rundir.store` for the
     guarantees).
 
-    Call :meth:`load` before :meth:`append_many` on an existing file: it verifies every line and repairs the
-    file, so that an append never follows a torn line.
+    ``required``: the fields besides ``id`` that a stored line must hold to be kept. Call :meth:`load` before
+    :meth:`append_many` on an existing file (as :meth:`shapley.pipeline.rundir.store.RunDir.store` does): it
+    verifies every line and repairs the file, so that an append never follows a torn line.
     """
 
-    def __init__(self, path: str | os.PathLike[str], required: Sequence[str] = ("id",)) -> None:
+    def __init__(self, path: str | os.PathLike[str], required: Sequence[str] = ()) -> None:
         self.path = Path(path)
-        self.required = tuple(dict.fromkeys(("id", *required)))
+        self.required = ("id", *required)
         self.records: dict[str, dict[str, Any]] = {}
-        self._loaded = False
         self.problems: list[tuple[int, str]] = []
 
     def load(self, *, repair: bool = True) -> dict[str, dict[str, Any]]:
@@ -134,7 +134,6 @@ class JsonlStore:
         like the report, pass ``repair=False``). Returns ``{id: record}`` in file order."""
         self.records = {}
         self.problems = []
-        self._loaded = repair
         if not self.path.exists():
             if not repair:  # a reader: the run's compact copy stands in for a stage file left out of git
                 self.records = read_compact(self.path.parent).get(_STAGE_OF_FILE.get(self.path.name, ""), {})
@@ -185,28 +184,17 @@ class JsonlStore:
             )
             del self.records[key]
 
-    def _require_loaded(self, action: str) -> None:
-        if not self._loaded and self.path.exists():
-            raise RuntimeError(f"{self.path}: call load() before {action}() so that the file is verified first")
-
     def _rewrite(self) -> None:
         """Replace the file atomically by the lines of :attr:`records`."""
-        write_files({Path(self.path): b"".join(encode_record(r) for r in self.records.values())})
+        write_files({self.path: b"".join(encode_record(r) for r in self.records.values())})
 
     def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Append several records with one ``os.write`` (``O_APPEND``, then ``fsync``): all or, after a crash,
         a torn tail that :meth:`load` detects (see :mod:`shapley.pipeline.rundir.store` on chunks)."""
-        self._require_loaded("append")
-        keys = [str(r.get("id")) for r in records]
-        for record, key in zip(records, keys, strict=True):
-            miss = [k for k in self.required if k not in record]
-            if miss:
-                raise ValueError(f"record for {self.path.name} lacks required field(s) {miss}")
+        keys = [str(r["id"]) for r in records]
+        for key in keys:
             if key in self.records or keys.count(key) > 1:
                 raise ValueError(f"{self.path.name} already holds a record for id {key!r}")
-        self._loaded = True
-        if not records:
-            return
         bodies = [_normalised(r) for r in records]
         try:
             write_all(self.path, b"".join(encode_record(b) for b in bodies), os.O_APPEND)
@@ -218,7 +206,6 @@ class JsonlStore:
         """Remove the records of ``keys`` (to be recomputed): the file is rewritten atomically without them."""
         gone = {str(k) for k in keys} & set(self.records)
         if gone:
-            self._require_loaded("discard")
             self.records = {k: r for k, r in self.records.items() if k not in gone}
             self._rewrite()
 
@@ -248,18 +235,16 @@ def compact_records(
     }
 
 
-def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> Path:
+def write_compact(run_dir: str | os.PathLike[str], ids: Sequence[str]) -> None:
     """Write ``run_dir/stages.jsonl.gz`` (:data:`COMPACT_FILE`): the :func:`compact_records` of the run's stage
     files for ``ids``, one checksummed line per question (``{"id", "entailment", "scores"}``), gzip with no
     timestamp, so that equal records give equal bytes. What ``beta-sweep``, the outputs and ``report``
-    read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent. Returns its path."""
+    read (:meth:`JsonlStore.load` with ``repair=False``) when the stage files are absent."""
     d = Path(run_dir)
     stages = {s: JsonlStore(d / STAGE_FILES[s]).load(repair=False) for s in COMPACT_STAGES}
     kept = compact_records(stages, ids)
     lines = [encode_record({"id": q, **{s: kept[s][q] for s in COMPACT_STAGES}}) for q in kept[COMPACT_STAGES[0]]]
-    out = d / COMPACT_FILE
-    write_files({Path(out): gzip.compress(b"".join(lines), compresslevel=9, mtime=0)})
-    return out
+    write_files({d / COMPACT_FILE: gzip.compress(b"".join(lines), compresslevel=9, mtime=0)})
 
 
 def read_compact(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, dict[str, Any]]]:

@@ -108,7 +108,7 @@ def provenance(argv: Sequence[str] | None) -> dict[str, Any]:
     argv = list(sys.argv if argv is None else argv)
     return {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "argv": list(argv),
+        "argv": argv,
         "command_line": shlex.join(argv),
         "cwd": repo_relative(os.getcwd()),
         "python": sys.version.split()[0],

@@ -142,7 +142,7 @@ def save_hidden_states(
         raise ValueError(f"{path} is a symbolic link; a hidden-state file is never written through one: remove it")
     buf = io.BytesIO()
     np.savez(buf, ids=np.array(list(ids), dtype=str), hidden=matrix)
-    write_files({Path(path): buf.getvalue()})  # a failure (e.g. a full disk) names the file, leaves nothing
+    write_files({path: buf.getvalue()})  # a failure (e.g. a full disk) names the file, leaves nothing
     return [{"file": name, "row": i, "sha256": vector_sha256(v), "dim": matrix.shape[1]} for i, v in enumerate(matrix)]
 
 

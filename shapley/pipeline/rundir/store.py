@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shapley.pipeline.config import RunConfig
+from shapley.pipeline.config import RunConfig, json_object
 from shapley.pipeline.rundir.jsonl import (
     STAGE_FILES,
     JsonlStore,
@@ -84,11 +84,12 @@ they compute in, the kind of device and, for entailment, how its forward passes 
 depends on all of them."""
 
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
-    "questions": ("id",),
-    "generations": ("id", "samples", "answer"),
-    "entailment": ("id", "n", "entail", "contradict"),
-    "scores": ("id", "correct", "correctness_value", "scores", "skipped", "diagnostics"),
+    "questions": (),
+    "generations": ("samples", "answer"),
+    "entailment": ("n", "entail", "contradict"),
+    "scores": ("correct", "correctness_value", "scores", "skipped", "diagnostics"),
 }
+"""The fields besides ``id`` that a stored record of each stage must hold (:class:`JsonlStore`)."""
 
 
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -103,9 +104,8 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
         RunConfig.from_stored(rec)
         # besides the configuration: provenance and outputs (once written) objects, invocations a list of objects
-        for key, value in (("provenance", rec.get("provenance")), ("outputs", rec.get("outputs", {}))):
-            if not isinstance(value, Mapping):
-                raise ValueError(f"{key!r} must be a JSON object; got {type(value).__name__}")
+        json_object(rec.get("provenance"), "'provenance'")
+        json_object(rec.get("outputs", {}), "'outputs'")
         inv = rec.get("invocations")
         if not isinstance(inv, list) or not all(isinstance(i, Mapping) for i in inv):
             raise ValueError("'invocations' must be a list of JSON objects")
@@ -170,7 +170,7 @@ def stored_run(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise ValueError(f"output {p} exists and is not a directory")
-    rec = read_record(p) if p.is_dir() else None
+    rec = read_record(p)  # None where there is no directory
     if rec is None and p.is_dir() and not stored_nothing(p):
         raise ValueError(f"output directory {p} is not empty and holds no {CONFIG_FILE}; choose a new one")
     return rec
@@ -208,7 +208,7 @@ class RunDir:
     :class:`RunConfig`; ``record`` the whole ``config.json`` (provenance and invocations included).
 
     Each invocation records its time, command line, git state and, as the stages run, the batch sizes its
-    models actually used (``batch_sizes``, :meth:`record_batch_sizes`) and any ``notes`` (:meth:`note`).
+    models actually used (``batch_sizes``, :meth:`record_batch_sizes`) and any ``notes`` (:meth:`record_outputs`).
     ``record["outputs"]`` says which questions the CSV outputs describe (:meth:`record_outputs`).
     """
 
@@ -255,12 +255,6 @@ class RunDir:
         """This call's entry of ``record["invocations"]``."""
         return self.record["invocations"][-1]
 
-    def note(self, message: str) -> str:
-        """Keep ``message`` in this invocation's ``notes`` (the caller prints it); returns it."""
-        self.invocation.setdefault("notes", []).append(message)
-        self.save_config()
-        return message
-
     def record_batch_sizes(self, stage: str, sizes: Mapping[str, Any]) -> None:
         """Store the batch sizes ``stage`` actually used in this call (``invocation["batch_sizes"][stage]``); a
         record of how the call ran, which moves no number (see :class:`shapley.pipeline.config.RuntimeSettings`)."""
@@ -275,10 +269,18 @@ class RunDir:
         is this call's index in ``invocations``: a later call that was killed before its outputs leaves it
         behind, and ``merge`` refuses such a shard as unfinished.
 
-        Returns a note (kept with :meth:`note`) when the run stores scores of more questions than that (a
-        ``--limit`` below what an earlier call covered).
+        Returns a note (kept in this invocation's ``notes``; the caller prints it) when the run stores scores of more
+        questions than that (a ``--limit`` below what an earlier call covered).
         """
         stored = len(self.store("scores"))
+        message = None
+        if n_questions < stored:
+            message = (
+                f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
+                f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
+                "rerun with a larger --limit, or none, to cover them all"
+            )
+            self.invocation.setdefault("notes", []).append(message)
         self.record["outputs"] = {
             "n_questions": n_questions,
             "stored_questions": stored,
@@ -287,13 +289,7 @@ class RunDir:
             "input_questions": input_questions,
         }
         self.save_config()
-        if n_questions >= stored:
-            return None
-        return self.note(
-            f"scores.csv, metrics.csv and skipped.csv now describe this call's {n_questions} questions "
-            f"(--limit {self.config.data.limit}), not all {stored} stored in this run; "
-            "rerun with a larger --limit, or none, to cover them all"
-        )
+        return message
 
     def record_fingerprint(self, kind: str, info: Mapping[str, Any]) -> None:
         """Store ``provenance[kind] = info`` (e.g. kind "entailment", info {"spec", "fingerprint", "is_nli",
@@ -367,7 +363,7 @@ def remove_stale_temporaries(path: Path) -> None:
     followed) directly in those two folders; ``hidden/`` only when it is a folder, not a link. A file that cannot be
     removed is left, silently: it is harmless."""
     hidden = path / HIDDEN_DIR
-    folders = [path] + ([hidden] if hidden.is_dir() and not hidden.is_symlink() else [])
+    folders = [path, hidden] if hidden.is_dir() and not hidden.is_symlink() else [path]
     for folder in folders:
         with contextlib.suppress(OSError):
             with os.scandir(folder) as entries:

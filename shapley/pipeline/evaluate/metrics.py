@@ -198,13 +198,13 @@ def run_lock(run: RunDir | str | os.PathLike[str]) -> Any:
 def _open_outputs(
     run: RunDir | str | os.PathLike[str],
 ) -> tuple[Path, RunConfig, dict[str, Any], dict[str, dict[str, Any]]]:
-    """(path, config, config.json record, stored score records) of a run directory, open or not."""
+    """(path, config, config.json record, stored score records) of a run directory, open or not (a path is locked
+    by :func:`run_lock`, which found its ``config.json``)."""
     if isinstance(run, RunDir):
         return run.path, run.config, run.record, run.store("scores").records
     path = Path(run)
     record = read_record(path)
-    if record is None:
-        raise FileNotFoundError(f"{path} is not a run directory (no config.json)")
+    assert record is not None
     return path, RunConfig.from_stored(record), record, JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
 
 
@@ -216,15 +216,16 @@ def _embedding_regression(
     skipped: dict[str, Counter[str]],
 ) -> str:
     """Fill ``df["ER"]`` (fit on a seeded half of the questions with embeddings); returns the metrics note."""
-    have = [i for i in ids if embeddings is not None and i in embeddings]
+    vectors = embeddings or {}
+    have = [i for i in ids if i in vectors]
     if len(have) < len(ids):
         skipped["ER"]["missing input: embeddings"] += len(ids) - len(have)
-    if not have or embeddings is None:
+    if not have:
         return ""
     rows = [ids.index(i) for i in have]
     try:
         er = _score.embedding_regression_scores(
-            np.asarray([embeddings[i] for i in have], dtype=np.float64),
+            np.asarray([vectors[i] for i in have], dtype=np.float64),
             df["correct"].to_numpy(dtype=bool)[rows],
             seed=seed,
         )
@@ -249,62 +250,54 @@ def write_run_outputs(
     :func:`shapley.pipeline.score.scores.embedding_regression_scores`). Returns the run directory.
     """
     with run_lock(run):
-        return _write_run_outputs(run, ids, embeddings)
-
-
-def _write_run_outputs(
-    run: RunDir | str | os.PathLike[str],
-    ids: Sequence[str] | None,
-    embeddings: Mapping[str, Sequence[float]] | None,
-) -> Path:
-    path, config, record, recs = _open_outputs(run)
-    ids = list(recs) if ids is None else [str(i) for i in ids]
-    missing = [i for i in ids if i not in recs]
-    if missing:
-        raise ValueError(f"{path}: no stored scores for {len(missing)} question(s), e.g. {missing[:3]}")
-    records = [recs[i] for i in ids]
-    methods = list(config.scoring.methods)
-    df = scores_frame(records, methods)
-    skipped: dict[str, Counter[str]] = {m: Counter() for m in methods}
-    for r in records:
-        for m, why in r["skipped"].items():
-            if m in skipped:
-                skipped[m][why] += 1
-    notes: dict[str, str] = {}
-    if "Shap" in methods and "shap_psd_repaired" in df:
-        k = int(df["shap_psd_repaired"].fillna(False).astype(bool).sum())
-        if k:
-            notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
-    if "ER" in methods:
-        notes["ER"] = _embedding_regression(df, ids, embeddings, config.seed, skipped)
-    metrics, skipped_df = compute_metrics(
-        df,
-        methods=methods,
-        skipped=skipped,
-        labels=_run_labels(config, record),
-        n_boot=config.scoring.n_boot,
-        seed=config.seed,
-        notes=notes,
-    )
-    compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
-    texts = {
-        "scores.csv": csv_text(df),
-        "metrics.csv": csv_text(metrics),
-        "skipped.csv": csv_text(skipped_df),
-        "comparisons.csv": csv_text(compared),
-    }
-    for name, text in texts.items():
-        write_files({Path(path) / name: text})
-    derived.record(path, texts, stages=("scores",), ids=ids, read_records={"scores": recs})
-    stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
-    if stale:
-        derived.forget(path, list(derived.SWEEP_OUTPUTS))
-        warnings.warn(
-            f"{path}: removed {', '.join(stale)}: computed from other stage-file content; rerun beta-sweep",
-            UserWarning,
-            stacklevel=2,
+        path, config, record, recs = _open_outputs(run)
+        ids = list(recs) if ids is None else [str(i) for i in ids]
+        missing = [i for i in ids if i not in recs]
+        if missing:
+            raise ValueError(f"{path}: no stored scores for {len(missing)} question(s), e.g. {missing[:3]}")
+        records = [recs[i] for i in ids]
+        methods = list(config.scoring.methods)
+        df = scores_frame(records, methods)
+        skipped: dict[str, Counter[str]] = {m: Counter() for m in methods}
+        for r in records:
+            for m, why in r["skipped"].items():
+                if m in skipped:
+                    skipped[m][why] += 1
+        notes: dict[str, str] = {}
+        if "Shap" in methods and "shap_psd_repaired" in df:
+            k = int(df["shap_psd_repaired"].fillna(False).astype(bool).sum())
+            if k:
+                notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
+        if "ER" in methods:
+            notes["ER"] = _embedding_regression(df, ids, embeddings, config.seed, skipped)
+        metrics, skipped_df = compute_metrics(
+            df,
+            methods=methods,
+            skipped=skipped,
+            labels=_run_labels(config, record),
+            n_boot=config.scoring.n_boot,
+            seed=config.seed,
+            notes=notes,
         )
-    return path
+        compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
+        texts = {
+            "scores.csv": csv_text(df),
+            "metrics.csv": csv_text(metrics),
+            "skipped.csv": csv_text(skipped_df),
+            "comparisons.csv": csv_text(compared),
+        }
+        for name, text in texts.items():
+            write_files({path / name: text})
+        derived.record(path, texts, stages=("scores",), ids=ids, read_records={"scores": recs})
+        stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
+        if stale:
+            derived.forget(path, list(derived.SWEEP_OUTPUTS))
+            warnings.warn(
+                f"{path}: removed {', '.join(stale)}: computed from other stage-file content; rerun beta-sweep",
+                UserWarning,
+                stacklevel=2,
+            )
+        return path
 
 
 def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
@@ -313,11 +306,8 @@ def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """A run's ``skipped.csv`` (empty frame with :data:`SKIPPED_COLUMNS` if absent)."""
-    f = Path(run_dir) / "skipped.csv"
-    if not f.is_file():
-        return pd.DataFrame(columns=list(SKIPPED_COLUMNS))
-    return pd.read_csv(f)
+    """A run's ``skipped.csv`` (written with ``metrics.csv``: :data:`SKIPPED_COLUMNS`)."""
+    return pd.read_csv(Path(run_dir) / "skipped.csv")
 
 
 def described_ids(run_dir: str | os.PathLike[str], stored: Mapping[str, Any]) -> list[str]:

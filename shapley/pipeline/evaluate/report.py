@@ -67,15 +67,14 @@ def load_metrics(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """All runs' metrics stacked, with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns appended."""
+    """All runs' metrics stacked (at least one run), with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns
+    appended."""
     frames = []
     for d in run_dirs:
         cfg = read_config(d)
         frames.append(
             load_metrics(d).assign(run_dir=str(d), beta=cfg.scoring.beta, n_samples=cfg.n_samples, seed=cfg.seed)
         )
-    if not frames:
-        return pd.DataFrame(columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS, "run_dir", "beta", "n_samples", "seed"])
     return pd.concat(frames, ignore_index=True)
 
 

@@ -70,28 +70,19 @@ SE_AGGREGATION_DEFAULT = "mean"
 
 @dataclass
 class ScoreInputs:
-    """Everything the methods may read for one question (missing inputs are ``None``)."""
+    """Everything the methods may read for one question (missing inputs are ``None``), as stored: the methods
+    check and convert what they read (:mod:`shapley.core.validate`)."""
 
     id: str = ""
     samples: list[str] | None = None
-    entail: NDArray[np.float64] | None = None
-    contradict: NDArray[np.float64] | None = None
+    entail: Any = None  # (n, n) probabilities: an array, or nested lists as stored
+    contradict: Any = None
     sample_logprobs: list[list[float]] | None = None
     answer_logprobs: list[float] | None = None
     answer_entropies: list[float] | None = None
     p_true: float | None = None
     a4c_text: str | None = None
-    embeddings: NDArray[np.float64] | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("entail", "contradict"):
-            M = getattr(self, name)
-            if M is not None:
-                setattr(self, name, np.asarray(M, dtype=np.float64))
-        if self.sample_logprobs is not None:
-            self.sample_logprobs = [list(map(float, t)) for t in self.sample_logprobs]
-        if self.embeddings is not None:
-            self.embeddings = np.asarray(self.embeddings, dtype=np.float64).ravel()
+    embeddings: ArrayLike | None = None
 
     @classmethod
     def from_generation(
@@ -113,7 +104,7 @@ class ScoreInputs:
             answer_entropies=list(gen.answer_token_entropies) or None,
             p_true=gen.p_true,
             a4c_text=gen.a4c_text,
-            embeddings=None if embeddings is None else np.asarray(embeddings, dtype=np.float64),
+            embeddings=embeddings,
         )
 
     def has(self, name: str) -> bool:

@@ -12,6 +12,7 @@ answers at once; the pipeline's heavy parts are imported by the command that nee
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import textwrap
@@ -76,7 +77,7 @@ def option_reader(cls: type, name: str) -> Callable[[str], Any] | None:
 
 
 def _help(s: Setting, default: Any) -> str:
-    shown = isinstance(default, int | float | str) and not isinstance(default, bool)
+    shown = isinstance(default, int | float | str)  # a boolean setting is a flag, without a default shown
     return f"{s.help} (default {default})" if shown else s.help
 
 
@@ -85,6 +86,7 @@ def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
     option's ``dest`` is the setting's dotted key (``"scoring.beta"``)."""
     for prefix, cls in (("", RunConfig), *((f"{name}.", kind) for name, kind in GROUPS.items())):
         group = parser.add_argument_group(prefix.rstrip(".") or "run")
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         for name, s in settings_of(cls).items():
             if command not in s.commands:
                 continue
@@ -100,8 +102,8 @@ def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
                 metavar=None if s.choices else name.upper(),
                 type=str if reader is None else reader,
                 choices=s.choices,
-                default=getattr(cls, name),
-                help=_help(s, getattr(cls, name)),
+                default=defaults[name],
+                help=_help(s, defaults[name]),
             )
 
 
@@ -161,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=ParagraphsFormatter,
     )
     run.add_argument("--dataset", dest="data.dataset", required=True, choices=DATASETS, help="dataset name")
-    source = DataSettings.source
+    source = next(f.default for f in dataclasses.fields(DataSettings) if f.name == "source")
     run.add_argument(
         "--source", dest="data.source", choices=DATA_SOURCES, default=source, help=f"data source (default {source})"
     )

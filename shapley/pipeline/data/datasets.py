@@ -254,7 +254,7 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
         for turns in by_story.values():
             turns.sort(key=lambda t: t.turn or 0)
             for k, it in enumerate(turns):
-                history[it.id] = turns[max(0, k - n_shots) : k] if n_shots else []
+                history[it.id] = turns[max(0, k - n_shots) : k]
         pairs = [(it, history[it.id]) for it in shuffled]
     else:
         pool, evaluated = _split_pool(shuffled, n_shots)

@@ -130,7 +130,9 @@ def _loads(text: str, path: str | os.PathLike[str], lineno: int | None = None) -
     except json.JSONDecodeError as e:
         line = e.lineno if lineno is None else lineno
         raise ValueError(f"{path}, line {line}: not valid JSON ({e.msg} at column {e.colno})") from e
-    except (RecursionError, ValueError) as e:  # nested too deeply, or an integer literal of more than 4300 digits
+    except RecursionError:
+        raise ValueError(f"{where}: not valid JSON here (nested too deeply)") from None
+    except ValueError as e:  # e.g. an integer literal of more than 4300 digits
         raise ValueError(f"{where}: not valid JSON here ({e})") from None
 
 

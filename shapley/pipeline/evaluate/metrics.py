@@ -130,19 +130,19 @@ def compute_metrics(
     scores: pd.DataFrame,
     *,
     methods: Sequence[str],
-    skipped: Mapping[str, Counter[str]] | None = None,
-    labels: Mapping[str, Any] | None = None,
+    skipped: Mapping[str, Counter[str]],
+    labels: Mapping[str, Any],
     n_boot: int = 1000,
     seed: int = 0,
-    notes: Mapping[str, str] | None = None,
+    notes: Mapping[str, str],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`).
+    """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`: a column for each of
+    ``methods``).
 
     ``skipped``: method -> Counter of reasons over questions; ``labels``: the :data:`LABELS` (others are
     ignored); ``notes``: extra per-method notes.
     """
-    labels = {k: (labels or {}).get(k) for k in LABELS}
-    skipped = skipped or {}
+    labels = {k: labels.get(k) for k in LABELS}
     n_q = len(scores)
     rows, srows = [], []
     correct = scores["correct"].to_numpy(dtype=bool)
@@ -151,14 +151,14 @@ def compute_metrics(
         n_sk = int(sum(reasons.values()))
         if n_sk:  # a row of SKIPPED_COLUMNS
             srows.append((m, n_sk, n_q, "; ".join(f"{why} ({k})" for why, k in reasons.most_common())))
-        u = scores[m].to_numpy(dtype=np.float64) if m in scores else np.full(n_q, np.nan)
+        u = scores[m].to_numpy(dtype=np.float64)
         ok = ~np.isnan(u)
         if not ok.any():
             if not n_sk:
                 srows.append((m, n_q, n_q, "no scores"))
             continue
         r = method_metrics(u[ok], correct[ok], n_boot=n_boot, seed=seed)
-        note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
+        note = [x for x in (notes.get(m, ""), r.pop("note")) if x]
         if n_sk:
             note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
         rows.append({"method": m, **r, **labels, "note": "; ".join(note), "n_questions": n_q, "n_skipped": n_sk})
@@ -310,17 +310,6 @@ def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.read_csv(Path(run_dir) / "skipped.csv")
 
 
-def described_ids(run_dir: str | os.PathLike[str], stored: Mapping[str, Any]) -> list[str]:
-    """The questions that a run's outputs describe, in their order: those ``scores.csv`` was computed for (as
-    recorded in ``derived.json``; a resume with a smaller ``--limit`` describes fewer than it stores), else
-    (no outputs yet) every stored one (``stored``: the score records, by id)."""
-    rec = derived.read(run_dir)
-    entry = (rec or {}).get("files", {}).get("scores.csv") or {}
-    if isinstance(entry.get("ids"), list):
-        return [str(i) for i in entry["ids"]]
-    return list(stored)
-
-
 def beta_table(
     run_dir: str | os.PathLike[str],
     betas: Sequence[float] = TABLE5_BETAS,
@@ -340,7 +329,10 @@ def beta_table(
     cfg = read_config(run_dir)
     policy = cfg.scoring.psd_policy
     ent, sc = stores if stores is not None else _sweep_stores(run_dir)
-    ids = [i for i in described_ids(run_dir, sc) if i in ent]
+    # the questions the run's outputs describe, in their order: those scores.csv was computed for (as recorded in
+    # derived.json; a resume with a smaller --limit describes fewer than it stores), else (no outputs yet) all stored
+    described = (derived.read(run_dir) or {}).get("files", {}).get("scores.csv", {})
+    ids = [i for i in described.get("ids") or sc if i in ent]
     if not ids:
         raise ValueError(f"{run_dir}: no questions with both entailment and scores")
     rows = []

@@ -195,6 +195,6 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     if output is not None:
         md_path, csv_path = report_files(output)
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        write_files({Path(md_path): md})
-        write_files({Path(csv_path): csv_text(t.drop(columns=["auroc [95% CI]", "run"]))})
+        write_files({md_path: md})
+        write_files({csv_path: csv_text(t.drop(columns=["auroc [95% CI]", "run"]))})
     return md

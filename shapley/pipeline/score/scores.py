@@ -183,15 +183,13 @@ class QuestionContext:
     @cached_property
     def log_likelihoods(self) -> NDArray[np.float64]:
         """Sequence log-likelihoods (sum of token log-probs), shape (n,)."""
-        assert self.x.sample_logprobs is not None
-        return np.array([float(np.sum(t)) for t in self.x.sample_logprobs])
+        return np.array([float(np.sum(t)) for t in _req(self.x.sample_logprobs)])
 
     @cached_property
     def se_log_likelihoods(self) -> NDArray[np.float64]:
         """Log-likelihoods used by ``SE``: sums or per-token means (``se_aggregation``)."""
-        assert self.x.sample_logprobs is not None
         if self.opts.se_aggregation == "mean":
-            return np.array([float(np.mean(t)) for t in self.x.sample_logprobs])
+            return np.array([float(np.mean(t)) for t in _req(self.x.sample_logprobs)])
         return self.log_likelihoods
 
 
@@ -394,7 +392,7 @@ def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None
         out.diagnostics["n_samples"] = len(x.samples)
         out.diagnostics["n_empty_samples"] = sum(1 for s in x.samples if not s.strip())
     names = resolve_methods(methods)
-    if x.has("entail") and any(METHODS[m].per_question and "entail" in METHODS[m].needs for m in names):
+    if x.has("entail") and any("entail" in METHODS[m].needs for m in names):
         try:
             out.diagnostics.update(psd_diagnostics(ctx.R, ctx.opts.psd_policy))
         except (ValueError, np.linalg.LinAlgError) as exc:

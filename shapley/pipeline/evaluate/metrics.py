@@ -77,19 +77,18 @@ def _label(value: Any, qid: Any) -> bool:
 def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> pd.DataFrame:
     """Flat DataFrame of stored score records (one row per question, see the module docstring), one column per
     method of ``methods``."""
-    names = list(methods)
     copied = ("correctness_value", "correctness_metric", "answer")  # stored fields written as they are
     diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
     rows = []
     for r in records:
         row: dict[str, Any] = {"id": str(r["id"]), "correct": _label(r.get("correct"), r["id"])}
         row.update({k: r.get(k) for k in copied})
-        for m in names:
+        for m in methods:
             v = r["scores"].get(m)
             row[m] = math.nan if v is None else float(v)
         row.update({k: r.get("diagnostics", {}).get(k) for k in diag_keys})
         rows.append(row)
-    return pd.DataFrame(rows, columns=["id", "correct", *copied, *names, *diag_keys])
+    return pd.DataFrame(rows, columns=["id", "correct", *copied, *methods, *diag_keys])
 
 
 def method_metrics(

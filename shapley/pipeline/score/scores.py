@@ -92,8 +92,7 @@ class ScoreInputs:
 
         Empty per-token lists count as missing (a generator that did not record log-probs).
         """
-        n = len(gen.samples)
-        slp = gen.sample_token_logprobs if len(gen.sample_token_logprobs) == n and n > 0 else None
+        slp = gen.sample_token_logprobs if len(gen.sample_token_logprobs) == len(gen.samples) else None
         return cls(
             id=str(gen.id),
             samples=list(gen.samples),

@@ -51,7 +51,7 @@ def rankable(u: np.ndarray) -> tuple[np.ndarray, int]:
     """Scores rounded (:func:`shapley.core.metrics.round_scores`), +-inf replaced by max+1 / min-1 of the finite
     values (max + 1e-6 |max| / min - 1e-6 |min| beyond 1e6: strictly beyond them even after rounding,
     rank-preserving); returns (array, number of infinite scores)."""
-    u = metrics.round_scores(np.asarray(u, dtype=np.float64))
+    u = metrics.round_scores(u)  # a float64 copy
     inf = np.isinf(u)
     if inf.any():
         fin = u[~inf]

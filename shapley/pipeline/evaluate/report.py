@@ -90,7 +90,7 @@ def markdown_cell(text: str) -> str:
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if pd.isna(v):
         return ""
     if isinstance(v, (float, np.floating)):
         return f"{v:.{digits}f}"

@@ -194,19 +194,6 @@ def run_lock(run: RunDir | str | os.PathLike[str]) -> Any:
         os.close(fd)
 
 
-def _open_outputs(
-    run: RunDir | str | os.PathLike[str],
-) -> tuple[Path, RunConfig, dict[str, Any], dict[str, dict[str, Any]]]:
-    """(path, config, config.json record, stored score records) of a run directory, open or not (a path is locked
-    by :func:`run_lock`, which found its ``config.json``)."""
-    if isinstance(run, RunDir):
-        return run.path, run.config, run.record, run.store("scores").records
-    path = Path(run)
-    record = read_record(path)
-    assert record is not None
-    return path, RunConfig.from_stored(record), record, JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
-
-
 def _embedding_regression(
     df: pd.DataFrame,
     ids: Sequence[str],
@@ -249,7 +236,13 @@ def write_run_outputs(
     :func:`shapley.pipeline.score.scores.embedding_regression_scores`). Returns the run directory.
     """
     with run_lock(run):
-        path, config, record, recs = _open_outputs(run)
+        if isinstance(run, RunDir):
+            path, config, record, recs = run.path, run.config, run.record, run.store("scores").records
+        else:  # a path, locked by run_lock, which found its config.json
+            path, stored = Path(run), read_record(run)
+            assert stored is not None
+            config, record = RunConfig.from_stored(stored), stored
+            recs = JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
         ids = list(recs) if ids is None else [str(i) for i in ids]
         missing = [i for i in ids if i not in recs]
         if missing:

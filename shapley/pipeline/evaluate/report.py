@@ -57,13 +57,10 @@ MISSING = "—"
 
 
 def load_metrics(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """A run's ``metrics.csv`` as a DataFrame."""
-    f = Path(run_dir) / "metrics.csv"
-    if not f.is_file():
-        raise FileNotFoundError(f"{run_dir}: no metrics.csv (the run has not finished its metrics stage)")
-
+    """A run's ``metrics.csv`` as a DataFrame (``FileNotFoundError`` naming it where the run has not finished its
+    metrics stage)."""
     # labels (model, entailment, dataset) read back exactly, as strings: "NA" or "1e3" is a label, not a value
-    return read_csv_ids(f, keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
+    return read_csv_ids(Path(run_dir) / "metrics.csv", keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
 
 
 def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -174,8 +171,7 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     t = runs_table(run_dirs)
     if t.empty:
         raise ValueError("no metrics found in the given run directories")
-    labels = run_labels(list(run_dirs))
-    t["run"] = [labels[str(d)] for d in t["run_dir"]]
+    t["run"] = t["run_dir"].map(run_labels(run_dirs))
     t["auroc [95% CI]"] = [
         _auroc_text(float(a), float(lo), float(hi), str(n))
         for a, lo, hi, n in zip(t["auroc"], t["auroc_lo"], t["auroc_hi"], t["note"], strict=True)

@@ -198,13 +198,13 @@ class QuestionContext:
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One uncertainty method: ``func(ctx) -> float`` (higher = more uncertain) and the inputs it needs."""
+    """One uncertainty method: ``func(ctx) -> float`` (higher = more uncertain) and the inputs it needs; ``func`` is
+    None for a method that is not computed per question (``ER``, at the metrics stage)."""
 
     name: str
     func: Callable[[QuestionContext], float] | None
     needs: tuple[str, ...]
     description: str
-    per_question: bool = True
 
 
 def _shap(c: QuestionContext) -> float:
@@ -307,7 +307,6 @@ METHODS["ER"] = MethodSpec(
     ("embeddings",),
     "embedding regression: logistic regression on answer embeddings, fit on a seeded half of the "
     "questions (computed at the metrics stage: embedding_regression_scores)",
-    per_question=False,
 )
 
 DEFAULT_METHODS: tuple[str, ...] = tuple(METHODS)
@@ -398,13 +397,12 @@ def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None
             out.diagnostics["shap_error"] = str(exc)
     for name in names:
         spec = METHODS[name]
-        if not spec.per_question:
+        if spec.func is None:
             continue
         miss = x.missing(spec.needs)
         if miss:
             out.skipped[name] = "missing input: " + ", ".join(miss)
             continue
-        assert spec.func is not None
         try:
             value = float(spec.func(ctx))
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:

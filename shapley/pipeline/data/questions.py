@@ -51,10 +51,9 @@ def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]
     """The questions of a ``run`` and its data settings with what they leave to the data filled in: the local file
     (relative to the repository) and its fingerprint. ``ValueError`` for a question that cannot be stored as
     UTF-8."""
-    d = config.data
-    source = "auto" if d.source == "file" else d.source
+    d = config.data  # a run's source is one of DATA_SOURCES (score-samples' "file" is never one)
     records = datasets.dataset_records(
-        d.dataset, limit=d.limit, n_shots=d.n_shots, seed=config.seed, source=source, path=d.path
+        d.dataset, limit=d.limit, n_shots=d.n_shots, seed=config.seed, source=d.source, path=d.path
     )
     placed = take_shard(records, d.shard, key=lambda r: r.id)
     for _, r in placed:
@@ -65,11 +64,11 @@ def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]
                 f"{d.dataset}: question {r.id!r} holds text that cannot be encoded as UTF-8 "
                 f"({exc.reason}: {exc.object[exc.start : exc.end]!r}); fix the data file"
             ) from exc
-    local = None if source == "online" else datasets.local_path(d.dataset, d.path)
+    local = None if d.source == "online" else datasets.local_path(d.dataset, d.path)
     sha = None if local is None else sha256_file(local)
     data = dataclasses.replace(
         d,
-        source=source if sha is None else "local",
+        source=d.source if sha is None else "local",
         path=None if local is None else repo_relative(local),
         sha256=sha,
     )

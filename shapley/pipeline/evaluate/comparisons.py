@@ -108,7 +108,9 @@ def compare_methods(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """``comparisons.csv``: each method of ``methods`` against :data:`REFERENCE_METHOD` on the questions both scored.
+    """``comparisons.csv``: each method of ``methods`` (a column of ``scores`` each, as :func:`scores_frame
+    <shapley.pipeline.evaluate.metrics.scores_frame>` writes them) against :data:`REFERENCE_METHOD` on the questions
+    both scored.
 
     For each method, on the questions where both it and the reference have a score: ``delta_auroc`` =
     AUROC(method) - AUROC(reference); its paired percentile bootstrap interval ``lo``/``hi`` with the
@@ -124,7 +126,7 @@ def compare_methods(
         u_ref = scores[REFERENCE_METHOD].to_numpy(dtype=np.float64)
         correct = scores["correct"].to_numpy(dtype=bool)
         for m in methods:
-            if m == REFERENCE_METHOD or m not in scores or scores[m].isna().all():
+            if m == REFERENCE_METHOD or scores[m].isna().all():
                 continue
             row = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
             rows.append({"method": m, "reference": REFERENCE_METHOD, **row})

@@ -375,7 +375,7 @@ def write_beta_sweep(
     with run_lock(run_dir):
         ent, sc = _sweep_stores(run_dir)
         summary, per_q = beta_table(run_dir, betas, n_boot=n_boot, stores=(ent, sc))
-        ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
+        ids = per_q["id"].unique().tolist()  # in their order
         texts = dict(zip(derived.SWEEP_OUTPUTS, [csv_text(summary), csv_text(per_q)], strict=True))
         paths = [Path(run_dir) / name for name in texts]
         for f, text in zip(paths, texts.values(), strict=True):

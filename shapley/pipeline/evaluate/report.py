@@ -176,8 +176,19 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
         _auroc_text(float(a), float(lo), float(hi), str(n))
         for a, lo, hi, n in zip(t["auroc"], t["auroc_lo"], t["auroc_hi"], t["note"], strict=True)
     ]
-    tidy_cols = ["run", "dataset", "model", "entailment", "method", "auroc [95% CI]"]
-    tidy_cols += ["auarc", "prr", "n", "accuracy", "note"]
+    tidy_cols = [
+        "run",
+        "dataset",
+        "model",
+        "entailment",
+        "method",
+        "auroc [95% CI]",
+        "auarc",
+        "prr",
+        "n",
+        "accuracy",
+        "note",
+    ]
     parts = [
         "# AUROC across runs",
         "Higher is better: P(an incorrect answer is more uncertain than a correct one).",

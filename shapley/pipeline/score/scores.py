@@ -149,13 +149,13 @@ def _req(value: T | None) -> T:
     return value
 
 
+@dataclass
 class QuestionContext:
     """One question's inputs and the quantities several methods share, each computed once: ``W = (P + P^T) / 2``,
     the kernel matrix ``R`` of the run's beta, the semantic clusters and the samples' log-likelihoods."""
 
-    def __init__(self, x: ScoreInputs, settings: MethodSettings) -> None:
-        self.x = x
-        self.opts = settings
+    x: ScoreInputs
+    opts: MethodSettings
 
     @cached_property
     def W(self) -> NDArray[np.float64]:
@@ -209,8 +209,8 @@ class MethodSpec:
 
 def _shap(c: QuestionContext) -> float:
     """``shapley_uncertainty(P, beta)``: the entropy of N(0, R), one log-det by efficiency."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # PSD repairs are recorded in the diagnostics
+    # PSD repairs are recorded in the diagnostics
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         return float(gaussian_entropy(c.R, psd_policy=c.opts.psd_policy))
 
 
@@ -313,10 +313,8 @@ DEFAULT_METHODS: tuple[str, ...] = tuple(METHODS)
 """Methods computed when none are named: all of them."""
 
 
-def resolve_methods(methods: Iterable[str] | None) -> tuple[str, ...]:
-    """Validate method names (``None`` -> :data:`DEFAULT_METHODS`); ValueError names the unknown ones."""
-    if methods is None:
-        return DEFAULT_METHODS
+def resolve_methods(methods: Iterable[str]) -> tuple[str, ...]:
+    """Validate method names; ValueError names the unknown ones."""
     out = tuple(methods)
     unknown = [m for m in out if m not in METHODS]
     if unknown:
@@ -375,7 +373,7 @@ def psd_diagnostics(R: NDArray[np.float64], psd_policy: str) -> dict[str, Any]:
     return {"shap_psd": psd, "shap_psd_repaired": (not psd) and psd_policy != "raise", "shap_min_eig": lam}
 
 
-def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None) -> QuestionScores:
+def score_question(ctx: QuestionContext, *, methods: Iterable[str] = DEFAULT_METHODS) -> QuestionScores:
     """Run every requested per-question method on one question, through its :class:`QuestionContext` (which the
     caller may share, so that R is built once).
 
@@ -433,8 +431,7 @@ def beta_sweep(P: ArrayLike, betas: Sequence[float], *, psd_policy: str) -> list
         R = kernel_matrix(C, float(b))
         d = psd_diagnostics(R, psd_policy)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
+            with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
                 value = float(gaussian_entropy(R, psd_policy=psd_policy))
         except ValueError:
             value = math.nan

@@ -94,8 +94,8 @@ def mcse_note(interval: metrics.BootstrapInterval | metrics.PairedInterval) -> s
 
 def outcomes(delta: np.ndarray, p_holm: np.ndarray) -> np.ndarray:
     """``win`` / ``loss`` where ``p_holm`` < :data:`SIGNIFICANCE` and ``delta`` is positive / negative,
-    ``undefined`` where either is NaN, else ``tie``."""
-    delta, p_holm = np.asarray(delta, dtype=np.float64), np.asarray(p_holm, dtype=np.float64)
+    ``undefined`` where either is NaN, else ``tie`` (float arrays of one length, e.g. columns of
+    ``comparisons.csv``)."""
     significant = p_holm < SIGNIFICANCE
     out = np.where(significant & (delta > 0), "win", np.where(significant & (delta < 0), "loss", "tie"))
     return np.where(np.isnan(delta) | np.isnan(p_holm), "undefined", out)

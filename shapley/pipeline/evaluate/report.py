@@ -8,8 +8,10 @@ open raw HTML. ``report`` refuses a run whose ``metrics.csv`` is stale (:mod:`sh
 
 from __future__ import annotations
 
+import html
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -82,8 +84,7 @@ def markdown_cell(text: str) -> str:
     >>> markdown_cell("a|b\\n<script>&")
     'a\\\\|b &lt;script&gt;&amp;'
     """
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
-    return " ".join(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    return re.sub(r"\r\n?|\n", " ", html.escape(text, quote=False).replace("|", "\\|"))
 
 
 def _fmt(v: Any, digits: int = 3) -> str:

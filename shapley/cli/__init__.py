@@ -19,7 +19,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
 from shapley.cli.args import build_parser, config_from_args
 from shapley.pipeline.config import NO_CACHE
@@ -79,10 +79,10 @@ def _report(a: argparse.Namespace, argv: list[str]) -> None:
 
 
 def _beta_sweep(a: argparse.Namespace, argv: list[str]) -> None:
-    from shapley.pipeline.evaluate.metrics import TABLE5_BETAS, write_beta_sweep
+    from shapley.pipeline.evaluate.metrics import write_beta_sweep
     from shapley.pipeline.evaluate.report import markdown_table
 
-    summary, paths = write_beta_sweep(a.run_dir, TABLE5_BETAS, n_boot=a.n_boot)
+    summary, paths = write_beta_sweep(a.run_dir, n_boot=a.n_boot)  # the grid of Table 5
     print(markdown_table(summary, digits=5))
     print("wrote " + " and ".join(str(f) for f in paths))
 
@@ -154,16 +154,10 @@ def _distinct_paths(paths: list[str], name: str) -> None:
         seen[key] = p
 
 
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    """Warnings as one line, ``warning: <message>``, without the source path and code line."""
-    print(f"warning: {message}", file=sys.stderr if file is None else file)
+def _show_warning(message: Warning | str, *where: Any, **_: Any) -> None:
+    """Warnings as one line, ``warning: <message>`` on stderr, without the source path and code line (``where``:
+    the category, file, line and code that :func:`warnings.showwarning` passes besides the message)."""
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

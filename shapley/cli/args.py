@@ -77,7 +77,7 @@ def option_reader(cls: type, name: str) -> Callable[[str], Any] | None:
 
 
 def _help(s: Setting, default: Any) -> str:
-    shown = isinstance(default, int | float | str) and not isinstance(default, bool)
+    shown = isinstance(default, int | float | str)  # a boolean setting is a flag, without a default shown
     return f"{s.help} (default {default})" if shown else s.help
 
 

@@ -131,7 +131,7 @@ def entail_matrices(stats: Mapping[str, Any], key: str = STAT) -> list[np.ndarra
     return [entailment_matrix(m, f"stats[{key!r}][{b}] (question {b})") for b, m in enumerate(rows)]
 
 
-def _per_question(stats: Mapping[str, Any], compute: Callable[[np.ndarray], Any], key: str = STAT) -> list[Any]:
+def _per_question(stats: Mapping[str, Any], compute: Callable[[np.ndarray], Any], key: str) -> list[Any]:
     """``compute(P)`` for each question's matrix P of ``stats[key]``; a ``ValueError`` of the core is raised again
     naming the question's batch index."""
     out = []

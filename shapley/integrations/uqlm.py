@@ -72,7 +72,6 @@ class ShapleyScorer:
         from shapley.pipeline.entail.backends import load_backend  # here: it imports torch
 
         self.backend = load_backend(entailment, cache=cache_option(cache), progress=False)
-        self.name = f"shapley[{entailment}]"
 
     def entail_matrices(self, responses: Sequence[str], sampled_responses: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """(n_k, n_k) entailment matrices, answers ``[responses[k], *sampled_responses[k]]``."""

@@ -49,6 +49,7 @@ def test_compute_metrics_columns_and_values():
         labels={"model": "m", "entailment": "e", "dataset": "d"},
         n_boot=200,
         seed=1,
+        notes={},
     )
     assert list(m.columns) == [*report.METRICS_COLUMNS, *report.EXTRA_COLUMNS]
     assert list(m["method"]) == ["Good", "Noise"]  # a method skipped everywhere is not a row of NaNs

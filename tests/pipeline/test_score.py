@@ -73,12 +73,12 @@ def test_registry_names_and_needs():
         "ER",
     ):
         assert name in score.METHODS
-    assert not score.METHODS["ER"].per_question
+    assert score.METHODS["ER"].func is None
 
 
 def test_every_per_question_method_computed_with_full_inputs():
     r = scored(_full_inputs(), S(), methods=list(score.METHODS))
-    expected = {m for m, s in score.METHODS.items() if s.per_question}
+    expected = {m for m, s in score.METHODS.items() if s.func is not None}
     assert set(r.scores) == expected
     assert r.skipped == {}
     assert all(math.isfinite(v) for v in r.scores.values())

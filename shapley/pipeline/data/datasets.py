@@ -158,21 +158,11 @@ def _load_online(name: str) -> list[Item]:
 
 
 # ------------------------------------------------------------------------------------ path resolution
-def _normalise_name(name: str) -> str:
-    if not isinstance(name, str):
-        raise ValueError(f"dataset name must be a string, got {type(name).__name__}; valid: {', '.join(DATASETS)}")
-    key = name.strip().lower().replace("-", "_")
-    if key not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
-    return key
-
-
 def local_path(name: str, path: str | os.PathLike[str] | None = None) -> Path | None:
     """Where the local file of ``name`` would be read from (it may not exist); None when none is configured.
 
     Order: ``path`` argument, ``data_dir() / LOCAL_FILES[name]``.
     """
-    name = _normalise_name(name)
     if path is not None:
         return Path(path)
     fname = LOCAL_FILES[name]
@@ -264,7 +254,7 @@ def _build_records(name: str, items: Sequence[Item], n_shots: int, seed: int, li
         for turns in by_story.values():
             turns.sort(key=lambda t: t.turn or 0)
             for k, it in enumerate(turns):
-                history[it.id] = turns[max(0, k - n_shots) : k] if n_shots else []
+                history[it.id] = turns[max(0, k - n_shots) : k]
         pairs = [(it, history[it.id]) for it in shuffled]
     else:
         pool, evaluated = _split_pool(shuffled, n_shots)
@@ -320,6 +310,7 @@ def dataset_records(
     evaluation records (None: all). ``source``: "auto" | "local" | "online"; ``path``: a local file (see
     module docs). Returns the evaluation records only; the examples never appear among them (CoQA: see
     module docs). The arguments are a run's data settings, checked when they were built
-    (:class:`shapley.pipeline.config.DataSettings`); only the dataset's name is checked (and normalised) here."""
-    name = _normalise_name(name)
+    (:class:`shapley.pipeline.config.DataSettings`); only the dataset's name is checked here."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
     return _build_records(name, _load_items(name, source, path), n_shots, seed, limit)

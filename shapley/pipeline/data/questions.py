@@ -48,16 +48,13 @@ class Questions(Sequence[T]):
 
 
 def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]:
-    """The questions of a ``run`` and its data settings with what they leave to the data filled in: the dataset's
-    name, the local file (relative to the repository) and its fingerprint. ``ValueError`` for a dataset without
-    questions or a question that cannot be stored as UTF-8."""
-    d = config.data
-    source = "auto" if d.source == "file" else d.source
+    """The questions of a ``run`` and its data settings with what they leave to the data filled in: the local file
+    (relative to the repository) and its fingerprint. ``ValueError`` for a question that cannot be stored as
+    UTF-8."""
+    d = config.data  # a run's source is one of DATA_SOURCES (score-samples' "file" is never one)
     records = datasets.dataset_records(
-        d.dataset, limit=d.limit, n_shots=d.n_shots, seed=config.seed, source=source, path=d.path
+        d.dataset, limit=d.limit, n_shots=d.n_shots, seed=config.seed, source=d.source, path=d.path
     )
-    if not records:
-        raise ValueError(f"dataset {d.dataset!r} gave no questions")
     placed = take_shard(records, d.shard, key=lambda r: r.id)
     for _, r in placed:
         try:
@@ -67,12 +64,11 @@ def run_questions(config: RunConfig) -> tuple[DataSettings, Questions[QARecord]]
                 f"{d.dataset}: question {r.id!r} holds text that cannot be encoded as UTF-8 "
                 f"({exc.reason}: {exc.object[exc.start : exc.end]!r}); fix the data file"
             ) from exc
-    local = None if source == "online" else datasets.local_path(d.dataset, d.path)
-    sha = sha256_file(local) if local is not None and Path(local).is_file() else None
+    local = None if d.source == "online" else datasets.local_path(d.dataset, d.path)
+    sha = None if local is None else sha256_file(local)
     data = dataclasses.replace(
         d,
-        dataset=records[0].dataset,
-        source=source if sha is None else "local",
+        source=d.source if sha is None else "local",
         path=None if local is None else repo_relative(local),
         sha256=sha,
     )
@@ -98,7 +94,8 @@ def sample_questions(config: RunConfig) -> tuple[DataSettings, Questions[SampleI
 
 
 def shard_of(qid: str, k: int) -> int:
-    """The shard (0..k-1) of question id ``qid``: the first 8 bytes of SHA-256(id, UTF-8), big-endian, mod k.
+    """The shard (0..k-1) of question id ``qid``: the first 8 bytes of SHA-256(id, UTF-8), big-endian, mod k
+    (``k >= 1``, as the ``--shard`` setting is checked).
 
     Examples:
         >>> [shard_of(f"q{i}", 3) for i in range(8)]  # fixed: the split never changes between versions
@@ -106,8 +103,6 @@ def shard_of(qid: str, k: int) -> int:
         >>> shard_of("anything", 1)
         0
     """
-    if k < 1:
-        raise ValueError(f"the number of shards must be >= 1; got {k}")
     digest = hashlib.sha256(str(qid).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % k
 

@@ -51,7 +51,7 @@ def rankable(u: np.ndarray) -> tuple[np.ndarray, int]:
     """Scores rounded (:func:`shapley.core.metrics.round_scores`), +-inf replaced by max+1 / min-1 of the finite
     values (max + 1e-6 |max| / min - 1e-6 |min| beyond 1e6: strictly beyond them even after rounding,
     rank-preserving); returns (array, number of infinite scores)."""
-    u = metrics.round_scores(np.asarray(u, dtype=np.float64))
+    u = metrics.round_scores(u)  # a float64 copy
     inf = np.isinf(u)
     if inf.any():
         fin = u[~inf]
@@ -94,8 +94,8 @@ def mcse_note(interval: metrics.BootstrapInterval | metrics.PairedInterval) -> s
 
 def outcomes(delta: np.ndarray, p_holm: np.ndarray) -> np.ndarray:
     """``win`` / ``loss`` where ``p_holm`` < :data:`SIGNIFICANCE` and ``delta`` is positive / negative,
-    ``undefined`` where either is NaN, else ``tie``."""
-    delta, p_holm = np.asarray(delta, dtype=np.float64), np.asarray(p_holm, dtype=np.float64)
+    ``undefined`` where either is NaN, else ``tie`` (float arrays of one length, e.g. columns of
+    ``comparisons.csv``)."""
     significant = p_holm < SIGNIFICANCE
     out = np.where(significant & (delta > 0), "win", np.where(significant & (delta < 0), "loss", "tie"))
     return np.where(np.isnan(delta) | np.isnan(p_holm), "undefined", out)
@@ -108,7 +108,9 @@ def compare_methods(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """``comparisons.csv``: each method of ``methods`` against :data:`REFERENCE_METHOD` on the questions both scored.
+    """``comparisons.csv``: each method of ``methods`` (a column of ``scores`` each, as :func:`scores_frame
+    <shapley.pipeline.evaluate.metrics.scores_frame>` writes them) against :data:`REFERENCE_METHOD` on the questions
+    both scored.
 
     For each method, on the questions where both it and the reference have a score: ``delta_auroc`` =
     AUROC(method) - AUROC(reference); its paired percentile bootstrap interval ``lo``/``hi`` with the
@@ -124,7 +126,7 @@ def compare_methods(
         u_ref = scores[REFERENCE_METHOD].to_numpy(dtype=np.float64)
         correct = scores["correct"].to_numpy(dtype=bool)
         for m in methods:
-            if m == REFERENCE_METHOD or m not in scores or scores[m].isna().all():
+            if m == REFERENCE_METHOD or scores[m].isna().all():
                 continue
             row = _comparison(scores[m].to_numpy(dtype=np.float64), u_ref, correct, n_boot=n_boot, seed=seed)
             rows.append({"method": m, "reference": REFERENCE_METHOD, **row})

@@ -77,19 +77,18 @@ def _label(value: Any, qid: Any) -> bool:
 def scores_frame(records: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> pd.DataFrame:
     """Flat DataFrame of stored score records (one row per question, see the module docstring), one column per
     method of ``methods``."""
-    names = list(methods)
     copied = ("correctness_value", "correctness_metric", "answer")  # stored fields written as they are
     diag_keys: list[str] = sorted({k for r in records for k in r.get("diagnostics", {})})
     rows = []
     for r in records:
         row: dict[str, Any] = {"id": str(r["id"]), "correct": _label(r.get("correct"), r["id"])}
         row.update({k: r.get(k) for k in copied})
-        for m in names:
+        for m in methods:
             v = r["scores"].get(m)
             row[m] = math.nan if v is None else float(v)
         row.update({k: r.get("diagnostics", {}).get(k) for k in diag_keys})
         rows.append(row)
-    return pd.DataFrame(rows, columns=["id", "correct", *copied, *names, *diag_keys])
+    return pd.DataFrame(rows, columns=["id", "correct", *copied, *methods, *diag_keys])
 
 
 def method_metrics(
@@ -130,19 +129,19 @@ def compute_metrics(
     scores: pd.DataFrame,
     *,
     methods: Sequence[str],
-    skipped: Mapping[str, Counter[str]] | None = None,
-    labels: Mapping[str, Any] | None = None,
+    skipped: Mapping[str, Counter[str]],
+    labels: Mapping[str, Any],
     n_boot: int = 1000,
     seed: int = 0,
-    notes: Mapping[str, str] | None = None,
+    notes: Mapping[str, str],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`).
+    """(metrics, skipped) tables for the method columns of ``scores`` (a :func:`scores_frame`: a column for each of
+    ``methods``).
 
     ``skipped``: method -> Counter of reasons over questions; ``labels``: the :data:`LABELS` (others are
     ignored); ``notes``: extra per-method notes.
     """
-    labels = {k: (labels or {}).get(k) for k in LABELS}
-    skipped = skipped or {}
+    labels = {k: labels.get(k) for k in LABELS}
     n_q = len(scores)
     rows, srows = [], []
     correct = scores["correct"].to_numpy(dtype=bool)
@@ -151,14 +150,14 @@ def compute_metrics(
         n_sk = int(sum(reasons.values()))
         if n_sk:  # a row of SKIPPED_COLUMNS
             srows.append((m, n_sk, n_q, "; ".join(f"{why} ({k})" for why, k in reasons.most_common())))
-        u = scores[m].to_numpy(dtype=np.float64) if m in scores else np.full(n_q, np.nan)
+        u = scores[m].to_numpy(dtype=np.float64)
         ok = ~np.isnan(u)
         if not ok.any():
             if not n_sk:
                 srows.append((m, n_q, n_q, "no scores"))
             continue
         r = method_metrics(u[ok], correct[ok], n_boot=n_boot, seed=seed)
-        note = [x for x in ((notes or {}).get(m, ""), r.pop("note")) if x]
+        note = [x for x in (notes.get(m, ""), r.pop("note")) if x]
         if n_sk:
             note.append(f"skipped on {n_sk} of {n_q} questions (see skipped.csv)")
         rows.append({"method": m, **r, **labels, "note": "; ".join(note), "n_questions": n_q, "n_skipped": n_sk})
@@ -195,19 +194,6 @@ def run_lock(run: RunDir | str | os.PathLike[str]) -> Any:
         os.close(fd)
 
 
-def _open_outputs(
-    run: RunDir | str | os.PathLike[str],
-) -> tuple[Path, RunConfig, dict[str, Any], dict[str, dict[str, Any]]]:
-    """(path, config, config.json record, stored score records) of a run directory, open or not."""
-    if isinstance(run, RunDir):
-        return run.path, run.config, run.record, run.store("scores").records
-    path = Path(run)
-    record = read_record(path)
-    if record is None:
-        raise FileNotFoundError(f"{path} is not a run directory (no config.json)")
-    return path, RunConfig.from_stored(record), record, JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
-
-
 def _embedding_regression(
     df: pd.DataFrame,
     ids: Sequence[str],
@@ -216,15 +202,16 @@ def _embedding_regression(
     skipped: dict[str, Counter[str]],
 ) -> str:
     """Fill ``df["ER"]`` (fit on a seeded half of the questions with embeddings); returns the metrics note."""
-    have = [i for i in ids if embeddings is not None and i in embeddings]
+    vectors = embeddings or {}
+    have = [i for i in ids if i in vectors]
     if len(have) < len(ids):
         skipped["ER"]["missing input: embeddings"] += len(ids) - len(have)
-    if not have or embeddings is None:
+    if not have:
         return ""
     rows = [ids.index(i) for i in have]
     try:
         er = _score.embedding_regression_scores(
-            np.asarray([embeddings[i] for i in have], dtype=np.float64),
+            np.asarray([vectors[i] for i in have], dtype=np.float64),
             df["correct"].to_numpy(dtype=bool)[rows],
             seed=seed,
         )
@@ -249,62 +236,60 @@ def write_run_outputs(
     :func:`shapley.pipeline.score.scores.embedding_regression_scores`). Returns the run directory.
     """
     with run_lock(run):
-        return _write_run_outputs(run, ids, embeddings)
-
-
-def _write_run_outputs(
-    run: RunDir | str | os.PathLike[str],
-    ids: Sequence[str] | None,
-    embeddings: Mapping[str, Sequence[float]] | None,
-) -> Path:
-    path, config, record, recs = _open_outputs(run)
-    ids = list(recs) if ids is None else [str(i) for i in ids]
-    missing = [i for i in ids if i not in recs]
-    if missing:
-        raise ValueError(f"{path}: no stored scores for {len(missing)} question(s), e.g. {missing[:3]}")
-    records = [recs[i] for i in ids]
-    methods = list(config.scoring.methods)
-    df = scores_frame(records, methods)
-    skipped: dict[str, Counter[str]] = {m: Counter() for m in methods}
-    for r in records:
-        for m, why in r["skipped"].items():
-            if m in skipped:
-                skipped[m][why] += 1
-    notes: dict[str, str] = {}
-    if "Shap" in methods and "shap_psd_repaired" in df:
-        k = int(df["shap_psd_repaired"].fillna(False).astype(bool).sum())
-        if k:
-            notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
-    if "ER" in methods:
-        notes["ER"] = _embedding_regression(df, ids, embeddings, config.seed, skipped)
-    metrics, skipped_df = compute_metrics(
-        df,
-        methods=methods,
-        skipped=skipped,
-        labels=_run_labels(config, record),
-        n_boot=config.scoring.n_boot,
-        seed=config.seed,
-        notes=notes,
-    )
-    compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
-    texts = {
-        "scores.csv": csv_text(df),
-        "metrics.csv": csv_text(metrics),
-        "skipped.csv": csv_text(skipped_df),
-        "comparisons.csv": csv_text(compared),
-    }
-    for name, text in texts.items():
-        write_files({Path(path) / name: text})
-    derived.record(path, texts, stages=("scores",), ids=ids, read_records={"scores": recs})
-    stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
-    if stale:
-        derived.forget(path, list(derived.SWEEP_OUTPUTS))
-        warnings.warn(
-            f"{path}: removed {', '.join(stale)}: computed from other stage-file content; rerun beta-sweep",
-            UserWarning,
-            stacklevel=2,
+        if isinstance(run, RunDir):
+            path, config, record, recs = run.path, run.config, run.record, run.store("scores").records
+        else:  # a path, locked by run_lock, which found its config.json
+            path, stored = Path(run), read_record(run)
+            assert stored is not None
+            config, record = RunConfig.from_stored(stored), stored
+            recs = JsonlStore(path / STAGE_FILES["scores"]).load(repair=False)
+        ids = list(recs) if ids is None else [str(i) for i in ids]
+        missing = [i for i in ids if i not in recs]
+        if missing:
+            raise ValueError(f"{path}: no stored scores for {len(missing)} question(s), e.g. {missing[:3]}")
+        records = [recs[i] for i in ids]
+        methods = list(config.scoring.methods)
+        df = scores_frame(records, methods)
+        skipped: dict[str, Counter[str]] = {m: Counter() for m in methods}
+        for r in records:
+            for m, why in r["skipped"].items():
+                if m in skipped:
+                    skipped[m][why] += 1
+        notes: dict[str, str] = {}
+        if "Shap" in methods and "shap_psd_repaired" in df:
+            k = int(df["shap_psd_repaired"].fillna(False).astype(bool).sum())
+            if k:
+                notes["Shap"] = f"R not PSD and repaired (psd_policy={config.scoring.psd_policy}) on {k} question(s)"
+        if "ER" in methods:
+            notes["ER"] = _embedding_regression(df, ids, embeddings, config.seed, skipped)
+        metrics, skipped_df = compute_metrics(
+            df,
+            methods=methods,
+            skipped=skipped,
+            labels=_run_labels(config, record),
+            n_boot=config.scoring.n_boot,
+            seed=config.seed,
+            notes=notes,
         )
-    return path
+        compared = compare_methods(df, methods=methods, n_boot=config.scoring.n_boot, seed=config.seed)
+        texts = {
+            "scores.csv": csv_text(df),
+            "metrics.csv": csv_text(metrics),
+            "skipped.csv": csv_text(skipped_df),
+            "comparisons.csv": csv_text(compared),
+        }
+        for name, text in texts.items():
+            write_files({path / name: text})
+        derived.record(path, texts, stages=("scores",), ids=ids, read_records={"scores": recs})
+        stale = [n for n in derived.stale_outputs(path) if n in derived.SWEEP_OUTPUTS]
+        if stale:
+            derived.forget(path, list(derived.SWEEP_OUTPUTS))
+            warnings.warn(
+                f"{path}: removed {', '.join(stale)}: computed from other stage-file content; rerun beta-sweep",
+                UserWarning,
+                stacklevel=2,
+            )
+        return path
 
 
 def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
@@ -313,22 +298,8 @@ def load_scores(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def load_skipped(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """A run's ``skipped.csv`` (empty frame with :data:`SKIPPED_COLUMNS` if absent)."""
-    f = Path(run_dir) / "skipped.csv"
-    if not f.is_file():
-        return pd.DataFrame(columns=list(SKIPPED_COLUMNS))
-    return pd.read_csv(f)
-
-
-def described_ids(run_dir: str | os.PathLike[str], stored: Mapping[str, Any]) -> list[str]:
-    """The questions that a run's outputs describe, in their order: those ``scores.csv`` was computed for (as
-    recorded in ``derived.json``; a resume with a smaller ``--limit`` describes fewer than it stores), else
-    (no outputs yet) every stored one (``stored``: the score records, by id)."""
-    rec = derived.read(run_dir)
-    entry = (rec or {}).get("files", {}).get("scores.csv") or {}
-    if isinstance(entry.get("ids"), list):
-        return [str(i) for i in entry["ids"]]
-    return list(stored)
+    """A run's ``skipped.csv`` (written with ``metrics.csv``: :data:`SKIPPED_COLUMNS`)."""
+    return pd.read_csv(Path(run_dir) / "skipped.csv")
 
 
 def beta_table(
@@ -350,7 +321,10 @@ def beta_table(
     cfg = read_config(run_dir)
     policy = cfg.scoring.psd_policy
     ent, sc = stores if stores is not None else _sweep_stores(run_dir)
-    ids = [i for i in described_ids(run_dir, sc) if i in ent]
+    # the questions the run's outputs describe, in their order: those scores.csv was computed for (as recorded in
+    # derived.json; a resume with a smaller --limit describes fewer than it stores), else (no outputs yet) all stored
+    described = (derived.read(run_dir) or {}).get("files", {}).get("scores.csv", {})
+    ids = [i for i in described.get("ids") or sc if i in ent]
     if not ids:
         raise ValueError(f"{run_dir}: no questions with both entailment and scores")
     rows = []
@@ -401,7 +375,7 @@ def write_beta_sweep(
     with run_lock(run_dir):
         ent, sc = _sweep_stores(run_dir)
         summary, per_q = beta_table(run_dir, betas, n_boot=n_boot, stores=(ent, sc))
-        ids = list(dict.fromkeys(str(i) for i in per_q["id"]))
+        ids = per_q["id"].unique().tolist()  # in their order
         texts = dict(zip(derived.SWEEP_OUTPUTS, [csv_text(summary), csv_text(per_q)], strict=True))
         paths = [Path(run_dir) / name for name in texts]
         for f, text in zip(paths, texts.values(), strict=True):

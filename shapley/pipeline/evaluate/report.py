@@ -8,8 +8,10 @@ open raw HTML. ``report`` refuses a run whose ``metrics.csv`` is stale (:mod:`sh
 
 from __future__ import annotations
 
+import html
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,25 +59,21 @@ MISSING = "—"
 
 
 def load_metrics(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """A run's ``metrics.csv`` as a DataFrame."""
-    f = Path(run_dir) / "metrics.csv"
-    if not f.is_file():
-        raise FileNotFoundError(f"{run_dir}: no metrics.csv (the run has not finished its metrics stage)")
-
+    """A run's ``metrics.csv`` as a DataFrame (``FileNotFoundError`` naming it where the run has not finished its
+    metrics stage)."""
     # labels (model, entailment, dataset) read back exactly, as strings: "NA" or "1e3" is a label, not a value
-    return read_csv_ids(f, keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
+    return read_csv_ids(Path(run_dir) / "metrics.csv", keep_default_na=True, dtype={"note": str}).fillna({"note": ""})
 
 
 def runs_table(run_dirs: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
-    """All runs' metrics stacked, with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns appended."""
+    """All runs' metrics stacked (at least one run), with ``run_dir``, ``beta``, ``n_samples`` and ``seed`` columns
+    appended."""
     frames = []
     for d in run_dirs:
         cfg = read_config(d)
         frames.append(
             load_metrics(d).assign(run_dir=str(d), beta=cfg.scoring.beta, n_samples=cfg.n_samples, seed=cfg.seed)
         )
-    if not frames:
-        return pd.DataFrame(columns=[*METRICS_COLUMNS, *EXTRA_COLUMNS, "run_dir", "beta", "n_samples", "seed"])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -86,12 +84,11 @@ def markdown_cell(text: str) -> str:
     >>> markdown_cell("a|b\\n<script>&")
     'a\\\\|b &lt;script&gt;&amp;'
     """
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
-    return " ".join(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    return re.sub(r"\r\n?|\n", " ", html.escape(text, quote=False).replace("|", "\\|"))
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if pd.isna(v):
         return ""
     if isinstance(v, (float, np.floating)):
         return f"{v:.{digits}f}"
@@ -175,14 +172,24 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     t = runs_table(run_dirs)
     if t.empty:
         raise ValueError("no metrics found in the given run directories")
-    labels = run_labels(list(run_dirs))
-    t["run"] = [labels[str(d)] for d in t["run_dir"]]
+    t["run"] = t["run_dir"].map(run_labels(run_dirs))
     t["auroc [95% CI]"] = [
         _auroc_text(float(a), float(lo), float(hi), str(n))
         for a, lo, hi, n in zip(t["auroc"], t["auroc_lo"], t["auroc_hi"], t["note"], strict=True)
     ]
-    tidy_cols = ["run", "dataset", "model", "entailment", "method", "auroc [95% CI]"]
-    tidy_cols += ["auarc", "prr", "n", "accuracy", "note"]
+    tidy_cols = [
+        "run",
+        "dataset",
+        "model",
+        "entailment",
+        "method",
+        "auroc [95% CI]",
+        "auarc",
+        "prr",
+        "n",
+        "accuracy",
+        "note",
+    ]
     parts = [
         "# AUROC across runs",
         "Higher is better: P(an incorrect answer is more uncertain than a correct one).",
@@ -196,6 +203,6 @@ def report(run_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike
     if output is not None:
         md_path, csv_path = report_files(output)
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        write_files({Path(md_path): md})
-        write_files({Path(csv_path): csv_text(t.drop(columns=["auroc [95% CI]", "run"]))})
+        write_files({md_path: md})
+        write_files({csv_path: csv_text(t.drop(columns=["auroc [95% CI]", "run"]))})
     return md

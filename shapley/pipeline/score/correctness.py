@@ -9,8 +9,8 @@ references the best one counts (maximum over references).
 * :func:`bleu`: ``sacrebleu.sentence_bleu(prediction, references).score / 100`` (sacrebleu's default
   sentence-level smoothing), in [0, 1].
 * An empty (or whitespace-only) prediction scores 0.0 under both metrics: it is never correct.
-* References: a sequence of strings, at least one not blank (a single string is taken as one reference), as
-  the data stage checks them (:func:`shapley.pipeline.data.files.make_item`, the score-samples reader).
+* References: a list of strings, at least one not blank, as the data stage checks them
+  (:func:`shapley.pipeline.data.files.make_item`, the score-samples reader).
 """
 
 from __future__ import annotations
@@ -33,11 +33,6 @@ CORRECTNESS_FOR: dict[str, str] = {
 }
 
 
-def _references(references: str | Sequence[str]) -> list[str]:
-    """``references`` as a list (a single string is one reference)."""
-    return [references] if isinstance(references, str) else list(references)
-
-
 @lru_cache(maxsize=1)
 def _rouge_scorer():
     from rouge_score import rouge_scorer
@@ -50,7 +45,7 @@ def rouge_l(prediction: str, references: Sequence[str]) -> float:
     if not prediction.strip():
         return 0.0
     scorer = _rouge_scorer()
-    return float(max(scorer.score(ref, prediction)["rougeL"].fmeasure for ref in _references(references)))
+    return float(max(scorer.score(ref, prediction)["rougeL"].fmeasure for ref in references))
 
 
 def bleu(prediction: str, references: Sequence[str]) -> float:
@@ -63,7 +58,7 @@ def bleu(prediction: str, references: Sequence[str]) -> float:
         return 0.0
     import sacrebleu
 
-    score = sacrebleu.sentence_bleu(prediction, [r for r in _references(references) if r.strip()]).score / 100.0
+    score = sacrebleu.sentence_bleu(prediction, [r for r in references if r.strip()]).score / 100.0
     return float(min(1.0, max(0.0, score)))
 
 

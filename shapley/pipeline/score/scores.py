@@ -70,28 +70,19 @@ SE_AGGREGATION_DEFAULT = "mean"
 
 @dataclass
 class ScoreInputs:
-    """Everything the methods may read for one question (missing inputs are ``None``)."""
+    """Everything the methods may read for one question (missing inputs are ``None``), as stored: the methods
+    check and convert what they read (:mod:`shapley.core.validate`)."""
 
     id: str = ""
     samples: list[str] | None = None
-    entail: NDArray[np.float64] | None = None
-    contradict: NDArray[np.float64] | None = None
+    entail: Any = None  # (n, n) probabilities: an array, or nested lists as stored
+    contradict: Any = None
     sample_logprobs: list[list[float]] | None = None
     answer_logprobs: list[float] | None = None
     answer_entropies: list[float] | None = None
     p_true: float | None = None
     a4c_text: str | None = None
-    embeddings: NDArray[np.float64] | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("entail", "contradict"):
-            M = getattr(self, name)
-            if M is not None:
-                setattr(self, name, np.asarray(M, dtype=np.float64))
-        if self.sample_logprobs is not None:
-            self.sample_logprobs = [list(map(float, t)) for t in self.sample_logprobs]
-        if self.embeddings is not None:
-            self.embeddings = np.asarray(self.embeddings, dtype=np.float64).ravel()
+    embeddings: ArrayLike | None = None
 
     @classmethod
     def from_generation(
@@ -101,8 +92,7 @@ class ScoreInputs:
 
         Empty per-token lists count as missing (a generator that did not record log-probs).
         """
-        n = len(gen.samples)
-        slp = gen.sample_token_logprobs if len(gen.sample_token_logprobs) == n and n > 0 else None
+        slp = gen.sample_token_logprobs if len(gen.sample_token_logprobs) == len(gen.samples) else None
         return cls(
             id=str(gen.id),
             samples=list(gen.samples),
@@ -113,7 +103,7 @@ class ScoreInputs:
             answer_entropies=list(gen.answer_token_entropies) or None,
             p_true=gen.p_true,
             a4c_text=gen.a4c_text,
-            embeddings=None if embeddings is None else np.asarray(embeddings, dtype=np.float64),
+            embeddings=embeddings,
         )
 
     def has(self, name: str) -> bool:
@@ -159,13 +149,13 @@ def _req(value: T | None) -> T:
     return value
 
 
+@dataclass
 class QuestionContext:
     """One question's inputs and the quantities several methods share, each computed once: ``W = (P + P^T) / 2``,
     the kernel matrix ``R`` of the run's beta, the semantic clusters and the samples' log-likelihoods."""
 
-    def __init__(self, x: ScoreInputs, settings: MethodSettings) -> None:
-        self.x = x
-        self.opts = settings
+    x: ScoreInputs
+    opts: MethodSettings
 
     @cached_property
     def W(self) -> NDArray[np.float64]:
@@ -192,15 +182,13 @@ class QuestionContext:
     @cached_property
     def log_likelihoods(self) -> NDArray[np.float64]:
         """Sequence log-likelihoods (sum of token log-probs), shape (n,)."""
-        assert self.x.sample_logprobs is not None
-        return np.array([float(np.sum(t)) for t in self.x.sample_logprobs])
+        return np.array([float(np.sum(t)) for t in _req(self.x.sample_logprobs)])
 
     @cached_property
     def se_log_likelihoods(self) -> NDArray[np.float64]:
         """Log-likelihoods used by ``SE``: sums or per-token means (``se_aggregation``)."""
-        assert self.x.sample_logprobs is not None
         if self.opts.se_aggregation == "mean":
-            return np.array([float(np.mean(t)) for t in self.x.sample_logprobs])
+            return np.array([float(np.mean(t)) for t in _req(self.x.sample_logprobs)])
         return self.log_likelihoods
 
 
@@ -210,19 +198,19 @@ class QuestionContext:
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One uncertainty method: ``func(ctx) -> float`` (higher = more uncertain) and the inputs it needs."""
+    """One uncertainty method: ``func(ctx) -> float`` (higher = more uncertain) and the inputs it needs; ``func`` is
+    None for a method that is not computed per question (``ER``, at the metrics stage)."""
 
     name: str
     func: Callable[[QuestionContext], float] | None
     needs: tuple[str, ...]
     description: str
-    per_question: bool = True
 
 
 def _shap(c: QuestionContext) -> float:
     """``shapley_uncertainty(P, beta)``: the entropy of N(0, R), one log-det by efficiency."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # PSD repairs are recorded in the diagnostics
+    # PSD repairs are recorded in the diagnostics
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
         return float(gaussian_entropy(c.R, psd_policy=c.opts.psd_policy))
 
 
@@ -319,17 +307,14 @@ METHODS["ER"] = MethodSpec(
     ("embeddings",),
     "embedding regression: logistic regression on answer embeddings, fit on a seeded half of the "
     "questions (computed at the metrics stage: embedding_regression_scores)",
-    per_question=False,
 )
 
 DEFAULT_METHODS: tuple[str, ...] = tuple(METHODS)
 """Methods computed when none are named: all of them."""
 
 
-def resolve_methods(methods: Iterable[str] | None) -> tuple[str, ...]:
-    """Validate method names (``None`` -> :data:`DEFAULT_METHODS`); ValueError names the unknown ones."""
-    if methods is None:
-        return DEFAULT_METHODS
+def resolve_methods(methods: Iterable[str]) -> tuple[str, ...]:
+    """Validate method names; ValueError names the unknown ones."""
     out = tuple(methods)
     unknown = [m for m in out if m not in METHODS]
     if unknown:
@@ -388,7 +373,7 @@ def psd_diagnostics(R: NDArray[np.float64], psd_policy: str) -> dict[str, Any]:
     return {"shap_psd": psd, "shap_psd_repaired": (not psd) and psd_policy != "raise", "shap_min_eig": lam}
 
 
-def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None) -> QuestionScores:
+def score_question(ctx: QuestionContext, *, methods: Iterable[str] = DEFAULT_METHODS) -> QuestionScores:
     """Run every requested per-question method on one question, through its :class:`QuestionContext` (which the
     caller may share, so that R is built once).
 
@@ -403,20 +388,19 @@ def score_question(ctx: QuestionContext, *, methods: Iterable[str] | None = None
         out.diagnostics["n_samples"] = len(x.samples)
         out.diagnostics["n_empty_samples"] = sum(1 for s in x.samples if not s.strip())
     names = resolve_methods(methods)
-    if x.has("entail") and any(METHODS[m].per_question and "entail" in METHODS[m].needs for m in names):
+    if x.has("entail") and any("entail" in METHODS[m].needs for m in names):
         try:
             out.diagnostics.update(psd_diagnostics(ctx.R, ctx.opts.psd_policy))
         except (ValueError, np.linalg.LinAlgError) as exc:
             out.diagnostics["shap_error"] = str(exc)
     for name in names:
         spec = METHODS[name]
-        if not spec.per_question:
+        if spec.func is None:
             continue
         miss = x.missing(spec.needs)
         if miss:
             out.skipped[name] = "missing input: " + ", ".join(miss)
             continue
-        assert spec.func is not None
         try:
             value = float(spec.func(ctx))
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -447,8 +431,7 @@ def beta_sweep(P: ArrayLike, betas: Sequence[float], *, psd_policy: str) -> list
         R = kernel_matrix(C, float(b))
         d = psd_diagnostics(R, psd_policy)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
+            with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
                 value = float(gaussian_entropy(R, psd_policy=psd_policy))
         except ValueError:
             value = math.nan

@@ -12,6 +12,10 @@ sides compute on one matrix, the largest absolute difference per source goes to 
 (``shapley.companion.crosscheck.RECORD``), with why Ecc's AUROC differs (``crosscheck.ecc_gap``). The inputs and
 the output folder are checked before any work (exit 2, one line); the three files are replaced together. The
 reading of every difference is in book/integrations.md.
+
+The script runs on one thread (OMP/OpenBLAS/MKL pinned before numpy and torch load): MiniLM's similarities move in
+their last bits with the thread count, and LM-Polygraph ranks the UEManager run's scores unrounded, so its AUROCs
+(fourth decimal) and the Ecc gap's tie counts would depend on the machine's cores.
 """
 
 from __future__ import annotations
@@ -28,12 +32,15 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
 
-from shapley.companion import crosscheck
-from shapley.pipeline.data.datasets import LOCAL_FILES
-from shapley.pipeline.rundir.settings import data_dir
-from shapley.results.records import write_files
+import numpy as np  # noqa: E402
+
+from shapley.companion import crosscheck  # noqa: E402
+from shapley.pipeline.data.datasets import LOCAL_FILES  # noqa: E402
+from shapley.pipeline.rundir.settings import data_dir  # noqa: E402
+from shapley.results.records import write_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

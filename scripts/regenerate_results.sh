@@ -82,7 +82,7 @@ for m in $RUN_RECORDS; do $PY -m "$m"; done
 # Our baselines and Shapley total against LM-Polygraph's estimators on the committed LLaMA-13B matrices (reads the
 # stages.jsonl.gz files written above), in LM-Polygraph's own environment (built first if it is missing).
 [ -x .venv-lm-polygraph/bin/python ] && [ -f .venv-lm-polygraph/.installed ] || make integrations
-OMP_NUM_THREADS=1 .venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.py --out results/crosscheck
+.venv-lm-polygraph/bin/python scripts/crosscheck_lm_polygraph.py --out results/crosscheck
 
 # The benchmarks last, alone on the machine, one thread each.
 $PY benchmarks/bench_shapley.py

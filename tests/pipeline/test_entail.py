@@ -311,13 +311,43 @@ def test_an_uncached_hub_model_is_downloaded_when_online_and_a_failed_download_i
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     assert local_model_folder("hf", "org/nli") == tmp_path
     assert calls == [("org/nli", True), ("org/nli", False)]
-    with pytest.raises(ModelNotAvailableError, match="downloading it failed .ConnectionError: no route to host"):
+    with pytest.raises(
+        ModelNotAvailableError, match=r"downloading it failed \(ConnectionError: no route to host\); check"
+    ):
         local_model_folder("hf", "org/unreachable")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     calls.clear()
     with pytest.raises(ModelNotAvailableError, match="offline mode is on"):
         local_model_folder("hf", "org/nli")
     assert calls == [("org/nli", True)]  # offline: the cache only
+
+
+def test_a_snapshot_downloaded_without_other_frameworks_weights_is_found_offline(monkeypatch, tmp_path):
+    """A hub cache as an online snapshot_download(ignore_patterns=HUB_IGNORE) leaves it: the repo's tree listing
+    names tf_model.h5, which was not fetched. Offline, local_model_folder still finds the snapshot (a lookup without
+    the same patterns calls it incomplete). The listing is written with huggingface_hub's own (private) helper,
+    pinned at 2.4.0 in constraints.txt."""
+    from huggingface_hub._tree_cache import TreeCacheEntry, write_tree_cache
+
+    from shapley.pipeline.entail.base import local_model_folder
+    from shapley.pipeline.generate.models import local_snapshot
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    commit, storage = "a" * 40, tmp_path / "models--org--nli"
+    (storage / "refs").mkdir(parents=True)
+    (storage / "refs" / "main").write_text(commit)
+    snapshot = storage / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "pytorch_model.bin"):
+        (snapshot / name).write_text("{}")
+    listing = {
+        name: TreeCacheEntry(size=2, blob_id=name) for name in ("config.json", "pytorch_model.bin", "tf_model.h5")
+    }
+    write_tree_cache(str(storage), commit, listing)
+    assert local_snapshot("org/nli") is None  # what the lookup without patterns said
+    assert local_model_folder("hf", "org/nli") == snapshot
 
 
 def test_embedding_backend_on_tiny_encoder(backend_specs):

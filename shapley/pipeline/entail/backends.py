@@ -24,7 +24,7 @@ Every backend
   once and results are expanded back; two identical answers entail each other with probability 1 and
   contradict with probability 0, like the diagonal);
 * follows the batch rule (:mod:`shapley.pipeline.entail.base`), so a pair's probabilities are bit-identical
-  whatever else is in the call, whatever the ``batch_size`` and whatever the cache held;
+  whatever else is in the call and whatever the cache held (on one machine and thread count: see below);
 * with ``with_question=True`` scores ``f"{question} {answer}"`` instead of the bare answer (as Kuhn et al.
   2023 do);
 * keeps a persistent cache of checksummed rows (:mod:`shapley.pipeline.entail.cache`, by default
@@ -35,8 +35,11 @@ Every backend
   with a warning: that call's values may then differ in the last bits and are not cached.
 
 Empty answers are allowed and scored as they are (the model sees an empty text); they are not dropped
-or replaced. A model that is not available locally raises ``ModelNotAvailableError`` naming the
-alternatives; no other model is substituted.
+or replaced. A hub model that is neither cached nor downloadable (offline, or the download fails) raises
+``ModelNotAvailableError`` naming the alternatives; no other model is substituted.
+
+The batch rule does not cover the CPU thread count: MiniLM's similarities moved in their last bits between one and
+two threads (seen in ``scripts/crosscheck_lm_polygraph.py``'s UEManager run, which now pins one thread).
 """
 
 from __future__ import annotations

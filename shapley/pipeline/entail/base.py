@@ -301,6 +301,10 @@ class EntailmentBackend(ABC):
         return out
 
 
+#: files of a hub repo an entailment model never reads (other frameworks' weights), as sentence-transformers skips them
+HUB_IGNORE = ["*.h5", "*.msgpack", "*.onnx", "*.ot"]
+
+
 def local_model_folder(kind: str, spec: str) -> Path:
     """Folder of a local path or of a hub snapshot: the cached one, else (unless offline) downloaded now;
     ModelNotAvailableError naming alternatives where neither is possible."""
@@ -310,20 +314,20 @@ def local_model_folder(kind: str, spec: str) -> Path:
     if path.exists():
         raise ValueError(f"{kind}:{spec} must name a model directory, not a file")
     if looks_like_hub_id(spec):
-        snap = local_snapshot(spec)
+        snap = local_snapshot(spec, HUB_IGNORE)
         if snap is not None:
             return snap
-        state = "offline mode is on and "
+        why = "offline mode is on and it is not in the local Hugging Face cache (download it with internet first)"
         if not hf_offline():
             from huggingface_hub import snapshot_download
 
-            try:  # every file of the repo but other frameworks' weights, as sentence-transformers downloads
-                return Path(snapshot_download(repo_id=spec, ignore_patterns=["*.h5", "*.msgpack", "*.onnx", "*.ot"]))
+            try:
+                return Path(snapshot_download(repo_id=spec, ignore_patterns=HUB_IGNORE))
             except Exception as exc:
-                state = f"downloading it failed ({type(exc).__name__}: {exc}) and "
+                first_line = (str(exc).strip().splitlines() or [""])[0]
+                why = f"downloading it failed ({type(exc).__name__}: {first_line}); check the id and your access to it"
         raise ModelNotAvailableError(
-            f"entailment model {kind}:{spec} is not available: {state}it is not in the local Hugging Face "
-            f"cache (download it on a machine with internet first). Available alternatives: {model_alternatives()}. "
-            "No other model was substituted."
+            f"entailment model {kind}:{spec} is not available: {why}. Available alternatives: "
+            f"{model_alternatives()}. No other model was substituted."
         )
     raise ModelNotAvailableError(f"entailment model path {spec!r} does not exist; alternatives: {model_alternatives()}")

@@ -77,12 +77,13 @@ def looks_like_hub_id(spec: str) -> bool:
     return bool(_HUB_ID.match(spec)) and not Path(spec).exists() and not spec.endswith(".gguf")
 
 
-def local_snapshot(repo_id: str) -> Path | None:
-    """Folder of the locally cached snapshot of a hub repo, or ``None`` when it is not cached."""
+def local_snapshot(repo_id: str, ignore_patterns: list[str] | None = None) -> Path | None:
+    """Folder of the locally cached snapshot of a hub repo, or ``None`` when it is not cached; a snapshot that
+    ``snapshot_download`` fetched with ``ignore_patterns`` is complete only when looked up with the same ones."""
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(repo_id=repo_id, local_files_only=True))
+        return Path(snapshot_download(repo_id=repo_id, local_files_only=True, ignore_patterns=ignore_patterns))
     except Exception:
         return None
 

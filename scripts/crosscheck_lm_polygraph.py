@@ -15,7 +15,8 @@ reading of every difference is in book/integrations.md.
 
 The script runs on one thread (OMP/OpenBLAS/MKL pinned before numpy and torch load): MiniLM's similarities move in
 their last bits with the thread count, and LM-Polygraph ranks the UEManager run's scores unrounded, so its AUROCs
-(fourth decimal) and the Ecc gap's tie counts would depend on the machine's cores.
+(fourth decimal) and the Ecc gap's differing-pair counts would depend on the machine's cores. The pin applies only
+when the file runs as a script, not when a test imports it.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ import sys
 import time
 from pathlib import Path
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+if __name__ == "__main__":
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
 
 import numpy as np  # noqa: E402
 

@@ -56,9 +56,11 @@ ROLES = {"human": "user", "ai": "assistant", "system": "system"}
 class LocalChatModel(BaseChatModel):
     """A LangChain chat model that generates with a local transformers causal LM through its chat template:
     greedy at ``temperature`` 0, else sampling at that temperature, at most ``max_new_tokens`` tokens, seeded by
-    ``seed``, the prompt and how often it was asked before. uqlm calls it from several threads at once: one lock
-    serialises loading and generating, so the model loads once and a run is reproducible whatever order the threads
-    take (the samples of one prompt differ)."""
+    ``seed``, the prompt and how often it was asked before (the samples of one prompt differ). uqlm asks through
+    ``ainvoke``, many calls at once: :meth:`_agenerate` answers each on the event loop, in the order uqlm made the
+    calls, so a run is reproducible, the order of each prompt's samples included. LangChain's ``batch`` calls
+    :meth:`_generate` from several threads: one lock serialises loading and generating, so the model loads once and
+    each prompt's set of answers is the same (their order follows the threads)."""
 
     model: str = "smollm2"
     temperature: float = 0.0
@@ -109,6 +111,11 @@ class LocalChatModel(BaseChatModel):
                 )
         text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True).strip()
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        return self._generate(messages, stop=stop, **kw)  # not in an executor thread: calls keep uqlm's order
 
 
 def generate_and_score(model: str, questions: Sequence[tuple[str, str]], samples: int, out: Path) -> Any:

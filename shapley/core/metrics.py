@@ -211,6 +211,11 @@ MCSE_TARGET = 0.002
 MAX_BOOT = 2**16
 """Most resamples :func:`bootstrap_interval` and :func:`paired_interval` draw (then the error is recorded as is)."""
 
+BOOT_MEMORY_BYTES = 16 * 2**30
+"""Largest ``max_boot * n * 8`` bytes (the resampled question positions, n questions) that
+:func:`bootstrap_interval` and :func:`paired_interval` accept; larger requests are refused before anything is
+drawn (``MAX_BOOT`` resamples of 10,000 questions need about 5 GiB)."""
+
 MIN_BOOT = 100
 """Fewest resamples an interval may start from."""
 
@@ -245,6 +250,13 @@ def _check_boot(metric: Metric, n_boot: int, alpha: float, seed: int | None, mcs
 def _adaptive(stats: Callable[[NDArray[np.int64]], NDArray[np.float64]], m: int, b: _Resampling) -> BootstrapInterval:
     """Draw resamples (one seeded stream), doubling their number until both ends' MC errors are <= ``mcse``."""
     n_boot, alpha, seed, mcse, max_boot = b
+    need = max_boot * max(m, 1) * 8  # bytes of max_boot resamples' question positions
+    if need > BOOT_MEMORY_BYTES:
+        raise ValueError(
+            f"max_boot = {max_boot} resamples of {m} questions could need {need / 2**30:.3g} GiB of resampled "
+            f"positions, more than BOOT_MEMORY_BYTES = {BOOT_MEMORY_BYTES / 2**30:g} GiB; lower max_boot "
+            f"(default MAX_BOOT = {MAX_BOOT}) or raise mcse"
+        )
     rng = np.random.default_rng(seed)
     values: list[NDArray[np.float64]] = []
     total, target = 0, n_boot

@@ -1,5 +1,5 @@
-"""Reader-facing table headers are words, not column names: no snake_case header in a ``rename(columns={...})`` of
-the package's or the pages' tables (the frames the package builds are checked rendered, in
+"""Reader-facing table headers are words, not column names: no snake_case header in a ``rename(columns={...})`` or a
+``set_axis([...])`` of the package's or the pages' tables (the frames the package builds are checked rendered, in
 tests/companion/test_escaping.py), and no page shows a bare ``pd.DataFrame(...)`` (index column, raw headers)."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [*ROOT.glob("shapley/companion/*.py"), *ROOT.glob("notebooks/*.md"), *ROOT.glob("book/*.md")]
 RENAME = re.compile(r"rename\(\s*columns\s*=\s*\{(.*?)\}\s*\)", re.S)
 HEADER = re.compile(r'"[^"]*":\s*(f?)"([^"]*)"')
+SET_AXIS = re.compile(r"set_axis\(\s*\[(.*?)\]", re.S)
+LABEL = re.compile(r'(f?)"([^"]*)"')
 PENDING = {"notebooks/psd.md"}  # its tables are reworked on branch i23a (issue 23): drop this line once merged
 BARE_FRAME = re.compile(r"^pd\.DataFrame\(.*\)\s*$")
 """A cell line that displays a DataFrame as it is (index column, raw headers); ``.style.hide(axis="index")``
@@ -23,7 +25,8 @@ def _without_code(label: str) -> str:
 
 
 def _headers(text: str) -> list[str]:
-    return [m.group(2) for block in RENAME.findall(text) for m in HEADER.finditer(block)]
+    renamed = [m.group(2) for block in RENAME.findall(text) for m in HEADER.finditer(block)]
+    return renamed + [m.group(2) for block in SET_AXIS.findall(text) for m in LABEL.finditer(block)]
 
 
 def test_no_snake_case_column_labels():

@@ -35,8 +35,9 @@ Every backend
   with a warning: that call's values may then differ in the last bits and are not cached.
 
 Empty answers are allowed and scored as they are (the model sees an empty text); they are not dropped
-or replaced. A hub model that is neither cached nor downloadable (offline, or the download fails) raises
-``ModelNotAvailableError`` naming the alternatives; no other model is substituted.
+or replaced. A model that is not available (a missing path or package, or a hub model that is neither cached nor
+downloadable: offline, or the download fails) raises ``ModelNotAvailableError`` naming the alternatives; no other
+model is substituted.
 
 The batch rule does not cover the CPU thread count: MiniLM's similarities moved in their last bits between one and
 two threads (seen in ``scripts/crosscheck_lm_polygraph.py``'s UEManager run, which now pins one thread).

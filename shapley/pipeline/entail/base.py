@@ -301,7 +301,7 @@ class EntailmentBackend(ABC):
         return out
 
 
-#: files of a hub repo an entailment model never reads (other frameworks' weights), as sentence-transformers skips them
+#: files of a hub repo an entailment model never reads (other frameworks' weights), not downloaded
 HUB_IGNORE = ["*.h5", "*.msgpack", "*.onnx", "*.ot"]
 
 
@@ -325,7 +325,8 @@ def local_model_folder(kind: str, spec: str) -> Path:
                 return Path(snapshot_download(repo_id=spec, ignore_patterns=HUB_IGNORE))
             except Exception as exc:
                 first_line = (str(exc).strip().splitlines() or [""])[0]
-                why = f"downloading it failed ({type(exc).__name__}: {first_line}); check the id and your access to it"
+                why = f"downloading it failed ({type(exc).__name__}: {first_line})"
+                why += "; check the id, the network and your access to it"
         raise ModelNotAvailableError(
             f"entailment model {kind}:{spec} is not available: {why}. Available alternatives: "
             f"{model_alternatives()}. No other model was substituted."

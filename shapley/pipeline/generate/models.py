@@ -79,7 +79,8 @@ def looks_like_hub_id(spec: str) -> bool:
 
 def local_snapshot(repo_id: str, ignore_patterns: list[str] | None = None) -> Path | None:
     """Folder of the locally cached snapshot of a hub repo, or ``None`` when it is not cached; a snapshot that
-    ``snapshot_download`` fetched with ``ignore_patterns`` is complete only when looked up with the same ones."""
+    ``snapshot_download`` fetched with ``ignore_patterns`` is found only by a lookup that ignores at least the files
+    those patterns skipped."""
     try:
         from huggingface_hub import snapshot_download
 

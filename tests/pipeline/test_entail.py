@@ -279,6 +279,8 @@ def test_bad_specs_and_missing_models(monkeypatch, tmp_path):
         load_backend("deberta")
     with pytest.raises(ValueError, match="unknown"):
         load_backend("foo:bar")
+    with pytest.raises(ValueError, match="unknown"):  # not text: uqlm's ShapleyScorer(entailment=3) reaches here
+        load_backend(3)  # type: ignore[arg-type]
     with pytest.raises(ModelNotAvailableError, match="embedding:minilm") as err:
         load_backend("hf:shapley-tests/no-such-nli-model", cache=False)
     assert "llm:smollm2" in str(err.value) and "substituted" in str(err.value)

@@ -70,7 +70,7 @@ def load_backend(
     on ``device`` with ``options`` (:class:`~shapley.pipeline.entail.base.BackendOptions`).
 
     ``"hf"`` / ``"hf:"`` alone mean the default NLI model (:data:`shapley.pipeline.entail.nli.DEFAULT_NLI_MODEL`)."""
-    kind, _, rest = spec.strip().partition(":")
+    kind, _, rest = spec.strip().partition(":") if isinstance(spec, str) else ("", "", "")  # a non-text spec: unknown
     if kind.lower() not in BACKENDS:
         raise ValueError(
             f"unknown entailment backend {spec!r}: use 'hf:<id|path>', 'embedding:<name|path>' or "

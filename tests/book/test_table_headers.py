@@ -12,7 +12,7 @@ SOURCES = [*ROOT.glob("shapley/companion/*.py"), *ROOT.glob("notebooks/*.md"), *
 RENAME = re.compile(r"rename\(\s*columns\s*=\s*\{(.*?)\}\s*\)", re.S)
 HEADER = re.compile(r'"[^"]*":\s*(f?)"([^"]*)"')
 SET_AXIS = re.compile(r"set_axis\(\s*\[(.*?)\]", re.S)
-LABEL = re.compile(r'(f?)"([^"]*)"')
+LABEL = re.compile(r'"([^"]*)"')
 PENDING = {"notebooks/psd.md"}  # its tables are reworked on branch i23a (issue 23): drop this line once merged
 BARE_FRAME = re.compile(r"^pd\.DataFrame\(.*\)\s*$")
 """A cell line that displays a DataFrame as it is (index column, raw headers); ``.style.hide(axis="index")``
@@ -26,7 +26,7 @@ def _without_code(label: str) -> str:
 
 def _headers(text: str) -> list[str]:
     renamed = [m.group(2) for block in RENAME.findall(text) for m in HEADER.finditer(block)]
-    return renamed + [m.group(2) for block in SET_AXIS.findall(text) for m in LABEL.finditer(block)]
+    return renamed + [m.group(1) for block in SET_AXIS.findall(text) for m in LABEL.finditer(block)]
 
 
 def test_no_snake_case_column_labels():
@@ -50,4 +50,5 @@ def test_no_page_ends_a_cell_with_a_bare_dataframe():
 def test_the_header_checks_catch_what_they_should():
     assert SNAKE.search(_without_code("AUROC of beta_table1")) and not SNAKE.search(_without_code("<code>a_b</code>"))
     assert _headers('x.rename(columns={"auroc_lo": "auroc_lo",\n "n": f"{k} n"})') == ["auroc_lo", "{k} n"]
+    assert _headers('x.set_axis(\n ["Method", f"{k} auroc_lo"], axis=1)') == ["Method", "{k} auroc_lo"]
     assert BARE_FRAME.match("pd.DataFrame(rows)") and not BARE_FRAME.match("frame = pd.DataFrame(rows)")

@@ -150,10 +150,9 @@ def test_stale_derived_files_are_flagged(tmp_path, monkeypatch):
     assert not [f for f in provenance.provenance_table([d])["flags"].iloc[0] if f.startswith("stale")]
     metrics = d / "metrics.csv"
     metrics.write_text(metrics.read_text() + "\n")  # changed after it was computed
-    assert "stale metrics.csv" in provenance.provenance_table([d])["flags"].iloc[0]
-    assert '<span class="flag">stale metrics.csv</span>' in show(
-        provenance.provenance_frame(provenance.provenance_table([d]))
-    )
+    table = provenance.provenance_table([d])
+    assert "stale metrics.csv" in table["flags"].iloc[0]
+    assert '<span class="flag">stale metrics.csv</span>' in show(provenance.provenance_frame(table))
 
 
 def test_cost_estimate_grows_with_model_size_and_names_the_gpu():
